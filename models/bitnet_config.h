@@ -1,0 +1,72 @@
+// BitNet b1.58 hyper-parameters read from GGUF metadata, and the validation of a file against
+// them (every tensor present with the expected type and shape). Nothing is hard-coded: the 2B
+// numbers come from the file.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "models/ggml_type.h"
+#include "models/gguf.h"
+
+namespace bdsl::models {
+
+// Architectures accepted: "bitnet-b1.58" (current upload), "bitnet-25" (older), "bitnet" (mainline).
+bool is_bitnet_architecture(std::string_view architecture);
+
+// Every violation found, one line each in what(); violations() lists them one by one.
+class BitNetConfigError : public std::runtime_error {
+ public:
+  explicit BitNetConfigError(std::vector<std::string> violations);
+  const std::vector<std::string>& violations() const noexcept { return violations_; }
+
+ private:
+  std::vector<std::string> violations_;
+};
+
+struct BitNetConfig {
+  std::string architecture;      // general.architecture
+  uint32_t vocab_size = 0;       // {arch}.vocab_size, else the size of tokenizer.ggml.tokens
+  uint32_t context_length = 0;   // {arch}.context_length
+  uint32_t dim = 0;              // {arch}.embedding_length
+  uint32_t n_layers = 0;         // {arch}.block_count
+  uint32_t ffn_dim = 0;          // {arch}.feed_forward_length
+  uint32_t rope_dim = 0;         // {arch}.rope.dimension_count (default head_dim)
+  uint32_t n_heads = 0;          // {arch}.attention.head_count
+  uint32_t n_kv_heads = 0;       // {arch}.attention.head_count_kv (default n_heads)
+  uint32_t head_dim = 0;         // dim / n_heads
+  float rms_norm_eps = 0.0f;     // {arch}.attention.layer_norm_rms_epsilon
+  float rope_freq_base = 10000.0f;  // {arch}.rope.freq_base (llama.cpp's default when absent)
+  bool tied_output = true;       // no output.weight: logits use token_embd.weight
+
+  uint32_t kv_dim() const noexcept { return head_dim * n_kv_heads; }
+  uint32_t gqa_group() const noexcept { return n_kv_heads ? n_heads / n_kv_heads : 0; }
+
+  // Reads the metadata and validates it alone (no tensors). Throws BitNetConfigError.
+  static BitNetConfig from_metadata(const GgufFile& file);
+  // from_metadata, then validate_tensors: what a loader calls.
+  static BitNetConfig from_gguf(const GgufFile& file);
+};
+
+// One tensor a BitNet file must (or may) hold. dims innermost first, as in GGUF: a projection
+// with `in` inputs and `out` outputs is {in, out}; token_embd.weight is {dim, vocab}.
+struct BitNetTensorSpec {
+  std::string name;
+  GgmlType type;
+  std::vector<uint64_t> dims;
+  bool required = true;
+};
+
+// The tensors of a model with this config, in the order llama.cpp writes them: token_embd,
+// output_norm, (output.weight when !tied_output), then blk.N.* for every layer. Writers of
+// synthetic models can use it as the list of what to write.
+std::vector<BitNetTensorSpec> bitnet_tensor_specs(const BitNetConfig& config);
+
+// Checks every spec against the file: present, expected type, expected shape; output.weight is
+// optional (F16 or F32). Throws BitNetConfigError listing every violation.
+void validate_bitnet_tensors(const BitNetConfig& config, const GgufFile& file);
+
+}  // namespace bdsl::models

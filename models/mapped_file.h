@@ -1,0 +1,28 @@
+// A read-only memory map of a whole file, released on destruction (RAII). Move-only.
+#pragma once
+#include <cstddef>
+#include <filesystem>
+#include <span>
+
+namespace bdsl::models {
+
+class MappedFile {
+ public:
+  // Throws std::runtime_error naming the path and the system error. An empty file maps to an
+  // empty span (mmap cannot map zero bytes).
+  explicit MappedFile(const std::filesystem::path& path);
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+
+  std::span<const std::byte> bytes() const noexcept { return {data_, size_}; }
+
+ private:
+  void release() noexcept;
+  const std::byte* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace bdsl::models
