@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dsl/type.h"
@@ -57,6 +58,8 @@ struct CompiledKernel {
   std::string glsl;              // the printed source, for humans and for the cache key
   std::string key;               // hex SHA-256 of everything that changes the binary
   std::vector<uint32_t> spirv;
+  // Specialization constants (constant_id -> 32-bit value) the pipeline is built with.
+  std::vector<std::pair<uint32_t, uint32_t>> spec_constants;
 };
 
 }  // namespace bdsl
