@@ -1,0 +1,292 @@
+#include "codegen/glsl_printer.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <set>
+#include <sstream>
+
+#include "codegen/interface_of.h"
+#include "codegen/materialize.h"
+
+namespace bdsl::codegen {
+using namespace bdsl::dsl;
+
+namespace {
+
+std::string float_literal(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  if (!std::isfinite(f)) return "uintBitsToFloat(" + std::to_string(bits) + "u)";
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, f);  // shortest text that reads back exactly
+  std::string s(buf, end);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string literal(const Node& n) {
+  const auto bits = static_cast<uint32_t>(n.literal);
+  switch (n.type.kind) {
+    case ScalarKind::Bool: return n.literal ? "true" : "false";
+    case ScalarKind::U32: return std::to_string(bits) + "u";
+    case ScalarKind::I32: {
+      const auto v = static_cast<int32_t>(bits);
+      return v == INT32_MIN ? "(-2147483647 - 1)" : std::to_string(v);
+    }
+    case ScalarKind::F32: return float_literal(bits);
+    case ScalarKind::F16: return "float16_t(" + float_literal(bits) + ")";
+  }
+  return "?";
+}
+
+const char* builtin_name(BuiltinVar b) {
+  static const char* names[] = {"gl_GlobalInvocationID", "gl_LocalInvocationID", "gl_WorkGroupID",
+                                "gl_NumWorkGroups",      "gl_LocalInvocationIndex", "gl_SubgroupSize",
+                                "gl_SubgroupInvocationID", "gl_SubgroupID", "gl_NumSubgroups"};
+  return names[static_cast<int>(b)];
+}
+
+std::string temp_name(int i) {
+  std::string s = std::to_string(i);
+  s.insert(s.begin(), 't');
+  return s;
+}
+
+bool is_operator(Op op) { return op_spelling(op)[0] != '\0' || op == Op::Select; }
+
+class Printer {
+ public:
+  explicit Printer(const Kernel& k) : ir_(k.ir()), iface_(interface_of(k)), m_(materialize(ir_)) {}
+
+  std::string run() {
+    name_declarations();
+    header();
+    out_ << "void main() {\n";
+    block(0, 1);
+    out_ << "}\n";
+    return out_.str();
+  }
+
+ private:
+  std::string unique(const std::string& base) {
+    std::string name = base;
+    for (int i = 1; used_.count(name); ++i) name = base + "_" + std::to_string(i);
+    used_.insert(name);
+    return name;
+  }
+
+  void name_declarations() {
+    used_ = {"pc", "main"};
+    for (const auto& b : ir_.buffers) buffer_names_.push_back(unique(b.info.name));
+    for (const auto& s : ir_.shared) shared_names_.push_back(unique(s.name));
+    for (const auto& v : ir_.vars) var_names_.push_back(unique(v.name));
+    for (const auto& l : ir_.loops) loop_names_.push_back(unique(l.name));
+    temp_names_.resize(ir_.nodes.size());
+  }
+
+  void extensions() {
+    const KernelFeatures& f = iface_.features;
+    auto ext = [&](const char* name) { out_ << "#extension " << name << " : require\n"; };
+    if (f.float16) ext("GL_EXT_shader_explicit_arithmetic_types_float16");
+    if (f.storage16) ext("GL_EXT_shader_16bit_storage");
+    if (f.subgroup_basic) ext("GL_KHR_shader_subgroup_basic");
+    if (f.subgroup_arithmetic) ext("GL_KHR_shader_subgroup_arithmetic");
+    if (f.subgroup_shuffle) ext("GL_KHR_shader_subgroup_shuffle");
+    if (f.subgroup_ballot) ext("GL_KHR_shader_subgroup_ballot");
+    if (f.int_dot_product) {
+      ext("GL_EXT_spirv_intrinsics");
+      // OpSDotKHR (4450) with the packed 4x8-bit format; capabilities DotProductKHR (6019) and
+      // DotProductInput4x8BitPackedKHR (6018).
+      out_ << "spirv_instruction(extensions = [\"SPV_KHR_integer_dot_product\"], capabilities = [6019, 6018], "
+              "id = 4450)\nint bdsl_sdot4x8(uint a, uint b, spirv_literal int format);\n";
+    }
+  }
+
+  void header() {
+    out_ << "#version 460\n";
+    out_ << "// kernel: " << ir_.name << "\n";
+    extensions();
+    const auto& wg = ir_.workgroup_size;
+    out_ << "layout(local_size_x = " << wg[0] << ", local_size_y = " << wg[1] << ", local_size_z = " << wg[2]
+         << ") in;\n";
+    for (size_t i = 0; i < ir_.buffers.size(); ++i) {
+      const auto& b = ir_.buffers[i].info;
+      const char* q = b.access == Access::Read ? "readonly " : b.access == Access::Write ? "writeonly " : "";
+      out_ << "layout(std430, set = 0, binding = " << b.binding << ") " << q << "buffer " << buffer_names_[i]
+           << "_block { " << glsl_name(b.element) << " " << buffer_names_[i] << "[]; };\n";
+    }
+    if (!ir_.push_fields.empty()) {
+      out_ << "layout(push_constant, std430) uniform PushConstants {";
+      for (const auto& f : ir_.push_fields)
+        out_ << " layout(offset = " << f.offset << ") " << glsl_name(f.type) << " " << f.name << ";";
+      out_ << " } pc;\n";
+    }
+    for (size_t i = 0; i < ir_.shared.size(); ++i)
+      out_ << "shared " << glsl_name(ir_.shared[i].element) << " " << shared_names_[i] << "["
+           << ir_.shared[i].count << "];\n";
+  }
+
+  void indent(int depth) { out_ << std::string(2 * depth, ' '); }
+
+  void block(uint32_t id, int depth) {
+    const Block& b = ir_.blocks[id];
+    for (uint32_t i = 0; i < b.stmts.size(); ++i) {
+      for (const Node* n : m_.before[id][i]) define(*n, depth);
+      statement(b.stmts[i], depth);
+    }
+  }
+
+  void define(const Node& n, int depth) {
+    const std::string value = inline_expr(n);
+    temp_names_[n.seq] = unique(n.op == Op::Let ? n.name : temp_name(temp_count_++));
+    indent(depth);
+    out_ << "const " << glsl_name(n.type) << " " << temp_names_[n.seq] << " = " << value << ";\n";
+  }
+
+  void statement(const Stmt& s, int depth) {
+    switch (s.kind) {
+      case StmtKind::Eval:
+        if (s.node->op == Op::Let || m_.uses[s.node->seq] > 1) {
+          define(*s.node, depth);
+        } else {  // an atomic whose result nobody reads
+          temp_names_[s.node->seq] = "";
+          indent(depth);
+          out_ << inline_expr(*s.node) << ";\n";
+        }
+        return;
+      case StmtKind::DeclareVar:
+        indent(depth);
+        out_ << glsl_name(ir_.vars[s.ref].type) << " " << var_names_[s.ref] << " = " << expr(s.node) << ";\n";
+        return;
+      case StmtKind::Assign:
+        indent(depth);
+        out_ << var_names_[s.ref] << " = " << expr(s.node) << ";\n";
+        return;
+      case StmtKind::Store:
+      case StmtKind::SharedStore: {
+        const auto& names = s.kind == StmtKind::Store ? buffer_names_ : shared_names_;
+        indent(depth);
+        out_ << names[s.ref] << "[" << expr(s.index) << "] = " << expr(s.node) << ";\n";
+        return;
+      }
+      case StmtKind::If:
+        indent(depth);
+        out_ << "if (" << expr(s.node) << ") {\n";
+        block(s.blocks[0], depth + 1);
+        if (s.blocks.size() > 1) {
+          indent(depth);
+          out_ << "} else {\n";
+          block(s.blocks[1], depth + 1);
+        }
+        indent(depth);
+        out_ << "}\n";
+        return;
+      case StmtKind::ForRange: {
+        const std::string& i = loop_names_[s.ref];
+        indent(depth);
+        out_ << "for (" << glsl_name(ir_.loops[s.ref].type) << " " << i << " = " << expr(s.index) << "; " << i
+             << " < " << expr(s.node) << "; " << i << " += " << expr(s.step) << ") {\n";
+        block(s.blocks[0], depth + 1);
+        indent(depth);
+        out_ << "}\n";
+        return;
+      }
+      case StmtKind::Loop:
+        indent(depth);
+        out_ << "while (true) {\n";
+        block(s.blocks[0], depth + 1);
+        indent(depth);
+        out_ << "}\n";
+        return;
+      case StmtKind::BreakUnless:
+        indent(depth);
+        out_ << "if (!(" << expr(s.node) << ")) break;\n";
+        return;
+      case StmtKind::Break:
+        indent(depth);
+        out_ << "break;\n";
+        return;
+      case StmtKind::Continue:
+        indent(depth);
+        out_ << "continue;\n";
+        return;
+      case StmtKind::Barrier:
+        indent(depth);
+        out_ << (s.ref ? "memoryBarrierBuffer(); " : "") << "memoryBarrierShared(); barrier();\n";
+        return;
+    }
+  }
+
+  // A use of a node: its temporary's name, or its text inline.
+  std::string expr(const Node* n) {
+    if (m_.named[n->seq] && !temp_names_[n->seq].empty()) return temp_names_[n->seq];
+    return inline_expr(*n);
+  }
+
+  // An operand inside a larger expression: parenthesised when it is itself an operator.
+  std::string operand(const Node* n) {
+    std::string s = expr(n);
+    const bool is_name = m_.named[n->seq] && !temp_names_[n->seq].empty();
+    if (!is_name && (is_operator(n->op) || (n->op == Op::Const && s[0] == '-'))) return "(" + s + ")";
+    return s;
+  }
+
+  std::string lvalue(const Node& n) {
+    const auto& names = n.op == Op::Load ? buffer_names_ : shared_names_;
+    return names[n.ref] + "[" + expr(n.args[0]) + "]";
+  }
+
+  std::string call(const Node& n) {
+    const auto fn = static_cast<Fn>(n.ref);
+    std::string s = std::string(fn_spelling(fn)) + "(";
+    for (size_t i = 0; i < n.args.size(); ++i) {
+      if (i) s += ", ";
+      s += is_lvalue_arg(n, i) ? lvalue(*n.args[i]) : expr(n.args[i]);
+    }
+    if (fn == Fn::SDot4x8) s += ", 0";  // PackedVectorFormat4x8Bit
+    return s + ")";
+  }
+
+  std::string inline_expr(const Node& n) {
+    switch (n.op) {
+      case Op::Const: return literal(n);
+      case Op::PushField: return "pc." + ir_.push_fields[n.ref].name;
+      case Op::Builtin: return builtin_name(static_cast<BuiltinVar>(n.ref));
+      case Op::LoopIndex: return loop_names_[n.ref];
+      case Op::VarRead: return var_names_[n.ref];
+      case Op::Load:
+      case Op::SharedLoad: return lvalue(n);
+      case Op::Convert: return glsl_name(n.type) + "(" + expr(n.args[0]) + ")";
+      case Op::Select:
+        return operand(n.args[0]) + " ? " + operand(n.args[1]) + " : " + operand(n.args[2]);
+      case Op::Component: return operand(n.args[0]) + "." + "xyzw"[n.ref];
+      case Op::Construct: {
+        std::string s = glsl_name(n.type) + "(";
+        for (size_t i = 0; i < n.args.size(); ++i) s += (i ? ", " : "") + expr(n.args[i]);
+        return s + ")";
+      }
+      case Op::Call: return call(n);
+      case Op::Let: return expr(n.args[0]);
+      case Op::Neg:
+      case Op::Not:
+      case Op::BitNot: return op_spelling(n.op) + operand(n.args[0]);
+      default:  // binary operators
+        return operand(n.args[0]) + " " + op_spelling(n.op) + " " + operand(n.args[1]);
+    }
+  }
+
+  const KernelIR& ir_;
+  KernelInterface iface_;
+  Materialization m_;
+  std::ostringstream out_;
+  std::set<std::string> used_;
+  std::vector<std::string> buffer_names_, shared_names_, var_names_, loop_names_, temp_names_;
+  int temp_count_ = 0;
+};
+
+}  // namespace
+
+std::string print_glsl(const Kernel& kernel) { return Printer(kernel).run(); }
+
+}  // namespace bdsl::codegen

@@ -1,0 +1,181 @@
+#include "dsl/builder.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "dsl/glsl_names.h"
+
+namespace bdsl::dsl {
+
+namespace {
+thread_local BuilderCore* g_current = nullptr;
+
+// Identity of a pure node for sharing: everything that defines its value.
+std::string intern_key(Op op, Type type, const std::vector<const Node*>& args, uint64_t literal,
+                       uint32_t ref) {
+  std::string key;
+  auto put = [&](const void* p, size_t n) { key.append(static_cast<const char*>(p), n); };
+  put(&op, sizeof op);
+  put(&type.kind, sizeof type.kind);
+  put(&type.lanes, sizeof type.lanes);
+  put(&literal, sizeof literal);
+  put(&ref, sizeof ref);
+  for (const Node* a : args) put(&a, sizeof a);
+  return key;
+}
+}  // namespace
+
+BuilderCore::BuilderCore(std::string name) : ir_(std::make_unique<KernelIR>()) {
+  ir_->name = check_name(std::move(name), "kernel");
+  ir_->blocks.push_back(Block{});
+  scopes_.push_back(Scope{0, {}});
+  previous_ = g_current;
+  g_current = this;
+}
+
+BuilderCore::~BuilderCore() { g_current = previous_; }
+
+BuilderCore& BuilderCore::current() {
+  if (!g_current) throw DslError("DSL expression built outside a kernel: create a KernelBuilder first");
+  return *g_current;
+}
+
+void BuilderCore::fail(const std::string& what) const {
+  throw DslError("kernel '" + ir_->name + "': " + what);
+}
+
+std::string BuilderCore::check_name(std::string name, const char* what) const {
+  if (!is_valid_glsl_identifier(name))
+    throw DslError(std::string("invalid ") + what + " name '" + name +
+                   "': use letters, digits and '_', not starting with a digit, 'gl_' or containing '__'");
+  if (is_glsl_reserved_word(name))
+    throw DslError(std::string(what) + " name '" + name + "' is a reserved GLSL word");
+  return name;
+}
+
+bool BuilderCore::op_is_pure(Op op, uint32_t ref) const {
+  switch (op) {
+    case Op::VarRead:
+    case Op::SharedLoad:
+    case Op::Let:
+      return false;
+    case Op::Load:
+      return ir_->buffers[ref].info.access == Access::Read;  // read-only data cannot change
+    default:
+      return true;
+  }
+}
+
+const Node* BuilderCore::make(Op op, Type type, std::vector<const Node*> args, uint64_t literal,
+                              uint32_t ref) {
+  bool pure = op_is_pure(op, ref);
+  if (op == Op::Call) pure = fn_is_pure(static_cast<Fn>(ref));
+  for (const Node* a : args) pure = pure && a->pure;
+  std::string key;
+  if (pure) {
+    key = intern_key(op, type, args, literal, ref);
+    for (auto s = scopes_.rbegin(); s != scopes_.rend(); ++s)
+      if (auto it = s->interned.find(key); it != s->interned.end()) return it->second;
+  }
+  auto node = std::make_unique<Node>();
+  node->op = op;
+  node->type = type;
+  node->args = std::move(args);
+  node->literal = literal;
+  node->ref = ref;
+  node->seq = static_cast<uint32_t>(ir_->nodes.size());
+  node->loc = {current_block(), static_cast<uint32_t>(ir_->blocks[current_block()].stmts.size())};
+  node->pure = pure;
+  const Node* result = node.get();
+  ir_->nodes.push_back(std::move(node));
+  if (pure) scopes_.back().interned.emplace(std::move(key), result);
+  return result;
+}
+
+const Node* BuilderCore::make_call(Fn fn, Type type, std::vector<const Node*> args) {
+  const Node* n = make(Op::Call, type, std::move(args), 0, static_cast<uint32_t>(fn));
+  if (fn_is_atomic(fn)) {  // side effects happen exactly once, where the author wrote them
+    const_cast<Node*>(n)->has_stmt = true;
+    append(Stmt{StmtKind::Eval, 0, nullptr, n});
+  }
+  return n;
+}
+
+const Node* BuilderCore::make_let(const Node* value, std::string name) {
+  const Node* n = make(Op::Let, value->type, {value});
+  auto* mutable_node = const_cast<Node*>(n);
+  mutable_node->name = check_name(std::move(name), "let");
+  mutable_node->has_stmt = true;
+  append(Stmt{StmtKind::Eval, 0, nullptr, n});
+  return n;
+}
+
+uint32_t BuilderCore::append(Stmt s) {
+  if (finished_) fail("statement added after finish()");
+  auto& stmts = ir_->blocks[current_block()].stmts;
+  stmts.push_back(std::move(s));
+  return static_cast<uint32_t>(stmts.size() - 1);
+}
+
+uint32_t BuilderCore::in_child_block(uint32_t owner, bool loop_body, const std::function<void()>& body) {
+  const uint32_t parent = current_block();
+  const auto id = static_cast<uint32_t>(ir_->blocks.size());
+  ir_->blocks.push_back(Block{id, parent, owner, loop_body, {}});
+  ir_->blocks[parent].stmts[owner].blocks.push_back(id);
+  scopes_.push_back(Scope{id, {}});
+  try {
+    body();
+  } catch (...) {
+    scopes_.pop_back();
+    throw;
+  }
+  scopes_.pop_back();
+  return id;
+}
+
+bool BuilderCore::inside_loop() const {
+  return std::any_of(scopes_.begin(), scopes_.end(),
+                     [&](const Scope& s) { return ir_->blocks[s.block].is_loop_body; });
+}
+
+uint32_t BuilderCore::add_buffer(std::string name, Access access, Type element) {
+  if (element.lanes == 3) fail("buffer '" + name + "': 3-lane vectors pad to 16 bytes in std430; use vec4");
+  name = check_name(std::move(name), "buffer");
+  const auto binding = static_cast<uint32_t>(ir_->buffers.size());
+  names_.push_back(name);
+  ir_->buffers.push_back(BufferDecl{BindingInfo{binding, name, access, element}});
+  return binding;
+}
+
+uint32_t BuilderCore::add_push(std::string name, Type type) {
+  name = check_name(std::move(name), "push constant");
+  const uint32_t offset = (ir_->push_bytes + type.align() - 1) / type.align() * type.align();
+  ir_->push_fields.push_back(PushField{name, type, offset});
+  ir_->push_bytes = offset + type.bytes();
+  return static_cast<uint32_t>(ir_->push_fields.size() - 1);
+}
+
+uint32_t BuilderCore::add_shared(std::string name, Type element, uint32_t count) {
+  if (count == 0) fail("shared array '" + name + "' has no elements");
+  ir_->shared.push_back(SharedDecl{check_name(std::move(name), "shared array"), element, count});
+  return static_cast<uint32_t>(ir_->shared.size() - 1);
+}
+
+uint32_t BuilderCore::add_var(std::string name, Type type) {
+  ir_->vars.push_back(VarDecl{check_name(std::move(name), "var"), type});
+  return static_cast<uint32_t>(ir_->vars.size() - 1);
+}
+
+uint32_t BuilderCore::add_loop(std::string name, Type type) {
+  ir_->loops.push_back(LoopDecl{check_name(std::move(name), "loop index"), type});
+  return static_cast<uint32_t>(ir_->loops.size() - 1);
+}
+
+Kernel BuilderCore::finish() {
+  if (finished_) fail("finish() called twice");
+  if (scopes_.size() != 1) fail("finish() called inside a block");
+  finished_ = true;
+  return Kernel(std::shared_ptr<const KernelIR>(std::move(ir_)));
+}
+
+}  // namespace bdsl::dsl

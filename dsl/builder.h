@@ -1,0 +1,82 @@
+// KernelBuilder: the object a kernel author builds a kernel with. While it lives it is the
+// thread's current builder, so expression handles (Expr, Var, buffer refs) and the control-flow
+// functions (if_, for_range, ...) add their nodes and statements to it.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "dsl/ir.h"
+
+namespace bdsl::dsl {
+
+// A finished kernel: immutable and cheap to copy.
+class Kernel {
+ public:
+  explicit Kernel(std::shared_ptr<const KernelIR> ir) : ir_(std::move(ir)) {}
+  const KernelIR& ir() const { return *ir_; }
+  const std::string& name() const { return ir_->name; }
+
+ private:
+  std::shared_ptr<const KernelIR> ir_;
+};
+
+// Any misuse of the DSL found while building or checking a kernel; the message names the kernel.
+struct DslError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class BuilderCore {
+ public:
+  explicit BuilderCore(std::string name);
+  ~BuilderCore();
+  BuilderCore(const BuilderCore&) = delete;
+  BuilderCore& operator=(const BuilderCore&) = delete;
+
+  static BuilderCore& current();
+
+  // Nodes: pure ones are shared when an equal node exists in an enclosing scope.
+  const Node* make(Op op, Type type, std::vector<const Node*> args, uint64_t literal = 0,
+                   uint32_t ref = 0);
+  const Node* make_call(Fn fn, Type type, std::vector<const Node*> args);
+  const Node* make_let(const Node* value, std::string name);
+
+  // Statements go to the innermost open block.
+  uint32_t append(Stmt s);
+  Stmt& stmt(uint32_t block, uint32_t index) { return ir_->blocks[block].stmts[index]; }
+  uint32_t current_block() const { return scopes_.back().block; }
+  // Runs `body` with a new child block of statement `owner` of the current block open.
+  uint32_t in_child_block(uint32_t owner, bool loop_body, const std::function<void()>& body);
+  bool inside_loop() const;
+
+  // Declarations.
+  uint32_t add_buffer(std::string name, Access access, Type element);
+  uint32_t add_push(std::string name, Type type);
+  uint32_t add_shared(std::string name, Type element, uint32_t count);
+  uint32_t add_var(std::string name, Type type);
+  uint32_t add_loop(std::string name, Type type);
+  const KernelIR& ir() const { return *ir_; }
+
+  [[noreturn]] void fail(const std::string& what) const;
+  Kernel finish();
+
+ protected:
+  std::unique_ptr<KernelIR> ir_;
+
+ private:
+  struct Scope {
+    uint32_t block;
+    std::unordered_map<std::string, const Node*> interned;
+  };
+  std::string check_name(std::string name, const char* what) const;
+  bool op_is_pure(Op op, uint32_t ref) const;
+
+  std::vector<Scope> scopes_;
+  std::vector<std::string> names_;
+  BuilderCore* previous_ = nullptr;
+  bool finished_ = false;
+};
+
+}  // namespace bdsl::dsl

@@ -1,0 +1,205 @@
+// Builtin functions, typed as GLSL defines them. Each one is a single IR Call node.
+#pragma once
+#include "dsl/memory.h"
+
+namespace bdsl::dsl {
+
+template <class R, class... Args>
+Expr<R> call(Fn fn, const Args&... args) {
+  return Expr<R>(BuilderCore::current().make_call(fn, type_of<R>(), {args...}));
+}
+
+#define BDSL_UNARY_FN(name, fn, Constraint)                          \
+  template <class X>                                                 \
+    requires DslValue<X> && Constraint<value_t<X>>                   \
+  Expr<value_t<X>> name(const X& x) {                                \
+    return call<value_t<X>>(Fn::fn, x.node());                       \
+  }
+BDSL_UNARY_FN(abs, Abs, Signed)
+BDSL_UNARY_FN(exp, Exp, Float)
+BDSL_UNARY_FN(exp2, Exp2, Float)
+BDSL_UNARY_FN(log, Log, Float)
+BDSL_UNARY_FN(sqrt, Sqrt, Float)
+BDSL_UNARY_FN(inversesqrt, InverseSqrt, Float)
+BDSL_UNARY_FN(sin, Sin, Float)
+BDSL_UNARY_FN(cos, Cos, Float)
+BDSL_UNARY_FN(floor, Floor, Float)
+BDSL_UNARY_FN(round, RoundEven, Float)  // ties to even, as the int8 quantizer needs
+#undef BDSL_UNARY_FN
+
+#define BDSL_BINARY_FN(name, fn, Constraint)                                   \
+  template <class A, class B>                                                  \
+    requires SameOperands<A, B> && Constraint<operand_t<A, B>>                 \
+  Expr<operand_t<A, B>> name(const A& a, const B& b) {                         \
+    using T = operand_t<A, B>;                                                 \
+    return call<T>(Fn::fn, as_node<T>(a), as_node<T>(b));                      \
+  }
+BDSL_BINARY_FN(min, Min, Numeric)
+BDSL_BINARY_FN(max, Max, Numeric)
+BDSL_BINARY_FN(pow, Pow, Float)
+#undef BDSL_BINARY_FN
+
+template <class X, class Lo, class Hi>
+  requires DslValue<X> && Numeric<value_t<X>> && OperandOf<Lo, value_t<X>> && OperandOf<Hi, value_t<X>>
+Expr<value_t<X>> clamp(const X& x, const Lo& lo, const Hi& hi) {
+  using T = value_t<X>;
+  return call<T>(Fn::Clamp, x.node(), as_node<T>(lo), as_node<T>(hi));
+}
+
+template <class A, class B, class C>
+  requires DslValue<A> && Float<value_t<A>> && OperandOf<B, value_t<A>> && OperandOf<C, value_t<A>>
+Expr<value_t<A>> fma(const A& a, const B& b, const C& c) {
+  using T = value_t<A>;
+  return call<T>(Fn::Fma, a.node(), as_node<T>(b), as_node<T>(c));
+}
+
+template <class A, class B>
+  requires SameOperands<A, B> && Float<operand_t<A, B>> && (lanes_v<operand_t<A, B>> > 1)
+Expr<scalar_t<operand_t<A, B>>> dot(const A& a, const B& b) {
+  using T = operand_t<A, B>;
+  return call<scalar_t<T>>(Fn::Dot, as_node<T>(a), as_node<T>(b));
+}
+
+// Bits.
+template <class X, class O, class B>
+  requires DslValue<X> && Integer<value_t<X>> && OperandOf<O, i32> && OperandOf<B, i32>
+Expr<value_t<X>> bitfield_extract(const X& x, const O& offset, const B& bits) {
+  return call<value_t<X>>(Fn::BitfieldExtract, x.node(), as_node<i32>(offset), as_node<i32>(bits));
+}
+
+// Same bits, another type: bitcast<u32>(a_float), bitcast<f32>(an_u32), bitcast<i32>(an_u32).
+template <class To, class X>
+  requires DslValue<X> && (lanes_v<To> == lanes_v<value_t<X>>)
+Expr<To> bitcast(const X& x) {
+  using From = scalar_t<value_t<X>>;
+  using ToS = scalar_t<To>;
+  if constexpr (std::same_as<From, ToS>)
+    return Expr<To>(x.node());
+  else if constexpr (std::same_as<From, f32> && std::same_as<ToS, u32>)
+    return call<To>(Fn::FloatBitsToUint, x.node());
+  else if constexpr (std::same_as<From, f32> && std::same_as<ToS, i32>)
+    return call<To>(Fn::FloatBitsToInt, x.node());
+  else if constexpr (std::same_as<From, u32> && std::same_as<ToS, f32>)
+    return call<To>(Fn::UintBitsToFloat, x.node());
+  else if constexpr (std::same_as<From, i32> && std::same_as<ToS, f32>)
+    return call<To>(Fn::IntBitsToFloat, x.node());
+  else {
+    static_assert(Integer<From> && Integer<ToS>, "bitcast between these types is not defined");
+    return cast<To>(x);  // int <-> uint conversion keeps the bits in GLSL
+  }
+}
+
+// Two f32 <-> one u32 holding two IEEE halves (low lane in the low bits).
+template <class X>
+  requires OperandOf<X, vec2>
+Expr<u32> pack_half2x16(const X& v) {
+  return call<u32>(Fn::PackHalf2x16, as_node<vec2>(v));
+}
+template <class X>
+  requires OperandOf<X, u32>
+Expr<vec2> unpack_half2x16(const X& v) {
+  return call<vec2>(Fn::UnpackHalf2x16, as_node<u32>(v));
+}
+
+// Four signed bytes in one u32 (byte 0 = lane x). Written with shifts so every device runs it.
+template <class X>
+  requires OperandOf<X, u32>
+Expr<ivec4> unpack_i8x4(const X& packed) {
+  const Expr<i32> w = bitcast<i32>(Expr<u32>(as_node<u32>(packed)));
+  return make_vec<i32>(bitfield_extract(w, 0, 8), bitfield_extract(w, 8, 8), bitfield_extract(w, 16, 8),
+                       bitfield_extract(w, 24, 8));
+}
+template <class X>
+  requires OperandOf<X, ivec4>
+Expr<u32> pack_i8x4(const X& v) {
+  const Expr<uvec4> u = cast<uvec4>(Expr<ivec4>(as_node<ivec4>(v)));
+  const auto byte = [&](uint32_t lane) { return u.lane(lane) & 0xffu; };
+  return byte(0) | (byte(1) << 8u) | (byte(2) << 16u) | (byte(3) << 24u);
+}
+template <class X>
+  requires OperandOf<X, u32>
+Expr<uvec4> unpack_u8x4(const X& packed) {
+  const Expr<u32> w(as_node<u32>(packed));
+  return make_vec<u32>(bitfield_extract(w, 0, 8), bitfield_extract(w, 8, 8), bitfield_extract(w, 16, 8),
+                       bitfield_extract(w, 24, 8));
+}
+
+// Dot product of two words of four signed bytes each (SPIR-V OpSDotKHR, packed 4x8 format).
+// Needs the device's integer dot product feature; ops pick a plain variant where it is missing.
+template <class A, class B>
+  requires OperandOf<A, u32> && OperandOf<B, u32>
+Expr<i32> sdot4x8(const A& a, const B& b) {
+  return call<i32>(Fn::SDot4x8, as_node<u32>(a), as_node<u32>(b));
+}
+
+// Subgroup operations.
+#define BDSL_SUBGROUP_REDUCE(name, fn)                        \
+  template <class X>                                          \
+    requires DslValue<X> && Numeric<value_t<X>>               \
+  Expr<value_t<X>> name(const X& x) {                         \
+    return call<value_t<X>>(Fn::fn, x.node());                \
+  }
+BDSL_SUBGROUP_REDUCE(subgroup_add, SubgroupAdd)
+BDSL_SUBGROUP_REDUCE(subgroup_min, SubgroupMin)
+BDSL_SUBGROUP_REDUCE(subgroup_max, SubgroupMax)
+#undef BDSL_SUBGROUP_REDUCE
+
+template <class X, class I>
+  requires DslValue<X> && OperandOf<I, u32>
+Expr<value_t<X>> subgroup_shuffle(const X& x, const I& lane) {
+  return call<value_t<X>>(Fn::SubgroupShuffle, x.node(), as_node<u32>(lane));
+}
+template <class X, class I>
+  requires DslValue<X> && OperandOf<I, u32>
+Expr<value_t<X>> subgroup_shuffle_xor(const X& x, const I& mask) {
+  return call<value_t<X>>(Fn::SubgroupShuffleXor, x.node(), as_node<u32>(mask));
+}
+// The lane must be a constant (GLSL requires it); subgroup_shuffle takes a dynamic one.
+template <class X>
+  requires DslValue<X>
+Expr<value_t<X>> subgroup_broadcast(const X& x, uint32_t lane) {
+  return call<value_t<X>>(Fn::SubgroupBroadcast, x.node(), literal_node<u32>(lane));
+}
+template <class X>
+  requires DslValue<X>
+Expr<value_t<X>> subgroup_broadcast_first(const X& x) {
+  return call<value_t<X>>(Fn::SubgroupBroadcastFirst, x.node());
+}
+inline Expr<boolean> subgroup_elect() { return call<boolean>(Fn::SubgroupElect); }
+
+// Atomics on a u32/i32 buffer element or shared element; each returns the previous value and
+// runs exactly once, where it is written.
+template <class Ref>
+concept AtomicTarget = requires(const Ref& r) {
+  r.array();
+  r.index();
+} && (std::same_as<value_t<Ref>, u32> || std::same_as<value_t<Ref>, i32>);
+
+template <class Ref, class X>
+  requires AtomicTarget<Ref> && OperandOf<X, value_t<Ref>>
+Expr<value_t<Ref>> atomic(Fn fn, const Ref& target, const X& value) {
+  using T = value_t<Ref>;
+  return call<T>(fn, target.node(), as_node<T>(value));
+}
+#define BDSL_ATOMIC(name, fn)                                            \
+  template <class Ref, class X>                                          \
+    requires AtomicTarget<Ref> && OperandOf<X, value_t<Ref>>             \
+  Expr<value_t<Ref>> name(const Ref& target, const X& value) {           \
+    return atomic(Fn::fn, target, value);                                \
+  }
+BDSL_ATOMIC(atomic_add, AtomicAdd)
+BDSL_ATOMIC(atomic_min, AtomicMin)
+BDSL_ATOMIC(atomic_max, AtomicMax)
+BDSL_ATOMIC(atomic_and, AtomicAnd)
+BDSL_ATOMIC(atomic_or, AtomicOr)
+BDSL_ATOMIC(atomic_xor, AtomicXor)
+BDSL_ATOMIC(atomic_exchange, AtomicExchange)
+#undef BDSL_ATOMIC
+template <class Ref, class C, class X>
+  requires AtomicTarget<Ref> && OperandOf<C, value_t<Ref>> && OperandOf<X, value_t<Ref>>
+Expr<value_t<Ref>> atomic_comp_swap(const Ref& target, const C& compare, const X& value) {
+  using T = value_t<Ref>;
+  return call<T>(Fn::AtomicCompSwap, target.node(), as_node<T>(compare), as_node<T>(value));
+}
+
+}  // namespace bdsl::dsl

@@ -1,0 +1,188 @@
+// The DSL's intermediate representation: small immutable expression nodes and a tree of statements.
+// Node kinds are listed once (BDSL_NODE_OPS); the printer's spellings are data beside them.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/kernel_interface.h"
+#include "dsl/type.h"
+
+namespace bdsl::dsl {
+
+// X(name, spelling, arity): binary and unary operators print as infix/prefix with that spelling.
+#define BDSL_NODE_OPS(X)                                             \
+  X(Const, "", 0)            /* literal: bits in Node::literal */    \
+  X(PushField, "", 0)        /* push-constant field Node::ref */     \
+  X(Builtin, "", 0)          /* built-in id, BuiltinVar in ref */    \
+  X(LoopIndex, "", 0)        /* counter of loop Node::ref */         \
+  X(VarRead, "", 0)          /* current value of var Node::ref */    \
+  X(Load, "", 1)             /* buffer ref at index arg0 */          \
+  X(SharedLoad, "", 1)       /* shared array ref at index arg0 */    \
+  X(Add, "+", 2)                                                     \
+  X(Sub, "-", 2)                                                     \
+  X(Mul, "*", 2)                                                     \
+  X(Div, "/", 2)                                                     \
+  X(Mod, "%", 2)                                                     \
+  X(BitAnd, "&", 2)                                                  \
+  X(BitOr, "|", 2)                                                   \
+  X(BitXor, "^", 2)                                                  \
+  X(Shl, "<<", 2)                                                    \
+  X(Shr, ">>", 2)                                                    \
+  X(Lt, "<", 2)                                                      \
+  X(Le, "<=", 2)                                                     \
+  X(Gt, ">", 2)                                                      \
+  X(Ge, ">=", 2)                                                     \
+  X(Eq, "==", 2)                                                     \
+  X(Ne, "!=", 2)                                                     \
+  X(And, "&&", 2)                                                    \
+  X(Or, "||", 2)                                                     \
+  X(Neg, "-", 1)                                                     \
+  X(Not, "!", 1)                                                     \
+  X(BitNot, "~", 1)                                                  \
+  X(Convert, "", 1)          /* value conversion to Node::type */    \
+  X(Select, "", 3)           /* arg0 ? arg1 : arg2 */                \
+  X(Component, "", 1)        /* lane Node::ref of a vector */        \
+  X(Construct, "", -1)       /* vector from scalars */               \
+  X(Call, "", -1)            /* builtin function Fn(ref) */          \
+  X(Let, "", 1)              /* arg0, named and evaluated here */
+
+enum class Op : uint8_t {
+#define BDSL_ENUM(name, spelling, arity) name,
+  BDSL_NODE_OPS(BDSL_ENUM)
+#undef BDSL_ENUM
+};
+const char* op_name(Op op);
+const char* op_spelling(Op op);
+
+enum class BuiltinVar : uint8_t {
+  GlobalId, LocalId, WorkgroupId, NumWorkgroups, LocalIndex,
+  SubgroupSize, SubgroupInvocation, SubgroupId, NumSubgroups
+};
+
+// Builtin functions. pure = may be shared and moved (no side effects, no convergence rules).
+#define BDSL_FUNCTIONS(X)                                    \
+  X(Min, "min", true) X(Max, "max", true) X(Abs, "abs", true) \
+  X(Clamp, "clamp", true) X(Fma, "fma", true)                 \
+  X(Exp, "exp", true) X(Exp2, "exp2", true) X(Log, "log", true) \
+  X(Sqrt, "sqrt", true) X(InverseSqrt, "inversesqrt", true)   \
+  X(Pow, "pow", true) X(Sin, "sin", true) X(Cos, "cos", true) \
+  X(Floor, "floor", true) X(RoundEven, "roundEven", true)     \
+  X(Dot, "dot", true)                                         \
+  X(PackHalf2x16, "packHalf2x16", true)                       \
+  X(UnpackHalf2x16, "unpackHalf2x16", true)                   \
+  X(BitfieldExtract, "bitfieldExtract", true)                 \
+  X(FloatBitsToUint, "floatBitsToUint", true)                 \
+  X(FloatBitsToInt, "floatBitsToInt", true)                   \
+  X(UintBitsToFloat, "uintBitsToFloat", true)                 \
+  X(IntBitsToFloat, "intBitsToFloat", true)                   \
+  X(SDot4x8, "bdsl_sdot4x8", true)                            \
+  X(SubgroupAdd, "subgroupAdd", false)                        \
+  X(SubgroupMin, "subgroupMin", false)                        \
+  X(SubgroupMax, "subgroupMax", false)                        \
+  X(SubgroupShuffle, "subgroupShuffle", false)                \
+  X(SubgroupShuffleXor, "subgroupShuffleXor", false)          \
+  X(SubgroupBroadcast, "subgroupBroadcast", false)            \
+  X(SubgroupBroadcastFirst, "subgroupBroadcastFirst", false)  \
+  X(SubgroupElect, "subgroupElect", false)                    \
+  X(AtomicAdd, "atomicAdd", false) X(AtomicMin, "atomicMin", false) \
+  X(AtomicMax, "atomicMax", false) X(AtomicAnd, "atomicAnd", false) \
+  X(AtomicOr, "atomicOr", false) X(AtomicXor, "atomicXor", false)   \
+  X(AtomicExchange, "atomicExchange", false)                  \
+  X(AtomicCompSwap, "atomicCompSwap", false)
+
+enum class Fn : uint8_t {
+#define BDSL_ENUM(name, spelling, pure) name,
+  BDSL_FUNCTIONS(BDSL_ENUM)
+#undef BDSL_ENUM
+};
+const char* fn_spelling(Fn fn);
+bool fn_is_pure(Fn fn);
+bool fn_is_atomic(Fn fn);
+bool fn_is_subgroup(Fn fn);
+
+// Where a node was created: block id and the index of the next statement in that block.
+struct Location {
+  uint32_t block = 0;
+  uint32_t index = 0;
+};
+
+struct Node {
+  Op op;
+  Type type;
+  std::vector<const Node*> args;
+  uint64_t literal = 0;  // Const: the value's bits (f32 bits, i32/u32 value, bool 0/1)
+  uint32_t ref = 0;      // PushField/LoopIndex/VarRead/Load/SharedLoad/Component/Call target
+  uint32_t seq = 0;      // creation order
+  Location loc;
+  bool pure = true;      // may be shared between uses and moved past statements
+  bool has_stmt = false; // evaluated by its own Eval statement (atomics, let)
+  std::string name;      // Let: the name the author gave
+};
+
+enum class StmtKind : uint8_t {
+  Eval,        // node: an atomic or a let, evaluated here into a named temporary
+  DeclareVar,  // ref = var, node = initial value
+  Assign,      // ref = var, node = value
+  Store,       // ref = binding, index, node = value
+  SharedStore, // ref = shared array, index, node = value
+  If,          // node = condition, blocks[0] = then, blocks[1] = else (optional)
+  ForRange,    // ref = loop, index = begin, node = end, step = step; blocks[0] = body
+  Loop,        // blocks[0] = body (runs until break)
+  BreakUnless, // node = condition: leave the loop when false
+  Break,
+  Continue,
+  Barrier,     // ref: 0 = workgroup (shared memory), 1 = workgroup + buffer memory
+};
+
+struct Stmt {
+  StmtKind kind;
+  uint32_t ref = 0;
+  const Node* index = nullptr;
+  const Node* node = nullptr;
+  const Node* step = nullptr;
+  std::vector<uint32_t> blocks;  // child block ids
+};
+
+struct Block {
+  uint32_t id = 0;
+  uint32_t parent = 0;     // the root block is its own parent
+  uint32_t parent_stmt = 0;  // index of the statement in the parent that owns this block
+  bool is_loop_body = false;
+  std::vector<Stmt> stmts;
+};
+
+struct BufferDecl {
+  BindingInfo info;
+};
+struct SharedDecl {
+  std::string name;
+  Type element;
+  uint32_t count = 0;
+};
+struct VarDecl {
+  std::string name;
+  Type type;
+};
+struct LoopDecl {
+  std::string name;
+  Type type;
+};
+
+// A finished kernel: immutable, cheap to copy (shares its nodes).
+struct KernelIR {
+  std::string name;
+  std::array<uint32_t, 3> workgroup_size{1, 1, 1};
+  std::vector<BufferDecl> buffers;
+  std::vector<PushField> push_fields;
+  uint32_t push_bytes = 0;
+  std::vector<SharedDecl> shared;
+  std::vector<VarDecl> vars;
+  std::vector<LoopDecl> loops;
+  std::vector<Block> blocks;  // blocks[0] is the body of main()
+  std::vector<std::unique_ptr<Node>> nodes;
+  std::string source_location;  // where the author built it, for error messages
+};
+
+}  // namespace bdsl::dsl

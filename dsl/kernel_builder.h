@@ -1,0 +1,66 @@
+// The kernel author's entry point: declare the interface with typed objects, write the body with
+// expressions and control flow, then build().
+//
+//   KernelBuilder k("saxpy", {256});
+//   auto x = k.buffer<f32>("x", Access::Read);
+//   auto y = k.buffer<f32>("y", Access::ReadWrite);
+//   auto n = k.push<u32>("n");
+//   auto a = k.push<f32>("a");
+//   auto i = k.global_id().x();
+//   if_(i < n, [&] { y[i] = a * x[i] + y[i]; });
+//   Kernel saxpy = k.build();
+#pragma once
+#include <array>
+
+#include "dsl/builtins.h"
+#include "dsl/control.h"
+
+namespace bdsl::dsl {
+
+class KernelBuilder : public BuilderCore {
+ public:
+  KernelBuilder(std::string name, std::array<uint32_t, 3> workgroup_size = {64, 1, 1});
+
+  template <class T>
+  Buffer<T> buffer(std::string name, Access access) {
+    return Buffer<T>(add_buffer(std::move(name), access, type_of<T>()));
+  }
+  template <class T>
+  Expr<T> push(std::string name) {
+    return Expr<T>(make(Op::PushField, type_of<T>(), {}, 0, add_push(std::move(name), type_of<T>())));
+  }
+  template <class T>
+  Shared<T> shared(std::string name, uint32_t count) {
+    return Shared<T>(add_shared(std::move(name), type_of<T>(), count), count);
+  }
+  template <class T, class X>
+    requires OperandOf<X, T>
+  Var<T> var(std::string name, const X& init) {
+    const uint32_t id = add_var(std::move(name), type_of<T>());
+    append(Stmt{StmtKind::DeclareVar, id, nullptr, as_node<T>(init)});
+    return Var<T>(id);
+  }
+
+  Expr<uvec3> global_id() { return id<uvec3>(BuiltinVar::GlobalId); }
+  Expr<uvec3> local_id() { return id<uvec3>(BuiltinVar::LocalId); }
+  Expr<uvec3> workgroup_id() { return id<uvec3>(BuiltinVar::WorkgroupId); }
+  Expr<uvec3> num_workgroups() { return id<uvec3>(BuiltinVar::NumWorkgroups); }
+  Expr<u32> local_index() { return id<u32>(BuiltinVar::LocalIndex); }
+  Expr<u32> subgroup_size() { return id<u32>(BuiltinVar::SubgroupSize); }
+  Expr<u32> subgroup_invocation() { return id<u32>(BuiltinVar::SubgroupInvocation); }
+  Expr<u32> subgroup_id() { return id<u32>(BuiltinVar::SubgroupId); }
+  Expr<u32> num_subgroups() { return id<u32>(BuiltinVar::NumSubgroups); }
+
+  const std::array<uint32_t, 3>& workgroup_size() const { return ir_->workgroup_size; }
+  uint32_t workgroup_invocations() const;
+
+  Kernel build() { return finish(); }
+
+ private:
+  template <class T>
+  Expr<T> id(BuiltinVar which) {
+    return Expr<T>(make(Op::Builtin, type_of<T>(), {}, 0, static_cast<uint32_t>(which)));
+  }
+};
+
+}  // namespace bdsl::dsl
