@@ -217,6 +217,29 @@ Expr<operand_t<A, B>> select(const C& cond, const A& a, const B& b) {
   return make_expr<T>(Op::Select, type_of<T>(), {as_node<boolean>(cond), as_node<T>(a), as_node<T>(b)});
 }
 
+// The DSL type of a C++ literal: float -> f32, int32_t -> i32, uint32_t -> u32.
+template <class L>
+struct dsl_type_of_literal {};
+template <>
+struct dsl_type_of_literal<float> {
+  using type = f32;
+};
+template <>
+struct dsl_type_of_literal<int32_t> {
+  using type = i32;
+};
+template <>
+struct dsl_type_of_literal<uint32_t> {
+  using type = u32;
+};
+
+template <class C, class L>
+  requires OperandOf<C, boolean> && requires { typename dsl_type_of_literal<L>::type; }
+Expr<typename dsl_type_of_literal<L>::type> select(const C& cond, L a, L b) {
+  using T = typename dsl_type_of_literal<L>::type;
+  return select(cond, constant<T>(a), b);
+}
+
 // Vectors from scalars: make_vec<f32>(a, b, c, d) -> Expr<vec4>.
 template <class S, class... Xs>
   requires(sizeof...(Xs) >= 2 && sizeof...(Xs) <= 4 && (OperandOf<Xs, S> && ...))

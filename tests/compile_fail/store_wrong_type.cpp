@@ -1,0 +1,13 @@
+// Must not compile: a f32 value cannot be stored in a u32 buffer
+#include "dsl/dsl.h"
+using namespace bdsl::dsl;
+void f() {
+  KernelBuilder k("store_wrong_type");
+  auto y = k.buffer<u32>("y", Access::Write);
+  Expr<f32> v = 1.0f;
+#ifdef BDSL_CONTROL
+  y[0u] = cast<u32>(v);
+#else
+  y[0u] = v;
+#endif
+}
