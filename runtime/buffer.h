@@ -1,0 +1,94 @@
+// Storage buffers: one VkBuffer + VkDeviceMemory each (RAII, move-only). Device-local by default,
+// filled and read through a staging copy; host-visible buffers are mapped directly.
+// Every size and offset is checked and a bad one names the buffer.
+#pragma once
+#include <vulkan/vulkan.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace bdsl::rt {
+
+class Context;
+class Buffer;
+
+struct BufferOptions {
+  bool host_visible = false;  // mappable (host-coherent, cached when possible), e.g. for readback
+  std::string name;           // shown in error messages
+};
+
+// A byte range of a buffer, as bound to a kernel. A Buffer converts to its whole range.
+struct BufferSlice {
+  const Buffer* buffer = nullptr;
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+
+  BufferSlice() = default;
+  BufferSlice(const Buffer& whole);  // NOLINT: implicit, so `{a, b.slice(...), c}` reads well
+  BufferSlice(const Buffer& b, uint64_t offset_, uint64_t bytes_);
+  VkBuffer handle() const;
+};
+
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Context& ctx, uint64_t bytes, BufferOptions options = {});
+  ~Buffer();
+  Buffer(Buffer&& other) noexcept;
+  Buffer& operator=(Buffer&& other) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  uint64_t size() const { return bytes_; }
+  VkBuffer handle() const { return buffer_; }
+  bool host_visible() const { return mapped_ != nullptr; }
+  const std::string& name() const { return name_; }
+  explicit operator bool() const { return buffer_ != VK_NULL_HANDLE; }
+
+  // `bytes` at `offset` of this buffer; throws when the range is outside it.
+  BufferSlice slice(uint64_t offset, uint64_t bytes) const { return {*this, offset, bytes}; }
+
+  void upload_bytes(std::span<const std::byte> data, uint64_t offset = 0);
+  void download_bytes(std::span<std::byte> out, uint64_t offset = 0) const;
+  void fill(uint32_t word, uint64_t offset = 0, uint64_t bytes = VK_WHOLE_SIZE);  // vkCmdFillBuffer
+
+  template <class T>
+  void upload(std::span<const T> data, uint64_t offset = 0) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    upload_bytes(std::as_bytes(data), offset);
+  }
+  template <class T>
+  void upload(const std::vector<T>& data, uint64_t offset = 0) {
+    upload(std::span<const T>(data), offset);
+  }
+  // `count` elements from `offset`; by default everything from `offset` to the end.
+  template <class T>
+  std::vector<T> download(uint64_t offset = 0, uint64_t count = UINT64_MAX) const {
+    static_assert(std::is_trivially_copyable_v<T>);
+    if (count == UINT64_MAX) count = (offset < bytes_ ? bytes_ - offset : 0) / sizeof(T);
+    std::vector<T> out(count);
+    download_bytes(std::as_writable_bytes(std::span<T>(out)), offset);
+    return out;
+  }
+
+  // Throws unless [offset, offset + bytes) lies inside the buffer; `what` names the operation.
+  void check_range(uint64_t offset, uint64_t bytes, const char* what) const;
+
+ private:
+  void release() noexcept;
+  void copy_via_staging(std::span<const std::byte> in, std::span<std::byte> out,
+                        uint64_t offset) const;
+
+  Context* ctx_ = nullptr;
+  VkBuffer buffer_ = VK_NULL_HANDLE;
+  VkDeviceMemory memory_ = VK_NULL_HANDLE;
+  uint64_t bytes_ = 0;
+  std::byte* mapped_ = nullptr;
+  std::string name_;
+};
+
+}  // namespace bdsl::rt

@@ -1,0 +1,295 @@
+#include "runtime/context.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+
+#include "codegen/shader_cache.h"
+#include "runtime/device_choice.h"
+#include "runtime/vk_error.h"
+
+namespace bdsl::rt {
+namespace {
+
+constexpr const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
+
+bool env_is(const char* name, const char* value) {
+  const char* v = std::getenv(name);
+  return v && std::strcmp(v, value) == 0;
+}
+
+bool validation_layer_present() {
+  uint32_t count = 0;
+  vkEnumerateInstanceLayerProperties(&count, nullptr);
+  std::vector<VkLayerProperties> layers(count);
+  vkEnumerateInstanceLayerProperties(&count, layers.data());
+  for (const auto& l : layers)
+    if (std::strcmp(l.layerName, kValidationLayer) == 0) return true;
+  return false;
+}
+
+VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(
+    VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT,
+    const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
+  auto* log = static_cast<ValidationLog*>(user);
+  std::string message = data && data->pMessage ? data->pMessage : "(no message)";
+  if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
+    std::cerr << "[vulkan validation error] " << message << "\n";
+    log->add_error(std::move(message));
+  } else if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
+    std::cerr << "[vulkan validation warning] " << message << "\n";
+    log->add_warning(std::move(message));
+  }
+  return VK_FALSE;
+}
+
+VkDebugUtilsMessengerCreateInfoEXT messenger_info(ValidationLog* log) {
+  VkDebugUtilsMessengerCreateInfoEXT info{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+  info.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                         VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+  info.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                     VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                     VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+  info.pfnUserCallback = on_validation_message;
+  info.pUserData = log;
+  return info;
+}
+
+uint32_t instance_api_version() {
+  uint32_t version = VK_API_VERSION_1_0;
+  vkEnumerateInstanceVersion(&version);
+  return version >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3 : VK_API_VERSION_1_2;
+}
+
+VkInstance make_instance(const std::vector<const char*>& layers,
+                         const std::vector<const char*>& extensions, const void* next) {
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "bitnet-dsl";
+  app.pEngineName = "bitnet-dsl";
+  app.apiVersion = instance_api_version();
+  VkInstanceCreateInfo create{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, next};
+  create.pApplicationInfo = &app;
+  create.enabledLayerCount = static_cast<uint32_t>(layers.size());
+  create.ppEnabledLayerNames = layers.data();
+  create.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+  create.ppEnabledExtensionNames = extensions.data();
+  VkInstance instance = VK_NULL_HANDLE;
+  vk_check(vkCreateInstance(&create, nullptr, &instance), "vkCreateInstance");
+  return instance;
+}
+
+std::vector<VkPhysicalDevice> physical_devices(VkInstance instance) {
+  uint32_t count = 0;
+  vk_check(vkEnumeratePhysicalDevices(instance, &count, nullptr), "vkEnumeratePhysicalDevices");
+  std::vector<VkPhysicalDevice> devices(count);
+  vk_check(vkEnumeratePhysicalDevices(instance, &count, devices.data()),
+           "vkEnumeratePhysicalDevices");
+  return devices;
+}
+
+std::vector<DeviceInfo> infos_of(const std::vector<VkPhysicalDevice>& devices) {
+  std::vector<DeviceInfo> infos;
+  for (uint32_t i = 0; i < devices.size(); ++i) infos.push_back(query_device_info(devices[i], i));
+  return infos;
+}
+
+// The features kernels may use, each switched on only where the device has it.
+struct EnabledFeatures {
+  VkPhysicalDeviceFeatures2 core{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  VkPhysicalDeviceVulkan11Features v11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+  VkPhysicalDeviceVulkan12Features v12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  VkPhysicalDeviceVulkan13Features v13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
+  VkPhysicalDeviceShaderIntegerDotProductFeatures dot{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
+  std::vector<const char*> extensions;
+
+  explicit EnabledFeatures(const DeviceInfo& info) {
+    core.pNext = &v11;
+    v11.pNext = &v12;
+    core.features.shaderInt16 = info.int16;
+    v11.storageBuffer16BitAccess = info.storage16;
+    v12.shaderFloat16 = info.float16;
+    v12.shaderInt8 = info.int8;
+    v12.storageBuffer8BitAccess = info.storage8;
+    if (info.api_at_least(3)) {
+      v12.pNext = &v13;
+      v13.shaderIntegerDotProduct = info.int_dot_product;
+      v13.subgroupSizeControl = info.subgroup_size_control;
+      v13.computeFullSubgroups = info.compute_full_subgroups;
+    } else if (info.int_dot_product_extension) {
+      v12.pNext = &dot;
+      dot.shaderIntegerDotProduct = info.int_dot_product;
+      extensions.push_back(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+    }
+  }
+};
+
+}  // namespace
+
+std::vector<DeviceInfo> Context::list_devices() {
+  VkInstance instance = make_instance({}, {}, nullptr);
+  std::vector<DeviceInfo> infos;
+  try {
+    infos = infos_of(physical_devices(instance));
+  } catch (...) {
+    vkDestroyInstance(instance, nullptr);
+    throw;
+  }
+  vkDestroyInstance(instance, nullptr);
+  return infos;
+}
+
+Context::Context(const ContextOptions& options) {
+  bool validation = options.validation.value_or(env_is("BDSL_VALIDATION", "1"));
+  if (validation && !validation_layer_present()) {
+    static std::once_flag once;
+    std::call_once(once, [] {
+      std::cerr << "bitnet-dsl: " << kValidationLayer
+                << " is not installed; running without Vulkan validation\n";
+    });
+    validation = false;
+  }
+  try {
+    create_instance(validation);
+    create_device(options);
+  } catch (...) {
+    release();  // a throwing constructor runs no destructor: free what was made so far
+    throw;
+  }
+}
+
+void Context::create_instance(bool validation) {
+  std::vector<const char*> layers, extensions;
+  VkDebugUtilsMessengerCreateInfoEXT debug = messenger_info(log_.get());
+  if (validation) {
+    layers.push_back(kValidationLayer);
+    extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+  }
+  // Chained into the instance too, so messages from instance creation and destruction count.
+  instance_ = make_instance(layers, extensions, validation ? &debug : nullptr);
+  if (!validation) return;
+  auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+      vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
+  if (!create) throw std::runtime_error("vkCreateDebugUtilsMessengerEXT is not available");
+  vk_check(create(instance_, &debug, nullptr, &messenger_), "vkCreateDebugUtilsMessengerEXT");
+}
+
+void Context::create_device(const ContextOptions& options) {
+  const auto devices = physical_devices(instance_);
+  const auto infos = infos_of(devices);
+  const char* env_device = std::getenv("BDSL_DEVICE");
+  const std::string wish = !options.device.empty() ? options.device
+                                                   : (env_device ? env_device : "");
+  const size_t chosen = choose_device(infos, wish);
+  physical_ = devices[chosen];
+  info_ = infos[chosen];
+  vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
+
+  EnabledFeatures features(info_);
+  const float priority = 1.0f;
+  VkDeviceQueueCreateInfo queue{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  queue.queueFamilyIndex = info_.compute_queue_family;
+  queue.queueCount = 1;
+  queue.pQueuePriorities = &priority;
+  VkDeviceCreateInfo create{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &features.core};
+  create.queueCreateInfoCount = 1;
+  create.pQueueCreateInfos = &queue;
+  create.enabledExtensionCount = static_cast<uint32_t>(features.extensions.size());
+  create.ppEnabledExtensionNames = features.extensions.data();
+  vk_check(vkCreateDevice(physical_, &create, nullptr, &device_),
+           ("vkCreateDevice for " + info_.name).c_str());
+  vkGetDeviceQueue(device_, info_.compute_queue_family, 0, &queue_);
+
+  VkCommandPoolCreateInfo pool{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pool.queueFamilyIndex = info_.compute_queue_family;
+  vk_check(vkCreateCommandPool(device_, &pool, nullptr, &pool_), "vkCreateCommandPool");
+  std::optional<std::filesystem::path> cache_dir;
+  if (options.save_pipeline_cache)
+    cache_dir = options.pipeline_cache_dir.value_or(codegen::default_cache_dir());
+  pipeline_cache_ = std::make_unique<PipelineCache>(device_, info_, cache_dir);
+}
+
+Context::~Context() { release(); }
+
+void Context::release() noexcept {
+  if (device_) vkDeviceWaitIdle(device_);
+  pipeline_cache_.reset();
+  if (pool_) vkDestroyCommandPool(device_, pool_, nullptr);
+  if (device_) vkDestroyDevice(device_, nullptr);
+  if (messenger_) {
+    auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+        vkGetInstanceProcAddr(instance_, "vkDestroyDebugUtilsMessengerEXT"));
+    destroy(instance_, messenger_, nullptr);
+  }
+  if (instance_) vkDestroyInstance(instance_, nullptr);
+  pool_ = VK_NULL_HANDLE;
+  device_ = VK_NULL_HANDLE;
+  messenger_ = VK_NULL_HANDLE;
+  instance_ = VK_NULL_HANDLE;
+}
+
+uint32_t Context::memory_type(uint32_t type_bits, VkMemoryPropertyFlags required,
+                              VkMemoryPropertyFlags preferred) const {
+  std::optional<uint32_t> fallback;
+  for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i) {
+    const VkMemoryPropertyFlags flags = memory_.memoryTypes[i].propertyFlags;
+    if (!(type_bits & (1u << i)) || (flags & required) != required) continue;
+    if ((flags & preferred) == preferred) return i;
+    if (!fallback) fallback = i;
+  }
+  if (fallback) return *fallback;
+  throw std::runtime_error("device " + info_.name + " has no memory type with property flags 0x" +
+                           std::to_string(required) + " for type bits " +
+                           std::to_string(type_bits));
+}
+
+VkCommandBuffer Context::allocate_command_buffer() {
+  VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  alloc.commandPool = pool_;
+  alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  alloc.commandBufferCount = 1;
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  std::lock_guard lock(queue_mutex_);
+  vk_check(vkAllocateCommandBuffers(device_, &alloc, &cmd), "vkAllocateCommandBuffers");
+  return cmd;
+}
+
+void Context::free_command_buffer(VkCommandBuffer cmd) {
+  std::lock_guard lock(queue_mutex_);
+  vkFreeCommandBuffers(device_, pool_, 1, &cmd);
+}
+
+void Context::submit_and_wait(VkCommandBuffer cmd, VkFence fence) {
+  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  submit.commandBufferCount = 1;
+  submit.pCommandBuffers = &cmd;
+  {
+    std::lock_guard lock(queue_mutex_);
+    vk_check(vkQueueSubmit(queue_, 1, &submit, fence), "vkQueueSubmit");
+  }
+  vk_check(vkWaitForFences(device_, 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+  vk_check(vkResetFences(device_, 1, &fence), "vkResetFences");
+}
+
+void Context::run_once(const std::function<void(VkCommandBuffer)>& record) {
+  VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  VkFence fence = VK_NULL_HANDLE;
+  vk_check(vkCreateFence(device_, &fence_info, nullptr, &fence), "vkCreateFence");
+  VkCommandBuffer cmd = allocate_command_buffer();
+  try {
+    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    vk_check(vkBeginCommandBuffer(cmd, &begin), "vkBeginCommandBuffer");
+    record(cmd);
+    vk_check(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+    submit_and_wait(cmd, fence);
+  } catch (...) {
+    free_command_buffer(cmd);
+    vkDestroyFence(device_, fence, nullptr);
+    throw;
+  }
+  free_command_buffer(cmd);
+  vkDestroyFence(device_, fence, nullptr);
+}
+
+}  // namespace bdsl::rt

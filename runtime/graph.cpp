@@ -1,0 +1,292 @@
+#include "runtime/graph.h"
+
+#include <cstring>
+#include <stdexcept>
+
+#include "runtime/barrier.h"
+#include "runtime/context.h"
+#include "runtime/vk_error.h"
+
+namespace bdsl::rt {
+namespace {
+
+std::string kernel_label(const KernelInterface& iface) { return "kernel '" + iface.name + "'"; }
+
+std::string describe_bindings(const KernelInterface& iface) {
+  std::string out;
+  for (const BindingInfo& b : iface.bindings)
+    out += (out.empty() ? "" : ", ") + b.name + ": " + to_string(b.access);
+  return out;
+}
+
+std::string describe_types(const std::vector<Type>& types) {
+  std::string out;
+  for (Type t : types) out += (out.empty() ? "" : ", ") + to_string(t);
+  return out;
+}
+
+void check_binding(const KernelInterface& iface, const BindingInfo& info, const BufferSlice& s,
+                   const DeviceInfo& device) {
+  const std::string where = "binding " + std::to_string(info.binding) + " ('" + info.name +
+                            "') of " + kernel_label(iface);
+  if (!s.buffer || !*s.buffer) throw std::invalid_argument(where + ": the buffer is empty");
+  if (s.offset % device.min_storage_buffer_offset_alignment)
+    throw std::invalid_argument(where + ": offset " + std::to_string(s.offset) +
+                                " is not a multiple of the device's storage buffer alignment " +
+                                std::to_string(device.min_storage_buffer_offset_alignment));
+  if (s.bytes > device.max_storage_buffer_range)
+    throw std::invalid_argument(where + ": " + std::to_string(s.bytes) +
+                                " bytes exceed the device's maxStorageBufferRange of " +
+                                std::to_string(device.max_storage_buffer_range));
+  if (s.bytes % info.element.align())
+    throw std::invalid_argument(where + ": " + std::to_string(s.bytes) +
+                                " bytes is not a whole number of " + to_string(info.element) +
+                                " elements");
+}
+
+std::vector<std::byte> pack_push(const KernelInterface& iface, const PushConstants& push) {
+  std::vector<Type> expected, given;
+  for (const PushField& f : iface.push_fields) expected.push_back(f.type);
+  for (const PushValue& v : push.values) given.push_back(v.type);
+  if (expected != given)
+    throw std::invalid_argument(kernel_label(iface) + " expects push constants (" +
+                                describe_types(expected) + ") but the dispatch passed (" +
+                                describe_types(given) + ")");
+  std::vector<std::byte> bytes(iface.push_bytes);
+  for (size_t i = 0; i < push.values.size(); ++i)
+    std::memcpy(bytes.data() + iface.push_fields[i].offset, push.values[i].bytes.data(), 4);
+  return bytes;
+}
+
+void check_grid(const KernelInterface& iface, Grid grid, const DeviceInfo& device) {
+  const uint32_t counts[] = {grid.x, grid.y, grid.z};
+  for (int i = 0; i < 3; ++i)
+    if (counts[i] == 0 || counts[i] > device.max_workgroup_count[i])
+      throw std::invalid_argument(
+          kernel_label(iface) + ": grid " + std::to_string(grid.x) + "x" +
+          std::to_string(grid.y) + "x" + std::to_string(grid.z) + " is outside 1.." +
+          std::to_string(device.max_workgroup_count[i]) + " in dimension " + "xyz"[i]);
+}
+
+RangeAccess range_of(const BufferSlice& s, bool write, VkPipelineStageFlags stage) {
+  return {reinterpret_cast<uint64_t>(s.handle()), s.offset, s.offset + s.bytes, write, stage};
+}
+
+}  // namespace
+
+Graph::Graph(Context& ctx, GraphOptions options) : ctx_(ctx), options_(std::move(options)) {
+  if (options_.timestamps && !ctx.info().timestamps)
+    throw std::runtime_error("graph '" + options_.name + "': timestamps requested but device " +
+                             ctx.info().name + " has none on its compute queue");
+}
+
+Graph::~Graph() {
+  VkDevice device = ctx_.device();
+  if (fence_) vkDestroyFence(device, fence_, nullptr);
+  if (cmd_) ctx_.free_command_buffer(cmd_);
+  if (queries_) vkDestroyQueryPool(device, queries_, nullptr);
+  if (pool_) vkDestroyDescriptorPool(device, pool_, nullptr);  // frees the sets with it
+}
+
+void Graph::check_open(const char* what) const {
+  if (finished())
+    throw std::logic_error("graph '" + options_.name + "': " + what + " after finish()");
+}
+
+void Graph::add(Op op, std::span<const RangeAccess> accesses) {
+  op.barrier = tracker_.add(accesses);
+  if (op.barrier.needed) ++stats_.barriers;
+  if (ops_.empty() || op.barrier.needed) ++stats_.steps;
+  used_stages_ |= op.stage;
+  for (const RangeAccess& a : accesses)
+    if (a.write) used_writes_ |= write_access(a.stage);
+  ops_.push_back(std::move(op));
+}
+
+void Graph::dispatch(const Pipeline& pipeline, std::span<const BufferSlice> bindings,
+                     const PushConstants& push_constants, Grid grid) {
+  check_open("dispatch");
+  const KernelInterface& iface = pipeline.iface();
+  if (bindings.size() != iface.bindings.size())
+    throw std::invalid_argument(kernel_label(iface) + " expects " +
+                                std::to_string(iface.bindings.size()) + " bindings (" +
+                                describe_bindings(iface) + ") but the dispatch passed " +
+                                std::to_string(bindings.size()));
+  Op op{.name = iface.name, .barrier = {}, .stage = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT};
+  op.pipeline = pipeline.handle();
+  op.layout = pipeline.layout();
+  op.set_layout = pipeline.set_layout();
+  op.push = pack_push(iface, push_constants);
+  check_grid(iface, grid, ctx_.info());
+  op.grid = grid;
+  std::vector<RangeAccess> accesses;
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    const BindingInfo& info = iface.bindings[i];
+    const BufferSlice& s = bindings[i];
+    check_binding(iface, info, s, ctx_.info());
+    op.bindings.push_back({info.binding, s.handle(), s.offset, s.bytes});
+    if (reads(info.access)) accesses.push_back(range_of(s, false, op.stage));
+    if (writes(info.access)) accesses.push_back(range_of(s, true, op.stage));
+  }
+  ++stats_.dispatches;
+  add(std::move(op), accesses);
+}
+
+void Graph::fill(BufferSlice dst, uint32_t word) {
+  check_open("fill");
+  if (!dst.buffer || dst.offset % 4 || dst.bytes % 4)
+    throw std::invalid_argument("graph '" + options_.name +
+                                "': fill needs a buffer range whose offset and size are "
+                                "multiples of 4");
+  Op op{.name = "fill", .barrier = {}, .stage = VK_PIPELINE_STAGE_TRANSFER_BIT};
+  op.dst = dst.handle();
+  op.dst_offset = dst.offset;
+  op.bytes = dst.bytes;
+  op.word = word;
+  const RangeAccess access[] = {range_of(dst, true, op.stage)};
+  ++stats_.transfers;
+  add(std::move(op), access);
+}
+
+void Graph::copy(BufferSlice src, BufferSlice dst) {
+  check_open("copy");
+  if (!src.buffer || !dst.buffer || src.bytes != dst.bytes)
+    throw std::invalid_argument("graph '" + options_.name + "': copy of " +
+                                std::to_string(src.bytes) + " bytes into a range of " +
+                                std::to_string(dst.bytes) + " bytes");
+  Op op{.name = "copy", .barrier = {}, .stage = VK_PIPELINE_STAGE_TRANSFER_BIT};
+  op.src = src.handle();
+  op.src_offset = src.offset;
+  op.dst = dst.handle();
+  op.dst_offset = dst.offset;
+  op.bytes = src.bytes;
+  const RangeAccess accesses[] = {range_of(src, false, op.stage), range_of(dst, true, op.stage)};
+  ++stats_.transfers;
+  add(std::move(op), accesses);
+}
+
+// One pool sized exactly for the recorded dispatches; each gets its own set, written once.
+void Graph::allocate_descriptor_sets() {
+  uint32_t sets = 0, descriptors = 0;
+  for (const Op& op : ops_)
+    if (!op.bindings.empty()) ++sets, descriptors += static_cast<uint32_t>(op.bindings.size());
+  if (sets == 0) return;
+  const VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptors};
+  VkDescriptorPoolCreateInfo pool{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+  pool.maxSets = sets;
+  pool.poolSizeCount = 1;
+  pool.pPoolSizes = &size;
+  vk_check(vkCreateDescriptorPool(ctx_.device(), &pool, nullptr, &pool_), "vkCreateDescriptorPool");
+  for (Op& op : ops_) {
+    if (op.bindings.empty()) continue;
+    VkDescriptorSetAllocateInfo alloc{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+    alloc.descriptorPool = pool_;
+    alloc.descriptorSetCount = 1;
+    alloc.pSetLayouts = &op.set_layout;
+    vk_check(vkAllocateDescriptorSets(ctx_.device(), &alloc, &op.set), "vkAllocateDescriptorSets");
+    std::vector<VkDescriptorBufferInfo> infos;
+    for (const Binding& b : op.bindings) infos.push_back({b.buffer, b.offset, b.bytes});
+    std::vector<VkWriteDescriptorSet> writes;
+    for (size_t i = 0; i < op.bindings.size(); ++i) {
+      VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+      w.dstSet = op.set;
+      w.dstBinding = op.bindings[i].binding;
+      w.descriptorCount = 1;
+      w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      w.pBufferInfo = &infos[i];
+      writes.push_back(w);
+    }
+    vkUpdateDescriptorSets(ctx_.device(), static_cast<uint32_t>(writes.size()), writes.data(), 0,
+                           nullptr);
+  }
+}
+
+void Graph::record_op(VkCommandBuffer cmd, const Op& op) const {
+  if (op.barrier.needed)
+    memory_barrier(cmd, op.barrier.src_stages, op.barrier.src_access, op.stage,
+                   read_access(op.stage) | write_access(op.stage));
+  if (op.stage == VK_PIPELINE_STAGE_TRANSFER_BIT) {
+    if (op.src) {
+      const VkBufferCopy region{op.src_offset, op.dst_offset, op.bytes};
+      vkCmdCopyBuffer(cmd, op.src, op.dst, 1, &region);
+    } else {
+      vkCmdFillBuffer(cmd, op.dst, op.dst_offset, op.bytes, op.word);
+    }
+    return;
+  }
+  vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, op.pipeline);
+  if (op.set)
+    vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, op.layout, 0, 1, &op.set, 0,
+                            nullptr);
+  if (!op.push.empty())
+    vkCmdPushConstants(cmd, op.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                       static_cast<uint32_t>(op.push.size()), op.push.data());
+  vkCmdDispatch(cmd, op.grid.x, op.grid.y, op.grid.z);
+}
+
+void Graph::record(VkCommandBuffer cmd) const {
+  if (queries_)
+    vkCmdResetQueryPool(cmd, queries_, 0, static_cast<uint32_t>(2 * ops_.size()));
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    const auto query = static_cast<uint32_t>(2 * i);
+    if (queries_) vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, query);
+    record_op(cmd, ops_[i]);
+    if (queries_)
+      vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, query + 1);
+  }
+  // The next submit, a download or the host must see this one's writes.
+  if (!ops_.empty()) barrier_to_everything(cmd, used_stages_, used_writes_);
+}
+
+void Graph::finish() {
+  check_open("finish");
+  allocate_descriptor_sets();
+  if (options_.timestamps && !ops_.empty()) {
+    VkQueryPoolCreateInfo query{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+    query.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    query.queryCount = static_cast<uint32_t>(2 * ops_.size());
+    vk_check(vkCreateQueryPool(ctx_.device(), &query, nullptr, &queries_), "vkCreateQueryPool");
+  }
+  VkFenceCreateInfo fence{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  vk_check(vkCreateFence(ctx_.device(), &fence, nullptr, &fence_), "vkCreateFence");
+  VkCommandBuffer cmd = ctx_.allocate_command_buffer();
+  VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  if (vkBeginCommandBuffer(cmd, &begin) != VK_SUCCESS) {
+    ctx_.free_command_buffer(cmd);
+    throw std::runtime_error("graph '" + options_.name + "': vkBeginCommandBuffer failed");
+  }
+  record(cmd);
+  const VkResult ended = vkEndCommandBuffer(cmd);
+  cmd_ = cmd;  // owned from here on, freed by the destructor
+  vk_check(ended, "vkEndCommandBuffer");
+}
+
+void Graph::submit_and_wait() {
+  if (!finished()) finish();
+  ctx_.submit_and_wait(cmd_, fence_);
+  submitted_ = true;
+}
+
+std::vector<double> Graph::timestamps_ns() const {
+  if (!queries_ || !submitted_) return {};
+  std::vector<uint64_t> ticks(2 * ops_.size());
+  vk_check(vkGetQueryPoolResults(ctx_.device(), queries_, 0, static_cast<uint32_t>(ticks.size()),
+                                 ticks.size() * sizeof(uint64_t), ticks.data(), sizeof(uint64_t),
+                                 VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+           "vkGetQueryPoolResults");
+  const uint32_t bits = ctx_.info().timestamp_valid_bits;
+  const uint64_t mask = bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+  std::vector<double> ns;
+  for (size_t i = 0; i < ops_.size(); ++i)
+    ns.push_back(static_cast<double>((ticks[2 * i + 1] - ticks[2 * i]) & mask) *
+                 ctx_.info().timestamp_period_ns);
+  return ns;
+}
+
+std::vector<std::string> Graph::operation_names() const {
+  std::vector<std::string> names;
+  for (const Op& op : ops_) names.push_back(op.name);
+  return names;
+}
+
+}  // namespace bdsl::rt

@@ -1,0 +1,116 @@
+// The recorder: dispatches (and fills/copies) recorded once into one command buffer, replayed
+// any number of times. Barriers are derived from each binding's declared access (HazardTracker);
+// every dispatch is checked against its kernel's interface and refused, naming the kernel, when
+// it does not match. Descriptor sets are allocated per dispatch at finish(), so replay re-records
+// nothing. Buffers and pipelines used must outlive the graph's last submit.
+#pragma once
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/buffer.h"
+#include "runtime/hazard_tracker.h"
+#include "runtime/pipeline.h"
+#include "runtime/push_constants.h"
+
+namespace bdsl::rt {
+
+class Context;
+
+struct Grid {
+  uint32_t x = 1, y = 1, z = 1;  // workgroups in each dimension
+};
+
+struct GraphOptions {
+  bool timestamps = false;  // GPU time per recorded operation (needs device support)
+  std::string name = "graph";
+};
+
+struct GraphStats {
+  uint32_t dispatches = 0;
+  uint32_t transfers = 0;  // fills and copies
+  uint32_t barriers = 0;   // derived barriers between operations (not the final one)
+  uint32_t steps = 0;      // barrier-separated groups of operations
+};
+
+class Graph {
+ public:
+  explicit Graph(Context& ctx, GraphOptions options = {});
+  ~Graph();
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  // Bindings in binding order; their access comes from the pipeline's interface.
+  void dispatch(const Pipeline& pipeline, std::span<const BufferSlice> bindings,
+                const PushConstants& push_constants, Grid grid);
+  void dispatch(const Pipeline& pipeline, std::initializer_list<BufferSlice> bindings,
+                const PushConstants& push_constants, Grid grid) {
+    dispatch(pipeline, std::span<const BufferSlice>(bindings.begin(), bindings.size()),
+             push_constants, grid);
+  }
+  void dispatch(const Pipeline& pipeline, std::initializer_list<BufferSlice> bindings, Grid grid) {
+    dispatch(pipeline, bindings, PushConstants{}, grid);
+  }
+  // Transfer operations, ordered against dispatches like any other access.
+  void fill(BufferSlice dst, uint32_t word);
+  void copy(BufferSlice src, BufferSlice dst);
+
+  void finish();           // builds the command buffer; no more recording after it
+  void submit_and_wait();  // finishes first if needed; may be called any number of times
+  bool finished() const { return cmd_ != VK_NULL_HANDLE; }
+
+  GraphStats stats() const { return stats_; }
+  // GPU nanoseconds of each recorded operation in the last submit (empty without timestamps).
+  // Operations that overlap (no barrier between them) share time, so these are approximate.
+  std::vector<double> timestamps_ns() const;
+  std::vector<std::string> operation_names() const;  // kernel names, "fill", "copy"
+
+ private:
+  struct Binding {
+    uint32_t binding;
+    VkBuffer buffer;
+    uint64_t offset, bytes;
+  };
+  struct Op {
+    std::string name;
+    BarrierNeed barrier;
+    VkPipelineStageFlags stage;
+    // Dispatch
+    VkPipeline pipeline = VK_NULL_HANDLE;
+    VkPipelineLayout layout = VK_NULL_HANDLE;
+    VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+    std::vector<Binding> bindings;
+    std::vector<std::byte> push;
+    Grid grid;
+    VkDescriptorSet set = VK_NULL_HANDLE;
+    // Fill and copy
+    VkBuffer src = VK_NULL_HANDLE, dst = VK_NULL_HANDLE;
+    uint64_t src_offset = 0, dst_offset = 0, bytes = 0;
+    uint32_t word = 0;
+  };
+
+  void check_open(const char* what) const;
+  void add(Op op, std::span<const RangeAccess> accesses);
+  void allocate_descriptor_sets();
+  void record(VkCommandBuffer cmd) const;
+  void record_op(VkCommandBuffer cmd, const Op& op) const;
+
+  Context& ctx_;
+  GraphOptions options_;
+  std::vector<Op> ops_;
+  HazardTracker tracker_;
+  GraphStats stats_;
+  VkPipelineStageFlags used_stages_ = 0;
+  VkAccessFlags used_writes_ = 0;
+  VkDescriptorPool pool_ = VK_NULL_HANDLE;
+  VkQueryPool queries_ = VK_NULL_HANDLE;
+  VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+  bool submitted_ = false;
+};
+
+}  // namespace bdsl::rt
