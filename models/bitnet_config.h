@@ -17,10 +17,11 @@ namespace bdsl::models {
 // Architectures accepted: "bitnet-b1.58" (current upload), "bitnet-25" (older), "bitnet" (mainline).
 bool is_bitnet_architecture(std::string_view architecture);
 
-// Every violation found, one line each in what(); violations() lists them one by one.
+// Every violation found, one line each in what() (after the file name); violations() lists them
+// one by one, each naming the key or tensor and expected vs found.
 class BitNetConfigError : public std::runtime_error {
  public:
-  explicit BitNetConfigError(std::vector<std::string> violations);
+  BitNetConfigError(std::string_view file, std::vector<std::string> violations);
   const std::vector<std::string>& violations() const noexcept { return violations_; }
 
  private:
@@ -47,7 +48,7 @@ struct BitNetConfig {
 
   // Reads the metadata and validates it alone (no tensors). Throws BitNetConfigError.
   static BitNetConfig from_metadata(const GgufFile& file);
-  // from_metadata, then validate_tensors: what a loader calls.
+  // from_metadata, validate_bitnet_tensors and validate_bitnet_i2s_codes: what a loader calls.
   static BitNetConfig from_gguf(const GgufFile& file);
 };
 
@@ -68,5 +69,9 @@ std::vector<BitNetTensorSpec> bitnet_tensor_specs(const BitNetConfig& config);
 // Checks every spec against the file: present, expected type, expected shape; output.weight is
 // optional (F16 or F32). Throws BitNetConfigError listing every violation.
 void validate_bitnet_tensors(const BitNetConfig& config, const GgufFile& file);
+
+// Scans every I2_S tensor's codes (i2s::validate): a code of 3 is reported with the tensor name
+// and byte offset. Reads the whole ternary payload (~0.5 GB for the 2B model; fast, word-wise).
+void validate_bitnet_i2s_codes(const GgufFile& file);
 
 }  // namespace bdsl::models

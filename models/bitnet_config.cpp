@@ -1,0 +1,229 @@
+#include "models/bitnet_config.h"
+
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "models/i2s.h"
+
+namespace bdsl::models {
+
+namespace {
+
+constexpr uint64_t kI2sBlock = i2s::kBlockElements;  // dims feeding I2_S rows must be multiples
+
+std::string join_lines(std::string_view file, const std::vector<std::string>& violations) {
+  std::string out = fmt::format("{}: not a valid BitNet model ({} problem{}):", file,
+                                violations.size(), violations.size() == 1 ? "" : "s");
+  for (const auto& v : violations) out += "\n  " + v;
+  return out;
+}
+
+// Reads the architecture's keys, recording each problem instead of stopping at the first.
+class MetadataReader {
+ public:
+  MetadataReader(const GgufFile& file, std::string prefix) : f_(file), prefix_(std::move(prefix)) {}
+
+  // A positive integer key under the architecture prefix; `fallback` when absent (nullopt:
+  // required). One problem at most per key, so a bad key does not cascade into others.
+  uint32_t u32(std::string_view suffix, std::optional<uint32_t> fallback = std::nullopt) {
+    const std::string key = prefix_ + std::string(suffix);
+    try {
+      const auto v = f_.find_uint(key);
+      if (!v) {
+        if (!fallback) problems.push_back(fmt::format("missing key \"{}\"", key));
+        return fallback.value_or(0);
+      }
+      if (*v == 0 || *v > std::numeric_limits<uint32_t>::max()) {
+        problems.push_back(fmt::format("key \"{}\": expected a value in 1..2^32-1, found {}", key, *v));
+        return 0;
+      }
+      return static_cast<uint32_t>(*v);
+    } catch (const GgufError& e) {
+      problems.push_back(e.what());
+      return 0;
+    }
+  }
+
+  float f32(std::string_view suffix, std::optional<float> fallback = std::nullopt) {
+    const std::string key = prefix_ + std::string(suffix);
+    try {
+      const auto v = f_.find_float(key);
+      if (!v && !fallback) problems.push_back(fmt::format("missing key \"{}\"", key));
+      return v ? static_cast<float>(*v) : fallback.value_or(0.0f);
+    } catch (const GgufError& e) {
+      problems.push_back(e.what());
+      return 0.0f;
+    }
+  }
+
+  // {arch}.vocab_size, else the number of tokens in the tokenizer (the real file has no key).
+  uint32_t vocab_size() {
+    if (f_.contains(prefix_ + "vocab_size")) return u32("vocab_size");
+    try {
+      if (const GgufArray* tokens = f_.find_array("tokenizer.ggml.tokens"))
+        return static_cast<uint32_t>(std::min<uint64_t>(tokens->size(), UINT32_MAX));
+    } catch (const GgufError& e) {
+      problems.push_back(e.what());
+      return 0;
+    }
+    problems.push_back(fmt::format("missing key \"{}vocab_size\" and no \"tokenizer.ggml.tokens\" "
+                                   "to count", prefix_));
+    return 0;
+  }
+
+  std::vector<std::string> problems;
+
+ private:
+  const GgufFile& f_;
+  std::string prefix_;
+};
+
+std::string architecture_of(const GgufFile& file) {
+  std::string_view arch;
+  try {
+    arch = file.get_string("general.architecture");
+  } catch (const GgufError& e) {
+    throw BitNetConfigError(file.name(), {e.what()});
+  }
+  if (!is_bitnet_architecture(arch))
+    throw BitNetConfigError(file.name(), {fmt::format("key \"general.architecture\": expected "
+        "\"bitnet-b1.58\", \"bitnet-25\" or \"bitnet\", found \"{}\"", arch)});
+  return std::string(arch);
+}
+
+// The shape rules from FORMAT.md / the issue: each names the keys it relates.
+void check_shapes(const BitNetConfig& c, const std::string& p, std::vector<std::string>& problems) {
+  const bool whole_heads = c.dim % c.n_heads == 0;
+  if (!whole_heads)
+    problems.push_back(fmt::format("keys \"{0}embedding_length\" ({1}) and \"{0}attention.head_count\" "
+        "({2}): expected head_dim * head_count == embedding_length, but {1} is not a multiple of {2}",
+        p, c.dim, c.n_heads));
+  if (c.n_heads % c.n_kv_heads != 0)
+    problems.push_back(fmt::format("key \"{}attention.head_count_kv\": expected a divisor of "
+        "head_count {}, found {}", p, c.n_heads, c.n_kv_heads));
+  if (c.dim % kI2sBlock != 0)
+    problems.push_back(fmt::format("key \"{}embedding_length\": expected a multiple of {} (I2_S "
+        "blocks), found {}", p, kI2sBlock, c.dim));
+  if (c.ffn_dim % kI2sBlock != 0)
+    problems.push_back(fmt::format("key \"{}feed_forward_length\": expected a multiple of {} "
+        "(I2_S blocks), found {}", p, kI2sBlock, c.ffn_dim));
+  if (whole_heads && c.head_dim % 2 != 0)
+    problems.push_back(fmt::format("head_dim (embedding_length / head_count): expected an even "
+        "number (RoPE rotates pairs), found {}", c.head_dim));
+  if (whole_heads && c.rope_dim != c.head_dim)
+    problems.push_back(fmt::format("key \"{}rope.dimension_count\": expected head_dim {} (partial "
+        "RoPE is not supported), found {}", p, c.head_dim, c.rope_dim));
+  if (!(c.rms_norm_eps > 0.0f) || !std::isfinite(c.rms_norm_eps))
+    problems.push_back(fmt::format("key \"{}attention.layer_norm_rms_epsilon\": expected a small "
+        "positive number, found {}", p, c.rms_norm_eps));
+  if (!(c.rope_freq_base > 0.0f) || !std::isfinite(c.rope_freq_base))
+    problems.push_back(fmt::format("key \"{}rope.freq_base\": expected a positive number, found {}",
+                                   p, c.rope_freq_base));
+}
+
+std::string shape_text(std::span<const uint64_t> dims) { return fmt::format("[{}]", fmt::join(dims, ", ")); }
+
+}  // namespace
+
+bool is_bitnet_architecture(std::string_view a) {
+  return a == "bitnet-b1.58" || a == "bitnet-25" || a == "bitnet";
+}
+
+BitNetConfigError::BitNetConfigError(std::string_view file, std::vector<std::string> violations)
+    : std::runtime_error(join_lines(file, violations)), violations_(std::move(violations)) {}
+
+BitNetConfig BitNetConfig::from_metadata(const GgufFile& file) {
+  BitNetConfig c;
+  c.architecture = architecture_of(file);
+  const std::string p = c.architecture + ".";
+  MetadataReader r(file, p);
+  c.vocab_size = r.vocab_size();
+  c.context_length = r.u32("context_length");
+  c.dim = r.u32("embedding_length");
+  c.n_layers = r.u32("block_count");
+  c.ffn_dim = r.u32("feed_forward_length");
+  c.n_heads = r.u32("attention.head_count");
+  c.n_kv_heads = r.u32("attention.head_count_kv", c.n_heads);  // llama.cpp: absent means MHA
+  c.head_dim = c.n_heads ? c.dim / c.n_heads : 0;
+  c.rope_dim = r.u32("rope.dimension_count", c.head_dim);
+  c.rms_norm_eps = r.f32("attention.layer_norm_rms_epsilon");
+  c.rope_freq_base = r.f32("rope.freq_base", 10000.0f);
+  c.tied_output = file.find_tensor("output.weight") == nullptr;
+  auto problems = std::move(r.problems);
+  if (problems.empty()) check_shapes(c, p, problems);
+  if (!problems.empty()) throw BitNetConfigError(file.name(), std::move(problems));
+  return c;
+}
+
+BitNetConfig BitNetConfig::from_gguf(const GgufFile& file) {
+  BitNetConfig c = from_metadata(file);
+  validate_bitnet_tensors(c, file);
+  validate_bitnet_i2s_codes(file);
+  return c;
+}
+
+std::vector<BitNetTensorSpec> bitnet_tensor_specs(const BitNetConfig& c) {
+  using T = GgmlType;
+  const uint64_t dim = c.dim, ffn = c.ffn_dim, kv = c.kv_dim(), vocab = c.vocab_size;
+  std::vector<BitNetTensorSpec> specs = {
+      {"token_embd.weight", T::F16, {dim, vocab}},
+      {"output_norm.weight", T::F32, {dim}},
+  };
+  if (!c.tied_output) specs.push_back({"output.weight", T::F16, {dim, vocab}});
+  for (uint32_t l = 0; l < c.n_layers; ++l) {
+    const auto name = [l](std::string_view what) { return fmt::format("blk.{}.{}.weight", l, what); };
+    specs.push_back({name("attn_norm"), T::F32, {dim}});
+    specs.push_back({name("attn_q"), T::I2_S, {dim, dim}});
+    specs.push_back({name("attn_k"), T::I2_S, {dim, kv}});
+    specs.push_back({name("attn_v"), T::I2_S, {dim, kv}});
+    specs.push_back({name("attn_output"), T::I2_S, {dim, dim}});
+    specs.push_back({name("attn_sub_norm"), T::F32, {dim}});
+    specs.push_back({name("ffn_norm"), T::F32, {dim}});
+    specs.push_back({name("ffn_gate"), T::I2_S, {dim, ffn}});
+    specs.push_back({name("ffn_up"), T::I2_S, {dim, ffn}});
+    specs.push_back({name("ffn_down"), T::I2_S, {ffn, dim}});
+    specs.push_back({name("ffn_sub_norm"), T::F32, {ffn}});
+  }
+  return specs;
+}
+
+void validate_bitnet_tensors(const BitNetConfig& config, const GgufFile& file) {
+  std::vector<std::string> problems;
+  for (const BitNetTensorSpec& spec : bitnet_tensor_specs(config)) {
+    const GgufTensorInfo* t = file.find_tensor(spec.name);
+    if (!t) {
+      if (spec.required)
+        problems.push_back(fmt::format("missing tensor \"{}\" (expected {} {})", spec.name,
+                                       ggml_type_name(spec.type), shape_text(spec.dims)));
+      continue;
+    }
+    // An untied head may be stored in any float type; everything else is exact.
+    const bool float_head = spec.name == "output.weight" &&
+                            (t->type == GgmlType::F32 || t->type == GgmlType::BF16);
+    if (t->type != spec.type && !float_head)
+      problems.push_back(fmt::format("tensor \"{}\": expected type {}, found {}", spec.name,
+                                     ggml_type_name(spec.type), ggml_type_name(t->type)));
+    if (t->dims != spec.dims)
+      problems.push_back(fmt::format("tensor \"{}\": expected shape {}, found {}", spec.name,
+                                     shape_text(spec.dims), shape_text(t->dims)));
+  }
+  if (!problems.empty()) throw BitNetConfigError(file.name(), std::move(problems));
+}
+
+void validate_bitnet_i2s_codes(const GgufFile& file) {
+  std::vector<std::string> problems;
+  for (const GgufTensorInfo& t : file.tensors()) {
+    if (t.type != GgmlType::I2_S) continue;
+    try {
+      i2s::validate(file.tensor_data(t), t.n_elements, t.name);
+    } catch (const i2s::I2sError& e) {
+      problems.push_back(fmt::format("{} (its data starts at file byte {})", e.what(), t.file_offset));
+    }
+  }
+  if (!problems.empty()) throw BitNetConfigError(file.name(), std::move(problems));
+}
+
+}  // namespace bdsl::models
