@@ -61,6 +61,24 @@ void warn_once(const std::string& message) {
   std::call_once(once, [&] { std::cerr << "bitnet-dsl: " << message << " (warned once)\n"; });
 }
 
+// The whole interface as text: two interfaces share a memory entry only when this is equal.
+std::string interface_text(const KernelInterface& iface) {
+  std::ostringstream out;
+  out << iface.name.size() << ":" << iface.name << ";b";
+  for (const BindingInfo& b : iface.bindings)
+    out << "," << b.binding << ":" << b.name.size() << ":" << b.name << ":" << to_string(b.access)
+        << ":" << to_string(b.element);
+  out << ";p";
+  for (const PushField& f : iface.push_fields)
+    out << "," << f.name.size() << ":" << f.name << ":" << to_string(f.type) << "@" << f.offset;
+  const KernelFeatures& x = iface.features;
+  out << ";" << iface.push_bytes << ";" << iface.workgroup_size[0] << "x" << iface.workgroup_size[1]
+      << "x" << iface.workgroup_size[2] << ";" << iface.shared_bytes << ";f" << x.int_dot_product
+      << x.subgroup_basic << x.subgroup_arithmetic << x.subgroup_shuffle << x.subgroup_ballot
+      << x.float16 << x.storage16 << x.atomics;
+  return out.str();
+}
+
 double elapsed_ms(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
       .count();
@@ -133,23 +151,35 @@ void ShaderCache::store(std::string_view key, const std::vector<uint32_t>& spirv
 
 const CompiledKernel& ShaderCache::remember(CompiledKernel kernel) {
   std::lock_guard lock(mutex_);
-  auto& slot = kernels_[kernel.key + "/" + kernel.iface.name];
+  binaries_.try_emplace(kernel.key, kernel.spirv);
+  auto& slot = kernels_[kernel.key + "\n" + interface_text(kernel.iface)];
   if (!slot) slot = std::make_unique<CompiledKernel>(std::move(kernel));
   return *slot;  // another thread may have got here first with the same binary: keep its copy
 }
 
+// Memory first: the exact kernel, or the same binary under another interface.
+std::optional<const CompiledKernel*> ShaderCache::find_in_memory(CompiledKernel& kernel) {
+  std::lock_guard lock(mutex_);
+  if (auto it = kernels_.find(kernel.key + "\n" + interface_text(kernel.iface));
+      it != kernels_.end()) {
+    ++stats_.memory_hits;
+    return it->second.get();
+  }
+  if (auto it = binaries_.find(kernel.key); it != binaries_.end()) {
+    ++stats_.memory_hits;
+    kernel.spirv = it->second;
+    return nullptr;
+  }
+  return std::nullopt;
+}
+
 const CompiledKernel& ShaderCache::get(const KernelInterface& iface, std::string glsl,
                                        const CompileOptions& options) {
-  const std::string key = key_of(glsl, options);
-  CompiledKernel kernel{iface, std::move(glsl), key, {}, options.spec_constants};
-  {
-    std::lock_guard lock(mutex_);
-    if (auto it = kernels_.find(key + "/" + iface.name); it != kernels_.end()) {
-      ++stats_.memory_hits;
-      return *it->second;
-    }
-  }
-  if (auto spirv = load(key)) {
+  std::string key = key_of(glsl, options);
+  CompiledKernel kernel{iface, std::move(glsl), std::move(key), {}, options.spec_constants};
+  if (auto found = find_in_memory(kernel)) {
+    if (*found) return **found;
+  } else if (auto spirv = load(kernel.key)) {
     kernel.spirv = std::move(*spirv);
     std::lock_guard lock(mutex_);
     ++stats_.disk_hits;
@@ -157,7 +187,7 @@ const CompiledKernel& ShaderCache::get(const KernelInterface& iface, std::string
     const auto start = std::chrono::steady_clock::now();
     kernel.spirv = compile_glsl(iface.name, kernel.glsl, options);
     const double ms = elapsed_ms(start);
-    store(key, kernel.spirv);
+    store(kernel.key, kernel.spirv);
     std::lock_guard lock(mutex_);
     ++stats_.misses;
     stats_.compile_ms += ms;

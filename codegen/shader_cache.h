@@ -49,11 +49,14 @@ class ShaderCache {
   std::optional<std::vector<uint32_t>> load(std::string_view key) const;
   void store(std::string_view key, const std::vector<uint32_t>& spirv) const;
   const CompiledKernel& remember(CompiledKernel kernel);
+  // nullopt: not in memory; nullptr: the binary was, now in kernel.spirv; else the kernel.
+  std::optional<const CompiledKernel*> find_in_memory(CompiledKernel& kernel);
 
   std::optional<std::filesystem::path> dir_;
   mutable std::mutex mutex_;
-  // Keyed by key + '/' + kernel name: one binary may serve kernels of different names.
+  // Keyed by the key and the whole interface: a kernel is never handed another's interface.
   std::unordered_map<std::string, std::unique_ptr<CompiledKernel>> kernels_;
+  std::unordered_map<std::string, std::vector<uint32_t>> binaries_;  // by key
   ShaderCacheStats stats_;
 };
 

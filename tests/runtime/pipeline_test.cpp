@@ -1,0 +1,112 @@
+// Pipelines: built from compiled kernels; malformed or unrunnable interfaces refused by name.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "runtime/pipeline.h"
+#include "runtime/pipeline_cache.h"
+#include "vulkan_test.h"
+
+namespace bdsl::rt {
+namespace {
+
+using PipelineTest = VulkanTest;
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST_F(PipelineTest, BuildsFromACompiledKernel) {
+  Pipeline p = pipeline(test_kernels::scale());
+  EXPECT_NE(p.handle(), VK_NULL_HANDLE);
+  EXPECT_EQ(p.name(), "scale");
+  EXPECT_EQ(p.iface().bindings.size(), 2u);
+}
+
+TEST_F(PipelineTest, RefusesAWorkgroupLargerThanTheDevice) {
+  auto k = test_kernels::add_one();
+  k.iface.workgroup_size = {ctx().info().max_workgroup_size[0] + 1, 1, 1};
+  const std::string m = error_of([&] { pipeline(k); });
+  EXPECT_NE(m.find("kernel 'add_one'"), std::string::npos) << m;
+  EXPECT_NE(m.find("workgroup size x"), std::string::npos) << m;
+}
+
+TEST_F(PipelineTest, RefusesTooMuchSharedMemoryAndPushConstants) {
+  auto k = test_kernels::add_one();
+  k.iface.shared_bytes = ctx().info().max_shared_memory + 4;
+  EXPECT_NE(error_of([&] { pipeline(k); }).find("shared memory"), std::string::npos);
+  k = test_kernels::add_one();
+  k.iface.push_bytes = ctx().info().max_push_constants + 4;
+  const std::string m = error_of([&] { pipeline(k); });
+  EXPECT_NE(m.find("push constant block"), std::string::npos) << m;
+}
+
+TEST_F(PipelineTest, RefusesAMalformedInterface) {
+  auto k = test_kernels::scale();
+  k.iface.bindings[1].binding = 0;
+  EXPECT_NE(error_of([&] { pipeline(k); }).find("declared twice"), std::string::npos);
+  k = test_kernels::scale();
+  k.iface.push_fields[1].offset = 8;  // past the 8-byte block
+  const std::string m = error_of([&] { pipeline(k); });
+  EXPECT_NE(m.find("'factor'"), std::string::npos) << m;
+  k = test_kernels::scale();
+  k.iface.workgroup_size = {64, 0, 1};
+  EXPECT_NE(error_of([&] { pipeline(k); }).find("kernel 'scale'"), std::string::npos);
+}
+
+TEST_F(PipelineTest, AMissingFeatureNamesDeviceFeatureAndKernel) {
+  DeviceInfo device = ctx().info();
+  device.int_dot_product = false;
+  const std::string m =
+      error_of([&] { check_device_can_run(device, test_kernels::sdot4x8().iface); });
+  EXPECT_NE(m.find("device " + device.name + " lacks int_dot_product"), std::string::npos) << m;
+  EXPECT_NE(m.find("needed by kernel 'sdot4x8'"), std::string::npos) << m;
+}
+
+TEST_F(PipelineTest, PipelineCacheIsSavedAndReloaded) {
+  { Pipeline p = pipeline(test_kernels::add_one()); }
+  const auto file = cache_dir_.path() / PipelineCache::file_name(ctx().info());
+  EXPECT_FALSE(ctx().pipeline_cache().loaded_from_disk());
+  ctx_.reset();  // saves the cache
+  EXPECT_TRUE(std::filesystem::exists(file));
+  SetUp();
+  EXPECT_TRUE(ctx().pipeline_cache().loaded_from_disk());
+  EXPECT_EQ(ctx().pipeline_cache().file(), file);
+}
+
+TEST_F(PipelineTest, ABadPipelineCacheFileIsIgnored) {
+  const auto file = *ctx().pipeline_cache().file();
+  ctx_.reset();
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << "not a pipeline cache at all, no";
+  SetUp();
+  EXPECT_FALSE(ctx().pipeline_cache().loaded_from_disk());
+  Pipeline p = pipeline(test_kernels::add_one());  // still works
+  EXPECT_NE(p.handle(), VK_NULL_HANDLE);
+}
+
+TEST(PipelineCacheHeader, MustMatchVendorDeviceAndUuid) {
+  DeviceInfo info;
+  info.vendor_id = 0x10de;
+  info.device_id = 0x2330;
+  info.pipeline_cache_uuid.fill(7);
+  VkPipelineCacheHeaderVersionOne header{};
+  header.headerSize = sizeof header;
+  header.headerVersion = VK_PIPELINE_CACHE_HEADER_VERSION_ONE;
+  header.vendorID = 0x10de;
+  header.deviceID = 0x2330;
+  std::fill(std::begin(header.pipelineCacheUUID), std::end(header.pipelineCacheUUID), 7);
+  std::string data(reinterpret_cast<const char*>(&header), sizeof header);
+  EXPECT_TRUE(PipelineCache::header_matches(data, info));
+  EXPECT_FALSE(PipelineCache::header_matches(data.substr(0, 20), info));
+  info.pipeline_cache_uuid[3] = 8;
+  EXPECT_FALSE(PipelineCache::header_matches(data, info));
+  EXPECT_EQ(PipelineCache::file_name(info).rfind("pipeline-cache-10de-2330-", 0), 0u);
+}
+
+}  // namespace
+}  // namespace bdsl::rt

@@ -1,0 +1,44 @@
+// Fixture for tests that touch the device: a Context with the validation layer requested, an
+// in-memory shader cache, and a TearDown that destroys the context and fails the test if the
+// layer said anything (leaks are reported when the device is destroyed, so check after that).
+#pragma once
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "codegen/shader_cache.h"
+#include "runtime/context.h"
+#include "runtime/pipeline.h"
+#include "test_kernels.h"
+
+namespace bdsl::rt {
+
+// A fresh, empty directory under the system temp dir, removed when this object dies.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+class VulkanTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  Context& ctx() { return *ctx_; }
+  // Compiles (memory-cached) and builds the pipeline of a test kernel.
+  Pipeline pipeline(const test_kernels::TestKernel& kernel);
+
+  TempDir cache_dir_;
+  codegen::ShaderCache shaders_{std::nullopt};
+  std::unique_ptr<Context> ctx_;
+  std::shared_ptr<const ValidationLog> log_;
+};
+
+}  // namespace bdsl::rt
