@@ -8,6 +8,7 @@
 
 #include "codegen/interface_of.h"
 #include "codegen/materialize.h"
+#include "dsl/glsl_names.h"
 
 namespace bdsl::codegen {
 using namespace bdsl::dsl;
@@ -69,7 +70,9 @@ class Printer {
   }
 
  private:
-  std::string unique(const std::string& base) {
+  // A name not yet used; a GLSL keyword gets a trailing '_' ("out" -> "out_").
+  std::string unique(std::string base) {
+    if (is_glsl_reserved_word(base)) base += "_";
     std::string name = base;
     for (int i = 1; used_.count(name); ++i) name = base + "_" + std::to_string(i);
     used_.insert(name);
@@ -78,6 +81,7 @@ class Printer {
 
   void name_declarations() {
     used_ = {"pc", "main"};
+    for (const auto& f : ir_.push_fields) push_names_.push_back(is_glsl_reserved_word(f.name) ? f.name + "_" : f.name);
     for (const auto& b : ir_.buffers) buffer_names_.push_back(unique(b.info.name));
     for (const auto& s : ir_.shared) shared_names_.push_back(unique(s.name));
     for (const auto& v : ir_.vars) var_names_.push_back(unique(v.name));
@@ -119,7 +123,7 @@ class Printer {
     if (!ir_.push_fields.empty()) {
       out_ << "layout(push_constant, std430) uniform PushConstants {";
       for (const auto& f : ir_.push_fields)
-        out_ << " layout(offset = " << f.offset << ") " << glsl_name(f.type) << " " << f.name << ";";
+        out_ << " layout(offset = " << f.offset << ") " << glsl_name(f.type) << " " << push_names_[&f - &ir_.push_fields[0]] << ";";
       out_ << " } pc;\n";
     }
     for (size_t i = 0; i < ir_.shared.size(); ++i)
@@ -251,7 +255,7 @@ class Printer {
   std::string inline_expr(const Node& n) {
     switch (n.op) {
       case Op::Const: return literal(n);
-      case Op::PushField: return "pc." + ir_.push_fields[n.ref].name;
+      case Op::PushField: return "pc." + push_names_[n.ref];
       case Op::Builtin: return builtin_name(static_cast<BuiltinVar>(n.ref));
       case Op::LoopIndex: return loop_names_[n.ref];
       case Op::VarRead: return var_names_[n.ref];
@@ -281,7 +285,7 @@ class Printer {
   Materialization m_;
   std::ostringstream out_;
   std::set<std::string> used_;
-  std::vector<std::string> buffer_names_, shared_names_, var_names_, loop_names_, temp_names_;
+  std::vector<std::string> push_names_, buffer_names_, shared_names_, var_names_, loop_names_, temp_names_;
   int temp_count_ = 0;
 };
 

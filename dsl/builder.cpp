@@ -48,9 +48,7 @@ std::string BuilderCore::check_name(std::string name, const char* what) const {
   if (!is_valid_glsl_identifier(name))
     throw DslError(std::string("invalid ") + what + " name '" + name +
                    "': use letters, digits and '_', not starting with a digit, 'gl_' or containing '__'");
-  if (is_glsl_reserved_word(name))
-    throw DslError(std::string(what) + " name '" + name + "' is a reserved GLSL word");
-  return name;
+  return name;  // a GLSL keyword ("out", "input") is fine: the printer renames it
 }
 
 bool BuilderCore::op_is_pure(Op op, uint32_t ref) const {

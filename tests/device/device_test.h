@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "dsl/dsl.h"
@@ -69,8 +70,9 @@ std::vector<storage_t<R>> DeviceTest::run_map(const std::string& name,
   const auto n = static_cast<uint32_t>(std::get<0>(std::forward_as_tuple(inputs...)).size());
   Kernel kernel = [&] {
     KernelBuilder k(name, {64, 1, 1});
-    int next = 0;
-    std::tuple<Buffer<Ins>...> ins{k.buffer<Ins>("in" + std::to_string(next++), Access::Read)...};
+    auto ins = [&]<size_t... I>(std::index_sequence<I...>) {
+      return std::tuple<Buffer<Ins>...>{k.buffer<Ins>("in" + std::to_string(I), Access::Read)...};
+    }(std::index_sequence_for<Ins...>{});
     auto out = k.buffer<Out>("result", Access::Write);
     auto count = k.push<u32>("n");
     auto i = k.global_id().x();

@@ -113,3 +113,13 @@ TEST(Printer, ValueUsedOutsideItsBlockIsAnError) {
     EXPECT_NE(std::string(e.what()).find("outside the block"), std::string::npos) << e.what();
   }
 }
+
+TEST(Printer, GlslKeywordsAsNamesAreRenamed) {
+  KernelBuilder k("keywords");
+  auto in = k.buffer<f32>("input", Access::Read);
+  auto out = k.buffer<f32>("out", Access::Write);
+  auto shared = k.push<f32>("shared");
+  out[0u] = in[0u] * shared;
+  const std::string glsl = print_glsl(k.build());
+  EXPECT_NE(glsl.find("out_[0u] = input_[0u] * pc.shared_;"), std::string::npos) << glsl;
+}

@@ -110,10 +110,11 @@ TEST(Builder, BreakOutsideLoopIsRefused) {
   EXPECT_THROW(break_(), DslError);
 }
 
-TEST(Builder, ReservedNamesAreRefused) {
+TEST(Builder, InvalidNamesAreRefused) {
   KernelBuilder k("names");
-  EXPECT_THROW(k.buffer<f32>("out", Access::Write), DslError);
   EXPECT_THROW(k.buffer<f32>("gl_x", Access::Write), DslError);
+  EXPECT_THROW(k.buffer<f32>("a__b", Access::Write), DslError);
+  EXPECT_THROW(k.buffer<f32>("", Access::Write), DslError);
   EXPECT_THROW(k.buffer<f32>("2x", Access::Write), DslError);
 }
 

@@ -1,0 +1,222 @@
+// Whole kernels on the device: control flow, shared memory with barriers, subgroup operations,
+// atomics and the tutorial's kernels, each against the same computation on the CPU.
+#include <cmath>
+#include <numeric>
+
+#include "device_test.h"
+#include "ops/saxpy.h"
+#include "ops/subgroup_softmax.h"
+#include "ops/workgroup_sum.h"
+
+namespace bdsl::test {
+namespace {
+using namespace dsl;
+
+class Kernels : public DeviceTest {
+ protected:
+  // Runs a kernel whose bindings are the given buffers with `groups` workgroups, push = n.
+  void run(const Kernel& k, std::vector<rt::BufferSlice> bindings, uint32_t groups, rt::PushConstants push) {
+    rt::Pipeline p = pipeline(k);
+    rt::Graph g(ctx());
+    g.dispatch(p, bindings, push, rt::Grid{groups, 1, 1});
+    g.submit_and_wait();
+  }
+};
+
+TEST_F(Kernels, WhileLoopWithBreakAndContinue) {
+  // Collatz steps until 1, capped at 500; even steps counted separately via continue.
+  KernelBuilder k("collatz", {64, 1, 1});
+  auto x = k.buffer<u32>("x", Access::Read);
+  auto steps = k.buffer<u32>("steps", Access::Write);
+  auto n = k.push<u32>("n");
+  auto i = k.global_id().x();
+  if_(i < n, [&] {
+    auto v = k.var<u32>("v", x[i]);
+    auto count = k.var<u32>("count", 0u);
+    auto evens = k.var<u32>("evens", 0u);
+    while_([&] { return v != 1u; }, [&] {
+      count += 1u;
+      if_(count > 500u, [&] { break_(); });
+      if_((v & 1u) == 0u, [&] {
+        v = v >> 1u;
+        evens += 1u;
+        continue_();
+      });
+      v = v * 3u + 1u;
+    });
+    steps[i] = count * 1000u + evens;
+  });
+  std::vector<uint32_t> in(300);
+  std::iota(in.begin(), in.end(), 1u);
+  rt::Buffer xb = buffer_of(in, "x"), out(ctx(), in.size() * 4, {false, "steps"});
+  run(k.build(), {xb, out}, 5, rt::push(uint32_t(in.size())));
+  const auto got = out.download<uint32_t>();
+  for (size_t j = 0; j < in.size(); ++j) {
+    uint32_t v = in[j], count = 0, evens = 0;
+    while (v != 1) {
+      if (++count > 500) break;
+      if (v % 2 == 0) {
+        v /= 2;
+        ++evens;
+        continue;
+      }
+      v = v * 3 + 1;
+    }
+    ASSERT_EQ(got[j], count * 1000 + evens) << "x = " << in[j];
+  }
+}
+
+TEST_F(Kernels, ForRangeWithStepAndElse) {
+  KernelBuilder k("stepped_sums", {64, 1, 1});
+  auto out = k.buffer<i32>("out", Access::Write);
+  auto n = k.push<u32>("n");
+  auto i = k.global_id().x();
+  if_(i < n, [&] {
+    auto acc = k.var<i32>("acc", 0);
+    for_range(cast<i32>(i) - 50, cast<i32>(i) + 7, 3, [&](Expr<i32> j) {
+      if_(j < 0, [&] { acc -= j * 2; }).else_([&] { acc += j; });
+    }, "j");
+    out[i] = acc;
+  });
+  const uint32_t count = 100;
+  rt::Buffer ob(ctx(), count * 4, {false, "out"});
+  run(k.build(), {ob}, 2, rt::push(count));
+  const auto got = ob.download<int32_t>();
+  for (int32_t t = 0; t < int32_t(count); ++t) {
+    int32_t acc = 0;
+    for (int32_t j = t - 50; j < t + 7; j += 3) acc += j < 0 ? -j * 2 : j;
+    ASSERT_EQ(got[t], acc) << t;
+  }
+}
+
+TEST_F(Kernels, SaxpyMatchesTheCpu) {
+  const uint32_t n = 1000;
+  std::vector<float> x(n), y(n);
+  for (uint32_t i = 0; i < n; ++i) x[i] = 0.25f * float(i), y[i] = 3.0f - float(i);
+  rt::Buffer xb = buffer_of(x, "x"), yb = buffer_of(y, "y");
+  run(ops::saxpy(), {xb, yb}, (n + 255) / 256, rt::push(n, 1.5f));
+  const auto got = yb.download<float>();
+  for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(got[i], 1.5f * x[i] + y[i]) << i;
+}
+
+TEST_F(Kernels, WorkgroupSumThroughSharedMemory) {
+  const uint32_t n = 5000, wg = 128, groups = (n + wg - 1) / wg;
+  std::vector<float> x(n);
+  for (uint32_t i = 0; i < n; ++i) x[i] = float(int(i % 17) - 8);  // small integers: sums exact
+  rt::Buffer xb = buffer_of(x, "x"), sums(ctx(), groups * 4, {false, "sums"});
+  run(ops::workgroup_sum(wg), {xb, sums}, groups, rt::push(n));
+  const auto got = sums.download<float>();
+  for (uint32_t g = 0; g < groups; ++g) {
+    float want = 0;
+    for (uint32_t i = g * wg; i < std::min(n, (g + 1) * wg); ++i) want += x[i];
+    ASSERT_EQ(got[g], want) << "workgroup " << g;
+  }
+}
+
+TEST_F(Kernels, SubgroupSoftmaxMatchesTheCpu) {
+  const uint32_t rows = 37, cols = 301, wg = 64;
+  std::vector<float> x(rows * cols);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(float(i) * 0.37f) * 6.0f;
+  rt::Buffer xb = buffer_of(x, "x"), yb(ctx(), x.size() * 4, {false, "y"});
+  const uint32_t per_group = wg / ctx().info().subgroup_size;
+  run(ops::subgroup_softmax(wg), {xb, yb}, (rows + per_group - 1) / per_group, rt::push(rows, cols));
+  const auto got = yb.download<float>();
+  for (uint32_t r = 0; r < rows; ++r) {
+    float m = -INFINITY, s = 0;
+    for (uint32_t c = 0; c < cols; ++c) m = std::max(m, x[r * cols + c]);
+    for (uint32_t c = 0; c < cols; ++c) s += std::exp(x[r * cols + c] - m);
+    for (uint32_t c = 0; c < cols; ++c) {
+      const float want = std::exp(x[r * cols + c] - m) / s;
+      ASSERT_NEAR(got[r * cols + c], want, 1e-5f * want + 1e-9f) << r << "," << c;  // exp: 3 ulp, sums reordered
+    }
+  }
+}
+
+TEST_F(Kernels, SubgroupOperationsAgreeWithTheirDefinition) {
+  KernelBuilder k("subgroup_ops", {64, 1, 1});
+  auto out = k.buffer<u32>("out", Access::Write);
+  auto lane = k.subgroup_invocation();
+  auto v = lane * 3u + 1u;
+  auto base = k.global_id().x() * 8u;
+  out[base + 0u] = subgroup_add(v);
+  out[base + 1u] = subgroup_max(v);
+  out[base + 2u] = subgroup_min(v);
+  out[base + 3u] = subgroup_shuffle_xor(v, 1u);
+  out[base + 4u] = subgroup_broadcast(v, 0u);
+  out[base + 5u] = subgroup_shuffle(v, (lane + 1u) % k.subgroup_size());
+  out[base + 6u] = select(subgroup_elect(), 1u, 0u);
+  out[base + 7u] = k.subgroup_size();
+  rt::Buffer ob(ctx(), 64 * 8 * 4, {false, "out"});
+  run(k.build(), {ob}, 1, rt::push());
+  const auto got = ob.download<uint32_t>();
+  const uint32_t size = got[7];
+  ASSERT_EQ(size, ctx().info().subgroup_size);
+  for (uint32_t t = 0; t < 64; ++t) {
+    const uint32_t l = t % size, first = 1;
+    uint32_t sum = 0;
+    for (uint32_t j = 0; j < size; ++j) sum += j * 3 + 1;
+    const uint32_t* o = &got[t * 8];
+    EXPECT_EQ(o[0], sum) << t;
+    EXPECT_EQ(o[1], (size - 1) * 3 + 1) << t;
+    EXPECT_EQ(o[2], first) << t;
+    EXPECT_EQ(o[3], (l ^ 1) * 3 + 1) << t;
+    EXPECT_EQ(o[4], first) << t;
+    EXPECT_EQ(o[5], ((l + 1) % size) * 3 + 1) << t;
+    EXPECT_EQ(o[6], l == 0 ? 1u : 0u) << t;
+  }
+}
+
+TEST_F(Kernels, AtomicsOnBuffersAndSharedMemory) {
+  KernelBuilder k("histogram", {64, 1, 1});
+  auto x = k.buffer<u32>("x", Access::Read);
+  auto bins = k.buffer<u32>("bins", Access::ReadWrite);
+  auto stats = k.buffer<u32>("stats", Access::ReadWrite);
+  auto n = k.push<u32>("n");
+  auto local = k.shared<u32>("local_bins", 16);
+  auto lid = k.local_index();
+  auto i = k.global_id().x();
+  if_(lid < 16u, [&] { local[lid] = 0u; });
+  barrier();
+  if_(i < n, [&] {
+    atomic_add(local[x[i] % 16u], 1u);
+    atomic_max(stats[0u], x[i]);
+    atomic_min(stats[1u], x[i]);
+    auto before = atomic_add(stats[2u], 1u);  // previous value: unique ticket per invocation
+    atomic_or(stats[3u], 1u << (before % 32u));
+  });
+  barrier();
+  if_(lid < 16u, [&] { atomic_add(bins[lid], local[lid]); });
+  const uint32_t count = 1000;
+  std::vector<uint32_t> in(count);
+  for (uint32_t j = 0; j < count; ++j) in[j] = (j * 2654435761u) >> 7;
+  rt::Buffer xb = buffer_of(in, "x"), bb = buffer_of(std::vector<uint32_t>(16, 0), "bins");
+  rt::Buffer sb = buffer_of(std::vector<uint32_t>{0u, UINT32_MAX, 0u, 0u}, "stats");
+  run(k.build(), {xb, bb, sb}, (count + 63) / 64, rt::push(count));
+  std::vector<uint32_t> want(16, 0);
+  for (uint32_t v : in) want[v % 16]++;
+  EXPECT_EQ(bb.download<uint32_t>(), want);
+  const auto s = sb.download<uint32_t>();
+  EXPECT_EQ(s[0], *std::max_element(in.begin(), in.end()));
+  EXPECT_EQ(s[1], *std::min_element(in.begin(), in.end()));
+  EXPECT_EQ(s[2], count);
+  EXPECT_EQ(s[3], UINT32_MAX);  // tickets 0..999 cover every bit position
+}
+
+TEST_F(Kernels, AtomicCompSwapClaimsASlotOnce) {
+  KernelBuilder k("claim", {64, 1, 1});
+  auto owner = k.buffer<u32>("owner", Access::ReadWrite);
+  auto won = k.buffer<u32>("won", Access::Write);
+  auto i = k.global_id().x();
+  auto previous = atomic_comp_swap(owner[0u], 0u, i + 1u);
+  won[i] = select(previous == 0u, 1u, 0u);
+  rt::Buffer ob = buffer_of(std::vector<uint32_t>{0u}, "owner"), wb(ctx(), 256 * 4, {false, "won"});
+  run(k.build(), {ob, wb}, 4, rt::push());
+  const auto w = wb.download<uint32_t>();
+  EXPECT_EQ(std::accumulate(w.begin(), w.end(), 0u), 1u);
+  const uint32_t winner = ob.download<uint32_t>()[0];
+  ASSERT_GE(winner, 1u);
+  EXPECT_EQ(w[winner - 1], 1u);
+}
+
+}  // namespace
+}  // namespace bdsl::test
