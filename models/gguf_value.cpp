@@ -172,7 +172,8 @@ std::optional<double> GgufValue::to_f64() const {
 
 namespace {
 
-std::string float_text(double v, bool json) {
+// Shortest text that reads back as the same float or double (1e-05, not 9.99999974e-06).
+template <class F> std::string float_text(F v, bool json) {
   if (json && !std::isfinite(v)) return "null";  // JSON has no NaN or infinity
   return fmt::format("{}", v);
 }
