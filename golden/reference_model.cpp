@@ -170,10 +170,10 @@ int32_t argmax(std::span<const float> values) {
 }
 
 std::vector<int32_t> generate_greedy(ReferenceModel& model, std::span<const int32_t> prompt, std::size_t n_new,
-                                     MatrixF* prompt_logits) {
+                                     MatrixF* prompt_logits, const ForwardObserver* prompt_observer) {
   if (prompt.empty()) throw std::invalid_argument("generate_greedy: the prompt is empty");
   model.reset();
-  MatrixF logits = model.forward(prompt);
+  MatrixF logits = model.forward(prompt, prompt_observer);
   if (prompt_logits) *prompt_logits = logits;
   std::vector<int32_t> out;
   while (out.size() < n_new) {

@@ -63,9 +63,11 @@ class ReferenceModel {
 // Index of the largest value; the lowest index among equal values (so ties are deterministic).
 int32_t argmax(std::span<const float> values);
 
-// Runs the prompt as one batch from an empty cache, then `n_new` greedy steps one token at a
-// time. Returns the generated ids; `prompt_logits` (if given) receives the prompt's logits.
+// Runs the prompt as one batch from an empty cache (reported to `prompt_observer`), then `n_new`
+// greedy steps one token at a time. Returns the generated ids; `prompt_logits` (if given)
+// receives the prompt's logits.
 std::vector<int32_t> generate_greedy(ReferenceModel& model, std::span<const int32_t> prompt, std::size_t n_new,
-                                     MatrixF* prompt_logits = nullptr);
+                                     MatrixF* prompt_logits = nullptr,
+                                     const ForwardObserver* prompt_observer = nullptr);
 
 }  // namespace bdsl::golden

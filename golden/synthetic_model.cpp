@@ -1,0 +1,177 @@
+#include "golden/synthetic_model.h"
+
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "golden/half_float.h"
+#include "golden/splitmix.h"
+#include "golden/synthetic_vocab.h"
+#include "models/i2s.h"
+
+namespace bdsl::golden {
+
+namespace {
+
+using models::GgmlType;
+
+constexpr std::string_view kArchitecture = "bitnet-b1.58";
+constexpr uint32_t kFileTypeI2S = 40;  // general.file_type of the real file
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw std::invalid_argument("synthetic model: " + what);
+}
+
+// Ternary values with P(-1) = P(0) = P(+1) = 1/3, four per 64-bit draw ((16-bit chunk * 3) >> 16).
+void fill_ternary(SplitMix64& rng, std::span<int8_t> out) {
+  for (std::size_t i = 0; i < out.size(); i += 4) {
+    const uint64_t r = rng.next();
+    for (std::size_t k = 0; k < 4 && i + k < out.size(); ++k) {
+      const uint64_t chunk = (r >> (16 * k)) & 0xFFFF;
+      out[i + k] = static_cast<int8_t>(int((chunk * 3) >> 16) - 1);
+    }
+  }
+}
+
+models::GgufWriter::TensorFill ternary_fill(uint64_t seed, std::string name, uint64_t in, uint64_t n) {
+  return [seed, name = std::move(name), in, n](std::span<std::byte> out) {
+    SplitMix64 rng = stream_for(seed, name);
+    std::vector<int8_t> values(n);
+    fill_ternary(rng, values);
+    const float scale = static_cast<float>(1.0 / std::sqrt(2.0 / 3.0 * double(in)));
+    models::i2s::pack_into(values, scale, out);
+  };
+}
+
+// Norm weights in [0.75, 1.25): near one, but not one, so a missing multiply shows.
+models::GgufWriter::TensorFill norm_fill(uint64_t seed, std::string name, uint64_t n) {
+  return [seed, name = std::move(name), n](std::span<std::byte> out) {
+    SplitMix64 rng = stream_for(seed, name);
+    for (uint64_t i = 0; i < n; ++i) {
+      const float w = 1.0f + 0.25f * rng.symmetric();
+      std::memcpy(out.data() + i * sizeof(float), &w, sizeof(float));
+    }
+  };
+}
+
+// Embedding values uniform with standard deviation 4/sqrt(dim): as the tied LM head they give
+// logits with a standard deviation of about 4 for a unit-RMS final state (distinct, not saturated).
+models::GgufWriter::TensorFill embedding_fill(uint64_t seed, std::string name, uint64_t dim, uint64_t n) {
+  return [seed, name = std::move(name), dim, n](std::span<std::byte> out) {
+    SplitMix64 rng = stream_for(seed, name);
+    const float amplitude = static_cast<float>(std::sqrt(3.0) * 4.0 / std::sqrt(double(dim)));
+    for (uint64_t i = 0; i < n; ++i) {
+      const uint16_t h = f32_to_f16(amplitude * rng.symmetric());
+      std::memcpy(out.data() + i * sizeof(uint16_t), &h, sizeof(uint16_t));
+    }
+  };
+}
+
+void add_hyperparameters(models::GgufWriter& w, const SyntheticModelOptions& o, const models::BitNetConfig& c) {
+  const std::string p = std::string(kArchitecture) + ".";
+  w.add_string("general.architecture", kArchitecture);
+  w.add_string("general.name", "bitnet-dsl synthetic " + o.preset + " (seed " + std::to_string(o.seed) + ")");
+  w.add_u32("general.file_type", kFileTypeI2S);
+  w.add_u32("general.quantization_version", 2);
+  w.add_u32(p + "vocab_size", o.vocab_size);
+  w.add_u32(p + "context_length", o.context_length);
+  w.add_u32(p + "embedding_length", o.dim);
+  w.add_u32(p + "block_count", o.n_layers);
+  w.add_u32(p + "feed_forward_length", o.ffn_dim);
+  w.add_u32(p + "rope.dimension_count", c.head_dim);
+  w.add_u32(p + "attention.head_count", o.n_heads);
+  w.add_u32(p + "attention.head_count_kv", o.n_kv_heads);
+  w.add_f32(p + "attention.layer_norm_rms_epsilon", o.rms_norm_eps);
+  w.add_f32(p + "rope.freq_base", o.rope_freq_base);
+  w.add_string("bitnet-dsl.synthetic.preset", o.preset);
+  w.add_u64("bitnet-dsl.synthetic.seed", o.seed);
+}
+
+// The tokenizer keys as llama.cpp writes them for LLaMA-3 (and, like the BitNet file, no
+// tokenizer.ggml.pre: the reader must assume the LLaMA-3 split).
+void add_tokenizer(models::GgufWriter& w, uint32_t vocab_size) {
+  const models::TokenizerSpec vocab = make_synthetic_vocab(vocab_size);
+  w.add_string("tokenizer.ggml.model", "gpt2");
+  w.add_string_array("tokenizer.ggml.tokens", vocab.tokens);
+  w.add_array<int32_t>("tokenizer.ggml.token_type", vocab.token_types);
+  w.add_string_array("tokenizer.ggml.merges", vocab.merges);
+  w.add_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(vocab.bos_id));
+  w.add_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(vocab.eos_id));
+}
+
+void add_tensor(models::GgufWriter& w, const models::BitNetTensorSpec& spec, uint64_t seed) {
+  const uint64_t n = models::ggml_element_count(spec.dims);
+  switch (spec.type) {
+    case GgmlType::I2_S:
+      w.add_tensor(spec.name, spec.type, spec.dims, ternary_fill(seed, spec.name, spec.dims[0], n));
+      break;
+    case GgmlType::F32:
+      w.add_tensor(spec.name, spec.type, spec.dims, norm_fill(seed, spec.name, n));
+      break;
+    case GgmlType::F16:
+      w.add_tensor(spec.name, spec.type, spec.dims, embedding_fill(seed, spec.name, spec.dims[0], n));
+      break;
+    default:
+      throw std::logic_error("synthetic model: no generator for tensor " + spec.name + " of type " +
+                             std::string(models::ggml_type_name(spec.type)));
+  }
+}
+
+}  // namespace
+
+SyntheticModelOptions synthetic_preset(std::string_view name) {
+  SyntheticModelOptions o;
+  o.preset = std::string(name);
+  if (name == "tiny") return o;  // the defaults
+  if (name == "2b") {
+    o.dim = 2560, o.n_layers = 30, o.n_heads = 20, o.n_kv_heads = 5, o.ffn_dim = 6912;
+    o.vocab_size = 128256, o.context_length = 4096, o.rope_freq_base = 500000.0f;
+    return o;
+  }
+  throw std::invalid_argument("unknown preset '" + std::string(name) + "' (known: tiny, 2b)");
+}
+
+models::BitNetConfig synthetic_config(const SyntheticModelOptions& o) {
+  require(o.n_layers >= 1, "--layers must be at least 1");
+  require(o.n_heads >= 1 && o.dim % o.n_heads == 0,
+          "--heads " + std::to_string(o.n_heads) + " must divide --dim " + std::to_string(o.dim));
+  require(o.n_kv_heads >= 1 && o.n_heads % o.n_kv_heads == 0,
+          "--kv-heads " + std::to_string(o.n_kv_heads) + " must divide --heads " + std::to_string(o.n_heads));
+  require(o.dim > 0 && o.dim % 128 == 0, "--dim " + std::to_string(o.dim) + " must be a positive multiple of 128 (I2_S blocks)");
+  require(o.ffn_dim > 0 && o.ffn_dim % 128 == 0,
+          "--ffn " + std::to_string(o.ffn_dim) + " must be a positive multiple of 128 (I2_S blocks)");
+  require((o.dim / o.n_heads) % 2 == 0, "the head size --dim/--heads must be even (RoPE pairs)");
+  require(o.context_length >= 1, "--ctx must be at least 1");
+  models::BitNetConfig c;
+  c.architecture = std::string(kArchitecture);
+  c.vocab_size = o.vocab_size;
+  c.context_length = o.context_length;
+  c.dim = o.dim;
+  c.n_layers = o.n_layers;
+  c.ffn_dim = o.ffn_dim;
+  c.n_heads = o.n_heads;
+  c.n_kv_heads = o.n_kv_heads;
+  c.head_dim = o.dim / o.n_heads;
+  c.rope_dim = c.head_dim;
+  c.rms_norm_eps = o.rms_norm_eps;
+  c.rope_freq_base = o.rope_freq_base;
+  c.tied_output = true;
+  return c;
+}
+
+models::GgufWriter make_synthetic_model(const SyntheticModelOptions& options) {
+  const models::BitNetConfig config = synthetic_config(options);
+  models::GgufWriter w;
+  add_hyperparameters(w, options, config);
+  add_tokenizer(w, options.vocab_size);
+  for (const auto& spec : models::bitnet_tensor_specs(config)) {
+    if (spec.required) add_tensor(w, spec, options.seed);
+  }
+  return w;
+}
+
+void write_synthetic_model(const SyntheticModelOptions& options, const std::filesystem::path& path) {
+  make_synthetic_model(options).write(path);
+}
+
+}  // namespace bdsl::golden

@@ -1,0 +1,162 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "golden/splitmix.h"
+#include "models/bpe.h"
+#include "models/byte_unicode.h"
+#include "models/chat_template.h"
+#include "models/token_stream.h"
+#include "models/tokenizer.h"
+#include "tests/golden/tokenizer_test_util.h"
+
+namespace bdsl::models {
+namespace {
+
+using Ids = std::vector<int32_t>;
+
+TEST(ByteLevelAlphabet, MapsBytesAsGpt2Does) {
+  EXPECT_EQ(byte_to_unicode(' '), U'Ġ');
+  EXPECT_EQ(byte_to_unicode('\n'), U'Ċ');
+  EXPECT_EQ(byte_to_unicode('A'), U'A');
+  EXPECT_EQ(byte_to_unicode(0xAD), char32_t(0x143));  // soft hyphen is not printable: shifted
+  for (int b = 0; b < 256; ++b) EXPECT_EQ(unicode_to_byte(byte_to_unicode(static_cast<unsigned char>(b))), b);
+  EXPECT_EQ(bytes_to_byte_level(" hi\n"), "ĠhiĊ");
+  EXPECT_EQ(byte_level_to_bytes("ĠhiĊ"), " hi\n");
+}
+
+TEST(BpeMerges, LowestRankFirstThenLeftmost) {
+  BpeMerges merges;
+  // ids: a=0 b=1 c=2 ab=3 bc=4 abc=5 aa=6
+  merges.add(1, 2, 4, 0);  // b c -> bc   (rank 0: wins over "a b")
+  merges.add(0, 1, 3, 1);  // a b -> ab
+  merges.add(0, 4, 5, 2);  // a bc -> abc
+  merges.add(0, 0, 6, 3);  // a a -> aa
+  Ids ids{0, 1, 2};
+  merges.apply(ids);
+  EXPECT_EQ(ids, (Ids{5}));
+  ids = {0, 0, 0};
+  merges.apply(ids);
+  EXPECT_EQ(ids, (Ids{6, 0}));  // leftmost pair of equal rank merges first
+  ids = {0, 1, 0, 1};
+  merges.apply(ids);
+  EXPECT_EQ(ids, (Ids{3, 3}));
+}
+
+TEST(Tokenizer, AppliesHandMadeMerges) {
+  const Tokenizer tok(test::hand_made_spec({{"h", "e"}, {"l", "l"}, {"he", "ll"}, {"hell", "o"}, {" ", "w"}}));
+  const auto ids = tok.encode("hello world", false);
+  ASSERT_EQ(ids.size(), 6u);  // hello | " w" | o | r | l | d
+  EXPECT_EQ(tok.token_text(ids[0]), "hello");
+  EXPECT_EQ(tok.decode(ids), "hello world");
+  const auto w = tok.encode(" world", false);
+  EXPECT_EQ(tok.token_text(w[0]), "Ġw");
+}
+
+TEST(Tokenizer, WholeWordInVocabularyIsTakenEvenWithoutMerges) {
+  auto spec = test::hand_made_spec({});
+  spec.tokens.push_back(bytes_to_byte_level("xyz"));  // reachable by no merge
+  spec.token_types.push_back(1);
+  const Tokenizer tok(spec);
+  EXPECT_EQ(tok.encode("xyz", false), (Ids{static_cast<int32_t>(spec.tokens.size() - 1)}));
+}
+
+TEST(Tokenizer, SpecialTokensAreMatchedWholeAndLongestFirst) {
+  const Tokenizer tok(test::hand_made_spec({}));
+  const auto eot = *tok.find_token("<|eot_id|>");
+  const auto eot_long = *tok.find_token("<|eot_id_long|>");
+  EXPECT_EQ(tok.eot_id(), eot);
+  const auto ids = tok.encode("a<|eot_id|>b<|eot_id_long|>", false);
+  EXPECT_EQ(ids, (Ids{'a', eot, 'b', eot_long}));
+  EXPECT_TRUE(tok.is_end_of_generation(eot));
+  EXPECT_TRUE(tok.is_end_of_generation(tok.eos_id()));
+  // Without parse_special the text is ordinary bytes.
+  EXPECT_EQ(tok.encode("<|eot_id|>", false, false).size(), 10u);
+}
+
+TEST(Tokenizer, BosIsAddedOnceAndRendersOrHides) {
+  const Tokenizer tok(test::hand_made_spec({}));
+  EXPECT_EQ(tok.encode("a", true), (Ids{tok.bos_id(), 'a'}));
+  EXPECT_EQ(tok.encode("<|begin_of_text|>a", true), (Ids{tok.bos_id(), 'a'}));
+  const Ids ids{tok.bos_id(), 'a', tok.eot_id()};
+  EXPECT_EQ(tok.decode(ids), "<|begin_of_text|>a<|eot_id|>");
+  EXPECT_EQ(tok.decode(ids, false), "a");
+  EXPECT_THROW(tok.decode(Ids{tok.vocab_size()}), std::out_of_range);
+}
+
+TEST(Tokenizer, RandomBytesRoundTrip) {
+  const Tokenizer tok(test::hand_made_spec({{"a", "b"}, {" ", "a"}, {"\xc3", "\xa9"}, {"1", "2"}}));
+  golden::SplitMix64 rng(42);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::string text(rng.next() % 64, '\0');
+    // Mix raw bytes with ASCII so both the byte fallback and the merges are exercised.
+    for (char& c : text) c = static_cast<char>(rng.next() % 3 ? "ab 12\n\xc3\xa9'"[rng.next() % 10] : rng.next());
+    EXPECT_EQ(tok.decode(tok.encode(text, false)), text) << "trial " << trial;
+  }
+}
+
+TEST(Tokenizer, RejectsUnsupportedSpecsClearly) {
+  auto spec = test::hand_made_spec({});
+  spec.pre = "qwen2";
+  EXPECT_THROW(
+      {
+        try {
+          Tokenizer t(spec);
+        } catch (const std::runtime_error& e) {
+          EXPECT_NE(std::string(e.what()).find("tokenizer.ggml.pre is 'qwen2'"), std::string::npos);
+          throw;
+        }
+      },
+      std::runtime_error);
+  spec = test::hand_made_spec({});
+  spec.merges.push_back("q Z");  // "qZ" is not a token
+  EXPECT_THROW(Tokenizer t(spec), std::runtime_error);
+  spec = test::hand_made_spec({});
+  spec.model = "llama";
+  EXPECT_THROW(Tokenizer t(spec), std::runtime_error);
+  spec = test::hand_made_spec({});
+  spec.tokens.erase(spec.tokens.begin());  // byte 0 missing
+  spec.token_types.erase(spec.token_types.begin());
+  EXPECT_THROW(Tokenizer t(spec), std::runtime_error);
+}
+
+TEST(Tokenizer, LongTextIsFast) {
+  const Tokenizer tok(test::hand_made_spec({{"t", "h"}, {"th", "e"}, {" ", "the"}, {" ", "c"}, {"a", "t"}}));
+  std::string text;
+  golden::SplitMix64 rng(7);
+  const char* words[] = {" the", " cat", " sat", " on", " a", " mat", ",", " 12345", "\n", " émigré"};
+  while (text.size() < 400000) text += words[rng.next() % 10];
+  text += std::string(20000, 'a');  // one very long word: the heap keeps BPE O(n log n)
+  const auto start = std::chrono::steady_clock::now();
+  const auto ids = tok.encode(text, false);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GT(ids.size(), 100000u);
+  EXPECT_LT(seconds, 1.0);
+  EXPECT_EQ(tok.decode(ids), text);
+}
+
+TEST(TokenStreamDecoder, HoldsBackHalfCharacters) {
+  const Tokenizer tok(test::hand_made_spec({}));
+  TokenStreamDecoder stream(tok);
+  EXPECT_EQ(stream.push(0xE2), "");  // first byte of "€" (E2 82 AC)
+  EXPECT_EQ(stream.push(0x82), "");
+  EXPECT_EQ(stream.push(0xAC), "\xE2\x82\xAC");
+  EXPECT_EQ(stream.push('x'), "x");
+  EXPECT_EQ(stream.push(0xFF), "\xFF");  // can never become valid: passed through
+  EXPECT_EQ(stream.push(0xF0), "");
+  EXPECT_EQ(stream.flush(), "\xF0");
+  EXPECT_EQ(stream.push(tok.eot_id()), "");  // control tokens hidden by default
+}
+
+TEST(ChatTemplate, MatchesTheHuggingFaceTemplate) {
+  const std::vector<ChatMessage> messages{{"system", "  Be brief. "}, {"user", "Hi\n"}};
+  EXPECT_EQ(apply_chat_template(messages, true),
+            "<|begin_of_text|>System: Be brief.<|eot_id|>User: Hi<|eot_id|>Assistant: ");
+  EXPECT_EQ(apply_chat_template({{"USER", "x"}}, false, ""), "User: x<|eot_id|>");
+}
+
+}  // namespace
+}  // namespace bdsl::models
