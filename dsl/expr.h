@@ -209,7 +209,7 @@ Expr<T> constant(host_t<T> v) {
   return Expr<T>(literal_node<T>(v));
 }
 
-// cond ? a : b, evaluated as GLSL's ternary (both sides are values, no side effects).
+// cond ? a : b. Both sides may be evaluated: never use it to guard an out-of-range read.
 template <class C, class A, class B>
   requires OperandOf<C, boolean> && SameOperands<A, B>
 Expr<operand_t<A, B>> select(const C& cond, const A& a, const B& b) {

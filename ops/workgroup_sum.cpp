@@ -16,7 +16,8 @@ dsl::Kernel workgroup_sum(uint32_t workgroup) {
   auto lid = k.local_index();
   auto i = k.global_id().x();
 
-  partial[lid] = select(i < n, x[i], 0.0f);
+  partial[lid] = 0.0f;
+  if_(i < n, [&] { partial[lid] = x[i]; });  // not select(): that may read x[i] past the end
   barrier();
   // The halving steps are unrolled by C++: each one is a plain `if` followed by a barrier that
   // every invocation reaches.

@@ -1,0 +1,79 @@
+// docs/writing-kernels.md cannot rot: every C++ block in it must appear in the ops/ sources that
+// the device tests run, and every GLSL block must be exactly what the printer prints today.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "codegen/glsl_printer.h"
+#include "ops/saxpy.h"
+#include "ops/subgroup_softmax.h"
+#include "ops/workgroup_sum.h"
+
+namespace {
+
+std::string read(const std::string& relative) {
+  std::ifstream in(std::string(BDSL_SOURCE_DIR) + "/" + relative);
+  EXPECT_TRUE(in) << "cannot open " << relative;
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string squeeze(const std::string& s) {  // whitespace-insensitive comparison
+  std::string out;
+  for (char c : s)
+    if (!std::isspace(static_cast<unsigned char>(c))) out += c;
+  return out;
+}
+
+struct CodeBlock {
+  std::string language, label, text;
+};
+
+// Fenced blocks; a line `<!-- glsl: NAME -->` right before a block labels it.
+std::vector<CodeBlock> blocks(const std::string& md) {
+  std::vector<CodeBlock> out;
+  std::istringstream in(md);
+  std::string line, label;
+  while (std::getline(in, line)) {
+    if (line.rfind("<!-- glsl: ", 0) == 0) label = line.substr(11, line.find(" -->") - 11);
+    if (line.rfind("```", 0) != 0 || line.size() == 3) continue;
+    CodeBlock b{line.substr(3), label, ""};
+    label.clear();
+    while (std::getline(in, line) && line.rfind("```", 0) != 0) b.text += line + "\n";
+    out.push_back(b);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(Tutorial, CppBlocksAreTheCodeTheTestsRun) {
+  const std::string sources =
+      squeeze(read("ops/saxpy.cpp") + read("ops/workgroup_sum.cpp") + read("ops/subgroup_softmax.cpp") +
+              read("tools/cmd_demo.cpp"));
+  int checked = 0;
+  for (const auto& b : blocks(read("docs/writing-kernels.md"))) {
+    if (b.language != "cpp") continue;
+    EXPECT_NE(sources.find(squeeze(b.text)), std::string::npos) << "not in ops/: \n" << b.text;
+    ++checked;
+  }
+  EXPECT_GE(checked, 4);
+}
+
+TEST(Tutorial, GlslBlocksAreWhatThePrinterPrints) {
+  const std::map<std::string, bdsl::dsl::Kernel> kernels = {
+      {"saxpy", bdsl::ops::saxpy()},
+      {"workgroup_sum(128)", bdsl::ops::workgroup_sum(128)},
+      {"subgroup_softmax(64)", bdsl::ops::subgroup_softmax(64)}};
+  int checked = 0;
+  for (const auto& b : blocks(read("docs/writing-kernels.md"))) {
+    if (b.language != "glsl") continue;
+    ASSERT_TRUE(kernels.count(b.label)) << "GLSL block without a known label: '" << b.label << "'";
+    EXPECT_EQ(b.text, bdsl::codegen::print_glsl(kernels.at(b.label))) << b.label;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 3);
+}
