@@ -109,7 +109,9 @@ std::span<const std::byte> GgufFile::tensor_data(std::string_view name) const {
 }
 
 std::span<const std::byte> GgufFile::tensor_data(const GgufTensorInfo& info) const {
-  // The parser proved every tensor lies inside the file.
+  // The parser proved this file's tensors lie inside it; an info from another file may not.
+  if (info.file_offset > bytes_.size() || info.n_bytes > bytes_.size() - info.file_offset)
+    throw GgufError(fmt::format("{}: tensor \"{}\" lies outside this file", name_, info.name));
   return bytes_.subspan(info.file_offset, info.n_bytes);
 }
 

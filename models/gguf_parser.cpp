@@ -158,6 +158,7 @@ class GgufParser {
       GgufValue value = read_value(type, value_field, 0);
       if (!f_.key_index_.emplace(key, f_.metadata_.size()).second)
         fail(at, field, fmt::format("duplicate key \"{}\"", key));
+      if (key == "general.alignment") alignment_at_ = at;
       f_.metadata_.push_back({key, std::move(value)});
     }
   }
@@ -166,11 +167,11 @@ class GgufParser {
     const GgufValue* v = f_.find("general.alignment");
     if (!v) return;
     if (v->type() != GgufValueType::UINT32)
-      fail(0, "metadata key \"general.alignment\"",
+      fail(alignment_at_, "metadata key \"general.alignment\"",
            fmt::format("expected uint32, found {}", gguf_value_type_name(v->type())));
     const uint32_t a = v->as<uint32_t>();
     if (a == 0 || (a & (a - 1)) != 0)
-      fail(0, "metadata key \"general.alignment\"",
+      fail(alignment_at_, "metadata key \"general.alignment\"",
            fmt::format("expected a power of two, found {}", a));
     f_.alignment_ = a;
   }
@@ -262,6 +263,7 @@ class GgufParser {
   uint64_t pos_ = 0;
   uint64_t n_tensors_ = 0;
   uint64_t n_kv_ = 0;
+  uint64_t alignment_at_ = 0;  // where the general.alignment pair starts, for its errors
 };
 
 GgufFile GgufFile::parse(std::span<const std::byte> bytes, std::string name) {

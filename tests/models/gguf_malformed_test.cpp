@@ -121,14 +121,14 @@ TEST(GgufMalformed, DuplicateKey) {
 
 TEST(GgufMalformed, AlignmentNotAPowerOfTwo) {
   const auto bytes = GgufBytes().header(0, 1).kv_u32("general.alignment", 48).bytes;
-  EXPECT_ERROR_HAS(bytes, "\"general.alignment\" at byte 0: expected a power of two, found 48");
+  EXPECT_ERROR_HAS(bytes, "\"general.alignment\" at byte 24: expected a power of two, found 48");
   const auto zero = GgufBytes().header(0, 1).kv_u32("general.alignment", 0).bytes;
   EXPECT_ERROR_HAS(zero, "expected a power of two, found 0");
 }
 
 TEST(GgufMalformed, AlignmentOfWrongType) {
   const auto bytes = GgufBytes().header(0, 1).str("general.alignment").u32(0).put<uint8_t>(32).bytes;
-  EXPECT_ERROR_HAS(bytes, "\"general.alignment\" at byte 0: expected uint32, found uint8");
+  EXPECT_ERROR_HAS(bytes, "\"general.alignment\" at byte 24: expected uint32, found uint8");
 }
 
 TEST(GgufMalformed, UnknownTensorType) {
