@@ -56,6 +56,29 @@ TEST(ShaderCache, AnotherInstanceOnTheSameDirectoryCompilesNothing) {
   EXPECT_NE(reader.report().find("1 disk hits"), std::string::npos) << reader.report();
 }
 
+// Runs only as the child of the test below, which points it at the parent's cache directory.
+TEST(ShaderCacheChild, FindsTheParentsBinaryOnDisk) {
+  const char* dir = std::getenv("BDSL_TEST_PARENT_CACHE");
+  if (!dir) GTEST_SKIP() << "run by ShaderCache.AFreshProcessHitsTheDiskCache";
+  ShaderCache cache(std::filesystem::path{dir});
+  const auto k = test_kernels::scale();
+  cache.get(k.iface, k.glsl);
+  EXPECT_EQ(cache.stats().disk_hits, 1u);
+  EXPECT_EQ(cache.stats().misses, 0u);
+}
+
+TEST(ShaderCache, AFreshProcessHitsTheDiskCache) {
+  TempDir dir;
+  ShaderCache parent(dir.path());
+  const auto k = test_kernels::scale();
+  parent.get(k.iface, k.glsl);
+  const std::string command = "BDSL_TEST_PARENT_CACHE='" + dir.path().string() +
+                              "' '" + std::filesystem::read_symlink("/proc/self/exe").string() +
+                              "' --gtest_filter=ShaderCacheChild.* "
+                              "--gtest_brief=1 > /dev/null";
+  EXPECT_EQ(std::system(command.c_str()), 0) << command;
+}
+
 TEST(ShaderCache, KeyChangesWhenAnyInputChanges) {
   const std::string glsl = test_kernels::add_one().glsl;
   const std::string base = ShaderCache::key_of(glsl, {});

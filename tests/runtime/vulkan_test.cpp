@@ -28,7 +28,9 @@ void VulkanTest::SetUp() {
 
 void VulkanTest::TearDown() {
   ctx_.reset();
-  EXPECT_EQ(log_->count(), 0u) << log_->summary();
+  if (log_) {  // null when SetUp threw
+    EXPECT_EQ(log_->count(), 0u) << log_->summary();
+  }
 }
 
 Pipeline VulkanTest::pipeline(const test_kernels::TestKernel& kernel) {
