@@ -56,14 +56,21 @@ golden::SyntheticModelOptions parse_options(const Args& args, std::string& out) 
         throw UsageError(e.what());
       }
       o.seed = seed;
-    } else if (a == "--dim") { o.dim = u32(a, v);
+      continue;
+    }
+    if (a == "--seed") {
+      o.seed = parse_number(a, v, std::numeric_limits<uint64_t>::max());
+      continue;
+    }
+    // Any shape flag makes the model no longer the named preset: the file says "custom".
+    o.preset = "custom";
+    if (a == "--dim") { o.dim = u32(a, v);
     } else if (a == "--layers") { o.n_layers = u32(a, v);
     } else if (a == "--heads") { o.n_heads = u32(a, v);
     } else if (a == "--kv-heads") { o.n_kv_heads = u32(a, v);
     } else if (a == "--ffn") { o.ffn_dim = u32(a, v);
     } else if (a == "--vocab") { o.vocab_size = u32(a, v);
     } else if (a == "--ctx") { o.context_length = u32(a, v);
-    } else if (a == "--seed") { o.seed = parse_number(a, v, std::numeric_limits<uint64_t>::max());
     } else if (a == "--rope-base") {
       try {
         o.rope_freq_base = std::stof(v);
