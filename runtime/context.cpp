@@ -78,6 +78,26 @@ VkInstance make_instance(const std::vector<const char*>& layers,
   return instance;
 }
 
+// The NVIDIA driver cannot be loaded again after ~30 instance create/destroy cycles in one process
+// (seen on driver 580: vkCreateInstance then fails with VK_ERROR_INCOMPATIBLE_DRIVER). One bare
+// instance held for the whole process keeps the drivers loaded, so later contexts reuse them.
+void keep_drivers_loaded() {
+  struct KeepAlive {
+    VkInstance instance = VK_NULL_HANDLE;
+    KeepAlive() {
+      try {
+        instance = make_instance({}, {}, nullptr);
+      } catch (const VulkanError&) {
+        // No driver now: the context's own vkCreateInstance reports it.
+      }
+    }
+    ~KeepAlive() {
+      if (instance) vkDestroyInstance(instance, nullptr);
+    }
+  };
+  static KeepAlive keep_alive;
+}
+
 std::vector<VkPhysicalDevice> physical_devices(VkInstance instance) {
   uint32_t count = 0;
   vk_check(vkEnumeratePhysicalDevices(instance, &count, nullptr), "vkEnumeratePhysicalDevices");
@@ -127,6 +147,7 @@ struct EnabledFeatures {
 }  // namespace
 
 std::vector<DeviceInfo> Context::list_devices() {
+  keep_drivers_loaded();
   VkInstance instance = make_instance({}, {}, nullptr);
   std::vector<DeviceInfo> infos;
   try {
@@ -149,6 +170,7 @@ Context::Context(const ContextOptions& options) {
     });
     validation = false;
   }
+  keep_drivers_loaded();
   try {
     create_instance(validation);
     create_device(options);
