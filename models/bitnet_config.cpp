@@ -13,6 +13,7 @@ namespace bdsl::models {
 namespace {
 
 constexpr uint64_t kI2sBlock = i2s::kBlockElements;  // dims feeding I2_S rows must be multiples
+constexpr uint64_t kTensorsPerLayer = 11;  // attn_norm ... ffn_sub_norm
 
 std::string join_lines(std::string_view file, const std::vector<std::string>& violations) {
   std::string out = fmt::format("{}: not a valid BitNet model ({} problem{}):", file,
@@ -191,6 +192,14 @@ std::vector<BitNetTensorSpec> bitnet_tensor_specs(const BitNetConfig& c) {
 }
 
 void validate_bitnet_tensors(const BitNetConfig& config, const GgufFile& file) {
+  // Checked before the specs are built: a hostile block_count (found by the fuzzer) would
+  // otherwise allocate billions of specs and "missing tensor" lines. Up to a layer's worth
+  // short, the individual missing tensors are the more useful report.
+  const uint64_t needed = kTensorsPerLayer * uint64_t{config.n_layers} + 2;
+  if (needed > file.tensors().size() + kTensorsPerLayer)
+    throw BitNetConfigError(file.name(), {fmt::format(
+        "key \"{}.block_count\": {} layers need at least {} tensors, but the file holds {}",
+        config.architecture, config.n_layers, needed, file.tensors().size())});
   std::vector<std::string> problems;
   for (const BitNetTensorSpec& spec : bitnet_tensor_specs(config)) {
     const GgufTensorInfo* t = file.find_tensor(spec.name);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <optional>
 
 #include "models/bitnet_config.h"
 #include "models/gguf_writer.h"
@@ -17,6 +18,7 @@ struct TinyModel {
   uint32_t rope_dim = 64;
   float eps = 1e-5f;
   bool write_vocab_key = true;
+  std::optional<uint32_t> block_count_key;  // written instead of `layers` when set
   // Applied to each tensor spec before writing (rename, retype, reshape, drop by clearing name).
   std::function<void(BitNetTensorSpec&)> tweak_tensor = [](BitNetTensorSpec&) {};
   std::function<void(GgufWriter&)> extra = [](GgufWriter&) {};
@@ -29,7 +31,7 @@ std::vector<std::byte> write(const TinyModel& m) {
   if (m.write_vocab_key) w.add_u32(p + "vocab_size", m.vocab);
   w.add_u32(p + "context_length", 128);
   w.add_u32(p + "embedding_length", m.dim);
-  w.add_u32(p + "block_count", m.layers);
+  w.add_u32(p + "block_count", m.block_count_key.value_or(m.layers));
   w.add_u32(p + "feed_forward_length", m.ffn);
   w.add_u32(p + "rope.dimension_count", m.rope_dim);
   w.add_u32(p + "attention.head_count", m.heads);
@@ -190,6 +192,13 @@ TEST(BitNetConfigErrors, ZeroLayers) {
   TinyModel m;
   m.layers = 0;
   expect_one_violation(m, "key \"bitnet-b1.58.block_count\": expected a value in 1..2^32-1, found 0");
+}
+
+TEST(BitNetConfigErrors, BlockCountBeyondTheTensorsIsOneErrorNotMillionsOfThem) {
+  TinyModel m;  // found by the fuzzer: listing 2M layers' missing tensors ran out of memory
+  m.block_count_key = 2'097'153;
+  expect_one_violation(m, "key \"bitnet-b1.58.block_count\": 2097153 layers need at least "
+                          "23068685 tensors, but the file holds 24");
 }
 
 TEST(BitNetConfigErrors, MissingTensor) {
