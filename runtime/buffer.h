@@ -30,6 +30,7 @@ struct BufferSlice {
   BufferSlice() = default;
   BufferSlice(const Buffer& whole);  // NOLINT: implicit, so `{a, b.slice(...), c}` reads well
   BufferSlice(const Buffer& b, uint64_t offset_, uint64_t bytes_);
+  BufferSlice(const Buffer&& temporary) = delete;  // the graph would keep a dead buffer's handle
   VkBuffer handle() const;
 };
 

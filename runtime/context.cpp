@@ -1,5 +1,6 @@
 #include "runtime/context.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -260,9 +261,10 @@ uint32_t Context::memory_type(uint32_t type_bits, VkMemoryPropertyFlags required
     if (!fallback) fallback = i;
   }
   if (fallback) return *fallback;
-  throw std::runtime_error("device " + info_.name + " has no memory type with property flags 0x" +
-                           std::to_string(required) + " for type bits " +
-                           std::to_string(type_bits));
+  char flags[64];
+  std::snprintf(flags, sizeof flags, "0x%x for memory type bits 0x%x", required, type_bits);
+  throw std::runtime_error("device " + info_.name + " has no memory type with property flags " +
+                           flags);
 }
 
 VkCommandBuffer Context::allocate_command_buffer() {
