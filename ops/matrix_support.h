@@ -1,0 +1,64 @@
+// Pieces the matrix ops (quantize_activations, ternary_matvec, lm_head, argmax, top_k) share:
+// workgroup sizing from the OpTarget and workgroup-wide reductions emitted into a kernel.
+// Not an op: nothing here builds a whole kernel.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "dsl/dsl.h"
+#include "ops/target.h"
+
+namespace bdsl::ops {
+
+// A workgroup of whole subgroups, at most `cap` invocations (and at most the device's limit).
+inline uint32_t subgroup_multiple_workgroup(const OpTarget& t, uint32_t cap = 256) {
+  const uint32_t s = std::max(1u, t.subgroup_size);
+  const uint32_t limit = std::min(cap, t.max_workgroup_invocations);
+  return std::max(s, limit / s * s);
+}
+
+// Rows a row-per-subgroup kernel gives one workgroup: its subgroups when the device runs the
+// target's subgroup size. The kernels loop over their rows with the subgroup count they really
+// get, so a device that picks another subgroup size still covers every row.
+inline uint32_t rows_per_workgroup(const OpTarget& t, uint32_t workgroup) {
+  return std::max(1u, workgroup / std::max(1u, t.subgroup_size));
+}
+
+inline uint32_t ceil_div(uint64_t a, uint64_t b) { return static_cast<uint32_t>((a + b - 1) / b); }
+
+// Combines a value across the workgroup; every invocation gets the result. `scratch` needs one
+// element per subgroup (size it by the workgroup: any subgroup size fits). One barrier. Subgroup
+// partials are combined in subgroup order, so the result is the same on every run.
+template <class T>
+dsl::Expr<T> workgroup_reduce(dsl::KernelBuilder& k, const dsl::Shared<T>& scratch, const dsl::Expr<T>& v,
+                              dsl::Expr<T> (*subgroup_op)(const dsl::Expr<T>&),
+                              const std::function<dsl::Expr<T>(dsl::Expr<T>, dsl::Expr<T>)>& combine,
+                              const std::string& name) {
+  using namespace dsl;
+  auto part = subgroup_op(v);
+  if_(subgroup_elect(), [&] { scratch[k.subgroup_id()] = part; });
+  barrier();
+  auto total = k.var<T>(name, scratch[0u]);
+  for_range(1u, k.num_subgroups(), [&](Expr<u32> i) { total = combine(total, scratch[i]); }, "sg");
+  return Expr<T>(total);
+}
+
+template <class T>
+dsl::Expr<T> workgroup_add(dsl::KernelBuilder& k, const dsl::Shared<T>& scratch, const dsl::Expr<T>& v,
+                           const std::string& name) {
+  return workgroup_reduce<T>(
+      k, scratch, v, [](const dsl::Expr<T>& x) { return dsl::subgroup_add(x); },
+      [](dsl::Expr<T> a, dsl::Expr<T> b) { return a + b; }, name);
+}
+
+template <class T>
+dsl::Expr<T> workgroup_max(dsl::KernelBuilder& k, const dsl::Shared<T>& scratch, const dsl::Expr<T>& v,
+                           const std::string& name) {
+  return workgroup_reduce<T>(
+      k, scratch, v, [](const dsl::Expr<T>& x) { return dsl::subgroup_max(x); },
+      [](dsl::Expr<T> a, dsl::Expr<T> b) { return dsl::max(a, b); }, name);
+}
+
+}  // namespace bdsl::ops

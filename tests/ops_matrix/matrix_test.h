@@ -1,0 +1,95 @@
+// Shared by the matrix-op tests: the device fixture with the device's OpTarget, seeded random
+// data, I2_S test weights packed by the codec (models/i2s.h) and the packed int8 activation layout
+// of quantize_activations built on the CPU.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <random>
+#include <vector>
+
+#include "device_test.h"
+#include "golden/reference_ops.h"
+#include "models/i2s.h"
+#include "ops/target.h"
+
+namespace bdsl::test {
+
+class OpsMatrix : public DeviceTest {
+ protected:
+  ops::OpTarget target() { return ops::OpTarget::from(ctx().info()); }
+
+  // Runs one dispatch and waits.
+  void run(const dsl::Kernel& k, std::vector<rt::BufferSlice> bindings, uint32_t groups,
+           rt::PushConstants push = {}) {
+    rt::Pipeline p = pipeline(k);
+    rt::Graph g(ctx());
+    g.dispatch(p, bindings, push, rt::Grid{groups, 1, 1});
+    g.submit_and_wait();
+  }
+  rt::Buffer output(uint64_t bytes, const char* name) { return rt::Buffer(ctx(), std::max<uint64_t>(bytes, 4), {false, name}); }
+};
+
+inline std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+// A ternary matrix with about a third of each value, and its I2_S bytes as the GGUF stores them.
+struct I2sWeights {
+  golden::TernaryMatrix m;
+  std::vector<std::byte> bytes;
+};
+inline I2sWeights random_i2s(size_t rows, size_t cols, uint32_t seed, float scale = 0.75f) {
+  std::mt19937 rng(seed);
+  I2sWeights w;
+  w.m.rows = rows;
+  w.m.cols = cols;
+  w.m.scale = scale;
+  w.m.values.resize(rows * cols);
+  for (int8_t& v : w.m.values) v = static_cast<int8_t>(int(rng() % 3) - 1);
+  w.bytes = models::i2s::pack(w.m.values, scale);
+  return w;
+}
+
+// quantize_activations' outputs on the CPU: packed words (element 4w + j in byte j) and act.
+struct QuantizedX {
+  std::vector<int8_t> q;
+  float s = 0;
+  int32_t sum = 0;
+  std::vector<uint32_t> words() const {
+    std::vector<uint32_t> out(q.size() / 4);
+    for (size_t i = 0; i < q.size(); ++i) out[i / 4] |= uint32_t(uint8_t(q[i])) << (8 * (i % 4));
+    return out;
+  }
+  std::vector<uint32_t> act() const {
+    uint32_t sb, mb;
+    std::memcpy(&sb, &s, 4);
+    std::memcpy(&mb, &sum, 4);
+    return {sb, mb};
+  }
+};
+inline QuantizedX quantize_cpu(std::span<const float> x) {
+  QuantizedX r;
+  r.q.resize(x.size());
+  r.s = golden::quantize_activations(x, r.q);
+  for (int8_t v : r.q) r.sum += v;
+  return r;
+}
+
+// |a - b| in units in the last place of b (b's ulp; 0 when equal).
+inline double ulps(float a, float b) {
+  if (a == b) return 0.0;
+  const float ulp = std::nextafter(std::fabs(b), INFINITY) - std::fabs(b);
+  return std::fabs(double(a) - double(b)) / ulp;
+}
+
+}  // namespace bdsl::test

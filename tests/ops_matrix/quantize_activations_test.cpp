@@ -1,0 +1,110 @@
+// quantize_activations against golden::quantize_activations (and golden::rms_norm in front).
+#include "ops/quantize_activations.h"
+
+#include <bit>
+
+#include "matrix_test.h"
+
+namespace bdsl::test {
+namespace {
+
+struct GpuQuantized {
+  std::vector<uint32_t> words;
+  std::vector<uint32_t> act;
+  std::vector<float> normalized;
+  int8_t q(size_t token, size_t dim, size_t i) const {
+    return static_cast<int8_t>(words[token * dim / 4 + i / 4] >> (8 * (i % 4)));
+  }
+  float s(size_t token) const { return std::bit_cast<float>(act[2 * token]); }
+  int32_t sum(size_t token) const { return std::bit_cast<int32_t>(act[2 * token + 1]); }
+};
+
+class QuantizeActivations : public OpsMatrix {
+ protected:
+  GpuQuantized quantize(const std::vector<float>& x, uint32_t dim, const std::vector<float>* norm_weight = nullptr,
+                        float eps = 1e-5f) {
+    const auto tokens = static_cast<uint32_t>(x.size() / dim);
+    ops::QuantizeOptions o;
+    o.rms_norm = norm_weight != nullptr;
+    o.write_normalized = o.rms_norm;
+    rt::Buffer xb = buffer_of(x, "x");
+    rt::Buffer wb = buffer_of(norm_weight ? *norm_weight : std::vector<float>{0.0f}, "norm_weight");
+    rt::Buffer q = output(x.size(), "q"), act = output(tokens * 8, "act"), nb = output(x.size() * 4, "normalized");
+    std::vector<rt::BufferSlice> bindings{xb};
+    if (o.rms_norm) bindings.push_back(wb);
+    bindings.push_back(q);
+    bindings.push_back(act);
+    if (o.write_normalized) bindings.push_back(nb);
+    run(ops::quantize_activations(target(), dim, o), bindings, tokens, o.rms_norm ? rt::push(eps) : rt::PushConstants{});
+    return {q.download<uint32_t>(), act.download<uint32_t>(), o.write_normalized ? nb.download<float>() : std::vector<float>{}};
+  }
+
+  // Without a norm the arithmetic is golden's exactly (max, one division, one multiply, roundEven
+  // and clamp, all correctly rounded on lavapipe), so q, s and sum(q) must match bit for bit.
+  void expect_exact(const std::vector<float>& x, uint32_t dim) {
+    const GpuQuantized got = quantize(x, dim);
+    for (size_t t = 0; t < x.size() / dim; ++t) {
+      const QuantizedX want = quantize_cpu(std::span(x).subspan(t * dim, dim));
+      ASSERT_EQ(got.s(t), want.s) << "token " << t;
+      ASSERT_EQ(got.sum(t), want.sum) << "token " << t;
+      for (size_t i = 0; i < dim; ++i) ASSERT_EQ(got.q(t, dim, i), want.q[i]) << "token " << t << " element " << i;
+    }
+  }
+};
+
+TEST_F(QuantizeActivations, MatchesGoldenBitForBitAtModelAndOddSizes) {
+  for (uint32_t dim : {4u, 12u, 132u, 1000u, 2560u, 6912u}) {
+    SCOPED_TRACE(dim);
+    expect_exact(random_floats(dim, dim, 3.0f), dim);
+  }
+}
+
+TEST_F(QuantizeActivations, OneWorkgroupPerTokenOfABatch) {
+  std::vector<float> x = random_floats(3 * 260, 7);
+  for (size_t i = 260; i < 520; ++i) x[i] *= 100.0f;  // tokens with different scales
+  expect_exact(x, 260);
+}
+
+TEST_F(QuantizeActivations, RoundsTiesToEvenAndFloorsTheScale) {
+  // absmax 127 gives s = 1, so x * s is x: halves are ties.
+  std::vector<float> x{127.0f, 0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 126.5f, -127.0f, 3.49f, -3.51f, 0.0f};
+  const GpuQuantized got = quantize(x, uint32_t(x.size()));
+  const std::vector<int8_t> want{127, 0, 2, 2, 0, -2, -2, 126, -127, 3, -4, 0};
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(got.q(0, x.size(), i), want[i]) << i;
+  EXPECT_EQ(got.s(0), 1.0f);
+  // An all-zero vector uses the absmax floor 1e-5 (no division by zero) and quantizes to zeros.
+  const GpuQuantized zero = quantize(std::vector<float>(8, 0.0f), 8);
+  EXPECT_EQ(zero.s(0), 127.0f / 1e-5f);
+  EXPECT_EQ(zero.sum(0), 0);
+}
+
+// With the norm, the GPU sums squares in another order than golden::rms_norm, so the normalized
+// values differ by a few ulp: each is x * inv * w with inv from a mean whose relative error is at
+// most (chain length) * 2^-24, the chain being dim / workgroup + subgroups + log2(subgroup) < 64
+// adds here, i.e. < 4e-6; sqrt halves it and three roundings add < 2e-7. 1e-5 relative holds it.
+// q is then checked exactly against golden's quantizer applied to the GPU's own normalized
+// vector, and against golden's end to end within one step where x * s lands near a half.
+TEST_F(QuantizeActivations, FusedRmsNormMatchesGolden) {
+  for (uint32_t dim : {128u, 1000u, 2560u, 6912u}) {
+    SCOPED_TRACE(dim);
+    const auto x = random_floats(dim, dim + 1, 2.0f);
+    auto w = random_floats(dim, dim + 2, 0.5f);
+    const GpuQuantized got = quantize(x, dim, &w);
+    std::vector<float> norm(dim);
+    golden::rms_norm(x, w, 1e-5f, norm);
+    for (size_t i = 0; i < dim; ++i)
+      ASSERT_NEAR(got.normalized[i], norm[i], 1e-5f * std::fabs(norm[i]) + 1e-30f) << i;
+    const QuantizedX own = quantize_cpu(got.normalized);
+    EXPECT_EQ(got.s(0), own.s);
+    EXPECT_EQ(got.sum(0), own.sum);
+    const QuantizedX ref = quantize_cpu(norm);
+    EXPECT_NEAR(got.s(0), ref.s, 1e-5f * ref.s);
+    for (size_t i = 0; i < dim; ++i) {
+      ASSERT_EQ(got.q(0, dim, i), own.q[i]) << i;
+      ASSERT_LE(std::abs(got.q(0, dim, i) - ref.q[i]), 1) << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace bdsl::test
