@@ -1,0 +1,24 @@
+// The step state: a small device buffer the host rewrites before each replay of a recorded graph,
+// so nothing that changes per token lives in push constants or in a grid. Kernels bind it as a
+// read-only u32 buffer and read the words below.
+//
+//   word 0  token   the token id being decoded (decode graph; prefill reads a token-ids buffer)
+//   word 1  pos     decode: the position of that token; prefill: the position of the block's
+//                   first token (token t of the block is at pos + t)
+//   words 2, 3      reserved, zero (the buffer is 16 bytes, one minimal storage-buffer slice)
+#pragma once
+#include <cstdint>
+
+namespace bdsl::ops {
+
+struct StepState {
+  uint32_t token = 0;
+  uint32_t pos = 0;
+  uint32_t reserved[2] = {0, 0};
+};
+static_assert(sizeof(StepState) == 16);
+
+inline constexpr uint32_t kStepToken = 0;  // word index of `token`
+inline constexpr uint32_t kStepPos = 1;    // word index of `pos`
+
+}  // namespace bdsl::ops

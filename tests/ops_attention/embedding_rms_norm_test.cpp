@@ -1,0 +1,96 @@
+// embedding_lookup and rms_norm against the CPU reference on the device.
+#include <cmath>
+
+#include "golden/reference_ops.h"
+#include "ops/embedding_lookup.h"
+#include "ops/rms_norm.h"
+#include "ops_test_util.h"
+
+namespace bdsl::test {
+namespace {
+
+class EmbeddingAndNorm : public OpsTest {
+ protected:
+  // A [vocab, dim] F16 table as `parts` buffers of rows_per_part rows, and its f32 values.
+  struct Table {
+    std::vector<float> values;
+    std::vector<rt::Buffer> parts;
+  };
+  Table table(uint32_t vocab, uint32_t dim, uint32_t rows_per_part) {
+    Table t;
+    t.values = f16_rounded(random_floats(size_t(vocab) * dim, 7 + dim, 4.0f));
+    for (uint32_t first = 0; first < vocab; first += rows_per_part) {
+      const uint32_t rows = std::min(rows_per_part, vocab - first);
+      std::vector<float> part(t.values.begin() + size_t(first) * dim, t.values.begin() + size_t(first + rows) * dim);
+      if (part.size() % 2) part.push_back(0.0f);  // the last word of an odd-sized part
+      t.parts.push_back(buffer_of(pack_f16(part), "table"));
+    }
+    return t;
+  }
+};
+
+// Widening F16 to f32 is exact, so the row must come back bit for bit.
+TEST_F(EmbeddingAndNorm, LookupReturnsTheTokensRowExactly) {
+  struct Case { uint32_t vocab, dim, rows_per_part; };
+  for (const Case c : {Case{37, 2560, 37}, Case{37, 512, 16}, Case{21, 77, 10}}) {
+    Table t = table(c.vocab, c.dim, c.rows_per_part);
+    const ops::EmbeddingShape shape{c.dim, c.rows_per_part, uint32_t(t.parts.size())};
+    rt::Pipeline p = pipeline(ops::embedding_lookup(target(), shape));
+    for (uint32_t token : {0u, c.rows_per_part - 1, c.rows_per_part % c.vocab, c.vocab - 1}) {
+      rt::Buffer step = step_buffer(token, 5), x(ctx(), c.dim * 4, {false, "x"});
+      std::vector<rt::BufferSlice> bindings{step};
+      for (auto& b : t.parts) bindings.emplace_back(b);
+      bindings.emplace_back(x);
+      rt::Graph g(ctx());
+      g.dispatch(p, bindings, rt::push(), rt::Grid{(c.dim + ops::embedding_workgroup(target()) - 1) / ops::embedding_workgroup(target())});
+      g.submit_and_wait();
+      const auto got = x.download<float>();
+      for (uint32_t j = 0; j < c.dim; ++j)
+        ASSERT_EQ(got[j], t.values[size_t(token) * c.dim + j]) << "dim " << c.dim << " token " << token << " j " << j;
+    }
+  }
+}
+
+TEST_F(EmbeddingAndNorm, BatchLookupFillsOneRowPerToken) {
+  const uint32_t vocab = 30, dim = 513, rows_per_part = 12;
+  Table t = table(vocab, dim, rows_per_part);
+  const ops::EmbeddingShape shape{dim, rows_per_part, uint32_t(t.parts.size())};
+  const std::vector<uint32_t> tokens{3, 29, 12, 11, 0, 24, 3};
+  const uint32_t n = uint32_t(tokens.size());
+  rt::Buffer ids = buffer_of(tokens, "tokens"), x(ctx(), size_t(n) * dim * 4, {false, "x"});
+  std::vector<rt::BufferSlice> bindings{ids};
+  for (auto& b : t.parts) bindings.emplace_back(b);
+  bindings.emplace_back(x);
+  const uint32_t wg = ops::embedding_workgroup(target());
+  run(ops::embedding_lookup_batch(target(), shape), bindings, rt::push(n), rt::Grid{(dim + wg - 1) / wg, n});
+  const auto got = x.download<float>();
+  for (uint32_t r = 0; r < n; ++r)
+    for (uint32_t j = 0; j < dim; ++j)
+      ASSERT_EQ(got[size_t(r) * dim + j], t.values[size_t(tokens[r]) * dim + j]) << "row " << r << " j " << j;
+}
+
+// Tolerance: the device sums the squares as strided partials and a tree, the reference in order;
+// both are fp32, so the mean differs by at most ~dim * 2^-24 relative (1.5e-4 at 2560, worst
+// case; typically ~sqrt(dim) * 2^-24), and the output by half that through the square root.
+TEST_F(EmbeddingAndNorm, RmsNormMatchesReferencePerRow) {
+  for (uint32_t dim : {2560u, 512u, 77u, 1u, 1000u}) {
+    const uint32_t rows = 3;
+    auto x = random_floats(size_t(rows) * dim, dim, 3.0f);
+    for (uint32_t j = 0; j < dim; ++j) x[dim + j] *= 1e-3f;  // a small row: eps matters
+    const auto weight = random_floats(dim, 99 + dim, 2.0f);
+    const float eps = 1e-5f;
+    rt::Buffer xb = buffer_of(x, "x"), wb = buffer_of(weight, "weight"), out(ctx(), x.size() * 4, {false, "out"});
+    run(ops::rms_norm(target(), dim), {xb, wb, out}, rt::push(eps), rt::Grid{rows});
+    const auto got = out.download<float>();
+    std::vector<float> want(dim);
+    for (uint32_t r = 0; r < rows; ++r) {
+      golden::rms_norm(std::span(x).subspan(size_t(r) * dim, dim), weight, eps, want);
+      for (uint32_t j = 0; j < dim; ++j)
+        ASSERT_NEAR(got[size_t(r) * dim + j], want[j], 1e-4f * std::fabs(want[j]) + 1e-7f)
+            << "dim " << dim << " row " << r << " j " << j;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace bdsl::test
