@@ -1,0 +1,70 @@
+// Ternary (W1.58 A8) matrix-vector products for decode, reading I2_S weights exactly as the GGUF
+// stores them. CPU twin: golden::bitlinear / golden::ternary_dot (and golden::relu2_gate).
+//
+// Weights: one binding per tensor, the I2_S bytes viewed as uvec4 (16 bytes = half a 128-element
+// block): rows * cols / 4 bytes of codes, then the f32 per-tensor scale at byte rows * cols / 4.
+// cols is a multiple of 128, so a row is cols / 128 whole blocks, cols / 64 uvec4. Word w (0..7)
+// of a block, shifted right by 6 - 2j and masked with 0x03030303, holds the codes (0..2) of the
+// four consecutive elements 32j + 4w .. 32j + 4w + 3: they pair with one packed activation word,
+// so sum(code * q) is one sdot4x8 per word (or four plain multiplies), and
+//   acc = sum(code * q) - sum(q)   (exact int32: sum((code - 1) * q)),   y = acc / s * scale.
+//
+// Activations (input = Quantized): q (uvec4 view of quantize_activations' packed int8 words,
+// element 4w + j in byte j of word w) and act (u32: act[0] = bits of the f32 s, act[1] = bits of
+// the i32 sum of q), as quantize_activations writes them for token 0.
+// Activations (input = NormalizeInWorkgroup): the f32 vector x and an RMSNorm weight; every
+// workgroup recomputes RMSNorm + int8 quantization of x into shared memory before its rows (eps
+// is a push constant). It exists to save the barrier-separated step (~2.2 us on an H100) between
+// a norm+quantize dispatch and the projection: attn_sub_norm -> attn_output and
+// ffn_sub_norm -> ffn_down (and attn_norm -> QKV, ffn_norm -> gate/up) become one dispatch each,
+// at the price of every workgroup reading the (10-27 KB, cache-resident) vector again.
+//
+// Bindings, in order:
+//   weights           uvec4  read        one per tensor (QKV: wq, wk, wv; gate/up: w_gate, w_up)
+//   Quantized:        q (uvec4, read), act (u32, read)
+//   NormalizeInWorkgroup: x (f32, read, cols), norm_weight (f32, read, cols)
+//   outputs           f32    write       one per tensor (gate/up: one, relu(gate)^2 * up);
+//                            read-write with add_residual: y = y + proj (the residual stream)
+//   accumulators      i32    write       only with write_accumulators: acc per row, per tensor
+// Push constants: eps (f32), only with NormalizeInWorkgroup.
+// Grid: (ternary_matvec_workgroups(target, total_rows), 1, 1) where total_rows is the sum of the
+// tensors' rows (QKV) or rows (others). Each subgroup takes a row at a time, its lanes striding
+// over the row's uvec4, reduced with subgroup_add; a workgroup owns rows_per_workgroup rows.
+#pragma once
+#include <cstdint>
+
+#include "dsl/dsl.h"
+#include "ops/target.h"
+
+namespace bdsl::ops {
+
+enum class DotProduct {
+  Auto,          // Packed where target.int_dot_product, else PlainInteger
+  Packed,        // sdot4x8 (OpSDotKHR) on whole words
+  PlainInteger,  // bitfield_extract and 32-bit multiplies: any device
+};
+enum class MatvecInput { Quantized, NormalizeInWorkgroup };
+
+struct MatvecOptions {
+  MatvecInput input = MatvecInput::Quantized;
+  bool add_residual = false;        // y = y + proj, y bound read-write (not for QKV)
+  bool write_accumulators = false;  // extra i32 outputs with the exact accumulators
+  DotProduct dot = DotProduct::Auto;
+};
+
+// y[rows] = W[rows, cols] x.
+dsl::Kernel ternary_matvec(const OpTarget& target, uint32_t rows, uint32_t cols, MatvecOptions options = {});
+
+// Q, K and V in one dispatch: rows 0..q_rows-1 of the grid are Q, then K, then V.
+dsl::Kernel ternary_matvec_qkv(const OpTarget& target, uint32_t q_rows, uint32_t k_rows, uint32_t v_rows,
+                               uint32_t cols, MatvecOptions options = {});
+
+// y[r] = relu(gate[r])^2 * up[r], gate = W_gate x, up = W_up x: one subgroup computes row r of
+// both (sharing the activation loads) and writes the product. Accumulators: gate's, then up's.
+dsl::Kernel ternary_matvec_relu2_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols,
+                                         MatvecOptions options = {});
+
+uint32_t ternary_matvec_workgroup(const OpTarget& target);  // invocations per workgroup
+uint32_t ternary_matvec_workgroups(const OpTarget& target, uint32_t total_rows);
+
+}  // namespace bdsl::ops

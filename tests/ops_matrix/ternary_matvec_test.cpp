@@ -1,0 +1,195 @@
+// ternary_matvec (plain, residual, QKV, relu2 gate/up, norm in the workgroup) against
+// golden::ternary_dot / golden::bitlinear on lavapipe, both dot-product variants forced.
+#include "ops/ternary_matvec.h"
+
+#include "matrix_test.h"
+#include "ops/quantize_activations.h"
+
+namespace bdsl::test {
+namespace {
+
+using ops::DotProduct;
+using ops::MatvecOptions;
+
+// After the exact int32 accumulator the only float operations are one int->float conversion
+// (exact below 2^24), one division and one multiply, in golden's order. lavapipe rounds both
+// correctly, and Vulkan allows 2.5 ulp for the division: 3 ulp of the result covers any device.
+constexpr double kProjectionUlps = 3.0;
+
+struct Case {
+  uint32_t rows, cols;
+};
+
+class TernaryMatvec : public OpsMatrix, public ::testing::WithParamInterface<DotProduct> {
+ protected:
+  MatvecOptions options(bool acc = true, bool residual = false) {
+    MatvecOptions o;
+    o.dot = GetParam();
+    o.write_accumulators = acc;
+    o.add_residual = residual;
+    return o;
+  }
+  static float project(int32_t acc, float s, float scale) { return static_cast<float>(acc) / s * scale; }
+};
+
+TEST_P(TernaryMatvec, AccumulatorsExactAndOutputsWithinUlps) {
+  const Case cases[] = {{1, 128}, {7, 128}, {33, 256}, {100, 384}, {2560, 2560}, {6912, 2560}, {2560, 6912}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(testing::Message() << c.rows << "x" << c.cols);
+    const I2sWeights w = random_i2s(c.rows, c.cols, c.rows * 31 + c.cols);
+    const auto x = random_floats(c.cols, c.cols + 5, 2.0f);
+    const QuantizedX qx = quantize_cpu(x);
+    rt::Buffer wb = buffer_of(w.bytes, "w"), qb = buffer_of(qx.words(), "x_q"), ab = buffer_of(qx.act(), "x_act");
+    rt::Buffer y = output(c.rows * 4, "y"), acc = output(c.rows * 4, "acc");
+    run(ops::ternary_matvec(target(), c.rows, c.cols, options()), {wb, qb, ab, y, acc},
+        ops::ternary_matvec_workgroups(target(), c.rows));
+    const auto got_y = y.download<float>();
+    const auto got_acc = acc.download<int32_t>();
+    for (size_t r = 0; r < c.rows; ++r) {
+      const int32_t want = golden::ternary_dot(w.m.row(r), qx.q);
+      ASSERT_EQ(got_acc[r], want) << "row " << r;
+      ASSERT_LE(ulps(got_y[r], project(want, qx.s, w.m.scale)), kProjectionUlps) << "row " << r;
+    }
+  }
+}
+
+TEST_P(TernaryMatvec, EndToEndAfterQuantizeMatchesBitlinear) {
+  const uint32_t rows = 300, cols = 640;
+  const I2sWeights w = random_i2s(rows, cols, 11);
+  const auto x = random_floats(cols, 12, 4.0f);
+  rt::Buffer xb = buffer_of(x, "x"), wb = buffer_of(w.bytes, "w");
+  rt::Buffer q = output(cols, "x_q"), act = output(8, "x_act"), y = output(rows * 4, "y"), acc = output(rows * 4, "acc");
+  rt::Pipeline quant = pipeline(ops::quantize_activations(target(), cols));
+  rt::Pipeline mv = pipeline(ops::ternary_matvec(target(), rows, cols, options()));
+  rt::Graph g(ctx());
+  g.dispatch(quant, {xb, q, act}, rt::Grid{1});
+  g.dispatch(mv, {wb, q, act, y, acc}, rt::Grid{ops::ternary_matvec_workgroups(target(), rows)});
+  g.submit_and_wait();
+  std::vector<float> want_y(rows);
+  std::vector<int32_t> want_acc(rows);
+  golden::bitlinear(w.m, x, want_y, want_acc);
+  const auto got_y = y.download<float>();
+  EXPECT_EQ(acc.download<int32_t>(), want_acc);
+  for (size_t r = 0; r < rows; ++r) ASSERT_LE(ulps(got_y[r], want_y[r]), kProjectionUlps) << r;
+}
+
+// y = residual + proj: one more correctly rounded add on top of the projection's error.
+TEST_P(TernaryMatvec, ResidualAddIntoTheStream) {
+  const uint32_t rows = 2560, cols = 2560;
+  const I2sWeights w = random_i2s(rows, cols, 21);
+  const QuantizedX qx = quantize_cpu(random_floats(cols, 22));
+  const auto residual = random_floats(rows, 23, 10.0f);
+  rt::Buffer wb = buffer_of(w.bytes, "w"), qb = buffer_of(qx.words(), "x_q"), ab = buffer_of(qx.act(), "x_act");
+  rt::Buffer y = buffer_of(residual, "y"), acc = output(rows * 4, "acc");
+  run(ops::ternary_matvec(target(), rows, cols, options(true, true)), {wb, qb, ab, y, acc},
+      ops::ternary_matvec_workgroups(target(), rows));
+  const auto got = y.download<float>();
+  for (size_t r = 0; r < rows; ++r) {
+    const float proj = project(golden::ternary_dot(w.m.row(r), qx.q), qx.s, w.m.scale);
+    const float want = residual[r] + proj;
+    const float ulp_proj = std::nextafter(std::fabs(proj), INFINITY) - std::fabs(proj);
+    ASSERT_LE(std::fabs(got[r] - want), kProjectionUlps * ulp_proj + std::fabs(want) * 0x1p-23f) << r;
+  }
+}
+
+TEST_P(TernaryMatvec, FusedQkvCoversAllThreeTensors) {
+  for (Case qkv : {Case{40, 256}, Case{2560, 2560}}) {
+    const uint32_t q_rows = qkv.rows, kv_rows = qkv.rows / 4 + 3, cols = qkv.cols;  // kv not a workgroup multiple
+    SCOPED_TRACE(q_rows);
+    I2sWeights ws[3] = {random_i2s(q_rows, cols, 1, 0.5f), random_i2s(kv_rows, cols, 2, 0.25f),
+                        random_i2s(kv_rows, cols, 3, 2.0f)};
+    const QuantizedX qx = quantize_cpu(random_floats(cols, 4));
+    rt::Buffer w0 = buffer_of(ws[0].bytes, "wq"), w1 = buffer_of(ws[1].bytes, "wk"), w2 = buffer_of(ws[2].bytes, "wv");
+    rt::Buffer qb = buffer_of(qx.words(), "x_q"), ab = buffer_of(qx.act(), "x_act");
+    rt::Buffer y[3] = {output(q_rows * 4, "yq"), output(kv_rows * 4, "yk"), output(kv_rows * 4, "yv")};
+    rt::Buffer a[3] = {output(q_rows * 4, "aq"), output(kv_rows * 4, "ak"), output(kv_rows * 4, "av")};
+    run(ops::ternary_matvec_qkv(target(), q_rows, kv_rows, kv_rows, cols, options()),
+        {w0, w1, w2, qb, ab, y[0], y[1], y[2], a[0], a[1], a[2]},
+        ops::ternary_matvec_workgroups(target(), q_rows + 2 * kv_rows));
+    for (int t = 0; t < 3; ++t) {
+      const auto got_y = y[t].download<float>();
+      const auto got_acc = a[t].download<int32_t>();
+      for (size_t r = 0; r < ws[t].m.rows; ++r) {
+        const int32_t want = golden::ternary_dot(ws[t].m.row(r), qx.q);
+        ASSERT_EQ(got_acc[r], want) << "tensor " << t << " row " << r;
+        ASSERT_LE(ulps(got_y[r], project(want, qx.s, ws[t].m.scale)), kProjectionUlps) << "tensor " << t << " row " << r;
+      }
+    }
+  }
+}
+
+// relu(gate)^2 * up: gate and up each within kProjectionUlps, then three correctly rounded
+// operations (max is exact): the product is within 2 * 3 + 1 + 2 ulp-units relative, < 1e-6.
+TEST_P(TernaryMatvec, FusedRelu2GateUp) {
+  for (Case c : {Case{37, 128}, Case{6912, 2560}}) {
+    SCOPED_TRACE(c.rows);
+    const I2sWeights wg = random_i2s(c.rows, c.cols, 5, 1.5f), wu = random_i2s(c.rows, c.cols, 6, 0.5f);
+    const QuantizedX qx = quantize_cpu(random_floats(c.cols, 7));
+    rt::Buffer g = buffer_of(wg.bytes, "w_gate"), u = buffer_of(wu.bytes, "w_up");
+    rt::Buffer qb = buffer_of(qx.words(), "x_q"), ab = buffer_of(qx.act(), "x_act");
+    rt::Buffer y = output(c.rows * 4, "y"), ag = output(c.rows * 4, "acc_gate"), au = output(c.rows * 4, "acc_up");
+    run(ops::ternary_matvec_relu2_gate_up(target(), c.rows, c.cols, options()), {g, u, qb, ab, y, ag, au},
+        ops::ternary_matvec_workgroups(target(), c.rows));
+    const auto got = y.download<float>();
+    const auto acc_g = ag.download<int32_t>(), acc_u = au.download<int32_t>();
+    std::vector<float> gate(c.rows), up(c.rows), want(c.rows);
+    for (size_t r = 0; r < c.rows; ++r) {
+      const int32_t dg = golden::ternary_dot(wg.m.row(r), qx.q), du = golden::ternary_dot(wu.m.row(r), qx.q);
+      ASSERT_EQ(acc_g[r], dg) << r;
+      ASSERT_EQ(acc_u[r], du) << r;
+      gate[r] = project(dg, qx.s, wg.m.scale);
+      up[r] = project(du, qx.s, wu.m.scale);
+    }
+    golden::relu2_gate(gate, up, want);
+    for (size_t r = 0; r < c.rows; ++r) ASSERT_NEAR(got[r], want[r], 1e-6f * std::fabs(want[r])) << r;
+  }
+}
+
+// RMSNorm + quantize in every workgroup, then the projection: the norm's sum order differs from
+// golden::rms_norm (see quantize_activations_test), so an element of q may differ by one step
+// where x * s lands within a few ulp of a half. The accumulators are checked against golden's q
+// allowing |acc - golden| <= (number of such near-tie elements) (each changes acc by at most 1),
+// and exactly against the standalone fused quantize kernel's q, which runs the same code.
+TEST_P(TernaryMatvec, SubNormInTheWorkgroupMatchesNormThenBitlinear) {
+  for (Case c : {Case{64, 768}, Case{2560, 6912}}) {
+    SCOPED_TRACE(c.cols);
+    const I2sWeights w = random_i2s(c.rows, c.cols, 8);
+    const auto x = random_floats(c.cols, 9, 3.0f), nw = random_floats(c.cols, 10, 0.3f);
+    rt::Buffer wb = buffer_of(w.bytes, "w"), xb = buffer_of(x, "x"), nb = buffer_of(nw, "norm_weight");
+    rt::Buffer y = output(c.rows * 4, "y"), acc = output(c.rows * 4, "acc");
+    MatvecOptions o = options();
+    o.input = ops::MatvecInput::NormalizeInWorkgroup;
+    run(ops::ternary_matvec(target(), c.rows, c.cols, o), {wb, xb, nb, y, acc},
+        ops::ternary_matvec_workgroups(target(), c.rows), rt::push(1e-5f));
+    // The standalone fused quantizer's q.
+    ops::QuantizeOptions qo;
+    qo.rms_norm = true;
+    rt::Buffer q = output(c.cols, "q"), act = output(8, "act");
+    run(ops::quantize_activations(target(), c.cols, qo), {xb, nb, q, act}, 1, rt::push(1e-5f));
+    const auto words = q.download<uint32_t>();
+    const auto a = act.download<uint32_t>();
+    QuantizedX gpu;
+    gpu.q.resize(c.cols);
+    for (size_t i = 0; i < c.cols; ++i) gpu.q[i] = static_cast<int8_t>(words[i / 4] >> (8 * (i % 4)));
+    gpu.s = std::bit_cast<float>(a[0]);
+    std::vector<float> norm(c.cols);
+    golden::rms_norm(x, nw, 1e-5f, norm);
+    const QuantizedX ref = quantize_cpu(norm);
+    int near_ties = 0;
+    for (size_t i = 0; i < c.cols; ++i) near_ties += gpu.q[i] != ref.q[i];
+    const auto got_acc = acc.download<int32_t>();
+    const auto got_y = y.download<float>();
+    for (size_t r = 0; r < c.rows; ++r) {
+      const int32_t want = golden::ternary_dot(w.m.row(r), gpu.q);
+      ASSERT_EQ(got_acc[r], want) << r;
+      ASSERT_LE(std::abs(want - golden::ternary_dot(w.m.row(r), ref.q)), near_ties) << r;
+      ASSERT_LE(ulps(got_y[r], project(want, gpu.s, w.m.scale)), kProjectionUlps) << r;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dot, TernaryMatvec, ::testing::Values(DotProduct::Packed, DotProduct::PlainInteger),
+                         [](const auto& info) { return info.param == DotProduct::Packed ? "Packed" : "PlainInteger"; });
+
+}  // namespace
+}  // namespace bdsl::test
