@@ -1,0 +1,116 @@
+#include "ops/lm_head.h"
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ops/matrix_support.h"
+
+namespace bdsl::ops {
+using namespace bdsl::dsl;
+
+namespace {
+uint32_t workgroup_of(const OpTarget& t) { return subgroup_multiple_workgroup(t, 256); }
+
+// x . row over `words` table elements of `T` (u32: 2 halves, uvec4: 8 halves); every lane gets it.
+Expr<f32> row_dot_u32(KernelBuilder& k, const Buffer<u32>& table, const Buffer<f32>& x, Expr<u32> base,
+                      uint32_t words) {
+  auto acc = k.var<f32>("acc", 0.0f);
+  for_range(k.subgroup_invocation(), words, k.subgroup_size(), [&](Expr<u32> i) {
+    auto e = let("e", unpack_half2x16(table[base + i]));
+    acc += e.x() * x[i * 2u] + e.y() * x[i * 2u + 1u];
+  }, "word");
+  return subgroup_add(Expr<f32>(acc));
+}
+
+Expr<f32> row_dot_uvec4(KernelBuilder& k, const Buffer<uvec4>& table, const Buffer<vec4>& x, Expr<u32> base,
+                        uint32_t quads) {
+  auto acc = k.var<f32>("acc", 0.0f);
+  for_range(k.subgroup_invocation(), quads, k.subgroup_size(), [&](Expr<u32> i) {
+    auto t = let("t", Expr<uvec4>(table[base + i]));
+    auto a = let("h01", unpack_half2x16(t.x())), b = let("h23", unpack_half2x16(t.y()));
+    auto c = let("h45", unpack_half2x16(t.z())), d = let("h67", unpack_half2x16(t.w()));
+    acc += dot(make_vec<f32>(a.x(), a.y(), b.x(), b.y()), Expr<vec4>(x[i * 2u])) +
+           dot(make_vec<f32>(c.x(), c.y(), d.x(), d.y()), Expr<vec4>(x[i * 2u + 1u]));
+  }, "quad");
+  return subgroup_add(Expr<f32>(acc));
+}
+}  // namespace
+
+uint32_t LmHeadSplit::rows_in_part(uint32_t p, uint32_t vocab) const {
+  return std::min<uint64_t>(rows_per_part, vocab - uint64_t(p) * rows_per_part);
+}
+
+LmHeadSplit lm_head_split(const OpTarget& target, uint32_t vocab, uint32_t dim) {
+  if (dim == 0 || dim % 2 != 0) throw std::invalid_argument("lm_head: dim " + std::to_string(dim) + " is not even");
+  if (vocab == 0) throw std::invalid_argument("lm_head: empty vocabulary");
+  const uint64_t row_bytes = uint64_t(dim) * 2;
+  // Rows per part: as many as fit, a multiple of `step` so each part is a multiple of 256 bytes.
+  const uint64_t step = 256 / std::gcd<uint64_t>(256, row_bytes);
+  uint64_t rows = std::min<uint64_t>(target.max_storage_buffer_range / row_bytes, vocab);
+  if (rows < vocab) rows = rows / step * step;
+  if (rows == 0)
+    throw std::invalid_argument("lm_head: a part of " + std::to_string(step) + " rows of " + std::to_string(row_bytes) +
+                                " bytes exceeds maxStorageBufferRange " + std::to_string(target.max_storage_buffer_range));
+  LmHeadSplit s;
+  s.rows_per_part = static_cast<uint32_t>(rows);
+  s.parts = ceil_div(vocab, rows);
+  s.part_bytes = rows * row_bytes;
+  return s;
+}
+
+uint32_t lm_head_workgroups(const OpTarget& target, uint32_t vocab) {
+  return ceil_div(vocab, rows_per_workgroup(target, workgroup_of(target)));
+}
+
+Kernel lm_head(const OpTarget& target, uint32_t vocab, uint32_t dim) {
+  const LmHeadSplit split = lm_head_split(target, vocab, dim);
+  const bool wide = dim % 8 == 0;
+  const uint32_t wg = workgroup_of(target);
+  const uint32_t rows_per_wg = rows_per_workgroup(target, wg);
+  KernelBuilder k("lm_head_" + std::to_string(vocab) + "x" + std::to_string(dim) + "_parts" + std::to_string(split.parts),
+                  {wg, 1, 1});
+  std::optional<Buffer<f32>> x1;
+  std::optional<Buffer<vec4>> x4;
+  if (wide)
+    x4 = k.buffer<vec4>("x", Access::Read);
+  else
+    x1 = k.buffer<f32>("x", Access::Read);
+  std::vector<Buffer<u32>> t1;
+  std::vector<Buffer<uvec4>> t4;
+  for (uint32_t p = 0; p < split.parts; ++p) {
+    const std::string name = "table" + std::to_string(p);
+    if (wide)
+      t4.push_back(k.buffer<uvec4>(name, Access::Read));
+    else
+      t1.push_back(k.buffer<u32>(name, Access::Read));
+  }
+  auto logits = k.buffer<f32>("logits", Access::Write);
+
+  const uint32_t row_elems = wide ? dim / 8 : dim / 2;
+  auto first = let("first_row", k.workgroup_id().x() * rows_per_wg);
+  auto end = let("end_row", min(first + rows_per_wg, vocab));
+  auto lane0 = k.subgroup_invocation() == 0u;
+  for_range(first + k.subgroup_id(), end, k.num_subgroups(), [&](Expr<u32> row) {
+    std::function<void(uint32_t)> part = [&](uint32_t p) {
+      auto body = [&] {
+        auto local = p == 0 ? row : let("local_row", row - p * split.rows_per_part);
+        auto base = let("row_base", local * row_elems);
+        auto v = wide ? row_dot_uvec4(k, t4[p], *x4, base, row_elems) : row_dot_u32(k, t1[p], *x1, base, row_elems);
+        if_(lane0, [&] { logits[row] = v; });
+      };
+      if (p + 1 == split.parts)
+        body();
+      else
+        if_(row < (p + 1) * split.rows_per_part, body).else_([&] { part(p + 1); });
+    };
+    part(0);
+  }, "row");
+  return k.build();
+}
+
+}  // namespace bdsl::ops

@@ -1,0 +1,40 @@
+// The LM head: logits[vocab] = E[vocab, dim] x, E the F16 token embedding table as stored
+// (row-major, tied to token_embd.weight), x f32, accumulation in f32. CPU twin:
+// golden::DenseRows::dot_row (ReferenceModel::logits).
+//
+// The 2B table is 656 MB, more than some devices can bind at once (lavapipe:
+// maxStorageBufferRange 128 MiB), so it is split into `parts` bindings of whole rows, each at most
+// target.max_storage_buffer_range bytes: part p holds rows [p * rows_per_part, ...). A part's
+// byte size is a multiple of 256, so the parts can also be slices of one buffer at offsets
+// p * part_bytes (any minStorageBufferOffsetAlignment divides 256).
+// F16 pairs are read as u32 (uvec4 when dim % 8 == 0) and unpacked with unpackHalf2x16, which
+// every device runs (no 16-bit storage needed).
+//
+// Bindings, in order:
+//   0             x       f32 (vec4 when dim % 8 == 0)  read   [dim]
+//   1 .. parts    table_p u32 (uvec4 when dim % 8 == 0) read   rows of part p, dim / 2 words each
+//   parts + 1     logits  f32                           write  [vocab]
+// Push constants: none.
+// Grid: (lm_head_workgroups(target, vocab), 1, 1). One subgroup per row at a time, lanes striding
+// over the row, subgroup_add; a workgroup owns rows_per_workgroup consecutive rows.
+#pragma once
+#include <cstdint>
+
+#include "dsl/dsl.h"
+#include "ops/target.h"
+
+namespace bdsl::ops {
+
+struct LmHeadSplit {
+  uint32_t rows_per_part = 0;
+  uint32_t parts = 0;
+  uint64_t part_bytes = 0;  // bytes of a full part (the last may be shorter)
+  uint32_t rows_in_part(uint32_t p, uint32_t vocab) const;
+};
+
+// dim: even. Throws when one row does not fit in max_storage_buffer_range.
+LmHeadSplit lm_head_split(const OpTarget& target, uint32_t vocab, uint32_t dim);
+dsl::Kernel lm_head(const OpTarget& target, uint32_t vocab, uint32_t dim);
+uint32_t lm_head_workgroups(const OpTarget& target, uint32_t vocab);
+
+}  // namespace bdsl::ops
