@@ -2,8 +2,11 @@
 # Globbing keeps parallel work from fighting over CMakeLists.txt.
 set(BDSL_LIBRARIES "" CACHE INTERNAL "")
 
-# -Wno-restrict: GCC 12 reports false positives inside std::string (GCC bug 105651).
-set(BDSL_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wno-missing-field-initializers -Wno-restrict)
+set(BDSL_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wno-missing-field-initializers)
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  # GCC 12 reports false positives inside std::string (GCC bug 105651).
+  list(APPEND BDSL_WARNINGS -Wno-restrict)
+endif()
 
 function(bdsl_library name)
   cmake_parse_arguments(ARG "" "" "DEPS;PRIVATE_DEPS;EXCLUDE" ${ARGN})
@@ -42,6 +45,8 @@ function(bdsl_test_suite name)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
   target_compile_definitions(${name} PRIVATE
     BDSL_SOURCE_DIR="${PROJECT_SOURCE_DIR}" BDSL_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  # Tests are named "<area>.<Suite>.<Test>", so `ctest -R runtime` selects a whole area.
+  string(REGEX REPLACE "^bdsl_(.*)_tests$" "\\1" area ${name})
   include(GoogleTest)
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300)
+  gtest_discover_tests(${name} TEST_PREFIX "${area}." DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300)
 endfunction()
