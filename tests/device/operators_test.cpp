@@ -319,3 +319,34 @@ TEST_F(Operators, VectorArithmeticAndLanes) {
 
 }  // namespace
 }  // namespace bdsl::test
+
+namespace bdsl::test {
+namespace {
+
+TEST_F(Operators, HalfPrecisionStorageAndArithmetic) {
+  if (!ctx().info().float16 || !ctx().info().storage16) GTEST_SKIP() << "device lacks float16 / 16-bit storage";
+  using namespace dsl;
+  KernelBuilder k("half_ops", {64, 1, 1});
+  auto h = k.buffer<f16>("h", Access::Read);
+  auto out = k.buffer<f32>("result", Access::Write);
+  auto back = k.buffer<f16>("back", Access::Write);
+  auto i = k.global_id().x();
+  if_(i < 4u, [&] {
+    Expr<f16> v = h[i];
+    out[i] = cast<f32>(v * v + v);  // f16 arithmetic, exact for these small values
+    back[i] = cast<f16>(cast<f32>(v) * 0.5f);
+  });
+  // 1.5, -2.0, 0.25, 3.0 as IEEE halves.
+  const std::vector<uint16_t> halves = {0x3E00, 0xC000, 0x3400, 0x4200};
+  rt::Buffer hb = buffer_of(halves, "h"), ob(ctx(), 16, {false, "result"}), bb(ctx(), 8, {false, "back"});
+  rt::Pipeline p = pipeline(k.build());
+  rt::Graph g(ctx());
+  g.dispatch(p, {hb, ob, bb}, rt::push(), rt::Grid{1});
+  g.submit_and_wait();
+  EXPECT_EQ(ob.download<float>(), (std::vector<float>{3.75f, 2.0f, 0.3125f, 12.0f}));
+  // Halves of 0.75, -1.0, 0.125, 1.5.
+  EXPECT_EQ(bb.download<uint16_t>(), (std::vector<uint16_t>{0x3A00, 0xBC00, 0x3000, 0x3E00}));
+}
+
+}  // namespace
+}  // namespace bdsl::test
