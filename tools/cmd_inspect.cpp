@@ -61,6 +61,13 @@ std::string type_text(const GgufValue& v) {
   return fmt::format("array<{}>[{}]", models::gguf_value_type_name(a.element_type()), a.size());
 }
 
+// Keys and names as they are, unless they hold control characters or invalid UTF-8: then quoted
+// and escaped, so a hostile file cannot drive the terminal.
+std::string display(std::string_view s) {
+  std::string quoted = models::quote_json_string(s);
+  return quoted.size() == s.size() + 2 ? std::string(s) : quoted;
+}
+
 std::string shape_text(const std::vector<uint64_t>& dims) { return fmt::format("[{}]", fmt::join(dims, ", ")); }
 
 void print_text(const GgufFile& f, const Options& o) {
@@ -68,12 +75,12 @@ void print_text(const GgufFile& f, const Options& o) {
              f.version(), f.bytes().size(), f.alignment(), f.data_offset());
   fmt::print("metadata ({} keys):\n", f.metadata().size());
   for (const auto& kv : f.metadata())
-    fmt::print("  {:<44} {:<22} {}\n", kv.key, type_text(kv.value), kv.value.to_string(o.max_items));
+    fmt::print("  {:<44} {:<22} {}\n", display(kv.key), type_text(kv.value), kv.value.to_string(o.max_items));
   fmt::print("\ntensors ({}):\n  {:>4}  {:<32} {:<6} {:<18} {:>12} {:>12}\n", f.tensors().size(), "#",
              "name", "type", "shape", "offset", "bytes");
   std::size_t i = 0;
   for (const auto& t : f.tensors())
-    fmt::print("  {:>4}  {:<32} {:<6} {:<18} {:>12} {:>12}\n", i++, t.name,
+    fmt::print("  {:>4}  {:<32} {:<6} {:<18} {:>12} {:>12}\n", i++, display(t.name),
                models::ggml_type_name(t.type), shape_text(t.dims), t.file_offset, t.n_bytes);
 }
 
