@@ -27,19 +27,34 @@ IfBuilder if_(const C& cond, const std::function<void()>& then) {
 void for_range_impl(const Node* begin, const Node* end, const Node* step, Type type, const char* name,
                     const std::function<void(const Node*)>& body);
 
+// The index type of a loop from its bounds: a DSL value's type, or the type of two equal literals.
+template <class B, class E>
+struct loop_index {};
+template <class B, class E>
+  requires SameOperands<B, E>
+struct loop_index<B, E> {
+  using type = operand_t<B, E>;
+};
+template <class B, class E>
+  requires(!DslValue<B> && !DslValue<E> && std::same_as<B, E> && requires { typename dsl_type_of_literal<B>::type; })
+struct loop_index<B, E> {
+  using type = typename dsl_type_of_literal<B>::type;
+};
+template <class B, class E>
+using loop_index_t = typename loop_index<std::remove_cvref_t<B>, std::remove_cvref_t<E>>::type;
+
 // for (T i = begin; i < end; i += step) body(i). The index is read-only inside the body.
 template <class B, class E, class S, class F>
-  requires SameOperands<B, E> && Integer<operand_t<B, E>> && Scalar<operand_t<B, E>> &&
-           OperandOf<S, operand_t<B, E>>
+  requires Integer<loop_index_t<B, E>> && Scalar<loop_index_t<B, E>> && OperandOf<S, loop_index_t<B, E>>
 void for_range(const B& begin, const E& end, const S& step, F&& body, const char* name = "i") {
-  using T = operand_t<B, E>;
+  using T = loop_index_t<B, E>;
   for_range_impl(as_node<T>(begin), as_node<T>(end), as_node<T>(step), type_of<T>(), name,
                  [&](const Node* index) { body(Expr<T>(index)); });
 }
 template <class B, class E, class F>
-  requires SameOperands<B, E> && Integer<operand_t<B, E>> && Scalar<operand_t<B, E>>
+  requires Integer<loop_index_t<B, E>> && Scalar<loop_index_t<B, E>> && std::invocable<F, Expr<loop_index_t<B, E>>>
 void for_range(const B& begin, const E& end, F&& body, const char* name = "i") {
-  using T = operand_t<B, E>;
+  using T = loop_index_t<B, E>;
   for_range(begin, end, Expr<T>(literal_node<T>(1)), std::forward<F>(body), name);
 }
 

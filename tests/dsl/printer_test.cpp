@@ -123,3 +123,13 @@ TEST(Printer, GlslKeywordsAsNamesAreRenamed) {
   const std::string glsl = print_glsl(k.build());
   EXPECT_NE(glsl.find("out_[0u] = input_[0u] * pc.shared_;"), std::string::npos) << glsl;
 }
+
+TEST(Printer, LoopBoundsMayBothBeLiterals) {
+  KernelBuilder k("literal_loop");
+  auto y = k.buffer<u32>("y", Access::Write);
+  for_range(0u, 4u, [&](Expr<u32> j) { y[j] = j; }, "j");
+  for_range(0, 8, 2, [&](Expr<i32> j) { y[cast<u32>(j)] = 1u; }, "k");
+  const std::string glsl = print_glsl(k.build());
+  EXPECT_NE(glsl.find("for (uint j = 0u; j < 4u; j += 1u)"), std::string::npos) << glsl;
+  EXPECT_NE(glsl.find("for (int k = 0; k < 8; k += 2)"), std::string::npos) << glsl;
+}

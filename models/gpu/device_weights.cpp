@@ -1,0 +1,94 @@
+#include "models/gpu/device_weights.h"
+
+#include <fmt/format.h>
+
+namespace bdsl::bitnet {
+namespace {
+
+constexpr const char* kLayerTensors[] = {"attn_norm", "attn_q",   "attn_k", "attn_v",    "attn_output", "attn_sub_norm",
+                                         "ffn_norm",  "ffn_gate", "ffn_up", "ffn_down", "ffn_sub_norm"};
+
+std::string layer_tensor(uint32_t layer, const char* name) { return fmt::format("blk.{}.{}.weight", layer, name); }
+
+uint32_t rows_per_part(const rt::DeviceInfo& info, uint32_t cols) {
+  const uint64_t row_bytes = uint64_t{cols} * 2;
+  const uint64_t limit = std::min<uint64_t>(info.max_storage_buffer_range, info.max_memory_allocation);
+  const uint64_t rows = limit / row_bytes;
+  if (rows == 0)
+    throw std::runtime_error(fmt::format("one embedding row ({} bytes) exceeds the device's storage buffer range ({})",
+                                         row_bytes, limit));
+  return static_cast<uint32_t>(std::min<uint64_t>(rows, UINT32_MAX));
+}
+
+class Uploader {
+ public:
+  Uploader(rt::Context& ctx, const models::GgufFile& file, uint64_t total, const UploadProgress& progress)
+      : ctx_(ctx), file_(file), total_(total), progress_(progress) {}
+
+  rt::Buffer tensor(const std::string& name) { return bytes(name, file_.tensor_data(name)); }
+
+  SplitMatrix split(const std::string& name, uint32_t rows, uint32_t cols) {
+    SplitMatrix m{{}, rows, cols, rows_per_part(ctx_.info(), cols)};
+    const auto data = file_.tensor_data(name);
+    const uint64_t row_bytes = uint64_t{cols} * 2;
+    for (uint32_t first = 0; first < rows; first += m.rows_per_part) {
+      const uint32_t n = std::min(m.rows_per_part, rows - first);
+      m.parts.push_back(bytes(fmt::format("{}[{}:{}]", name, first, first + n),
+                              data.subspan(first * row_bytes, n * row_bytes)));
+    }
+    return m;
+  }
+
+  uint64_t done() const { return done_; }
+
+ private:
+  rt::Buffer bytes(const std::string& name, std::span<const std::byte> data) {
+    rt::Buffer b(ctx_, data.size(), {false, name});
+    b.upload_bytes(data);
+    done_ += data.size();
+    if (progress_) progress_(done_, total_);
+    return b;
+  }
+
+  rt::Context& ctx_;
+  const models::GgufFile& file_;
+  uint64_t total_;
+  const UploadProgress& progress_;
+  uint64_t done_ = 0;
+};
+
+}  // namespace
+
+uint64_t weight_bytes(const models::GgufFile& file, const models::BitNetConfig& config) {
+  uint64_t total = file.tensor_data("token_embd.weight").size() + file.tensor_data("output_norm.weight").size();
+  if (!config.tied_output) total += file.tensor_data("output.weight").size();
+  for (uint32_t l = 0; l < config.n_layers; ++l)
+    for (const char* t : kLayerTensors) total += file.tensor_data(layer_tensor(l, t)).size();
+  return total;
+}
+
+DeviceWeights upload_weights(rt::Context& ctx, const models::GgufFile& file, const models::BitNetConfig& config,
+                             uint64_t extra_bytes, const UploadProgress& progress) {
+  const uint64_t total = weight_bytes(file, config);
+  const uint64_t have = ctx.info().device_local_bytes;
+  if (have && total + extra_bytes > have)
+    throw std::runtime_error(fmt::format(
+        "{}: the model needs {} MiB of device memory ({} MiB of weights, {} MiB of activations and KV cache) but "
+        "device '{}' has {} MiB",
+        file.name(), (total + extra_bytes) >> 20, total >> 20, extra_bytes >> 20, ctx.info().name, have >> 20));
+  Uploader up(ctx, file, total, progress);
+  DeviceWeights w;
+  w.token_embd = up.split("token_embd.weight", config.vocab_size, config.dim);
+  if (!config.tied_output) w.output = up.split("output.weight", config.vocab_size, config.dim);
+  w.output_norm = up.tensor("output_norm.weight");
+  for (uint32_t l = 0; l < config.n_layers; ++l) {
+    auto t = [&](const char* name) { return up.tensor(layer_tensor(l, name)); };
+    w.layers.push_back(LayerWeights{t("attn_norm"), t("attn_q"), t("attn_k"), t("attn_v"), t("attn_output"),
+                                    t("attn_sub_norm"), t("ffn_norm"), t("ffn_gate"), t("ffn_up"), t("ffn_down"),
+                                    t("ffn_sub_norm")});
+  }
+  w.bytes = up.done();
+  return w;
+}
+
+}  // namespace bdsl::bitnet

@@ -1,0 +1,45 @@
+// BitNet weights on the device, uploaded as stored in the GGUF: I2_S projections byte for byte
+// (codes and the trailing per-tensor scale), F32 norms, and the F16 token embedding split into
+// parts of whole rows that each fit the device's maxStorageBufferRange.
+#pragma once
+#include <functional>
+#include <vector>
+
+#include "models/bitnet_config.h"
+#include "models/gguf.h"
+#include "runtime/buffer.h"
+#include "runtime/context.h"
+
+namespace bdsl::bitnet {
+
+struct LayerWeights {
+  rt::Buffer attn_norm, attn_q, attn_k, attn_v, attn_output, attn_sub_norm;
+  rt::Buffer ffn_norm, ffn_gate, ffn_up, ffn_down, ffn_sub_norm;
+};
+
+// A [rows, cols] F16 matrix in parts of `rows_per_part` whole rows (the last may be shorter).
+struct SplitMatrix {
+  std::vector<rt::Buffer> parts;
+  uint32_t rows = 0, cols = 0, rows_per_part = 0;
+};
+
+struct DeviceWeights {
+  SplitMatrix token_embd;
+  SplitMatrix output;  // the LM head; empty when tied to token_embd
+  rt::Buffer output_norm;
+  std::vector<LayerWeights> layers;
+  uint64_t bytes = 0;
+
+  const SplitMatrix& lm_head() const { return output.parts.empty() ? token_embd : output; }
+};
+
+// Bytes the weights take on the device (what upload() will allocate).
+uint64_t weight_bytes(const models::GgufFile& file, const models::BitNetConfig& config);
+
+// `progress(done_bytes, total_bytes)` is called after each tensor. Throws, before allocating
+// anything, when the model (plus `extra_bytes` for activations and the KV cache) does not fit.
+using UploadProgress = std::function<void(uint64_t, uint64_t)>;
+DeviceWeights upload_weights(rt::Context& ctx, const models::GgufFile& file, const models::BitNetConfig& config,
+                             uint64_t extra_bytes = 0, const UploadProgress& progress = {});
+
+}  // namespace bdsl::bitnet
