@@ -1,0 +1,103 @@
+#include "ops/argmax.h"
+
+#include <cmath>
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+#include "ops/matrix_support.h"
+
+namespace bdsl::ops {
+using namespace bdsl::dsl;
+
+namespace {
+
+constexpr uint32_t kNone = 0xffffffffu;  // no index yet: loses to any real candidate
+
+// (v, i) beats (best_v, best_i): larger value, or the same value at a lower index.
+Expr<boolean> beats(Expr<f32> v, Expr<u32> i, Expr<f32> best_v, Expr<u32> best_i) {
+  return i != kNone && (best_i == kNone || v > best_v || (v == best_v && i < best_i));
+}
+
+// Every invocation scans [begin, end) with stride workgroup; the workgroup's best (value, index)
+// is returned to every invocation. One barrier.
+std::pair<Expr<f32>, Expr<u32>> workgroup_argmax(KernelBuilder& k, uint32_t wg, Expr<u32> begin, Expr<u32> end,
+                                                 const std::function<Expr<f32>(Expr<u32>)>& value,
+                                                 const std::function<Expr<u32>(Expr<u32>)>& index) {
+  auto best_v = k.var<f32>("best_value", -INFINITY);
+  auto best_i = k.var<u32>("best_index", kNone);
+  for_range(begin + k.local_index(), end, wg, [&](Expr<u32> j) {
+    auto v = let("v", value(j));
+    auto i = let("i", index(j));
+    if_(beats(v, i, best_v, best_i), [&] {
+      best_v = v;
+      best_i = i;
+    });
+  }, "j");
+  // Subgroup: the largest value, then the lowest index holding it.
+  auto m = let("sg_max", subgroup_max(Expr<f32>(best_v)));
+  auto sg_i = let("sg_index", subgroup_min(select(Expr<f32>(best_v) == m, Expr<u32>(best_i), constant<u32>(kNone))));
+  auto sv = k.shared<f32>("sg_values", wg);
+  auto si = k.shared<u32>("sg_indices", wg);
+  if_(subgroup_elect(), [&] {
+    sv[k.subgroup_id()] = m;
+    si[k.subgroup_id()] = sg_i;
+  });
+  barrier();
+  auto wv = k.var<f32>("wg_value", -INFINITY);
+  auto wi = k.var<u32>("wg_index", kNone);
+  for_range(0u, k.num_subgroups(), [&](Expr<u32> s) {
+    auto v = let("sv", Expr<f32>(sv[s]));
+    auto i = let("si", Expr<u32>(si[s]));
+    if_(beats(v, i, wv, wi), [&] {
+      wv = v;
+      wi = i;
+    });
+  }, "sg");
+  return {Expr<f32>(wv), Expr<u32>(wi)};
+}
+
+}  // namespace
+
+ArgmaxPlan argmax_plan(const OpTarget& target, uint32_t n) {
+  if (n == 0) throw std::invalid_argument("argmax: no values");
+  ArgmaxPlan p;
+  p.workgroup = subgroup_multiple_workgroup(target, 256);
+  p.chunk = p.workgroup * 16;  // 16 values per invocation: ~32 workgroups for a 128K vocabulary
+  p.groups = ceil_div(n, p.chunk);
+  return p;
+}
+
+Kernel argmax_partial(const OpTarget& target, uint32_t n) {
+  const ArgmaxPlan p = argmax_plan(target, n);
+  KernelBuilder k("argmax_partial_" + std::to_string(n), {p.workgroup, 1, 1});
+  auto values = k.buffer<f32>("values", Access::Read);
+  auto part_values = k.buffer<f32>("part_values", Access::Write);
+  auto part_indices = k.buffer<u32>("part_indices", Access::Write);
+  auto g = k.workgroup_id().x();
+  auto begin = let("begin", g * p.chunk);
+  auto end = let("end", min(begin + p.chunk, n));
+  auto [v, i] = workgroup_argmax(k, p.workgroup, begin, end, [&](Expr<u32> j) { return Expr<f32>(values[j]); },
+                                 [](Expr<u32> j) { return j; });
+  if_(k.local_index() == 0u, [&] {
+    part_values[g] = v;
+    part_indices[g] = i;
+  });
+  return k.build();
+}
+
+Kernel argmax_final(const OpTarget& target, uint32_t n) {
+  const ArgmaxPlan p = argmax_plan(target, n);
+  KernelBuilder k("argmax_final_" + std::to_string(n), {p.workgroup, 1, 1});
+  auto part_values = k.buffer<f32>("part_values", Access::Read);
+  auto part_indices = k.buffer<u32>("part_indices", Access::Read);
+  auto token = k.buffer<u32>("token", Access::Write);
+  auto [v, i] = workgroup_argmax(k, p.workgroup, constant<u32>(0u), constant<u32>(p.groups),
+                                 [&](Expr<u32> j) { return Expr<f32>(part_values[j]); },
+                                 [&](Expr<u32> j) { return Expr<u32>(part_indices[j]); });
+  (void)v;
+  if_(k.local_index() == 0u, [&] { token[0u] = i; });
+  return k.build();
+}
+
+}  // namespace bdsl::ops

@@ -1,0 +1,34 @@
+// Greedy sampling: the index of the largest value (the lowest such index on ties) over the whole
+// vocabulary, so only one u32 is read back per token. Two dispatches with a fixed grid: each
+// workgroup of argmax_partial reduces a chunk to (value, index), argmax_final reduces those.
+// CPU twin: golden::argmax (reference_model.h). NaN values are not expected and not ordered.
+//
+// argmax_partial(target, n):
+//   bindings  0 values        f32 read   [n]
+//             1 part_values   f32 write  [plan.groups]
+//             2 part_indices  u32 write  [plan.groups]
+//   push constants: none.   grid: (plan.groups, 1, 1); workgroup g covers [g * chunk, (g+1) * chunk)
+// argmax_final(target, n):
+//   bindings  0 part_values   f32 read   [plan.groups]
+//             1 part_indices  u32 read   [plan.groups]
+//             2 token         u32 write  [1]
+//   push constants: none.   grid: (1, 1, 1)
+#pragma once
+#include <cstdint>
+
+#include "dsl/dsl.h"
+#include "ops/target.h"
+
+namespace bdsl::ops {
+
+struct ArgmaxPlan {
+  uint32_t workgroup = 0;  // invocations
+  uint32_t chunk = 0;      // values per partial workgroup
+  uint32_t groups = 0;     // partial workgroups (= partial results)
+};
+
+ArgmaxPlan argmax_plan(const OpTarget& target, uint32_t n);
+dsl::Kernel argmax_partial(const OpTarget& target, uint32_t n);
+dsl::Kernel argmax_final(const OpTarget& target, uint32_t n);
+
+}  // namespace bdsl::ops

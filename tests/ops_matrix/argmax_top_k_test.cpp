@@ -1,0 +1,112 @@
+// argmax against golden::argmax and top_k against a std::partial_sort with the same order
+// (value descending, ties by the lower index): indices exact, values bit for bit (only copied).
+#include <algorithm>
+#include <numeric>
+
+#include "golden/reference_model.h"
+#include "matrix_test.h"
+#include "ops/argmax.h"
+#include "ops/top_k.h"
+
+namespace bdsl::test {
+namespace {
+
+class Sampling : public OpsMatrix {
+ protected:
+  uint32_t argmax(const std::vector<float>& values) {
+    const auto n = static_cast<uint32_t>(values.size());
+    const ops::ArgmaxPlan plan = ops::argmax_plan(target(), n);
+    rt::Buffer vb = buffer_of(values, "values");
+    rt::Buffer pv = output(plan.groups * 4, "part_values"), pi = output(plan.groups * 4, "part_indices");
+    rt::Buffer token = output(4, "token");
+    rt::Pipeline partial = pipeline(ops::argmax_partial(target(), n)), final = pipeline(ops::argmax_final(target(), n));
+    rt::Graph g(ctx());
+    g.dispatch(partial, {vb, pv, pi}, rt::Grid{plan.groups});
+    g.dispatch(final, {pv, pi, token}, rt::Grid{1});
+    g.submit_and_wait();
+    return token.download<uint32_t>()[0];
+  }
+
+  void check_top_k(const std::vector<float>& values, uint32_t k, const ops::OpTarget& t) {
+    const auto n = static_cast<uint32_t>(values.size());
+    SCOPED_TRACE(testing::Message() << "n " << n << " k " << k);
+    const ops::TopKPlan plan = ops::top_k_plan(t, n, k);
+    rt::Buffer vb = buffer_of(values, "values");
+    rt::Buffer pv = output(plan.groups * k * 4, "part_values"), pi = output(plan.groups * k * 4, "part_indices");
+    rt::Buffer tv = output(k * 4, "top_values"), ti = output(k * 4, "top_indices");
+    rt::Pipeline partial = pipeline(ops::top_k_partial(t, n, k)), merge = pipeline(ops::top_k_merge(t, n, k));
+    rt::Graph g(ctx());
+    g.dispatch(partial, {vb, pv, pi}, rt::Grid{plan.groups});
+    g.dispatch(merge, {pv, pi, tv, ti}, rt::Grid{1});
+    g.submit_and_wait();
+    std::vector<uint32_t> order(n);
+    std::iota(order.begin(), order.end(), 0u);
+    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](uint32_t a, uint32_t b) {
+      return values[a] > values[b] || (values[a] == values[b] && a < b);
+    });
+    const auto got_v = tv.download<float>();
+    const auto got_i = ti.download<uint32_t>();
+    for (uint32_t r = 0; r < k; ++r) {
+      ASSERT_EQ(got_i[r], order[r]) << "rank " << r;
+      ASSERT_EQ(got_v[r], values[order[r]]) << "rank " << r;
+    }
+  }
+};
+
+TEST_F(Sampling, ArgmaxMatchesGoldenOverVocabSizes) {
+  for (uint32_t n : {1u, 7u, 1000u, 5000u, 128256u}) {
+    const auto v = random_floats(n, n, 5.0f);
+    EXPECT_EQ(argmax(v), uint32_t(golden::argmax(v))) << n;
+  }
+}
+
+TEST_F(Sampling, ArgmaxTakesTheLowestIndexOnTies) {
+  std::vector<float> v(128256, -1.0f);
+  v[90000] = 3.0f;
+  v[70001] = 3.0f;  // another workgroup, lower index
+  v[70003] = 3.0f;  // the same workgroup, higher index
+  v[128255] = 3.0f;
+  EXPECT_EQ(argmax(v), 70001u);
+  EXPECT_EQ(argmax(std::vector<float>(3000, 0.5f)), 0u);  // all equal
+  std::vector<float> inf(3000, -INFINITY);
+  inf[2999] = -1e30f;
+  EXPECT_EQ(argmax(inf), 2999u);
+  EXPECT_EQ(argmax(std::vector<float>(3000, -INFINITY)), 0u);
+}
+
+TEST_F(Sampling, TopKSortedDescendingOverVocabSizes) {
+  const ops::OpTarget t = target();
+  check_top_k(random_floats(128256, 1), 128, t);
+  check_top_k(random_floats(128256, 2), 40, t);
+  check_top_k(random_floats(5000, 3), 1, t);
+  check_top_k(random_floats(100, 4), 100, t);  // k = n, one partial workgroup, padded window
+  check_top_k(random_floats(3, 5), 2, t);
+}
+
+TEST_F(Sampling, TopKBreaksTiesByLowerIndex) {
+  // Few distinct values: every rank is decided by the index order.
+  std::vector<float> v(20000);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float((i * 7919) % 5);
+  check_top_k(v, 128, target());
+  check_top_k(std::vector<float>(9000, 1.0f), 64, target());
+}
+
+// A 16 KiB shared-memory target: a window of 2048, so 63 partial workgroups and a merge of five
+// rounds (keep 128, refill 1920) instead of one.
+TEST_F(Sampling, TopKMergesInSeveralRoundsWithASmallWindow) {
+  ops::OpTarget t = target();
+  t.max_shared_bytes = 16384;
+  const ops::TopKPlan plan = ops::top_k_plan(t, 128256, 128);
+  EXPECT_EQ(plan.chunk, 2048u);
+  EXPECT_EQ(plan.rounds, 5u);
+  check_top_k(random_floats(128256, 6), 128, t);
+}
+
+TEST_F(Sampling, TopKRefusesKOutOfRange) {
+  EXPECT_THROW(ops::top_k_plan(target(), 100, 0), std::invalid_argument);
+  EXPECT_THROW(ops::top_k_plan(target(), 100, 129), std::invalid_argument);
+  EXPECT_THROW(ops::top_k_plan(target(), 10, 11), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace bdsl::test
