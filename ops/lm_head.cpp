@@ -68,7 +68,16 @@ uint32_t lm_head_workgroups(const OpTarget& target, uint32_t vocab) {
 }
 
 Kernel lm_head(const OpTarget& target, uint32_t vocab, uint32_t dim) {
-  const LmHeadSplit split = lm_head_split(target, vocab, dim);
+  return lm_head(target, vocab, dim, lm_head_split(target, vocab, dim).rows_per_part);
+}
+
+Kernel lm_head(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part) {
+  LmHeadSplit split = lm_head_split(target, vocab, dim);  // checks the shape
+  if (rows_per_part == 0 || uint64_t(rows_per_part) * dim * 2 > target.max_storage_buffer_range)
+    throw std::invalid_argument("lm_head: parts of " + std::to_string(rows_per_part) + " rows of " + std::to_string(dim) +
+                                " halves do not fit maxStorageBufferRange");
+  split.rows_per_part = std::min(rows_per_part, vocab);
+  split.parts = ceil_div(vocab, split.rows_per_part);
   const bool wide = dim % 8 == 0;
   const uint32_t wg = workgroup_of(target);
   const uint32_t rows_per_wg = rows_per_workgroup(target, wg);

@@ -12,7 +12,8 @@ class LmHead : public OpsMatrix {
  protected:
   // Runs lm_head with the table split for `t`, each part its own buffer (or, with one_buffer,
   // slices of one buffer), and checks every logit.
-  void check(uint32_t vocab, uint32_t dim, const ops::OpTarget& t, uint32_t want_parts, bool one_buffer = false) {
+  void check(uint32_t vocab, uint32_t dim, const ops::OpTarget& t, uint32_t want_parts, bool one_buffer = false,
+             uint32_t rows_per_part = 0) {
     SCOPED_TRACE(testing::Message() << vocab << "x" << dim << " parts " << want_parts);
     std::mt19937 rng(vocab + dim);
     std::normal_distribution<float> d(0.0f, 0.05f);
@@ -20,7 +21,11 @@ class LmHead : public OpsMatrix {
     for (uint16_t& h : table) h = golden::f32_to_f16(d(rng));
     const auto x = random_floats(dim, dim, 1.5f);
 
-    const ops::LmHeadSplit split = ops::lm_head_split(t, vocab, dim);
+    ops::LmHeadSplit split = ops::lm_head_split(t, vocab, dim);
+    if (rows_per_part) {
+      split.rows_per_part = rows_per_part;
+      split.parts = (vocab + rows_per_part - 1) / rows_per_part;
+    }
     ASSERT_EQ(split.parts, want_parts);
     rt::Buffer xb = buffer_of(x, "x"), logits = output(vocab * 4, "logits");
     std::vector<rt::Buffer> parts;
@@ -38,7 +43,7 @@ class LmHead : public OpsMatrix {
       for (const rt::Buffer& b : parts) bindings.emplace_back(b);
     }
     bindings.emplace_back(logits);
-    run(ops::lm_head(t, vocab, dim), bindings, ops::lm_head_workgroups(t, vocab));
+    run(rows_per_part ? ops::lm_head(t, vocab, dim, rows_per_part) : ops::lm_head(t, vocab, dim), bindings, ops::lm_head_workgroups(t, vocab));
     const auto got = logits.download<float>();
     for (size_t v = 0; v < vocab; ++v) {
       float want = 0.0f, magnitude = 0.0f;
@@ -71,6 +76,8 @@ TEST_F(LmHead, SplitTableAcrossBindings) {
   check(333, 130, t, 3);
   t.max_storage_buffer_range = 4u << 20;  // 4 MiB: the real width, 819 rows a part, 5 parts
   check(4000, 2560, t, 5);
+  // Parts chosen by the uploader (any whole number of rows within the range).
+  check(1000, 256, t, 3, false, 409);
 }
 
 TEST_F(LmHead, RefusesARowLargerThanTheRange) {
