@@ -1,0 +1,25 @@
+// Attention of one query token (all heads, GQA) over the F16 KV cache positions 0..pos, pos read
+// from the step-state buffer: scores scaled by 1/sqrt(head_dim), softmax in fp32 (max-subtracted,
+// per chunk, then rescaled when chunks combine). The sequence is split into a fixed number of
+// chunks (flash-decoding), and the last workgroup to finish combines them (atomic counter), so
+// the grid does not depend on pos and decode attention is one barrier-separated step; see
+// ops/attention_split_kv.h for the scheme and why it is not a second dispatch.
+#pragma once
+#include <cstdint>
+
+#include "dsl/builder.h"
+#include "ops/attention_dims.h"
+#include "ops/attention_split_kv.h"
+#include "ops/target.h"
+
+namespace bdsl::ops {
+
+// Bindings: step (read, u32), q (read, f32 [n_heads*head_dim], after RoPE), k_cache, v_cache
+// (read, u32 [context, n_kv_heads*head_dim/2]: F16 pairs), partials (read-write, u32,
+// attention_partials_bytes(dims, chunks, 1)), counters (read-write, u32 [n_kv_heads], zeroed once
+// before the first dispatch), out (write, f32 [n_heads*head_dim]). Push: none.
+// Grid: (n_kv_heads, chunks, 1) workgroups of attention_workgroup(target, dims) invocations;
+// chunks from attention_chunks(target, dims, context) unless you have a reason.
+dsl::Kernel attention_decode(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks);
+
+}  // namespace bdsl::ops

@@ -1,0 +1,116 @@
+// attention_decode and attention_prefill against golden::attention on the device, over an F16
+// KV cache filled with random values (rather than thousands of decode steps).
+#include <cmath>
+
+#include "golden/reference_ops.h"
+#include "ops/attention_decode.h"
+#include "ops/attention_prefill.h"
+#include "ops_test_util.h"
+
+namespace bdsl::test {
+namespace {
+
+constexpr ops::AttentionDims kTiny{8, 2, 64};
+constexpr ops::AttentionDims k2B{20, 5, 128};
+
+class Attention : public OpsTest {
+ protected:
+  struct Cache {
+    golden::MatrixF k, v;  // the F16 values as f32, for the reference
+    rt::Buffer kb, vb;
+  };
+  Cache cache(const ops::AttentionDims& d, uint32_t context, uint64_t seed) {
+    Cache c{golden::MatrixF(context, d.kv_width()), golden::MatrixF(context, d.kv_width()), {}, {}};
+    c.k.data = f16_rounded(random_floats(c.k.data.size(), seed, 1.0f));
+    c.v.data = f16_rounded(random_floats(c.v.data.size(), seed + 1, 1.0f));
+    c.kb = buffer_of(pack_f16(c.k.data), "k_cache");
+    c.vb = buffer_of(pack_f16(c.v.data), "v_cache");
+    return c;
+  }
+  // Largest |got - want| over every query token and head.
+  static double max_error(const std::vector<float>& got, const golden::MatrixF& want) {
+    double worst = 0;
+    for (size_t i = 0; i < want.data.size(); ++i) worst = std::max(worst, double(std::fabs(got[i] - want.data[i])));
+    return worst;
+  }
+};
+
+// Tolerance 2e-5 absolute (outputs are convex combinations of |v| <= 1): the device sums the dot
+// products and the exponentials in another order than the reference and rescales per chunk;
+// each is an fp32 rounding chain of ~head_dim terms (~1e-6), and GPU exp may be a few ulp off.
+// q is scaled to |q| <= 8 so scores reach ~+-20 and the softmax is peaked, not flat.
+constexpr double kTolerance = 2e-5;
+
+TEST_F(Attention, DecodeAtEarlyAndLatePositionsWithOneReplayedGraph) {
+  struct Case { ops::AttentionDims dims; uint32_t context; std::vector<uint32_t> positions; };
+  for (const Case& c : {Case{kTiny, 4096, {0, 1, 2, 100, 4095}}, Case{k2B, 4096, {0, 1, 2, 100, 4095}},
+                        Case{{6, 3, 12}, 37, {0, 5, 36}}}) {
+    const auto& d = c.dims;
+    const uint32_t chunks = ops::attention_chunks(target(), d, c.context);
+    Cache kv = cache(d, c.context, d.head_dim);
+    auto q = random_floats(d.q_width(), 5, 8.0f);
+    rt::Buffer step = step_buffer(0, 0), qb = buffer_of(q, "q"), out(ctx(), d.q_width() * 4, {false, "out"});
+    rt::Buffer partials(ctx(), ops::attention_partials_bytes(d, chunks, 1), {false, "partials"});
+    rt::Buffer counters = buffer_of(std::vector<uint32_t>(d.n_kv_heads, 0), "counters");
+    rt::Pipeline p = pipeline(ops::attention_decode(target(), d, c.context, chunks));
+    rt::Graph g(ctx());
+    g.dispatch(p, {step, qb, kv.kb, kv.vb, partials, counters, out}, rt::push(), rt::Grid{d.n_kv_heads, chunks, 1});
+    golden::MatrixF qm(1, d.q_width());
+    qm.data = q;
+    for (uint32_t pos : c.positions) {  // the same recording, replayed with a new position
+      ops::StepState s;
+      s.pos = pos;
+      step.upload(std::vector<ops::StepState>{s});
+      g.submit_and_wait();
+      golden::MatrixF want;
+      golden::attention(qm, kv.k, kv.v, pos, {d.n_heads, d.n_kv_heads, d.head_dim}, want);
+      EXPECT_LT(max_error(out.download<float>(), want), kTolerance) << "heads " << d.n_heads << " pos " << pos;
+    }
+    EXPECT_EQ(counters.download<uint32_t>(), std::vector<uint32_t>(d.n_kv_heads, 0)) << "counters left for replay";
+  }
+}
+
+TEST_F(Attention, DecodeWithForcedChunkCounts) {
+  const auto d = kTiny;
+  const uint32_t context = 300;
+  Cache kv = cache(d, context, 3);
+  auto q = random_floats(d.q_width(), 6, 8.0f);
+  golden::MatrixF qm(1, d.q_width());
+  qm.data = q;
+  for (uint32_t chunks : {1u, 7u, 300u}) {
+    for (uint32_t pos : {0u, 6u, 7u, 8u, 299u}) {
+      rt::Buffer step = step_buffer(0, pos), qb = buffer_of(q, "q"), out(ctx(), d.q_width() * 4, {false, "out"});
+      rt::Buffer partials(ctx(), ops::attention_partials_bytes(d, chunks, 1), {false, "partials"});
+      rt::Buffer counters = buffer_of(std::vector<uint32_t>(d.n_kv_heads, 0), "counters");
+      run(ops::attention_decode(target(), d, context, chunks), {step, qb, kv.kb, kv.vb, partials, counters, out},
+          rt::push(), rt::Grid{d.n_kv_heads, chunks, 1});
+      golden::MatrixF want;
+      golden::attention(qm, kv.k, kv.v, pos, {d.n_heads, d.n_kv_heads, d.head_dim}, want);
+      EXPECT_LT(max_error(out.download<float>(), want), kTolerance) << "chunks " << chunks << " pos " << pos;
+    }
+  }
+}
+
+TEST_F(Attention, PrefillIsCausalOverTheBlock) {
+  struct Case { ops::AttentionDims dims; uint32_t context, pos0, n; };
+  for (const Case& c : {Case{kTiny, 512, 0, 9}, Case{k2B, 4096, 97, 5}, Case{k2B, 4096, 4090, 6},
+                        Case{{6, 3, 12}, 40, 3, 37}}) {
+    const auto& d = c.dims;
+    const uint32_t chunks = ops::attention_chunks(target(), d, c.context);
+    Cache kv = cache(d, c.context, 17 + c.pos0);
+    golden::MatrixF qm(c.n, d.q_width());
+    qm.data = random_floats(qm.data.size(), 8 + c.n, 8.0f);
+    rt::Buffer step = step_buffer(0, c.pos0), qb = buffer_of(qm.data, "q");
+    rt::Buffer out(ctx(), qm.data.size() * 4, {false, "out"});
+    rt::Buffer partials(ctx(), ops::attention_partials_bytes(d, chunks, c.n), {false, "partials"});
+    rt::Buffer counters = buffer_of(std::vector<uint32_t>(c.n * d.n_kv_heads, 0), "counters");
+    run(ops::attention_prefill(target(), d, c.context, chunks), {step, qb, kv.kb, kv.vb, partials, counters, out},
+        rt::push(c.n), rt::Grid{d.n_kv_heads, chunks, c.n});
+    golden::MatrixF want;
+    golden::attention(qm, kv.k, kv.v, c.pos0, {d.n_heads, d.n_kv_heads, d.head_dim}, want);
+    EXPECT_LT(max_error(out.download<float>(), want), kTolerance) << "pos0 " << c.pos0 << " n " << c.n;
+  }
+}
+
+}  // namespace
+}  // namespace bdsl::test
