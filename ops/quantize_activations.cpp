@@ -37,7 +37,8 @@ QuantizedTotals emit_quantize_activations(KernelBuilder& k, const QuantizeBody& 
   auto local_max = k.var<f32>("local_absmax", 0.0f);
   for_range(lid, b.dim, w, [&](Expr<u32> i) { local_max = max(local_max, abs(value(i))); }, "i");
   auto absmax = workgroup_max<f32>(k, max_scratch, Expr<f32>(local_max), "absmax");
-  auto scale = let("act_scale", 127.0f / max(absmax, 1e-5f));
+  // Exactly golden's 127 / max(absmax, 1e-5) on every device (see divide_correctly_rounded).
+  auto scale = let("act_scale", divide_correctly_rounded(k, constant<f32>(127.0f), max(absmax, 1e-5f)));
 
   auto sum_scratch = k.shared<i32>("q_sum_parts", w);
   auto local_sum = k.var<i32>("local_q_sum", 0);

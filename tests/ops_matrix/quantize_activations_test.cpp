@@ -4,6 +4,7 @@
 #include <bit>
 
 #include "matrix_test.h"
+#include "ops/matrix_support.h"
 
 namespace bdsl::test {
 namespace {
@@ -104,6 +105,33 @@ TEST_F(QuantizeActivations, FusedRmsNormMatchesGolden) {
       ASSERT_LE(std::abs(got.q(0, dim, i) - ref.q[i]), 1) << i;
     }
   }
+}
+
+}  // namespace
+}  // namespace bdsl::test
+
+namespace bdsl::test {
+namespace {
+
+// The activation scale must be golden's bit for bit on devices whose `/` is not correctly rounded:
+// the integer long division against the CPU's IEEE division over many denominators, including
+// the absmax floor, powers of two, significands at both ends and quotients that round up a binade.
+TEST_F(QuantizeActivations, ScaleDivisionIsCorrectlyRounded) {
+  std::vector<float> d{1e-5f, 1.0f, 2.0f, 0.5f, 127.0f, 254.0f, 3.0f, 1.9999999f, 1.0000001f, 1e30f, 3.4e38f, 63.5f};
+  std::mt19937 rng(99);
+  std::uniform_int_distribution<uint32_t> bits(std::bit_cast<uint32_t>(1e-5f), std::bit_cast<uint32_t>(3.0e38f));
+  while (d.size() < 100000) d.push_back(std::bit_cast<float>(bits(rng)));
+  using namespace dsl;
+  KernelBuilder k("divide_127", {64, 1, 1});
+  auto in = k.buffer<f32>("d", Access::Read);
+  auto out = k.buffer<f32>("q", Access::Write);
+  auto n = k.push<u32>("n");
+  auto i = k.global_id().x();
+  if_(i < n, [&] { out[i] = ops::divide_correctly_rounded(k, constant<f32>(127.0f), Expr<f32>(in[i])); });
+  rt::Buffer db = buffer_of(d, "d"), qb = output(d.size() * 4, "q");
+  run(k.build(), {db, qb}, uint32_t((d.size() + 63) / 64), rt::push(uint32_t(d.size())));
+  const auto got = qb.download<float>();
+  for (size_t j = 0; j < d.size(); ++j) ASSERT_EQ(got[j], 127.0f / d[j]) << "d = " << d[j];
 }
 
 }  // namespace
