@@ -1,5 +1,7 @@
 #include "golden/reference_model.h"
 
+#include "golden/half_float.h"
+
 #include <stdexcept>
 #include <string>
 
@@ -55,9 +57,11 @@ void rope_rows(MatrixF& m, std::size_t head_dim, std::size_t first_pos, const mo
   }
 }
 
-void append_rows(MatrixF& cache, const MatrixF& rows) {
+// The KV cache holds F16, as bitnet.cpp's (llama.cpp's default cache type): K and V are rounded to
+// half precision when stored, so attention reads exactly what a faithful runtime reads.
+void append_rows_f16(MatrixF& cache, const MatrixF& rows) {
   if (cache.cols == 0) cache.cols = rows.cols;
-  cache.data.insert(cache.data.end(), rows.data.begin(), rows.data.end());
+  for (float v : rows.data) cache.data.push_back(f16_to_f32(f32_to_f16(v)));
   cache.rows += rows.rows;
 }
 
@@ -115,8 +119,8 @@ MatrixF ReferenceModel::attention_block(std::size_t l, const MatrixF& x, const F
   observe(obs, layer_name("Qcur", l), q);
   observe(obs, layer_name("Kcur", l), k);
   observe(obs, layer_name("Vcur", l), v);
-  append_rows(cache_[l].k, k);
-  append_rows(cache_[l].v, v);
+  append_rows_f16(cache_[l].k, k);
+  append_rows_f16(cache_[l].v, v);
 
   MatrixF kqv;
   attention(q, cache_[l].k, cache_[l].v, n_past_, {c.n_heads, c.n_kv_heads, c.head_dim}, kqv);

@@ -10,16 +10,6 @@ constexpr const char* kLayerTensors[] = {"attn_norm", "attn_q",   "attn_k", "att
 
 std::string layer_tensor(uint32_t layer, const char* name) { return fmt::format("blk.{}.{}.weight", layer, name); }
 
-uint32_t rows_per_part(const rt::DeviceInfo& info, uint32_t cols) {
-  const uint64_t row_bytes = uint64_t{cols} * 2;
-  const uint64_t limit = std::min<uint64_t>(info.max_storage_buffer_range, info.max_memory_allocation);
-  const uint64_t rows = limit / row_bytes;
-  if (rows == 0)
-    throw std::runtime_error(fmt::format("one embedding row ({} bytes) exceeds the device's storage buffer range ({})",
-                                         row_bytes, limit));
-  return static_cast<uint32_t>(std::min<uint64_t>(rows, UINT32_MAX));
-}
-
 class Uploader {
  public:
   Uploader(rt::Context& ctx, const models::GgufFile& file, uint64_t total, const UploadProgress& progress)
@@ -27,8 +17,8 @@ class Uploader {
 
   rt::Buffer tensor(const std::string& name) { return bytes(name, file_.tensor_data(name)); }
 
-  SplitMatrix split(const std::string& name, uint32_t rows, uint32_t cols) {
-    SplitMatrix m{{}, rows, cols, rows_per_part(ctx_.info(), cols)};
+  SplitMatrix split(const std::string& name, uint32_t rows, uint32_t cols, uint32_t rows_per_part) {
+    SplitMatrix m{{}, rows, cols, rows_per_part};
     const auto data = file_.tensor_data(name);
     const uint64_t row_bytes = uint64_t{cols} * 2;
     for (uint32_t first = 0; first < rows; first += m.rows_per_part) {
@@ -68,7 +58,7 @@ uint64_t weight_bytes(const models::GgufFile& file, const models::BitNetConfig& 
 }
 
 DeviceWeights upload_weights(rt::Context& ctx, const models::GgufFile& file, const models::BitNetConfig& config,
-                             uint64_t extra_bytes, const UploadProgress& progress) {
+                             uint32_t rows_per_part, uint64_t extra_bytes, const UploadProgress& progress) {
   const uint64_t total = weight_bytes(file, config);
   const uint64_t have = ctx.info().device_local_bytes;
   if (have && total + extra_bytes > have)
@@ -78,8 +68,8 @@ DeviceWeights upload_weights(rt::Context& ctx, const models::GgufFile& file, con
         file.name(), (total + extra_bytes) >> 20, total >> 20, extra_bytes >> 20, ctx.info().name, have >> 20));
   Uploader up(ctx, file, total, progress);
   DeviceWeights w;
-  w.token_embd = up.split("token_embd.weight", config.vocab_size, config.dim);
-  if (!config.tied_output) w.output = up.split("output.weight", config.vocab_size, config.dim);
+  w.token_embd = up.split("token_embd.weight", config.vocab_size, config.dim, rows_per_part);
+  if (!config.tied_output) w.output = up.split("output.weight", config.vocab_size, config.dim, rows_per_part);
   w.output_norm = up.tensor("output_norm.weight");
   for (uint32_t l = 0; l < config.n_layers; ++l) {
     auto t = [&](const char* name) { return up.tensor(layer_tensor(l, name)); };

@@ -39,7 +39,8 @@ uint64_t weight_bytes(const models::GgufFile& file, const models::BitNetConfig& 
 // `progress(done_bytes, total_bytes)` is called after each tensor. Throws, before allocating
 // anything, when the model (plus `extra_bytes` for activations and the KV cache) does not fit.
 using UploadProgress = std::function<void(uint64_t, uint64_t)>;
+// `rows_per_part`: rows of each F16 table binding (ops::lm_head_split decides it).
 DeviceWeights upload_weights(rt::Context& ctx, const models::GgufFile& file, const models::BitNetConfig& config,
-                             uint64_t extra_bytes = 0, const UploadProgress& progress = {});
+                             uint32_t rows_per_part, uint64_t extra_bytes = 0, const UploadProgress& progress = {});
 
 }  // namespace bdsl::bitnet

@@ -1,0 +1,172 @@
+#include "models/gpu/bitnet_model.h"
+
+#include <fmt/format.h>
+
+#include "ops/attention_split_kv.h"
+#include "ops/embedding_lookup.h"
+#include "ops/rope_kv_write.h"
+#include "ops/step_state.h"
+#include "ops/ternary_matvec.h"
+
+namespace bdsl::bitnet {
+
+namespace {
+uint32_t ceil_div(uint64_t a, uint64_t b) { return static_cast<uint32_t>((a + b - 1) / b); }
+}  // namespace
+
+// Device buffers of one token's activations, the KV cache and the results read back.
+struct BitNetModel::Activations {
+  Activations(rt::Context& ctx, const models::BitNetConfig& c, const BitNetPipelines& p) {
+    auto f32 = [&](uint64_t n, const char* name) { return rt::Buffer(ctx, n * 4, {false, name}); };
+    const auto& d = p.dims;
+    step = rt::Buffer(ctx, sizeof(ops::StepState), {true, "step state"});
+    x = f32(c.dim, "x (residual)");
+    q = f32(d.q_width(), "q");
+    k = f32(d.kv_width(), "k");
+    v = f32(d.kv_width(), "v");
+    attn = f32(d.q_width(), "attention out");
+    ffn = f32(c.ffn_dim, "ffn");
+    xn = f32(c.dim, "output norm");
+    logits = f32(c.vocab_size, "logits");
+    const uint64_t cache_bytes = uint64_t{c.context_length} * d.kv_words() * 4;
+    for (uint32_t l = 0; l < c.n_layers; ++l) {
+      k_cache.emplace_back(ctx, cache_bytes, rt::BufferOptions{false, fmt::format("k cache {}", l)});
+      v_cache.emplace_back(ctx, cache_bytes, rt::BufferOptions{false, fmt::format("v cache {}", l)});
+    }
+    partials = rt::Buffer(ctx, ops::attention_partials_bytes(d, p.attention_chunks, 1), {false, "attention partials"});
+    counters = rt::Buffer(ctx, ops::attention_counters_bytes(d, 1), {false, "attention counters"});
+    counters.fill(0);
+    arg_values = f32(p.argmax_plan.groups, "argmax partial values");
+    arg_indices = f32(p.argmax_plan.groups, "argmax partial indices");
+    token = rt::Buffer(ctx, 4, {true, "argmax token"});
+    top_part_values = f32(uint64_t{p.top_k_plan.groups} * p.top_k, "top-k partial values");
+    top_part_indices = f32(uint64_t{p.top_k_plan.groups} * p.top_k, "top-k partial indices");
+    top_values = rt::Buffer(ctx, p.top_k * 4, {true, "top-k values"});
+    top_indices = rt::Buffer(ctx, p.top_k * 4, {true, "top-k indices"});
+  }
+
+  // Bytes a model of this shape needs besides its weights.
+  static uint64_t bytes(const models::BitNetConfig& c) {
+    const uint64_t kv = 2ull * c.n_layers * c.context_length * c.kv_dim() * 2;
+    return kv + 4ull * (4 * c.dim + 2 * c.n_heads * c.head_dim + c.ffn_dim + 3ull * c.vocab_size);
+  }
+
+  rt::Buffer step, x, q, k, v, attn, ffn, xn, logits;
+  std::vector<rt::Buffer> k_cache, v_cache;
+  rt::Buffer partials, counters;
+  rt::Buffer arg_values, arg_indices, token;
+  rt::Buffer top_part_values, top_part_indices, top_values, top_indices;
+  rt::Buffer dumps;
+};
+
+BitNetModel::BitNetModel(rt::Context& ctx, const models::GgufFile& file, const models::BitNetConfig& config,
+                         const ModelOptions& options, const UploadProgress& progress)
+    : ctx_(ctx), config_(config), options_(options) {
+  if (options.top_k == 0 || options.top_k > ops::kMaxTopK)
+    throw std::invalid_argument(fmt::format("top-k must be 1..{}, got {}", ops::kMaxTopK, options.top_k));
+  pipelines_ = std::make_unique<BitNetPipelines>(ctx, config, std::min(options.top_k, config.vocab_size));
+  weights_ = upload_weights(ctx, file, config, pipelines_->split.rows_per_part, Activations::bytes(config), progress);
+  act_ = std::make_unique<Activations>(ctx, config, *pipelines_);
+  record();
+}
+
+BitNetModel::~BitNetModel() = default;
+
+// With options.dump, copies `floats` of `src` into the dump buffer right after they were produced
+// (later layers overwrite the same activation buffers).
+void BitNetModel::dump(const rt::Buffer& src, uint64_t floats, std::string name) {
+  if (!options_.dump) return;
+  graph_->copy(src.slice(0, floats * 4), act_->dumps.slice(dump_floats_ * 4, floats * 4));
+  dump_slots_.push_back({std::move(name), dump_floats_, floats});
+  dump_floats_ += floats;
+}
+
+void BitNetModel::record_layer(uint32_t l) {
+  rt::Graph& g = *graph_;
+  const auto& p = *pipelines_;
+  const auto& w = weights_.layers[l];
+  auto& a = *act_;
+  const float eps = config_.rms_norm_eps;
+  const auto& d = p.dims;
+  g.dispatch(p.qkv, {w.attn_q, w.attn_k, w.attn_v, a.x, w.attn_norm, a.q, a.k, a.v}, rt::push(eps),
+             rt::Grid{ops::ternary_matvec_workgroups(p.target, d.q_width() + 2 * d.kv_width())});
+  g.dispatch(p.rope_kv, {a.step, a.q, a.k, a.v, a.k_cache[l], a.v_cache[l]},
+             rt::push(config_.rope_freq_base, 1u),
+             rt::Grid{ceil_div((d.n_heads + 2 * d.n_kv_heads) * d.head_dim / 4, ops::rope_kv_write_workgroup(p.target))});
+  dump(a.q, d.q_width(), fmt::format("Qcur-{}", l));
+  g.dispatch(p.attention, {a.step, a.q, a.k_cache[l], a.v_cache[l], a.partials, a.counters, a.attn},
+             rt::Grid{d.n_kv_heads, p.attention_chunks, 1});
+  dump(a.attn, d.q_width(), fmt::format("kqv_out-{}", l));
+  g.dispatch(p.attn_output, {w.attn_output, a.attn, w.attn_sub_norm, a.x}, rt::push(eps),
+             rt::Grid{ops::ternary_matvec_workgroups(p.target, config_.dim)});
+  dump(a.x, config_.dim, fmt::format("ffn_inp-{}", l));
+  g.dispatch(p.gate_up, {w.ffn_gate, w.ffn_up, a.x, w.ffn_norm, a.ffn}, rt::push(eps),
+             rt::Grid{ops::ternary_matvec_workgroups(p.target, config_.ffn_dim)});
+  dump(a.ffn, config_.ffn_dim, fmt::format("ffn_out-{}", l));
+  g.dispatch(p.ffn_down, {w.ffn_down, a.ffn, w.ffn_sub_norm, a.x}, rt::push(eps),
+             rt::Grid{ops::ternary_matvec_workgroups(p.target, config_.dim)});
+  dump(a.x, config_.dim, fmt::format("l_out-{}", l));
+}
+
+void BitNetModel::record() {
+  graph_ = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{options_.timestamps, "bitnet token"});
+  rt::Graph& g = *graph_;
+  const auto& p = *pipelines_;
+  auto& a = *act_;
+  if (options_.dump) {
+    const auto& d = p.dims;
+    const uint64_t per_layer = 2ull * d.q_width() + 2ull * config_.dim + config_.ffn_dim;
+    const uint64_t floats = 2ull * config_.dim + per_layer * config_.n_layers + config_.vocab_size;
+    a.dumps = rt::Buffer(ctx_, floats * 4, {true, "dumps"});
+  }
+  std::vector<rt::BufferSlice> embedding = {a.step};
+  for (const auto& part : weights_.token_embd.parts) embedding.push_back(part);
+  embedding.push_back(a.x);
+  g.dispatch(p.embedding, embedding, rt::push(), rt::Grid{ceil_div(config_.dim, ops::embedding_workgroup(p.target))});
+  dump(a.x, config_.dim, "inp_embd");
+  for (uint32_t l = 0; l < config_.n_layers; ++l) record_layer(l);
+  g.dispatch(p.output_norm, {a.x, weights_.output_norm, a.xn}, rt::push(config_.rms_norm_eps), rt::Grid{1});
+  dump(a.xn, config_.dim, "result_norm");
+  std::vector<rt::BufferSlice> head = {a.xn};
+  for (const auto& part : weights_.lm_head().parts) head.push_back(part);
+  head.push_back(a.logits);
+  g.dispatch(p.lm_head, head, rt::push(), rt::Grid{ops::lm_head_workgroups(p.target, config_.vocab_size)});
+  dump(a.logits, config_.vocab_size, "result_output");
+  // Greedy and sampling candidates read the same logits: no barrier between the two chains.
+  g.dispatch(p.argmax_partial, {a.logits, a.arg_values, a.arg_indices}, rt::Grid{p.argmax_plan.groups});
+  g.dispatch(p.top_k_partial, {a.logits, a.top_part_values, a.top_part_indices}, rt::Grid{p.top_k_plan.groups});
+  g.dispatch(p.argmax_final, {a.arg_values, a.arg_indices, a.token}, rt::Grid{1});
+  g.dispatch(p.top_k_merge, {a.top_part_values, a.top_part_indices, a.top_values, a.top_indices}, rt::Grid{1});
+  g.finish();
+}
+
+StepOutput BitNetModel::step(int32_t token, uint32_t pos) {
+  if (token < 0 || uint32_t(token) >= config_.vocab_size)
+    throw std::out_of_range(fmt::format("token id {} outside the vocabulary of {}", token, config_.vocab_size));
+  if (pos >= config_.context_length)
+    throw std::out_of_range(fmt::format("position {} is past the context length {}", pos, config_.context_length));
+  ops::StepState s;
+  s.token = uint32_t(token);
+  s.pos = pos;
+  act_->step.upload_bytes(std::as_bytes(std::span(&s, 1)));
+  graph_->submit_and_wait();
+  StepOutput out;
+  out.argmax = int32_t(act_->token.download<uint32_t>()[0]);
+  const auto ids = act_->top_indices.download<uint32_t>();
+  out.top_ids.assign(ids.begin(), ids.end());
+  out.top_logits = act_->top_values.download<float>();
+  return out;
+}
+
+std::vector<float> BitNetModel::logits() const { return act_->logits.download<float>(); }
+
+std::map<std::string, std::vector<float>> BitNetModel::dumps() const {
+  std::map<std::string, std::vector<float>> out;
+  if (!options_.dump) return out;
+  const auto all = act_->dumps.download<float>();
+  for (const auto& slot : dump_slots_)
+    out[slot.name].assign(all.begin() + int64_t(slot.offset), all.begin() + int64_t(slot.offset + slot.floats));
+  return out;
+}
+
+}  // namespace bdsl::bitnet

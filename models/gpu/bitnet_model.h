@@ -1,0 +1,76 @@
+// BitNet b1.58 on a Vulkan device. The whole token — embedding, every layer, final norm, LM head,
+// argmax and top-k — is recorded ONCE into one command buffer and replayed for every token: the
+// token id and position live in a small host-visible "step state" buffer (ops/step_state.h), so
+// nothing is re-recorded, and one submit plus a few bytes of read-back make a token.
+//
+// Per layer, six barrier-separated steps: QKV (attn_norm fused), RoPE + KV-cache write,
+// attention, attn_output (attn_sub_norm fused, residual added), gate/up (ffn_norm fused,
+// relu^2 * up), ffn_down (ffn_sub_norm fused, residual added).
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/bitnet_config.h"
+#include "models/gguf.h"
+#include "models/gpu/bitnet_pipelines.h"
+#include "models/gpu/device_weights.h"
+#include "runtime/graph.h"
+
+namespace bdsl::bitnet {
+
+struct ModelOptions {
+  uint32_t top_k = 40;        // candidates returned per token for sampling (<= 128)
+  bool dump = false;          // copy every materialized intermediate out after each token
+  bool timestamps = false;    // GPU time per dispatch
+};
+
+struct StepOutput {
+  int32_t argmax = -1;                 // greedy choice (lowest id on ties)
+  std::vector<int32_t> top_ids;        // the top-k candidates, most likely first
+  std::vector<float> top_logits;
+};
+
+class BitNetModel {
+ public:
+  BitNetModel(rt::Context& ctx, const models::GgufFile& file, const models::BitNetConfig& config,
+              const ModelOptions& options = {}, const UploadProgress& progress = {});
+  ~BitNetModel();
+
+  // Decodes `token` at position `pos` (the KV cache must hold positions 0..pos-1).
+  StepOutput step(int32_t token, uint32_t pos);
+
+  std::vector<float> logits() const;  // of the last step
+  // The intermediates of the last step by llama.cpp's names (inp_embd, Qcur-N, ...), with dump.
+  std::map<std::string, std::vector<float>> dumps() const;
+
+  const models::BitNetConfig& config() const { return config_; }
+  const BitNetPipelines& pipelines() const { return *pipelines_; }
+  rt::GraphStats stats() const { return graph_->stats(); }
+  std::vector<double> timestamps_ns() const { return graph_->timestamps_ns(); }
+  std::vector<std::string> operation_names() const { return graph_->operation_names(); }
+  uint64_t weight_bytes() const { return weights_.bytes; }
+
+ private:
+  struct Activations;
+  struct DumpSlot {
+    std::string name;
+    uint64_t offset, floats;
+  };
+  void record();
+  void record_layer(uint32_t l);
+  void dump(const rt::Buffer& src, uint64_t floats, std::string name);
+
+  rt::Context& ctx_;
+  models::BitNetConfig config_;
+  ModelOptions options_;
+  std::unique_ptr<BitNetPipelines> pipelines_;
+  DeviceWeights weights_;
+  std::unique_ptr<Activations> act_;
+  std::unique_ptr<rt::Graph> graph_;
+  std::vector<DumpSlot> dump_slots_;
+  uint64_t dump_floats_ = 0;
+};
+
+}  // namespace bdsl::bitnet

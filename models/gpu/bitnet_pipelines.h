@@ -1,0 +1,38 @@
+// Every pipeline one BitNet token needs, built once for the model's shape and the device.
+#pragma once
+#include "models/bitnet_config.h"
+#include "ops/argmax.h"
+#include "ops/attention_dims.h"
+#include "ops/lm_head.h"
+#include "ops/target.h"
+#include "ops/top_k.h"
+#include "runtime/context.h"
+#include "runtime/pipeline.h"
+
+namespace bdsl::bitnet {
+
+struct BitNetPipelines {
+  BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& config, uint32_t top_k);
+
+  ops::OpTarget target;
+  ops::AttentionDims dims;
+  ops::LmHeadSplit split;
+  ops::ArgmaxPlan argmax_plan;
+  ops::TopKPlan top_k_plan;
+  uint32_t top_k;
+  uint32_t attention_chunks;
+
+  rt::Pipeline embedding;
+  rt::Pipeline qkv;            // attn_norm fused in front
+  rt::Pipeline rope_kv;
+  rt::Pipeline attention;
+  rt::Pipeline attn_output;    // attn_sub_norm fused in front, residual added after
+  rt::Pipeline gate_up;        // ffn_norm fused in front, relu(gate)^2 * up after
+  rt::Pipeline ffn_down;       // ffn_sub_norm fused in front, residual added after
+  rt::Pipeline output_norm;
+  rt::Pipeline lm_head;
+  rt::Pipeline argmax_partial, argmax_final;
+  rt::Pipeline top_k_partial, top_k_merge;
+};
+
+}  // namespace bdsl::bitnet

@@ -1,0 +1,42 @@
+// `bitnet-dsl validate -m MODEL.gguf --golden DIR`: runs the GPU model on the prompt stored in DIR
+// and prints, per tensor and layer, how it compares with the CPU reference; exit 0 only on a pass.
+#include <cstdio>
+
+#include "models/gguf.h"
+#include "models/gpu/golden_check.h"
+#include "tools/command.h"
+
+namespace bdsl::tools {
+namespace {
+
+int run_validate(const Args& args) {
+  std::string model, golden_dir, device;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const bool has_value = i + 1 < args.size();
+    if ((args[i] == "-m" || args[i] == "--model") && has_value) model = args[++i];
+    else if (args[i] == "--golden" && has_value) golden_dir = args[++i];
+    else if (args[i] == "--device" && has_value) device = args[++i];
+    else if (args[i] == "--help") {
+      std::printf("usage: bitnet-dsl validate -m MODEL.gguf --golden DIR [--device N|NAME]\n"
+                  "  DIR is a folder written by `bitnet-dsl make-golden` (e.g. golden/data/tiny)\n");
+      return 0;
+    } else throw UsageError("unknown or incomplete argument '" + args[i] + "' (try --help)");
+  }
+  if (model.empty()) throw UsageError("missing -m MODEL.gguf");
+  if (golden_dir.empty()) throw UsageError("missing --golden DIR");
+  if (!std::filesystem::is_directory(golden_dir)) throw UsageError("golden folder '" + golden_dir + "' does not exist");
+  const auto file = models::GgufFile::open(model);
+  rt::ContextOptions options;
+  options.device = device;
+  rt::Context ctx(options);
+  std::printf("device: %s\nmodel: %s\ngolden: %s\n", ctx.info().summary().c_str(), model.c_str(), golden_dir.c_str());
+  const auto report = bitnet::validate_against_golden(ctx, file, golden_dir);
+  std::printf("%s", bitnet::format_report(report).c_str());
+  return report.pass() ? 0 : 1;
+}
+
+const Command validate("validate", "compare the GPU model layer by layer with golden data (--golden DIR)",
+                       run_validate);
+
+}  // namespace
+}  // namespace bdsl::tools
