@@ -5,7 +5,9 @@
 //   word 0  token   the token id being decoded (decode graph; prefill reads a token-ids buffer)
 //   word 1  pos     decode: the position of that token; prefill: the position of the block's
 //                   first token (token t of the block is at pos + t)
-//   words 2, 3      reserved, zero (the buffer is 16 bytes, one minimal storage-buffer slice)
+//   word 2  zero    always 0: kernels read it as a zero the shader compilers cannot see, to keep
+//                   exact float arithmetic from being rewritten (ops/rope_kv_write.cpp)
+//   word 3          reserved, zero (the buffer is 16 bytes, one minimal storage-buffer slice)
 #pragma once
 #include <cstdint>
 
@@ -14,11 +16,13 @@ namespace bdsl::ops {
 struct StepState {
   uint32_t token = 0;
   uint32_t pos = 0;
-  uint32_t reserved[2] = {0, 0};
+  uint32_t zero = 0;
+  uint32_t reserved = 0;
 };
 static_assert(sizeof(StepState) == 16);
 
 inline constexpr uint32_t kStepToken = 0;  // word index of `token`
 inline constexpr uint32_t kStepPos = 1;    // word index of `pos`
+inline constexpr uint32_t kStepZero = 2;   // word index of `zero`
 
 }  // namespace bdsl::ops
