@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "golden/half_float.h"
 #include "ops/attention_split_kv.h"
 #include "ops/embedding_lookup.h"
 #include "ops/rope_kv_write.h"
@@ -167,6 +168,29 @@ std::map<std::string, std::vector<float>> BitNetModel::dumps() const {
   for (const auto& slot : dump_slots_)
     out[slot.name].assign(all.begin() + int64_t(slot.offset), all.begin() + int64_t(slot.offset + slot.floats));
   return out;
+}
+
+}  // namespace bdsl::bitnet
+
+namespace bdsl::bitnet {
+
+std::vector<std::string> BitNetModel::dump_names() const {
+  std::vector<std::string> names;
+  for (const auto& slot : dump_slots_) names.push_back(slot.name);
+  return names;
+}
+
+std::pair<std::vector<float>, std::vector<float>> BitNetModel::kv_cache(uint32_t l, uint32_t positions) const {
+  const uint64_t words = uint64_t{positions} * pipelines_->dims.kv_words();
+  auto widen = [&](const rt::Buffer& cache) {
+    std::vector<float> out;
+    for (uint32_t w : cache.download<uint32_t>(0, words)) {
+      out.push_back(golden::f16_to_f32(uint16_t(w & 0xffff)));
+      out.push_back(golden::f16_to_f32(uint16_t(w >> 16)));
+    }
+    return out;
+  };
+  return {widen(act_->k_cache.at(l)), widen(act_->v_cache.at(l))};
 }
 
 }  // namespace bdsl::bitnet

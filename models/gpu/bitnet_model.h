@@ -44,6 +44,9 @@ class BitNetModel {
   std::vector<float> logits() const;  // of the last step
   // The intermediates of the last step by llama.cpp's names (inp_embd, Qcur-N, ...), with dump.
   std::map<std::string, std::vector<float>> dumps() const;
+  std::vector<std::string> dump_names() const;  // in graph order
+  // Layer `l`'s cached K and V at positions 0..positions-1, widened from F16: [positions, kv_dim].
+  std::pair<std::vector<float>, std::vector<float>> kv_cache(uint32_t l, uint32_t positions) const;
 
   const models::BitNetConfig& config() const { return config_; }
   const BitNetPipelines& pipelines() const { return *pipelines_; }

@@ -37,18 +37,25 @@ ValidationReport validate_against_golden(rt::Context& ctx, const models::GgufFil
 
   // Run the prompt one token at a time; each dump is one row of a [tokens, features] tensor.
   std::map<std::string, std::vector<float>> rows;
-  std::vector<std::string> order;
   StepOutput last;
   for (size_t t = 0; t < prompt.data.size(); ++t) {
     last = model.step(prompt.data[t], uint32_t(t));
     for (auto& [name, values] : model.dumps()) {
-      if (!rows.count(name)) order.push_back(name);
       auto& r = rows[name];
       r.insert(r.end(), values.begin(), values.end());
     }
   }
+  // K (after RoPE) and V as the cache holds them, F16: within the tolerance of the f32 reference.
+  std::vector<std::string> order = model.dump_names();
+  const auto positions = uint32_t(prompt.data.size());
+  for (uint32_t l = 0; l < config.n_layers; ++l) {
+    auto [k, v] = model.kv_cache(l, positions);
+    rows[fmt::format("Kcur-{}", l)] = std::move(k);
+    rows[fmt::format("Vcur-{}", l)] = std::move(v);
+    order.push_back(fmt::format("Kcur-{}", l));
+    order.push_back(fmt::format("Vcur-{}", l));
+  }
   ValidationReport report;
-  std::sort(order.begin(), order.end(), [&](const std::string& a, const std::string& b) { return a < b; });
   for (const auto& name : order) {
     const auto path = dir / (name + ".npy");
     if (!std::filesystem::exists(path)) continue;

@@ -1,0 +1,78 @@
+#include "models/gpu/generator.h"
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+
+namespace bdsl::bitnet {
+
+const char* to_string(StopReason r) {
+  switch (r) {
+    case StopReason::Limit: return "token limit";
+    case StopReason::EndOfGeneration: return "end of generation";
+    case StopReason::ContextFull: return "context full";
+    case StopReason::Callback: return "stopped";
+  }
+  return "?";
+}
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+GenerationResult Generator::generate(std::span<const int32_t> prompt, const GenerateOptions& options,
+                                     const std::function<bool(int32_t)>& on_token) {
+  const uint32_t context = model_.config().context_length;
+  if (prompt.empty()) throw std::invalid_argument("empty prompt: nothing to continue");
+  if (pos_ + prompt.size() > context)
+    throw std::length_error("the prompt (" + std::to_string(prompt.size()) + " tokens after " + std::to_string(pos_) +
+                            " in the cache) does not fit the context of " + std::to_string(context) + " tokens");
+  GenerationResult result;
+  result.prompt_tokens = uint32_t(prompt.size());
+  models::Sampler sampler(options.sampling);
+
+  auto t0 = std::chrono::steady_clock::now();
+  StepOutput out;
+  for (uint32_t i = 0; i < prompt.size(); ++i) {
+    out = model_.step(prompt[i], pos_++);
+    if (options.keep_logits) result.logits.push_back(model_.logits());
+    if (options.after_prompt_token) options.after_prompt_token(i);
+  }
+  result.prompt_seconds = seconds_since(t0);
+
+  t0 = std::chrono::steady_clock::now();
+  while (true) {
+    if (result.tokens.size() >= options.max_new_tokens) {
+      result.reason = StopReason::Limit;
+      break;
+    }
+    const int32_t next = options.sampling.temperature == 0.0f
+                             ? out.argmax
+                             : sampler.sample(out.top_ids, out.top_logits);
+    result.tokens.push_back(next);
+    if (on_token && !on_token(next)) {
+      result.reason = StopReason::Callback;
+      break;
+    }
+    if (options.is_end && options.is_end(next)) {
+      result.reason = StopReason::EndOfGeneration;
+      break;
+    }
+    if (result.tokens.size() >= options.max_new_tokens) {
+      result.reason = StopReason::Limit;
+      break;
+    }
+    if (pos_ >= context) {
+      result.reason = StopReason::ContextFull;
+      break;
+    }
+    out = model_.step(next, pos_++);
+    if (options.keep_logits) result.logits.push_back(model_.logits());
+  }
+  result.generate_seconds = seconds_since(t0);
+  return result;
+}
+
+}  // namespace bdsl::bitnet

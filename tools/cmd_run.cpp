@@ -1,0 +1,159 @@
+// `bitnet-dsl run`: text (or token ids) in, a streamed continuation out, speed figures on stderr.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <random>
+
+#include "golden/npy.h"
+#include "models/chat_template.h"
+#include "models/gguf.h"
+#include "models/gpu/generator.h"
+#include "models/token_stream.h"
+#include "models/tokenizer.h"
+#include "tools/command.h"
+#include "tools/run_options.h"
+
+namespace bdsl::tools {
+namespace {
+
+constexpr const char* kWhereToGetTheModel =
+    "no model given: pass -m MODEL.gguf (Microsoft's BitNet b1.58 2B-4T is ggml-model-i2_s.gguf in the Hugging "
+    "Face repository microsoft/bitnet-b1.58-2B-4T-gguf; `bitnet-dsl make-model tiny.gguf` makes a synthetic one)";
+
+void progress_bar(uint64_t done, uint64_t total) {
+  if (!isatty(STDERR_FILENO)) return;
+  std::fprintf(stderr, "\rloading weights: %3d%% (%llu / %llu MiB)", int(100 * done / std::max<uint64_t>(total, 1)),
+               (unsigned long long)(done >> 20), (unsigned long long)(total >> 20));
+  if (done == total) std::fprintf(stderr, "\n");
+}
+
+void print_speed(const bitnet::GenerationResult& r) {
+  std::fprintf(stderr, "\nprompt: %u tokens in %.3f s (%.1f tokens/s) | generation: %zu tokens in %.3f s (%.1f tokens/s) | %s\n",
+               r.prompt_tokens, r.prompt_seconds, r.prompt_tokens / std::max(r.prompt_seconds, 1e-9), r.tokens.size(),
+               r.generate_seconds, r.tokens.size() / std::max(r.generate_seconds, 1e-9), bitnet::to_string(r.reason));
+}
+
+void write_logits(const std::string& path, const std::vector<std::vector<float>>& rows) {
+  std::vector<float> all;
+  for (const auto& r : rows) all.insert(all.end(), r.begin(), r.end());
+  const uint64_t cols = rows.empty() ? 0 : rows[0].size();
+  golden::write_npy(path, std::span<const float>(all), {rows.size(), cols});
+}
+
+int chat_loop(bitnet::BitNetModel& model, const models::Tokenizer& tok, bitnet::GenerateOptions gen) {
+  bitnet::Generator generator(model);
+  std::vector<models::ChatMessage> history;
+  std::vector<int32_t> in_cache;  // the tokens the KV cache holds, in order
+  std::string line;
+  std::fprintf(stderr, "interactive chat: an empty line or end of input quits\n");
+  while (std::fprintf(stderr, "> "), std::getline(std::cin, line) && !line.empty()) {
+    history.push_back({"user", line});
+    const auto ids = tok.encode(models::apply_chat_template(history, true), false);
+    std::vector<int32_t> fresh(ids.begin() + int64_t(std::min(in_cache.size(), ids.size())), ids.end());
+    models::TokenStreamDecoder stream(tok);
+    std::string reply;
+    const auto r = generator.generate(fresh, gen, [&](int32_t id) {
+      if (tok.is_end_of_generation(id)) return true;
+      const std::string text = stream.push(id);
+      reply += text;
+      std::fputs(text.c_str(), stdout);
+      std::fflush(stdout);
+      return true;
+    });
+    in_cache.insert(in_cache.end(), fresh.begin(), fresh.end());
+    in_cache.insert(in_cache.end(), r.tokens.begin(), r.tokens.end());
+    history.push_back({"assistant", reply});
+    print_speed(r);
+    if (r.reason == bitnet::StopReason::ContextFull) {
+      std::fprintf(stderr, "the context is full (%u tokens): ending the chat\n", model.config().context_length);
+      break;
+    }
+  }
+  return 0;
+}
+
+int run_run(const Args& args) {
+  RunOptions o = parse_run_options(args);
+  if (o.help) {
+    std::fputs(kRunUsage, stdout);
+    return 0;
+  }
+  if (o.list_devices) {
+    for (const auto& d : rt::Context::list_devices()) std::printf("%s\n", d.summary().c_str());
+    return 0;
+  }
+  if (o.model.empty()) throw UsageError(kWhereToGetTheModel);
+  if (!std::filesystem::exists(o.model)) throw UsageError("model file '" + o.model + "' does not exist");
+  if (!o.interactive && o.prompt.empty() && !o.has_prompt_ids) throw UsageError("nothing to continue: give -p TEXT or --prompt-ids");
+  const auto file = models::GgufFile::open(o.model);
+  const auto config = models::BitNetConfig::from_gguf(file);
+  const bool need_text = !o.has_prompt_ids || !o.print_ids || o.interactive;
+  std::optional<models::Tokenizer> tok;
+  if (need_text) tok.emplace(models::Tokenizer::from_gguf(file));
+
+  if (!o.seed_given) o.sampling.seed = std::random_device{}();
+  if (o.sampling.temperature > 0 && !o.seed_given) std::fprintf(stderr, "seed: %llu\n", (unsigned long long)o.sampling.seed);
+  rt::ContextOptions copts;
+  copts.device = o.device;
+  rt::Context ctx(copts);
+  std::fprintf(stderr, "device: %s\n", ctx.info().summary().c_str());
+  bitnet::ModelOptions mopts;
+  mopts.top_k = o.sampling.top_k == 0 ? 128 : o.sampling.top_k;
+  mopts.dump = !o.dump_layers.empty();
+  bitnet::BitNetModel model(ctx, file, config, mopts, progress_bar);
+
+  bitnet::GenerateOptions gen;
+  gen.max_new_tokens = o.n_predict;
+  gen.sampling = o.sampling;
+  if (tok) gen.is_end = [&](int32_t id) { return tok->is_end_of_generation(id); };
+  if (o.interactive) return chat_loop(model, *tok, gen);
+
+  std::vector<int32_t> prompt = o.prompt_ids;
+  if (!o.has_prompt_ids)
+    prompt = tok->encode(o.chat ? models::apply_chat_template({{"user", o.prompt}}, true) : o.prompt, true);
+  for (int32_t id : prompt)
+    if (uint32_t(id) >= config.vocab_size)
+      throw UsageError("--prompt-ids: token id " + std::to_string(id) + " is outside the vocabulary of " +
+                       std::to_string(config.vocab_size));
+  gen.keep_logits = !o.dump_logits.empty();
+  std::map<std::string, std::vector<float>> layers;
+  if (mopts.dump)
+    gen.after_prompt_token = [&](uint32_t) {
+      for (auto& [name, v] : model.dumps()) layers[name].insert(layers[name].end(), v.begin(), v.end());
+    };
+
+  bitnet::Generator generator(model);
+  std::optional<models::TokenStreamDecoder> stream;
+  if (tok && !o.print_ids) stream.emplace(*tok);
+  const auto result = generator.generate(prompt, gen, [&](int32_t id) {
+    if (stream) {
+      std::fputs(stream->push(id).c_str(), stdout);
+      std::fflush(stdout);
+    }
+    return true;
+  });
+  if (stream) std::fputs(stream->flush().c_str(), stdout);
+  if (o.print_ids) {
+    for (size_t i = 0; i < result.tokens.size(); ++i) std::printf("%s%d", i ? "," : "", result.tokens[i]);
+    std::printf("\n");
+  }
+  print_speed(result);
+  if (result.reason == bitnet::StopReason::ContextFull)
+    std::fprintf(stderr, "stopped: the context of %u tokens is full\n", config.context_length);
+  if (!o.dump_logits.empty()) write_logits(o.dump_logits, result.logits);
+  if (!o.dump_layers.empty()) {
+    std::filesystem::create_directories(o.dump_layers);
+    for (const auto& [name, v] : layers)
+      golden::write_npy(std::filesystem::path(o.dump_layers) / (name + ".npy"), std::span<const float>(v),
+                        {prompt.size(), v.size() / prompt.size()});
+  }
+  return 0;
+}
+
+const Command run("run", "generate text with a BitNet GGUF model on the GPU (-m MODEL -p TEXT)", run_run);
+
+}  // namespace
+}  // namespace bdsl::tools

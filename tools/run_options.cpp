@@ -1,0 +1,85 @@
+#include "tools/run_options.h"
+
+#include <charconv>
+#include <cmath>
+
+namespace bdsl::tools {
+
+const char* const kRunUsage =
+    "usage: bitnet-dsl run -m MODEL.gguf [-p TEXT | --prompt-ids 1,2,3] [options]\n"
+    "  -n N              tokens to generate (default 128)\n"
+    "  --temp T          temperature; 0 is greedy (default 0.8)\n"
+    "  --top-k K         sample among the K most likely tokens, 1..128, 0 = all 128 candidates (default 40)\n"
+    "  --top-p P         nucleus sampling mass in (0, 1] (default 0.95)\n"
+    "  --seed S          sampling seed: the same seed gives the same text (default: random)\n"
+    "  --chat            wrap the prompt in the chat template the model was trained on\n"
+    "  -i                interactive chat\n"
+    "  --ids             print the generated token ids as one comma-separated line\n"
+    "  --dump-logits F   write the logits of every prompt position and step to F (.npy)\n"
+    "  --dump-layers DIR write every intermediate of the prompt pass as DIR/<name>.npy\n"
+    "  --device N|NAME   the Vulkan device (see --list-devices)\n"
+    "  --list-devices    list the Vulkan devices and exit\n";
+
+namespace {
+
+template <class T>
+T number(const std::string& flag, const std::string& text) {
+  T value{};
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end) throw UsageError(flag + " expects a number, got '" + text + "'");
+  return value;
+}
+
+std::vector<int32_t> id_list(const std::string& text) {
+  std::vector<int32_t> ids;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const int32_t id = number<int32_t>("--prompt-ids", text.substr(start, comma - start));
+    if (id < 0) throw UsageError("--prompt-ids: negative token id " + std::to_string(id));
+    ids.push_back(id);
+    start = comma + 1;
+  }
+  return ids;
+}
+
+}  // namespace
+
+RunOptions parse_run_options(const Args& args) {
+  RunOptions o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> const std::string& {
+      if (i + 1 >= args.size()) throw UsageError(a + " needs a value");
+      return args[++i];
+    };
+    if (a == "-m" || a == "--model") o.model = value();
+    else if (a == "-p" || a == "--prompt") o.prompt = value();
+    else if (a == "--prompt-ids") o.prompt_ids = id_list(value()), o.has_prompt_ids = true;
+    else if (a == "-n" || a == "--n-predict") o.n_predict = number<uint32_t>(a, value());
+    else if (a == "--temp") o.sampling.temperature = number<float>(a, value());
+    else if (a == "--top-k") o.sampling.top_k = number<uint32_t>(a, value());
+    else if (a == "--top-p") o.sampling.top_p = number<float>(a, value());
+    else if (a == "--seed") o.sampling.seed = number<uint64_t>(a, value()), o.seed_given = true;
+    else if (a == "--chat") o.chat = true;
+    else if (a == "-i" || a == "--interactive") o.interactive = true;
+    else if (a == "--ids") o.print_ids = true;
+    else if (a == "--dump-logits") o.dump_logits = value();
+    else if (a == "--dump-layers") o.dump_layers = value();
+    else if (a == "--device") o.device = value();
+    else if (a == "--list-devices") o.list_devices = true;
+    else if (a == "-h" || a == "--help") o.help = true;
+    else throw UsageError("unknown flag '" + a + "' (try --help)");
+  }
+  if (!(o.sampling.temperature >= 0) || !std::isfinite(o.sampling.temperature))
+    throw UsageError("--temp must be >= 0");
+  if (o.sampling.top_k > 128) throw UsageError("--top-k must be at most 128, got " + std::to_string(o.sampling.top_k));
+  if (!(o.sampling.top_p > 0 && o.sampling.top_p <= 1)) throw UsageError("--top-p must be in (0, 1]");
+  if (o.has_prompt_ids && !o.prompt.empty()) throw UsageError("give either -p or --prompt-ids, not both");
+  if (o.interactive && (o.has_prompt_ids || !o.dump_layers.empty() || !o.dump_logits.empty()))
+    throw UsageError("-i takes no --prompt-ids, --dump-logits or --dump-layers");
+  return o;
+}
+
+}  // namespace bdsl::tools

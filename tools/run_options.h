@@ -1,0 +1,34 @@
+// The flags of `bitnet-dsl run`, parsed and checked: every mistake is a UsageError naming the flag.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/sampler.h"
+#include "tools/command.h"
+
+namespace bdsl::tools {
+
+struct RunOptions {
+  std::string model;
+  std::string prompt;
+  std::vector<int32_t> prompt_ids;
+  bool has_prompt_ids = false;
+  uint32_t n_predict = 128;
+  models::SamplerOptions sampling{0.8f, 40, 0.95f, 0};
+  bool seed_given = false;
+  bool print_ids = false;
+  bool chat = false;
+  bool interactive = false;
+  std::string device;
+  bool list_devices = false;
+  std::string dump_logits;
+  std::string dump_layers;
+  bool help = false;
+};
+
+RunOptions parse_run_options(const Args& args);
+extern const char* const kRunUsage;
+
+}  // namespace bdsl::tools
