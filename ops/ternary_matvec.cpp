@@ -8,20 +8,20 @@
 
 #include "ops/matrix_support.h"
 #include "ops/quantize_activations.h"
+#include "ops/ternary_projection.h"
 
 namespace bdsl::ops {
 using namespace bdsl::dsl;
 
+uint32_t ternary_matvec_workgroup(const OpTarget& target) { return subgroup_multiple_workgroup(target, 256); }
+
 namespace {
 
-enum class Combine { Separate, Relu2Product };
+using Combine = detail::ProjectionCombine;
+using Tensor = detail::ProjectionTensor;
 
-struct Tensor {
-  std::string name;
-  uint32_t rows;
-};
-
-using QuadLoader = std::function<Expr<uvec4>(Expr<u32>)>;
+// q's uvec4 i of token t.
+using QuadLoader = std::function<Expr<uvec4>(Expr<u32>, Expr<u32>)>;
 
 Expr<i32> tree_sum(std::vector<Expr<i32>> v) {
   while (v.size() > 1) {
@@ -43,29 +43,48 @@ Expr<i32> code_dot(const Expr<u32>& w, uint32_t shift, const Expr<u32>& q_word, 
   return tree_sum(terms);
 }
 
-// The subgroup's sum(code * q) over one row of each tensor (all with `chunks` uvec4 per row);
-// row_base[t] is the uvec4 index where tensor t's row starts. Every lane gets the sums.
-std::vector<Expr<i32>> emit_row_dots(KernelBuilder& k, const std::vector<Buffer<uvec4>>& w,
-                                     const std::vector<Expr<u32>>& row_base, uint32_t chunks,
-                                     const QuadLoader& q, bool packed) {
-  std::vector<Var<i32>> acc;
-  for (size_t t = 0; t < w.size(); ++t) acc.push_back(k.var<i32>("dot" + std::to_string(t), 0));
+struct TokenSlot {
+  Expr<u32> token;
+  std::optional<Expr<boolean>> valid;  // empty: always (decode)
+};
+
+// The subgroup's sum(code * q) over one row of each tensor (all with `chunks` uvec4 per row) for
+// each token: result[t][s]. row_base[t] is the uvec4 index where tensor t's row starts. Each
+// weight uvec4 is loaded once and used for every token. Every lane gets the sums.
+std::vector<std::vector<Expr<i32>>> emit_row_dots(KernelBuilder& k, const std::vector<Buffer<uvec4>>& w,
+                                                  const std::vector<Expr<u32>>& row_base, uint32_t chunks,
+                                                  const std::vector<TokenSlot>& tokens, const QuadLoader& q,
+                                                  bool packed) {
+  std::vector<std::vector<Var<i32>>> acc(w.size());
+  for (size_t t = 0; t < w.size(); ++t)
+    for (size_t s = 0; s < tokens.size(); ++s)
+      acc[t].push_back(k.var<i32>("dot" + std::to_string(t) + "_" + std::to_string(s), 0));
   for_range(k.subgroup_invocation(), chunks, k.subgroup_size(), [&](Expr<u32> c) {
     // uvec4 c is words 4h..4h+3 of block c/2 (h = c % 2); its shift-j codes pair with the q
     // words 32 * block + 8j + 4h .., the uvec4 8 * block + 2j + h of q.
     auto q_at = let("q_at", ((c >> 1u) << 3u) + (c & 1u));
-    std::vector<Expr<uvec4>> qv;
-    for (uint32_t j = 0; j < 4; ++j) qv.push_back(let("qv" + std::to_string(j), q(q_at + 2u * j)));
-    for (size_t t = 0; t < w.size(); ++t) {
-      auto wv = let("wv" + std::to_string(t), Expr<uvec4>(w[t][row_base[t] + c]));
-      std::vector<Expr<i32>> terms;
-      for (uint32_t j = 0; j < 4; ++j)
-        for (uint32_t m = 0; m < 4; ++m) terms.push_back(code_dot(wv.lane(m), 6 - 2 * j, qv[j].lane(m), packed));
-      acc[t] += tree_sum(terms);
+    std::vector<Expr<uvec4>> wv;
+    for (size_t t = 0; t < w.size(); ++t) wv.push_back(let("wv" + std::to_string(t), Expr<uvec4>(w[t][row_base[t] + c])));
+    for (size_t s = 0; s < tokens.size(); ++s) {
+      auto body = [&] {
+        std::vector<Expr<uvec4>> qv;
+        for (uint32_t j = 0; j < 4; ++j) qv.push_back(let("qv" + std::to_string(j), q(tokens[s].token, q_at + 2u * j)));
+        for (size_t t = 0; t < w.size(); ++t) {
+          std::vector<Expr<i32>> terms;
+          for (uint32_t j = 0; j < 4; ++j)
+            for (uint32_t m = 0; m < 4; ++m) terms.push_back(code_dot(wv[t].lane(m), 6 - 2 * j, qv[j].lane(m), packed));
+          acc[t][s] += tree_sum(terms);
+        }
+      };
+      if (tokens[s].valid)
+        if_(*tokens[s].valid, body);
+      else
+        body();
     }
   }, "chunk");
-  std::vector<Expr<i32>> sums;
-  for (auto& a : acc) sums.push_back(subgroup_add(Expr<i32>(a)));
+  std::vector<std::vector<Expr<i32>>> sums(w.size());
+  for (size_t t = 0; t < w.size(); ++t)
+    for (auto& a : acc[t]) sums[t].push_back(subgroup_add(Expr<i32>(a)));
   return sums;
 }
 
@@ -85,21 +104,26 @@ void check_shapes(const std::string& what, const std::vector<Tensor>& tensors, u
   }
 }
 
-Kernel build_matvec(const OpTarget& target, const std::string& what, const std::vector<Tensor>& tensors,
-                    uint32_t cols, Combine combine, const MatvecOptions& o) {
+}  // namespace
+
+Kernel detail::build_ternary_projection(const OpTarget& target, const std::string& what,
+                                        const std::vector<Tensor>& tensors, uint32_t cols, Combine combine,
+                                        const MatvecOptions& o, uint32_t tokens_per_wg) {
   check_shapes(what, tensors, cols);
   const bool packed = o.dot == DotProduct::Auto ? target.int_dot_product : o.dot == DotProduct::Packed;
   const bool norm = o.input == MatvecInput::NormalizeInWorkgroup;
+  const bool batched = tokens_per_wg > 0;
   const uint32_t wg = ternary_matvec_workgroup(target);
   const uint32_t rows_per_wg = rows_per_workgroup(target, wg);
   const uint32_t chunks = cols / 64;
+  if (norm && batched) throw std::invalid_argument(what + ": the in-workgroup norm is for one token");
   if (norm && cols + 3 * wg * 4 > target.max_shared_bytes)
     throw std::invalid_argument(what + ": " + std::to_string(cols) + " int8 activations and the reduction scratch do not fit in " +
                                 std::to_string(target.max_shared_bytes) + " bytes of shared memory");
 
   std::string name = what + (packed ? "_sdot" : "_int") + (norm ? "_normed" : "") +
                      (o.add_residual ? "_residual" : "") + (o.write_accumulators ? "_acc" : "") +
-                     shape_suffix(tensors, cols);
+                     (batched ? "_t" + std::to_string(tokens_per_wg) : "") + shape_suffix(tensors, cols);
   KernelBuilder k(name, {wg, 1, 1});
   std::vector<Buffer<uvec4>> w;
   for (const Tensor& t : tensors)
@@ -125,10 +149,13 @@ Kernel build_matvec(const OpTarget& target, const std::string& what, const std::
     for (const Tensor& t : tensors) accs.push_back(k.buffer<i32>("acc_" + t.name, Access::Write));
   std::optional<Expr<f32>> eps;
   if (norm) eps = k.push<f32>("eps");
+  std::optional<Expr<u32>> token_count;
+  if (batched) token_count = k.push<u32>("tokens");
 
-  // The activations: scale s, sum(q) and a loader of q's uvec4.
-  std::optional<Expr<f32>> s;
-  std::optional<Expr<i32>> q_sum;
+  // The tokens of this workgroup, their activation scales s, sums of q and a loader of q.
+  std::vector<TokenSlot> slots;
+  std::vector<Expr<f32>> s;
+  std::vector<Expr<i32>> q_sum;
   QuadLoader q;
   if (norm) {
     auto words = k.shared<u32>("q_words", cols / 4);
@@ -140,16 +167,29 @@ Kernel build_matvec(const OpTarget& target, const std::string& what, const std::
     body.eps = eps;
     body.store_q = [&](Expr<u32> word, Expr<u32> v) { words[word] = v; };
     const QuantizedTotals totals = emit_quantize_activations(k, body);  // ends with a barrier
-    s = totals.scale;
-    q_sum = totals.sum;
-    q = [words](Expr<u32> i) {
+    slots.push_back({constant<u32>(0u), std::nullopt});
+    s.push_back(totals.scale);
+    q_sum.push_back(totals.sum);
+    q = [words](Expr<u32>, Expr<u32> i) {
       auto b = i * 4u;
       return make_vec<u32>(words[b], words[b + 1u], words[b + 2u], words[b + 3u]);
     };
   } else {
-    s = let("act_scale", bitcast<f32>(Expr<u32>((*x_act)[0u])));
-    q_sum = let("q_sum", bitcast<i32>(Expr<u32>((*x_act)[1u])));
-    q = [&](Expr<u32> i) { return Expr<uvec4>((*x_q)[i]); };
+    const uint32_t tokens_here = batched ? tokens_per_wg : 1;
+    for (uint32_t i = 0; i < tokens_here; ++i) {
+      const std::string n = std::to_string(i);
+      if (!batched) {
+        slots.push_back({constant<u32>(0u), std::nullopt});
+      } else {
+        auto token = let("token" + n, k.workgroup_id().y() * tokens_per_wg + i);
+        slots.push_back({token, token < *token_count});
+      }
+      // A token past the end reads the last token's scale (never used): no read out of range.
+      auto readable = batched ? let("act_token" + n, min(slots.back().token, *token_count - 1u)) : constant<u32>(0u);
+      s.push_back(let("act_scale" + n, bitcast<f32>(Expr<u32>((*x_act)[readable * 2u]))));
+      q_sum.push_back(let("q_sum" + n, bitcast<i32>(Expr<u32>((*x_act)[readable * 2u + 1u]))));
+    }
+    q = [&](Expr<u32> token, Expr<u32> i) { return Expr<uvec4>((*x_q)[token * (cols / 16) + i]); };
   }
   std::vector<Expr<f32>> scales;
   for (size_t t = 0; t < tensors.size(); ++t)
@@ -158,43 +198,60 @@ Kernel build_matvec(const OpTarget& target, const std::string& what, const std::
 
   std::vector<uint32_t> offsets{0};
   for (const Tensor& t : tensors) offsets.push_back(offsets.back() + t.rows);
-  const uint32_t total = offsets.back();
+  // Gate and up share their rows: a row of the grid is one row of both.
+  const uint32_t total = combine == Combine::Relu2Product ? tensors[0].rows : offsets.back();
   auto first = let("first_row", k.workgroup_id().x() * rows_per_wg);
   auto end = let("end_row", min(first + rows_per_wg, total));
   auto lane0 = k.subgroup_invocation() == 0u;
-  auto project = [&](Expr<i32> dot, size_t t) { return cast<f32>(dot - *q_sum) / *s * scales[t]; };
-  auto store = [&](const Buffer<f32>& out, Expr<u32> r, Expr<f32> v) {
+  auto project = [&](Expr<i32> dot, size_t t, size_t slot) {
+    return cast<f32>(dot - q_sum[slot]) / s[slot] * scales[t];
+  };
+  auto store = [&](const Buffer<f32>& out, Expr<u32> i, Expr<f32> v) {
     if (o.add_residual)
-      out[r] = out[r] + v;
+      out[i] = out[i] + v;
     else
-      out[r] = v;
+      out[i] = v;
+  };
+  // Writes of token slot `slot` happen in lane 0 and only for tokens that exist.
+  auto write_guard = [&](size_t slot, const std::function<void()>& body) {
+    if_(slots[slot].valid ? lane0 && *slots[slot].valid : lane0, body);
+  };
+  // Outputs are token-major: token t's vector of `rows` values starts at t * rows.
+  auto out_index = [&](size_t slot, Expr<u32> local, uint32_t rows) {
+    return batched ? slots[slot].token * rows + local : local;
   };
 
   for_range(first + k.subgroup_id(), end, k.num_subgroups(), [&](Expr<u32> row) {
     if (combine == Combine::Relu2Product) {
       auto base = let("row_base", row * chunks);
-      auto dots = emit_row_dots(k, w, {base, base}, chunks, q, packed);
-      auto gate = let("gate", project(dots[0], 0));
-      auto up = let("up", project(dots[1], 1));
-      auto g = let("gate_relu", max(gate, 0.0f));
-      if_(lane0, [&] {
-        store(y[0], row, g * g * up);  // as golden::relu2_gate: (g * g) * up
-        if (o.write_accumulators) {
-          accs[0][row] = dots[0] - *q_sum;
-          accs[1][row] = dots[1] - *q_sum;
-        }
-      });
+      auto dots = emit_row_dots(k, w, {base, base}, chunks, slots, q, packed);
+      for (size_t i = 0; i < slots.size(); ++i) {
+        auto gate = let("gate", project(dots[0][i], 0, i));
+        auto up = let("up", project(dots[1][i], 1, i));
+        auto g = let("gate_relu", max(gate, 0.0f));
+        write_guard(i, [&] {
+          auto at = out_index(i, row, tensors[0].rows);
+          store(y[0], at, g * g * up);  // as golden::relu2_gate: (g * g) * up
+          if (o.write_accumulators) {
+            accs[0][at] = dots[0][i] - q_sum[i];
+            accs[1][at] = dots[1][i] - q_sum[i];
+          }
+        });
+      }
       return;
     }
     std::function<void(size_t)> segment = [&](size_t t) {
       auto body = [&] {
         auto local = t == 0 ? row : let("local_row", row - offsets[t]);
-        auto dots = emit_row_dots(k, {w[t]}, {let("row_base", local * chunks)}, chunks, q, packed);
-        auto v = let("proj", project(dots[0], t));
-        if_(lane0, [&] {
-          store(y[y.size() == 1 ? 0 : t], local, v);
-          if (o.write_accumulators) accs[t][local] = dots[0] - *q_sum;
-        });
+        auto dots = emit_row_dots(k, {w[t]}, {let("row_base", local * chunks)}, chunks, slots, q, packed);
+        for (size_t i = 0; i < slots.size(); ++i) {
+          auto v = let("proj", project(dots[0][i], t, i));
+          write_guard(i, [&] {
+            auto at = out_index(i, local, tensors[t].rows);
+            store(y[y.size() == 1 ? 0 : t], at, v);
+            if (o.write_accumulators) accs[t][at] = dots[0][i] - q_sum[i];
+          });
+        }
       };
       if (t + 1 == tensors.size())
         body();
@@ -206,28 +263,25 @@ Kernel build_matvec(const OpTarget& target, const std::string& what, const std::
   return k.build();
 }
 
-}  // namespace
-
-uint32_t ternary_matvec_workgroup(const OpTarget& target) { return subgroup_multiple_workgroup(target, 256); }
 
 uint32_t ternary_matvec_workgroups(const OpTarget& target, uint32_t total_rows) {
   return ceil_div(total_rows, rows_per_workgroup(target, ternary_matvec_workgroup(target)));
 }
 
 Kernel ternary_matvec(const OpTarget& target, uint32_t rows, uint32_t cols, MatvecOptions options) {
-  return build_matvec(target, "ternary_matvec", {{"w", rows}}, cols, Combine::Separate, options);
+  return detail::build_ternary_projection(target, "ternary_matvec", {{"w", rows}}, cols, Combine::Separate, options, 0);
 }
 
 Kernel ternary_matvec_qkv(const OpTarget& target, uint32_t q_rows, uint32_t k_rows, uint32_t v_rows, uint32_t cols,
                           MatvecOptions options) {
   if (options.add_residual) throw std::invalid_argument("ternary_matvec_qkv: no residual for Q, K and V");
-  return build_matvec(target, "ternary_matvec_qkv", {{"q", q_rows}, {"k", k_rows}, {"v", v_rows}}, cols,
-                      Combine::Separate, options);
+  return detail::build_ternary_projection(target, "ternary_matvec_qkv", {{"q", q_rows}, {"k", k_rows}, {"v", v_rows}},
+                                          cols, Combine::Separate, options, 0);
 }
 
 Kernel ternary_matvec_relu2_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols, MatvecOptions options) {
-  return build_matvec(target, "ternary_matvec_relu2_gate_up", {{"gate", rows}, {"up", rows}}, cols,
-                      Combine::Relu2Product, options);
+  return detail::build_ternary_projection(target, "ternary_matvec_relu2_gate_up", {{"gate", rows}, {"up", rows}}, cols,
+                                          Combine::Relu2Product, options, 0);
 }
 
 }  // namespace bdsl::ops

@@ -32,6 +32,13 @@ class OpsMatrix : public DeviceTest {
     g.dispatch(p, bindings, push, rt::Grid{groups, 1, 1});
     g.submit_and_wait();
   }
+  void run2d(const dsl::Kernel& k, std::vector<rt::BufferSlice> bindings, uint32_t gx, uint32_t gy,
+             rt::PushConstants push = {}) {
+    rt::Pipeline p = pipeline(k);
+    rt::Graph g(ctx());
+    g.dispatch(p, bindings, push, rt::Grid{gx, gy, 1});
+    g.submit_and_wait();
+  }
   rt::Buffer output(uint64_t bytes, const char* name) { return rt::Buffer(ctx(), std::max<uint64_t>(bytes, 4), {false, name}); }
 };
 

@@ -127,7 +127,9 @@ TEST_P(TernaryMatvec, FusedRelu2GateUp) {
     const QuantizedX qx = quantize_cpu(random_floats(c.cols, 7));
     rt::Buffer g = buffer_of(wg.bytes, "w_gate"), u = buffer_of(wu.bytes, "w_up");
     rt::Buffer qb = buffer_of(qx.words(), "x_q"), ab = buffer_of(qx.act(), "x_act");
-    rt::Buffer y = output(c.rows * 4, "y"), ag = output(c.rows * 4, "acc_gate"), au = output(c.rows * 4, "acc_up");
+    // y has a guard band after its rows: the grid covers `rows` rows, not gate's plus up's.
+    rt::Buffer y = buffer_of(std::vector<float>(c.rows + 512, 12345.0f), "y");
+    rt::Buffer ag = output(c.rows * 4, "acc_gate"), au = output(c.rows * 4, "acc_up");
     run(ops::ternary_matvec_relu2_gate_up(target(), c.rows, c.cols, options()), {g, u, qb, ab, y, ag, au},
         ops::ternary_matvec_workgroups(target(), c.rows));
     const auto got = y.download<float>();
@@ -142,6 +144,7 @@ TEST_P(TernaryMatvec, FusedRelu2GateUp) {
     }
     golden::relu2_gate(gate, up, want);
     for (size_t r = 0; r < c.rows; ++r) ASSERT_NEAR(got[r], want[r], 1e-6f * std::fabs(want[r])) << r;
+    for (size_t r = c.rows; r < got.size(); ++r) ASSERT_EQ(got[r], 12345.0f) << "written past the rows at " << r;
   }
 }
 

@@ -1,0 +1,146 @@
+// ternary_matmul (prefill: a block of tokens) against golden::ternary_dot / golden::bitlinear per
+// token, both dot-product variants forced, token counts that do not divide the token tile.
+#include "ops/ternary_matmul.h"
+
+#include "matrix_test.h"
+#include "ops/quantize_activations.h"
+
+namespace bdsl::test {
+namespace {
+
+using ops::DotProduct;
+
+// As in ternary_matvec_test: exact accumulator, then one conversion, one division, one multiply.
+constexpr double kProjectionUlps = 3.0;
+
+struct Tokens {
+  std::vector<QuantizedX> q;
+  std::vector<uint32_t> words, act;
+};
+Tokens quantize_tokens(uint32_t tokens, uint32_t cols, uint32_t seed) {
+  Tokens t;
+  for (uint32_t i = 0; i < tokens; ++i) {
+    t.q.push_back(quantize_cpu(random_floats(cols, seed + i, 1.0f + float(i))));
+    const auto w = t.q.back().words(), a = t.q.back().act();
+    t.words.insert(t.words.end(), w.begin(), w.end());
+    t.act.insert(t.act.end(), a.begin(), a.end());
+  }
+  return t;
+}
+
+class TernaryMatmul : public OpsMatrix, public ::testing::WithParamInterface<DotProduct> {
+ protected:
+  ops::MatmulOptions options(bool residual = false) {
+    ops::MatmulOptions o;
+    o.projection.dot = GetParam();
+    o.projection.write_accumulators = true;
+    o.projection.add_residual = residual;
+    return o;
+  }
+  static float project(int32_t acc, float s, float scale) { return static_cast<float>(acc) / s * scale; }
+};
+
+TEST_P(TernaryMatmul, EveryTokenMatchesGolden) {
+  struct Case {
+    uint32_t rows, cols, tokens;
+  };
+  for (Case c : {Case{7, 128, 1}, Case{100, 384, 5}, Case{64, 256, 8}, Case{33, 640, 13}, Case{2560, 2560, 13}}) {
+    SCOPED_TRACE(testing::Message() << c.rows << "x" << c.cols << " tokens " << c.tokens);
+    const I2sWeights w = random_i2s(c.rows, c.cols, c.rows + c.cols);
+    const Tokens x = quantize_tokens(c.tokens, c.cols, c.cols);
+    rt::Buffer wb = buffer_of(w.bytes, "w"), qb = buffer_of(x.words, "x_q"), ab = buffer_of(x.act, "x_act");
+    rt::Buffer y = output(c.rows * c.tokens * 4, "y"), acc = output(c.rows * c.tokens * 4, "acc");
+    const ops::MatmulOptions o = options();
+    rt::Pipeline p = pipeline(ops::ternary_matmul(target(), c.rows, c.cols, o));
+    rt::Graph g(ctx());
+    g.dispatch(p, {wb, qb, ab, y, acc}, rt::push(c.tokens),
+               rt::Grid{ops::ternary_matvec_workgroups(target(), c.rows), ops::ternary_matmul_token_tiles(c.tokens, o)});
+    g.submit_and_wait();
+    const auto got_y = y.download<float>();
+    const auto got_acc = acc.download<int32_t>();
+    for (uint32_t t = 0; t < c.tokens; ++t)
+      for (uint32_t r = 0; r < c.rows; ++r) {
+        const int32_t want = golden::ternary_dot(w.m.row(r), x.q[t].q);
+        ASSERT_EQ(got_acc[t * c.rows + r], want) << "token " << t << " row " << r;
+        ASSERT_LE(ulps(got_y[t * c.rows + r], project(want, x.q[t].s, w.m.scale)), kProjectionUlps)
+            << "token " << t << " row " << r;
+      }
+  }
+}
+
+TEST_P(TernaryMatmul, FusedQkvAndRelu2GateUpPerToken) {
+  const uint32_t cols = 256, q_rows = 40, kv_rows = 11, tokens = 11;
+  const Tokens x = quantize_tokens(tokens, cols, 77);
+  rt::Buffer qb = buffer_of(x.words, "x_q"), ab = buffer_of(x.act, "x_act");
+  const ops::MatmulOptions o = options();
+  const uint32_t tiles = ops::ternary_matmul_token_tiles(tokens, o);
+  {
+    I2sWeights ws[3] = {random_i2s(q_rows, cols, 1), random_i2s(kv_rows, cols, 2, 0.3f), random_i2s(kv_rows, cols, 3, 3.0f)};
+    rt::Buffer w0 = buffer_of(ws[0].bytes, "wq"), w1 = buffer_of(ws[1].bytes, "wk"), w2 = buffer_of(ws[2].bytes, "wv");
+    rt::Buffer y[3] = {output(q_rows * tokens * 4, "yq"), output(kv_rows * tokens * 4, "yk"), output(kv_rows * tokens * 4, "yv")};
+    rt::Buffer a[3] = {output(q_rows * tokens * 4, "aq"), output(kv_rows * tokens * 4, "ak"), output(kv_rows * tokens * 4, "av")};
+    run2d(ops::ternary_matmul_qkv(target(), q_rows, kv_rows, kv_rows, cols, o),
+          {w0, w1, w2, qb, ab, y[0], y[1], y[2], a[0], a[1], a[2]}, ops::ternary_matvec_workgroups(target(), q_rows + 2 * kv_rows),
+          tiles, rt::push(tokens));
+    for (int m = 0; m < 3; ++m) {
+      const auto got = a[m].download<int32_t>();
+      const size_t rows = ws[m].m.rows;
+      for (uint32_t t = 0; t < tokens; ++t)
+        for (size_t r = 0; r < rows; ++r)
+          ASSERT_EQ(got[t * rows + r], golden::ternary_dot(ws[m].m.row(r), x.q[t].q)) << m << " " << t << " " << r;
+    }
+  }
+  {
+    const uint32_t rows = 70;
+    const I2sWeights wg = random_i2s(rows, cols, 4, 1.5f), wu = random_i2s(rows, cols, 5, 0.5f);
+    rt::Buffer g = buffer_of(wg.bytes, "w_gate"), u = buffer_of(wu.bytes, "w_up");
+    rt::Buffer y = output(rows * tokens * 4, "y"), ag = output(rows * tokens * 4, "ag"), au = output(rows * tokens * 4, "au");
+    run2d(ops::ternary_matmul_relu2_gate_up(target(), rows, cols, o), {g, u, qb, ab, y, ag, au},
+          ops::ternary_matvec_workgroups(target(), rows), tiles, rt::push(tokens));
+    const auto got = y.download<float>();
+    const auto got_g = ag.download<int32_t>(), got_u = au.download<int32_t>();
+    for (uint32_t t = 0; t < tokens; ++t)
+      for (uint32_t r = 0; r < rows; ++r) {
+        const int32_t dg = golden::ternary_dot(wg.m.row(r), x.q[t].q), du = golden::ternary_dot(wu.m.row(r), x.q[t].q);
+        ASSERT_EQ(got_g[t * rows + r], dg);
+        ASSERT_EQ(got_u[t * rows + r], du);
+        float want = 0;
+        const float gate = project(dg, x.q[t].s, wg.m.scale), up = project(du, x.q[t].s, wu.m.scale);
+        golden::relu2_gate(std::span(&gate, 1), std::span(&up, 1), std::span(&want, 1));
+        // As in ternary_matvec_test: two projections within 3 ulp, three rounded operations.
+        ASSERT_NEAR(got[t * rows + r], want, 1e-6f * std::fabs(want)) << t << " " << r;
+      }
+  }
+}
+
+TEST_P(TernaryMatmul, ResidualAddPerToken) {
+  const uint32_t rows = 96, cols = 384, tokens = 9;
+  const I2sWeights w = random_i2s(rows, cols, 31);
+  const Tokens x = quantize_tokens(tokens, cols, 32);
+  const auto residual = random_floats(rows * tokens, 33, 10.0f);
+  rt::Buffer wb = buffer_of(w.bytes, "w"), qb = buffer_of(x.words, "x_q"), ab = buffer_of(x.act, "x_act");
+  rt::Buffer y = buffer_of(residual, "y"), acc = output(rows * tokens * 4, "acc");
+  const ops::MatmulOptions o = options(true);
+  run2d(ops::ternary_matmul(target(), rows, cols, o), {wb, qb, ab, y, acc}, ops::ternary_matvec_workgroups(target(), rows),
+        ops::ternary_matmul_token_tiles(tokens, o), rt::push(tokens));
+  const auto got = y.download<float>();
+  for (uint32_t t = 0; t < tokens; ++t)
+    for (uint32_t r = 0; r < rows; ++r) {
+      const float proj = project(golden::ternary_dot(w.m.row(r), x.q[t].q), x.q[t].s, w.m.scale);
+      const float want = residual[t * rows + r] + proj;
+      const float ulp_proj = std::nextafter(std::fabs(proj), INFINITY) - std::fabs(proj);
+      ASSERT_LE(std::fabs(got[t * rows + r] - want), kProjectionUlps * ulp_proj + std::fabs(want) * 0x1p-23f) << t << " " << r;
+    }
+}
+
+TEST_P(TernaryMatmul, RefusesTheInWorkgroupNorm) {
+  ops::MatmulOptions o = options();
+  o.projection.input = ops::MatvecInput::NormalizeInWorkgroup;
+  EXPECT_THROW(ops::ternary_matmul(target(), 8, 128, o), std::invalid_argument);
+}
+
+INSTANTIATE_TEST_SUITE_P(Dot, TernaryMatmul, ::testing::Values(DotProduct::Packed, DotProduct::PlainInteger),
+                         [](const auto& info) { return info.param == DotProduct::Packed ? "Packed" : "PlainInteger"; });
+
+}  // namespace
+}  // namespace bdsl::test
