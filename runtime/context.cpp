@@ -75,7 +75,12 @@ VkInstance make_instance(const std::vector<const char*>& layers,
   create.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
   create.ppEnabledExtensionNames = extensions.data();
   VkInstance instance = VK_NULL_HANDLE;
-  vk_check(vkCreateInstance(&create, nullptr, &instance), "vkCreateInstance");
+  const VkResult result = vkCreateInstance(&create, nullptr, &instance);
+  if (result == VK_ERROR_INCOMPATIBLE_DRIVER)  // the loader found no driver (ICD) at all
+    throw VulkanError("no Vulkan device found: the Vulkan loader found no driver (install one, e.g. Debian's "
+                      "mesa-vulkan-drivers for a CPU device; VK_ICD_FILENAMES may point elsewhere): vkCreateInstance",
+                      result);
+  vk_check(result, "vkCreateInstance");
   return instance;
 }
 

@@ -1,0 +1,78 @@
+// The `bitnet-dsl` program's error paths: one clear line on stderr and a non-zero exit, never a
+// stack trace or an abort. Runs the built binary.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace {
+
+struct Result {
+  int code;
+  std::string output;  // stdout and stderr
+};
+
+Result run(const std::string& args, const std::string& env = "") {
+  const std::string cmd = env + " " + std::string(BDSL_BINARY_DIR) + "/tools/bitnet-dsl " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
+}
+
+void expect_one_line_error(const Result& r, int code, const std::string& fragment) {
+  EXPECT_EQ(r.code, code) << r.output;
+  EXPECT_NE(r.output.find(fragment), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("terminate called"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("Aborted"), std::string::npos) << r.output;
+}
+
+}  // namespace
+
+TEST(Cli, RunWithoutAModelSaysWhereToGetOne) {
+  const Result r = run("run -p hello");
+  expect_one_line_error(r, 2, "microsoft/bitnet-b1.58-2B-4T-gguf");
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+}
+
+TEST(Cli, MissingModelFile) { expect_one_line_error(run("run -m /no/such/model.gguf -p hi"), 2, "does not exist"); }
+
+TEST(Cli, NotAGgufFile) {
+  expect_one_line_error(run("run -m " + std::string(BDSL_SOURCE_DIR) + "/README.md -p hi"), 1, "expected \"GGUF\"");
+}
+
+TEST(Cli, WrongArchitecture) {
+  // A valid GGUF of another architecture: the tiny model with its architecture key changed.
+  const auto dir = std::filesystem::temp_directory_path() / "bdsl-cli-test";
+  std::filesystem::create_directories(dir);
+  const Result made = run("make-model " + (dir / "tiny.gguf").string() + " --preset tiny");
+  ASSERT_EQ(made.code, 0) << made.output;
+  std::fstream f(dir / "tiny.gguf", std::ios::in | std::ios::out | std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)), {});
+  const auto at = bytes.find("bitnet-b1.58");
+  ASSERT_NE(at, std::string::npos);
+  f.seekp(std::streamoff(at));
+  f.write("llama-b1.58!", 12);  // same length: the file stays well formed
+  f.close();
+  expect_one_line_error(run("run -m " + (dir / "tiny.gguf").string() + " -p hi"), 1, "llama-b1.58!");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Cli, BadFlags) {
+  expect_one_line_error(run("run --temp abc"), 2, "--temp expects a number, got 'abc'");
+  expect_one_line_error(run("run --frobnicate"), 2, "unknown flag '--frobnicate'");
+  expect_one_line_error(run("run --top-k 500 -m x"), 2, "--top-k must be at most 128");
+  expect_one_line_error(run("run -m"), 2, "-m needs a value");
+  expect_one_line_error(run("frobnicate"), 2, "unknown command 'frobnicate'");
+}
+
+TEST(Cli, NoVulkanDevice) {
+  // An ICD list naming no driver leaves the loader with no device at all.
+  expect_one_line_error(run("devices", "VK_ICD_FILENAMES=/nonexistent.json"), 1, "no Vulkan device found");
+  expect_one_line_error(run("demo", "VK_ICD_FILENAMES=/nonexistent.json"), 1, "no Vulkan device found");
+}

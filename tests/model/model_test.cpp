@@ -1,0 +1,109 @@
+// BitNet on the device, end to end, on the tiny synthetic model: the golden per-layer data at every
+// prompt position, the greedy continuation, replay, sampling, EOS and the context limit.
+#include <filesystem>
+
+#include "device_test.h"
+#include "golden/golden_data.h"
+#include "golden/npy.h"
+#include "golden/synthetic_model.h"
+#include "models/gpu/generator.h"
+#include "models/gpu/golden_check.h"
+
+namespace bdsl::test {
+namespace {
+namespace fs = std::filesystem;
+
+const fs::path kGolden = fs::path(BDSL_SOURCE_DIR) / "golden/data/tiny";
+
+class Model : public DeviceTest {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("bdsl-model-test-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    golden::write_synthetic_model(golden::synthetic_preset("tiny"), dir_ / "tiny.gguf");
+    auto small = golden::synthetic_preset("tiny");
+    small.context_length = 16;
+    golden::write_synthetic_model(small, dir_ / "tiny-ctx16.gguf");
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+
+  static fs::path dir_;
+};
+fs::path Model::dir_;
+
+std::vector<int32_t> golden_prompt() { return golden::read_npy_i32(kGolden / "prompt.npy").data; }
+
+TEST_F(Model, EveryLayerMatchesTheReferenceAtEveryPromptPosition) {
+  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto report = bitnet::validate_against_golden(ctx(), file, kGolden);
+  for (const auto& t : report.tensors) EXPECT_TRUE(t.pass) << t.name << ": " << bitnet::format_report(report);
+  EXPECT_GE(report.tensors.size(), 4u * 7 + 4);  // 7 per layer, embedding, norm, output, logits
+  EXPECT_EQ(report.continuation, report.expected_continuation) << "greedy continuation through the KV cache";
+  EXPECT_TRUE(report.pass());
+}
+
+TEST_F(Model, ReplayingTheRecordingIsDeterministic) {
+  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  bitnet::BitNetModel model(ctx(), file, models::BitNetConfig::from_gguf(file));
+  const auto prompt = golden_prompt();
+  std::vector<std::vector<float>> first;
+  for (uint32_t t = 0; t < prompt.size(); ++t) {
+    model.step(prompt[t], t);
+    first.push_back(model.logits());
+  }
+  for (uint32_t t = 0; t < prompt.size(); ++t) {  // same positions again: the cache is overwritten
+    model.step(prompt[t], t);
+    EXPECT_EQ(model.logits(), first[t]) << "position " << t;
+  }
+  EXPECT_EQ(model.stats().steps, 1 + 6 * 4 + 4u) << "embedding, 6 per layer, norm, head, argmax/top-k (2)";
+}
+
+TEST_F(Model, SamplingIsReproducibleWithASeed) {
+  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  bitnet::BitNetModel model(ctx(), file, models::BitNetConfig::from_gguf(file));
+  bitnet::Generator gen(model);
+  bitnet::GenerateOptions o;
+  o.max_new_tokens = 20;
+  o.sampling = {1.0f, 40, 0.95f, 1234};
+  const auto a = gen.generate(golden_prompt(), o).tokens;
+  gen.reset();
+  const auto b = gen.generate(golden_prompt(), o).tokens;
+  gen.reset();
+  o.sampling.seed = 99;
+  const auto c = gen.generate(golden_prompt(), o).tokens;
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  EXPECT_EQ(a.size(), 20u);
+}
+
+TEST_F(Model, GenerationStopsAtEndOfGeneration) {
+  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  bitnet::BitNetModel model(ctx(), file, models::BitNetConfig::from_gguf(file));
+  bitnet::Generator gen(model);
+  const auto expected = golden::read_npy_i32(kGolden / "continuation.npy").data;
+  bitnet::GenerateOptions o;
+  o.sampling.temperature = 0;
+  o.is_end = [&](int32_t id) { return id == expected[4]; };  // pretend the 5th greedy token is EOS
+  const auto r = gen.generate(golden_prompt(), o);
+  EXPECT_EQ(r.reason, bitnet::StopReason::EndOfGeneration);
+  EXPECT_EQ(r.tokens, std::vector<int32_t>(expected.begin(), expected.begin() + 5));
+}
+
+TEST_F(Model, GenerationStopsWhenTheContextIsFull) {
+  const auto file = models::GgufFile::open(dir_ / "tiny-ctx16.gguf");
+  bitnet::BitNetModel model(ctx(), file, models::BitNetConfig::from_gguf(file));
+  bitnet::Generator gen(model);
+  bitnet::GenerateOptions o;
+  o.max_new_tokens = 100;
+  o.sampling.temperature = 0;
+  const auto r = gen.generate(golden_prompt(), o);  // 8 prompt tokens in a context of 16
+  EXPECT_EQ(r.reason, bitnet::StopReason::ContextFull);
+  EXPECT_EQ(r.tokens.size(), 16u - 8u + 1u);  // the last one is chosen from position 15's logits
+  EXPECT_EQ(gen.position(), 16u);
+  EXPECT_THROW(gen.generate(golden_prompt(), o), std::length_error);
+  EXPECT_THROW(model.step(1, 16), std::out_of_range);
+  EXPECT_THROW(model.step(5000, 0), std::out_of_range);
+}
+
+}  // namespace
+}  // namespace bdsl::test
