@@ -1,5 +1,6 @@
 #include "ops/ternary_matvec.h"
 
+#include <algorithm>
 #include <functional>
 #include <optional>
 #include <stdexcept>
@@ -88,6 +89,17 @@ std::vector<std::vector<Expr<i32>>> emit_row_dots(KernelBuilder& k, const std::v
   return sums;
 }
 
+// Rows a subgroup takes at a time. A tensor boundary inside the grid (QKV) must not split a group.
+uint32_t rows_per_subgroup(const std::string& what, const std::vector<Tensor>& tensors, Combine combine,
+                           const MatvecOptions& o) {
+  const uint32_t rs = std::max(1u, o.rows_per_subgroup);
+  for (size_t t = 0; combine == Combine::Separate && t + 1 < tensors.size(); ++t)
+    if (tensors[t].rows % rs != 0)
+      throw std::invalid_argument(what + ": rows_per_subgroup " + std::to_string(rs) + " does not divide the " +
+                                  std::to_string(tensors[t].rows) + " rows of " + tensors[t].name);
+  return rs;
+}
+
 std::string shape_suffix(const std::vector<Tensor>& tensors, uint32_t cols) {
   std::string s;
   for (const Tensor& t : tensors) s += "_" + std::to_string(t.rows);
@@ -114,7 +126,8 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
   const bool norm = o.input == MatvecInput::NormalizeInWorkgroup;
   const bool batched = tokens_per_wg > 0;
   const uint32_t wg = ternary_matvec_workgroup(target);
-  const uint32_t rows_per_wg = rows_per_workgroup(target, wg);
+  const uint32_t rs = rows_per_subgroup(what, tensors, combine, o);
+  const uint32_t rows_per_wg = rows_per_workgroup(target, wg) * rs;
   const uint32_t chunks = cols / 64;
   if (norm && batched) throw std::invalid_argument(what + ": the in-workgroup norm is for one token");
   if (norm && cols + 3 * wg * 4 > target.max_shared_bytes)
@@ -123,7 +136,7 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
 
   std::string name = what + (packed ? "_sdot" : "_int") + (norm ? "_normed" : "") +
                      (o.add_residual ? "_residual" : "") + (o.write_accumulators ? "_acc" : "") +
-                     (batched ? "_t" + std::to_string(tokens_per_wg) : "") + shape_suffix(tensors, cols);
+                     (rs > 1 ? "_r" + std::to_string(rs) : "") + (batched ? "_t" + std::to_string(tokens_per_wg) : "") + shape_suffix(tensors, cols);
   KernelBuilder k(name, {wg, 1, 1});
   std::vector<Buffer<uvec4>> w;
   for (const Tensor& t : tensors)
@@ -221,37 +234,69 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
     return batched ? slots[slot].token * rows + local : local;
   };
 
-  for_range(first + k.subgroup_id(), end, k.num_subgroups(), [&](Expr<u32> row) {
-    if (combine == Combine::Relu2Product) {
-      auto base = let("row_base", row * chunks);
-      auto dots = emit_row_dots(k, w, {base, base}, chunks, slots, q, packed);
-      for (size_t i = 0; i < slots.size(); ++i) {
-        auto gate = let("gate", project(dots[0][i], 0, i));
-        auto up = let("up", project(dots[1][i], 1, i));
-        auto g = let("gate_relu", max(gate, 0.0f));
-        write_guard(i, [&] {
-          auto at = out_index(i, row, tensors[0].rows);
-          store(y[0], at, g * g * up);  // as golden::relu2_gate: (g * g) * up
-          if (o.write_accumulators) {
-            accs[0][at] = dots[0][i] - q_sum[i];
-            accs[1][at] = dots[1][i] - q_sum[i];
-          }
-        });
+  // Each subgroup takes `rs` consecutive rows at a time (one activation load serves all of them);
+  // a row past its tensor's end reads the last row (in range) and writes nothing.
+  for_range(first + k.subgroup_id() * rs, end, k.num_subgroups() * rs, [&](Expr<u32> row) {
+    auto rows_of = [&](size_t t, Expr<u32> local0) {
+      std::vector<Expr<u32>> bases;
+      std::vector<std::optional<Expr<boolean>>> valid;
+      for (uint32_t r = 0; r < rs; ++r) {
+        auto local = r == 0 ? local0 : let("local_row" + std::to_string(r), local0 + r);
+        const bool may_pass_end = tensors[t].rows % rs != 0;
+        valid.push_back(may_pass_end ? std::optional<Expr<boolean>>(local < tensors[t].rows) : std::nullopt);
+        auto readable = may_pass_end ? min(local, tensors[t].rows - 1) : local;
+        bases.push_back(let("row_base" + std::to_string(r), readable * chunks));
       }
+      return std::pair{bases, valid};
+    };
+    auto guarded = [&](size_t slot, const std::optional<Expr<boolean>>& row_valid, const std::function<void()>& body) {
+      if (row_valid)
+        write_guard(slot, [&] { if_(*row_valid, body); });
+      else
+        write_guard(slot, body);
+    };
+    if (combine == Combine::Relu2Product) {
+      auto [bases, valid] = rows_of(0, row);
+      std::vector<Buffer<uvec4>> ws;
+      std::vector<Expr<u32>> all_bases;
+      for (size_t t = 0; t < 2; ++t)
+        for (uint32_t r = 0; r < rs; ++r) {
+          ws.push_back(w[t]);
+          all_bases.push_back(bases[r]);
+        }
+      auto dots = emit_row_dots(k, ws, all_bases, chunks, slots, q, packed);
+      for (uint32_t r = 0; r < rs; ++r)
+        for (size_t i = 0; i < slots.size(); ++i) {
+          const auto& dg = dots[r][i];
+          const auto& du = dots[rs + r][i];
+          auto gate = let("gate", project(dg, 0, i));
+          auto up = let("up", project(du, 1, i));
+          auto g = let("gate_relu", max(gate, 0.0f));
+          guarded(i, valid[r], [&] {
+            auto at = out_index(i, row + r, tensors[0].rows);
+            store(y[0], at, g * g * up);  // as golden::relu2_gate: (g * g) * up
+            if (o.write_accumulators) {
+              accs[0][at] = dg - q_sum[i];
+              accs[1][at] = du - q_sum[i];
+            }
+          });
+        }
       return;
     }
     std::function<void(size_t)> segment = [&](size_t t) {
       auto body = [&] {
-        auto local = t == 0 ? row : let("local_row", row - offsets[t]);
-        auto dots = emit_row_dots(k, {w[t]}, {let("row_base", local * chunks)}, chunks, slots, q, packed);
-        for (size_t i = 0; i < slots.size(); ++i) {
-          auto v = let("proj", project(dots[0][i], t, i));
-          write_guard(i, [&] {
-            auto at = out_index(i, local, tensors[t].rows);
-            store(y[y.size() == 1 ? 0 : t], at, v);
-            if (o.write_accumulators) accs[t][at] = dots[0][i] - q_sum[i];
-          });
-        }
+        auto local0 = t == 0 ? row : let("local_row", row - offsets[t]);
+        auto [bases, valid] = rows_of(t, local0);
+        auto dots = emit_row_dots(k, std::vector<Buffer<uvec4>>(rs, w[t]), bases, chunks, slots, q, packed);
+        for (uint32_t r = 0; r < rs; ++r)
+          for (size_t i = 0; i < slots.size(); ++i) {
+            auto v = let("proj", project(dots[r][i], t, i));
+            guarded(i, valid[r], [&] {
+              auto at = out_index(i, local0 + r, tensors[t].rows);
+              store(y[y.size() == 1 ? 0 : t], at, v);
+              if (o.write_accumulators) accs[t][at] = dots[r][i] - q_sum[i];
+            });
+          }
       };
       if (t + 1 == tensors.size())
         body();
@@ -265,7 +310,12 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
 
 
 uint32_t ternary_matvec_workgroups(const OpTarget& target, uint32_t total_rows) {
-  return ceil_div(total_rows, rows_per_workgroup(target, ternary_matvec_workgroup(target)));
+  return ternary_matvec_workgroups(target, total_rows, MatvecOptions{});
+}
+
+uint32_t ternary_matvec_workgroups(const OpTarget& target, uint32_t total_rows, const MatvecOptions& options) {
+  return ceil_div(total_rows,
+                  uint64_t(rows_per_workgroup(target, ternary_matvec_workgroup(target))) * std::max(1u, options.rows_per_subgroup));
 }
 
 Kernel ternary_matvec(const OpTarget& target, uint32_t rows, uint32_t cols, MatvecOptions options) {

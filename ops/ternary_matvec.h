@@ -29,7 +29,8 @@
 // Push constants: eps (f32), only with NormalizeInWorkgroup.
 // Grid: (ternary_matvec_workgroups(target, total_rows), 1, 1) where total_rows is the sum of the
 // tensors' rows (QKV) or rows (others). Each subgroup takes a row at a time, its lanes striding
-// over the row's uvec4, reduced with subgroup_add; a workgroup owns rows_per_workgroup rows.
+// over the row's uvec4, reduced with subgroup_add; a workgroup owns rows_per_workgroup rows
+// (times options.rows_per_subgroup: then a subgroup takes that many rows at once).
 #pragma once
 #include <cstdint>
 
@@ -50,6 +51,9 @@ struct MatvecOptions {
   bool add_residual = false;        // y = y + proj, y bound read-write (not for QKV)
   bool write_accumulators = false;  // extra i32 outputs with the exact accumulators
   DotProduct dot = DotProduct::Auto;
+  // Rows a subgroup computes at once, sharing each activation load (QKV: must divide q_rows and
+  // k_rows). The grid depends on it: pass the same options to ternary_matvec_workgroups.
+  uint32_t rows_per_subgroup = 1;
 };
 
 // y[rows] = W[rows, cols] x.
@@ -65,6 +69,7 @@ dsl::Kernel ternary_matvec_relu2_gate_up(const OpTarget& target, uint32_t rows, 
                                          MatvecOptions options = {});
 
 uint32_t ternary_matvec_workgroup(const OpTarget& target);  // invocations per workgroup
-uint32_t ternary_matvec_workgroups(const OpTarget& target, uint32_t total_rows);
+uint32_t ternary_matvec_workgroups(const OpTarget& target, uint32_t total_rows);  // default options
+uint32_t ternary_matvec_workgroups(const OpTarget& target, uint32_t total_rows, const MatvecOptions& options);
 
 }  // namespace bdsl::ops

@@ -133,6 +133,24 @@ TEST_P(TernaryMatmul, ResidualAddPerToken) {
     }
 }
 
+TEST_P(TernaryMatmul, SeveralRowsPerSubgroupAndTokenTiles) {
+  const uint32_t rows = 30, cols = 384, tokens = 7;
+  const I2sWeights w = random_i2s(rows, cols, 41);
+  const Tokens x = quantize_tokens(tokens, cols, 42);
+  ops::MatmulOptions o = options();
+  o.projection.rows_per_subgroup = 4;
+  o.tokens_per_workgroup = 3;
+  rt::Buffer wb = buffer_of(w.bytes, "w"), qb = buffer_of(x.words, "x_q"), ab = buffer_of(x.act, "x_act");
+  rt::Buffer y = output(rows * tokens * 4, "y"), acc = output(rows * tokens * 4, "acc");
+  run2d(ops::ternary_matmul(target(), rows, cols, o), {wb, qb, ab, y, acc},
+        ops::ternary_matvec_workgroups(target(), rows, o.projection), ops::ternary_matmul_token_tiles(tokens, o),
+        rt::push(tokens));
+  const auto got = acc.download<int32_t>();
+  for (uint32_t t = 0; t < tokens; ++t)
+    for (uint32_t r = 0; r < rows; ++r)
+      ASSERT_EQ(got[t * rows + r], golden::ternary_dot(w.m.row(r), x.q[t].q)) << t << " " << r;
+}
+
 TEST_P(TernaryMatmul, RefusesTheInWorkgroupNorm) {
   ops::MatmulOptions o = options();
   o.projection.input = ops::MatvecInput::NormalizeInWorkgroup;

@@ -191,6 +191,62 @@ TEST_P(TernaryMatvec, SubNormInTheWorkgroupMatchesNormThenBitlinear) {
   }
 }
 
+// Several rows per subgroup share each activation load; rows counts that the group does not
+// divide end in a partial group that reads the last row and writes nothing past the end.
+TEST_P(TernaryMatvec, SeveralRowsPerSubgroup) {
+  for (uint32_t rs : {2u, 3u, 4u}) {
+    for (Case c : {Case{7, 128}, Case{130, 256}, Case{2560, 2560}}) {
+      SCOPED_TRACE(testing::Message() << "rows per subgroup " << rs << ", " << c.rows << "x" << c.cols);
+      const I2sWeights w = random_i2s(c.rows, c.cols, c.rows + rs);
+      const QuantizedX qx = quantize_cpu(random_floats(c.cols, rs));
+      MatvecOptions o = options();
+      o.rows_per_subgroup = rs;
+      rt::Buffer wb = buffer_of(w.bytes, "w"), qb = buffer_of(qx.words(), "x_q"), ab = buffer_of(qx.act(), "x_act");
+      rt::Buffer y = buffer_of(std::vector<float>(c.rows + 64, 12345.0f), "y"), acc = output(c.rows * 4, "acc");
+      run(ops::ternary_matvec(target(), c.rows, c.cols, o), {wb, qb, ab, y, acc},
+          ops::ternary_matvec_workgroups(target(), c.rows, o));
+      const auto got_y = y.download<float>();
+      const auto got_acc = acc.download<int32_t>();
+      for (size_t r = 0; r < c.rows; ++r) {
+        const int32_t want = golden::ternary_dot(w.m.row(r), qx.q);
+        ASSERT_EQ(got_acc[r], want) << "row " << r;
+        ASSERT_LE(ulps(got_y[r], project(want, qx.s, w.m.scale)), kProjectionUlps) << "row " << r;
+      }
+      for (size_t r = c.rows; r < got_y.size(); ++r) ASSERT_EQ(got_y[r], 12345.0f) << "written past the rows at " << r;
+    }
+  }
+  // QKV with 4 rows per subgroup (Q and K rows multiples of 4, V not), and the refusal otherwise.
+  const uint32_t cols = 256;
+  I2sWeights ws[3] = {random_i2s(40, cols, 1), random_i2s(12, cols, 2), random_i2s(13, cols, 3)};
+  const QuantizedX qx = quantize_cpu(random_floats(cols, 4));
+  MatvecOptions o = options();
+  o.rows_per_subgroup = 4;
+  rt::Buffer w0 = buffer_of(ws[0].bytes, "wq"), w1 = buffer_of(ws[1].bytes, "wk"), w2 = buffer_of(ws[2].bytes, "wv");
+  rt::Buffer qb = buffer_of(qx.words(), "x_q"), ab = buffer_of(qx.act(), "x_act");
+  rt::Buffer y[3] = {output(40 * 4, "yq"), output(12 * 4, "yk"), output(13 * 4, "yv")};
+  rt::Buffer a[3] = {output(40 * 4, "aq"), output(12 * 4, "ak"), output(13 * 4, "av")};
+  run(ops::ternary_matvec_qkv(target(), 40, 12, 13, cols, o), {w0, w1, w2, qb, ab, y[0], y[1], y[2], a[0], a[1], a[2]},
+      ops::ternary_matvec_workgroups(target(), 65, o));
+  for (int t = 0; t < 3; ++t) {
+    const auto got = a[t].download<int32_t>();
+    for (size_t r = 0; r < ws[t].m.rows; ++r) ASSERT_EQ(got[r], golden::ternary_dot(ws[t].m.row(r), qx.q)) << t << " " << r;
+  }
+  EXPECT_THROW(ops::ternary_matvec_qkv(target(), 40, 13, 13, cols, o), std::invalid_argument);
+  // relu2 gate/up with 4 rows per subgroup and 37 rows.
+  const I2sWeights wg = random_i2s(37, cols, 5), wu = random_i2s(37, cols, 6);
+  rt::Buffer g = buffer_of(wg.bytes, "w_gate"), u = buffer_of(wu.bytes, "w_up");
+  rt::Buffer gy = buffer_of(std::vector<float>(37 + 64, 12345.0f), "y"), ag = output(37 * 4, "ag"), au = output(37 * 4, "au");
+  run(ops::ternary_matvec_relu2_gate_up(target(), 37, cols, o), {g, u, qb, ab, gy, ag, au},
+      ops::ternary_matvec_workgroups(target(), 37, o));
+  const auto got_g = ag.download<int32_t>(), got_u = au.download<int32_t>();
+  const auto got_y = gy.download<float>();
+  for (size_t r = 0; r < 37; ++r) {
+    ASSERT_EQ(got_g[r], golden::ternary_dot(wg.m.row(r), qx.q)) << r;
+    ASSERT_EQ(got_u[r], golden::ternary_dot(wu.m.row(r), qx.q)) << r;
+  }
+  for (size_t r = 37; r < got_y.size(); ++r) ASSERT_EQ(got_y[r], 12345.0f) << r;
+}
+
 INSTANTIATE_TEST_SUITE_P(Dot, TernaryMatvec, ::testing::Values(DotProduct::Packed, DotProduct::PlainInteger),
                          [](const auto& info) { return info.param == DotProduct::Packed ? "Packed" : "PlainInteger"; });
 
