@@ -283,6 +283,19 @@ std::vector<double> Graph::timestamps_ns() const {
   return ns;
 }
 
+double Graph::span_ns() const {
+  if (!queries_ || !submitted_) return 0;
+  uint64_t ticks[2] = {0, 0};
+  const uint32_t last = static_cast<uint32_t>(2 * ops_.size() - 1);
+  for (uint32_t i = 0; i < 2; ++i)
+    vk_check(vkGetQueryPoolResults(ctx_.device(), queries_, i ? last : 0, 1, sizeof(uint64_t), &ticks[i],
+                                   sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+             "vkGetQueryPoolResults");
+  const uint32_t bits = ctx_.info().timestamp_valid_bits;
+  const uint64_t mask = bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+  return static_cast<double>((ticks[1] - ticks[0]) & mask) * ctx_.info().timestamp_period_ns;
+}
+
 std::vector<std::string> Graph::operation_names() const {
   std::vector<std::string> names;
   for (const Op& op : ops_) names.push_back(op.name);

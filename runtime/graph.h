@@ -67,6 +67,9 @@ class Graph {
   // GPU nanoseconds of each recorded operation in the last submit (empty without timestamps).
   // Operations that overlap (no barrier between them) share time, so these are approximate.
   std::vector<double> timestamps_ns() const;
+  // GPU nanoseconds from the start of the first operation to the end of the last (0 without
+  // timestamps): the whole recording's time on the device.
+  double span_ns() const;
   std::vector<std::string> operation_names() const;  // kernel names, "fill", "copy"
 
  private:

@@ -52,6 +52,7 @@ class BitNetModel {
   const BitNetPipelines& pipelines() const { return *pipelines_; }
   rt::GraphStats stats() const { return graph_->stats(); }
   std::vector<double> timestamps_ns() const { return graph_->timestamps_ns(); }
+  double gpu_span_ns() const { return graph_->span_ns(); }  // the last token's GPU time
   std::vector<std::string> operation_names() const { return graph_->operation_names(); }
   uint64_t weight_bytes() const { return weights_.bytes; }
 

@@ -18,9 +18,14 @@ ops::MatvecOptions normalized(bool add_residual) {
   return o;
 }
 
+rt::Pipeline make(rt::Context& ctx, codegen::ShaderCache& cache, const dsl::Kernel& kernel) {
+  return rt::make_pipeline(ctx, kernel, cache);
+}
+
 }  // namespace
 
-BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c, uint32_t k)
+BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c, uint32_t k,
+                                 codegen::ShaderCache& cache)
     : target(ops::OpTarget::from(ctx.info())),
       dims{c.n_heads, c.n_kv_heads, c.head_dim},
       split(ops::lm_head_split(target, c.vocab_size, c.dim)),
@@ -28,19 +33,19 @@ BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c
       top_k_plan(ops::top_k_plan(target, c.vocab_size, k)),
       top_k(k),
       attention_chunks(ops::attention_chunks(target, dims, c.context_length)),
-      embedding(rt::make_pipeline(ctx, ops::embedding_lookup(target, {c.dim, split.rows_per_part, split.parts}))),
-      qkv(rt::make_pipeline(ctx, ops::ternary_matvec_qkv(target, dims.q_width(), dims.kv_width(), dims.kv_width(),
+      embedding(make(ctx, cache, ops::embedding_lookup(target, {c.dim, split.rows_per_part, split.parts}))),
+      qkv(make(ctx, cache, ops::ternary_matvec_qkv(target, dims.q_width(), dims.kv_width(), dims.kv_width(),
                                                          c.dim, normalized(false)))),
-      rope_kv(rt::make_pipeline(ctx, ops::rope_kv_write(target, dims, c.context_length))),
-      attention(rt::make_pipeline(ctx, ops::attention_decode(target, dims, c.context_length, attention_chunks))),
-      attn_output(rt::make_pipeline(ctx, ops::ternary_matvec(target, c.dim, dims.q_width(), normalized(true)))),
-      gate_up(rt::make_pipeline(ctx, ops::ternary_matvec_relu2_gate_up(target, c.ffn_dim, c.dim, normalized(false)))),
-      ffn_down(rt::make_pipeline(ctx, ops::ternary_matvec(target, c.dim, c.ffn_dim, normalized(true)))),
-      output_norm(rt::make_pipeline(ctx, ops::rms_norm(target, c.dim))),
-      lm_head(rt::make_pipeline(ctx, ops::lm_head(target, c.vocab_size, c.dim))),
-      argmax_partial(rt::make_pipeline(ctx, ops::argmax_partial(target, c.vocab_size))),
-      argmax_final(rt::make_pipeline(ctx, ops::argmax_final(target, c.vocab_size))),
-      top_k_partial(rt::make_pipeline(ctx, ops::top_k_partial(target, c.vocab_size, k))),
-      top_k_merge(rt::make_pipeline(ctx, ops::top_k_merge(target, c.vocab_size, k))) {}
+      rope_kv(make(ctx, cache, ops::rope_kv_write(target, dims, c.context_length))),
+      attention(make(ctx, cache, ops::attention_decode(target, dims, c.context_length, attention_chunks))),
+      attn_output(make(ctx, cache, ops::ternary_matvec(target, c.dim, dims.q_width(), normalized(true)))),
+      gate_up(make(ctx, cache, ops::ternary_matvec_relu2_gate_up(target, c.ffn_dim, c.dim, normalized(false)))),
+      ffn_down(make(ctx, cache, ops::ternary_matvec(target, c.dim, c.ffn_dim, normalized(true)))),
+      output_norm(make(ctx, cache, ops::rms_norm(target, c.dim))),
+      lm_head(make(ctx, cache, ops::lm_head(target, c.vocab_size, c.dim))),
+      argmax_partial(make(ctx, cache, ops::argmax_partial(target, c.vocab_size))),
+      argmax_final(make(ctx, cache, ops::argmax_final(target, c.vocab_size))),
+      top_k_partial(make(ctx, cache, ops::top_k_partial(target, c.vocab_size, k))),
+      top_k_merge(make(ctx, cache, ops::top_k_merge(target, c.vocab_size, k))) {}
 
 }  // namespace bdsl::bitnet

@@ -1,5 +1,6 @@
 // Every pipeline one BitNet token needs, built once for the model's shape and the device.
 #pragma once
+#include "codegen/shader_cache.h"
 #include "models/bitnet_config.h"
 #include "ops/argmax.h"
 #include "ops/attention_dims.h"
@@ -12,7 +13,8 @@
 namespace bdsl::bitnet {
 
 struct BitNetPipelines {
-  BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& config, uint32_t top_k);
+  BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& config, uint32_t top_k,
+                  codegen::ShaderCache& cache = codegen::default_shader_cache());
 
   ops::OpTarget target;
   ops::AttentionDims dims;

@@ -1,0 +1,12 @@
+// The benchmark families of bitnet-dsl-bench, registered at start-up with the session they share.
+#pragma once
+#include "bench/bench_session.h"
+
+namespace bdsl::bench {
+
+void register_bandwidth_benchmarks(BenchSession& s);
+void register_matvec_benchmarks(BenchSession& s);
+void register_model_benchmarks(BenchSession& s);
+void register_startup_benchmarks(BenchSession& s);
+
+}  // namespace bdsl::bench

@@ -1,0 +1,61 @@
+#include "bench/bench_session.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "codegen/shader_cache.h"
+#include "golden/synthetic_model.h"
+#include "ops/stream_read.h"
+#include "runtime/buffer.h"
+#include "runtime/graph.h"
+#include "runtime/kernel_pipeline.h"
+
+namespace bdsl::bench {
+
+double measure_peak_read(rt::Context& ctx, uint64_t bytes, int repeats, double* best_ns) {
+  const auto target = ops::OpTarget::from(ctx.info());
+  bytes = std::min<uint64_t>(bytes, std::min(ctx.info().max_storage_buffer_range, ctx.info().max_memory_allocation));
+  bytes &= ~uint64_t{15};
+  rt::Buffer data(ctx, bytes, {false, "stream data"});
+  data.fill(0x01020304);
+  const uint32_t groups = 4096;
+  rt::Buffer out(ctx, groups * 4, {false, "stream out"});
+  rt::Pipeline p = rt::make_pipeline(ctx, ops::stream_read(target));
+  rt::Graph g(ctx, {true, "stream_read"});
+  g.dispatch(p, {data, out}, rt::push(uint32_t(bytes / 16)), rt::Grid{groups});
+  double best = 1e30;
+  for (int i = 0; i < repeats; ++i) {
+    g.submit_and_wait();
+    best = std::min(best, g.span_ns());
+  }
+  if (best_ns) *best_ns = best;
+  return double(bytes) / best;  // bytes per ns = GB/s
+}
+
+BenchSession::BenchSession(const BenchOptions& o) : options(o) {
+  rt::ContextOptions copts;
+  copts.device = o.device;
+  ctx = std::make_unique<rt::Context>(copts);
+  if (!ctx->info().timestamps) throw std::runtime_error("device '" + ctx->info().name + "' has no GPU timestamps");
+  target = ops::OpTarget::from(ctx->info());
+  std::fprintf(stderr, "device: %s\n", ctx->info().summary().c_str());
+  peak_read_gbps = measure_peak_read(*ctx, o.quick ? (64ull << 20) : (1ull << 30), o.quick ? 3 : 10);
+  std::fprintf(stderr, "peak read bandwidth (stream_read, %s): %.0f GB/s\n", o.quick ? "64 MiB" : "1 GiB",
+               peak_read_gbps);
+  if (!o.model.empty()) {
+    model_path = o.model;
+    return;
+  }
+  // Speed does not depend on the weights' values: a synthetic model of the real shape will do.
+  const std::string preset = o.quick ? "tiny" : "2b";
+  model_path = codegen::default_cache_dir() / "bench" / fmt::format("bitnet-{}-synthetic.gguf", preset);
+  if (!std::filesystem::exists(model_path)) {
+    std::fprintf(stderr, "writing the synthetic %s model to %s ...\n", preset.c_str(), model_path.c_str());
+    std::filesystem::create_directories(model_path.parent_path());
+    golden::write_synthetic_model(golden::synthetic_preset(preset), model_path);
+  }
+}
+
+}  // namespace bdsl::bench

@@ -1,0 +1,33 @@
+// What every benchmark of bitnet-dsl-bench shares: the device, the measured peak read bandwidth
+// and the model (a synthetic one of the real 2B-4T shape by default, the tiny one with --quick).
+#pragma once
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "models/gguf.h"
+#include "ops/target.h"
+#include "runtime/context.h"
+
+namespace bdsl::bench {
+
+struct BenchOptions {
+  bool quick = false;         // small shapes: seconds on lavapipe (CI runs this)
+  std::string model;          // a GGUF file; empty: the synthetic model of the preset
+  std::string device;
+};
+
+struct BenchSession {
+  explicit BenchSession(const BenchOptions& options);
+
+  BenchOptions options;
+  std::unique_ptr<rt::Context> ctx;
+  ops::OpTarget target;
+  std::filesystem::path model_path;
+  double peak_read_gbps = 0;  // measured by the stream_read probe, before anything else
+};
+
+// Measures the peak read bandwidth (GB/s) with ops::stream_read over `bytes`.
+double measure_peak_read(rt::Context& ctx, uint64_t bytes, int repeats, double* best_ns = nullptr);
+
+}  // namespace bdsl::bench

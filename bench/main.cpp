@@ -1,0 +1,59 @@
+// bitnet-dsl-bench: how fast bitnet-dsl is on this GPU and where each microsecond goes. Google
+// Benchmark underneath, so --benchmark_filter, --benchmark_format=json and --benchmark_out work.
+// Own flags: --quick (small shapes, seconds on lavapipe), --model FILE, --device N|NAME.
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench/bench_registry.h"
+
+namespace {
+
+// Takes this program's own flags out of argv, leaving Google Benchmark's.
+bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
+  bdsl::bench::BenchOptions o;
+  int out = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--quick") o.quick = true;
+    else if (a == "--model") o.model = value();
+    else if (a == "--device") o.device = value();
+    else if (a == "--help" || a == "-h") {
+      std::printf("usage: bitnet-dsl-bench [--quick] [--model FILE.gguf] [--device N|NAME] [--benchmark_...]\n"
+                  "  default model: a synthetic BitNet b1.58 of the real 2B-4T shape (made once in the cache)\n"
+                  "  --quick: the tiny model and small shapes (seconds on lavapipe)\n");
+      benchmark::PrintDefaultHelp();
+      std::exit(0);
+    } else argv[out++] = argv[i];
+  }
+  argc = out;
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const auto options = take_own_flags(argc, argv);
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+    bdsl::bench::BenchSession session(options);
+    bdsl::bench::register_bandwidth_benchmarks(session);
+    bdsl::bench::register_matvec_benchmarks(session);
+    bdsl::bench::register_model_benchmarks(session);
+    bdsl::bench::register_startup_benchmarks(session);
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bitnet-dsl-bench: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,180 @@
+// End to end on a model: decode at several context lengths, prompt processing, where each
+// microsecond of a token goes (per op, from GPU timestamps), and start-up costs.
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <map>
+
+#include "bench/bench_registry.h"
+#include "models/gpu/bitnet_model.h"
+#include "models/gpu/generator.h"
+
+namespace bdsl::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct ModelState {
+  models::GgufFile file;
+  models::BitNetConfig config;
+  std::unique_ptr<bitnet::BitNetModel> model;
+  double load_seconds = 0;
+  uint32_t filled = 0;  // positions of the KV cache holding real values
+};
+
+ModelState& model_state(BenchSession& s) {
+  static std::unique_ptr<ModelState> state;
+  if (!state) {
+    auto file = models::GgufFile::open(s.model_path);
+    auto config = models::BitNetConfig::from_gguf(file);
+    state.reset(new ModelState{std::move(file), config, nullptr});
+    const auto t0 = Clock::now();
+    bitnet::ModelOptions o;
+    o.timestamps = true;
+    state->model = std::make_unique<bitnet::BitNetModel>(*s.ctx, state->file, state->config, o);
+    state->load_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+  return *state;
+}
+
+// Decodes real tokens until the cache holds `positions` of them.
+void fill_cache(ModelState& m, uint32_t positions) {
+  for (; m.filled < positions; ++m.filled) m.model->step(int32_t(m.filled % m.config.vocab_size), m.filled);
+}
+
+// Bytes one call of each kernel reads (weights, cache, activations), by pipeline name.
+std::map<std::string, double> bytes_per_call(const ModelState& m, uint32_t pos) {
+  const auto& c = m.config;
+  const auto& p = m.model->pipelines();
+  const double q = p.dims.q_width(), kv = p.dims.kv_width(), dim = c.dim, ffn = c.ffn_dim;
+  return {{p.embedding.name(), dim * 2},
+          {p.qkv.name(), (q + 2 * kv) * dim / 4 + dim * 4},
+          {p.rope_kv.name(), (q + 2 * kv) * 4 * 2},
+          {p.attention.name(), double(pos + 1) * kv * 2 * 2 + q * 4},
+          {p.attn_output.name(), dim * q / 4 + q * 4 + dim * 8},
+          {p.gate_up.name(), 2 * ffn * dim / 4 + dim * 4},
+          {p.ffn_down.name(), dim * ffn / 4 + ffn * 4 + dim * 8},
+          {p.output_norm.name(), dim * 8},
+          {p.lm_head.name(), double(c.vocab_size) * dim * 2},
+          {p.argmax_partial.name(), c.vocab_size * 4.0},
+          {p.top_k_partial.name(), c.vocab_size * 4.0}};
+}
+
+double token_bytes(const ModelState& m, uint32_t pos) {
+  const auto bytes = bytes_per_call(m, pos);
+  double total = 0;
+  const auto names = m.model->operation_names();
+  for (const auto& n : names)
+    if (auto it = bytes.find(n); it != bytes.end()) total += it->second;
+  return total;
+}
+
+void decode(benchmark::State& st, BenchSession& s, uint32_t ctx_len) {
+  auto& m = model_state(s);
+  ctx_len = std::min(ctx_len, m.config.context_length);
+  fill_cache(m, ctx_len - 1);
+  double wall = 0, gpu = 0;
+  for (auto _ : st) {
+    const auto t0 = Clock::now();
+    m.model->step(1, ctx_len - 1);
+    const double w = std::chrono::duration<double>(Clock::now() - t0).count();
+    const double span = m.model->gpu_span_ns();
+    st.SetIterationTime(span * 1e-9);
+    wall += w;
+    gpu += span * 1e-9;
+  }
+  const double n = double(st.iterations());
+  const double bytes = token_bytes(m, ctx_len - 1);
+  const auto stats = m.model->stats();
+  st.counters["tokens_per_s"] = n / wall;
+  st.counters["gpu_tokens_per_s"] = n / gpu;
+  st.counters["dispatches"] = stats.dispatches;
+  st.counters["steps"] = stats.steps;
+  st.counters["MB_per_token"] = bytes / 1e6;
+  st.counters["roofline_us"] = bytes / s.peak_read_gbps / 1e3;
+  st.counters["frac_of_roofline"] = (bytes / s.peak_read_gbps / 1e9) / (gpu / n);
+}
+
+// Where a token's time goes: each kernel's GPU time per token, summed over its calls.
+void per_op(benchmark::State& st, BenchSession& s, const std::string& op, uint32_t pos) {
+  auto& m = model_state(s);
+  fill_cache(m, pos);
+  const auto names = m.model->operation_names();
+  const double bytes = bytes_per_call(m, pos).count(op) ? bytes_per_call(m, pos).at(op) : 0;
+  double total = 0;
+  uint32_t calls = 0;
+  for (auto _ : st) {
+    m.model->step(1, pos);
+    const auto ns = m.model->timestamps_ns();
+    double t = 0;
+    calls = 0;
+    for (size_t i = 0; i < ns.size(); ++i)
+      if (names[i] == op) t += ns[i], ++calls;
+    st.SetIterationTime(t * 1e-9);
+    total += t;
+  }
+  const double per_token_ns = total / double(st.iterations());
+  st.counters["calls"] = calls;
+  st.counters["us_per_call"] = per_token_ns / 1e3 / std::max(calls, 1u);
+  if (bytes > 0) {
+    st.counters["GB_per_s"] = bytes * calls / per_token_ns;
+    st.counters["frac_of_peak"] = bytes * calls / per_token_ns / s.peak_read_gbps;
+  }
+}
+
+void prefill(benchmark::State& st, BenchSession& s, uint32_t n) {
+  auto& m = model_state(s);
+  n = std::min(n, m.config.context_length);
+  std::vector<int32_t> prompt(n);
+  for (uint32_t i = 0; i < n; ++i) prompt[i] = int32_t((i * 7919) % m.config.vocab_size);
+  double seconds = 0;
+  for (auto _ : st) {
+    bitnet::Generator g(*m.model);
+    bitnet::GenerateOptions o;
+    o.max_new_tokens = 0;
+    const auto r = g.generate(prompt, o);
+    st.SetIterationTime(r.prompt_seconds);
+    seconds += r.prompt_seconds;
+  }
+  m.filled = n;
+  st.counters["tokens_per_s"] = double(n) * double(st.iterations()) / seconds;
+  st.counters["batched"] = 0;  // the prompt runs through the decode graph, token by token
+}
+
+void model_load(benchmark::State& st, BenchSession& s) {
+  auto& m = model_state(s);
+  for (auto _ : st) st.SetIterationTime(m.load_seconds);
+  st.counters["MB"] = double(m.model->weight_bytes()) / 1e6;
+  st.counters["GB_per_s"] = double(m.model->weight_bytes()) / m.load_seconds / 1e9;
+}
+
+}  // namespace
+
+void register_model_benchmarks(BenchSession& s) {
+  const bool quick = s.options.quick;
+  const int iters = quick ? 3 : 50;
+  for (uint32_t ctx : quick ? std::vector<uint32_t>{16, 64} : std::vector<uint32_t>{128, 512, 2048})
+    benchmark::RegisterBenchmark(fmt::format("decode/ctx:{}", ctx).c_str(),
+                                 [&s, ctx](benchmark::State& st) { decode(st, s, ctx); })
+        ->UseManualTime()->Iterations(iters)->Unit(benchmark::kMicrosecond);
+  for (uint32_t n : quick ? std::vector<uint32_t>{16} : std::vector<uint32_t>{128, 512})
+    benchmark::RegisterBenchmark(fmt::format("prefill/tokens:{}", n).c_str(),
+                                 [&s, n](benchmark::State& st) { prefill(st, s, n); })
+        ->UseManualTime()->Iterations(quick ? 1 : 3)->Unit(benchmark::kMillisecond);
+  // Per-op table at a fixed position (512, or 32 with --quick).
+  const uint32_t pos = quick ? 32 : 511;
+  auto& m = model_state(s);
+  std::vector<std::string> seen;
+  for (const auto& name : m.model->operation_names()) {
+    if (std::find(seen.begin(), seen.end(), name) != seen.end()) continue;
+    seen.push_back(name);
+    benchmark::RegisterBenchmark(fmt::format("op/{}", name).c_str(),
+                                 [&s, name, pos](benchmark::State& st) { per_op(st, s, name, pos); })
+        ->UseManualTime()->Iterations(iters)->Unit(benchmark::kMicrosecond);
+  }
+  benchmark::RegisterBenchmark("startup/model_load", [&s](benchmark::State& st) { model_load(st, s); })
+      ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+}
+
+}  // namespace bdsl::bench
