@@ -15,12 +15,18 @@ namespace {
 
 constexpr float kLowest = -3.402823466e38f;
 
-uint32_t chunk_capacity(uint32_t context, uint32_t chunks) { return (context + chunks - 1) / chunks; }
+constexpr uint32_t kUnroll = 4;           // V rows in flight per invocation
+constexpr uint32_t kUnrolledChunks = 64;  // up to this many chunks, the combine's reads are written out
+
+// Scores kept per head: the chunk's longest length, padded for the unrolled V loop.
+uint32_t chunk_capacity(uint32_t context, uint32_t chunks, uint32_t slices) {
+  return (context + chunks - 1) / chunks + slices * kUnroll;
+}
 
 uint32_t shared_bytes(const OpTarget& target, const AttentionDims& d, uint32_t context, uint32_t chunks) {
   const uint32_t slices = attention_workgroup(target, d) / (d.head_dim / 2);
-  const uint32_t floats = d.group() * d.head_dim * (1 + slices) + d.group() * chunk_capacity(context, chunks) +
-                          2 * d.group() + d.group() * chunks;
+  const uint32_t floats = d.group() * d.head_dim * (1 + slices) + d.group() * chunk_capacity(context, chunks, slices) +
+                          2 * d.group() + 2 * d.group() * chunks;
   return 4 * floats + 4;
 }
 
@@ -49,7 +55,7 @@ dsl::Kernel attention_split_kv(const std::string& name, const OpTarget& target, 
   d.check(name.c_str());
   const uint32_t wg = attention_workgroup(target, d);
   const uint32_t hd = d.head_dim, words = hd / 2, group = d.group(), slices = wg / words;
-  const uint32_t cap = chunk_capacity(context, chunks);
+  const uint32_t cap = chunk_capacity(context, chunks, slices);
   if (shared_bytes(target, d, context, chunks) > target.max_shared_bytes)
     throw std::invalid_argument(name + ": " + std::to_string(chunks) + " chunks of a " + std::to_string(context) +
                                 "-position context need more shared memory than the device has");
@@ -67,6 +73,7 @@ dsl::Kernel attention_split_kv(const std::string& name, const OpTarget& target, 
   auto stats_sh = k.shared<f32>("stats", 2 * group);
   auto o_sh = k.shared<f32>("o_slices", slices * group * hd);
   auto w_sh = k.shared<f32>("chunk_weights", group * chunks);
+  auto l_sh = k.shared<f32>("chunk_sums", group * chunks);
   auto last_sh = k.shared<u32>("is_last", 1);
 
   auto lid = k.local_index();
@@ -90,20 +97,19 @@ dsl::Kernel attention_split_kv(const std::string& name, const OpTarget& target, 
     for_range(lid, constant<u32>(group * hd), wg, [&](Expr<u32> i) { q_sh[i] = q[q_row + i]; }, "i");
     barrier();
 
-    // Scores: one subgroup per position, lanes across the row, one reduction per query head.
-    for_range(sg, count, n_sg, [&](Expr<u32> j) {
+    // Scores: one invocation per position, reading its key row whole (q comes from shared memory
+    // as a broadcast); no reductions, so the row loads of many positions are in flight at once.
+    for_range(lid, count, wg, [&](Expr<u32> j) {
       auto row = let("row", (start + j) * d.kv_words() + kv_row);
       std::vector<Var<f32>> dots;
       for (uint32_t g = 0; g < group; ++g) dots.push_back(k.var<f32>("dot" + std::to_string(g), 0.0f));
-      for_range(lane, constant<u32>(words), k.subgroup_size(), [&](Expr<u32> w) {
-        auto key = let("key", unpack_half2x16(k_cache[row + w]));
+      // The row's loads are written out (C++ loop), all issued before the first use.
+      std::vector<Expr<vec2>> keys;
+      for (uint32_t w = 0; w < words; ++w) keys.push_back(let("key", unpack_half2x16(k_cache[row + w])));
+      for (uint32_t w = 0; w < words; ++w)
         for (uint32_t g = 0; g < group; ++g)
-          dots[g] += q_sh[g * hd + 2u * w] * key.x() + q_sh[g * hd + 2u * w + 1u] * key.y();
-      }, "w");
-      for (uint32_t g = 0; g < group; ++g) {
-        auto s = let("score", subgroup_add(dots[g]) * scale);
-        if_(subgroup_elect(), [&] { p_sh[g * cap + j] = s; });
-      }
+          dots[g] += q_sh[g * hd + 2 * w] * keys[w].x() + q_sh[g * hd + 2 * w + 1] * keys[w].y();
+      for (uint32_t g = 0; g < group; ++g) p_sh[g * cap + j] = dots[g] * scale;
     }, "j");
     barrier();
 
@@ -118,6 +124,7 @@ dsl::Kernel attention_split_kv(const std::string& name, const OpTarget& target, 
         p_sh[g * cap + j] = e;
         l += e;
       }, "j");
+      for_range(count + lane, constant<u32>(cap), k.subgroup_size(), [&](Expr<u32> j) { p_sh[g * cap + j] = 0.0f; }, "j");
       auto chunk_sum = let("chunk_sum", subgroup_add(l));
       if_(subgroup_elect(), [&] {
         stats_sh[2u * g] = chunk_max;
@@ -133,9 +140,15 @@ dsl::Kernel attention_split_kv(const std::string& name, const OpTarget& target, 
       std::vector<Var<vec2>> acc;
       for (uint32_t g = 0; g < group; ++g)
         acc.push_back(k.var<vec2>("acc" + std::to_string(g), make_vec<f32>(0.0f, 0.0f)));
-      for_range(slice, count, slices, [&](Expr<u32> j) {
-        auto value = let("value", unpack_half2x16(v_cache[(start + j) * d.kv_words() + kv_row + w]));
-        for (uint32_t g = 0; g < group; ++g) acc[g] = Expr<vec2>(acc[g]) + value * p_sh[g * cap + j];
+      // Unrolled by kUnroll with clamped rows and zero weights past the chunk, so several rows'
+      // loads are in flight at once instead of one latency per position.
+      for_range(slice, count, slices * kUnroll, [&](Expr<u32> j0) {
+        for (uint32_t u = 0; u < kUnroll; ++u) {
+          auto j = j0 + u * slices;
+          auto row = min(start + j, last) * d.kv_words() + kv_row;
+          auto value = let("value", unpack_half2x16(v_cache[row + w]));
+          for (uint32_t g = 0; g < group; ++g) acc[g] = Expr<vec2>(acc[g]) + value * p_sh[g * cap + j];
+        }
       }, "j");
       for (uint32_t g = 0; g < group; ++g) {
         auto at = (slice * group + g) * hd + 2u * w;
@@ -171,16 +184,24 @@ dsl::Kernel attention_split_kv(const std::string& name, const OpTarget& target, 
     // (the validator cannot see that a shared flag is the same for the whole workgroup).
     auto is_last = let("last_to_finish", last_sh[0u] == 1u);
     auto read = [&](Expr<u32> at) { return bitcast<f32>(atomic_add(partials[at], 0u)); };
+    // Every (head, chunk) statistic read by its own invocation, all in flight together.
+    if_(is_last, [&] {
+      for_range(lid, constant<u32>(group * chunks), wg, [&](Expr<u32> i) {
+        auto at = partial_at(kv * group + i / chunks, i % chunks);
+        w_sh[i] = read(at);
+        l_sh[i] = read(at + 1u);
+      }, "i");
+    });
+    barrier();
     if_(is_last, [&] {
       for_range(lid, constant<u32>(group), wg, [&](Expr<u32> g) {
-        auto head = kv * group + g;
         auto big = k.var<f32>("big", kLowest);
-        for_range(constant<u32>(0), constant<u32>(chunks), [&](Expr<u32> cc) { big = max(big, read(partial_at(head, cc))); }, "cc");
+        for_range(constant<u32>(0), constant<u32>(chunks), [&](Expr<u32> cc) { big = max(big, w_sh[g * chunks + cc]); }, "cc");
         auto total = k.var<f32>("total", 0.0f);
         for_range(constant<u32>(0), constant<u32>(chunks), [&](Expr<u32> cc) {
-          auto weight = let("weight", exp(read(partial_at(head, cc)) - big));
+          auto weight = let("weight", exp(w_sh[g * chunks + cc] - big));
           w_sh[g * chunks + cc] = weight;
-          total += weight * read(partial_at(head, cc) + 1u);
+          total += weight * l_sh[g * chunks + cc];
         }, "cc");
         auto inv_total = let("inv_total", 1.0f / total);
         for_range(constant<u32>(0), constant<u32>(chunks), [&](Expr<u32> cc) { w_sh[g * chunks + cc] *= inv_total; }, "cc");
@@ -191,9 +212,15 @@ dsl::Kernel attention_split_kv(const std::string& name, const OpTarget& target, 
       for_range(lid, constant<u32>(group * hd), wg, [&](Expr<u32> i) {
         auto g = i / hd;
         auto o = k.var<f32>("o", 0.0f);
-        for_range(constant<u32>(0), constant<u32>(chunks), [&](Expr<u32> cc) {
-          o += w_sh[g * chunks + cc] * read(partial_at(kv * group + g, cc) + 2u + i % hd);
-        }, "cc");
+        auto value_at = [&](Expr<u32> cc) { return partial_at(kv * group + g, cc) + 2u + i % hd; };
+        if (chunks <= kUnrolledChunks) {
+          // Every chunk's value read at once (C++ loop), then summed: one atomic latency, not `chunks`.
+          std::vector<Expr<f32>> parts;
+          for (uint32_t cc = 0; cc < chunks; ++cc) parts.push_back(let("part", read(value_at(constant<u32>(cc)))));
+          for (uint32_t cc = 0; cc < chunks; ++cc) o += w_sh[g * chunks + cc] * parts[cc];
+        } else {
+          for_range(constant<u32>(0), constant<u32>(chunks), [&](Expr<u32> cc) { o += w_sh[g * chunks + cc] * read(value_at(cc)); }, "cc");
+        }
         out[q_row + i] = o;
       }, "i");
       if_(lid == 0u, [&] { atomic_exchange(counters[counter], 0u); });
