@@ -8,8 +8,10 @@
 namespace bdsl::ops {
 using namespace bdsl::dsl;
 
+// Up to 1024 invocations: the three passes over the vector are latency-bound, so more
+// invocations each with fewer elements finish sooner (one workgroup does the whole token).
 uint32_t quantize_activations_workgroup(const OpTarget& target) {
-  return subgroup_multiple_workgroup(target, 256);
+  return subgroup_multiple_workgroup(target, 1024);
 }
 
 QuantizedTotals emit_quantize_activations(KernelBuilder& k, const QuantizeBody& b) {

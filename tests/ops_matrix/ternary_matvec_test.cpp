@@ -152,7 +152,8 @@ TEST_P(TernaryMatvec, FusedRelu2GateUp) {
 // golden::rms_norm (see quantize_activations_test), so an element of q may differ by one step
 // where x * s lands within a few ulp of a half. The accumulators are checked against golden's q
 // allowing |acc - golden| <= (number of such near-tie elements) (each changes acc by at most 1),
-// and exactly against the standalone fused quantize kernel's q, which runs the same code.
+// and exactly against the standalone fused quantize kernel's q, which runs the same code when
+// given the same workgroup size.
 TEST_P(TernaryMatvec, SubNormInTheWorkgroupMatchesNormThenBitlinear) {
   for (Case c : {Case{64, 768}, Case{2560, 6912}}) {
     SCOPED_TRACE(c.cols);
@@ -164,11 +165,15 @@ TEST_P(TernaryMatvec, SubNormInTheWorkgroupMatchesNormThenBitlinear) {
     o.input = ops::MatvecInput::NormalizeInWorkgroup;
     run(ops::ternary_matvec(target(), c.rows, c.cols, o), {wb, xb, nb, y, acc},
         ops::ternary_matvec_workgroups(target(), c.rows), rt::push(1e-5f));
-    // The standalone fused quantizer's q.
+    // The standalone fused quantizer's q, built with the matvec's workgroup size so that it sums
+    // in the same order.
     ops::QuantizeOptions qo;
     qo.rms_norm = true;
+    ops::OpTarget same_order = target();
+    same_order.max_workgroup_invocations = ops::ternary_matvec_workgroup(target());
+    ASSERT_EQ(ops::quantize_activations_workgroup(same_order), ops::ternary_matvec_workgroup(target()));
     rt::Buffer q = output(c.cols, "q"), act = output(8, "act");
-    run(ops::quantize_activations(target(), c.cols, qo), {xb, nb, q, act}, 1, rt::push(1e-5f));
+    run(ops::quantize_activations(same_order, c.cols, qo), {xb, nb, q, act}, 1, rt::push(1e-5f));
     const auto words = q.download<uint32_t>();
     const auto a = act.download<uint32_t>();
     QuantizedX gpu;
