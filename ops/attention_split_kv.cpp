@@ -15,7 +15,7 @@ namespace {
 
 constexpr float kLowest = -3.402823466e38f;
 
-constexpr uint32_t kUnroll = 4;           // V rows in flight per invocation
+constexpr uint32_t kUnroll = 8;           // V rows in flight per invocation
 constexpr uint32_t kUnrolledChunks = 64;  // up to this many chunks, the combine's reads are written out
 
 // Scores kept per head: the chunk's longest length, padded for the unrolled V loop.

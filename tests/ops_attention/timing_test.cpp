@@ -60,6 +60,16 @@ TEST_F(Timing, DISABLED_DecodeOpsAt2BShape) {
   }
   for (const auto& [name, s] : per) std::printf("%-32s %8.2f us mean over %d\n", name.c_str(), s.first / s.second / 1000, s.second);
   std::printf("graph: %u dispatches, %u steps\n", g.stats().dispatches, g.stats().steps);
+  for (uint32_t pos : {100u, 1000u}) {  // the default chunks at earlier positions
+    rt::Buffer st = step_buffer(0, pos);
+    rt::Graph ga(ctx(), {true, "attention"});
+    for (uint32_t l = 0; l < layers; ++l)
+      ga.dispatch(attn, {st, q, kc[l], vc[l], partials, counters, out}, rt::push(), rt::Grid{d.n_kv_heads, chunks, 1});
+    for (int rep = 0; rep < 3; ++rep) ga.submit_and_wait();
+    double total = 0;
+    for (double v : ga.timestamps_ns()) total += v;
+    std::printf("attention_decode pos %u, %2u chunks: %8.2f us mean\n", pos, chunks, total / layers / 1000);
+  }
   for (uint32_t c : {4u, 8u, 16u, 32u, 64u}) {  // attention alone, per chunk count
     if (c * ops::attention_workgroup(t, d) < context / 64) continue;
     rt::Buffer part(ctx(), ops::attention_partials_bytes(d, c, 1), {false, "partials"});
