@@ -252,6 +252,49 @@ TEST_P(TernaryMatvec, SeveralRowsPerSubgroup) {
   for (size_t r = 37; r < got_y.size(); ++r) ASSERT_EQ(got_y[r], 12345.0f) << r;
 }
 
+// attn_norm -> QKV and ffn_norm -> gate/up as one dispatch each: the in-workgroup norm in front
+// of the fused kernels, checked exactly against the same-order standalone quantizer's q.
+TEST_P(TernaryMatvec, NormInTheWorkgroupInFrontOfQkvAndGateUp) {
+  const uint32_t cols = 640;
+  const auto x = random_floats(cols, 51, 2.0f), nw = random_floats(cols, 52, 0.4f);
+  rt::Buffer xb = buffer_of(x, "x"), nb = buffer_of(nw, "norm_weight");
+  ops::OpTarget same_order = target();
+  same_order.max_workgroup_invocations = ops::ternary_matvec_workgroup(target());
+  ops::QuantizeOptions qo;
+  qo.rms_norm = true;
+  rt::Buffer qw = output(cols, "q"), act = output(8, "act");
+  run(ops::quantize_activations(same_order, cols, qo), {xb, nb, qw, act}, 1, rt::push(1e-5f));
+  const auto words = qw.download<uint32_t>();
+  std::vector<int8_t> q(cols);
+  for (size_t i = 0; i < cols; ++i) q[i] = static_cast<int8_t>(words[i / 4] >> (8 * (i % 4)));
+  MatvecOptions o = options();
+  o.input = ops::MatvecInput::NormalizeInWorkgroup;
+  {
+    I2sWeights ws[3] = {random_i2s(64, cols, 53), random_i2s(16, cols, 54), random_i2s(17, cols, 55)};
+    rt::Buffer w0 = buffer_of(ws[0].bytes, "wq"), w1 = buffer_of(ws[1].bytes, "wk"), w2 = buffer_of(ws[2].bytes, "wv");
+    rt::Buffer y[3] = {output(64 * 4, "yq"), output(16 * 4, "yk"), output(17 * 4, "yv")};
+    rt::Buffer a[3] = {output(64 * 4, "aq"), output(16 * 4, "ak"), output(17 * 4, "av")};
+    run(ops::ternary_matvec_qkv(target(), 64, 16, 17, cols, o), {w0, w1, w2, xb, nb, y[0], y[1], y[2], a[0], a[1], a[2]},
+        ops::ternary_matvec_workgroups(target(), 97, o), rt::push(1e-5f));
+    for (int t = 0; t < 3; ++t) {
+      const auto got = a[t].download<int32_t>();
+      for (size_t r = 0; r < ws[t].m.rows; ++r) ASSERT_EQ(got[r], golden::ternary_dot(ws[t].m.row(r), q)) << t << " " << r;
+    }
+  }
+  {
+    const I2sWeights wg = random_i2s(50, cols, 56), wu = random_i2s(50, cols, 57);
+    rt::Buffer g = buffer_of(wg.bytes, "w_gate"), u = buffer_of(wu.bytes, "w_up");
+    rt::Buffer y = output(50 * 4, "y"), ag = output(50 * 4, "ag"), au = output(50 * 4, "au");
+    run(ops::ternary_matvec_relu2_gate_up(target(), 50, cols, o), {g, u, xb, nb, y, ag, au},
+        ops::ternary_matvec_workgroups(target(), 50, o), rt::push(1e-5f));
+    const auto got_g = ag.download<int32_t>(), got_u = au.download<int32_t>();
+    for (size_t r = 0; r < 50; ++r) {
+      ASSERT_EQ(got_g[r], golden::ternary_dot(wg.m.row(r), q)) << r;
+      ASSERT_EQ(got_u[r], golden::ternary_dot(wu.m.row(r), q)) << r;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Dot, TernaryMatvec, ::testing::Values(DotProduct::Packed, DotProduct::PlainInteger),
                          [](const auto& info) { return info.param == DotProduct::Packed ? "Packed" : "PlainInteger"; });
 
