@@ -26,7 +26,7 @@ uint32_t chunk_capacity(uint32_t context, uint32_t chunks, uint32_t slices) {
 uint32_t shared_bytes(const OpTarget& target, const AttentionDims& d, uint32_t context, uint32_t chunks) {
   const uint32_t slices = attention_workgroup(target, d) / (d.head_dim / 2);
   const uint32_t floats = d.group() * d.head_dim * (1 + slices) + d.group() * chunk_capacity(context, chunks, slices) +
-                          2 * d.group();
+                          2 * d.group() + 2 * d.group() * chunks;
   return 4 * floats + 4;
 }
 
@@ -72,6 +72,8 @@ dsl::Kernel attention_split_kv(const std::string& name, const OpTarget& target, 
   auto p_sh = k.shared<f32>("scores", group * cap);
   auto stats_sh = k.shared<f32>("stats", 2 * group);
   auto o_sh = k.shared<f32>("o_slices", slices * group * hd);
+  auto w_sh = k.shared<f32>("chunk_weights", group * chunks);
+  auto l_sh = k.shared<f32>("chunk_sums", group * chunks);
   auto last_sh = k.shared<u32>("is_last", 1);
 
   auto lid = k.local_index();
@@ -177,43 +179,49 @@ dsl::Kernel attention_split_kv(const std::string& name, const OpTarget& target, 
     });
     barrier(true);
 
-    // The last workgroup of (t, kv) combines every chunk's partial. Each invocation reads what
-    // its outputs need (every chunk's max, sum and value) in one go, then rescales in registers:
-    // one atomic latency and no further barrier.
+    // The last workgroup of (t, kv) combines every chunk's partial: first each head's chunk
+    // weights exp(m_c - M) / L, then the outputs. The barrier between stays outside the branch
+    // (the validator cannot see that a shared flag is the same for the whole workgroup).
+    auto is_last = let("last_to_finish", last_sh[0u] == 1u);
     auto read = [&](Expr<u32> at) { return bitcast<f32>(atomic_add(partials[at], 0u)); };
-    if_(last_sh[0u] == 1u, [&] {
-      for_range(lid, constant<u32>(group * hd), wg, [&](Expr<u32> i) {
-        auto head = kv * group + i / hd;
-        auto d_at = 2u + i % hd;
-        auto o = k.var<f32>("o", 0.0f);
+    // Every (head, chunk) statistic read by its own invocation, all in flight together.
+    if_(is_last, [&] {
+      for_range(lid, constant<u32>(group * chunks), wg, [&](Expr<u32> i) {
+        auto at = partial_at(kv * group + i / chunks, i % chunks);
+        w_sh[i] = read(at);
+        l_sh[i] = read(at + 1u);
+      }, "i");
+    });
+    barrier();
+    if_(is_last, [&] {
+      for_range(lid, constant<u32>(group), wg, [&](Expr<u32> g) {
+        auto big = k.var<f32>("big", kLowest);
+        for_range(constant<u32>(0), constant<u32>(chunks), [&](Expr<u32> cc) { big = max(big, w_sh[g * chunks + cc]); }, "cc");
         auto total = k.var<f32>("total", 0.0f);
-        if (chunks <= kUnrolledChunks) {  // written out, so every read is in flight at once
-          std::vector<Expr<f32>> m, l, v;
-          for (uint32_t cc = 0; cc < chunks; ++cc) {
-            auto at = partial_at(head, constant<u32>(cc));
-            m.push_back(let("m", read(at)));
-            l.push_back(let("l", read(at + 1u)));
-            v.push_back(let("part", read(at + d_at)));
-          }
-          Expr<f32> big = m[0];
-          for (uint32_t cc = 1; cc < chunks; ++cc) big = max(big, m[cc]);
-          auto top = let("top", big);
-          for (uint32_t cc = 0; cc < chunks; ++cc) {
-            auto weight = let("weight", exp(m[cc] - top));
-            total += weight * l[cc];
-            o += weight * v[cc];
-          }
+        for_range(constant<u32>(0), constant<u32>(chunks), [&](Expr<u32> cc) {
+          auto weight = let("weight", exp(w_sh[g * chunks + cc] - big));
+          w_sh[g * chunks + cc] = weight;
+          total += weight * l_sh[g * chunks + cc];
+        }, "cc");
+        auto inv_total = let("inv_total", 1.0f / total);
+        for_range(constant<u32>(0), constant<u32>(chunks), [&](Expr<u32> cc) { w_sh[g * chunks + cc] *= inv_total; }, "cc");
+      }, "g");
+    });
+    barrier();
+    if_(is_last, [&] {
+      for_range(lid, constant<u32>(group * hd), wg, [&](Expr<u32> i) {
+        auto g = i / hd;
+        auto o = k.var<f32>("o", 0.0f);
+        auto value_at = [&](Expr<u32> cc) { return partial_at(kv * group + g, cc) + 2u + i % hd; };
+        if (chunks <= kUnrolledChunks) {
+          // Every chunk's value read at once (C++ loop), then summed: one atomic latency, not `chunks`.
+          std::vector<Expr<f32>> parts;
+          for (uint32_t cc = 0; cc < chunks; ++cc) parts.push_back(let("part", read(value_at(constant<u32>(cc)))));
+          for (uint32_t cc = 0; cc < chunks; ++cc) o += w_sh[g * chunks + cc] * parts[cc];
         } else {
-          auto big = k.var<f32>("big", kLowest);
-          for_range(constant<u32>(0), constant<u32>(chunks), [&](Expr<u32> cc) { big = max(big, read(partial_at(head, cc))); }, "cc");
-          for_range(constant<u32>(0), constant<u32>(chunks), [&](Expr<u32> cc) {
-            auto at = partial_at(head, cc);
-            auto weight = let("weight", exp(read(at) - big));
-            total += weight * read(at + 1u);
-            o += weight * read(at + d_at);
-          }, "cc");
+          for_range(constant<u32>(0), constant<u32>(chunks), [&](Expr<u32> cc) { o += w_sh[g * chunks + cc] * read(value_at(cc)); }, "cc");
         }
-        out[q_row + i] = o / total;
+        out[q_row + i] = o;
       }, "i");
       if_(lid == 0u, [&] { atomic_exchange(counters[counter], 0u); });
     });
