@@ -25,6 +25,8 @@ struct BenchSession {
   ops::OpTarget target;
   std::filesystem::path model_path;
   double peak_read_gbps = 0;  // measured by the stream_read probe, before anything else
+  // State benchmarks keep between runs (the loaded model); declared after ctx so it dies first.
+  std::shared_ptr<void> model_state;
 };
 
 // Measures the peak read bandwidth (GB/s) with ops::stream_read over `bytes`.

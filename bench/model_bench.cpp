@@ -24,11 +24,12 @@ struct ModelState {
 };
 
 ModelState& model_state(BenchSession& s) {
-  static std::unique_ptr<ModelState> state;
+  auto state = std::static_pointer_cast<ModelState>(s.model_state);
   if (!state) {
     auto file = models::GgufFile::open(s.model_path);
     auto config = models::BitNetConfig::from_gguf(file);
     state.reset(new ModelState{std::move(file), config, nullptr});
+    s.model_state = state;
     const auto t0 = Clock::now();
     bitnet::ModelOptions o;
     o.timestamps = true;
@@ -48,7 +49,7 @@ std::map<std::string, double> bytes_per_call(const ModelState& m, uint32_t pos) 
   const auto& c = m.config;
   const auto& p = m.model->pipelines();
   const double q = p.dims.q_width(), kv = p.dims.kv_width(), dim = c.dim, ffn = c.ffn_dim;
-  return {{p.embedding.name(), dim * 2},
+  std::map<std::string, double> bytes = {{p.embedding.name(), dim * 2},
           {p.qkv.name(), (q + 2 * kv) * dim / 4 + dim * 4},
           {p.rope_kv.name(), (q + 2 * kv) * 4 * 2},
           {p.attention.name(), double(pos + 1) * kv * 2 * 2 + q * 4},
@@ -57,8 +58,9 @@ std::map<std::string, double> bytes_per_call(const ModelState& m, uint32_t pos) 
           {p.ffn_down.name(), dim * ffn / 4 + ffn * 4 + dim * 8},
           {p.output_norm.name(), dim * 8},
           {p.lm_head.name(), double(c.vocab_size) * dim * 2},
-          {p.argmax_partial.name(), c.vocab_size * 4.0},
-          {p.top_k_partial.name(), c.vocab_size * 4.0}};
+          {p.argmax_partial.name(), c.vocab_size * 4.0}};
+  if (p.top_k_partial) bytes[p.top_k_partial->name()] = c.vocab_size * 4.0;
+  return bytes;
 }
 
 double token_bytes(const ModelState& m, uint32_t pos) {

@@ -101,7 +101,7 @@ int run_run(const Args& args) {
   rt::Context ctx(copts);
   std::fprintf(stderr, "device: %s\n", ctx.info().summary().c_str());
   bitnet::ModelOptions mopts;
-  mopts.top_k = o.sampling.top_k == 0 ? 128 : o.sampling.top_k;
+  mopts.top_k = o.sampling.temperature == 0 ? 0 : (o.sampling.top_k == 0 ? 128 : o.sampling.top_k);
   mopts.dump = !o.dump_layers.empty();
   bitnet::BitNetModel model(ctx, file, config, mopts, progress_bar);
 

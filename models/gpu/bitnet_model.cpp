@@ -40,10 +40,12 @@ struct BitNetModel::Activations {
     arg_values = f32(p.argmax_plan.groups, "argmax partial values");
     arg_indices = f32(p.argmax_plan.groups, "argmax partial indices");
     token = rt::Buffer(ctx, 4, {true, "argmax token"});
-    top_part_values = f32(uint64_t{p.top_k_plan.groups} * p.top_k, "top-k partial values");
-    top_part_indices = f32(uint64_t{p.top_k_plan.groups} * p.top_k, "top-k partial indices");
-    top_values = rt::Buffer(ctx, p.top_k * 4, {true, "top-k values"});
-    top_indices = rt::Buffer(ctx, p.top_k * 4, {true, "top-k indices"});
+    if (p.top_k) {
+      top_part_values = f32(uint64_t{p.top_k_plan.groups} * p.top_k, "top-k partial values");
+      top_part_indices = f32(uint64_t{p.top_k_plan.groups} * p.top_k, "top-k partial indices");
+      top_values = rt::Buffer(ctx, p.top_k * 4, {true, "top-k values"});
+      top_indices = rt::Buffer(ctx, p.top_k * 4, {true, "top-k indices"});
+    }
   }
 
   // Bytes a model of this shape needs besides its weights.
@@ -63,8 +65,8 @@ struct BitNetModel::Activations {
 BitNetModel::BitNetModel(rt::Context& ctx, const models::GgufFile& file, const models::BitNetConfig& config,
                          const ModelOptions& options, const UploadProgress& progress)
     : ctx_(ctx), config_(config), options_(options) {
-  if (options.top_k == 0 || options.top_k > ops::kMaxTopK)
-    throw std::invalid_argument(fmt::format("top-k must be 1..{}, got {}", ops::kMaxTopK, options.top_k));
+  if (options.top_k > ops::kMaxTopK)
+    throw std::invalid_argument(fmt::format("top-k must be at most {}, got {}", ops::kMaxTopK, options.top_k));
   pipelines_ = std::make_unique<BitNetPipelines>(ctx, config, std::min(options.top_k, config.vocab_size));
   weights_ = upload_weights(ctx, file, config, pipelines_->split.rows_per_part, Activations::bytes(config), progress);
   act_ = std::make_unique<Activations>(ctx, config, *pipelines_);
@@ -135,9 +137,9 @@ void BitNetModel::record() {
   dump(a.logits, config_.vocab_size, "result_output");
   // Greedy and sampling candidates read the same logits: no barrier between the two chains.
   g.dispatch(p.argmax_partial, {a.logits, a.arg_values, a.arg_indices}, rt::Grid{p.argmax_plan.groups});
-  g.dispatch(p.top_k_partial, {a.logits, a.top_part_values, a.top_part_indices}, rt::Grid{p.top_k_plan.groups});
+  if (p.top_k) g.dispatch(*p.top_k_partial, {a.logits, a.top_part_values, a.top_part_indices}, rt::Grid{p.top_k_plan.groups});
   g.dispatch(p.argmax_final, {a.arg_values, a.arg_indices, a.token}, rt::Grid{1});
-  g.dispatch(p.top_k_merge, {a.top_part_values, a.top_part_indices, a.top_values, a.top_indices}, rt::Grid{1});
+  if (p.top_k) g.dispatch(*p.top_k_merge, {a.top_part_values, a.top_part_indices, a.top_values, a.top_indices}, rt::Grid{1});
   g.finish();
 }
 
@@ -153,9 +155,11 @@ StepOutput BitNetModel::step(int32_t token, uint32_t pos) {
   graph_->submit_and_wait();
   StepOutput out;
   out.argmax = int32_t(act_->token.download<uint32_t>()[0]);
-  const auto ids = act_->top_indices.download<uint32_t>();
-  out.top_ids.assign(ids.begin(), ids.end());
-  out.top_logits = act_->top_values.download<float>();
+  if (pipelines_->top_k) {
+    const auto ids = act_->top_indices.download<uint32_t>();
+    out.top_ids.assign(ids.begin(), ids.end());
+    out.top_logits = act_->top_values.download<float>();
+  }
   return out;
 }
 

@@ -21,7 +21,7 @@
 namespace bdsl::bitnet {
 
 struct ModelOptions {
-  uint32_t top_k = 40;        // candidates returned per token for sampling (<= 128)
+  uint32_t top_k = 0;         // candidates returned per token for sampling (<= 128); 0: greedy only
   bool dump = false;          // copy every materialized intermediate out after each token
   bool timestamps = false;    // GPU time per dispatch
 };

@@ -30,7 +30,7 @@ BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c
       dims{c.n_heads, c.n_kv_heads, c.head_dim},
       split(ops::lm_head_split(target, c.vocab_size, c.dim)),
       argmax_plan(ops::argmax_plan(target, c.vocab_size)),
-      top_k_plan(ops::top_k_plan(target, c.vocab_size, k)),
+      top_k_plan(k ? ops::top_k_plan(target, c.vocab_size, k) : ops::TopKPlan{}),
       top_k(k),
       attention_chunks(ops::attention_chunks(target, dims, c.context_length)),
       embedding(make(ctx, cache, ops::embedding_lookup(target, {c.dim, split.rows_per_part, split.parts}))),
@@ -44,8 +44,11 @@ BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c
       output_norm(make(ctx, cache, ops::rms_norm(target, c.dim))),
       lm_head(make(ctx, cache, ops::lm_head(target, c.vocab_size, c.dim))),
       argmax_partial(make(ctx, cache, ops::argmax_partial(target, c.vocab_size))),
-      argmax_final(make(ctx, cache, ops::argmax_final(target, c.vocab_size))),
-      top_k_partial(make(ctx, cache, ops::top_k_partial(target, c.vocab_size, k))),
-      top_k_merge(make(ctx, cache, ops::top_k_merge(target, c.vocab_size, k))) {}
+      argmax_final(make(ctx, cache, ops::argmax_final(target, c.vocab_size))) {
+  if (k) {
+    top_k_partial.emplace(make(ctx, cache, ops::top_k_partial(target, c.vocab_size, k)));
+    top_k_merge.emplace(make(ctx, cache, ops::top_k_merge(target, c.vocab_size, k)));
+  }
+}
 
 }  // namespace bdsl::bitnet

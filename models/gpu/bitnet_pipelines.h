@@ -1,5 +1,7 @@
 // Every pipeline one BitNet token needs, built once for the model's shape and the device.
 #pragma once
+#include <optional>
+
 #include "codegen/shader_cache.h"
 #include "models/bitnet_config.h"
 #include "ops/argmax.h"
@@ -21,7 +23,7 @@ struct BitNetPipelines {
   ops::LmHeadSplit split;
   ops::ArgmaxPlan argmax_plan;
   ops::TopKPlan top_k_plan;
-  uint32_t top_k;
+  uint32_t top_k;  // 0: greedy only, no top-k dispatches
   uint32_t attention_chunks;
 
   rt::Pipeline embedding;
@@ -34,7 +36,7 @@ struct BitNetPipelines {
   rt::Pipeline output_norm;
   rt::Pipeline lm_head;
   rt::Pipeline argmax_partial, argmax_final;
-  rt::Pipeline top_k_partial, top_k_merge;
+  std::optional<rt::Pipeline> top_k_partial, top_k_merge;  // only when top_k > 0 (sampling)
 };
 
 }  // namespace bdsl::bitnet

@@ -32,6 +32,8 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Gene
   GenerationResult result;
   result.prompt_tokens = uint32_t(prompt.size());
   models::Sampler sampler(options.sampling);
+  if (options.sampling.temperature > 0 && model_.pipelines().top_k == 0)
+    throw std::invalid_argument("sampling needs a model built with ModelOptions::top_k > 0 (it is greedy-only)");
 
   auto t0 = std::chrono::steady_clock::now();
   StepOutput out;

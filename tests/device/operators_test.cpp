@@ -303,7 +303,8 @@ TEST_F(Operators, PackedBytesAndHalves) {
 TEST_F(Operators, VectorArithmeticAndLanes) {
   const auto a = floats(80, -3, 3), b = floats(81, -3, 3);
   using F = std::function<Expr<f32>(Expr<f32>, Expr<f32>)>;
-  expect_equal(run_map<f32, f32, f32>("vec_ops", F([](auto x, auto y) {
+  // Drivers may fuse a * b + c into one fma (NVIDIA does): results within an ulp or two.
+  expect_close(run_map<f32, f32, f32>("vec_ops", F([](auto x, auto y) {
                  auto v = make_vec<f32>(x, y, x + y, 2.0f);
                  auto w = v * 2.0f + make_vec<f32>(y, x, 1.0f, 0.5f);
                  return w.x() - w.y() + w.z() * w.w();
@@ -312,7 +313,7 @@ TEST_F(Operators, VectorArithmeticAndLanes) {
                  float w0 = x * 2 + y, w1 = y * 2 + x, w2 = (x + y) * 2 + 1, w3 = 2.0f * 2 + 0.5f;
                  return w0 - w1 + w2 * w3;
                }),
-               "vec4 * scalar, +, lanes");
+               1e-6f, 1e-5f, "vec4 * scalar, +, lanes");
   expect_close(run_map<f32, f32, f32>("vec_dot", F([](auto x, auto y) { return dot(make_vec<f32>(x, y), make_vec<f32>(y, 3.0f)); }), a, b),
                map2(a, b, [](float x, float y) { return x * y + y * 3.0f; }), 1e-6f, 1e-6f, "dot");
 }

@@ -1,6 +1,7 @@
 // BitNet on the device, end to end, on the tiny synthetic model: the golden per-layer data at every
 // prompt position, the greedy continuation, replay, sampling, EOS and the context limit.
 #include <filesystem>
+#include <numeric>
 
 #include "device_test.h"
 #include "golden/golden_data.h"
@@ -55,12 +56,15 @@ TEST_F(Model, ReplayingTheRecordingIsDeterministic) {
     model.step(prompt[t], t);
     EXPECT_EQ(model.logits(), first[t]) << "position " << t;
   }
-  EXPECT_EQ(model.stats().steps, 1 + 6 * 4 + 4u) << "embedding, 6 per layer, norm, head, argmax/top-k (2)";
+  EXPECT_EQ(model.stats().steps, 1 + 6 * 4 + 4u) << "embedding, 6 per layer, norm, head, argmax (2)";
+  EXPECT_EQ(model.stats().dispatches, 1 + 6 * 4 + 4u);
 }
 
 TEST_F(Model, SamplingIsReproducibleWithASeed) {
   const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
-  bitnet::BitNetModel model(ctx(), file, models::BitNetConfig::from_gguf(file));
+  bitnet::ModelOptions with_top_k;
+  with_top_k.top_k = 40;
+  bitnet::BitNetModel model(ctx(), file, models::BitNetConfig::from_gguf(file), with_top_k);
   bitnet::Generator gen(model);
   bitnet::GenerateOptions o;
   o.max_new_tokens = 20;
@@ -103,6 +107,31 @@ TEST_F(Model, GenerationStopsWhenTheContextIsFull) {
   EXPECT_THROW(gen.generate(golden_prompt(), o), std::length_error);
   EXPECT_THROW(model.step(1, 16), std::out_of_range);
   EXPECT_THROW(model.step(5000, 0), std::out_of_range);
+}
+
+}  // namespace
+}  // namespace bdsl::test
+
+namespace bdsl::test {
+namespace {
+
+TEST_F(Model, SamplingCandidatesAreTheLargestLogits) {
+  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  bitnet::ModelOptions o;
+  o.top_k = 16;
+  bitnet::BitNetModel model(ctx(), file, models::BitNetConfig::from_gguf(file), o);
+  const auto out = model.step(golden_prompt()[0], 0);
+  auto logits = model.logits();
+  std::vector<int32_t> order(logits.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+  ASSERT_EQ(out.top_ids.size(), 16u);
+  for (size_t i = 0; i < 16; ++i) {
+    EXPECT_EQ(out.top_ids[i], order[i]) << i;
+    EXPECT_EQ(out.top_logits[i], logits[order[i]]) << i;
+  }
+  EXPECT_EQ(out.argmax, order[0]);
+  EXPECT_EQ(model.stats().steps, 1 + 6 * 4 + 4u) << "top-k runs beside argmax, not after it";
 }
 
 }  // namespace
