@@ -10,7 +10,17 @@
 // puts the counter back to zero for the next replay. One dispatch, one barrier-separated step:
 // a separate combine dispatch would cost another ~2.2 us per layer on the H100 (66 us a token
 // over 30 layers). Partials travel through atomics (exchange to write, add 0 to read) because the
-// DSL has no `coherent` buffers: plain loads could miss another workgroup's stores.
+// DSL has no `coherent` buffers: plain loads could miss another workgroup's stores. Each partial
+// is read by one invocation only (atomics on one address from many invocations serialise: 57 us).
+//
+// Inside a workgroup: scores one invocation per position (the key row read whole), softmax
+// statistics one subgroup per query head, weighted V one invocation per (slice of positions, word
+// of the row) unrolled by 8, partials reduced through shared memory.
+// Measured on the H100 at the 2B shape (20/5 heads, head_dim 128, context 4096, 32 chunks), GPU
+// time per dispatch from timestamps (an rms_norm of 2560 reads ~6.5 us the same way): 14.5 us at
+// pos 100, 18 us at pos 1000, 27 us at pos 4095 (16 chunks: 26.5; 8: 41; 4: 71). The fixed part
+// is a chain of dependent latencies (step, scores, V, partials, counter, statistics, outputs);
+// cutting it (e.g. a combine by subgroups, fewer barriers) is the next step.
 #pragma once
 #include <cstdint>
 #include <string>
