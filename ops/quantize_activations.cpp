@@ -1,5 +1,6 @@
 #include "ops/quantize_activations.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -10,8 +11,12 @@ using namespace bdsl::dsl;
 
 // 256 invocations: on an H100, 1024 was slower (7.7 us vs 6.2 us per barrier-separated
 // dispatch for dim 2560), the extra subgroup partials outweighing the shorter passes.
-uint32_t quantize_activations_workgroup(const OpTarget& target) {
-  return subgroup_multiple_workgroup(target, 256);
+uint32_t quantize_activations_workgroup(const OpTarget& target, const QuantizeOptions& options) {
+  if (options.workgroup == 0) return subgroup_multiple_workgroup(target, 256);
+  if (options.workgroup > target.max_workgroup_invocations || options.workgroup % std::max(1u, target.subgroup_size) != 0)
+    throw std::invalid_argument("quantize_activations: workgroup " + std::to_string(options.workgroup) +
+                                " is not whole subgroups within the device's limit");
+  return options.workgroup;
 }
 
 QuantizedTotals emit_quantize_activations(KernelBuilder& k, const QuantizeBody& b) {
@@ -62,7 +67,7 @@ QuantizedTotals emit_quantize_activations(KernelBuilder& k, const QuantizeBody& 
 Kernel quantize_activations(const OpTarget& target, uint32_t dim, QuantizeOptions options) {
   if (dim == 0 || dim % 4 != 0)
     throw std::invalid_argument("quantize_activations: dim " + std::to_string(dim) + " is not a multiple of 4");
-  const uint32_t w = quantize_activations_workgroup(target);
+  const uint32_t w = quantize_activations_workgroup(target, options);
   std::string name = options.rms_norm ? "rms_norm_quantize_activations" : "quantize_activations";
   if (options.write_normalized) name += "_normalized";
   KernelBuilder k(name + "_" + std::to_string(dim), {w, 1, 1});

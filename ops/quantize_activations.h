@@ -31,11 +31,12 @@ namespace bdsl::ops {
 struct QuantizeOptions {
   bool rms_norm = false;          // normalize by RMS and the norm weight first
   bool write_normalized = false;  // also write the normalized f32 vector (tests, debugging)
+  uint32_t workgroup = 0;         // invocations (whole subgroups); 0: the default for the target
 };
 
 // dim: a multiple of 4 (whole packed words).
 dsl::Kernel quantize_activations(const OpTarget& target, uint32_t dim, QuantizeOptions options = {});
-uint32_t quantize_activations_workgroup(const OpTarget& target);
+uint32_t quantize_activations_workgroup(const OpTarget& target, const QuantizeOptions& options = {});
 
 // The kernel body, reusable by a kernel that quantizes into shared memory (the sub-norm fused
 // matvec). Every invocation of the workgroup runs it; it contains barriers.

@@ -18,9 +18,10 @@
 // a norm+quantize dispatch and the projection: attn_sub_norm -> attn_output and
 // ffn_sub_norm -> ffn_down (and attn_norm -> QKV, ffn_norm -> gate/up) become one dispatch each,
 // at the price of every workgroup reading the (10-27 KB, cache-resident) vector again.
-// Measured on an H100 (per barrier-separated dispatch, sdot): attn_output 2560x2560 fused 8.9 us
-// vs 6.2 (norm+quantize) + 5.1 separately: use it; ffn_down 2560x6912 fused 14.5 us vs 6.2 + 7.1:
-// do not (each of its 320 workgroups normalizes 6912 values).
+// Measured on an H100 (per barrier-separated dispatch, sdot, 2 rows per subgroup), fused vs
+// norm+quantize dispatch + projection: attn_norm+QKV 8.9 vs 6.1 + 5.4 us; ffn_norm+gate/up 12.5
+// vs 6.1 + 8.5; attn_sub_norm+attn_output 8.9 vs 6.1 + 4.8; ffn_sub_norm+ffn_down 14.1 vs
+// 8.5 + 6.9. The fusion wins in all four places.
 //
 // Bindings, in order:
 //   weights           uvec4  read        one per tensor (QKV: w_q, w_k, w_v; gate/up: w_gate, w_up)
@@ -56,8 +57,10 @@ struct MatvecOptions {
   bool write_accumulators = false;  // extra i32 outputs with the exact accumulators
   DotProduct dot = DotProduct::Auto;
   // Rows a subgroup computes at once, sharing each activation load (QKV: must divide q_rows and
-  // k_rows). The grid depends on it: pass the same options to ternary_matvec_workgroups.
-  uint32_t rows_per_subgroup = 1;
+  // k_rows). The grid depends on it: pass the same options to ternary_matvec_workgroups (the
+  // two-argument one assumes the default). H100, sdot, per barrier-separated dispatch:
+  // 6912x2560 6.8 us (1) / 6.4 (2) / 7.4 (4) / 11.6 (8); 2560x2560 5.1 / 4.8 / 6.5 / 11.1.
+  uint32_t rows_per_subgroup = 2;
 };
 
 // y[rows] = W[rows, cols] x.
@@ -72,7 +75,8 @@ dsl::Kernel ternary_matvec_qkv(const OpTarget& target, uint32_t q_rows, uint32_t
 dsl::Kernel ternary_matvec_relu2_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols,
                                          MatvecOptions options = {});
 
-uint32_t ternary_matvec_workgroup(const OpTarget& target);  // invocations per workgroup
+uint32_t ternary_matvec_workgroup(const OpTarget& target);  // invocations per workgroup, default options
+uint32_t ternary_matvec_workgroup(const OpTarget& target, const MatvecOptions& options);
 uint32_t ternary_matvec_workgroups(const OpTarget& target, uint32_t total_rows);  // default options
 uint32_t ternary_matvec_workgroups(const OpTarget& target, uint32_t total_rows, const MatvecOptions& options);
 

@@ -69,7 +69,7 @@ TEST_P(TernaryMatmul, EveryTokenMatchesGolden) {
 }
 
 TEST_P(TernaryMatmul, FusedQkvAndRelu2GateUpPerToken) {
-  const uint32_t cols = 256, q_rows = 40, kv_rows = 11, tokens = 11;
+  const uint32_t cols = 256, q_rows = 40, kv_rows = 12, tokens = 11;
   const Tokens x = quantize_tokens(tokens, cols, 77);
   rt::Buffer qb = buffer_of(x.words, "x_q"), ab = buffer_of(x.act, "x_act");
   const ops::MatmulOptions o = options();
