@@ -117,7 +117,8 @@ class Printer {
     for (size_t i = 0; i < ir_.buffers.size(); ++i) {
       const auto& b = ir_.buffers[i].info;
       const char* q = b.access == Access::Read ? "readonly " : b.access == Access::Write ? "writeonly " : "";
-      out_ << "layout(std430, set = 0, binding = " << b.binding << ") " << q << "buffer " << buffer_names_[i]
+      out_ << "layout(std430, set = 0, binding = " << b.binding << ") " << (ir_.buffers[i].coherent ? "coherent " : "")
+           << q << "buffer " << buffer_names_[i]
            << "_block { " << glsl_name(b.element) << " " << buffer_names_[i] << "[]; };\n";
     }
     if (!ir_.push_fields.empty()) {
@@ -145,7 +146,8 @@ class Printer {
     const std::string value = inline_expr(n);
     temp_names_[n.seq] = unique(n.op == Op::Let ? n.name : temp_name(temp_count_++));
     indent(depth);
-    out_ << "const " << glsl_name(n.type) << " " << temp_names_[n.seq] << " = " << value << ";\n";
+    out_ << (n.precise ? "precise " : "const ") << glsl_name(n.type) << " " << temp_names_[n.seq] << " = " << value
+         << ";\n";
   }
 
   void statement(const Stmt& s, int depth) {
@@ -217,7 +219,8 @@ class Printer {
         return;
       case StmtKind::Barrier:
         indent(depth);
-        out_ << (s.ref ? "memoryBarrierBuffer(); " : "") << "memoryBarrierShared(); barrier();\n";
+        if (s.ref == 2) out_ << "memoryBarrierBuffer();\n";
+        else out_ << (s.ref ? "memoryBarrierBuffer(); " : "") << "memoryBarrierShared(); barrier();\n";
         return;
     }
   }

@@ -99,9 +99,10 @@ const Node* BuilderCore::make_call(Fn fn, Type type, std::vector<const Node*> ar
   return n;
 }
 
-const Node* BuilderCore::make_let(const Node* value, std::string name) {
+const Node* BuilderCore::make_let(const Node* value, std::string name, bool precise) {
   const Node* n = make(Op::Let, value->type, {value});
   auto* mutable_node = const_cast<Node*>(n);
+  mutable_node->precise = precise;
   mutable_node->name = check_name(std::move(name), "let");
   mutable_node->has_stmt = true;
   append(Stmt{StmtKind::Eval, 0, nullptr, n});
@@ -136,12 +137,12 @@ bool BuilderCore::inside_loop() const {
                      [&](const Scope& s) { return ir_->blocks[s.block].is_loop_body; });
 }
 
-uint32_t BuilderCore::add_buffer(std::string name, Access access, Type element) {
+uint32_t BuilderCore::add_buffer(std::string name, Access access, Type element, bool coherent) {
   if (element.lanes == 3) fail("buffer '" + name + "': 3-lane vectors pad to 16 bytes in std430; use vec4");
   name = check_name(std::move(name), "buffer");
   const auto binding = static_cast<uint32_t>(ir_->buffers.size());
   names_.push_back(name);
-  ir_->buffers.push_back(BufferDecl{BindingInfo{binding, name, access, element}});
+  ir_->buffers.push_back(BufferDecl{BindingInfo{binding, name, access, element}, coherent});
   return binding;
 }
 

@@ -41,7 +41,7 @@ class BuilderCore {
   const Node* make(Op op, Type type, std::vector<const Node*> args, uint64_t literal = 0,
                    uint32_t ref = 0);
   const Node* make_call(Fn fn, Type type, std::vector<const Node*> args);
-  const Node* make_let(const Node* value, std::string name);
+  const Node* make_let(const Node* value, std::string name, bool precise = false);
 
   // Statements go to the innermost open block.
   uint32_t append(Stmt s);
@@ -52,7 +52,7 @@ class BuilderCore {
   bool inside_loop() const;
 
   // Declarations.
-  uint32_t add_buffer(std::string name, Access access, Type element);
+  uint32_t add_buffer(std::string name, Access access, Type element, bool coherent = false);
   uint32_t add_push(std::string name, Type type);
   uint32_t add_shared(std::string name, Type element, uint32_t count);
   uint32_t add_var(std::string name, Type type);

@@ -59,3 +59,9 @@ void barrier(bool with_buffers) {
 }
 
 }  // namespace bdsl::dsl
+
+namespace bdsl::dsl {
+
+void memory_barrier_buffer() { BuilderCore::current().append(Stmt{StmtKind::Barrier, 2u}); }
+
+}  // namespace bdsl::dsl

@@ -68,5 +68,8 @@ void continue_();
 // Workgroup execution barrier that also makes shared-memory writes visible; with_buffers = also
 // buffer writes by the workgroup. Must be reached by every invocation (checked before printing).
 void barrier(bool with_buffers = false);
+// Orders this invocation's buffer writes before its later ones as other invocations see them (no
+// execution barrier, so divergent control flow is fine): publish data, then a flag or a ticket.
+void memory_barrier_buffer();
 
 }  // namespace bdsl::dsl

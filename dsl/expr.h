@@ -255,4 +255,13 @@ Expr<value_t<X>> let(std::string name, const X& x) {
   return Expr<value_t<X>>(BuilderCore::current().make_let(x.node(), std::move(name)));
 }
 
+// Like let(), and the value is computed exactly as written: GLSL `precise` (SPIR-V NoContraction),
+// so no a * b + c becomes an fma and nothing is reassociated. For exact-arithmetic tricks
+// (two-float products, compensated sums), where contraction would silently change the result.
+template <class X>
+  requires DslValue<X>
+Expr<value_t<X>> let_precise(std::string name, const X& x) {
+  return Expr<value_t<X>>(BuilderCore::current().make_let(x.node(), std::move(name), true));
+}
+
 }  // namespace bdsl::dsl

@@ -119,6 +119,7 @@ struct Node {
   bool pure = true;      // may be shared between uses and moved past statements
   bool has_stmt = false; // evaluated by its own Eval statement (atomics, let)
   std::string name;      // Let: the name the author gave
+  bool precise = false;  // Let: computed exactly as written (no fma contraction or reassociation)
 };
 
 enum class StmtKind : uint8_t {
@@ -133,7 +134,7 @@ enum class StmtKind : uint8_t {
   BreakUnless, // node = condition: leave the loop when false
   Break,
   Continue,
-  Barrier,     // ref: 0 = workgroup (shared memory), 1 = workgroup + buffer memory
+  Barrier,     // ref: 0 = workgroup (shared memory), 1 = workgroup + buffer memory, 2 = buffer memory only
 };
 
 struct Stmt {
@@ -155,6 +156,7 @@ struct Block {
 
 struct BufferDecl {
   BindingInfo info;
+  bool coherent = false;  // other workgroups' writes become visible after a buffer memory barrier
 };
 struct SharedDecl {
   std::string name;

@@ -25,6 +25,12 @@ class KernelBuilder : public BuilderCore {
   Buffer<T> buffer(std::string name, Access access) {
     return Buffer<T>(add_buffer(std::move(name), access, type_of<T>()));
   }
+  // A buffer workgroups use to talk to each other within one dispatch: its loads and stores
+  // bypass incoherent caches, so after another workgroup's barrier(true) its writes are seen.
+  template <class T>
+  Buffer<T> coherent_buffer(std::string name, Access access) {
+    return Buffer<T>(add_buffer(std::move(name), access, type_of<T>(), true));
+  }
   template <class T>
   Expr<T> push(std::string name) {
     return Expr<T>(make(Op::PushField, type_of<T>(), {}, 0, add_push(std::move(name), type_of<T>())));

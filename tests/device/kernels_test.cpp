@@ -220,3 +220,37 @@ TEST_F(Kernels, AtomicCompSwapClaimsASlotOnce) {
 
 }  // namespace
 }  // namespace bdsl::test
+
+namespace bdsl::test {
+namespace {
+
+// Workgroups hand results to the last one to finish through a coherent buffer and an atomic
+// ticket: the pattern split-K kernels use to combine partials in the same dispatch.
+TEST_F(Kernels, CoherentBufferLetsTheLastWorkgroupCombine) {
+  using namespace dsl;
+  KernelBuilder k("last_combines", {64, 1, 1});
+  auto partial = k.coherent_buffer<u32>("partial", Access::ReadWrite);
+  auto ticket = k.buffer<u32>("ticket", Access::ReadWrite);
+  auto total = k.buffer<u32>("total", Access::Write);
+  auto groups = k.num_workgroups().x();
+  auto g = k.workgroup_id().x();
+  auto flag = k.shared<u32>("is_last", 1);
+  if_(k.local_index() == 0u, [&] {
+    partial[g] = (g + 1u) * 10u;
+    memory_barrier_buffer();
+    flag[0u] = select(atomic_add(ticket[0u], 1u) == groups - 1u, 1u, 0u);
+  });
+  barrier();
+  if_(k.local_index() == 0u && flag[0u] == 1u, [&] {
+    auto sum = k.var<u32>("sum", 0u);
+    for_range(0u, groups, [&](Expr<u32> i) { sum += partial[i]; });
+    total[0u] = sum;
+  });
+  rt::Buffer pb(ctx(), 64 * 4, {false, "partial"}), tb = buffer_of(std::vector<uint32_t>{0}, "ticket"),
+      out(ctx(), 4, {false, "total"});
+  run(k.build(), {pb, tb, out}, 64, rt::push());
+  EXPECT_EQ(out.download<uint32_t>()[0], 10u * 64 * 65 / 2);
+}
+
+}  // namespace
+}  // namespace bdsl::test

@@ -351,3 +351,28 @@ TEST_F(Operators, HalfPrecisionStorageAndArithmetic) {
 
 }  // namespace
 }  // namespace bdsl::test
+
+namespace bdsl::test {
+namespace {
+
+// x * x - p with p = the rounded x * x is the rounding error of the product: exactly 0 if the
+// compiler fuses it into fma(x, x, -p)... or 0 when reassociated. With let_precise the two-product
+// error term of Dekker's split comes out exact, as on the CPU.
+TEST_F(Operators, LetPreciseKeepsExactArithmetic) {
+  using namespace dsl;
+  std::vector<float> x = {1.0f + 0x1p-12f, 3.0f + 0x1p-20f, 1.1f, 0.7f};
+  using F = std::function<Expr<f32>(Expr<f32>)>;
+  const auto got = run_map<f32, f32>("two_product", F([](auto v) {
+    auto hi = let_precise("hi", bitcast<f32>(bitcast<u32>(v) & 0xfffff000u));
+    auto lo = let_precise("lo", v - hi);
+    auto p = let_precise("p", v * v);
+    return let_precise("err", ((hi * hi - p) + hi * lo + lo * hi) + lo * lo);
+  }), x);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double exact = double(x[i]) * double(x[i]) - double(x[i] * x[i]);
+    EXPECT_EQ(got[i], float(exact)) << x[i];
+  }
+}
+
+}  // namespace
+}  // namespace bdsl::test

@@ -158,7 +158,7 @@ TEST_P(TernaryMatmul, RefusesTheInWorkgroupNorm) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Dot, TernaryMatmul, ::testing::Values(DotProduct::Packed, DotProduct::PlainInteger),
-                         [](const auto& info) { return info.param == DotProduct::Packed ? "Packed" : "PlainInteger"; });
+                         [](const auto& p) { return p.param == DotProduct::Packed ? "Packed" : "PlainInteger"; });
 
 }  // namespace
 }  // namespace bdsl::test

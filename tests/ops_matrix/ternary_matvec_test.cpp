@@ -299,7 +299,7 @@ TEST_P(TernaryMatvec, NormInTheWorkgroupInFrontOfQkvAndGateUp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Dot, TernaryMatvec, ::testing::Values(DotProduct::Packed, DotProduct::PlainInteger),
-                         [](const auto& info) { return info.param == DotProduct::Packed ? "Packed" : "PlainInteger"; });
+                         [](const auto& p) { return p.param == DotProduct::Packed ? "Packed" : "PlainInteger"; });
 
 }  // namespace
 }  // namespace bdsl::test
