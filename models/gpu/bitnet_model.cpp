@@ -1,5 +1,7 @@
 #include "models/gpu/bitnet_model.h"
 
+#include "models/gpu/activations.h"
+
 #include <fmt/format.h>
 
 #include "golden/half_float.h"
@@ -11,56 +13,6 @@
 
 namespace bdsl::bitnet {
 
-namespace {
-uint32_t ceil_div(uint64_t a, uint64_t b) { return static_cast<uint32_t>((a + b - 1) / b); }
-}  // namespace
-
-// Device buffers of one token's activations, the KV cache and the results read back.
-struct BitNetModel::Activations {
-  Activations(rt::Context& ctx, const models::BitNetConfig& c, const BitNetPipelines& p) {
-    auto f32 = [&](uint64_t n, const char* name) { return rt::Buffer(ctx, n * 4, {false, name}); };
-    const auto& d = p.dims;
-    step = rt::Buffer(ctx, sizeof(ops::StepState), {true, "step state"});
-    x = f32(c.dim, "x (residual)");
-    q = f32(d.q_width(), "q");
-    k = f32(d.kv_width(), "k");
-    v = f32(d.kv_width(), "v");
-    attn = f32(d.q_width(), "attention out");
-    ffn = f32(c.ffn_dim, "ffn");
-    xn = f32(c.dim, "output norm");
-    logits = f32(c.vocab_size, "logits");
-    const uint64_t cache_bytes = uint64_t{c.context_length} * d.kv_words() * 4;
-    for (uint32_t l = 0; l < c.n_layers; ++l) {
-      k_cache.emplace_back(ctx, cache_bytes, rt::BufferOptions{false, fmt::format("k cache {}", l)});
-      v_cache.emplace_back(ctx, cache_bytes, rt::BufferOptions{false, fmt::format("v cache {}", l)});
-    }
-    partials = rt::Buffer(ctx, ops::attention_partials_bytes(d, p.attention_chunks, 1), {false, "attention partials"});
-    counters = rt::Buffer(ctx, ops::attention_counters_bytes(d, 1), {false, "attention counters"});
-    counters.fill(0);
-    arg_values = f32(p.argmax_plan.groups, "argmax partial values");
-    arg_indices = f32(p.argmax_plan.groups, "argmax partial indices");
-    token = rt::Buffer(ctx, 4, {true, "argmax token"});
-    if (p.top_k) {
-      top_part_values = f32(uint64_t{p.top_k_plan.groups} * p.top_k, "top-k partial values");
-      top_part_indices = f32(uint64_t{p.top_k_plan.groups} * p.top_k, "top-k partial indices");
-      top_values = rt::Buffer(ctx, p.top_k * 4, {true, "top-k values"});
-      top_indices = rt::Buffer(ctx, p.top_k * 4, {true, "top-k indices"});
-    }
-  }
-
-  // Bytes a model of this shape needs besides its weights.
-  static uint64_t bytes(const models::BitNetConfig& c) {
-    const uint64_t kv = 2ull * c.n_layers * c.context_length * c.kv_dim() * 2;
-    return kv + 4ull * (4 * c.dim + 2 * c.n_heads * c.head_dim + c.ffn_dim + 3ull * c.vocab_size);
-  }
-
-  rt::Buffer step, x, q, k, v, attn, ffn, xn, logits;
-  std::vector<rt::Buffer> k_cache, v_cache;
-  rt::Buffer partials, counters;
-  rt::Buffer arg_values, arg_indices, token;
-  rt::Buffer top_part_values, top_part_indices, top_values, top_indices;
-  rt::Buffer dumps;
-};
 
 BitNetModel::BitNetModel(rt::Context& ctx, const models::GgufFile& file, const models::BitNetConfig& config,
                          const ModelOptions& options, const UploadProgress& progress)
@@ -128,31 +80,47 @@ void BitNetModel::record() {
   g.dispatch(p.embedding, embedding, rt::push(), rt::Grid{ceil_div(config_.dim, ops::embedding_workgroup(p.target))});
   dump(a.x, config_.dim, "inp_embd");
   for (uint32_t l = 0; l < config_.n_layers; ++l) record_layer(l);
+  record_tail(g);
+  g.finish();
+}
+
+void BitNetModel::record_tail(rt::Graph& g) {
+  const auto& p = *pipelines_;
+  auto& a = *act_;
   g.dispatch(p.output_norm, {a.x, weights_.output_norm, a.xn}, rt::push(config_.rms_norm_eps), rt::Grid{1});
-  dump(a.xn, config_.dim, "result_norm");
+  if (&g == graph_.get()) dump(a.xn, config_.dim, "result_norm");
   std::vector<rt::BufferSlice> head = {a.xn};
   for (const auto& part : weights_.lm_head().parts) head.push_back(part);
   head.push_back(a.logits);
   g.dispatch(p.lm_head, head, rt::push(), rt::Grid{ops::lm_head_workgroups(p.target, config_.vocab_size)});
-  dump(a.logits, config_.vocab_size, "result_output");
+  if (&g == graph_.get()) dump(a.logits, config_.vocab_size, "result_output");
   // Greedy and sampling candidates read the same logits: no barrier between the two chains.
   g.dispatch(p.argmax_partial, {a.logits, a.arg_values, a.arg_indices}, rt::Grid{p.argmax_plan.groups});
   if (p.top_k) g.dispatch(*p.top_k_partial, {a.logits, a.top_part_values, a.top_part_indices}, rt::Grid{p.top_k_plan.groups});
   g.dispatch(p.argmax_final, {a.arg_values, a.arg_indices, a.token}, rt::Grid{1});
   if (p.top_k) g.dispatch(*p.top_k_merge, {a.top_part_values, a.top_part_indices, a.top_values, a.top_indices}, rt::Grid{1});
-  g.finish();
+}
+
+void BitNetModel::check_tokens(std::span<const int32_t> tokens, uint32_t pos) const {
+  for (int32_t token : tokens)
+    if (token < 0 || uint32_t(token) >= config_.vocab_size)
+      throw std::out_of_range(fmt::format("token id {} outside the vocabulary of {}", token, config_.vocab_size));
+  if (pos + tokens.size() > config_.context_length)
+    throw std::out_of_range(fmt::format("position {} is past the context length {}", pos + tokens.size() - 1,
+                                        config_.context_length));
 }
 
 StepOutput BitNetModel::step(int32_t token, uint32_t pos) {
-  if (token < 0 || uint32_t(token) >= config_.vocab_size)
-    throw std::out_of_range(fmt::format("token id {} outside the vocabulary of {}", token, config_.vocab_size));
-  if (pos >= config_.context_length)
-    throw std::out_of_range(fmt::format("position {} is past the context length {}", pos, config_.context_length));
+  check_tokens(std::span(&token, 1), pos);
   ops::StepState s;
   s.token = uint32_t(token);
   s.pos = pos;
   act_->step.upload_bytes(std::as_bytes(std::span(&s, 1)));
   graph_->submit_and_wait();
+  return read_step_output();
+}
+
+StepOutput BitNetModel::read_step_output() const {
   StepOutput out;
   out.argmax = int32_t(act_->token.download<uint32_t>()[0]);
   if (pipelines_->top_k) {

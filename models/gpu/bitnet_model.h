@@ -9,6 +9,7 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "models/gguf.h"
 #include "models/gpu/bitnet_pipelines.h"
 #include "models/gpu/device_weights.h"
+#include "models/gpu/prefill_pipelines.h"
 #include "runtime/graph.h"
 
 namespace bdsl::bitnet {
@@ -40,6 +42,11 @@ class BitNetModel {
 
   // Decodes `token` at position `pos` (the KV cache must hold positions 0..pos-1).
   StepOutput step(int32_t token, uint32_t pos);
+  // Runs a block of prompt tokens at positions pos..pos+n-1 as one batch (matrix-matrix
+  // projections, causal attention over the block), fills the KV cache, and returns what step()
+  // would return for the last token. The graph is recorded once per block length and replayed.
+  StepOutput prefill(std::span<const int32_t> tokens, uint32_t pos);
+  static constexpr uint32_t kMaxPrefillBlock = 512;  // longer prompts run in blocks
 
   std::vector<float> logits() const;  // of the last step
   // The intermediates of the last step by llama.cpp's names (inp_embd, Qcur-N, ...), with dump.
@@ -58,11 +65,16 @@ class BitNetModel {
 
  private:
   struct Activations;
+  struct PrefillBlock;
   struct DumpSlot {
     std::string name;
     uint64_t offset, floats;
   };
   void record();
+  void record_tail(rt::Graph& g);  // final norm, LM head, argmax (+ top-k) on the x buffer
+  std::unique_ptr<PrefillBlock> make_prefill_block(uint32_t n);
+  StepOutput read_step_output() const;
+  void check_tokens(std::span<const int32_t> tokens, uint32_t pos) const;
   void record_layer(uint32_t l);
   void dump(const rt::Buffer& src, uint64_t floats, std::string name);
 
@@ -73,6 +85,8 @@ class BitNetModel {
   DeviceWeights weights_;
   std::unique_ptr<Activations> act_;
   std::unique_ptr<rt::Graph> graph_;
+  std::unique_ptr<PrefillPipelines> prefill_pipelines_;
+  std::unique_ptr<PrefillBlock> prefill_;  // the graph of the last block length
   std::vector<DumpSlot> dump_slots_;
   uint64_t dump_floats_ = 0;
 };

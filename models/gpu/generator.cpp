@@ -37,10 +37,16 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Gene
 
   auto t0 = std::chrono::steady_clock::now();
   StepOutput out;
-  for (uint32_t i = 0; i < prompt.size(); ++i) {
-    out = model_.step(prompt[i], pos_++);
-    if (options.keep_logits) result.logits.push_back(model_.logits());
-    if (options.after_prompt_token) options.after_prompt_token(i);
+  if (options.keep_logits || options.after_prompt_token) {
+    // Every position's logits or intermediates are wanted: the decode graph, token by token.
+    for (uint32_t i = 0; i < prompt.size(); ++i) {
+      out = model_.step(prompt[i], pos_++);
+      if (options.keep_logits) result.logits.push_back(model_.logits());
+      if (options.after_prompt_token) options.after_prompt_token(i);
+    }
+  } else {
+    out = model_.prefill(prompt, pos_);  // one batch through the matrix-matrix path
+    pos_ += uint32_t(prompt.size());
   }
   result.prompt_seconds = seconds_since(t0);
 

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "device_test.h"
+#include "golden/golden_compare.h"
 #include "golden/golden_data.h"
 #include "golden/npy.h"
 #include "golden/synthetic_model.h"
@@ -132,6 +133,59 @@ TEST_F(Model, SamplingCandidatesAreTheLargestLogits) {
   }
   EXPECT_EQ(out.argmax, order[0]);
   EXPECT_EQ(model.stats().steps, 1 + 6 * 4 + 4u) << "top-k runs beside argmax, not after it";
+}
+
+}  // namespace
+}  // namespace bdsl::test
+
+namespace bdsl::test {
+namespace {
+
+void expect_logits_close(const std::vector<float>& want, const std::vector<float>& got, const std::string& what) {
+  const auto diff = golden::compare_tensors(want, got);
+  EXPECT_LE(diff.max_rel_error, bitnet::kGpuTolerance) << what;
+  EXPECT_GE(diff.cosine, bitnet::kGpuMinCosine) << what;
+}
+
+// The batched prompt path (matrix-matrix projections, causal attention over the block) gives the
+// decode path's logits at every position, and leaves the same KV cache behind.
+TEST_F(Model, PrefillMatchesDecodeAtEveryPosition) {
+  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto config = models::BitNetConfig::from_gguf(file);
+  bitnet::BitNetModel decode(ctx(), file, config), batch(ctx(), file, config);
+  const auto prompt = golden_prompt();
+  std::vector<std::vector<float>> logits;
+  std::vector<int32_t> argmax;
+  for (uint32_t t = 0; t < prompt.size(); ++t) {
+    argmax.push_back(decode.step(prompt[t], t).argmax);
+    logits.push_back(decode.logits());
+  }
+  for (size_t k = 1; k <= prompt.size(); ++k) {
+    const auto out = batch.prefill(std::span(prompt).first(k), 0);
+    expect_logits_close(logits[k - 1], batch.logits(), "prefill of " + std::to_string(k) + " tokens");
+    EXPECT_EQ(out.argmax, argmax[k - 1]) << k;
+  }
+  for (uint32_t l = 0; l < config.n_layers; ++l) {
+    const auto [dk, dv] = decode.kv_cache(l, uint32_t(prompt.size()));
+    const auto [bk, bv] = batch.kv_cache(l, uint32_t(prompt.size()));
+    expect_logits_close(dk, bk, "K cache of layer " + std::to_string(l));
+    expect_logits_close(dv, bv, "V cache of layer " + std::to_string(l));
+  }
+  // Two blocks, the second starting at position 3: the same last logits.
+  batch.prefill(std::span(prompt).first(3), 0);
+  batch.prefill(std::span(prompt).subspan(3), 3);
+  expect_logits_close(logits.back(), batch.logits(), "prefill in two blocks");
+}
+
+TEST_F(Model, GeneratorPrefillsThePromptAsABatch) {
+  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  bitnet::BitNetModel model(ctx(), file, models::BitNetConfig::from_gguf(file));
+  bitnet::Generator gen(model);
+  bitnet::GenerateOptions o;
+  o.sampling.temperature = 0;
+  o.max_new_tokens = 16;
+  const auto r = gen.generate(golden_prompt(), o);
+  EXPECT_EQ(r.tokens, golden::read_npy_i32(kGolden / "continuation.npy").data);
 }
 
 }  // namespace

@@ -1,0 +1,69 @@
+// The device buffers of one decode token (activations, the KV cache, what is read back): internal
+// to models/gpu, shared by the decode and the prefill recordings.
+#pragma once
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "models/gpu/bitnet_model.h"
+#include "ops/attention_split_kv.h"
+#include "ops/step_state.h"
+
+namespace bdsl::bitnet {
+
+inline uint32_t ceil_div(uint64_t a, uint64_t b) { return static_cast<uint32_t>((a + b - 1) / b); }
+
+struct BitNetModel::Activations {
+  Activations(rt::Context& ctx, const models::BitNetConfig& c, const BitNetPipelines& p) {
+    auto f32 = [&](uint64_t n, const char* name) { return rt::Buffer(ctx, n * 4, {false, name}); };
+    const auto& d = p.dims;
+    step = rt::Buffer(ctx, sizeof(ops::StepState), {true, "step state"});
+    x = f32(c.dim, "x (residual)");
+    q = f32(d.q_width(), "q");
+    k = f32(d.kv_width(), "k");
+    v = f32(d.kv_width(), "v");
+    attn = f32(d.q_width(), "attention out");
+    ffn = f32(c.ffn_dim, "ffn");
+    xn = f32(c.dim, "output norm");
+    logits = f32(c.vocab_size, "logits");
+    const uint64_t cache_bytes = uint64_t{c.context_length} * d.kv_words() * 4;
+    for (uint32_t l = 0; l < c.n_layers; ++l) {
+      k_cache.emplace_back(ctx, cache_bytes, rt::BufferOptions{false, fmt::format("k cache {}", l)});
+      v_cache.emplace_back(ctx, cache_bytes, rt::BufferOptions{false, fmt::format("v cache {}", l)});
+    }
+    partials = rt::Buffer(ctx, ops::attention_partials_bytes(d, p.attention_chunks, 1), {false, "attention partials"});
+    counters = rt::Buffer(ctx, ops::attention_counters_bytes(d, 1), {false, "attention counters"});
+    counters.fill(0);
+    arg_values = f32(p.argmax_plan.groups, "argmax partial values");
+    arg_indices = f32(p.argmax_plan.groups, "argmax partial indices");
+    token = rt::Buffer(ctx, 4, {true, "argmax token"});
+    if (p.top_k) {
+      top_part_values = f32(uint64_t{p.top_k_plan.groups} * p.top_k, "top-k partial values");
+      top_part_indices = f32(uint64_t{p.top_k_plan.groups} * p.top_k, "top-k partial indices");
+      top_values = rt::Buffer(ctx, p.top_k * 4, {true, "top-k values"});
+      top_indices = rt::Buffer(ctx, p.top_k * 4, {true, "top-k indices"});
+    }
+  }
+
+  // Bytes a model of this shape needs besides its weights.
+  static uint64_t bytes(const models::BitNetConfig& c) {
+    const uint64_t kv = 2ull * c.n_layers * c.context_length * c.kv_dim() * 2;
+    return kv + 4ull * (4 * c.dim + 2 * c.n_heads * c.head_dim + c.ffn_dim + 3ull * c.vocab_size);
+  }
+
+  rt::Buffer step, x, q, k, v, attn, ffn, xn, logits;
+  std::vector<rt::Buffer> k_cache, v_cache;
+  rt::Buffer partials, counters;
+  rt::Buffer arg_values, arg_indices, token;
+  rt::Buffer top_part_values, top_part_indices, top_values, top_indices;
+  rt::Buffer dumps;
+};
+
+// The buffers and the recording of one prompt block length (bitnet_prefill.cpp).
+struct BitNetModel::PrefillBlock {
+  uint32_t n = 0;
+  rt::Buffer tokens, x, q8, act, q, k, v, attn, ffn, partials, counters;
+  std::unique_ptr<rt::Graph> graph;
+};
+
+}  // namespace bdsl::bitnet

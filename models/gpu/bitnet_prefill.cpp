@@ -1,0 +1,97 @@
+// The batched prompt path of BitNetModel: one recording per block length, replayed for every
+// block of that length. Per layer: norm+quantize, QKV, RoPE + KV write, attention over the block,
+// norm+quantize, attn_output (+ residual), norm+quantize, gate/up, norm+quantize, ffn_down (+
+// residual); then the last token's row goes through the decode graph's tail (norm, LM head, argmax).
+#include <fmt/format.h>
+
+#include "models/gpu/activations.h"
+#include "ops/embedding_lookup.h"
+#include "ops/quantize_activations.h"
+#include "ops/rope_kv_write.h"
+#include "ops/ternary_matmul.h"
+#include "ops/ternary_matvec.h"
+
+namespace bdsl::bitnet {
+
+std::unique_ptr<BitNetModel::PrefillBlock> BitNetModel::make_prefill_block(uint32_t n) {
+  const auto& c = config_;
+  const auto& p = *pipelines_;
+  const auto& d = p.dims;
+  if (!prefill_pipelines_)
+    prefill_pipelines_ = std::make_unique<PrefillPipelines>(ctx_, c, p.target, p.attention_chunks,
+                                                            p.split.rows_per_part, p.split.parts);
+  const auto& pp = *prefill_pipelines_;
+  auto b = std::make_unique<PrefillBlock>();
+  b->n = n;
+  auto f32 = [&](uint64_t count, const char* name) { return rt::Buffer(ctx_, count * 4, {false, name}); };
+  b->tokens = rt::Buffer(ctx_, n * 4ull, {true, "prefill tokens"});
+  b->x = f32(uint64_t{n} * c.dim, "prefill x");
+  b->q8 = rt::Buffer(ctx_, uint64_t{n} * std::max(c.dim, c.ffn_dim), {false, "prefill int8 activations"});
+  b->act = f32(2ull * n, "prefill activation scales");
+  b->q = f32(uint64_t{n} * d.q_width(), "prefill q");
+  b->k = f32(uint64_t{n} * d.kv_width(), "prefill k");
+  b->v = f32(uint64_t{n} * d.kv_width(), "prefill v");
+  b->attn = f32(uint64_t{n} * d.q_width(), "prefill attention out");
+  b->ffn = f32(uint64_t{n} * c.ffn_dim, "prefill ffn");
+  b->partials = rt::Buffer(ctx_, ops::attention_partials_bytes(d, p.attention_chunks, n), {false, "prefill partials"});
+  b->counters = rt::Buffer(ctx_, ops::attention_counters_bytes(d, n), {false, "prefill counters"});
+  b->counters.fill(0);
+
+  b->graph = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{options_.timestamps, fmt::format("prefill {}", n)});
+  rt::Graph& g = *b->graph;
+  auto& a = *act_;
+  const float eps = c.rms_norm_eps;
+  const rt::Grid tokens_grid{n};
+  auto matmul_grid = [&](uint32_t rows) {
+    return rt::Grid{ops::ternary_matvec_workgroups(p.target, rows), ops::ternary_matmul_token_tiles(n)};
+  };
+  std::vector<rt::BufferSlice> embedding = {b->tokens};
+  for (const auto& part : weights_.token_embd.parts) embedding.push_back(part);
+  embedding.push_back(b->x);
+  g.dispatch(pp.embedding, embedding, rt::push(n), rt::Grid{ceil_div(c.dim, ops::embedding_workgroup(p.target)), n});
+  for (uint32_t l = 0; l < c.n_layers; ++l) {
+    const auto& w = weights_.layers[l];
+    g.dispatch(pp.norm_quantize, {b->x, w.attn_norm, b->q8, b->act}, rt::push(eps), tokens_grid);
+    g.dispatch(pp.qkv, {w.attn_q, w.attn_k, w.attn_v, b->q8, b->act, b->q, b->k, b->v}, rt::push(n),
+               matmul_grid(d.q_width() + 2 * d.kv_width()));
+    g.dispatch(p.rope_kv, {a.step, b->q, b->k, b->v, a.k_cache[l], a.v_cache[l]}, rt::push(c.rope_freq_base, n),
+               rt::Grid{ceil_div((d.n_heads + 2 * d.n_kv_heads) * d.head_dim / 4, ops::rope_kv_write_workgroup(p.target)),
+                        n});
+    g.dispatch(pp.attention, {a.step, b->q, a.k_cache[l], a.v_cache[l], b->partials, b->counters, b->attn},
+               rt::push(n), rt::Grid{d.n_kv_heads, p.attention_chunks, n});
+    g.dispatch(pp.norm_quantize, {b->attn, w.attn_sub_norm, b->q8, b->act}, rt::push(eps), tokens_grid);
+    g.dispatch(pp.attn_output, {w.attn_output, b->q8, b->act, b->x}, rt::push(n), matmul_grid(c.dim));
+    g.dispatch(pp.norm_quantize, {b->x, w.ffn_norm, b->q8, b->act}, rt::push(eps), tokens_grid);
+    g.dispatch(pp.gate_up, {w.ffn_gate, w.ffn_up, b->q8, b->act, b->ffn}, rt::push(n), matmul_grid(c.ffn_dim));
+    g.dispatch(pp.norm_quantize_ffn, {b->ffn, w.ffn_sub_norm, b->q8, b->act}, rt::push(eps), tokens_grid);
+    g.dispatch(pp.ffn_down, {w.ffn_down, b->q8, b->act, b->x}, rt::push(n), matmul_grid(c.dim));
+  }
+  // The last token continues through the decode graph's tail.
+  g.copy(b->x.slice(uint64_t{n - 1} * c.dim * 4, c.dim * 4ull), a.x);
+  record_tail(g);
+  g.finish();
+  return b;
+}
+
+StepOutput BitNetModel::prefill(std::span<const int32_t> tokens, uint32_t pos) {
+  if (tokens.empty()) throw std::invalid_argument("prefill: no tokens");
+  check_tokens(tokens, pos);
+  StepOutput out;
+  for (size_t first = 0; first < tokens.size(); first += kMaxPrefillBlock) {
+    const auto block = tokens.subspan(first, std::min<size_t>(kMaxPrefillBlock, tokens.size() - first));
+    const auto n = uint32_t(block.size());
+    if (!prefill_ || prefill_->n != n) {
+      prefill_.reset();  // one block's buffers at a time
+      prefill_ = make_prefill_block(n);
+    }
+    prefill_->tokens.upload_bytes(std::as_bytes(block));
+    ops::StepState s;
+    s.pos = pos + uint32_t(first);
+    act_->step.upload_bytes(std::as_bytes(std::span(&s, 1)));
+    prefill_->graph->submit_and_wait();
+    out = read_step_output();
+  }
+  return out;
+}
+
+}  // namespace bdsl::bitnet
