@@ -141,10 +141,19 @@ int run_run(const Args& args) {
     std::printf("\n");
   }
   print_speed(result);
+  std::fprintf(stderr, "one token: %u dispatches, %u barrier-separated steps, one submit\n", model.stats().dispatches,
+               model.stats().steps);
   if (result.reason == bitnet::StopReason::ContextFull)
     std::fprintf(stderr, "stopped: the context of %u tokens is full\n", config.context_length);
   if (!o.dump_logits.empty()) write_logits(o.dump_logits, result.logits);
   if (!o.dump_layers.empty()) {
+    // K (after RoPE) and V as the F16 cache holds them; the norms the graph fuses into the
+    // projections never exist as tensors (see `bitnet-dsl validate`).
+    for (uint32_t l = 0; l < config.n_layers; ++l) {
+      auto [k, v] = model.kv_cache(l, uint32_t(prompt.size()));
+      layers["Kcur-" + std::to_string(l)] = std::move(k);
+      layers["Vcur-" + std::to_string(l)] = std::move(v);
+    }
     std::filesystem::create_directories(o.dump_layers);
     for (const auto& [name, v] : layers)
       golden::write_npy(std::filesystem::path(o.dump_layers) / (name + ".npy"), std::span<const float>(v),

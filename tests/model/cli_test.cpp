@@ -76,3 +76,23 @@ TEST(Cli, NoVulkanDevice) {
   expect_one_line_error(run("devices", "VK_ICD_FILENAMES=/nonexistent.json"), 1, "no Vulkan device found");
   expect_one_line_error(run("demo", "VK_ICD_FILENAMES=/nonexistent.json"), 1, "no Vulkan device found");
 }
+
+TEST(Cli, DumpsLogitsAndLayersAsNpy) {
+  namespace fs = std::filesystem;
+  const auto dir = fs::temp_directory_path() / "bdsl-cli-dump-test";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  ASSERT_EQ(run("make-model " + (dir / "tiny.gguf").string() + " --preset tiny").code, 0);
+  const Result r = run("run -m " + (dir / "tiny.gguf").string() +
+                       " --prompt-ids 990,312,626 -n 4 --temp 0 --ids --dump-logits " + (dir / "logits.npy").string() +
+                       " --dump-layers " + (dir / "layers").string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  // 3 prompt positions + 3 steps (the 4th token needs no further step), vocab 1000.
+  std::ifstream logits(dir / "logits.npy", std::ios::binary);
+  std::string header(128, '\0');
+  logits.read(header.data(), 128);
+  EXPECT_NE(header.find("'shape': (6, 1000)"), std::string::npos) << header;
+  for (const char* name : {"inp_embd", "Qcur-0", "Kcur-3", "Vcur-1", "kqv_out-2", "ffn_out-3", "l_out-3", "result_output"})
+    EXPECT_TRUE(fs::exists(dir / "layers" / (std::string(name) + ".npy"))) << name;
+  fs::remove_all(dir);
+}
