@@ -3,22 +3,12 @@
 
 #include "codegen/glsl_printer.h"
 #include "dsl/dsl.h"
+#include "ops/saxpy.h"
 
 using namespace bdsl::dsl;
 using bdsl::codegen::print_glsl;
 
 namespace {
-
-Kernel saxpy() {
-  KernelBuilder k("saxpy", {256, 1, 1});
-  auto x = k.buffer<f32>("x", Access::Read);
-  auto y = k.buffer<f32>("y", Access::ReadWrite);
-  auto n = k.push<u32>("n");
-  auto a = k.push<f32>("a");
-  auto i = k.global_id().x();
-  if_(i < n, [&] { y[i] = a * x[i] + y[i]; });
-  return k.build();
-}
 
 size_t count(const std::string& s, const std::string& what) {
   size_t c = 0;
@@ -29,14 +19,14 @@ size_t count(const std::string& s, const std::string& what) {
 }  // namespace
 
 TEST(Printer, SaxpyReadsLikeItsMaths) {
-  const std::string glsl = print_glsl(saxpy());
+  const std::string glsl = print_glsl(bdsl::ops::saxpy());
   EXPECT_NE(glsl.find("layout(local_size_x = 256, local_size_y = 1, local_size_z = 1) in;"), std::string::npos);
   EXPECT_NE(glsl.find("readonly buffer x_block { float x[]; };"), std::string::npos);
   EXPECT_NE(glsl.find("y[gl_GlobalInvocationID.x] = (pc.a * x[gl_GlobalInvocationID.x]) + y[gl_GlobalInvocationID.x];"),
             std::string::npos);
 }
 
-TEST(Printer, SameKernelSameText) { EXPECT_EQ(print_glsl(saxpy()), print_glsl(saxpy())); }
+TEST(Printer, SameKernelSameText) { EXPECT_EQ(print_glsl(bdsl::ops::saxpy()), print_glsl(bdsl::ops::saxpy())); }
 
 TEST(Printer, ValueUsedTwiceIsComputedOnce) {
   KernelBuilder k("square_sum");
