@@ -1,18 +1,86 @@
 #include "ops/catalog.h"
 
+#include "ops/argmax.h"
+#include "ops/attention_decode.h"
+#include "ops/attention_prefill.h"
+#include "ops/attention_split_kv.h"
+#include "ops/embedding_lookup.h"
+#include "ops/lm_head.h"
+#include "ops/quantize_activations.h"
+#include "ops/rms_norm.h"
+#include "ops/rope_kv_write.h"
 #include "ops/saxpy.h"
+#include "ops/stream_read.h"
 #include "ops/subgroup_softmax.h"
+#include "ops/ternary_matmul.h"
+#include "ops/ternary_matvec.h"
+#include "ops/top_k.h"
 #include "ops/workgroup_sum.h"
 
 namespace bdsl::ops {
+namespace {
+
+// BitNet b1.58 2B-4T, the shape the BitNet ops are shown at.
+constexpr uint32_t kDim = 2560, kFfn = 6912, kVocab = 128256, kContext = 4096;
+constexpr AttentionDims kHeads{20, 5, 128};
+
+MatvecOptions normalized(bool residual, DotProduct dot = DotProduct::Auto) {
+  MatvecOptions o;
+  o.input = MatvecInput::NormalizeInWorkgroup;
+  o.add_residual = residual;
+  o.dot = dot;
+  return o;
+}
+
+EmbeddingShape embedding_shape(const OpTarget& t) {
+  const LmHeadSplit s = lm_head_split(t, kVocab, kDim);
+  return {kDim, s.rows_per_part, s.parts};
+}
+
+}  // namespace
 
 const std::vector<CatalogEntry>& catalog() {
+  using T = const OpTarget&;
   static const std::vector<CatalogEntry> entries = {
-      {"saxpy", "y = a * x + y (tutorial)", [](const OpTarget&) { return saxpy(); }},
+      {"embedding_lookup", "token row of the F16 table -> f32 (decode)", [](T t) { return embedding_lookup(t, embedding_shape(t)); }},
+      {"embedding_lookup_batch", "token rows -> f32 (prefill)", [](T t) { return embedding_lookup_batch(t, embedding_shape(t)); }},
+      {"rms_norm", "RMSNorm of rows, fp32", [](T t) { return rms_norm(t, kDim); }},
+      {"quantize_activations", "per-token int8 absmax quantization", [](T t) { return quantize_activations(t, kDim); }},
+      {"rms_norm_quantize", "RMSNorm then int8 quantization (prefill)", [](T t) { return quantize_activations(t, kDim, {true}); }},
+      {"ternary_matvec", "y = W x, I2_S weights, int8 activations", [](T t) { return ternary_matvec(t, kDim, kDim); }},
+      {"ternary_matvec_plain", "the same without the packed int8 dot product",
+       [](T t) {
+         MatvecOptions o;
+         o.dot = DotProduct::PlainInteger;
+         return ternary_matvec(t, kDim, kDim, o);
+       }},
+      {"qkv", "attn_norm + Q, K, V in one dispatch (decode)",
+       [](T t) { return ternary_matvec_qkv(t, kHeads.q_width(), kHeads.kv_width(), kHeads.kv_width(), kDim, normalized(false)); }},
+      {"attn_output", "attn_sub_norm + attn_output + residual (decode)",
+       [](T t) { return ternary_matvec(t, kDim, kHeads.q_width(), normalized(true)); }},
+      {"gate_up", "ffn_norm + gate, up, relu(gate)^2 * up (decode)",
+       [](T t) { return ternary_matvec_relu2_gate_up(t, kFfn, kDim, normalized(false)); }},
+      {"ffn_down", "ffn_sub_norm + ffn_down + residual (decode)", [](T t) { return ternary_matvec(t, kDim, kFfn, normalized(true)); }},
+      {"ternary_matmul", "Y = W X for a block of tokens (prefill)", [](T t) { return ternary_matmul(t, kDim, kDim); }},
+      {"qkv_matmul", "Q, K, V for a block of tokens (prefill)",
+       [](T t) { return ternary_matmul_qkv(t, kHeads.q_width(), kHeads.kv_width(), kHeads.kv_width(), kDim); }},
+      {"gate_up_matmul", "gate, up, relu^2 product for a block (prefill)", [](T t) { return ternary_matmul_relu2_gate_up(t, kFfn, kDim); }},
+      {"rope_kv_write", "NeoX RoPE on q and k, k/v into the F16 cache", [](T t) { return rope_kv_write(t, kHeads, kContext); }},
+      {"attention_decode", "one token over the F16 KV cache, split-K",
+       [](T t) { return attention_decode(t, kHeads, kContext, attention_chunks(t, kHeads, kContext)); }},
+      {"attention_prefill", "causal attention of a block over the cache",
+       [](T t) { return attention_prefill(t, kHeads, kContext, attention_chunks(t, kHeads, kContext)); }},
+      {"lm_head", "logits from the tied F16 embedding", [](T t) { return lm_head(t, kVocab, kDim); }},
+      {"argmax_partial", "argmax, first pass", [](T t) { return argmax_partial(t, kVocab); }},
+      {"argmax_final", "argmax, second pass", [](T t) { return argmax_final(t, kVocab); }},
+      {"top_k_partial", "top-40 candidates, first pass", [](T t) { return top_k_partial(t, kVocab, 40); }},
+      {"top_k_merge", "top-40 candidates, second pass", [](T t) { return top_k_merge(t, kVocab, 40); }},
+      {"stream_read", "bandwidth probe of the bench", [](T t) { return stream_read(t); }},
+      {"saxpy", "y = a * x + y (tutorial)", [](T) { return saxpy(); }},
       {"workgroup_sum", "partial sums through shared memory (tutorial)",
-       [](const OpTarget& t) { return workgroup_sum(std::min(256u, t.max_workgroup_invocations)); }},
+       [](T t) { return workgroup_sum(std::min(256u, t.max_workgroup_invocations)); }},
       {"subgroup_softmax", "row softmax, one subgroup per row (tutorial)",
-       [](const OpTarget& t) { return subgroup_softmax(std::max(64u, t.subgroup_size)); }},
+       [](T t) { return subgroup_softmax(std::max(64u, t.subgroup_size)); }},
   };
   return entries;
 }

@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "codegen/glsl_printer.h"
@@ -76,4 +77,30 @@ TEST(Tutorial, GlslBlocksAreWhatThePrinterPrints) {
     ++checked;
   }
   EXPECT_EQ(checked, 3);
+}
+
+#include "ops/catalog.h"
+
+// `bitnet-dsl shaders` prints any op of the catalog: each must build and print for a small device
+// (lavapipe's limits) and for a large one (an H100's), and names must be unique.
+TEST(Catalog, EveryOpPrintsForSmallAndLargeDevices) {
+  bdsl::ops::OpTarget small;
+  small.subgroup_size = 8;
+  small.max_shared_bytes = 32768;
+  small.max_storage_buffer_range = 128ull << 20;
+  bdsl::ops::OpTarget large;
+  large.subgroup_size = 32;
+  large.max_workgroup_invocations = 1024;
+  large.max_shared_bytes = 49152;
+  large.max_storage_buffer_range = 4095ull << 20;
+  large.int_dot_product = true;
+  std::set<std::string> names;
+  for (const auto& e : bdsl::ops::catalog()) {
+    EXPECT_TRUE(names.insert(e.name).second) << "duplicate op name " << e.name;
+    for (const auto* t : {&small, &large}) {
+      const std::string glsl = bdsl::codegen::print_glsl(e.build(*t));
+      EXPECT_NE(glsl.find("void main()"), std::string::npos) << e.name;
+    }
+  }
+  EXPECT_GE(names.size(), 20u);
 }
