@@ -1,6 +1,7 @@
 // `bitnet-dsl run`: text (or token ids) in, a streamed continuation out, speed figures on stderr.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -52,7 +53,11 @@ int chat_loop(bitnet::BitNetModel& model, const models::Tokenizer& tok, bitnet::
   while (std::fprintf(stderr, "> "), std::getline(std::cin, line) && !line.empty()) {
     history.push_back({"user", line});
     const auto ids = tok.encode(models::apply_chat_template(history, true), false);
-    std::vector<int32_t> fresh(ids.begin() + int64_t(std::min(in_cache.size(), ids.size())), ids.end());
+    // Feed only what the cache does not hold yet: the longest common prefix stays.
+    const auto [kept, unused] = std::mismatch(in_cache.begin(), in_cache.end(), ids.begin(), ids.end());
+    in_cache.erase(kept, in_cache.end());
+    generator.rewind(uint32_t(in_cache.size()));
+    std::vector<int32_t> fresh(ids.begin() + int64_t(in_cache.size()), ids.end());
     models::TokenStreamDecoder stream(tok);
     std::string reply;
     const auto r = generator.generate(fresh, gen, [&](int32_t id) {
@@ -66,6 +71,8 @@ int chat_loop(bitnet::BitNetModel& model, const models::Tokenizer& tok, bitnet::
     in_cache.insert(in_cache.end(), fresh.begin(), fresh.end());
     in_cache.insert(in_cache.end(), r.tokens.begin(), r.tokens.end());
     history.push_back({"assistant", reply});
+    std::fputs((stream.flush() + "\n").c_str(), stdout);
+    std::fflush(stdout);
     print_speed(r);
     if (r.reason == bitnet::StopReason::ContextFull) {
       std::fprintf(stderr, "the context is full (%u tokens): ending the chat\n", model.config().context_length);

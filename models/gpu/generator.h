@@ -1,6 +1,7 @@
 // Generation on the GPU model: feeds a prompt, then picks tokens (greedy or sampled) until EOS,
 // a token limit or a full context, calling back with each one so the caller can stream it.
 #pragma once
+#include <algorithm>
 #include <functional>
 #include <span>
 #include <vector>
@@ -40,6 +41,9 @@ class Generator {
 
   uint32_t position() const { return pos_; }  // tokens in the KV cache
   void reset() { pos_ = 0; }                  // forget the conversation (the cache is overwritten)
+  // Keep only the first `pos` tokens of the cache (a conversation whose text was re-tokenized
+  // differently from what was generated continues from where they still agree).
+  void rewind(uint32_t pos) { pos_ = std::min(pos_, pos); }
 
  private:
   BitNetModel& model_;

@@ -96,3 +96,19 @@ TEST(Cli, DumpsLogitsAndLayersAsNpy) {
     EXPECT_TRUE(fs::exists(dir / "layers" / (std::string(name) + ".npy"))) << name;
   fs::remove_all(dir);
 }
+
+TEST(Cli, InteractiveChatKeepsTheConversationInTheCache) {
+  namespace fs = std::filesystem;
+  const auto dir = fs::temp_directory_path() / "bdsl-cli-chat-test";
+  fs::create_directories(dir);
+  ASSERT_EQ(run("make-model " + (dir / "tiny.gguf").string() + " --preset tiny").code, 0);
+  const Result r = run("run -m " + (dir / "tiny.gguf").string() + " -i -n 4 --temp 0",
+                       "printf 'hello there\\nand again\\n' |");
+  EXPECT_EQ(r.code, 0) << r.output;
+  // Two turns; the second feeds only what is new since the first (the cache keeps the rest).
+  const auto first = r.output.find("prompt: "), second = r.output.find("prompt: ", first + 1);
+  ASSERT_NE(second, std::string::npos) << r.output;
+  const int n1 = std::stoi(r.output.substr(first + 8)), n2 = std::stoi(r.output.substr(second + 8));
+  EXPECT_LT(n2, n1 + 4 + 8) << r.output;
+  fs::remove_all(dir);
+}
