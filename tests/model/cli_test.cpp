@@ -112,3 +112,23 @@ TEST(Cli, InteractiveChatKeepsTheConversationInTheCache) {
   EXPECT_LT(n2, n1 + 4 + 8) << r.output;
   fs::remove_all(dir);
 }
+
+TEST(Cli, InspectPrintsTheTensorTableAsTextAndJson) {
+  namespace fs = std::filesystem;
+  const auto dir = fs::temp_directory_path() / "bdsl-cli-inspect-test";
+  fs::create_directories(dir);
+  const std::string model = (dir / "tiny.gguf").string();
+  ASSERT_EQ(run("make-model " + model + " --preset tiny").code, 0);
+  const Result text = run("inspect " + model);
+  EXPECT_EQ(text.code, 0);
+  EXPECT_NE(text.output.find("general.architecture"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("blk.3.ffn_down.weight"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("I2_S"), std::string::npos) << text.output;
+  const Result json = run("inspect " + model + " --json");
+  EXPECT_EQ(json.code, 0);
+  EXPECT_EQ(json.output.front(), '{') << json.output.substr(0, 200);
+  EXPECT_NE(json.output.find("\"tensors\""), std::string::npos);
+  EXPECT_NE(json.output.find("\"blk.0.attn_q.weight\""), std::string::npos);
+  expect_one_line_error(run("inspect /no/such.gguf"), 1, "/no/such.gguf");
+  fs::remove_all(dir);
+}

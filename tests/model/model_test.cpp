@@ -190,3 +190,23 @@ TEST_F(Model, GeneratorPrefillsThePromptAsABatch) {
 
 }  // namespace
 }  // namespace bdsl::test
+
+namespace bdsl::test {
+namespace {
+
+TEST_F(Model, AModelThatDoesNotFitIsRefusedBeforeAllocating) {
+  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto config = models::BitNetConfig::from_gguf(file);
+  try {
+    bitnet::upload_weights(ctx(), file, config, config.vocab_size, uint64_t{1} << 50);
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("tiny.gguf"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("MiB of device memory"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(ctx().info().name), std::string::npos) << msg;
+  }
+}
+
+}  // namespace
+}  // namespace bdsl::test
