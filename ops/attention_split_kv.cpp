@@ -1,8 +1,9 @@
 #include "ops/attention_split_kv.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
-#include <numeric>
+#include <stdexcept>
 #include <vector>
 
 #include "dsl/dsl.h"
@@ -14,35 +15,41 @@ using namespace bdsl::dsl;
 namespace {
 
 constexpr float kLowest = -3.402823466e38f;
+constexpr uint32_t kMaxWorkgroup = 256;
 
-constexpr uint32_t kUnroll = 8;           // V rows in flight per invocation
-constexpr uint32_t kUnrolledChunks = 64;  // up to this many chunks, the combine's reads are written out
+// How one workgroup lays its invocations over K/V rows (see the header): `per` loads of `vw`
+// words per lane and row, `lanes` lanes per row, `rows` row groups.
+struct Layout {
+  uint32_t vw, nvec, lanes, per, subgroups, wg, rows;
+};
 
-// Scores kept per head: the chunk's longest length, padded for the unrolled V loop.
-uint32_t chunk_capacity(uint32_t context, uint32_t chunks, uint32_t slices) {
-  return (context + chunks - 1) / chunks + slices * kUnroll;
+Layout layout(const OpTarget& target, const AttentionDims& d) {
+  Layout l{};
+  const uint32_t words = d.head_dim / 2;
+  l.vw = words % 4 == 0 ? 4 : 2;
+  l.nvec = words / l.vw;
+  const uint32_t sg = std::max(1u, target.subgroup_size);
+  l.lanes = std::min(std::bit_ceil(l.nvec), sg);
+  l.per = (l.nvec + l.lanes - 1) / l.lanes;
+  // One merged partial per subgroup in shared memory: as many subgroups as fit, up to 256 lanes.
+  const uint32_t per_subgroup = 4 * d.group() * (d.head_dim + 4);
+  const uint32_t fit = target.max_shared_bytes > 64 ? (target.max_shared_bytes - 64) / per_subgroup : 0;
+  l.subgroups = std::max(1u, std::min({std::max(1u, std::min(kMaxWorkgroup, target.max_workgroup_invocations) / sg), fit}));
+  l.wg = l.subgroups * sg;
+  l.rows = l.wg / l.lanes;
+  return l;
 }
 
-uint32_t shared_bytes(const OpTarget& target, const AttentionDims& d, uint32_t context, uint32_t chunks) {
-  const uint32_t slices = attention_workgroup(target, d) / (d.head_dim / 2);
-  const uint32_t floats = d.group() * d.head_dim * (1 + slices) + d.group() * chunk_capacity(context, chunks, slices) +
-                          2 * d.group() + 2 * d.group() * chunks;
-  return 4 * floats + 4;
+uint32_t shared_bytes(const AttentionDims& d, const Layout& l) {
+  return 4 * l.subgroups * d.group() * (d.head_dim + 4) + 4;
 }
 
 }  // namespace
 
-uint32_t attention_workgroup(const OpTarget& target, const AttentionDims& dims) {
-  // Whole subgroups (a partial one would drop lanes from the score reductions) and whole rows of
-  // V words (the V step gives each invocation one word of a row).
-  const uint32_t unit = std::lcm(dims.head_dim / 2, target.subgroup_size);
-  return std::max(unit, std::min(256u, target.max_workgroup_invocations) / unit * unit);
-}
+uint32_t attention_workgroup(const OpTarget& target, const AttentionDims& dims) { return layout(target, dims).wg; }
 
-uint32_t attention_chunks(const OpTarget& target, const AttentionDims& dims, uint32_t context) {
-  uint32_t chunks = std::max(1u, std::min(32u, context / 64));
-  while (chunks < context && shared_bytes(target, dims, context, chunks) > target.max_shared_bytes) chunks *= 2;
-  return chunks;
+uint32_t attention_chunks(const OpTarget&, const AttentionDims&, uint32_t context) {
+  return std::max(1u, std::min(32u, context / 64));
 }
 
 uint64_t attention_partials_bytes(const AttentionDims& d, uint32_t chunks, uint32_t tokens) {
@@ -52,234 +59,344 @@ uint64_t attention_counters_bytes(const AttentionDims& d, uint32_t tokens) { ret
 
 namespace {
 
-// One split-KV attention kernel under construction: its interface, its shared arrays and the
-// per-workgroup values every phase uses. Each phase is one step between workgroup barriers.
+// One split-KV attention kernel under construction. V is the vector one K/V load reads (uvec4:
+// 8 halves, or uvec2 where head_dim is not a multiple of 8).
+template <class V>
 class SplitKv {
+  static constexpr uint32_t kVw = lanes_v<V>;
+
  public:
   SplitKv(const std::string& name, const OpTarget& target, const AttentionDims& d, uint32_t context, uint32_t chunks,
-          bool batch)
-      : d_(d), context_(context), chunks_(chunks), wg_(attention_workgroup(target, d)), hd_(d.head_dim),
-        words_(hd_ / 2), group_(d.group()), slices_(wg_ / words_), cap_(chunk_capacity(context, chunks, slices_)),
-        k_(name, {wg_, 1, 1}),
+          bool batch, const SplitKvTuning& tuning)
+      : d_(d), l_(layout(target, d)), context_(context), chunks_(chunks), hd_(d.head_dim), group_(d.group()),
+        unroll_(std::max(1u, tuning.positions_per_pass)), combine_unroll_(std::max(1u, tuning.combine_unroll)),
+        k_(name, {l_.wg, 1, 1}),
         step_(k_.buffer<u32>("step", Access::Read)),
-        q_(k_.buffer<f32>("q", Access::Read)),
-        k_cache_(k_.buffer<u32>("k_cache", Access::Read)),
-        v_cache_(k_.buffer<u32>("v_cache", Access::Read)),
-        partials_(k_.buffer<u32>("partials", Access::ReadWrite)),
+        q_(k_.buffer<vec4>("q", Access::Read)),
+        k_cache_(k_.buffer<V>("k_cache", Access::Read)),
+        v_cache_(k_.buffer<V>("v_cache", Access::Read)),
+        partials_(k_.coherent_buffer<vec2>("partials", Access::ReadWrite)),
         counters_(k_.buffer<u32>("counters", Access::ReadWrite)),
-        out_(k_.buffer<f32>("out", Access::Write)),
+        out_(k_.buffer<vec2>("out", Access::Write)),
         n_(batch ? k_.push<u32>("n") : constant<u32>(1)),
-        q_sh_(k_.shared<f32>("q_heads", group_ * hd_)),
-        p_sh_(k_.shared<f32>("scores", group_ * cap_)),
-        stats_sh_(k_.shared<f32>("stats", 2 * group_)),
-        o_sh_(k_.shared<f32>("o_slices", slices_ * group_ * hd_)),
-        w_sh_(k_.shared<f32>("chunk_weights", group_ * chunks)),
-        l_sh_(k_.shared<f32>("chunk_sums", group_ * chunks)),
+        o_sh_(k_.shared<f32>("o_subgroups", l_.subgroups * group_ * hd_)),
+        stats_sh_(k_.shared<f32>("stats_subgroups", l_.subgroups * group_ * 2)),
+        pmax_sh_(k_.shared<f32>("pass_max", l_.subgroups * group_)),
+        psum_sh_(k_.shared<f32>("pass_sum", l_.subgroups * group_)),
         last_sh_(k_.shared<u32>("is_last", 1)),
-        lid_(k_.local_index()), kv_(k_.workgroup_id().x()), c_(k_.workgroup_id().y()), t_(k_.workgroup_id().z()) {}
+        lid_(k_.local_index()), kv_(k_.workgroup_id().x()), c_(k_.workgroup_id().y()), t_(k_.workgroup_id().z()) {
+    if (kVw != l_.vw) throw std::logic_error("attention_split_kv: vector width mismatch");
+  }
 
   Kernel build() {
-    if_(t_ < n_, [&] {  // the same for the whole workgroup: barriers below stay uniform
-      // This token sees positions 0..last; chunk c holds [start, start + count).
-      last_ = let("last", min(step_[kStepPos] + t_, constant<u32>(context_ - 1)));
-      auto chunk_len = let("chunk_len", (last_ + chunks_) / chunks_);  // ceil((last + 1) / chunks)
-      start_ = let("start", c_ * chunk_len);
-      count_ = let("count", select(start_ <= last_, min(chunk_len, last_ + 1u - start_), 0u));
+    if_(t_ < n_, [&] {  // uniform over the workgroup: the barriers below stay uniform
+      // The query first: its loads do not wait for the step state's.
       q_row_ = let("q_row", t_ * d_.q_width() + kv_ * group_ * hd_);
+      sg_lane_ = k_.subgroup_invocation();
+      lane_ = let("lane", sg_lane_ % l_.lanes);
+      row_group_ = let("row_group", k_.subgroup_id() * (target_subgroup() / l_.lanes) + sg_lane_ / l_.lanes);
       load_query();
-      barrier();
-      scores();
-      barrier();
-      softmax_statistics();
-      barrier();
-      weighted_values();
-      barrier();
-      write_partial();
-      barrier(true);
-      count_finished();
-      barrier(true);
-      combine();
+      // This token sees n = last + 1 positions. Chunks are at least one pass of the workgroup
+      // long, so short contexts use few chunks (and a short combine): `active` of them, each
+      // non-empty, chunk c holding [start, start + count).
+      last_ = let("last", min(step_[kStepPos] + t_, constant<u32>(context_ - 1)));
+      const uint32_t pass = l_.rows * unroll_;
+      auto wanted = let("wanted", min(last_ / pass + 1u, constant<u32>(chunks_)));  // ceil((last + 1) / pass)
+      auto chunk_len = let("chunk_len", last_ / wanted + 1u);                         // ceil((last + 1) / wanted)
+      active_ = let("active", last_ / chunk_len + 1u);
+      if_(c_ < active_, [&] {
+        start_ = let("start", c_ * chunk_len);
+        count_ = let("count", min(chunk_len, last_ + 1u - start_));
+        scan_positions();
+        merge_in_subgroup();
+        barrier();
+        merge_subgroups_and_finish();
+      });
     });
     return k_.build();
   }
 
  private:
+  uint32_t target_subgroup() const { return l_.wg / l_.subgroups; }
+
+  // Vector slot p of this lane: vector lane + p * lanes of the row (clamped; `valid` says whether
+  // it is real: rows whose vector count is not a multiple of `lanes` leave some lanes idle).
+  Expr<u32> vec_index(uint32_t p) const {
+    auto v = lane_ + p * l_.lanes;
+    return l_.nvec % l_.lanes == 0 ? v : min(v, constant<u32>(l_.nvec - 1));
+  }
+  Expr<boolean> vec_valid(uint32_t p) const { return lane_ + p * l_.lanes < l_.nvec; }
+
+  // This lane's slice of the group's query heads, pre-scaled by 1/sqrt(head_dim): kVw pairs per
+  // slot and head, kept in registers for the whole scan.
   void load_query() {
-    for_range(lid_, constant<u32>(group_ * hd_), wg_, [&](Expr<u32> i) { q_sh_[i] = q_[q_row_ + i]; }, "i");
-  }
-
-  // One invocation per position, reading its key row whole (q comes from shared memory as a
-  // broadcast); no reductions, so the row loads of many positions are in flight at once.
-  void scores() {
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd_));
-    for_range(lid_, count_, wg_, [&](Expr<u32> j) {
-      auto row = let("row", (start_ + j) * d_.kv_words() + kv_ * words_);
-      std::vector<Var<f32>> dots;
-      for (uint32_t g = 0; g < group_; ++g) dots.push_back(k_.var<f32>("dot" + std::to_string(g), 0.0f));
-      // The row's loads are written out (C++ loop), all issued before the first use.
-      std::vector<Expr<vec2>> keys;
-      for (uint32_t w = 0; w < words_; ++w) keys.push_back(let("key", unpack_half2x16(k_cache_[row + w])));
-      for (uint32_t w = 0; w < words_; ++w)
-        for (uint32_t g = 0; g < group_; ++g)
-          dots[g] += q_sh_[g * hd_ + 2 * w] * keys[w].x() + q_sh_[g * hd_ + 2 * w + 1] * keys[w].y();
-      for (uint32_t g = 0; g < group_; ++g) p_sh_[g * cap_ + j] = dots[g] * scale;
-    }, "j");
-  }
-
-  // The chunk's max and sum of exp per query head, one subgroup per head; scores become
-  // exp(s - max), and zero past the chunk (the V loop reads a little beyond it).
-  void softmax_statistics() {
-    auto lane = k_.subgroup_invocation();
-    auto width = k_.subgroup_size();
-    for_range(k_.subgroup_id(), constant<u32>(group_), k_.num_subgroups(), [&](Expr<u32> g) {
-      auto m = k_.var<f32>("m", kLowest);
-      for_range(lane, count_, width, [&](Expr<u32> j) { m = max(m, p_sh_[g * cap_ + j]); }, "j");
-      auto chunk_max = let("chunk_max", subgroup_max(m));
-      auto l = k_.var<f32>("l", 0.0f);
-      for_range(lane, count_, width, [&](Expr<u32> j) {
-        auto e = let("e", exp(p_sh_[g * cap_ + j] - chunk_max));
-        p_sh_[g * cap_ + j] = e;
-        l += e;
-      }, "j");
-      for_range(count_ + lane, constant<u32>(cap_), width, [&](Expr<u32> j) { p_sh_[g * cap_ + j] = 0.0f; }, "j");
-      auto chunk_sum = let("chunk_sum", subgroup_add(l));
-      if_(subgroup_elect(), [&] {
-        stats_sh_[2u * g] = chunk_max;
-        stats_sh_[2u * g + 1u] = chunk_sum;
-      });
-    }, "g");
-  }
-
-  // Unnormalised weighted V: invocation (slice, w) sums word w of the rows j = slice mod slices,
-  // unrolled by kUnroll with clamped rows and zero weights past the chunk, so several rows' loads
-  // are in flight at once instead of one latency per position.
-  void weighted_values() {
-    auto slice = let("slice", lid_ / words_);
-    auto w = let("w", lid_ % words_);
-    if_(slice < slices_, [&] {
-      std::vector<Var<vec2>> acc;
-      for (uint32_t g = 0; g < group_; ++g)
-        acc.push_back(k_.var<vec2>("acc" + std::to_string(g), make_vec<f32>(0.0f, 0.0f)));
-      for_range(slice, count_, slices_ * kUnroll, [&](Expr<u32> j0) {
-        for (uint32_t u = 0; u < kUnroll; ++u) {
-          auto j = j0 + u * slices_;
-          auto row = min(start_ + j, last_) * d_.kv_words() + kv_ * words_;
-          auto value = let("value", unpack_half2x16(v_cache_[row + w]));
-          for (uint32_t g = 0; g < group_; ++g) acc[g] = Expr<vec2>(acc[g]) + value * p_sh_[g * cap_ + j];
+    for (uint32_t g = 0; g < group_; ++g) {
+      qh_.emplace_back();
+      for (uint32_t p = 0; p < l_.per; ++p) {
+        auto at = (q_row_ + g * hd_ + vec_index(p) * (2 * kVw)) / 4u;  // vec4 index
+        std::vector<Expr<vec2>> pairs;
+        for (uint32_t h = 0; h < kVw / 2; ++h) {
+          auto four = let("q4", Expr<vec4>(q_[at + h]) * scale);
+          pairs.push_back(make_vec<f32>(four.x(), four.y()));
+          pairs.push_back(make_vec<f32>(four.z(), four.w()));
         }
-      }, "j");
+        if (l_.nvec % l_.lanes != 0)
+          for (auto& pr : pairs) pr = select(vec_valid(p), pr, make_vec<f32>(0.0f, 0.0f));
+        qh_.back().push_back(pairs);
+      }
+    }
+  }
+
+  Expr<u32> vector_at(Expr<u32> position, uint32_t p) const {
+    return position * (d_.kv_words() / kVw) + kv_ * l_.nvec + vec_index(p);
+  }
+
+  // Row group r takes `unroll_` consecutive positions per pass, all rows' K and V loads issued
+  // before any arithmetic; scores by lanes x slices and a butterfly over the row's lanes; online
+  // softmax per row group (max m, sum l, unnormalised weighted V in registers).
+  void scan_positions() {
+    for (uint32_t g = 0; g < group_; ++g) {
+      m_.push_back(k_.var<f32>("m" + std::to_string(g), kLowest));
+      lsum_.push_back(k_.var<f32>("l" + std::to_string(g), 0.0f));
+      acc_.emplace_back();
+      for (uint32_t p = 0; p < l_.per; ++p)
+        for (uint32_t w = 0; w < kVw; ++w)
+          acc_.back().push_back(k_.var<vec2>("acc" + std::to_string(g), make_vec<f32>(0.0f, 0.0f)));
+    }
+    const uint32_t pass = l_.rows * unroll_;
+    auto passes = let("passes", (count_ + (pass - 1)) / pass);
+    for_range(constant<u32>(0), passes, [&](Expr<u32> i) {
+      auto first = let("first", i * pass + row_group_ * unroll_);  // offset in the chunk
+      std::vector<Expr<boolean>> valid;
+      std::vector<std::vector<Expr<V>>> keys, values;
+      for (uint32_t u = 0; u < unroll_; ++u) {
+        valid.push_back(let("valid", first + u < count_));
+        auto position = start_ + min(first + u, count_ - 1u);
+        keys.emplace_back();
+        values.emplace_back();
+        for (uint32_t p = 0; p < l_.per; ++p) keys.back().push_back(let("key", Expr<V>(k_cache_[vector_at(position, p)])));
+        for (uint32_t p = 0; p < l_.per; ++p) values.back().push_back(let("value", Expr<V>(v_cache_[vector_at(position, p)])));
+      }
+      // Scores: each lane's partial dot products, then summed over the row's lanes.
+      std::vector<std::vector<Expr<f32>>> s(unroll_);
+      for (uint32_t u = 0; u < unroll_; ++u)
+        for (uint32_t g = 0; g < group_; ++g) {
+          Expr<f32> dot_sum = constant<f32>(0.0f);
+          bool first_term = true;
+          for (uint32_t p = 0; p < l_.per; ++p)
+            for (uint32_t w = 0; w < kVw; ++w) {
+              auto key = unpack_half2x16(keys[u][p].lane(w));
+              auto term = qh_[g][p][w].x() * key.x();
+              dot_sum = fma(qh_[g][p][w].y(), key.y(), first_term ? term : dot_sum + term);
+              first_term = false;
+            }
+          auto partial = let("dot", dot_sum);
+          for (uint32_t mask = l_.lanes / 2; mask > 0; mask /= 2)
+            partial = let("dot", partial + subgroup_shuffle_xor(partial, constant<u32>(mask)));
+          s[u].push_back(partial);
+        }
+      // The pass's max over the whole workgroup (subgroups, then shared memory), then its sum of
+      // exp(s - max) the same way, so the weights are p / sum before they multiply V, as in the
+      // reference, and the merges below are plain sums of one normalised average. Each shared
+      // array is written before one barrier and read before the next.
       for (uint32_t g = 0; g < group_; ++g) {
-        auto at = (slice * group_ + g) * hd_ + 2u * w;
-        o_sh_[at] = acc[g].x();
-        o_sh_[at + 1u] = acc[g].y();
+        Expr<f32> best = constant<f32>(kLowest);
+        for (uint32_t u = 0; u < unroll_; ++u) best = max(best, select(valid[u], s[u][g], constant<f32>(kLowest)));
+        auto subgroup_best = let("subgroup_best", subgroup_max(best));
+        if_(subgroup_elect(), [&] { pmax_sh_[k_.subgroup_id() * group_ + g] = subgroup_best; });
+      }
+      barrier();
+      std::vector<Expr<f32>> m_new, alpha;
+      std::vector<std::vector<Expr<f32>>> weight(group_);
+      for (uint32_t g = 0; g < group_; ++g) {
+        Expr<f32> best = m_[g];
+        for (uint32_t sg = 0; sg < l_.subgroups; ++sg) best = max(best, pmax_sh_[sg * group_ + g]);
+        m_new.push_back(let("m_new", best));
+        alpha.push_back(let("alpha", exp(Expr<f32>(m_[g]) - m_new[g])));
+        Expr<f32> row_sum = constant<f32>(0.0f);
+        for (uint32_t u = 0; u < unroll_; ++u) {
+          weight[g].push_back(let("weight", select(valid[u], exp(s[u][g] - m_new[g]), constant<f32>(0.0f))));
+          row_sum = u == 0 ? weight[g].back() : row_sum + weight[g].back();
+        }
+        auto sum = let("row_sum", row_sum);
+        for (uint32_t mask = l_.lanes; mask < target_subgroup(); mask *= 2)
+          sum = let("row_sum", sum + subgroup_shuffle_xor(sum, constant<u32>(mask)));
+        if_(subgroup_elect(), [&] { psum_sh_[k_.subgroup_id() * group_ + g] = sum; });
+      }
+      barrier();
+      for (uint32_t g = 0; g < group_; ++g) {
+        Expr<f32> pass_sum = constant<f32>(0.0f);
+        for (uint32_t sg = 0; sg < l_.subgroups; ++sg)
+          pass_sum = sg == 0 ? Expr<f32>(psum_sh_[g]) : pass_sum + psum_sh_[sg * group_ + g];
+        auto total = let("pass_sum", pass_sum);
+        auto scaled = let("scaled", Expr<f32>(lsum_[g]) * alpha[g]);
+        auto l_new = let("l_new", scaled + total);
+        auto keep = let("keep", scaled / l_new);   // 0 on the first pass
+        auto fresh = let("fresh", total / l_new);  // 1 on the first pass
+        std::vector<Expr<f32>> w;
+        for (uint32_t u = 0; u < unroll_; ++u) w.push_back(let("w", weight[g][u] / total));
+        for (uint32_t p = 0; p < l_.per; ++p)
+          for (uint32_t wd = 0; wd < kVw; ++wd) {
+            Expr<vec2> pass_avg = unpack_half2x16(values[0][p].lane(wd)) * w[0];
+            for (uint32_t u = 1; u < unroll_; ++u) pass_avg = pass_avg + unpack_half2x16(values[u][p].lane(wd)) * w[u];
+            acc_[g][p * kVw + wd] = Expr<vec2>(acc_[g][p * kVw + wd]) * keep + pass_avg * fresh;
+          }
+        lsum_[g] = l_new;
+        m_[g] = m_new[g];
+      }
+    }, "pass");
+  }
+
+  // Merges the row groups of a subgroup (a butterfly over the lanes with the same slice), then
+  // the first row group of each subgroup puts the merged partial in shared memory.
+  void merge_in_subgroup() {
+    const uint32_t sg = target_subgroup();
+    for (uint32_t mask = l_.lanes; mask < sg; mask *= 2) {
+      for (uint32_t g = 0; g < group_; ++g) {  // one max and sum for the whole workgroup: plain sums
+        for (auto& acc : acc_[g]) acc = Expr<vec2>(acc) + subgroup_shuffle_xor(Expr<vec2>(acc), constant<u32>(mask));
+      }
+    }
+    auto sgid = k_.subgroup_id();
+    if_(sg_lane_ < l_.lanes, [&] {
+      for (uint32_t g = 0; g < group_; ++g) {
+        auto head = sgid * group_ + g;
+        for (uint32_t p = 0; p < l_.per; ++p) {
+          auto write = [&] {
+            for (uint32_t w = 0; w < kVw; ++w) {
+              auto at = head * hd_ + (lane_ + p * l_.lanes) * (2 * kVw) + 2 * w;
+              o_sh_[at] = acc_[g][p * kVw + w].x();
+              o_sh_[at + 1u] = acc_[g][p * kVw + w].y();
+            }
+          };
+          if (l_.nvec % l_.lanes == 0) write();
+          else if_(vec_valid(p), write);
+        }
+        if_(lane_ == 0u, [&] {
+          stats_sh_[2u * head] = m_[g];
+          stats_sh_[2u * head + 1u] = lsum_[g];
+        });
       }
     });
   }
 
-  // Partial (t, head, chunk): [max, sum, o[head_dim]] as f32 bits.
-  Expr<u32> partial_at(Expr<u32> head, Expr<u32> chunk) const {
-    return ((t_ * d_.n_heads + head) * chunks_ + chunk) * (hd_ + 2);
-  }
-  Expr<f32> read(Expr<u32> at) const { return bitcast<f32>(atomic_add(partials_[at], 0u)); }
-
-  void write_partial() {
-    for_range(lid_, constant<u32>(group_ * hd_), wg_, [&](Expr<u32> i) {
-      auto o = k_.var<f32>("o", 0.0f);
-      for (uint32_t s = 0; s < slices_; ++s) o += o_sh_[s * group_ * hd_ + i];
-      auto at = partial_at(kv_ * group_ + i / hd_, c_);
-      atomic_exchange(partials_[at + 2u + i % hd_], bitcast<u32>(Expr<f32>(o)));
-      if_(i % hd_ < 2u, [&] {
-        atomic_exchange(partials_[at + i % hd_], bitcast<u32>(Expr<f32>(stats_sh_[2u * (i / hd_) + i % hd_])));
-      });
-    }, "i");
+  // Partial (t, kv, chunk) in vec2 units: [group][head_dim / 2] outputs, then [group] (m, l).
+  Expr<u32> block(Expr<u32> chunk) const {
+    return ((t_ * d_.n_kv_heads + kv_) * chunks_ + chunk) * (group_ * (hd_ / 2 + 1));
   }
 
-  void count_finished() {
-    if_(lid_ == 0u, [&] {
-      auto done_before = atomic_add(counters_[t_ * d_.n_kv_heads + kv_], 1u);
-      last_sh_[0u] = select(done_before == chunks_ - 1, 1u, 0u);
-    });
-  }
-
-  // The last workgroup of (t, kv) combines every chunk's partial: each (head, chunk) statistic
-  // read by its own invocation, the heads' chunk weights exp(m_c - M) / L, then the outputs. The
-  // barriers stay outside the branches (the validator cannot see that a flag in shared memory is
-  // the same for the whole workgroup).
-  void combine() {
-    auto is_last = let("last_to_finish", last_sh_[0u] == 1u);
-    if_(is_last, [&] {
-      for_range(lid_, constant<u32>(group_ * chunks_), wg_, [&](Expr<u32> i) {
-        auto at = partial_at(kv_ * group_ + i / chunks_, i % chunks_);
-        w_sh_[i] = read(at);
-        l_sh_[i] = read(at + 1u);
+  // The workgroup's partial from the subgroups' (one output pair per invocation and step); with
+  // a single active chunk it is the answer, otherwise it goes out and the last workgroup of
+  // (t, kv) to finish combines every chunk's.
+  void merge_subgroups_and_finish() {
+    const uint32_t pairs = group_ * hd_ / 2;
+    auto merged = [&](Expr<u32> i, auto&& use) {
+      auto g = let("g", i / (hd_ / 2));
+      Expr<vec2> o = make_vec<f32>(0.0f, 0.0f);
+      Expr<f32> total = constant<f32>(0.0f);
+      for (uint32_t s = 0; s < l_.subgroups; ++s) {
+        auto head = s * group_ + g;
+        if (s == 0) total = stats_sh_[2u * head + 1u];  // the same in every subgroup
+        auto part = make_vec<f32>(o_sh_[head * hd_ + 2u * (i % (hd_ / 2))], o_sh_[head * hd_ + 2u * (i % (hd_ / 2)) + 1u]);
+        o = s == 0 ? part : o + part;
+      }
+      use(g, Expr<f32>(stats_sh_[2u * g]), let("total", total), let("o", o));
+    };
+    if_(active_ == 1u, [&] {
+      for_range(lid_, constant<u32>(pairs), l_.wg, [&](Expr<u32> i) {
+        merged(i, [&](Expr<u32>, Expr<f32>, Expr<f32> total, Expr<vec2> o) {
+          out_[q_row_ / 2u + i] = o;
+        });
       }, "i");
-    });
-    barrier();
-    if_(is_last, [&] { chunk_weights(); });
-    barrier();
-    if_(is_last, [&] {
-      for_range(lid_, constant<u32>(group_ * hd_), wg_, [&](Expr<u32> i) { combine_output(i); }, "i");
-      if_(lid_ == 0u, [&] { atomic_exchange(counters_[t_ * d_.n_kv_heads + kv_], 0u); });
+    }).else_([&] {
+      for_range(lid_, constant<u32>(pairs), l_.wg, [&](Expr<u32> i) {
+        merged(i, [&](Expr<u32> g, Expr<f32> big, Expr<f32> total, Expr<vec2> o) {
+          partials_[block(c_) + i] = o;
+          if_(i % (hd_ / 2) == 0u, [&] { partials_[block(c_) + pairs + g] = make_vec<f32>(big, total); });
+        });
+      }, "i");
+      barrier(true);  // every partial written (and made visible) before the count
+      if_(lid_ == 0u, [&] {
+        auto done_before = atomic_add(counters_[t_ * d_.n_kv_heads + kv_], 1u);
+        last_sh_[0u] = select(done_before == active_ - 1u, 1u, 0u);
+      });
+      barrier(true);
+      if_(last_sh_[0u] == 1u, [&] {
+        for_range(lid_, constant<u32>(pairs), l_.wg, [&](Expr<u32> i) { combine(i, pairs); }, "i");
+        if_(lid_ == 0u, [&] { atomic_exchange(counters_[t_ * d_.n_kv_heads + kv_], 0u); });
+      });
     });
   }
 
-  void chunk_weights() {
-    const auto all = constant<u32>(chunks_);
-    for_range(lid_, constant<u32>(group_), wg_, [&](Expr<u32> g) {
-      auto big = k_.var<f32>("big", kLowest);
-      for_range(constant<u32>(0), all, [&](Expr<u32> cc) { big = max(big, w_sh_[g * chunks_ + cc]); }, "cc");
-      auto total = k_.var<f32>("total", 0.0f);
-      for_range(constant<u32>(0), all, [&](Expr<u32> cc) {
-        auto weight = let("weight", exp(w_sh_[g * chunks_ + cc] - big));
-        w_sh_[g * chunks_ + cc] = weight;
-        total += weight * l_sh_[g * chunks_ + cc];
-      }, "cc");
-      auto inv_total = let("inv_total", 1.0f / total);
-      for_range(constant<u32>(0), all, [&](Expr<u32> cc) { w_sh_[g * chunks_ + cc] *= inv_total; }, "cc");
-    }, "g");
-  }
-
-  void combine_output(Expr<u32> i) {
-    auto g = i / hd_;
-    auto o = k_.var<f32>("o", 0.0f);
-    auto value_at = [&](Expr<u32> cc) { return partial_at(kv_ * group_ + g, cc) + 2u + i % hd_; };
-    if (chunks_ <= kUnrolledChunks) {
-      // Every chunk's value read at once (C++ loop), then summed: one atomic latency, not `chunks`.
-      std::vector<Expr<f32>> parts;
-      for (uint32_t cc = 0; cc < chunks_; ++cc) parts.push_back(let("part", read(value_at(constant<u32>(cc)))));
-      for (uint32_t cc = 0; cc < chunks_; ++cc) o += w_sh_[g * chunks_ + cc] * parts[cc];
-    } else {
-      for_range(constant<u32>(0), constant<u32>(chunks_), [&](Expr<u32> cc) { o += w_sh_[g * chunks_ + cc] * read(value_at(cc)); }, "cc");
-    }
-    out_[q_row_ + i] = o;
+  // Output pair i of the group from every active chunk's partial: an online merge, combine_unroll_
+  // chunks' loads in flight at once.
+  void combine(Expr<u32> i, uint32_t pairs) {
+    auto g = let("g", i / (hd_ / 2));
+    auto big = k_.var<f32>("big", kLowest);
+    auto total = k_.var<f32>("total", 0.0f);
+    auto o = k_.var<vec2>("o", make_vec<f32>(0.0f, 0.0f));
+    for_range(constant<u32>(0), active_, constant<u32>(combine_unroll_), [&](Expr<u32> c0) {
+      std::vector<Expr<boolean>> valid;
+      std::vector<Expr<vec2>> stats, parts;
+      for (uint32_t u = 0; u < combine_unroll_; ++u) {
+        valid.push_back(let("valid", c0 + u < active_));
+        auto at = block(min(c0 + u, active_ - 1u));
+        stats.push_back(let("stats", Expr<vec2>(partials_[at + pairs + g])));
+        parts.push_back(let("part", Expr<vec2>(partials_[at + i])));
+      }
+      Expr<f32> best = big;
+      for (uint32_t u = 0; u < combine_unroll_; ++u) best = max(best, select(valid[u], stats[u].x(), constant<f32>(kLowest)));
+      auto m_new = let("m_new", best);
+      auto alpha = let("alpha", exp(Expr<f32>(big) - m_new));
+      Expr<f32> t = Expr<f32>(total) * alpha;
+      Expr<vec2> acc = Expr<vec2>(o) * alpha;
+      for (uint32_t u = 0; u < combine_unroll_; ++u) {
+        auto wgt = let("wgt", select(valid[u], exp(stats[u].x() - m_new) * stats[u].y(), constant<f32>(0.0f)));
+        t = t + wgt;
+        acc = acc + parts[u] * wgt;
+      }
+      total = t;
+      o = acc;
+      big = m_new;
+    }, "c");
+    out_[q_row_ / 2u + i] = Expr<vec2>(o) / make_vec<f32>(Expr<f32>(total), Expr<f32>(total));
   }
 
   const AttentionDims d_;
-  const uint32_t context_, chunks_, wg_, hd_, words_, group_, slices_, cap_;
+  const Layout l_;
+  const uint32_t context_, chunks_, hd_, group_, unroll_, combine_unroll_;
   KernelBuilder k_;
   Buffer<u32> step_;
-  Buffer<f32> q_;
-  Buffer<u32> k_cache_, v_cache_, partials_, counters_;
-  Buffer<f32> out_;
+  Buffer<vec4> q_;
+  Buffer<V> k_cache_, v_cache_;
+  Buffer<vec2> partials_;
+  Buffer<u32> counters_;
+  Buffer<vec2> out_;
   Expr<u32> n_;
-  Shared<f32> q_sh_, p_sh_, stats_sh_, o_sh_, w_sh_, l_sh_;
+  Shared<f32> o_sh_, stats_sh_, pmax_sh_, psum_sh_;
   Shared<u32> last_sh_;
   Expr<u32> lid_, kv_, c_, t_;
-  Expr<u32> last_ = constant_placeholder(), start_ = constant_placeholder(), count_ = constant_placeholder(),
-            q_row_ = constant_placeholder();
+  Expr<u32> last_ = zero(), active_ = zero(), start_ = zero(), count_ = zero(), q_row_ = zero(), sg_lane_ = zero(),
+            lane_ = zero(), row_group_ = zero();
+  std::vector<std::vector<std::vector<Expr<vec2>>>> qh_;  // [head][slot][pair]
+  std::vector<Var<f32>> m_, lsum_;
+  std::vector<std::vector<Var<vec2>>> acc_;  // [head][slot * kVw + word]
 
-  static Expr<u32> constant_placeholder() { return constant<u32>(0); }
+  static Expr<u32> zero() { return constant<u32>(0); }
 };
 
 }  // namespace
 
 dsl::Kernel attention_split_kv(const std::string& name, const OpTarget& target, const AttentionDims& d,
-                               uint32_t context, uint32_t chunks, bool batch) {
+                               uint32_t context, uint32_t chunks, bool batch, const SplitKvTuning& tuning) {
   d.check(name.c_str());
-  if (shared_bytes(target, d, context, chunks) > target.max_shared_bytes)
-    throw std::invalid_argument(name + ": " + std::to_string(chunks) + " chunks of a " + std::to_string(context) +
-                                "-position context need more shared memory than the device has");
-  return SplitKv(name, target, d, context, chunks, batch).build();
+  if (chunks == 0 || context == 0) throw std::invalid_argument(name + ": need chunks > 0 and context > 0");
+  const Layout l = layout(target, d);
+  if (shared_bytes(d, l) > target.max_shared_bytes)
+    throw std::invalid_argument(name + ": " + std::to_string(d.group()) + " heads of " + std::to_string(d.head_dim) +
+                                " need more shared memory than the device has");
+  if (l.vw == 4) return SplitKv<uvec4>(name, target, d, context, chunks, batch, tuning).build();
+  return SplitKv<uvec2>(name, target, d, context, chunks, batch, tuning).build();
 }
 
 }  // namespace bdsl::ops
