@@ -174,6 +174,14 @@ void register_model_benchmarks(BenchSession& s) {
                                  [&s, name, pos](benchmark::State& st) { per_op(st, s, name, pos); })
         ->UseManualTime()->Iterations(iters)->Unit(benchmark::kMicrosecond);
   }
+  // Attention's time grows with the position: its per-op measure at a short and the longest context too.
+  if (!quick)
+    for (uint32_t at : {100u, m.config.context_length - 1}) {
+      const std::string name = m.model->pipelines().attention.name();
+      benchmark::RegisterBenchmark(fmt::format("op/{}/pos:{}", name, at).c_str(),
+                                   [&s, name, at](benchmark::State& st) { per_op(st, s, name, at); })
+          ->UseManualTime()->Iterations(iters)->Unit(benchmark::kMicrosecond);
+    }
   benchmark::RegisterBenchmark("startup/model_load", [&s](benchmark::State& st) { model_load(st, s); })
       ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 }

@@ -1,9 +1,10 @@
 // Attention of one query token (all heads, GQA) over the F16 KV cache positions 0..pos, pos read
 // from the step-state buffer: scores scaled by 1/sqrt(head_dim), softmax in fp32 (max-subtracted,
-// per chunk, then rescaled when chunks combine). The sequence is split into a fixed number of
-// chunks (flash-decoding), and the last workgroup to finish combines them (atomic counter), so
-// the grid does not depend on pos and decode attention is one barrier-separated step; see
-// ops/attention_split_kv.h for the scheme and why it is not a second dispatch.
+// per chunk, then rescaled when chunks combine). The sequence is split into chunks
+// (flash-decoding), as many as pos needs up to a fixed grid, and the last workgroup to finish
+// combines them (atomic counter), so the grid does not depend on pos and decode attention is one
+// barrier-separated step; see ops/attention_split_kv.h for the scheme and why it is not a second
+// dispatch.
 #pragma once
 #include <cstdint>
 

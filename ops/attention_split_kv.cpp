@@ -23,13 +23,13 @@ struct Layout {
   uint32_t vw, nvec, lanes, per, subgroups, wg, rows;
 };
 
-Layout layout(const OpTarget& target, const AttentionDims& d) {
+Layout layout(const OpTarget& target, const AttentionDims& d, uint32_t max_lanes = 0) {
   Layout l{};
   const uint32_t words = d.head_dim / 2;
   l.vw = words % 4 == 0 ? 4 : 2;
   l.nvec = words / l.vw;
   const uint32_t sg = std::max(1u, target.subgroup_size);
-  l.lanes = std::min(std::bit_ceil(l.nvec), sg);
+  l.lanes = std::min(std::bit_ceil(l.nvec), max_lanes ? std::min(std::bit_floor(max_lanes), sg) : sg);
   l.per = (l.nvec + l.lanes - 1) / l.lanes;
   // One merged partial per subgroup in shared memory: as many subgroups as fit, up to 256 lanes.
   const uint32_t per_subgroup = 4 * d.group() * (d.head_dim + 4);
@@ -49,7 +49,7 @@ uint32_t shared_bytes(const AttentionDims& d, const Layout& l) {
 uint32_t attention_workgroup(const OpTarget& target, const AttentionDims& dims) { return layout(target, dims).wg; }
 
 uint32_t attention_chunks(const OpTarget&, const AttentionDims&, uint32_t context) {
-  return std::max(1u, std::min(32u, context / 64));
+  return std::max(1u, std::min(16u, context / 64));
 }
 
 uint64_t attention_partials_bytes(const AttentionDims& d, uint32_t chunks, uint32_t tokens) {
@@ -68,7 +68,7 @@ class SplitKv {
  public:
   SplitKv(const std::string& name, const OpTarget& target, const AttentionDims& d, uint32_t context, uint32_t chunks,
           bool batch, const SplitKvTuning& tuning)
-      : d_(d), l_(layout(target, d)), context_(context), chunks_(chunks), hd_(d.head_dim), group_(d.group()),
+      : d_(d), l_(layout(target, d, tuning.max_lanes_per_row)), context_(context), chunks_(chunks), hd_(d.head_dim), group_(d.group()),
         unroll_(std::max(1u, tuning.positions_per_pass)), combine_unroll_(std::max(1u, tuning.combine_unroll)),
         k_(name, {l_.wg, 1, 1}),
         step_(k_.buffer<u32>("step", Access::Read)),
@@ -304,7 +304,7 @@ class SplitKv {
     };
     if_(active_ == 1u, [&] {
       for_range(lid_, constant<u32>(pairs), l_.wg, [&](Expr<u32> i) {
-        merged(i, [&](Expr<u32>, Expr<f32>, Expr<f32> total, Expr<vec2> o) {
+        merged(i, [&](Expr<u32>, Expr<f32>, Expr<f32>, Expr<vec2> o) {
           out_[q_row_ / 2u + i] = o;
         });
       }, "i");

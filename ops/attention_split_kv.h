@@ -15,15 +15,27 @@
 // consecutive positions each per pass, every K and V load of the pass issued before any
 // arithmetic. Each lane keeps its slice of the group's query heads in registers (pre-scaled by
 // 1/sqrt(head_dim)); a score is the lanes' partial dot products summed by a subgroup butterfly
-// (shuffle xor), then an online softmax per row group (max, sum, unnormalised weighted V in
-// registers). Row groups merge within the subgroup by shuffles, subgroups through shared memory
-// (one barrier). With one active chunk the workgroup writes the output itself; otherwise it writes
-// its partial (max, sum, o) with plain stores to a coherent buffer, barrier(true) (a buffer memory
-// barrier), and counts itself done on an atomic counter per (t, kv); the last of the `active`
-// workgroups merges all partials (online, combine_unroll chunks' loads in flight per invocation),
-// writes the output and puts the counter back to zero for the next replay. One dispatch, one
-// barrier-separated step: a separate combine dispatch would cost another ~2.2 us per layer on the
-// H100.
+// (shuffle xor). Per pass, the workgroup's max and then its sum of exp(s - max) go through
+// shared memory (two barriers), so V is weighed by p / sum as in the reference (and the merges
+// are plain sums of one normalised average; passes merge online). Row groups merge within the
+// subgroup by shuffles, subgroups through shared memory (one barrier). With one active chunk the
+// workgroup writes the output itself; otherwise it writes its partial (max, sum, average) with
+// plain stores to a coherent buffer, barrier(true) (a buffer memory barrier), and counts itself
+// done on an atomic counter per (t, kv); the last of the `active` workgroups merges all partials
+// (online, combine_unroll chunks' loads in flight per invocation), writes the output and puts the
+// counter back to zero for the next replay. One dispatch, one barrier-separated step: a separate
+// combine dispatch would cost another ~2.2 us per layer on the H100.
+//
+// H100, 2B shape (20/5 heads, head_dim 128, context 4096), bitnet-dsl-bench `attention/` (one
+// dispatch alone, median of 64 in a barrier chain, cache cold), us at pos 0/100/511/2047/4095:
+//   this kernel (8 positions a pass, 16 chunks)      7.8   7.9  10.2  10.9  15.7
+//   4 positions a pass, 32 chunks                     6.9   8.7   9.3  12.1  15.8
+//   8 positions a pass, 32 chunks (2 waves at 4095)   -     7.9  10.0  11.0  19.4
+//   the kernel before (atomics, fixed chunk length)  14.1  14.9  15.3  19.0  26.4
+// In the model (`op/attention_decode_f16kv`, per layer, decode graph): 9.8-10.1 us at pos 100,
+// 10.5-13.6 at 511, 19.6-20.7 at 4095 over the configurations above (18.9 at 511 before).
+// What is left is fixed latency: ~7 us at pos 0 for a chain of step/q load, K/V load, three
+// barriers and the output; the chunk combine (partials, counter, reload) adds ~1-2 us.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -36,8 +48,9 @@ namespace bdsl::ops {
 
 // Knobs that change the speed, never the result beyond rounding (the bench compares them).
 struct SplitKvTuning {
-  uint32_t positions_per_pass = 4;  // consecutive positions per row group and pass (loads in flight)
+  uint32_t positions_per_pass = 8;  // consecutive positions per row group and pass (loads in flight)
   uint32_t combine_unroll = 8;      // chunks' partials read at once by the combining workgroup
+  uint32_t max_lanes_per_row = 0;   // lanes sharing one K/V row (0: up to a subgroup)
 };
 
 // Bindings: step (read, u32: pos), q (read, f32 [tokens, n_heads*head_dim]),
