@@ -1,5 +1,6 @@
 #include "codegen/glsl_printer.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -37,6 +38,7 @@ std::string literal(const Node& n) {
     }
     case ScalarKind::F32: return float_literal(bits);
     case ScalarKind::F16: return "float16_t(" + float_literal(bits) + ")";
+    case ScalarKind::I8: return "int8_t(" + std::to_string(static_cast<int8_t>(bits)) + ")";
   }
   return "?";
 }
@@ -52,6 +54,23 @@ std::string temp_name(int i) {
   std::string s = std::to_string(i);
   s.insert(s.begin(), 't');
   return s;
+}
+
+// Cooperative-matrix spellings (GL_NV_cooperative_matrix): data, so another extension is a row.
+struct MatrixSpelling {
+  const char* int_type;
+  const char* float_type;
+  const char* load;
+  const char* store;
+  const char* mul_add;
+};
+constexpr MatrixSpelling kMatrixNV{"icoopmatNV", "fcoopmatNV", "coopMatLoadNV", "coopMatStoreNV", "coopMatMulAddNV"};
+
+// icoopmatNV<8, gl_ScopeSubgroup, 16, 32>
+std::string matrix_type(const MatrixDecl& m) {
+  const bool is_float = m.element.is_float();
+  return std::string(is_float ? kMatrixNV.float_type : kMatrixNV.int_type) + "<" + std::to_string(8 * m.element.bytes()) +
+         ", gl_ScopeSubgroup, " + std::to_string(m.rows) + ", " + std::to_string(m.cols) + ">";
 }
 
 bool is_operator(Op op) { return op_spelling(op)[0] != '\0' || op == Op::Select; }
@@ -86,6 +105,7 @@ class Printer {
     for (const auto& s : ir_.shared) shared_names_.push_back(unique(s.name));
     for (const auto& v : ir_.vars) var_names_.push_back(unique(v.name));
     for (const auto& l : ir_.loops) loop_names_.push_back(unique(l.name));
+    for (const auto& m : ir_.matrices) matrix_names_.push_back(unique(m.name));
     temp_names_.resize(ir_.nodes.size());
   }
 
@@ -94,6 +114,15 @@ class Printer {
     auto ext = [&](const char* name) { out_ << "#extension " << name << " : require\n"; };
     if (f.float16) ext("GL_EXT_shader_explicit_arithmetic_types_float16");
     if (f.storage16) ext("GL_EXT_shader_16bit_storage");
+    if (f.int8) ext("GL_EXT_shader_explicit_arithmetic_types_int8");
+    if (f.storage8) ext("GL_EXT_shader_8bit_storage");
+    if (f.cooperative_matrix_nv) {
+      ext("GL_KHR_memory_scope_semantics");
+      ext("GL_NV_cooperative_matrix");
+      const auto& ms = ir_.matrices;
+      if (std::any_of(ms.begin(), ms.end(), [](const MatrixDecl& m) { return m.element.is_int() || m.element.kind == ScalarKind::I8; }))
+        ext("GL_NV_integer_cooperative_matrix");
+    }
     if (f.subgroup_basic) ext("GL_KHR_shader_subgroup_basic");
     if (f.subgroup_arithmetic) ext("GL_KHR_shader_subgroup_arithmetic");
     if (f.subgroup_shuffle) ext("GL_KHR_shader_subgroup_shuffle");
@@ -222,6 +251,32 @@ class Printer {
         if (s.ref == 2) out_ << "memoryBarrierBuffer();\n";
         else out_ << (s.ref ? "memoryBarrierBuffer(); " : "") << "memoryBarrierShared(); barrier();\n";
         return;
+      case StmtKind::DeclareMatrix:
+      case StmtKind::FillMatrix:
+      case StmtKind::LoadMatrix:
+      case StmtKind::StoreMatrix:
+      case StmtKind::MulAddMatrix:
+        indent(depth);
+        out_ << matrix_statement(s) << ";\n";
+        return;
+    }
+  }
+
+  std::string matrix_statement(const Stmt& s) {
+    const std::string& m = matrix_names_[s.ref];
+    const std::string type = matrix_type(ir_.matrices[s.ref]);
+    switch (s.kind) {
+      case StmtKind::DeclareMatrix: return type + " " + m + (s.node ? " = " + type + "(" + expr(s.node) + ")" : "");
+      case StmtKind::FillMatrix: return m + " = " + type + "(" + expr(s.node) + ")";
+      case StmtKind::MulAddMatrix:
+        return m + " = " + kMatrixNV.mul_add + "(" + matrix_names_[s.matrix.operands[0]] + ", " +
+               matrix_names_[s.matrix.operands[1]] + ", " + m + ")";
+      default: {  // load or store: (matrix, array, first element, stride, column-major)
+        const auto& arrays = s.matrix.shared ? shared_names_ : buffer_names_;
+        return std::string(s.kind == StmtKind::LoadMatrix ? kMatrixNV.load : kMatrixNV.store) + "(" + m + ", " +
+               arrays[s.matrix.memory] + ", " + expr(s.index) + ", " + expr(s.node) + ", " +
+               (s.matrix.layout == MatrixLayout::ColumnMajor ? "true" : "false") + ")";
+      }
     }
   }
 
@@ -288,7 +343,7 @@ class Printer {
   Materialization m_;
   std::ostringstream out_;
   std::set<std::string> used_;
-  std::vector<std::string> push_names_, buffer_names_, shared_names_, var_names_, loop_names_, temp_names_;
+  std::vector<std::string> push_names_, buffer_names_, shared_names_, var_names_, loop_names_, matrix_names_, temp_names_;
   int temp_count_ = 0;
 };
 

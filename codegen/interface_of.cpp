@@ -1,5 +1,7 @@
 #include "codegen/interface_of.h"
 
+#include <algorithm>
+
 namespace bdsl::codegen {
 using namespace bdsl::dsl;
 
@@ -24,11 +26,29 @@ void note_function(Fn fn, KernelFeatures& f) {
 
 void note_node(const Node& n, KernelFeatures& f) {
   if (n.type.kind == ScalarKind::F16) f.float16 = true;
+  if (n.type.kind == ScalarKind::I8) f.int8 = true;
   if (n.op == Op::Call) note_function(static_cast<Fn>(n.ref), f);
   if (n.op == Op::Builtin) {
     const auto b = static_cast<BuiltinVar>(n.ref);
     if (b >= BuiltinVar::SubgroupSize) f.subgroup_basic = true;
   }
+}
+
+// Cooperative matrices and the shapes of their multiply-adds.
+void note_matrices(const KernelIR& ir, KernelFeatures& f) {
+  for (const MatrixDecl& m : ir.matrices) {
+    f.cooperative_matrix_nv = true;
+    if (m.element.kind == ScalarKind::I8) f.int8 = true;
+    if (m.element.kind == ScalarKind::F16) f.float16 = true;
+  }
+  for (const Block& b : ir.blocks)
+    for (const Stmt& s : b.stmts) {
+      if (s.kind != StmtKind::MulAddMatrix) continue;
+      const MatrixDecl &a = ir.matrices[s.matrix.operands[0]], &c = ir.matrices[s.ref];
+      const MatrixShape shape{c.rows, c.cols, a.cols, a.element.kind, c.element.kind};
+      if (std::find(f.matrix_shapes.begin(), f.matrix_shapes.end(), shape) == f.matrix_shapes.end())
+        f.matrix_shapes.push_back(shape);
+    }
 }
 
 }  // namespace
@@ -40,14 +60,21 @@ KernelInterface interface_of(const Kernel& kernel) {
   for (const auto& b : ir.buffers) {
     k.bindings.push_back(b.info);
     if (b.info.element.kind == ScalarKind::F16) k.features.storage16 = true;
+    if (b.info.element.kind == ScalarKind::I8) k.features.storage8 = k.features.int8 = true;
   }
   k.push_fields = ir.push_fields;
   k.push_bytes = ir.push_bytes;
   k.workgroup_size = ir.workgroup_size;
-  for (const auto& s : ir.shared) k.shared_bytes += s.element.bytes() * s.count;
+  for (const auto& s : ir.shared) {
+    k.shared_bytes += s.element.bytes() * s.count;
+    if (s.element.kind == ScalarKind::I8) k.features.int8 = true;
+  }
   for (const auto& n : ir.nodes) note_node(*n, k.features);
-  for (const auto& v : ir.vars)
+  for (const auto& v : ir.vars) {
     if (v.type.kind == ScalarKind::F16) k.features.float16 = true;
+    if (v.type.kind == ScalarKind::I8) k.features.int8 = true;
+  }
+  note_matrices(ir, k.features);
   return k;
 }
 

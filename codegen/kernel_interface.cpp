@@ -11,4 +11,10 @@ const char* to_string(Access a) {
   return "?";
 }
 
+std::string to_string(const MatrixShape& s) {
+  const Type ab{s.ab, 1}, c{s.c, 1};
+  return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + " " + to_string(ab) + "*" +
+         to_string(ab) + "+" + to_string(c);
+}
+
 }  // namespace bdsl

@@ -29,6 +29,15 @@ struct PushField {
   uint32_t offset = 0;
 };
 
+// A cooperative-matrix multiply-add a kernel does: (M x K) * (K x N) + (M x N), A and B of type
+// `ab`, accumulator of type `c`. The device must list it.
+struct MatrixShape {
+  uint32_t m = 0, n = 0, k = 0;
+  ScalarKind ab = ScalarKind::I8, c = ScalarKind::I32;
+  friend bool operator==(const MatrixShape&, const MatrixShape&) = default;
+};
+std::string to_string(const MatrixShape& s);  // "16x8x32 i8*i8+i32"
+
 // Device capabilities a kernel uses; the runtime refuses a pipeline the device cannot run.
 struct KernelFeatures {
   bool int_dot_product = false;    // OpSDotKHR (VK_KHR_shader_integer_dot_product / Vulkan 1.3)
@@ -39,6 +48,10 @@ struct KernelFeatures {
   bool float16 = false;            // shaderFloat16 arithmetic
   bool storage16 = false;          // 16-bit storage buffer access
   bool atomics = false;
+  bool int8 = false;               // int8_t values (shaderInt8)
+  bool storage8 = false;           // 8-bit storage buffer access
+  bool cooperative_matrix_nv = false;       // VK_NV_cooperative_matrix
+  std::vector<MatrixShape> matrix_shapes;   // each multiply-add shape, once
   friend bool operator==(const KernelFeatures&, const KernelFeatures&) = default;
 };
 

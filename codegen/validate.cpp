@@ -44,9 +44,15 @@ void check_access(const KernelIR& ir) {
       fail(ir, "atomic update of buffer " + name(n->args[0]->ref) + ", which is declared read-only");
   }
   for (const Block& b : ir.blocks)
-    for (const Stmt& s : b.stmts)
+    for (const Stmt& s : b.stmts) {
       if (s.kind == StmtKind::Store && ir.buffers[s.ref].info.access == Access::Read)
         fail(ir, "writes buffer " + name(s.ref) + ", which is declared read-only");
+      const bool in_buffer = !s.matrix.shared;
+      if (s.kind == StmtKind::StoreMatrix && in_buffer && ir.buffers[s.matrix.memory].info.access == Access::Read)
+        fail(ir, "stores a matrix to buffer " + name(s.matrix.memory) + ", which is declared read-only");
+      if (s.kind == StmtKind::LoadMatrix && in_buffer && ir.buffers[s.matrix.memory].info.access == Access::Write)
+        fail(ir, "loads a matrix from buffer " + name(s.matrix.memory) + ", which is declared write-only");
+    }
 }
 
 // Which values are the same in every invocation of a workgroup, and so which control flow every
@@ -148,6 +154,15 @@ class Uniformity {
             fail(ir_, "barrier() inside control flow that differs between invocations of a workgroup "
                       "(a condition or loop bound depends on a per-invocation value); every invocation must "
                       "reach it");
+          break;
+        case StmtKind::DeclareMatrix:
+        case StmtKind::FillMatrix:
+        case StmtKind::LoadMatrix:
+        case StmtKind::StoreMatrix:
+        case StmtKind::MulAddMatrix:
+          if (report_ && !cf_uniform)  // workgroup-uniform is stricter than the subgroup rule: safe
+            fail(ir_, "cooperative-matrix operation on '" + ir_.matrices[s.ref].name +
+                          "' inside control flow that differs between invocations; its whole subgroup must run it");
           break;
         default: break;
       }

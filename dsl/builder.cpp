@@ -165,6 +165,12 @@ uint32_t BuilderCore::add_var(std::string name, Type type) {
   return static_cast<uint32_t>(ir_->vars.size() - 1);
 }
 
+uint32_t BuilderCore::add_matrix(std::string name, Type element, uint32_t rows, uint32_t cols, MatrixUse use) {
+  if (rows == 0 || cols == 0) fail("matrix '" + name + "' has no elements");
+  ir_->matrices.push_back(MatrixDecl{check_name(std::move(name), "matrix"), element, rows, cols, use});
+  return static_cast<uint32_t>(ir_->matrices.size() - 1);
+}
+
 uint32_t BuilderCore::add_loop(std::string name, Type type) {
   ir_->loops.push_back(LoopDecl{check_name(std::move(name), "loop index"), type});
   return static_cast<uint32_t>(ir_->loops.size() - 1);

@@ -57,6 +57,7 @@ class BuilderCore {
   uint32_t add_shared(std::string name, Type element, uint32_t count);
   uint32_t add_var(std::string name, Type type);
   uint32_t add_loop(std::string name, Type type);
+  uint32_t add_matrix(std::string name, Type element, uint32_t rows, uint32_t cols, MatrixUse use);
   const KernelIR& ir() const { return *ir_; }
 
   [[noreturn]] void fail(const std::string& what) const;

@@ -4,6 +4,7 @@
 #include "dsl/control.h"
 #include "dsl/expr.h"
 #include "dsl/kernel_builder.h"
+#include "dsl/matrix.h"
 #include "dsl/memory.h"
 #include "dsl/scalar_types.h"
 

@@ -1,6 +1,7 @@
 // The DSL's intermediate representation: small immutable expression nodes and a tree of statements.
 // Node kinds are listed once (BDSL_NODE_OPS); the printer's spellings are data beside them.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -135,6 +136,23 @@ enum class StmtKind : uint8_t {
   Break,
   Continue,
   Barrier,     // ref: 0 = workgroup (shared memory), 1 = workgroup + buffer memory, 2 = buffer memory only
+  // Cooperative matrices (ref = the matrix; its whole subgroup runs each one together):
+  DeclareMatrix,  // node = value every element starts with, or null (undefined until loaded)
+  FillMatrix,     // node = value for every element
+  LoadMatrix,     // index = first element, node = stride (elements); matrix.memory is read
+  StoreMatrix,    // index = first element, node = stride (elements); matrix.memory is written
+  MulAddMatrix,   // matrix.operands = a, b: ref = a * b + ref
+};
+
+enum class MatrixUse : uint8_t { A, B, Accumulator };  // A (M x K) * B (K x N) + Accumulator (M x N)
+enum class MatrixLayout : uint8_t { RowMajor, ColumnMajor };
+
+// What a cooperative-matrix statement reads or writes besides its matrix.
+struct MatrixAccess {
+  uint32_t memory = 0;  // Load/StoreMatrix: buffer binding, or shared array id when `shared`
+  bool shared = false;
+  MatrixLayout layout = MatrixLayout::RowMajor;
+  std::array<uint32_t, 2> operands{};  // MulAddMatrix: matrices a and b
 };
 
 struct Stmt {
@@ -144,6 +162,7 @@ struct Stmt {
   const Node* node = nullptr;
   const Node* step = nullptr;
   std::vector<uint32_t> blocks;  // child block ids
+  MatrixAccess matrix;           // cooperative-matrix statements only
 };
 
 struct Block {
@@ -167,6 +186,13 @@ struct VarDecl {
   std::string name;
   Type type;
 };
+// A subgroup-scope cooperative matrix variable: rows x cols elements of `element`.
+struct MatrixDecl {
+  std::string name;
+  Type element;
+  uint32_t rows = 0, cols = 0;
+  MatrixUse use = MatrixUse::Accumulator;
+};
 struct LoopDecl {
   std::string name;
   Type type;
@@ -181,6 +207,7 @@ struct KernelIR {
   uint32_t push_bytes = 0;
   std::vector<SharedDecl> shared;
   std::vector<VarDecl> vars;
+  std::vector<MatrixDecl> matrices;
   std::vector<LoopDecl> loops;
   std::vector<Block> blocks;  // blocks[0] is the body of main()
   std::vector<std::unique_ptr<Node>> nodes;

@@ -14,6 +14,7 @@
 
 #include "dsl/builtins.h"
 #include "dsl/control.h"
+#include "dsl/matrix.h"
 
 namespace bdsl::dsl {
 
@@ -45,6 +46,23 @@ class KernelBuilder : public BuilderCore {
     const uint32_t id = add_var(std::move(name), type_of<T>());
     append(Stmt{StmtKind::DeclareVar, id, nullptr, as_node<T>(init)});
     return Var<T>(id);
+  }
+
+  // A cooperative matrix of the subgroup (dsl/matrix.h), undefined until loaded or filled.
+  template <class M>
+    requires MatrixType<M>
+  M matrix(std::string name) {
+    const uint32_t id = add_matrix(std::move(name), type_of<typename M::element_type>(), M::rows, M::cols, M::use);
+    append(Stmt{StmtKind::DeclareMatrix, id});
+    return M(id);
+  }
+  // ... with every element = fill.
+  template <class M, class X>
+    requires MatrixType<M> && OperandOf<X, typename M::element_type>
+  M matrix(std::string name, const X& fill) {
+    const uint32_t id = add_matrix(std::move(name), type_of<typename M::element_type>(), M::rows, M::cols, M::use);
+    append(Stmt{StmtKind::DeclareMatrix, id, nullptr, as_node<typename M::element_type>(fill)});
+    return M(id);
   }
 
   Expr<uvec3> global_id() { return id<uvec3>(BuiltinVar::GlobalId); }

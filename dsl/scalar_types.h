@@ -13,6 +13,9 @@ struct i32 {};
 struct u32 {};
 struct f32 {};
 struct f16 {};
+// A signed byte: a buffer or shared element and a cooperative-matrix component, converted to and
+// from i32 with cast<>(); no arithmetic of its own (needs shaderInt8, and 8-bit storage in buffers).
+struct i8 {};
 template <class S, int N>
 struct vec {
   static_assert(N >= 2 && N <= 4, "vectors have 2, 3 or 4 lanes");
@@ -55,6 +58,11 @@ struct traits<f32> {
 template <>
 struct traits<f16> {
   static constexpr ScalarKind kind = ScalarKind::F16;
+  using host = no_host_type;
+};
+template <>
+struct traits<i8> {
+  static constexpr ScalarKind kind = ScalarKind::I8;
   using host = no_host_type;
 };
 

@@ -6,7 +6,7 @@
 
 namespace bdsl {
 
-enum class ScalarKind : uint8_t { Bool, I32, U32, F32, F16 };
+enum class ScalarKind : uint8_t { Bool, I32, U32, F32, F16, I8 };  // I8: storage and matrices only
 
 struct Type {
   ScalarKind kind = ScalarKind::F32;
@@ -18,7 +18,7 @@ struct Type {
   bool is_bool() const { return kind == ScalarKind::Bool; }
   Type element() const { return {kind, 1}; }
   // Size in a std430 buffer or push-constant block (bool is stored as a 32-bit word).
-  uint32_t bytes() const { return (kind == ScalarKind::F16 ? 2u : 4u) * lanes; }
+  uint32_t bytes() const { return (kind == ScalarKind::I8 ? 1u : kind == ScalarKind::F16 ? 2u : 4u) * lanes; }
   uint32_t align() const { return bytes() == 12 ? 16 : bytes(); }
   friend bool operator==(Type, Type) = default;
 };

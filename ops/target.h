@@ -1,7 +1,9 @@
 // What an op needs to know about the device it is built for. Ops choose workgroup shapes and
 // variants from this, never from constants written for one GPU.
 #pragma once
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "runtime/device_info.h"
 
@@ -13,6 +15,13 @@ struct OpTarget {
   uint32_t max_shared_bytes = 16384;
   uint64_t max_storage_buffer_range = 1ull << 27;
   bool int_dot_product = false;  // sdot4x8 (OpSDotKHR) is available
+  // Cooperative-matrix (tensor core) multiply-add shapes the device runs (VK_NV_cooperative_matrix);
+  // empty: none, the plain variants run.
+  std::vector<MatrixShape> matrix_shapes;
+
+  bool has_matrix_shape(const MatrixShape& m) const {
+    return std::find(matrix_shapes.begin(), matrix_shapes.end(), m) != matrix_shapes.end();
+  }
 
   static OpTarget from(const rt::DeviceInfo& device) {
     OpTarget t;
@@ -21,6 +30,7 @@ struct OpTarget {
     t.max_shared_bytes = device.max_shared_memory;
     t.max_storage_buffer_range = device.max_storage_buffer_range;
     t.int_dot_product = device.int_dot_product;
+    if (device.cooperative_matrix_nv) t.matrix_shapes = device.cooperative_matrix_nv_shapes;
     return t;
   }
 };

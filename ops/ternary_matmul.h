@@ -4,8 +4,8 @@
 // for the weight and activation layouts); each weight uvec4 a lane loads serves
 // `tokens_per_workgroup` tokens, so the weights stream once per token tile instead of once per
 // token. Plain (any device) or packed-dot arithmetic, chosen as in ternary_matvec.
-// No cooperative-matrix (tensor core) variant: the DSL has no cooperative-matrix types or
-// operations (VK_KHR_cooperative_matrix s8 x s8 -> s32 would need them).
+// The tensor-core (cooperative-matrix) variant is ternary_matmul_coopmat.h; ternary_matmul_auto
+// there picks it where the device lists an int8 shape.
 // CPU twin: golden::bitlinear per token (golden::ternary_dot for the accumulators).
 //
 // Bindings, in order:

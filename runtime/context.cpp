@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <utility>
 
 #include "codegen/shader_cache.h"
 #include "runtime/device_choice.h"
@@ -113,9 +114,9 @@ std::vector<VkPhysicalDevice> physical_devices(VkInstance instance) {
   return devices;
 }
 
-std::vector<DeviceInfo> infos_of(const std::vector<VkPhysicalDevice>& devices) {
+std::vector<DeviceInfo> infos_of(VkInstance instance, const std::vector<VkPhysicalDevice>& devices) {
   std::vector<DeviceInfo> infos;
-  for (uint32_t i = 0; i < devices.size(); ++i) infos.push_back(query_device_info(devices[i], i));
+  for (uint32_t i = 0; i < devices.size(); ++i) infos.push_back(query_device_info(devices[i], i, instance));
   return infos;
 }
 
@@ -127,6 +128,8 @@ struct EnabledFeatures {
   VkPhysicalDeviceVulkan13Features v13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
   VkPhysicalDeviceShaderIntegerDotProductFeatures dot{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
   std::vector<const char*> extensions;
 
   explicit EnabledFeatures(const DeviceInfo& info) {
@@ -137,6 +140,12 @@ struct EnabledFeatures {
     v12.shaderFloat16 = info.float16;
     v12.shaderInt8 = info.int8;
     v12.storageBuffer8BitAccess = info.storage8;
+    if (info.cooperative_matrix_nv) {  // tensor-core kernels (dsl/matrix.h), Vulkan memory model SPIR-V
+      v12.vulkanMemoryModel = v12.vulkanMemoryModelDeviceScope = VK_TRUE;
+      coop.cooperativeMatrix = VK_TRUE;
+      coop.pNext = std::exchange(v11.pNext, &coop);
+      extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    }
     if (info.api_at_least(3)) {
       v12.pNext = &v13;
       v13.shaderIntegerDotProduct = info.int_dot_product;
@@ -157,7 +166,7 @@ std::vector<DeviceInfo> Context::list_devices() {
   VkInstance instance = make_instance({}, {}, nullptr);
   std::vector<DeviceInfo> infos;
   try {
-    infos = infos_of(physical_devices(instance));
+    infos = infos_of(instance, physical_devices(instance));
   } catch (...) {
     vkDestroyInstance(instance, nullptr);
     throw;
@@ -204,7 +213,7 @@ void Context::create_instance(bool validation) {
 
 void Context::create_device(const ContextOptions& options) {
   const auto devices = physical_devices(instance_);
-  const auto infos = infos_of(devices);
+  const auto infos = infos_of(instance_, devices);
   const char* env_device = std::getenv("BDSL_DEVICE");
   const std::string wish = !options.device.empty() ? options.device
                                                    : (env_device ? env_device : "");

@@ -1,6 +1,8 @@
 #include "runtime/device_info.h"
 
 #include <algorithm>
+#include <optional>
+#include <utility>
 #include <set>
 #include <sstream>
 
@@ -88,13 +90,20 @@ void read_features(DeviceInfo& info, VkPhysicalDevice device, const std::set<std
   VkPhysicalDeviceVulkan13Features f13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
   VkPhysicalDeviceShaderIntegerDotProductFeatures dot{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
   VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f11};
   f11.pNext = &f12;
   info.int_dot_product_extension =
       !info.api_at_least(3) && exts.count(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
   if (info.api_at_least(3)) f12.pNext = &f13;
   else if (info.int_dot_product_extension) f12.pNext = &dot;
+  if (exts.count(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) coop.pNext = std::exchange(f11.pNext, &coop);
   vkGetPhysicalDeviceFeatures2(device, &features);
+  // glslang compiles GL_NV_cooperative_matrix kernels to the Vulkan memory model; with device
+  // scope too, so the other kernels' device-scope barriers stay valid once it is enabled.
+  info.vulkan_memory_model = f12.vulkanMemoryModel && f12.vulkanMemoryModelDeviceScope;
+  info.cooperative_matrix_nv = coop.cooperativeMatrix && info.vulkan_memory_model;
   info.int16 = features.features.shaderInt16;
   info.storage16 = f11.storageBuffer16BitAccess;
   info.float16 = f12.shaderFloat16;
@@ -123,6 +132,33 @@ void read_queue_and_memory(DeviceInfo& info, VkPhysicalDevice device) {
     if (memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
       info.device_local_bytes = std::max<uint64_t>(info.device_local_bytes,
                                                    memory.memoryHeaps[i].size);
+}
+
+std::optional<ScalarKind> kind_of(VkComponentTypeNV t) {
+  switch (t) {
+    case VK_COMPONENT_TYPE_SINT8_NV: return ScalarKind::I8;
+    case VK_COMPONENT_TYPE_SINT32_NV: return ScalarKind::I32;
+    case VK_COMPONENT_TYPE_FLOAT16_NV: return ScalarKind::F16;
+    case VK_COMPONENT_TYPE_FLOAT32_NV: return ScalarKind::F32;
+    default: return std::nullopt;
+  }
+}
+
+std::vector<MatrixShape> cooperative_matrix_nv_shapes(VkInstance instance, VkPhysicalDevice device) {
+  auto get = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
+  if (!get) return {};
+  uint32_t count = 0;
+  if (get(device, &count, nullptr) != VK_SUCCESS) return {};
+  std::vector<VkCooperativeMatrixPropertiesNV> props(count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+  if (get(device, &count, props.data()) != VK_SUCCESS) return {};
+  std::vector<MatrixShape> shapes;
+  for (const auto& p : props) {
+    const auto ab = kind_of(p.AType), c = kind_of(p.CType);
+    if (p.scope != VK_SCOPE_SUBGROUP_NV || p.AType != p.BType || p.CType != p.DType || !ab || !c) continue;
+    shapes.push_back(MatrixShape{p.MSize, p.NSize, p.KSize, *ab, *c});
+  }
+  return shapes;
 }
 
 std::string yes_no(bool b) { return b ? "yes" : "no"; }
@@ -158,7 +194,7 @@ std::string api_version_string(uint32_t v) {
          "." + std::to_string(VK_API_VERSION_PATCH(v));
 }
 
-DeviceInfo query_device_info(VkPhysicalDevice device, uint32_t index) {
+DeviceInfo query_device_info(VkPhysicalDevice device, uint32_t index, VkInstance instance) {
   DeviceInfo info;
   info.index = index;
   VkPhysicalDeviceProperties props;
@@ -170,7 +206,7 @@ DeviceInfo query_device_info(VkPhysicalDevice device, uint32_t index) {
   read_chained_properties(info, device, exts);
   read_features(info, device, exts);
   info.cooperative_matrix_khr = exts.count("VK_KHR_cooperative_matrix") > 0;
-  info.cooperative_matrix_nv = exts.count("VK_NV_cooperative_matrix") > 0;
+  if (info.cooperative_matrix_nv && instance) info.cooperative_matrix_nv_shapes = cooperative_matrix_nv_shapes(instance, device);
   return info;
 }
 
@@ -188,6 +224,13 @@ std::vector<std::string> DeviceInfo::missing(const KernelFeatures& f) const {
   need(f.subgroup_ballot, subgroup_operations & VK_SUBGROUP_FEATURE_BALLOT_BIT, "subgroup_ballot");
   need(f.float16, float16, "float16 (shaderFloat16)");
   need(f.storage16, storage16, "storage16 (storageBuffer16BitAccess)");
+  need(f.int8, int8, "int8 (shaderInt8)");
+  need(f.storage8, storage8, "storage8 (storageBuffer8BitAccess)");
+  need(f.cooperative_matrix_nv, cooperative_matrix_nv, "cooperative_matrix_nv (VK_NV_cooperative_matrix)");
+  for (const MatrixShape& m : f.matrix_shapes)
+    if (cooperative_matrix_nv && std::find(cooperative_matrix_nv_shapes.begin(), cooperative_matrix_nv_shapes.end(), m) ==
+                                     cooperative_matrix_nv_shapes.end())
+      out.push_back("cooperative matrix shape " + to_string(m));
   return out;  // atomics on 32-bit storage buffer words are core Vulkan
 }
 
@@ -216,7 +259,10 @@ std::string DeviceInfo::describe() const {
     << yes_no(int8) << ", int16 " << yes_no(int16) << ", 16-bit storage " << yes_no(storage16)
     << ", 8-bit storage " << yes_no(storage8) << "\n"
     << "  cooperative matrix: KHR " << yes_no(cooperative_matrix_khr) << ", NV "
-    << yes_no(cooperative_matrix_nv) << "\n"
+    << yes_no(cooperative_matrix_nv);
+  for (size_t i = 0; i < cooperative_matrix_nv_shapes.size(); ++i)
+    o << (i ? ", " : " (") << to_string(cooperative_matrix_nv_shapes[i]) << (i + 1 == cooperative_matrix_nv_shapes.size() ? ")" : "");
+  o << "\n"
     << "  timestamps: " << yes_no(timestamps) << " (period " << timestamp_period_ns << " ns, "
     << timestamp_valid_bits << " valid bits)\n";
   return o.str();

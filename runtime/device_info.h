@@ -58,8 +58,12 @@ struct DeviceInfo {
   VkSubgroupFeatureFlags subgroup_operations = 0;
   bool subgroup_size_control = false;
   bool compute_full_subgroups = false;
-  bool cooperative_matrix_khr = false;
-  bool cooperative_matrix_nv = false;
+  bool cooperative_matrix_khr = false;  // the extension is listed (not used yet)
+  bool cooperative_matrix_nv = false;   // VK_NV_cooperative_matrix: cooperativeMatrix and the memory model
+  // Its subgroup-scope shapes whose A and B share a type and C and the result share one, as
+  // vkGetPhysicalDeviceCooperativeMatrixPropertiesNV lists them (types the DSL has: i8, i32, f16, f32).
+  std::vector<MatrixShape> cooperative_matrix_nv_shapes;
+  bool vulkan_memory_model = false;  // vulkanMemoryModel and vulkanMemoryModelDeviceScope
 
   bool api_at_least(uint32_t minor) const { return VK_API_VERSION_MINOR(api_version) >= minor; }
   // The features of `needed` this device lacks, by name ("int_dot_product", ...); empty if none.
@@ -69,7 +73,8 @@ struct DeviceInfo {
 };
 
 // Queries everything above; `index` is the device's position in the enumeration.
-DeviceInfo query_device_info(VkPhysicalDevice device, uint32_t index);
+// The instance is needed for the cooperative-matrix shapes (an extension entry point).
+DeviceInfo query_device_info(VkPhysicalDevice device, uint32_t index, VkInstance instance = VK_NULL_HANDLE);
 
 std::string api_version_string(uint32_t version);
 

@@ -1,0 +1,109 @@
+// Cooperative matrices (tensor cores): a subgroup holds a Rows x Cols matrix spread over its
+// lanes and multiplies it as one. The shape, the element type and the role (A, B or accumulator)
+// are part of the C++ type, so `acc.mul_add(a, b)` with a's columns != b's rows, or with an int8
+// A and a float accumulator, does not compile. Each operation is run by the whole subgroup
+// together: keep them out of control flow that differs between invocations (checked).
+//
+//   auto acc = k.matrix<MatrixAcc<i32, 16, 8>>("acc", 0);
+//   auto a = k.matrix<MatrixA<i8, 16, 32>>("a");
+//   auto b = k.matrix<MatrixB<i8, 32, 8>>("b");
+//   a.load(a_tile, 0u, 32u, MatrixLayout::RowMajor);     // element offset, stride (in elements)
+//   b.load(b_tile, 0u, 32u, MatrixLayout::ColumnMajor);
+//   acc.mul_add(a, b);                                    // acc = a * b + acc
+//   acc.store(c_tile, 0u, 16u, MatrixLayout::ColumnMajor);
+//
+// Prints as GL_NV_cooperative_matrix (icoopmatNV / fcoopmatNV): the device must list the shape
+// (rt::DeviceInfo::cooperative_matrix_nv_shapes); the runtime refuses it otherwise.
+#pragma once
+#include <concepts>
+#include <cstdint>
+
+#include "dsl/memory.h"
+
+namespace bdsl::dsl {
+
+template <class S>
+concept MatrixComponent = std::same_as<S, i8> || std::same_as<S, i32> || std::same_as<S, f16> || std::same_as<S, f32>;
+
+// Which A/B element types multiply into which accumulator type.
+template <class AB, class C>
+concept MatrixProduct = (std::same_as<AB, i8> && std::same_as<C, i32>) ||
+                        (std::same_as<AB, f16> && (std::same_as<C, f16> || std::same_as<C, f32>));
+
+template <class S, uint32_t Rows, uint32_t Cols, MatrixUse Use>
+  requires MatrixComponent<S> && (Rows > 0) && (Cols > 0)
+class Matrix {
+ public:
+  using element_type = S;
+  static constexpr uint32_t rows = Rows;
+  static constexpr uint32_t cols = Cols;
+  static constexpr MatrixUse use = Use;
+
+  explicit Matrix(uint32_t id) : id_(id) {}
+  uint32_t id() const { return id_; }
+
+  // Every element = v.
+  template <class X>
+    requires OperandOf<X, S>
+  void fill(const X& v) const {
+    BuilderCore::current().append(Stmt{StmtKind::FillMatrix, id_, nullptr, as_node<S>(v)});
+  }
+
+  // Element (r, c) from memory[element + r * stride + c] (RowMajor) or [element + c * stride + r].
+  template <class E, class St>
+    requires OperandOf<E, u32> && OperandOf<St, u32>
+  void load(const Buffer<S>& from, const E& element, const St& stride, MatrixLayout layout) const {
+    move(StmtKind::LoadMatrix, {from.binding(), false, layout, {}}, element, stride);
+  }
+  template <class E, class St>
+    requires OperandOf<E, u32> && OperandOf<St, u32>
+  void load(const Shared<S>& from, const E& element, const St& stride, MatrixLayout layout) const {
+    move(StmtKind::LoadMatrix, {from.id(), true, layout, {}}, element, stride);
+  }
+  template <class E, class St>
+    requires OperandOf<E, u32> && OperandOf<St, u32>
+  void store(const Buffer<S>& to, const E& element, const St& stride, MatrixLayout layout) const {
+    move(StmtKind::StoreMatrix, {to.binding(), false, layout, {}}, element, stride);
+  }
+  template <class E, class St>
+    requires OperandOf<E, u32> && OperandOf<St, u32>
+  void store(const Shared<S>& to, const E& element, const St& stride, MatrixLayout layout) const {
+    move(StmtKind::StoreMatrix, {to.id(), true, layout, {}}, element, stride);
+  }
+
+  // this = a * b + this: a is Rows x K, b is K x Cols.
+  template <class AB, uint32_t K>
+    requires(Use == MatrixUse::Accumulator) && MatrixProduct<AB, S>
+  void mul_add(const Matrix<AB, Rows, K, MatrixUse::A>& a, const Matrix<AB, K, Cols, MatrixUse::B>& b) const {
+    Stmt s{StmtKind::MulAddMatrix, id_};
+    s.matrix.operands = {a.id(), b.id()};
+    BuilderCore::current().append(std::move(s));
+  }
+
+ private:
+  template <class E, class St>
+  void move(StmtKind kind, MatrixAccess access, const E& element, const St& stride) const {
+    Stmt s{kind, id_, as_node<u32>(element), as_node<u32>(stride)};
+    s.matrix = access;
+    BuilderCore::current().append(std::move(s));
+  }
+
+  uint32_t id_;
+};
+
+template <class S, uint32_t M, uint32_t K>
+using MatrixA = Matrix<S, M, K, MatrixUse::A>;
+template <class S, uint32_t K, uint32_t N>
+using MatrixB = Matrix<S, K, N, MatrixUse::B>;
+template <class S, uint32_t M, uint32_t N>
+using MatrixAcc = Matrix<S, M, N, MatrixUse::Accumulator>;
+
+template <class M>
+concept MatrixType = requires {
+  typename M::element_type;
+  M::rows;
+  M::cols;
+  M::use;
+} && std::same_as<M, Matrix<typename M::element_type, M::rows, M::cols, M::use>>;
+
+}  // namespace bdsl::dsl

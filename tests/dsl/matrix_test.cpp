@@ -1,0 +1,155 @@
+// Cooperative matrices and int8 storage (dsl/matrix.h): the printed GL_NV_cooperative_matrix text,
+// the features and multiply-add shapes a kernel reports, the validator's rules, and the tensor-core
+// ternary_matmul compiled by glslang to SPIR-V. Host only: no device runs here.
+#include <gtest/gtest.h>
+
+#include "codegen/glsl_compiler.h"
+#include "codegen/glsl_printer.h"
+#include "codegen/interface_of.h"
+#include "codegen/validate.h"
+#include "dsl/dsl.h"
+#include "ops/ternary_matmul_coopmat.h"
+
+using namespace bdsl::dsl;
+using bdsl::MatrixShape;
+using bdsl::ScalarKind;
+using bdsl::codegen::interface_of;
+using bdsl::codegen::print_glsl;
+
+namespace {
+
+// One 16x8 tile of C = A * B: A 16x32 row-major, B 32x8 column-major, both int8 in buffers.
+Kernel tile_product() {
+  KernelBuilder k("tile_product", {32, 1, 1});
+  auto a_in = k.buffer<i8>("a_in", Access::Read);
+  auto b_in = k.buffer<i8>("b_in", Access::Read);
+  auto c_out = k.buffer<i32>("c_out", Access::Write);
+  auto acc = k.matrix<MatrixAcc<i32, 16, 8>>("acc", 0);
+  auto a = k.matrix<MatrixA<i8, 16, 32>>("a");
+  auto b = k.matrix<MatrixB<i8, 32, 8>>("b");
+  a.load(a_in, 0u, 32u, MatrixLayout::RowMajor);
+  b.load(b_in, 0u, 32u, MatrixLayout::ColumnMajor);
+  acc.mul_add(a, b);
+  acc.store(c_out, 0u, 8u, MatrixLayout::RowMajor);
+  return k.build();
+}
+
+bdsl::ops::OpTarget tensor_core_target() {
+  bdsl::ops::OpTarget t;
+  t.subgroup_size = 32;
+  t.max_workgroup_invocations = 1024;
+  t.max_shared_bytes = 49152;
+  t.int_dot_product = true;
+  t.matrix_shapes = {MatrixShape{16, 8, 32, ScalarKind::I8, ScalarKind::I32}};
+  return t;
+}
+
+}  // namespace
+
+TEST(Matrix, PrintsNvCooperativeMatrixStatements) {
+  const std::string glsl = print_glsl(tile_product());
+  const char* expected = R"(#version 460
+// kernel: tile_product
+#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
+#extension GL_EXT_shader_8bit_storage : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_NV_cooperative_matrix : require
+#extension GL_NV_integer_cooperative_matrix : require
+layout(local_size_x = 32, local_size_y = 1, local_size_z = 1) in;
+layout(std430, set = 0, binding = 0) readonly buffer a_in_block { int8_t a_in[]; };
+layout(std430, set = 0, binding = 1) readonly buffer b_in_block { int8_t b_in[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer c_out_block { int c_out[]; };
+void main() {
+  icoopmatNV<32, gl_ScopeSubgroup, 16, 8> acc = icoopmatNV<32, gl_ScopeSubgroup, 16, 8>(0);
+  icoopmatNV<8, gl_ScopeSubgroup, 16, 32> a;
+  icoopmatNV<8, gl_ScopeSubgroup, 32, 8> b;
+  coopMatLoadNV(a, a_in, 0u, 32u, false);
+  coopMatLoadNV(b, b_in, 0u, 32u, true);
+  acc = coopMatMulAddNV(a, b, acc);
+  coopMatStoreNV(acc, c_out, 0u, 8u, false);
+}
+)";
+  EXPECT_EQ(glsl, expected);
+}
+
+TEST(Matrix, InterfaceNamesTheFeaturesAndTheShape) {
+  const auto iface = interface_of(tile_product());
+  EXPECT_TRUE(iface.features.cooperative_matrix_nv);
+  EXPECT_TRUE(iface.features.int8);
+  EXPECT_TRUE(iface.features.storage8);
+  ASSERT_EQ(iface.features.matrix_shapes.size(), 1u);
+  EXPECT_EQ(iface.features.matrix_shapes[0], (MatrixShape{16, 8, 32, ScalarKind::I8, ScalarKind::I32}));
+  EXPECT_EQ(bdsl::to_string(iface.features.matrix_shapes[0]), "16x8x32 i8*i8+i32");
+}
+
+TEST(Matrix, CompilesToSpirv) {
+  EXPECT_FALSE(bdsl::codegen::compile_glsl("tile_product", print_glsl(tile_product())).empty());
+}
+
+TEST(Matrix, Int8SharedArraysNeedNo8BitStorage) {
+  KernelBuilder k("int8_shared", {32, 1, 1});
+  auto out = k.buffer<i32>("out", Access::Write);
+  auto tile = k.shared<i8>("tile", 32);
+  tile[k.local_index()] = cast<i8>(bitcast<i32>(k.local_index()) - 16);
+  barrier();
+  out[k.local_index()] = cast<i32>(Expr<i8>(tile[31u - k.local_index()]));
+  const Kernel kernel = k.build();
+  const auto f = interface_of(kernel).features;
+  EXPECT_TRUE(f.int8);
+  EXPECT_FALSE(f.storage8);
+  const std::string glsl = print_glsl(kernel);
+  EXPECT_NE(glsl.find("shared int8_t tile[32];"), std::string::npos) << glsl;
+  EXPECT_NE(glsl.find("int8_t("), std::string::npos) << glsl;
+  EXPECT_FALSE(bdsl::codegen::compile_glsl("int8_shared", glsl).empty());
+}
+
+TEST(Matrix, OperationInDivergentControlFlowIsRefused) {
+  KernelBuilder k("divergent_matrix", {32, 1, 1});
+  auto c_out = k.buffer<i32>("c_out", Access::Write);
+  auto acc = k.matrix<MatrixAcc<i32, 16, 8>>("acc", 0);
+  if_(k.local_index() < 16u, [&] { acc.store(c_out, 0u, 8u, MatrixLayout::RowMajor); });
+  try {
+    bdsl::codegen::validate(k.build());
+    FAIL() << "expected a refusal";
+  } catch (const DslError& e) {
+    EXPECT_NE(std::string(e.what()).find("cooperative-matrix operation on 'acc'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Matrix, StoreToReadOnlyBufferIsRefused) {
+  KernelBuilder k("matrix_to_input", {32, 1, 1});
+  auto c = k.buffer<i32>("c", Access::Read);
+  auto acc = k.matrix<MatrixAcc<i32, 16, 8>>("acc", 0);
+  acc.store(c, 0u, 8u, MatrixLayout::RowMajor);
+  EXPECT_THROW(bdsl::codegen::validate(k.build()), DslError);
+}
+
+TEST(TernaryMatmulCoopmat, PrintsTensorCoreLoopAndCompiles) {
+  const auto target = tensor_core_target();
+  ASSERT_TRUE(bdsl::ops::ternary_matmul_coopmat_shape(target).has_value());
+  bdsl::ops::CoopMatmulOptions o;
+  o.write_accumulators = true;
+  const Kernel k = bdsl::ops::ternary_matmul_coopmat(target, 2560, 2560, o);
+  bdsl::codegen::TargetLimits limits;
+  limits.max_shared_bytes = target.max_shared_bytes;
+  limits.max_invocations = target.max_workgroup_invocations;
+  limits.max_size = {1024, 1024, 64};
+  bdsl::codegen::validate(k, limits);
+  const std::string glsl = print_glsl(k);
+  for (const char* line : {"icoopmatNV<32, gl_ScopeSubgroup, 16, 8> acc0 = icoopmatNV<32, gl_ScopeSubgroup, 16, 8>(0);",
+                           "acc3 = coopMatMulAddNV(a, b, acc3);", "shared int8_t a_tile[8192];",
+                           "coopMatStoreNV(acc0, c_tile, "})
+    EXPECT_NE(glsl.find(line), std::string::npos) << line << "\n" << glsl;
+  EXPECT_EQ(interface_of(k).features.matrix_shapes, (std::vector<MatrixShape>{{16, 8, 32, ScalarKind::I8, ScalarKind::I32}}));
+  EXPECT_FALSE(bdsl::codegen::compile_glsl(k.name(), glsl).empty());
+}
+
+TEST(TernaryMatmulCoopmat, AutoPicksTensorCoresOnlyWhereListed) {
+  auto target = tensor_core_target();
+  EXPECT_TRUE(bdsl::ops::ternary_matmul_auto(target, 64, 256).cooperative);
+  target.matrix_shapes.clear();
+  const auto plain = bdsl::ops::ternary_matmul_auto(target, 64, 256);
+  EXPECT_FALSE(plain.cooperative);
+  EXPECT_EQ(plain.kernel.name().rfind("ternary_matmul_", 0), 0u);
+  EXPECT_THROW(bdsl::ops::ternary_matmul_coopmat(target, 64, 256), std::invalid_argument);
+}

@@ -1,0 +1,115 @@
+// ternary_matmul_coopmat (prefill on tensor cores) against golden::ternary_dot per (token, row), on
+// a device that lists an int8 cooperative-matrix shape (an H100: 16x8x32); skipped elsewhere
+// (lavapipe has none). ternary_matmul_auto runs on every device: the plain variant where there
+// are no tensor cores.
+#include "ops/ternary_matmul_coopmat.h"
+
+#include "codegen/interface_of.h"
+#include "matrix_test.h"
+#include "runtime/pipeline.h"
+
+namespace bdsl::test {
+namespace {
+
+// As ternary_matmul_test: exact accumulator, then one conversion, one division, one multiply.
+constexpr double kProjectionUlps = 3.0;
+
+struct Tokens {
+  std::vector<QuantizedX> q;
+  std::vector<uint32_t> words, act;
+};
+Tokens quantize_tokens(uint32_t tokens, uint32_t cols, uint32_t seed) {
+  Tokens t;
+  for (uint32_t i = 0; i < tokens; ++i) {
+    t.q.push_back(quantize_cpu(random_floats(cols, seed + i, 1.0f + float(i % 7))));
+    const auto w = t.q.back().words(), a = t.q.back().act();
+    t.words.insert(t.words.end(), w.begin(), w.end());
+    t.act.insert(t.act.end(), a.begin(), a.end());
+  }
+  return t;
+}
+
+float project(int32_t acc, float s, float scale) { return static_cast<float>(acc) / s * scale; }
+
+class TernaryMatmulCoopmat : public OpsMatrix {
+ protected:
+  // Runs the variant ternary_matmul_auto picks with `engine` and checks every (token, row).
+  void check(uint32_t rows, uint32_t cols, uint32_t tokens, ops::MatmulEngine engine, bool residual = false) {
+    SCOPED_TRACE(testing::Message() << rows << "x" << cols << " tokens " << tokens << (residual ? " residual" : ""));
+    const I2sWeights w = random_i2s(rows, cols, rows + cols);
+    const Tokens x = quantize_tokens(tokens, cols, cols + tokens);
+    const auto before = random_floats(size_t(rows) * tokens, 5, 4.0f);
+    rt::Buffer wb = buffer_of(w.bytes, "w"), qb = buffer_of(x.words, "x_q"), ab = buffer_of(x.act, "x_act");
+    rt::Buffer y = residual ? buffer_of(before, "y") : output(uint64_t(rows) * tokens * 4, "y");
+    rt::Buffer acc = output(uint64_t(rows) * tokens * 4, "acc");
+    ops::MatmulOptions o;
+    o.projection.write_accumulators = true;
+    o.projection.add_residual = residual;
+    const ops::PrefillMatmul m = ops::ternary_matmul_auto(target(), rows, cols, o, engine);
+    EXPECT_EQ(m.cooperative, engine != ops::MatmulEngine::Subgroup && ops::ternary_matmul_coopmat_shape(target()));
+    run2d(m.kernel, {wb, qb, ab, y, acc}, m.row_groups, m.token_groups(tokens), rt::push(tokens));
+    const auto got_y = y.download<float>();
+    const auto got_acc = acc.download<int32_t>();
+    for (uint32_t t = 0; t < tokens; ++t)
+      for (uint32_t r = 0; r < rows; ++r) {
+        const size_t at = size_t(t) * rows + r;
+        const int32_t want = golden::ternary_dot(w.m.row(r), x.q[t].q);
+        ASSERT_EQ(got_acc[at], want) << "token " << t << " row " << r;
+        const float proj = project(want, x.q[t].s, w.m.scale);
+        if (!residual) {
+          ASSERT_LE(ulps(got_y[at], proj), kProjectionUlps) << "token " << t << " row " << r;
+        } else {  // as ternary_matmul_test: the projection's 3 ulp, then one rounded add
+          const float ulp_proj = std::nextafter(std::fabs(proj), INFINITY) - std::fabs(proj);
+          const float want_y = before[at] + proj;
+          ASSERT_LE(std::fabs(got_y[at] - want_y), kProjectionUlps * ulp_proj + std::fabs(want_y) * 0x1p-23f)
+              << "token " << t << " row " << r;
+        }
+      }
+  }
+  bool has_tensor_cores() { return ops::ternary_matmul_coopmat_shape(target()).has_value(); }
+  std::string why_skipped() {
+    return "device " + ctx().info().name + " lists no VK_NV_cooperative_matrix shape 16x8x32 or 16x16x32 i8*i8+i32 "
+           "(lavapipe has no cooperative matrices): the plain ternary_matmul runs there instead";
+  }
+};
+
+TEST_F(TernaryMatmulCoopmat, EveryTokenAndRowMatchesGolden) {
+  if (!has_tensor_cores()) GTEST_SKIP() << why_skipped();
+  struct Case {
+    uint32_t rows, cols, tokens;
+  };
+  // Rows and tokens that fill no tile, one token, a real 2B shape and a token count past one tile row.
+  for (Case c : {Case{7, 128, 1}, Case{100, 384, 5}, Case{64, 256, 32}, Case{33, 640, 45}, Case{2560, 2560, 13},
+                 Case{6912, 2560, 70}, Case{2560, 6912, 33}})
+    check(c.rows, c.cols, c.tokens, ops::MatmulEngine::CooperativeMatrix);
+}
+
+TEST_F(TernaryMatmulCoopmat, ResidualAdd) {
+  if (!has_tensor_cores()) GTEST_SKIP() << why_skipped();
+  check(96, 384, 9, ops::MatmulEngine::CooperativeMatrix, true);
+}
+
+TEST_F(TernaryMatmulCoopmat, AutoRunsOnEveryDevice) {
+  check(100, 384, 11, ops::MatmulEngine::Auto);
+  check(100, 384, 11, ops::MatmulEngine::Subgroup);
+}
+
+TEST_F(TernaryMatmulCoopmat, DeviceWithoutTensorCoresRefusesTheKernel) {
+  if (has_tensor_cores()) GTEST_SKIP() << "device " << ctx().info().name << " has cooperative matrices";
+  ops::OpTarget t = target();
+  t.matrix_shapes = {MatrixShape{16, 8, 32, ScalarKind::I8, ScalarKind::I32}};
+  t.subgroup_size = 32;
+  const dsl::Kernel k = ops::ternary_matmul_coopmat(t, 64, 256);
+  try {
+    rt::check_device_can_run(ctx().info(), codegen::interface_of(k));
+    FAIL() << "expected a refusal";
+  } catch (const std::runtime_error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(ctx().info().name), std::string::npos) << msg;
+    EXPECT_NE(msg.find(k.name()), std::string::npos) << msg;
+    EXPECT_NE(msg.find("cooperative_matrix_nv"), std::string::npos) << msg;
+  }
+}
+
+}  // namespace
+}  // namespace bdsl::test
