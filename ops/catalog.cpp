@@ -13,6 +13,7 @@
 #include "ops/stream_read.h"
 #include "ops/subgroup_softmax.h"
 #include "ops/ternary_matmul.h"
+#include "ops/ternary_matmul_coopmat.h"
 #include "ops/ternary_matvec.h"
 #include "ops/top_k.h"
 #include "ops/workgroup_sum.h"
@@ -65,6 +66,12 @@ const std::vector<CatalogEntry>& catalog() {
       {"qkv_matmul", "Q, K, V for a block of tokens (prefill)",
        [](T t) { return ternary_matmul_qkv(t, kHeads.q_width(), kHeads.kv_width(), kHeads.kv_width(), kDim); }},
       {"gate_up_matmul", "gate, up, relu^2 product for a block (prefill)", [](T t) { return ternary_matmul_relu2_gate_up(t, kFfn, kDim); }},
+      {"ternary_matmul_coopmat", "Y = W X on tensor cores, s8 x s8 -> s32 (shown for 16x8x32)",
+       [](T t) {
+         OpTarget with_tensor_cores = t;  // printable anywhere; runs where the device lists the shape
+         if (!ternary_matmul_coopmat_shape(t)) with_tensor_cores.matrix_shapes = {MatrixShape{16, 8, 32}};
+         return ternary_matmul_coopmat(with_tensor_cores, kDim, kDim);
+       }},
       {"rope_kv_write", "NeoX RoPE on q and k, k/v into the F16 cache", [](T t) { return rope_kv_write(t, kHeads, kContext); }},
       {"attention_decode", "one token over the F16 KV cache, split-K",
        [](T t) { return attention_decode(t, kHeads, kContext, attention_chunks(t, kHeads, kContext)); }},

@@ -45,6 +45,7 @@ std::unique_ptr<BitNetModel::PrefillBlock> BitNetModel::make_prefill_block(uint3
   auto matmul_grid = [&](uint32_t rows) {
     return rt::Grid{ops::ternary_matvec_workgroups(p.target, rows), ops::ternary_matmul_token_tiles(n)};
   };
+  const uint32_t residual_tiles = ceil_div(n, pp.tokens_per_group);
   std::vector<rt::BufferSlice> embedding = {b->tokens};
   for (const auto& part : weights_.token_embd.parts) embedding.push_back(part);
   embedding.push_back(b->x);
@@ -60,11 +61,13 @@ std::unique_ptr<BitNetModel::PrefillBlock> BitNetModel::make_prefill_block(uint3
     g.dispatch(pp.attention, {a.step, b->q, a.k_cache[l], a.v_cache[l], b->partials, b->counters, b->attn},
                rt::push(n), rt::Grid{d.n_kv_heads, p.attention_chunks, n});
     g.dispatch(pp.norm_quantize, {b->attn, w.attn_sub_norm, b->q8, b->act}, rt::push(eps), tokens_grid);
-    g.dispatch(pp.attn_output, {w.attn_output, b->q8, b->act, b->x}, rt::push(n), matmul_grid(c.dim));
+    g.dispatch(pp.attn_output, {w.attn_output, b->q8, b->act, b->x}, rt::push(n),
+               rt::Grid{pp.attn_output_row_groups, residual_tiles});
     g.dispatch(pp.norm_quantize, {b->x, w.ffn_norm, b->q8, b->act}, rt::push(eps), tokens_grid);
     g.dispatch(pp.gate_up, {w.ffn_gate, w.ffn_up, b->q8, b->act, b->ffn}, rt::push(n), matmul_grid(c.ffn_dim));
     g.dispatch(pp.norm_quantize_ffn, {b->ffn, w.ffn_sub_norm, b->q8, b->act}, rt::push(eps), tokens_grid);
-    g.dispatch(pp.ffn_down, {w.ffn_down, b->q8, b->act, b->x}, rt::push(n), matmul_grid(c.dim));
+    g.dispatch(pp.ffn_down, {w.ffn_down, b->q8, b->act, b->x}, rt::push(n),
+               rt::Grid{pp.ffn_down_row_groups, residual_tiles});
   }
   // The last token continues through the decode graph's tail.
   g.copy(b->x.slice(uint64_t{n - 1} * c.dim * 4, c.dim * 4ull), a.x);
