@@ -57,14 +57,7 @@ void attention(benchmark::State& st, BenchSession& s, const ops::AttentionDims& 
   // The GPU raises its clocks only after a while of steady work: ~0.2 s of it before timing.
   const auto t0 = std::chrono::steady_clock::now();
   while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(200)) g.submit_and_wait();
-  double per = 0;
-  for (auto _ : st) {
-    g.submit_and_wait();
-    auto ns = g.timestamps_ns();
-    std::sort(ns.begin(), ns.end());
-    per = ns[ns.size() / 2];  // median dispatch
-    st.SetIterationTime(per * 1e-9);
-  }
+  const double per = time_median_dispatch(st, g);
   const double bytes = double(pos + 1) * d.kv_width() * 2 * 2;
   st.counters["us"] = per / 1e3;
   st.counters["GB_per_s"] = bytes / per;

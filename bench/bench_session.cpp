@@ -34,6 +34,18 @@ double measure_peak_read(rt::Context& ctx, uint64_t bytes, int repeats, double* 
   return double(bytes) / best;  // bytes per ns = GB/s
 }
 
+double time_median_dispatch(benchmark::State& st, rt::Graph& g) {
+  double per = 0;
+  for (auto _ : st) {
+    g.submit_and_wait();
+    auto ns = g.timestamps_ns();
+    std::sort(ns.begin(), ns.end());
+    per = ns[ns.size() / 2];
+    st.SetIterationTime(per * 1e-9);
+  }
+  return per;
+}
+
 BenchSession::BenchSession(const BenchOptions& o) : options(o) {
   rt::ContextOptions copts;
   copts.device = o.device;

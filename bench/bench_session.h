@@ -8,6 +8,9 @@
 #include "models/gguf.h"
 #include "ops/target.h"
 #include "runtime/context.h"
+#include "runtime/graph.h"
+
+#include <benchmark/benchmark.h>
 
 namespace bdsl::bench {
 
@@ -28,6 +31,10 @@ struct BenchSession {
   // State benchmarks keep between runs (the loaded model); declared after ctx so it dies first.
   std::shared_ptr<void> model_state;
 };
+
+// Runs the recorded graph once per benchmark iteration and reports the median dispatch's GPU time
+// (each dispatch of such graphs is one copy of the kernel being measured); returns it in ns.
+double time_median_dispatch(benchmark::State& st, rt::Graph& g);
 
 // Measures the peak read bandwidth (GB/s) with ops::stream_read over `bytes`.
 double measure_peak_read(rt::Context& ctx, uint64_t bytes, int repeats, double* best_ns = nullptr);

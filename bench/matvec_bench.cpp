@@ -31,14 +31,7 @@ void matvec(benchmark::State& st, BenchSession& s, uint32_t rows, uint32_t cols,
   rt::Graph g(ctx, {true, "matvec"});
   for (int i = 0; i < kDispatches; ++i)  // each writes y: a barrier between them, as in a real token
     g.dispatch(p, {weights[i % kCopies], q, act, y}, rt::Grid{ops::ternary_matvec_workgroups(s.target, rows)});
-  double per = 0;
-  for (auto _ : st) {
-    g.submit_and_wait();
-    auto ns = g.timestamps_ns();
-    std::sort(ns.begin(), ns.end());
-    per = ns[ns.size() / 2];  // median dispatch
-    st.SetIterationTime(per * 1e-9);
-  }
+  const double per = time_median_dispatch(st, g);
   st.counters["GB_per_s"] = double(weight_bytes) / per;
   st.counters["frac_of_peak"] = double(weight_bytes) / per / s.peak_read_gbps;
   st.counters["TOPS"] = 2.0 * rows * cols / per / 1e3;

@@ -99,4 +99,21 @@ inline double ulps(float a, float b) {
   return std::fabs(double(a) - double(b)) / ulp;
 }
 
+// A block of tokens quantized on the CPU, packed as the matmul kernels read them. Token i's values
+// have magnitude up to 1 + (i % scale_period), so tokens get different activation scales.
+struct Tokens {
+  std::vector<QuantizedX> q;
+  std::vector<uint32_t> words, act;
+};
+inline Tokens quantize_tokens(uint32_t tokens, uint32_t cols, uint32_t seed, uint32_t scale_period = UINT32_MAX) {
+  Tokens t;
+  for (uint32_t i = 0; i < tokens; ++i) {
+    t.q.push_back(quantize_cpu(random_floats(cols, seed + i, 1.0f + float(i % scale_period))));
+    const auto w = t.q.back().words(), a = t.q.back().act();
+    t.words.insert(t.words.end(), w.begin(), w.end());
+    t.act.insert(t.act.end(), a.begin(), a.end());
+  }
+  return t;
+}
+
 }  // namespace bdsl::test

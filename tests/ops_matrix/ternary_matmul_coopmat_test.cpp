@@ -14,21 +14,6 @@ namespace {
 // As ternary_matmul_test: exact accumulator, then one conversion, one division, one multiply.
 constexpr double kProjectionUlps = 3.0;
 
-struct Tokens {
-  std::vector<QuantizedX> q;
-  std::vector<uint32_t> words, act;
-};
-Tokens quantize_tokens(uint32_t tokens, uint32_t cols, uint32_t seed) {
-  Tokens t;
-  for (uint32_t i = 0; i < tokens; ++i) {
-    t.q.push_back(quantize_cpu(random_floats(cols, seed + i, 1.0f + float(i % 7))));
-    const auto w = t.q.back().words(), a = t.q.back().act();
-    t.words.insert(t.words.end(), w.begin(), w.end());
-    t.act.insert(t.act.end(), a.begin(), a.end());
-  }
-  return t;
-}
-
 float project(int32_t acc, float s, float scale) { return static_cast<float>(acc) / s * scale; }
 
 class TernaryMatmulCoopmat : public OpsMatrix {
@@ -37,7 +22,7 @@ class TernaryMatmulCoopmat : public OpsMatrix {
   void check(uint32_t rows, uint32_t cols, uint32_t tokens, ops::MatmulEngine engine, bool residual = false) {
     SCOPED_TRACE(testing::Message() << rows << "x" << cols << " tokens " << tokens << (residual ? " residual" : ""));
     const I2sWeights w = random_i2s(rows, cols, rows + cols);
-    const Tokens x = quantize_tokens(tokens, cols, cols + tokens);
+    const Tokens x = quantize_tokens(tokens, cols, cols + tokens, 7);
     const auto before = random_floats(size_t(rows) * tokens, 5, 4.0f);
     rt::Buffer wb = buffer_of(w.bytes, "w"), qb = buffer_of(x.words, "x_q"), ab = buffer_of(x.act, "x_act");
     rt::Buffer y = residual ? buffer_of(before, "y") : output(uint64_t(rows) * tokens * 4, "y");

@@ -13,21 +13,6 @@ using ops::DotProduct;
 // As in ternary_matvec_test: exact accumulator, then one conversion, one division, one multiply.
 constexpr double kProjectionUlps = 3.0;
 
-struct Tokens {
-  std::vector<QuantizedX> q;
-  std::vector<uint32_t> words, act;
-};
-Tokens quantize_tokens(uint32_t tokens, uint32_t cols, uint32_t seed) {
-  Tokens t;
-  for (uint32_t i = 0; i < tokens; ++i) {
-    t.q.push_back(quantize_cpu(random_floats(cols, seed + i, 1.0f + float(i))));
-    const auto w = t.q.back().words(), a = t.q.back().act();
-    t.words.insert(t.words.end(), w.begin(), w.end());
-    t.act.insert(t.act.end(), a.begin(), a.end());
-  }
-  return t;
-}
-
 class TernaryMatmul : public OpsMatrix, public ::testing::WithParamInterface<DotProduct> {
  protected:
   ops::MatmulOptions options(bool residual = false) {
