@@ -19,48 +19,92 @@ uint32_t quantize_activations_workgroup(const OpTarget& target, const QuantizeOp
   return options.workgroup;
 }
 
+// Every invocation takes the words lid, lid + w, ... (written out, not a loop: all its loads are
+// issued at once and the values stay in registers for the three passes). On an H100 the looped
+// form paid a memory round trip per element per pass.
 QuantizedTotals emit_quantize_activations(KernelBuilder& k, const QuantizeBody& b) {
   const uint32_t w = b.workgroup;
+  const uint32_t words = b.dim / 4;
+  const uint32_t per = (words + w - 1) / w;
   auto lid = k.local_index();
   const bool norm = static_cast<bool>(b.load_norm_weight);
 
+  struct Slot {
+    Expr<u32> word;
+    std::optional<Expr<boolean>> valid;  // empty: always in range
+    std::vector<Expr<f32>> x, g;
+  };
+  std::vector<Slot> slots;
+  for (uint32_t u = 0; u < per; ++u) {
+    Slot s{let("word" + std::to_string(u), lid + u * w), std::nullopt, {}, {}};
+    const bool may_pass = (u + 1) * w > words;
+    if (may_pass) s.valid = let("in_range" + std::to_string(u), s.word < words);
+    auto readable = may_pass ? min(s.word, constant<u32>(words - 1)) : s.word;
+    for (uint32_t j = 0; j < 4; ++j) {
+      s.x.push_back(let("xv", b.load_x(readable * 4u + j)));
+      if (norm) s.g.push_back(let("gv", b.load_norm_weight(readable * 4u + j)));
+    }
+    slots.push_back(std::move(s));
+  }
+  // A word past the end counts as zeros.
+  auto masked = [](const Slot& s, Expr<f32> v) { return s.valid ? select(*s.valid, v, constant<f32>(0.0f)) : v; };
+
   std::optional<Expr<f32>> inv_rms;
   if (norm) {
+    // The sum of squares takes elements lid, lid + w, ... in that order (its own loads, issued
+    // with the others): the summation order, so the norm's bits, stay those the golden data
+    // was validated with. Reordering it can move an int8 across a rounding boundary.
     auto sq_scratch = k.shared<f32>("sum_sq_parts", w);
-    auto sum_sq = k.var<f32>("sum_sq", 0.0f);
-    for_range(lid, b.dim, w, [&](Expr<u32> i) {
-      auto v = let("xv", b.load_x(i));
-      sum_sq += v * v;
-    }, "i");
-    auto total = workgroup_add<f32>(k, sq_scratch, Expr<f32>(sum_sq), "total_sq");
+    std::optional<Expr<f32>> sum_sq;
+    for (uint32_t u = 0; u * w < b.dim; ++u) {
+      auto i = lid + u * w;
+      const bool may_pass = (u + 1) * w > b.dim;
+      auto xv = let("xs", b.load_x(may_pass ? min(i, constant<u32>(b.dim - 1)) : i));
+      Expr<f32> sq = xv * xv;
+      if (may_pass) sq = select(i < b.dim, sq, constant<f32>(0.0f));
+      sum_sq = sum_sq ? *sum_sq + sq : sq;
+    }
+    auto total = workgroup_add<f32>(k, sq_scratch, let("sum_sq", *sum_sq), "total_sq");
     // As golden::rms_norm: mean = sum / n, inv = 1 / sqrt(mean + eps), x * inv * w.
     inv_rms = let("inv_rms", 1.0f / sqrt(total / static_cast<float>(b.dim) + *b.eps));
   }
-  auto value = [&](Expr<u32> i) -> Expr<f32> {
-    return norm ? (b.load_x(i) * *inv_rms) * b.load_norm_weight(i) : b.load_x(i);
-  };
-
+  std::vector<std::vector<Expr<f32>>> values;
+  std::optional<Expr<f32>> local_max;
+  for (const Slot& s : slots) {
+    values.emplace_back();
+    for (uint32_t j = 0; j < 4; ++j) {
+      auto v = let("v", norm ? (s.x[j] * *inv_rms) * s.g[j] : s.x[j]);
+      values.back().push_back(v);
+      auto a = masked(s, abs(v));
+      local_max = local_max ? max(*local_max, a) : a;
+    }
+  }
   auto max_scratch = k.shared<f32>("absmax_parts", w);
-  auto local_max = k.var<f32>("local_absmax", 0.0f);
-  for_range(lid, b.dim, w, [&](Expr<u32> i) { local_max = max(local_max, abs(value(i))); }, "i");
-  auto absmax = workgroup_max<f32>(k, max_scratch, Expr<f32>(local_max), "absmax");
+  auto absmax = workgroup_max<f32>(k, max_scratch, let("local_absmax", *local_max), "absmax");
   // Exactly golden's 127 / max(absmax, 1e-5) on every device (see divide_correctly_rounded).
   auto scale = let("act_scale", divide_correctly_rounded(k, constant<f32>(127.0f), max(absmax, 1e-5f)));
 
-  auto sum_scratch = k.shared<i32>("q_sum_parts", w);
-  auto local_sum = k.var<i32>("local_q_sum", 0);
-  for_range(lid, b.dim / 4, w, [&](Expr<u32> word) {
-    auto base = word * 4u;
-    auto q_of = [&](uint32_t j) {
-      auto v = let("v" + std::to_string(j), value(base + j));
-      if (b.store_normalized) b.store_normalized(base + j, v);
-      return let("q" + std::to_string(j), cast<i32>(clamp(round(v * scale), -128.0f, 127.0f)));
+  std::optional<Expr<i32>> local_sum;
+  for (size_t u = 0; u < slots.size(); ++u) {
+    const Slot& s = slots[u];
+    std::vector<Expr<i32>> q;
+    for (uint32_t j = 0; j < 4; ++j)
+      q.push_back(let("q" + std::to_string(j), cast<i32>(clamp(round(values[u][j] * scale), -128.0f, 127.0f))));
+    auto word_sum = (q[0] + q[1]) + (q[2] + q[3]);
+    word_sum = s.valid ? select(*s.valid, word_sum, constant<i32>(0)) : word_sum;
+    local_sum = local_sum ? *local_sum + word_sum : word_sum;
+    auto store = [&] {
+      if (b.store_normalized)
+        for (uint32_t j = 0; j < 4; ++j) b.store_normalized(s.word * 4u + j, values[u][j]);
+      b.store_q(s.word, pack_i8x4(make_vec<i32>(q[0], q[1], q[2], q[3])));
     };
-    auto q0 = q_of(0), q1 = q_of(1), q2 = q_of(2), q3 = q_of(3);
-    local_sum += (q0 + q1) + (q2 + q3);
-    b.store_q(word, pack_i8x4(make_vec<i32>(q0, q1, q2, q3)));
-  }, "word");
-  auto sum = workgroup_add<i32>(k, sum_scratch, Expr<i32>(local_sum), "q_sum");
+    if (s.valid)
+      if_(*s.valid, store);
+    else
+      store();
+  }
+  auto sum_scratch = k.shared<i32>("q_sum_parts", w);
+  auto sum = workgroup_add<i32>(k, sum_scratch, let("local_q_sum", *local_sum), "q_sum");
   return {scale, sum};
 }
 

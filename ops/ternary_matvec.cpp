@@ -59,29 +59,43 @@ struct TokenSlot {
 // The subgroup's sum(code * q) over one row of each tensor (all with `chunks` uvec4 per row) for
 // each token: result[t][s]. row_base[t] is the uvec4 index where tensor t's row starts. Each
 // weight uvec4 is loaded once and used for every token. Every lane gets the sums.
+// A lane's chunks (lane, lane + subgroup size, ...) are written out, not looped over: all its
+// weight loads are in flight at once (on an H100 a loop paid one memory round trip per chunk).
+// The outer loop only runs again where the device picks a smaller subgroup than the target's.
 std::vector<std::vector<Expr<i32>>> emit_row_dots(KernelBuilder& k, const std::vector<Buffer<uvec4>>& w,
                                                   const std::vector<Expr<u32>>& row_base, uint32_t chunks,
                                                   const std::vector<TokenSlot>& tokens, const QuadLoader& q,
-                                                  bool packed) {
+                                                  bool packed, uint32_t target_subgroup) {
+  const uint32_t unroll = std::max(1u, (chunks + target_subgroup - 1) / std::max(1u, target_subgroup));
   std::vector<std::vector<Var<i32>>> acc(w.size());
   for (size_t t = 0; t < w.size(); ++t)
     for (size_t s = 0; s < tokens.size(); ++s)
       acc[t].push_back(k.var<i32>("dot" + std::to_string(t) + "_" + std::to_string(s), 0));
-  for_range(k.subgroup_invocation(), chunks, k.subgroup_size(), [&](Expr<u32> c) {
-    // uvec4 c is words 4h..4h+3 of block c/2 (h = c % 2); its shift-j codes pair with the q
-    // words 32 * block + 8j + 4h .., the uvec4 8 * block + 2j + h of q.
-    auto q_at = let("q_at", ((c >> 1u) << 3u) + (c & 1u));
-    std::vector<Expr<uvec4>> wv;
-    for (size_t t = 0; t < w.size(); ++t) wv.push_back(let("wv" + std::to_string(t), Expr<uvec4>(w[t][row_base[t] + c])));
+  auto sg = k.subgroup_size();
+  for_range(k.subgroup_invocation(), chunks, sg * unroll, [&](Expr<u32> c0) {
+    std::vector<Expr<boolean>> valid;
+    std::vector<Expr<u32>> q_at;
+    std::vector<std::vector<Expr<uvec4>>> wv(unroll);
+    for (uint32_t u = 0; u < unroll; ++u) {
+      auto c = u == 0 ? c0 : let("c" + std::to_string(u), c0 + sg * u);
+      valid.push_back(let("c_valid", c < chunks));
+      auto cc = let("c_read", min(c, constant<u32>(chunks - 1)));
+      // uvec4 c is words 4h..4h+3 of block c/2 (h = c % 2); its shift-j codes pair with the q
+      // words 32 * block + 8j + 4h .., the uvec4 8 * block + 2j + h of q.
+      q_at.push_back(let("q_at", ((cc >> 1u) << 3u) + (cc & 1u)));
+      for (size_t t = 0; t < w.size(); ++t) wv[u].push_back(let("wv" + std::to_string(t), Expr<uvec4>(w[t][row_base[t] + cc])));
+    }
     for (size_t s = 0; s < tokens.size(); ++s) {
       auto body = [&] {
-        std::vector<Expr<uvec4>> qv;
-        for (uint32_t j = 0; j < 4; ++j) qv.push_back(let("qv" + std::to_string(j), q(tokens[s].token, q_at + 2u * j)));
-        for (size_t t = 0; t < w.size(); ++t) {
-          std::vector<Expr<i32>> terms;
-          for (uint32_t j = 0; j < 4; ++j)
-            for (uint32_t m = 0; m < 4; ++m) terms.push_back(code_dot(wv[t].lane(m), 6 - 2 * j, qv[j].lane(m), packed));
-          acc[t][s] += tree_sum(terms);
+        for (uint32_t u = 0; u < unroll; ++u) {
+          std::vector<Expr<uvec4>> qv;
+          for (uint32_t j = 0; j < 4; ++j) qv.push_back(let("qv" + std::to_string(j), q(tokens[s].token, q_at[u] + 2u * j)));
+          for (size_t t = 0; t < w.size(); ++t) {
+            std::vector<Expr<i32>> terms;
+            for (uint32_t j = 0; j < 4; ++j)
+              for (uint32_t m = 0; m < 4; ++m) terms.push_back(code_dot(wv[u][t].lane(m), 6 - 2 * j, qv[j].lane(m), packed));
+            acc[t][s] += select(valid[u], tree_sum(terms), constant<i32>(0));
+          }
         }
       };
       if (tokens[s].valid)
@@ -271,7 +285,7 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
           ws.push_back(w[t]);
           all_bases.push_back(bases[r]);
         }
-      auto dots = emit_row_dots(k, ws, all_bases, chunks, slots, q, packed);
+      auto dots = emit_row_dots(k, ws, all_bases, chunks, slots, q, packed, target.subgroup_size);
       for (uint32_t r = 0; r < rs; ++r)
         for (size_t i = 0; i < slots.size(); ++i) {
           const auto& dg = dots[r][i];
@@ -294,7 +308,7 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
       auto body = [&] {
         auto local0 = t == 0 ? row : let("local_row", row - offsets[t]);
         auto [bases, valid] = rows_of(t, local0);
-        auto dots = emit_row_dots(k, std::vector<Buffer<uvec4>>(rs, w[t]), bases, chunks, slots, q, packed);
+        auto dots = emit_row_dots(k, std::vector<Buffer<uvec4>>(rs, w[t]), bases, chunks, slots, q, packed, target.subgroup_size);
         for (uint32_t r = 0; r < rs; ++r)
           for (size_t i = 0; i < slots.size(); ++i) {
             auto v = let("proj", project(dots[r][i], t, i));
