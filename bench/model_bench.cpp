@@ -49,8 +49,7 @@ std::map<std::string, double> bytes_per_call(const ModelState& m, uint32_t pos) 
   const auto& p = m.model->pipelines();
   const double q = p.dims.q_width(), kv = p.dims.kv_width(), dim = c.dim, ffn = c.ffn_dim;
   std::map<std::string, double> bytes = {{p.embedding.name(), dim * 2},
-          {p.qkv.name(), (q + 2 * kv) * dim / 4 + dim * 4},
-          {p.rope_kv.name(), (q + 2 * kv) * 4 * 2},
+          {p.qkv.name(), (q + 2 * kv) * dim / 4 + dim * 8},
           {p.attention.name(), double(pos + 1) * kv * 2 * 2 + q * 4},
           {p.attn_output.name(), dim * q / 4 + q * 4 + dim * 8},
           {p.gate_up.name(), 2 * ffn * dim / 4 + dim * 4},

@@ -55,8 +55,10 @@ const std::vector<CatalogEntry>& catalog() {
          o.dot = DotProduct::PlainInteger;
          return ternary_matvec(t, kDim, kDim, o);
        }},
-      {"qkv", "attn_norm + Q, K, V in one dispatch (decode)",
+      {"qkv", "attn_norm + Q, K, V in one dispatch",
        [](T t) { return ternary_matvec_qkv(t, kHeads.q_width(), kHeads.kv_width(), kHeads.kv_width(), kDim, normalized(false)); }},
+      {"qkv_rope", "attn_norm + Q, K, V + RoPE + F16 KV-cache write in one dispatch (decode)",
+       [](T t) { return ternary_matvec_qkv_rope(t, kHeads, kDim, kContext, normalized(false)); }},
       {"attn_output", "attn_sub_norm + attn_output + residual (decode)",
        [](T t) { return ternary_matvec(t, kDim, kHeads.q_width(), normalized(true)); }},
       {"gate_up", "ffn_norm + gate, up, relu(gate)^2 * up (decode)",

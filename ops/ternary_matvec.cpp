@@ -9,6 +9,8 @@
 
 #include "ops/matrix_support.h"
 #include "ops/quantize_activations.h"
+#include "ops/rope_rotation.h"
+#include "ops/step_state.h"
 #include "ops/ternary_projection.h"
 
 namespace bdsl::ops {
@@ -137,12 +139,72 @@ void check_shapes(const std::string& what, const std::vector<Tensor>& tensors, u
   }
 }
 
+// One subgroup's quad of QKV rows with the RoPE epilogue: quad p = row / 4 of head p / (hd / 4)
+// (heads: q, then k, then v), pair index m2 = 2 * (p % (hd / 4)), rows m2, m2 + 1, m2 + half,
+// m2 + 1 + half of that head. `project(t, rows)` gives the four values; lane 0 turns
+// them as rope_kv_write does (same expressions, so the same bits) and stores q (f32) or the
+// cache words (F16) at the step's position.
+template <class Project>
+void emit_rope_kv_quad(KernelBuilder& k, const detail::RopeKvEpilogue& r, Expr<u32> row, Project&& project,
+                       const Buffer<u32>& step, Expr<f32> base, const Buffer<f32>& y_q, const Buffer<u32>& k_cache,
+                       const Buffer<u32>& v_cache, Expr<boolean> lane0) {
+  const AttentionDims& d = r.dims;
+  const uint32_t hd = d.head_dim, half = hd / 2, quarter = hd / 4;
+  auto p = let("quad", row / 4u);
+  auto head = let("head", p / quarter);
+  auto m2 = let("pair0", (p % quarter) * 2u);
+  auto pos = let("pos", step[kStepPos]);
+  auto posf = cast<f32>(pos);
+  const rope::Exact exact(let("zero", step[kStepZero]));
+  auto rows_of = [&](Expr<u32> local_head) {
+    auto at = let("head_row", local_head * hd + m2);
+    return std::pair{at, std::vector<Expr<u32>>{at, at + 1u, at + half, at + (1 + half)}};
+  };
+  auto turned = [&](const std::vector<Expr<f32>>& v) {
+    auto a = let("turned0", rope::rotate(v[0], v[2], rope::rotation(exact, posf, m2, base, hd)));
+    auto b = let("turned1", rope::rotate(v[1], v[3], rope::rotation(exact, posf, m2 + 1u, base, hd)));
+    return std::pair{a, b};
+  };
+  if_(head < d.n_heads, [&] {
+    auto [at, rows] = rows_of(head);
+    auto v = project(0, rows);
+    if_(lane0, [&] {
+      auto [a, b] = turned(v);
+      y_q[at] = a.x();
+      y_q[at + half] = a.y();
+      y_q[at + 1u] = b.x();
+      y_q[at + (1 + half)] = b.y();
+    });
+  }).else_([&] {
+    auto kv = let("kv", (head - d.n_heads) % d.n_kv_heads);
+    auto [at, rows] = rows_of(kv);
+    auto word = let("word", (pos * d.kv_width() + at) / 2u);
+    auto in_cache = pos < r.context;
+    if_(head < d.n_heads + d.n_kv_heads, [&] {
+      auto v = project(1, rows);
+      if_(lane0 && in_cache, [&] {
+        auto [a, b] = turned(v);
+        k_cache[word] = pack_half2x16(make_vec<f32>(a.x(), b.x()));
+        k_cache[word + half / 2] = pack_half2x16(make_vec<f32>(a.y(), b.y()));
+      });
+    }).else_([&] {
+      auto v = project(2, rows);
+      if_(lane0 && in_cache, [&] {
+        v_cache[word] = pack_half2x16(make_vec<f32>(v[0], v[1]));
+        v_cache[word + half / 2] = pack_half2x16(make_vec<f32>(v[2], v[3]));
+      });
+    });
+  });
+}
+
 }  // namespace
 
 Kernel detail::build_ternary_projection(const OpTarget& target, const std::string& what,
                                         const std::vector<Tensor>& tensors, uint32_t cols, Combine combine,
-                                        const MatvecOptions& o, uint32_t tokens_per_wg) {
+                                        const MatvecOptions& o, uint32_t tokens_per_wg, const detail::RopeKvEpilogue* rope) {
   check_shapes(what, tensors, cols);
+  if (rope && (tokens_per_wg > 0 || o.rows_per_subgroup != 4 || o.add_residual || o.write_accumulators))
+    throw std::invalid_argument(what + ": the RoPE epilogue is for one token, 4 rows per subgroup, no residual or accumulators");
   const bool packed = o.dot == DotProduct::Auto ? target.int_dot_product : o.dot == DotProduct::Packed;
   const bool norm = o.input == MatvecInput::NormalizeInWorkgroup;
   const bool batched = tokens_per_wg > 0;
@@ -155,7 +217,7 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
     throw std::invalid_argument(what + ": " + std::to_string(cols) + " int8 activations and the reduction scratch do not fit in " +
                                 std::to_string(target.max_shared_bytes) + " bytes of shared memory");
 
-  std::string name = what + (packed ? "_sdot" : "_int") + (norm ? "_normed" : "") +
+  std::string name = what + (rope ? "_rope_f16kv" : "") + (packed ? "_sdot" : "_int") + (norm ? "_normed" : "") +
                      (o.add_residual ? "_residual" : "") + (o.write_accumulators ? "_acc" : "") +
                      (rs > 1 ? "_r" + std::to_string(rs) : "") + (batched ? "_t" + std::to_string(tokens_per_wg) : "") + shape_suffix(tensors, cols);
   KernelBuilder k(name, {wg, 1, 1});
@@ -174,7 +236,13 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
   }
   const Access out_access = o.add_residual ? Access::ReadWrite : Access::Write;
   std::vector<Buffer<f32>> y;
-  if (combine == Combine::Relu2Product || tensors.size() == 1)
+  std::optional<Buffer<u32>> step, k_cache, v_cache;
+  if (rope) {
+    step = k.buffer<u32>("step", Access::Read);
+    y.push_back(k.buffer<f32>("y_q", Access::Write));
+    k_cache = k.buffer<u32>("k_cache", Access::Write);
+    v_cache = k.buffer<u32>("v_cache", Access::Write);
+  } else if (combine == Combine::Relu2Product || tensors.size() == 1)
     y.push_back(k.buffer<f32>("y", out_access));
   else
     for (const Tensor& t : tensors) y.push_back(k.buffer<f32>("y_" + t.name, out_access));
@@ -185,6 +253,8 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
   if (norm) eps = k.push<f32>("eps");
   std::optional<Expr<u32>> token_count;
   if (batched) token_count = k.push<u32>("tokens");
+  std::optional<Expr<f32>> rope_base;
+  if (rope) rope_base = k.push<f32>("rope_base");
 
   // The tokens of this workgroup, their activation scales s, sums of q and a loader of q.
   std::vector<TokenSlot> slots;
@@ -276,6 +346,17 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
       else
         write_guard(slot, body);
     };
+    if (rope) {
+      emit_rope_kv_quad(k, *rope, row, [&](size_t t, const std::vector<Expr<u32>>& rows) {
+        std::vector<Expr<u32>> bases;
+        for (const auto& r : rows) bases.push_back(r * chunks);
+        auto dots = emit_row_dots(k, std::vector<Buffer<uvec4>>(4, w[t]), bases, chunks, slots, q, packed, target.subgroup_size);
+        std::vector<Expr<f32>> v;
+        for (uint32_t r = 0; r < 4; ++r) v.push_back(let("proj", project(dots[r][0], t, 0)));
+        return v;
+      }, *step, *rope_base, y[0], *k_cache, *v_cache, lane0);
+      return;
+    }
     if (combine == Combine::Relu2Product) {
       auto [bases, valid] = rows_of(0, row);
       std::vector<Buffer<uvec4>> ws;
@@ -348,6 +429,20 @@ Kernel ternary_matvec_qkv(const OpTarget& target, uint32_t q_rows, uint32_t k_ro
   if (options.add_residual) throw std::invalid_argument("ternary_matvec_qkv: no residual for Q, K and V");
   return detail::build_ternary_projection(target, "ternary_matvec_qkv", {{"q", q_rows}, {"k", k_rows}, {"v", v_rows}},
                                           cols, Combine::Separate, options, 0);
+}
+
+Kernel ternary_matvec_qkv_rope(const OpTarget& target, const AttentionDims& dims, uint32_t cols, uint32_t context,
+                               MatvecOptions options) {
+  dims.check("ternary_matvec_qkv_rope");
+  options.rows_per_subgroup = 4;
+  const detail::RopeKvEpilogue rope{dims, context};
+  return detail::build_ternary_projection(target, "ternary_matvec_qkv", {{"q", dims.q_width()}, {"k", dims.kv_width()}, {"v", dims.kv_width()}},
+                                          cols, Combine::Separate, options, 0, &rope);
+}
+
+uint32_t ternary_matvec_qkv_rope_workgroups(const OpTarget& target, const AttentionDims& dims, MatvecOptions options) {
+  options.rows_per_subgroup = 4;
+  return ternary_matvec_workgroups(target, dims.q_width() + 2 * dims.kv_width(), options);
 }
 
 Kernel ternary_matvec_relu2_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols, MatvecOptions options) {

@@ -40,6 +40,7 @@
 #include <cstdint>
 
 #include "dsl/dsl.h"
+#include "ops/attention_dims.h"
 #include "ops/target.h"
 
 namespace bdsl::ops {
@@ -69,6 +70,19 @@ dsl::Kernel ternary_matvec(const OpTarget& target, uint32_t rows, uint32_t cols,
 // Q, K and V in one dispatch: rows 0..q_rows-1 of the grid are Q, then K, then V.
 dsl::Kernel ternary_matvec_qkv(const OpTarget& target, uint32_t q_rows, uint32_t k_rows, uint32_t v_rows,
                                uint32_t cols, MatvecOptions options = {});
+
+// Decode QKV with NeoX RoPE and the F16 KV-cache write in the epilogue: one dispatch instead of
+// ternary_matvec_qkv + rope_kv_write (whose results it reproduces bit for bit). Each subgroup
+// computes rows (2m, 2m + 1, 2m + half, 2m + 1 + half) of one head, so lane 0 holds both halves
+// of two RoPE pairs and two whole cache words. options.rows_per_subgroup is forced to 4.
+// Bindings: w_q, w_k, w_v, the activations (as input says), step (u32 read: ops/step_state.h),
+// y_q (f32 write: q after RoPE), k_cache, v_cache (u32 write: [context, kv_words], rope_kv_write's
+// layout). Push constants: eps (NormalizeInWorkgroup only), then rope_base (f32). The position is
+// step[pos]; a position at or past `context` writes no cache word.
+// Grid: (ternary_matvec_qkv_rope_workgroups(target, dims, options), 1, 1).
+dsl::Kernel ternary_matvec_qkv_rope(const OpTarget& target, const AttentionDims& dims, uint32_t cols, uint32_t context,
+                                    MatvecOptions options = {});
+uint32_t ternary_matvec_qkv_rope_workgroups(const OpTarget& target, const AttentionDims& dims, MatvecOptions options = {});
 
 // y[r] = relu(gate[r])^2 * up[r], gate = W_gate x, up = W_up x: one subgroup computes row r of
 // both (sharing the activation loads) and writes the product. Accumulators: gate's, then up's.

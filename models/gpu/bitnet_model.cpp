@@ -7,7 +7,6 @@
 #include "golden/half_float.h"
 #include "ops/attention_split_kv.h"
 #include "ops/embedding_lookup.h"
-#include "ops/rope_kv_write.h"
 #include "ops/step_state.h"
 #include "ops/ternary_matvec.h"
 
@@ -43,11 +42,8 @@ void BitNetModel::record_layer(uint32_t l) {
   auto& a = *act_;
   const float eps = config_.rms_norm_eps;
   const auto& d = p.dims;
-  g.dispatch(p.qkv, {w.attn_q, w.attn_k, w.attn_v, a.x, w.attn_norm, a.q, a.k, a.v}, rt::push(eps),
-             rt::Grid{ops::ternary_matvec_workgroups(p.target, d.q_width() + 2 * d.kv_width())});
-  g.dispatch(p.rope_kv, {a.step, a.q, a.k, a.v, a.k_cache[l], a.v_cache[l]},
-             rt::push(config_.rope_freq_base, 1u),
-             rt::Grid{ceil_div((d.n_heads + 2 * d.n_kv_heads) * d.head_dim / 4, ops::rope_kv_write_workgroup(p.target))});
+  g.dispatch(p.qkv, {w.attn_q, w.attn_k, w.attn_v, a.x, w.attn_norm, a.step, a.q, a.k_cache[l], a.v_cache[l]},
+             rt::push(eps, config_.rope_freq_base), rt::Grid{ops::ternary_matvec_qkv_rope_workgroups(p.target, d)});
   dump(a.q, d.q_width(), fmt::format("Qcur-{}", l));
   g.dispatch(p.attention, {a.step, a.q, a.k_cache[l], a.v_cache[l], a.partials, a.counters, a.attn},
              rt::Grid{d.n_kv_heads, p.attention_chunks, 1});

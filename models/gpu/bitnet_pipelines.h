@@ -27,8 +27,8 @@ struct BitNetPipelines {
   uint32_t attention_chunks;
 
   rt::Pipeline embedding;
-  rt::Pipeline qkv;            // attn_norm fused in front
-  rt::Pipeline rope_kv;
+  rt::Pipeline qkv;            // attn_norm fused in front, RoPE + KV-cache write in the epilogue
+  rt::Pipeline rope_kv;        // prefill only
   rt::Pipeline attention;
   rt::Pipeline attn_output;    // attn_sub_norm fused in front, residual added after
   rt::Pipeline gate_up;        // ffn_norm fused in front, relu(gate)^2 * up after

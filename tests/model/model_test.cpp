@@ -57,8 +57,8 @@ TEST_F(Model, ReplayingTheRecordingIsDeterministic) {
     model.step(prompt[t], t);
     EXPECT_EQ(model.logits(), first[t]) << "position " << t;
   }
-  EXPECT_EQ(model.stats().steps, 1 + 6 * 4 + 4u) << "embedding, 6 per layer, norm, head, argmax (2)";
-  EXPECT_EQ(model.stats().dispatches, 1 + 6 * 4 + 4u);
+  EXPECT_EQ(model.stats().steps, 1 + 5 * 4 + 4u) << "embedding, 5 per layer, norm, head, argmax (2)";
+  EXPECT_EQ(model.stats().dispatches, 1 + 5 * 4 + 4u);
 }
 
 TEST_F(Model, SamplingIsReproducibleWithASeed) {
@@ -132,7 +132,7 @@ TEST_F(Model, SamplingCandidatesAreTheLargestLogits) {
     EXPECT_EQ(out.top_logits[i], logits[order[i]]) << i;
   }
   EXPECT_EQ(out.argmax, order[0]);
-  EXPECT_EQ(model.stats().steps, 1 + 6 * 4 + 4u) << "top-k runs beside argmax, not after it";
+  EXPECT_EQ(model.stats().steps, 1 + 5 * 4 + 4u) << "top-k runs beside argmax, not after it";
 }
 
 }  // namespace
