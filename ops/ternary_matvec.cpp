@@ -21,8 +21,12 @@ uint32_t ternary_matvec_workgroup(const OpTarget& target) { return ternary_matve
 
 // 256 invocations for both inputs: on an H100, 1024-invocation workgroups for the in-workgroup
 // norm (fewer workgroups re-reading x) measured slower (attn_output 10.5 vs 9.2 us).
-uint32_t ternary_matvec_workgroup(const OpTarget& target, const MatvecOptions& /*options*/) {
-  return subgroup_multiple_workgroup(target, 256);
+uint32_t ternary_matvec_workgroup(const OpTarget& target, const MatvecOptions& options) {
+  if (options.workgroup == 0) return subgroup_multiple_workgroup(target, 256);
+  if (options.workgroup > target.max_workgroup_invocations || options.workgroup % std::max(1u, target.subgroup_size) != 0)
+    throw std::invalid_argument("ternary_matvec: workgroup " + std::to_string(options.workgroup) +
+                                " is not whole subgroups within the device's limit");
+  return options.workgroup;
 }
 
 namespace {
@@ -145,7 +149,7 @@ void check_shapes(const std::string& what, const std::vector<Tensor>& tensors, u
 // them as rope_kv_write does (same expressions, so the same bits) and stores q (f32) or the
 // cache words (F16) at the step's position.
 template <class Project>
-void emit_rope_kv_quad(KernelBuilder& k, const detail::RopeKvEpilogue& r, Expr<u32> row, Project&& project,
+void emit_rope_kv_quad(const detail::RopeKvEpilogue& r, Expr<u32> row, Project&& project,
                        const Buffer<u32>& step, Expr<f32> base, const Buffer<f32>& y_q, const Buffer<u32>& k_cache,
                        const Buffer<u32>& v_cache, Expr<boolean> lane0) {
   const AttentionDims& d = r.dims;
@@ -217,9 +221,9 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
     throw std::invalid_argument(what + ": " + std::to_string(cols) + " int8 activations and the reduction scratch do not fit in " +
                                 std::to_string(target.max_shared_bytes) + " bytes of shared memory");
 
-  std::string name = what + (rope ? "_rope_f16kv" : "") + (packed ? "_sdot" : "_int") + (norm ? "_normed" : "") +
+  std::string name = what + (rope ? "_rope" : "") + (packed ? "_sdot" : "_int") + (norm ? "_normed" : "") +
                      (o.add_residual ? "_residual" : "") + (o.write_accumulators ? "_acc" : "") +
-                     (rs > 1 ? "_r" + std::to_string(rs) : "") + (batched ? "_t" + std::to_string(tokens_per_wg) : "") + shape_suffix(tensors, cols);
+                     (rs > 1 ? "_r" + std::to_string(rs) : "") + (o.workgroup ? "_w" + std::to_string(wg) : "") + (batched ? "_t" + std::to_string(tokens_per_wg) : "") + shape_suffix(tensors, cols);
   KernelBuilder k(name, {wg, 1, 1});
   std::vector<Buffer<uvec4>> w;
   for (const Tensor& t : tensors)
@@ -347,7 +351,7 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
         write_guard(slot, body);
     };
     if (rope) {
-      emit_rope_kv_quad(k, *rope, row, [&](size_t t, const std::vector<Expr<u32>>& rows) {
+      emit_rope_kv_quad(*rope, row, [&](size_t t, const std::vector<Expr<u32>>& rows) {
         std::vector<Expr<u32>> bases;
         for (const auto& r : rows) bases.push_back(r * chunks);
         auto dots = emit_row_dots(k, std::vector<Buffer<uvec4>>(4, w[t]), bases, chunks, slots, q, packed, target.subgroup_size);

@@ -62,6 +62,8 @@ struct MatvecOptions {
   // two-argument one assumes the default). H100, sdot, per barrier-separated dispatch:
   // 6912x2560 6.8 us (1) / 6.4 (2) / 7.4 (4) / 11.6 (8); 2560x2560 5.1 / 4.8 / 6.5 / 11.1.
   uint32_t rows_per_subgroup = 2;
+  // Invocations per workgroup (whole subgroups, within the device's limit); 0: 256.
+  uint32_t workgroup = 0;
 };
 
 // y[rows] = W[rows, cols] x.

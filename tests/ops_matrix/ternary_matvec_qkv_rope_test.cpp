@@ -57,14 +57,16 @@ TEST_P(TernaryMatvecQkvRope, SameBitsAsProjectionThenRope) {
     EXPECT_EQ(q2.download<uint32_t>(), q1.download<uint32_t>());
     EXPECT_EQ(kc2.download<uint32_t>(), kc1.download<uint32_t>());
     EXPECT_EQ(vc2.download<uint32_t>(), vc1.download<uint32_t>());
-    if (pos < context) EXPECT_NE(kc2.download<uint32_t>(), empty);
+    if (pos < context) {
+      EXPECT_NE(kc2.download<uint32_t>(), empty);
+    }
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Inputs, TernaryMatvecQkvRope,
                          ::testing::Values(ops::MatvecInput::Quantized, ops::MatvecInput::NormalizeInWorkgroup),
-                         [](const auto& info) {
-                           return std::string(info.param == ops::MatvecInput::Quantized ? "Quantized" : "Normed");
+                         [](const auto& param_info) {
+                           return std::string(param_info.param == ops::MatvecInput::Quantized ? "Quantized" : "Normed");
                          });
 
 }  // namespace

@@ -1,0 +1,126 @@
+// The decode projections exactly as the model records them (norm fused in front, residual or
+// relu² or RoPE after), each in a chain of dispatches behind barriers with weights streamed from
+// memory, over the workgroup sizes and rows per subgroup the kernels take: which shape of
+// kernel the device likes. `projection/<op>/<input>/wg:W/rs:R`, GPU time per dispatch.
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+
+#include <functional>
+
+#include "bench/bench_registry.h"
+#include "ops/step_state.h"
+#include "ops/ternary_matvec.h"
+#include "runtime/buffer.h"
+#include "runtime/graph.h"
+#include "runtime/kernel_pipeline.h"
+
+namespace bdsl::bench {
+namespace {
+
+enum class Op { Qkv, AttnOutput, GateUp, FfnDown };
+
+struct Shape {
+  uint32_t dim, ffn;
+  ops::AttentionDims heads;
+};
+
+void projection(benchmark::State& st, BenchSession& s, Op op, const Shape& sh, bool normed, uint32_t wg, uint32_t rs) {
+  auto& ctx = *s.ctx;
+  ops::MatvecOptions o;
+  o.input = normed ? ops::MatvecInput::NormalizeInWorkgroup : ops::MatvecInput::Quantized;
+  o.workgroup = wg;
+  o.rows_per_subgroup = rs;
+  o.add_residual = op == Op::AttnOutput || op == Op::FfnDown;
+  const auto& d = sh.heads;
+  dsl::Kernel kernel = [&] {
+    switch (op) {
+      case Op::Qkv: return ops::ternary_matvec_qkv_rope(s.target, d, sh.dim, 4096, o);
+      case Op::AttnOutput: return ops::ternary_matvec(s.target, sh.dim, d.q_width(), o);
+      case Op::GateUp: return ops::ternary_matvec_relu2_gate_up(s.target, sh.ffn, sh.dim, o);
+      case Op::FfnDown: return ops::ternary_matvec(s.target, sh.dim, sh.ffn, o);
+    }
+    throw std::logic_error("op");
+  }();
+  rt::Pipeline p = rt::make_pipeline(ctx, kernel);
+  const uint32_t cols = op == Op::FfnDown ? sh.ffn : sh.dim;
+  std::vector<uint32_t> tensor_rows;
+  switch (op) {
+    case Op::Qkv: tensor_rows = {d.q_width(), d.kv_width(), d.kv_width()}; break;
+    case Op::AttnOutput: tensor_rows = {sh.dim}; break;
+    case Op::GateUp: tensor_rows = {sh.ffn, sh.ffn}; break;
+    case Op::FfnDown: tensor_rows = {sh.dim}; break;
+  }
+  uint32_t out_rows = 0;
+  for (uint32_t r : tensor_rows) out_rows += r;
+  // Several weight copies in turn, so each dispatch streams its weights from memory, not cache.
+  constexpr int kCopies = 8, kDispatches = 16;
+  uint64_t weight_bytes = 0;
+  std::vector<std::vector<rt::Buffer>> weights(kCopies);
+  for (auto& copy : weights)
+    for (uint32_t r : tensor_rows) {
+      const uint64_t bytes = uint64_t{r} * cols / 4 + 32;
+      copy.emplace_back(ctx, bytes, rt::BufferOptions{false, "weights"});
+      copy.back().fill(0x55555555);  // code 1 (zero) everywhere: the values do not change the time
+    }
+  for (uint32_t r : tensor_rows) weight_bytes += uint64_t{r} * cols / 4;
+  rt::Buffer x(ctx, cols * 4ull, {false, "x"}), nw(ctx, cols * 4ull, {false, "norm weight"});
+  x.fill(0x3f800000);
+  nw.fill(0x3f800000);
+  rt::Buffer q(ctx, cols, {false, "q"}), act(ctx, 8, {false, "act"});
+  q.fill(0x01010101);
+  act.fill(0x3f800000);
+  rt::Buffer step(ctx, sizeof(ops::StepState), {false, "step"});
+  step.fill(0);
+  rt::Buffer y(ctx, out_rows * 4ull, {false, "y"});
+  rt::Buffer cache(ctx, 4096ull * d.kv_words() * 4, {false, "kv cache"});
+  rt::Graph g(ctx, {true, "projection"});
+  const uint32_t groups = op == Op::Qkv ? ops::ternary_matvec_qkv_rope_workgroups(s.target, d, o)
+                                        : ops::ternary_matvec_workgroups(s.target, op == Op::GateUp ? sh.ffn : sh.dim, o);
+  for (int i = 0; i < kDispatches; ++i) {
+    std::vector<rt::BufferSlice> b;
+    for (auto& w : weights[i % kCopies]) b.push_back(w);
+    if (normed) {
+      b.push_back(x);
+      b.push_back(nw);
+    } else {
+      b.push_back(q);
+      b.push_back(act);
+    }
+    if (op == Op::Qkv) {
+      b.insert(b.end(), {step, y, cache, cache});
+    } else {
+      b.push_back(y);
+    }
+    // Every dispatch writes y (or the cache): a barrier between them, as in a real token.
+    const rt::PushConstants push = op == Op::Qkv ? (normed ? rt::push(1e-5f, 500000.0f) : rt::push(500000.0f))
+                                                 : (normed ? rt::push(1e-5f) : rt::push());
+    g.dispatch(p, b, push, rt::Grid{groups});
+  }
+  const double per = time_median_dispatch(st, g);
+  st.counters["GB_per_s"] = double(weight_bytes) / per;
+  st.counters["workgroups"] = groups;
+}
+
+}  // namespace
+
+void register_projection_benchmarks(BenchSession& s) {
+  const Shape sh = s.options.quick ? Shape{512, 1536, {8, 2, 64}} : Shape{2560, 6912, {20, 5, 128}};
+  const std::vector<std::pair<const char*, Op>> ops = {
+      {"qkv_rope", Op::Qkv}, {"attn_output", Op::AttnOutput}, {"gate_up", Op::GateUp}, {"ffn_down", Op::FfnDown}};
+  const uint32_t sg = std::max(1u, s.target.subgroup_size);
+  std::vector<uint32_t> wgs = s.options.quick ? std::vector<uint32_t>{0} : std::vector<uint32_t>{64, 128, 256, 512};
+  for (const auto& [name, op] : ops)
+    for (bool normed : {true, false})
+      for (uint32_t wg : wgs) {
+        if (wg % sg || wg > s.target.max_workgroup_invocations) continue;
+        for (uint32_t rs : op == Op::Qkv ? std::vector<uint32_t>{4} : std::vector<uint32_t>{1, 2, 4}) {
+          if (s.options.quick && rs != 2 && op != Op::Qkv) continue;
+          benchmark::RegisterBenchmark(
+              fmt::format("projection/{}/{}/wg:{}/rs:{}", name, normed ? "normed" : "quantized", wg, rs).c_str(),
+              [&s, sh, op = op, normed, wg, rs](benchmark::State& st) { projection(st, s, op, sh, normed, wg, rs); })
+              ->UseManualTime()->Iterations(s.options.quick ? 2 : 20)->Unit(benchmark::kMicrosecond);
+        }
+      }
+}
+
+}  // namespace bdsl::bench
