@@ -62,6 +62,10 @@ class BitNetModel {
   double gpu_span_ns() const { return graph_->span_ns(); }  // the last token's GPU time
   std::vector<std::string> operation_names() const { return graph_->operation_names(); }
   uint64_t weight_bytes() const { return weights_.bytes; }
+  // The same for the last prefill block's graph (empty / 0 before the first prefill).
+  std::vector<double> prefill_timestamps_ns() const;
+  double prefill_gpu_span_ns() const;
+  std::vector<std::string> prefill_operation_names() const;
 
  private:
   struct Activations;

@@ -97,4 +97,12 @@ StepOutput BitNetModel::prefill(std::span<const int32_t> tokens, uint32_t pos) {
   return out;
 }
 
+std::vector<double> BitNetModel::prefill_timestamps_ns() const {
+  return prefill_ ? prefill_->graph->timestamps_ns() : std::vector<double>{};
+}
+double BitNetModel::prefill_gpu_span_ns() const { return prefill_ ? prefill_->graph->span_ns() : 0.0; }
+std::vector<std::string> BitNetModel::prefill_operation_names() const {
+  return prefill_ ? prefill_->graph->operation_names() : std::vector<std::string>{};
+}
+
 }  // namespace bdsl::bitnet
