@@ -33,6 +33,7 @@ ModelState& model_state(BenchSession& s) {
     const auto t0 = Clock::now();
     bitnet::ModelOptions o;
     o.timestamps = true;
+    o.prefill_projections = s.options.prefill_projections;
     state->model = std::make_unique<bitnet::BitNetModel>(*s.ctx, state->file, state->config, o);
     state->load_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   }
