@@ -6,6 +6,7 @@
 #include <string>
 
 #include "models/gguf.h"
+#include "models/gpu/prefill_pipelines.h"
 #include "ops/target.h"
 #include "runtime/context.h"
 #include "runtime/graph.h"
@@ -18,6 +19,7 @@ struct BenchOptions {
   bool quick = false;         // small shapes: seconds on lavapipe (CI runs this)
   std::string model;          // a GGUF file; empty: the synthetic model of the preset
   std::string device;
+  bitnet::PrefillProjections prefill_projections = bitnet::PrefillProjections::Auto;  // to compare layouts
 };
 
 struct BenchSession {

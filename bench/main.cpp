@@ -1,16 +1,26 @@
 // bitnet-dsl-bench: how fast bitnet-dsl is on this GPU and where each microsecond goes. Google
 // Benchmark underneath, so --benchmark_filter, --benchmark_format=json and --benchmark_out work.
-// Own flags: --quick (small shapes, seconds on lavapipe), --model FILE, --device N|NAME.
+// Own flags: --quick (small shapes, seconds on lavapipe), --model FILE, --device N|NAME,
+// --prefill-projections auto|fused|separate (compare the two prefill layouts on one device).
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "bench/bench_registry.h"
 
 namespace {
+
+bdsl::bitnet::PrefillProjections prefill_projections(const std::string& v) {
+  using P = bdsl::bitnet::PrefillProjections;
+  if (v == "auto") return P::Auto;
+  if (v == "fused") return P::Fused;
+  if (v == "separate") return P::Separate;
+  throw std::invalid_argument("--prefill-projections: auto, fused or separate, not " + v);
+}
 
 // Takes this program's own flags out of argv, leaving Google Benchmark's.
 bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
@@ -25,10 +35,14 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
     if (a == "--quick") o.quick = true;
     else if (a == "--model") o.model = value();
     else if (a == "--device") o.device = value();
+    else if (a == "--prefill-projections") o.prefill_projections = prefill_projections(value());
     else if (a == "--help" || a == "-h") {
-      std::printf("usage: bitnet-dsl-bench [--quick] [--model FILE.gguf] [--device N|NAME] [--benchmark_...]\n"
+      std::printf("usage: bitnet-dsl-bench [--quick] [--model FILE.gguf] [--device N|NAME]\n"
+                  "                        [--prefill-projections auto|fused|separate] [--benchmark_...]\n"
                   "  default model: a synthetic BitNet b1.58 of the real 2B-4T shape (made once in the cache)\n"
-                  "  --quick: the tiny model and small shapes (seconds on lavapipe)\n");
+                  "  --quick: the tiny model and small shapes (seconds on lavapipe)\n"
+                  "  --prefill-projections: QKV and gate/up in prefill as one dispatch each (fused) or one\n"
+                  "    per tensor (separate, tensor cores where the device has them); auto: the model's choice\n");
       benchmark::PrintDefaultHelp();
       std::exit(0);
     } else argv[out++] = argv[i];

@@ -1,8 +1,9 @@
 // End to end on a model: decode at several context lengths, prompt processing, where each
-// microsecond of a token goes (per op, from GPU timestamps), and start-up costs.
+// microsecond of a token and of a prefill block goes (per op, from GPU timestamps), and start-up costs.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 
@@ -32,6 +33,7 @@ ModelState& model_state(BenchSession& s) {
     const auto t0 = Clock::now();
     bitnet::ModelOptions o;
     o.timestamps = true;
+    o.prefill_projections = s.options.prefill_projections;
     state->model = std::make_unique<bitnet::BitNetModel>(*s.ctx, state->file, state->config, o);
     state->load_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   }
@@ -123,23 +125,56 @@ void per_op(benchmark::State& st, BenchSession& s, const std::string& op, uint32
   }
 }
 
+std::vector<int32_t> prompt_of(const ModelState& m, uint32_t n) {
+  std::vector<int32_t> prompt(std::min(n, m.config.context_length));
+  for (uint32_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t((i * 7919) % m.config.vocab_size);
+  return prompt;
+}
+
 void prefill(benchmark::State& st, BenchSession& s, uint32_t n) {
   auto& m = model_state(s);
-  n = std::min(n, m.config.context_length);
-  std::vector<int32_t> prompt(n);
-  for (uint32_t i = 0; i < n; ++i) prompt[i] = int32_t((i * 7919) % m.config.vocab_size);
+  const auto prompt = prompt_of(m, n);
   m.model->prefill(prompt, 0);  // records the block's graph and builds its pipelines once
-  double seconds = 0;
+  double seconds = 0, gpu = 0;
   for (auto _ : st) {
     const auto t0 = Clock::now();
     m.model->prefill(prompt, 0);
     const double s_wall = std::chrono::duration<double>(Clock::now() - t0).count();
     st.SetIterationTime(s_wall);
     seconds += s_wall;
+    gpu += m.model->prefill_gpu_span_ns() * 1e-9;
   }
-  m.filled = n;
-  st.counters["tokens_per_s"] = double(n) * double(st.iterations()) / seconds;
+  m.filled = uint32_t(prompt.size());
+  const double tokens = double(prompt.size()) * double(st.iterations());
+  st.counters["tokens_per_s"] = tokens / seconds;
+  if (gpu > 0) st.counters["gpu_tokens_per_s"] = tokens / gpu;  // the last block's graph only
   st.counters["batched"] = 1;  // matrix-matrix projections over the whole block
+}
+
+// Where a prefill block's time goes: each kernel's GPU time per block, summed over its calls.
+void prefill_per_op(benchmark::State& st, BenchSession& s, const std::string& op, uint32_t n) {
+  auto& m = model_state(s);
+  const auto prompt = prompt_of(m, n);
+  double total = 0, span = 0;
+  uint32_t calls = 0;
+  for (auto _ : st) {
+    m.model->prefill(prompt, 0);
+    const auto names = m.model->prefill_operation_names();
+    const auto ns = m.model->prefill_timestamps_ns();
+    double t = 0;
+    calls = 0;
+    for (size_t i = 0; i < ns.size(); ++i)
+      if (names[i] == op) t += ns[i], ++calls;
+    st.SetIterationTime(t * 1e-9);
+    total += t;
+    span += m.model->prefill_gpu_span_ns();
+  }
+  m.filled = uint32_t(prompt.size());
+  const double per_prefill_ns = total / double(st.iterations());
+  st.counters["calls"] = calls;
+  st.counters["us_per_call"] = per_prefill_ns / 1e3 / std::max(calls, 1u);
+  st.counters["us_per_prefill"] = per_prefill_ns / 1e3;
+  if (span > 0) st.counters["frac_of_prefill"] = total / span;
 }
 
 void model_load(benchmark::State& st, BenchSession& s) {
@@ -172,6 +207,17 @@ void register_model_benchmarks(BenchSession& s) {
     benchmark::RegisterBenchmark(fmt::format("op/{}", name).c_str(),
                                  [&s, name, pos](benchmark::State& st) { per_op(st, s, name, pos); })
         ->UseManualTime()->Iterations(iters)->Unit(benchmark::kMicrosecond);
+  }
+  // Per-op table of one prefill block (512 tokens, 16 with --quick); one prefill records its graph.
+  const uint32_t block = quick ? 16 : 512;
+  m.model->prefill(prompt_of(m, block), 0);
+  std::vector<std::string> prefill_seen;
+  for (const auto& name : m.model->prefill_operation_names()) {
+    if (std::find(prefill_seen.begin(), prefill_seen.end(), name) != prefill_seen.end()) continue;
+    prefill_seen.push_back(name);
+    benchmark::RegisterBenchmark(fmt::format("prefill_op/{}", name).c_str(),
+                                 [&s, name, block](benchmark::State& st) { prefill_per_op(st, s, name, block); })
+        ->UseManualTime()->Iterations(quick ? 1 : 10)->Unit(benchmark::kMicrosecond);
   }
   // Attention's time grows with the position: its per-op measure at a short and the longest context too.
   if (!quick)

@@ -48,6 +48,13 @@ const std::vector<CatalogEntry>& catalog() {
       {"rms_norm", "RMSNorm of rows, fp32", [](T t) { return rms_norm(t, kDim); }},
       {"quantize_activations", "per-token int8 absmax quantization", [](T t) { return quantize_activations(t, kDim); }},
       {"rms_norm_quantize", "RMSNorm then int8 quantization (prefill)", [](T t) { return quantize_activations(t, kDim, {true}); }},
+      {"rms_norm_quantize_relu2_gate_up", "relu(gate)^2 * up, RMSNorm, int8 (prefill's ffn_sub_norm)",
+       [](T t) {
+         QuantizeOptions o;
+         o.rms_norm = true;
+         o.relu2_gate_up_input = true;
+         return quantize_activations(t, kFfn, o);
+       }},
       {"ternary_matvec", "y = W x, I2_S weights, int8 activations", [](T t) { return ternary_matvec(t, kDim, kDim); }},
       {"ternary_matvec_plain", "the same without the packed int8 dot product",
        [](T t) {

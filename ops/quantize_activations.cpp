@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "ops/matrix_support.h"
 
@@ -113,9 +114,12 @@ Kernel quantize_activations(const OpTarget& target, uint32_t dim, QuantizeOption
     throw std::invalid_argument("quantize_activations: dim " + std::to_string(dim) + " is not a multiple of 4");
   const uint32_t w = quantize_activations_workgroup(target, options);
   std::string name = options.rms_norm ? "rms_norm_quantize_activations" : "quantize_activations";
+  if (options.relu2_gate_up_input) name += "_relu2_gate_up";
   if (options.write_normalized) name += "_normalized";
   KernelBuilder k(name + "_" + std::to_string(dim), {w, 1, 1});
-  auto x = k.buffer<f32>("x", Access::Read);
+  std::vector<Buffer<f32>> inputs;  // x, or gate and up
+  for (const char* input : options.relu2_gate_up_input ? std::vector{"gate", "up"} : std::vector{"x"})
+    inputs.push_back(k.buffer<f32>(input, Access::Read));
   std::optional<Buffer<f32>> norm_weight;
   if (options.rms_norm) norm_weight = k.buffer<f32>("norm_weight", Access::Read);
   auto q = k.buffer<u32>("q", Access::Write);
@@ -131,7 +135,14 @@ Kernel quantize_activations(const OpTarget& target, uint32_t dim, QuantizeOption
   QuantizeBody body;
   body.dim = dim;
   body.workgroup = w;
-  body.load_x = [&](Expr<u32> i) { return Expr<f32>(x[x_base + i]); };
+  if (options.relu2_gate_up_input) {
+    body.load_x = [&](Expr<u32> i) {
+      auto g = let("gate_relu", max(Expr<f32>(inputs[0][x_base + i]), 0.0f));
+      return (g * g) * Expr<f32>(inputs[1][x_base + i]);  // as golden::relu2_gate: (g * g) * up
+    };
+  } else {
+    body.load_x = [&](Expr<u32> i) { return Expr<f32>(inputs[0][x_base + i]); };
+  }
   if (norm_weight) body.load_norm_weight = [&](Expr<u32> i) { return Expr<f32>((*norm_weight)[i]); };
   body.eps = eps;
   body.store_q = [&](Expr<u32> word, Expr<u32> packed) { q[q_base + word] = packed; };

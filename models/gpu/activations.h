@@ -62,7 +62,8 @@ struct BitNetModel::Activations {
 // The buffers and the recording of one prompt block length (bitnet_prefill.cpp).
 struct BitNetModel::PrefillBlock {
   uint32_t n = 0;
-  rt::Buffer tokens, x, q8, act, q, k, v, attn, ffn, partials, counters;
+  // ffn: relu(gate)^2 * up (fused layout) or gate (separate layout, up beside it).
+  rt::Buffer tokens, x, q8, act, q, k, v, attn, ffn, up, partials, counters;
   std::unique_ptr<rt::Graph> graph;
 };
 

@@ -26,6 +26,7 @@ struct ModelOptions {
   uint32_t top_k = 0;         // candidates returned per token for sampling (<= 128); 0: greedy only
   bool dump = false;          // copy every materialized intermediate out after each token
   bool timestamps = false;    // GPU time per dispatch
+  PrefillProjections prefill_projections = PrefillProjections::Auto;  // see prefill_pipelines.h
 };
 
 struct StepOutput {
@@ -62,6 +63,11 @@ class BitNetModel {
   double gpu_span_ns() const { return graph_->span_ns(); }  // the last token's GPU time
   std::vector<std::string> operation_names() const { return graph_->operation_names(); }
   uint64_t weight_bytes() const { return weights_.bytes; }
+  // The same for the last prefill block's graph (empty / 0 before the first prefill).
+  std::vector<double> prefill_timestamps_ns() const;
+  double prefill_gpu_span_ns() const;
+  std::vector<std::string> prefill_operation_names() const;
+  rt::GraphStats prefill_stats() const;
 
  private:
   struct Activations;

@@ -2,6 +2,7 @@
 // block of that length. Per layer: norm+quantize, QKV, RoPE + KV write, attention over the block,
 // norm+quantize, attn_output (+ residual), norm+quantize, gate/up, norm+quantize, ffn_down (+
 // residual); then the last token's row goes through the decode graph's tail (norm, LM head, argmax).
+// QKV and gate/up are one dispatch each, or one per tensor side by side (prefill_pipelines.h).
 #include <fmt/format.h>
 
 #include "models/gpu/activations.h"
@@ -19,7 +20,8 @@ std::unique_ptr<BitNetModel::PrefillBlock> BitNetModel::make_prefill_block(uint3
   const auto& d = p.dims;
   if (!prefill_pipelines_)
     prefill_pipelines_ = std::make_unique<PrefillPipelines>(ctx_, c, p.target, p.attention_chunks,
-                                                            p.split.rows_per_part, p.split.parts);
+                                                            p.split.rows_per_part, p.split.parts,
+                                                            options_.prefill_projections);
   const auto& pp = *prefill_pipelines_;
   auto b = std::make_unique<PrefillBlock>();
   b->n = n;
@@ -32,7 +34,8 @@ std::unique_ptr<BitNetModel::PrefillBlock> BitNetModel::make_prefill_block(uint3
   b->k = f32(uint64_t{n} * d.kv_width(), "prefill k");
   b->v = f32(uint64_t{n} * d.kv_width(), "prefill v");
   b->attn = f32(uint64_t{n} * d.q_width(), "prefill attention out");
-  b->ffn = f32(uint64_t{n} * c.ffn_dim, "prefill ffn");
+  b->ffn = f32(uint64_t{n} * c.ffn_dim, pp.separate ? "prefill gate" : "prefill ffn");
+  if (pp.separate) b->up = f32(uint64_t{n} * c.ffn_dim, "prefill up");
   b->partials = rt::Buffer(ctx_, ops::attention_partials_bytes(d, p.attention_chunks, n), {false, "prefill partials"});
   b->counters = rt::Buffer(ctx_, ops::attention_counters_bytes(d, n), {false, "prefill counters"});
   b->counters.fill(0);
@@ -45,7 +48,10 @@ std::unique_ptr<BitNetModel::PrefillBlock> BitNetModel::make_prefill_block(uint3
   auto matmul_grid = [&](uint32_t rows) {
     return rt::Grid{ops::ternary_matvec_workgroups(p.target, rows), ops::ternary_matmul_token_tiles(n)};
   };
-  const uint32_t residual_tiles = ceil_div(n, pp.tokens_per_group);
+  // A single-tensor projection of the quantized block into `out` (or added to it, with a residual).
+  auto project = [&](const PrefillProjection& proj, const rt::BufferSlice& weights, const rt::Buffer& out) {
+    g.dispatch(proj.pipeline, {weights, b->q8, b->act, out}, rt::push(n), proj.grid(n));
+  };
   std::vector<rt::BufferSlice> embedding = {b->tokens};
   for (const auto& part : weights_.token_embd.parts) embedding.push_back(part);
   embedding.push_back(b->x);
@@ -53,21 +59,31 @@ std::unique_ptr<BitNetModel::PrefillBlock> BitNetModel::make_prefill_block(uint3
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     const auto& w = weights_.layers[l];
     g.dispatch(pp.norm_quantize, {b->x, w.attn_norm, b->q8, b->act}, rt::push(eps), tokens_grid);
-    g.dispatch(pp.qkv, {w.attn_q, w.attn_k, w.attn_v, b->q8, b->act, b->q, b->k, b->v}, rt::push(n),
-               matmul_grid(d.q_width() + 2 * d.kv_width()));
+    if (pp.separate) {  // three dispatches in one step: they write different buffers
+      project(*pp.q_proj, w.attn_q, b->q);
+      project(*pp.kv_proj, w.attn_k, b->k);
+      project(*pp.kv_proj, w.attn_v, b->v);
+    } else {
+      g.dispatch(*pp.qkv, {w.attn_q, w.attn_k, w.attn_v, b->q8, b->act, b->q, b->k, b->v}, rt::push(n),
+                 matmul_grid(d.q_width() + 2 * d.kv_width()));
+    }
     g.dispatch(p.rope_kv, {a.step, b->q, b->k, b->v, a.k_cache[l], a.v_cache[l]}, rt::push(c.rope_freq_base, n),
                rt::Grid{ceil_div((d.n_heads + 2 * d.n_kv_heads) * d.head_dim / 4, ops::rope_kv_write_workgroup(p.target)),
                         n});
     g.dispatch(pp.attention, {a.step, b->q, a.k_cache[l], a.v_cache[l], b->partials, b->counters, b->attn},
                rt::push(n), rt::Grid{d.n_kv_heads, p.attention_chunks, n});
     g.dispatch(pp.norm_quantize, {b->attn, w.attn_sub_norm, b->q8, b->act}, rt::push(eps), tokens_grid);
-    g.dispatch(pp.attn_output, {w.attn_output, b->q8, b->act, b->x}, rt::push(n),
-               rt::Grid{pp.attn_output_row_groups, residual_tiles});
+    project(pp.attn_output, w.attn_output, b->x);
     g.dispatch(pp.norm_quantize, {b->x, w.ffn_norm, b->q8, b->act}, rt::push(eps), tokens_grid);
-    g.dispatch(pp.gate_up, {w.ffn_gate, w.ffn_up, b->q8, b->act, b->ffn}, rt::push(n), matmul_grid(c.ffn_dim));
-    g.dispatch(pp.norm_quantize_ffn, {b->ffn, w.ffn_sub_norm, b->q8, b->act}, rt::push(eps), tokens_grid);
-    g.dispatch(pp.ffn_down, {w.ffn_down, b->q8, b->act, b->x}, rt::push(n),
-               rt::Grid{pp.ffn_down_row_groups, residual_tiles});
+    if (pp.separate) {  // relu(gate)^2 * up is formed by ffn_sub_norm's quantize below
+      project(*pp.gate_up_proj, w.ffn_gate, b->ffn);
+      project(*pp.gate_up_proj, w.ffn_up, b->up);
+      g.dispatch(pp.norm_quantize_ffn, {b->ffn, b->up, w.ffn_sub_norm, b->q8, b->act}, rt::push(eps), tokens_grid);
+    } else {
+      g.dispatch(*pp.gate_up, {w.ffn_gate, w.ffn_up, b->q8, b->act, b->ffn}, rt::push(n), matmul_grid(c.ffn_dim));
+      g.dispatch(pp.norm_quantize_ffn, {b->ffn, w.ffn_sub_norm, b->q8, b->act}, rt::push(eps), tokens_grid);
+    }
+    project(pp.ffn_down, w.ffn_down, b->x);
   }
   // The last token continues through the decode graph's tail.
   g.copy(b->x.slice(uint64_t{n - 1} * c.dim * 4, c.dim * 4ull), a.x);
@@ -96,5 +112,14 @@ StepOutput BitNetModel::prefill(std::span<const int32_t> tokens, uint32_t pos) {
   }
   return out;
 }
+
+std::vector<double> BitNetModel::prefill_timestamps_ns() const {
+  return prefill_ ? prefill_->graph->timestamps_ns() : std::vector<double>{};
+}
+double BitNetModel::prefill_gpu_span_ns() const { return prefill_ ? prefill_->graph->span_ns() : 0.0; }
+std::vector<std::string> BitNetModel::prefill_operation_names() const {
+  return prefill_ ? prefill_->graph->operation_names() : std::vector<std::string>{};
+}
+rt::GraphStats BitNetModel::prefill_stats() const { return prefill_ ? prefill_->graph->stats() : rt::GraphStats{}; }
 
 }  // namespace bdsl::bitnet

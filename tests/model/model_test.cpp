@@ -149,10 +149,12 @@ void expect_logits_close(const std::vector<float>& want, const std::vector<float
 
 // The batched prompt path (matrix-matrix projections, causal attention over the block) gives the
 // decode path's logits at every position, and leaves the same KV cache behind.
-TEST_F(Model, PrefillMatchesDecodeAtEveryPosition) {
-  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+void expect_prefill_matches_decode(rt::Context& ctx, const fs::path& model, bitnet::PrefillProjections layout) {
+  const auto file = models::GgufFile::open(model);
   const auto config = models::BitNetConfig::from_gguf(file);
-  bitnet::BitNetModel decode(ctx(), file, config), batch(ctx(), file, config);
+  bitnet::ModelOptions options;
+  options.prefill_projections = layout;
+  bitnet::BitNetModel decode(ctx, file, config), batch(ctx, file, config, options);
   const auto prompt = golden_prompt();
   std::vector<std::vector<float>> logits;
   std::vector<int32_t> argmax;
@@ -175,6 +177,35 @@ TEST_F(Model, PrefillMatchesDecodeAtEveryPosition) {
   batch.prefill(std::span(prompt).first(3), 0);
   batch.prefill(std::span(prompt).subspan(3), 3);
   expect_logits_close(logits.back(), batch.logits(), "prefill in two blocks");
+}
+
+TEST_F(Model, PrefillMatchesDecodeAtEveryPosition) {
+  expect_prefill_matches_decode(ctx(), dir_ / "tiny.gguf", bitnet::PrefillProjections::Auto);
+}
+
+// One dispatch per tensor for QKV and gate/up (what tensor cores need), on any device: the same
+// logits and cache, ffn_sub_norm's quantize forming relu(gate)^2 * up from the two outputs.
+TEST_F(Model, PrefillWithOneDispatchPerProjectionMatchesDecode) {
+  expect_prefill_matches_decode(ctx(), dir_ / "tiny.gguf", bitnet::PrefillProjections::Separate);
+}
+
+// Q, K and V (and gate and up) write different buffers, so the graph puts no barrier between
+// them: the separate layout has the fused layout's steps, with three more dispatches per layer.
+TEST_F(Model, SeparateProjectionsAddNoBarrier) {
+  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto config = models::BitNetConfig::from_gguf(file);
+  const auto prompt = golden_prompt();
+  auto stats_of = [&](bitnet::PrefillProjections layout) {
+    bitnet::ModelOptions o;
+    o.prefill_projections = layout;
+    bitnet::BitNetModel model(ctx(), file, config, o);
+    model.prefill(prompt, 0);
+    return model.prefill_stats();
+  };
+  const auto fused = stats_of(bitnet::PrefillProjections::Fused);
+  const auto separate = stats_of(bitnet::PrefillProjections::Separate);
+  EXPECT_EQ(separate.steps, fused.steps);
+  EXPECT_EQ(separate.dispatches, fused.dispatches + 3 * config.n_layers);
 }
 
 TEST_F(Model, GeneratorPrefillsThePromptAsABatch) {

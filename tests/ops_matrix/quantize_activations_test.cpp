@@ -24,14 +24,22 @@ class QuantizeActivations : public OpsMatrix {
  protected:
   GpuQuantized quantize(const std::vector<float>& x, uint32_t dim, const std::vector<float>* norm_weight = nullptr,
                         float eps = 1e-5f) {
+    return quantize_inputs({x}, dim, norm_weight, eps);
+  }
+  // inputs: {x}, or {gate, up} for relu2_gate_up_input.
+  GpuQuantized quantize_inputs(const std::vector<std::vector<float>>& inputs, uint32_t dim,
+                               const std::vector<float>* norm_weight = nullptr, float eps = 1e-5f) {
+    const std::vector<float>& x = inputs[0];
     const auto tokens = static_cast<uint32_t>(x.size() / dim);
     ops::QuantizeOptions o;
     o.rms_norm = norm_weight != nullptr;
     o.write_normalized = o.rms_norm;
-    rt::Buffer xb = buffer_of(x, "x");
+    o.relu2_gate_up_input = inputs.size() == 2;
+    std::vector<rt::Buffer> ins;
+    for (const auto& in : inputs) ins.push_back(buffer_of(in, "input"));
     rt::Buffer wb = buffer_of(norm_weight ? *norm_weight : std::vector<float>{0.0f}, "norm_weight");
     rt::Buffer q = output(x.size(), "q"), act = output(tokens * 8, "act"), nb = output(x.size() * 4, "normalized");
-    std::vector<rt::BufferSlice> bindings{xb};
+    std::vector<rt::BufferSlice> bindings(ins.begin(), ins.end());
     if (o.rms_norm) bindings.push_back(wb);
     bindings.push_back(q);
     bindings.push_back(act);
@@ -132,6 +140,61 @@ TEST_F(QuantizeActivations, ScaleDivisionIsCorrectlyRounded) {
   run(k.build(), {db, qb}, uint32_t((d.size() + 63) / 64), rt::push(uint32_t(d.size())));
   const auto got = qb.download<float>();
   for (size_t j = 0; j < d.size(); ++j) ASSERT_EQ(got[j], 127.0f / d[j]) << "d = " << d[j];
+}
+
+}  // namespace
+}  // namespace bdsl::test
+
+namespace bdsl::test {
+namespace {
+
+// golden::relu2_gate row by row: what the fused gate/up matvec writes and ffn_sub_norm reads.
+std::vector<float> relu2_gate_cpu(const std::vector<float>& gate, const std::vector<float>& up) {
+  std::vector<float> out(gate.size());
+  golden::relu2_gate(gate, up, out);
+  return out;
+}
+
+// Prefill's separate gate and up projections: the quantize reads both and forms relu(gate)^2 * up.
+// Without the norm every step is one correctly rounded operation, so it matches golden exactly.
+TEST_F(QuantizeActivations, Relu2GateUpInputMatchesGoldenBitForBit) {
+  for (uint32_t dim : {12u, 1000u, 6912u}) {
+    SCOPED_TRACE(dim);
+    const uint32_t tokens = 3;
+    const auto gate = random_floats(tokens * dim, dim + 3, 2.0f), up = random_floats(tokens * dim, dim + 4, 1.5f);
+    const auto x = relu2_gate_cpu(gate, up);
+    const GpuQuantized got = quantize_inputs({gate, up}, dim);
+    for (size_t t = 0; t < tokens; ++t) {
+      const QuantizedX want = quantize_cpu(std::span(x).subspan(t * dim, dim));
+      ASSERT_EQ(got.s(t), want.s) << "token " << t;
+      ASSERT_EQ(got.sum(t), want.sum) << "token " << t;
+      for (size_t i = 0; i < dim; ++i) ASSERT_EQ(got.q(t, dim, i), want.q[i]) << "token " << t << " element " << i;
+    }
+  }
+}
+
+// With ffn_sub_norm in front: the normalized vector within FusedRmsNormMatchesGolden's bound of
+// golden::rms_norm(relu2_gate(gate, up)), q exact against golden's quantizer of it.
+TEST_F(QuantizeActivations, Relu2GateUpInputWithRmsNormMatchesGolden) {
+  for (uint32_t dim : {128u, 6912u}) {
+    SCOPED_TRACE(dim);
+    const uint32_t tokens = 2;
+    const auto gate = random_floats(tokens * dim, dim + 5, 2.0f), up = random_floats(tokens * dim, dim + 6, 1.5f);
+    auto w = random_floats(dim, dim + 7, 0.5f);
+    const auto x = relu2_gate_cpu(gate, up);
+    const GpuQuantized got = quantize_inputs({gate, up}, dim, &w);
+    for (size_t t = 0; t < tokens; ++t) {
+      std::vector<float> norm(dim);
+      golden::rms_norm(std::span(x).subspan(t * dim, dim), w, 1e-5f, norm);
+      const std::span<const float> normalized = std::span(got.normalized).subspan(t * dim, dim);
+      for (size_t i = 0; i < dim; ++i)
+        ASSERT_NEAR(normalized[i], norm[i], 1e-5f * std::fabs(norm[i]) + 1e-30f) << "token " << t << " element " << i;
+      const QuantizedX own = quantize_cpu(normalized);
+      EXPECT_EQ(got.s(t), own.s) << "token " << t;
+      EXPECT_EQ(got.sum(t), own.sum) << "token " << t;
+      for (size_t i = 0; i < dim; ++i) ASSERT_EQ(got.q(t, dim, i), own.q[i]) << "token " << t << " element " << i;
+    }
+  }
 }
 
 }  // namespace
