@@ -72,7 +72,9 @@ std::vector<std::vector<Expr<i32>>> emit_row_dots(KernelBuilder& k, const std::v
                                                   const std::vector<Expr<u32>>& row_base, uint32_t chunks,
                                                   const std::vector<TokenSlot>& tokens, const QuadLoader& q,
                                                   bool packed, uint32_t target_subgroup) {
-  const uint32_t unroll = std::max(1u, (chunks + target_subgroup - 1) / std::max(1u, target_subgroup));
+  // Batched (prefill) tiles already keep each lane busy with several tokens per load: one chunk.
+  const uint32_t unroll =
+      tokens.size() > 1 ? 1u : std::max(1u, (chunks + target_subgroup - 1) / std::max(1u, target_subgroup));
   std::vector<std::vector<Var<i32>>> acc(w.size());
   for (size_t t = 0; t < w.size(); ++t)
     for (size_t s = 0; s < tokens.size(); ++s)
