@@ -6,6 +6,7 @@
 #include <string>
 
 #include "models/gguf.h"
+#include "models/gpu/bitnet_pipelines.h"
 #include "models/gpu/prefill_pipelines.h"
 #include "ops/target.h"
 #include "runtime/context.h"
@@ -20,6 +21,7 @@ struct BenchOptions {
   std::string model;          // a GGUF file; empty: the synthetic model of the preset
   std::string device;
   bitnet::PrefillProjections prefill_projections = bitnet::PrefillProjections::Auto;  // to compare layouts
+  bitnet::DecodeTuning decode_tuning;  // to compare decode kernel shapes
 };
 
 struct BenchSession {

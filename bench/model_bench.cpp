@@ -34,6 +34,7 @@ ModelState& model_state(BenchSession& s) {
     bitnet::ModelOptions o;
     o.timestamps = true;
     o.prefill_projections = s.options.prefill_projections;
+    o.decode_tuning = s.options.decode_tuning;
     state->model = std::make_unique<bitnet::BitNetModel>(*s.ctx, state->file, state->config, o);
     state->load_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   }

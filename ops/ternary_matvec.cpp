@@ -68,19 +68,50 @@ struct TokenSlot {
 // A lane's chunks (lane, lane + subgroup size, ...) are written out, not looped over: all its
 // weight loads are in flight at once (on an H100 a loop paid one memory round trip per chunk).
 // The outer loop only runs again where the device picks a smaller subgroup than the target's.
+// The chunks a lane takes in one pass: all of a row's where the device runs the target's
+// subgroup size. Batched (prefill) tiles already keep each lane busy with several tokens per
+// load: one chunk.
+uint32_t chunk_unroll(uint32_t chunks, uint32_t target_subgroup, size_t tokens) {
+  return tokens > 1 ? 1u : std::max(1u, (chunks + target_subgroup - 1) / std::max(1u, target_subgroup));
+}
+
+// A subgroup's weights for its first pass over its first row group, loaded before the norm
+// prologue so that their memory latency overlaps its reductions and barriers: [pass][weight row].
+struct Prefetch {
+  std::vector<std::vector<Var<uvec4>>> wv;
+};
+
+Prefetch declare_prefetch(KernelBuilder& k, uint32_t unroll, size_t weight_rows) {
+  Prefetch p;
+  for (uint32_t u = 0; u < unroll; ++u) {
+    p.wv.emplace_back();
+    for (size_t i = 0; i < weight_rows; ++i)
+      p.wv.back().push_back(k.var<uvec4>("pre" + std::to_string(u) + "_" + std::to_string(i), make_vec<u32>(0u, 0u, 0u, 0u)));
+  }
+  return p;
+}
+
+void fill_prefetch(KernelBuilder& k, Prefetch& p, const std::vector<Buffer<uvec4>>& w, const std::vector<Expr<u32>>& row_base,
+                   uint32_t chunks) {
+  auto sg = k.subgroup_size();
+  for (size_t u = 0; u < p.wv.size(); ++u) {
+    auto cc = min(k.subgroup_invocation() + sg * static_cast<uint32_t>(u), constant<u32>(chunks - 1));
+    for (size_t i = 0; i < w.size(); ++i) p.wv[u][i] = Expr<uvec4>(w[i][row_base[i] + cc]);
+  }
+}
+
 std::vector<std::vector<Expr<i32>>> emit_row_dots(KernelBuilder& k, const std::vector<Buffer<uvec4>>& w,
                                                   const std::vector<Expr<u32>>& row_base, uint32_t chunks,
                                                   const std::vector<TokenSlot>& tokens, const QuadLoader& q,
-                                                  bool packed, uint32_t target_subgroup) {
-  // Batched (prefill) tiles already keep each lane busy with several tokens per load: one chunk.
-  const uint32_t unroll =
-      tokens.size() > 1 ? 1u : std::max(1u, (chunks + target_subgroup - 1) / std::max(1u, target_subgroup));
+                                                  bool packed, uint32_t target_subgroup,
+                                                  const Prefetch* pre = nullptr) {
+  const uint32_t unroll = chunk_unroll(chunks, target_subgroup, tokens.size());
   std::vector<std::vector<Var<i32>>> acc(w.size());
   for (size_t t = 0; t < w.size(); ++t)
     for (size_t s = 0; s < tokens.size(); ++s)
       acc[t].push_back(k.var<i32>("dot" + std::to_string(t) + "_" + std::to_string(s), 0));
   auto sg = k.subgroup_size();
-  for_range(k.subgroup_invocation(), chunks, sg * unroll, [&](Expr<u32> c0) {
+  auto pass = [&](Expr<u32> c0, const Prefetch* loaded) {
     std::vector<Expr<boolean>> valid;
     std::vector<Expr<u32>> q_at;
     std::vector<std::vector<Expr<uvec4>>> wv(unroll);
@@ -91,7 +122,9 @@ std::vector<std::vector<Expr<i32>>> emit_row_dots(KernelBuilder& k, const std::v
       // uvec4 c is words 4h..4h+3 of block c/2 (h = c % 2); its shift-j codes pair with the q
       // words 32 * block + 8j + 4h .., the uvec4 8 * block + 2j + h of q.
       q_at.push_back(let("q_at", ((cc >> 1u) << 3u) + (cc & 1u)));
-      for (size_t t = 0; t < w.size(); ++t) wv[u].push_back(let("wv" + std::to_string(t), Expr<uvec4>(w[t][row_base[t] + cc])));
+      for (size_t t = 0; t < w.size(); ++t)
+        wv[u].push_back(loaded ? Expr<uvec4>(loaded->wv[u][t])
+                               : let("wv" + std::to_string(t), Expr<uvec4>(w[t][row_base[t] + cc])));
     }
     for (size_t s = 0; s < tokens.size(); ++s) {
       auto body = [&] {
@@ -111,7 +144,14 @@ std::vector<std::vector<Expr<i32>>> emit_row_dots(KernelBuilder& k, const std::v
       else
         body();
     }
-  }, "chunk");
+  };
+  if (pre) {
+    pass(k.subgroup_invocation(), pre);
+    // Only where the device runs a smaller subgroup than the target's.
+    for_range(k.subgroup_invocation() + sg * unroll, chunks, sg * unroll, [&](Expr<u32> c0) { pass(c0, nullptr); }, "chunk");
+  } else {
+    for_range(k.subgroup_invocation(), chunks, sg * unroll, [&](Expr<u32> c0) { pass(c0, nullptr); }, "chunk");
+  }
   std::vector<std::vector<Expr<i32>>> sums(w.size());
   for (size_t t = 0; t < w.size(); ++t)
     for (auto& a : acc[t]) sums[t].push_back(subgroup_add(Expr<i32>(a)));
@@ -143,6 +183,25 @@ void check_shapes(const std::string& what, const std::vector<Tensor>& tensors, u
     if (uint64_t(t.rows) * cols / 64 >= (1ull << 32))
       throw std::invalid_argument(what + ": tensor " + t.name + " is too large for 32-bit indices");
   }
+}
+
+// The tensor (0 q, 1 k, 2 v) and the four rows of RoPE quad row / 4 (see emit_rope_kv_quad),
+// for the prefetch: `use(t, rows)` runs in the branch of that tensor.
+template <class Use>
+void rope_quad_rows(const detail::RopeKvEpilogue& r, Expr<u32> row, Use&& use) {
+  const AttentionDims& d = r.dims;
+  const uint32_t hd = d.head_dim, half = hd / 2, quarter = hd / 4;
+  auto p = row / 4u;
+  auto head = let("pre_head", p / quarter);
+  auto m2 = (p % quarter) * 2u;
+  auto rows = [&](Expr<u32> local_head) {
+    auto at = let("pre_row", local_head * hd + m2);
+    return std::vector<Expr<u32>>{at, at + 1u, at + half, at + (1 + half)};
+  };
+  if_(head < d.n_heads, [&] { use(0, rows(head)); }).else_([&] {
+    auto kv = let("pre_kv", (head - d.n_heads) % d.n_kv_heads);
+    if_(head < d.n_heads + d.n_kv_heads, [&] { use(1, rows(kv)); }).else_([&] { use(2, rows(kv)); });
+  });
 }
 
 // One subgroup's quad of QKV rows with the RoPE epilogue: quad p = row / 4 of head p / (hd / 4)
@@ -262,6 +321,71 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
   std::optional<Expr<f32>> rope_base;
   if (rope) rope_base = k.push<f32>("rope_base");
 
+  std::vector<Expr<f32>> scales;
+  for (size_t t = 0; t < tensors.size(); ++t)
+    scales.push_back(let("scale_" + tensors[t].name,
+                         bitcast<f32>(Expr<uvec4>(w[t][uint32_t(uint64_t(tensors[t].rows) * cols / 64)]).x())));
+
+  std::vector<uint32_t> offsets{0};
+  for (const Tensor& t : tensors) offsets.push_back(offsets.back() + t.rows);
+  // Gate and up share their rows: a row of the grid is one row of both.
+  const uint32_t total = combine == Combine::Relu2Product ? tensors[0].rows : offsets.back();
+  auto first = let("first_row", k.workgroup_id().x() * rows_per_wg);
+  auto end = let("end_row", min(first + rows_per_wg, total));
+  // Each subgroup takes `rs` consecutive rows at a time (one activation load serves all of them);
+  // a row past its tensor's end reads the last row (in range) and writes nothing.
+  auto rows_of = [&](size_t t, Expr<u32> local0) {
+    std::vector<Expr<u32>> bases;
+    std::vector<std::optional<Expr<boolean>>> valid;
+    for (uint32_t r = 0; r < rs; ++r) {
+      auto local = r == 0 ? local0 : let("local_row" + std::to_string(r), local0 + r);
+      const bool may_pass_end = tensors[t].rows % rs != 0;
+      valid.push_back(may_pass_end ? std::optional<Expr<boolean>>(local < tensors[t].rows) : std::nullopt);
+      auto readable = may_pass_end ? min(local, tensors[t].rows - 1) : local;
+      bases.push_back(let("row_base" + std::to_string(r), readable * chunks));
+    }
+    return std::pair{bases, valid};
+  };
+  // Decode: the first row group's first pass of weights is loaded before the norm prologue
+  // (global loads do not move across its barriers on their own).
+  std::optional<Expr<u32>> row0;
+  std::optional<Prefetch> pre;
+  if (!batched) {
+    row0 = let("row0", first + k.subgroup_id() * rs);
+    auto readable = let("row0_read", min(*row0, constant<u32>((total - 1) / rs * rs)));
+    const size_t weight_rows = rope ? 4 : combine == Combine::Relu2Product ? 2 * rs : rs;
+    pre = declare_prefetch(k, chunk_unroll(chunks, target.subgroup_size, 1), weight_rows);
+    if (rope) {
+      rope_quad_rows(*rope, readable, [&](size_t t, const std::vector<Expr<u32>>& rows) {
+        std::vector<Expr<u32>> bases;
+        for (const auto& r : rows) bases.push_back(r * chunks);
+        fill_prefetch(k, *pre, std::vector<Buffer<uvec4>>(4, w[t]), bases, chunks);
+      });
+    } else if (combine == Combine::Relu2Product) {
+      auto bases = rows_of(0, readable).first;
+      std::vector<Buffer<uvec4>> ws;
+      std::vector<Expr<u32>> all_bases;
+      for (size_t t = 0; t < 2; ++t)
+        for (uint32_t r = 0; r < rs; ++r) {
+          ws.push_back(w[t]);
+          all_bases.push_back(bases[r]);
+        }
+      fill_prefetch(k, *pre, ws, all_bases, chunks);
+    } else {
+      std::function<void(size_t)> segment = [&](size_t t) {
+        auto body = [&] {
+          auto local0 = t == 0 ? readable : let("pre_local", readable - offsets[t]);
+          fill_prefetch(k, *pre, std::vector<Buffer<uvec4>>(rs, w[t]), rows_of(t, local0).first, chunks);
+        };
+        if (t + 1 == tensors.size())
+          body();
+        else
+          if_(readable < offsets[t + 1], body).else_([&] { segment(t + 1); });
+      };
+      segment(0);
+    }
+  }
+
   // The tokens of this workgroup, their activation scales s, sums of q and a loader of q.
   std::vector<TokenSlot> slots;
   std::vector<Expr<f32>> s;
@@ -301,17 +425,6 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
     }
     q = [&](Expr<u32> token, Expr<u32> i) { return Expr<uvec4>((*x_q)[token * (cols / 16) + i]); };
   }
-  std::vector<Expr<f32>> scales;
-  for (size_t t = 0; t < tensors.size(); ++t)
-    scales.push_back(let("scale_" + tensors[t].name,
-                         bitcast<f32>(Expr<uvec4>(w[t][uint32_t(uint64_t(tensors[t].rows) * cols / 64)]).x())));
-
-  std::vector<uint32_t> offsets{0};
-  for (const Tensor& t : tensors) offsets.push_back(offsets.back() + t.rows);
-  // Gate and up share their rows: a row of the grid is one row of both.
-  const uint32_t total = combine == Combine::Relu2Product ? tensors[0].rows : offsets.back();
-  auto first = let("first_row", k.workgroup_id().x() * rows_per_wg);
-  auto end = let("end_row", min(first + rows_per_wg, total));
   auto lane0 = k.subgroup_invocation() == 0u;
   auto project = [&](Expr<i32> dot, size_t t, size_t slot) {
     return cast<f32>(dot - q_sum[slot]) / s[slot] * scales[t];
@@ -331,21 +444,7 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
     return batched ? slots[slot].token * rows + local : local;
   };
 
-  // Each subgroup takes `rs` consecutive rows at a time (one activation load serves all of them);
-  // a row past its tensor's end reads the last row (in range) and writes nothing.
-  for_range(first + k.subgroup_id() * rs, end, k.num_subgroups() * rs, [&](Expr<u32> row) {
-    auto rows_of = [&](size_t t, Expr<u32> local0) {
-      std::vector<Expr<u32>> bases;
-      std::vector<std::optional<Expr<boolean>>> valid;
-      for (uint32_t r = 0; r < rs; ++r) {
-        auto local = r == 0 ? local0 : let("local_row" + std::to_string(r), local0 + r);
-        const bool may_pass_end = tensors[t].rows % rs != 0;
-        valid.push_back(may_pass_end ? std::optional<Expr<boolean>>(local < tensors[t].rows) : std::nullopt);
-        auto readable = may_pass_end ? min(local, tensors[t].rows - 1) : local;
-        bases.push_back(let("row_base" + std::to_string(r), readable * chunks));
-      }
-      return std::pair{bases, valid};
-    };
+  auto row_group = [&](Expr<u32> row, const Prefetch* p) {
     auto guarded = [&](size_t slot, const std::optional<Expr<boolean>>& row_valid, const std::function<void()>& body) {
       if (row_valid)
         write_guard(slot, [&] { if_(*row_valid, body); });
@@ -356,7 +455,7 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
       emit_rope_kv_quad(*rope, row, [&](size_t t, const std::vector<Expr<u32>>& rows) {
         std::vector<Expr<u32>> bases;
         for (const auto& r : rows) bases.push_back(r * chunks);
-        auto dots = emit_row_dots(k, std::vector<Buffer<uvec4>>(4, w[t]), bases, chunks, slots, q, packed, target.subgroup_size);
+        auto dots = emit_row_dots(k, std::vector<Buffer<uvec4>>(4, w[t]), bases, chunks, slots, q, packed, target.subgroup_size, p);
         std::vector<Expr<f32>> v;
         for (uint32_t r = 0; r < 4; ++r) v.push_back(let("proj", project(dots[r][0], t, 0)));
         return v;
@@ -372,7 +471,7 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
           ws.push_back(w[t]);
           all_bases.push_back(bases[r]);
         }
-      auto dots = emit_row_dots(k, ws, all_bases, chunks, slots, q, packed, target.subgroup_size);
+      auto dots = emit_row_dots(k, ws, all_bases, chunks, slots, q, packed, target.subgroup_size, p);
       for (uint32_t r = 0; r < rs; ++r)
         for (size_t i = 0; i < slots.size(); ++i) {
           const auto& dg = dots[r][i];
@@ -395,7 +494,7 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
       auto body = [&] {
         auto local0 = t == 0 ? row : let("local_row", row - offsets[t]);
         auto [bases, valid] = rows_of(t, local0);
-        auto dots = emit_row_dots(k, std::vector<Buffer<uvec4>>(rs, w[t]), bases, chunks, slots, q, packed, target.subgroup_size);
+        auto dots = emit_row_dots(k, std::vector<Buffer<uvec4>>(rs, w[t]), bases, chunks, slots, q, packed, target.subgroup_size, p);
         for (uint32_t r = 0; r < rs; ++r)
           for (size_t i = 0; i < slots.size(); ++i) {
             auto v = let("proj", project(dots[r][i], t, i));
@@ -412,7 +511,15 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
         if_(row < offsets[t + 1], body).else_([&] { segment(t + 1); });
     };
     segment(0);
-  }, "row");
+  };
+  const auto stride = k.num_subgroups() * rs;
+  if (row0) {
+    if_(*row0 < end, [&] { row_group(*row0, &*pre); });
+    // Only where the device runs a larger subgroup than the target's (fewer subgroups).
+    for_range(*row0 + stride, end, stride, [&](Expr<u32> row) { row_group(row, nullptr); }, "row");
+  } else {
+    for_range(first + k.subgroup_id() * rs, end, stride, [&](Expr<u32> row) { row_group(row, nullptr); }, "row");
+  }
   return k.build();
 }
 

@@ -18,7 +18,8 @@ BitNetModel::BitNetModel(rt::Context& ctx, const models::GgufFile& file, const m
     : ctx_(ctx), config_(config), options_(options) {
   if (options.top_k > ops::kMaxTopK)
     throw std::invalid_argument(fmt::format("top-k must be at most {}, got {}", ops::kMaxTopK, options.top_k));
-  pipelines_ = std::make_unique<BitNetPipelines>(ctx, config, std::min(options.top_k, config.vocab_size));
+  pipelines_ = std::make_unique<BitNetPipelines>(ctx, config, std::min(options.top_k, config.vocab_size),
+                                                 codegen::default_shader_cache(), options.decode_tuning);
   weights_ = upload_weights(ctx, file, config, pipelines_->split.rows_per_part, Activations::bytes(config), progress);
   act_ = std::make_unique<Activations>(ctx, config, *pipelines_);
   record();
@@ -43,19 +44,19 @@ void BitNetModel::record_layer(uint32_t l) {
   const float eps = config_.rms_norm_eps;
   const auto& d = p.dims;
   g.dispatch(p.qkv, {w.attn_q, w.attn_k, w.attn_v, a.x, w.attn_norm, a.step, a.q, a.k_cache[l], a.v_cache[l]},
-             rt::push(eps, config_.rope_freq_base), rt::Grid{ops::ternary_matvec_qkv_rope_workgroups(p.target, d)});
+             rt::push(eps, config_.rope_freq_base), rt::Grid{ops::ternary_matvec_qkv_rope_workgroups(p.target, d, p.qkv_options)});
   dump(a.q, d.q_width(), fmt::format("Qcur-{}", l));
   g.dispatch(p.attention, {a.step, a.q, a.k_cache[l], a.v_cache[l], a.partials, a.counters, a.attn},
              rt::Grid{d.n_kv_heads, p.attention_chunks, 1});
   dump(a.attn, d.q_width(), fmt::format("kqv_out-{}", l));
   g.dispatch(p.attn_output, {w.attn_output, a.attn, w.attn_sub_norm, a.x}, rt::push(eps),
-             rt::Grid{ops::ternary_matvec_workgroups(p.target, config_.dim)});
+             rt::Grid{ops::ternary_matvec_workgroups(p.target, config_.dim, p.residual_options)});
   dump(a.x, config_.dim, fmt::format("ffn_inp-{}", l));
   g.dispatch(p.gate_up, {w.ffn_gate, w.ffn_up, a.x, w.ffn_norm, a.ffn}, rt::push(eps),
-             rt::Grid{ops::ternary_matvec_workgroups(p.target, config_.ffn_dim)});
+             rt::Grid{ops::ternary_matvec_workgroups(p.target, config_.ffn_dim, p.gate_up_options)});
   dump(a.ffn, config_.ffn_dim, fmt::format("ffn_out-{}", l));
   g.dispatch(p.ffn_down, {w.ffn_down, a.ffn, w.ffn_sub_norm, a.x}, rt::push(eps),
-             rt::Grid{ops::ternary_matvec_workgroups(p.target, config_.dim)});
+             rt::Grid{ops::ternary_matvec_workgroups(p.target, config_.dim, p.residual_options)});
   dump(a.x, config_.dim, fmt::format("l_out-{}", l));
 }
 

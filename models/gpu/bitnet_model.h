@@ -3,7 +3,7 @@
 // token id and position live in a small host-visible "step state" buffer (ops/step_state.h), so
 // nothing is re-recorded, and one submit plus a few bytes of read-back make a token.
 //
-// Per layer, six barrier-separated steps: QKV (attn_norm fused), RoPE + KV-cache write,
+// Per layer, five barrier-separated steps: QKV (attn_norm fused, RoPE + KV-cache write after),
 // attention, attn_output (attn_sub_norm fused, residual added), gate/up (ffn_norm fused,
 // relu^2 * up), ffn_down (ffn_sub_norm fused, residual added).
 #pragma once
@@ -27,6 +27,7 @@ struct ModelOptions {
   bool dump = false;          // copy every materialized intermediate out after each token
   bool timestamps = false;    // GPU time per dispatch
   PrefillProjections prefill_projections = PrefillProjections::Auto;  // see prefill_pipelines.h
+  DecodeTuning decode_tuning;  // kernel shapes of the decode projections (bitnet_pipelines.h)
 };
 
 struct StepOutput {

@@ -11,10 +11,15 @@
 namespace bdsl::bitnet {
 namespace {
 
-ops::MatvecOptions normalized(bool add_residual) {
+// Norm-fused projections take 4 rows per subgroup by default: half the workgroups of 2, so half
+// the repeated norm prologues (H100, bench projection/...: gate/up 41 vs 48, ffn_down 40 vs 46,
+// attn_output 28 vs 29, arbitrary units of a cold-clock chain; see bench/RESULTS.md).
+ops::MatvecOptions normalized(bool add_residual, const DecodeTuning& t) {
   ops::MatvecOptions o;
   o.input = ops::MatvecInput::NormalizeInWorkgroup;
   o.add_residual = add_residual;
+  o.rows_per_subgroup = t.rows_per_subgroup ? t.rows_per_subgroup : 4;
+  o.workgroup = t.workgroup;
   return o;
 }
 
@@ -25,7 +30,7 @@ rt::Pipeline make(rt::Context& ctx, codegen::ShaderCache& cache, const dsl::Kern
 }  // namespace
 
 BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c, uint32_t k,
-                                 codegen::ShaderCache& cache)
+                                 codegen::ShaderCache& cache, const DecodeTuning& tuning)
     : target(ops::OpTarget::from(ctx.info())),
       dims{c.n_heads, c.n_kv_heads, c.head_dim},
       split(ops::lm_head_split(target, c.vocab_size, c.dim)),
@@ -33,13 +38,16 @@ BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c
       top_k_plan(k ? ops::top_k_plan(target, c.vocab_size, k) : ops::TopKPlan{}),
       top_k(k),
       attention_chunks(ops::attention_chunks(target, dims, c.context_length)),
+      residual_options(normalized(true, tuning)),
+      gate_up_options(normalized(false, tuning)),
+      qkv_options(normalized(false, {4, tuning.workgroup})),
       embedding(make(ctx, cache, ops::embedding_lookup(target, {c.dim, split.rows_per_part, split.parts}))),
-      qkv(make(ctx, cache, ops::ternary_matvec_qkv_rope(target, dims, c.dim, c.context_length, normalized(false)))),
+      qkv(make(ctx, cache, ops::ternary_matvec_qkv_rope(target, dims, c.dim, c.context_length, qkv_options))),
       rope_kv(make(ctx, cache, ops::rope_kv_write(target, dims, c.context_length))),
       attention(make(ctx, cache, ops::attention_decode(target, dims, c.context_length, attention_chunks))),
-      attn_output(make(ctx, cache, ops::ternary_matvec(target, c.dim, dims.q_width(), normalized(true)))),
-      gate_up(make(ctx, cache, ops::ternary_matvec_relu2_gate_up(target, c.ffn_dim, c.dim, normalized(false)))),
-      ffn_down(make(ctx, cache, ops::ternary_matvec(target, c.dim, c.ffn_dim, normalized(true)))),
+      attn_output(make(ctx, cache, ops::ternary_matvec(target, c.dim, dims.q_width(), residual_options))),
+      gate_up(make(ctx, cache, ops::ternary_matvec_relu2_gate_up(target, c.ffn_dim, c.dim, gate_up_options))),
+      ffn_down(make(ctx, cache, ops::ternary_matvec(target, c.dim, c.ffn_dim, residual_options))),
       output_norm(make(ctx, cache, ops::rms_norm(target, c.dim))),
       lm_head(make(ctx, cache, ops::lm_head(target, c.vocab_size, c.dim))),
       argmax_partial(make(ctx, cache, ops::argmax_partial(target, c.vocab_size))),

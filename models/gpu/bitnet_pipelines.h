@@ -8,15 +8,24 @@
 #include "ops/attention_dims.h"
 #include "ops/lm_head.h"
 #include "ops/target.h"
+#include "ops/ternary_matvec.h"
 #include "ops/top_k.h"
 #include "runtime/context.h"
 #include "runtime/pipeline.h"
 
 namespace bdsl::bitnet {
 
+// The decode projections' kernel shape (ops::MatvecOptions): rows per subgroup and workgroup
+// size of the four norm-fused projections; 0 keeps each one's default. For comparing shapes on
+// a device (bitnet-dsl-bench --matvec-rows / --matvec-workgroup).
+struct DecodeTuning {
+  uint32_t rows_per_subgroup = 0;
+  uint32_t workgroup = 0;
+};
+
 struct BitNetPipelines {
   BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& config, uint32_t top_k,
-                  codegen::ShaderCache& cache = codegen::default_shader_cache());
+                  codegen::ShaderCache& cache = codegen::default_shader_cache(), const DecodeTuning& tuning = {});
 
   ops::OpTarget target;
   ops::AttentionDims dims;
@@ -25,6 +34,7 @@ struct BitNetPipelines {
   ops::TopKPlan top_k_plan;
   uint32_t top_k;  // 0: greedy only, no top-k dispatches
   uint32_t attention_chunks;
+  ops::MatvecOptions residual_options, gate_up_options, qkv_options;  // the grids need them too
 
   rt::Pipeline embedding;
   rt::Pipeline qkv;            // attn_norm fused in front, RoPE + KV-cache write in the epilogue
