@@ -48,7 +48,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "  --prefill-projections: QKV and gate/up in prefill as one dispatch each (fused) or one\n"
                   "    per tensor (separate, tensor cores where the device has them); auto: the model's choice\n"
                   "  --matvec-rows, --matvec-workgroup: rows per subgroup and workgroup size of the decode\n"
-                  "    projections (default 4 and 256)\n");
+                  "    projections (default 2 and 256)\n");
       benchmark::PrintDefaultHelp();
       std::exit(0);
     } else argv[out++] = argv[i];

@@ -11,14 +11,13 @@
 namespace bdsl::bitnet {
 namespace {
 
-// Norm-fused projections take 4 rows per subgroup by default: half the workgroups of 2, so half
-// the repeated norm prologues (H100, bench projection/...: gate/up 41 vs 48, ffn_down 40 vs 46,
-// attn_output 28 vs 29, arbitrary units of a cold-clock chain; see bench/RESULTS.md).
+// Norm-fused projections take 2 rows per subgroup by default (H100, decode ctx 512: 2.01 ms per
+// token with 2, 2.09 with 4, 2.48 with 8; bench/RESULTS.md run 3).
 ops::MatvecOptions normalized(bool add_residual, const DecodeTuning& t) {
   ops::MatvecOptions o;
   o.input = ops::MatvecInput::NormalizeInWorkgroup;
   o.add_residual = add_residual;
-  o.rows_per_subgroup = t.rows_per_subgroup ? t.rows_per_subgroup : 4;
+  o.rows_per_subgroup = t.rows_per_subgroup ? t.rows_per_subgroup : 2;
   o.workgroup = t.workgroup;
   return o;
 }
