@@ -1,7 +1,11 @@
-// Per-layer validation of the GPU model against golden data written by the CPU reference
-// (golden/golden_data.h): runs the stored prompt token by token through the recorded decode graph,
-// compares every intermediate the graph materializes and the logits at every position, then the
-// greedy continuation.
+// Per-layer validation of the GPU model against the CPU reference, two ways:
+//  - op by op (the verdict): at every position of the stored prompt and of the greedy
+//    continuation, the reference recomputes each fused step of the decode graph from the GPU's
+//    own inputs to it (models/gpu/op_local_check.h) and each materialized tensor must match it
+//    tightly; the GPU's greedy choice must be the reference LM head's argmax (up to a near tie).
+//  - end to end (drift): the GPU's run against golden data written by the CPU reference alone
+//    (golden/golden_data.h), which lets an early one-step int8 rounding difference travel; it
+//    must stay close (a real bug is off by O(1)), and the continuation match is reported.
 #pragma once
 #include <filesystem>
 #include <string>
@@ -21,17 +25,25 @@ namespace bdsl::bitnet {
 // for that and fails any real bug (a wrong scale, sign, head or position is off by O(1)).
 inline constexpr double kGpuTolerance = 1e-3;
 inline constexpr double kGpuMinCosine = 0.99999;
+// End to end, after a rounding difference has travelled through later layers and positions.
+inline constexpr double kDriftMinCosine = 0.999;
+// The GPU's greedy token may differ from the reference argmax only by a tie this close
+// (relative to the largest |logit|).
+inline constexpr double kArgmaxTieTolerance = 1e-4;
 
 struct TensorCheck {
   std::string name;
   golden::TensorDiff diff;
-  bool pass = false;
+  bool pass = false;  // within kGpuTolerance and kGpuMinCosine
+  bool sane = false;  // finite and cosine >= kDriftMinCosine (what end to end must meet)
 };
 
 struct ValidationReport {
-  std::vector<TensorCheck> tensors;  // in graph order, logits last
+  std::vector<TensorCheck> local;    // op by op, over every position: in graph order
+  std::vector<TensorCheck> tensors;  // end to end against the golden data, logits last
   std::vector<int32_t> expected_continuation, continuation;
-  std::vector<std::string> not_materialized;  // golden tensors the fused graph never writes
+  std::vector<std::string> argmax_mismatches;  // "position P: chose A, reference argmax B"
+  std::vector<std::string> not_materialized;   // golden tensors the fused graph never writes
   bool pass() const;
 };
 
