@@ -209,25 +209,37 @@ void rope_quad_rows(const detail::RopeKvEpilogue& r, Expr<u32> row, Use&& use) {
 // m2 + 1 + half of that head. `project(t, rows)` gives the four values; lane 0 turns
 // them as rope_kv_write does (same expressions, so the same bits) and stores q (f32) or the
 // cache words (F16) at the step's position.
+// The cos/sin pairs of quad row / 4's two RoPE pairs, (m2, m2 + 1).
+std::pair<Expr<vec2>, Expr<vec2>> rope_quad_rotations(const detail::RopeKvEpilogue& r, Expr<u32> row,
+                                                      const Buffer<u32>& step, Expr<f32> base) {
+  const uint32_t hd = r.dims.head_dim;
+  auto m2 = let("rot_pair0", ((row / 4u) % (hd / 4)) * 2u);
+  auto posf = cast<f32>(Expr<u32>(step[kStepPos]));
+  const rope::Exact exact(let("rot_zero", step[kStepZero]));
+  return {let("rot0", rope::rotation(exact, posf, m2, base, hd)), let("rot1", rope::rotation(exact, posf, m2 + 1u, base, hd))};
+}
+
 template <class Project>
 void emit_rope_kv_quad(const detail::RopeKvEpilogue& r, Expr<u32> row, Project&& project,
                        const Buffer<u32>& step, Expr<f32> base, const Buffer<f32>& y_q, const Buffer<u32>& k_cache,
-                       const Buffer<u32>& v_cache, Expr<boolean> lane0) {
+                       const Buffer<u32>& v_cache, Expr<boolean> lane0,
+                       std::optional<std::pair<Expr<vec2>, Expr<vec2>>> rotations = std::nullopt) {
   const AttentionDims& d = r.dims;
   const uint32_t hd = d.head_dim, half = hd / 2, quarter = hd / 4;
   auto p = let("quad", row / 4u);
   auto head = let("head", p / quarter);
   auto m2 = let("pair0", (p % quarter) * 2u);
   auto pos = let("pos", step[kStepPos]);
-  auto posf = cast<f32>(pos);
-  const rope::Exact exact(let("zero", step[kStepZero]));
   auto rows_of = [&](Expr<u32> local_head) {
     auto at = let("head_row", local_head * hd + m2);
     return std::pair{at, std::vector<Expr<u32>>{at, at + 1u, at + half, at + (1 + half)}};
   };
+  // Computed before the dot products (for the first row group, before the norm prologue): their
+  // dependent square roots overlap the weight loads instead of following them.
+  if (!rotations) rotations = rope_quad_rotations(r, row, step, base);
   auto turned = [&](const std::vector<Expr<f32>>& v) {
-    auto a = let("turned0", rope::rotate(v[0], v[2], rope::rotation(exact, posf, m2, base, hd)));
-    auto b = let("turned1", rope::rotate(v[1], v[3], rope::rotation(exact, posf, m2 + 1u, base, hd)));
+    auto a = let("turned0", rope::rotate(v[0], v[2], rotations->first));
+    auto b = let("turned1", rope::rotate(v[1], v[3], rotations->second));
     return std::pair{a, b};
   };
   if_(head < d.n_heads, [&] {
@@ -350,12 +362,14 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
   // (global loads do not move across its barriers on their own).
   std::optional<Expr<u32>> row0;
   std::optional<Prefetch> pre;
+  std::optional<std::pair<Expr<vec2>, Expr<vec2>>> row0_rotations;
   if (!batched) {
     row0 = let("row0", first + k.subgroup_id() * rs);
     auto readable = let("row0_read", min(*row0, constant<u32>((total - 1) / rs * rs)));
     const size_t weight_rows = rope ? 4 : combine == Combine::Relu2Product ? 2 * rs : rs;
     pre = declare_prefetch(k, chunk_unroll(chunks, target.subgroup_size, 1), weight_rows);
     if (rope) {
+      row0_rotations = rope_quad_rotations(*rope, readable, *step, *rope_base);
       rope_quad_rows(*rope, readable, [&](size_t t, const std::vector<Expr<u32>>& rows) {
         std::vector<Expr<u32>> bases;
         for (const auto& r : rows) bases.push_back(r * chunks);
@@ -459,7 +473,7 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
         std::vector<Expr<f32>> v;
         for (uint32_t r = 0; r < 4; ++r) v.push_back(let("proj", project(dots[r][0], t, 0)));
         return v;
-      }, *step, *rope_base, y[0], *k_cache, *v_cache, lane0);
+      }, *step, *rope_base, y[0], *k_cache, *v_cache, lane0, p ? row0_rotations : std::nullopt);
       return;
     }
     if (combine == Combine::Relu2Product) {
