@@ -109,6 +109,77 @@ QuantizedTotals emit_quantize_activations(KernelBuilder& k, const QuantizeBody& 
   return {scale, sum};
 }
 
+QuantizedTotals emit_quantize_with_stats(KernelBuilder& k, const QuantizeBody& b,
+                                         const std::function<Expr<vec2>(Expr<u32>)>& load_part, uint32_t parts,
+                                         uint32_t target_subgroup) {
+  const uint32_t w = b.workgroup;
+  const uint32_t words = b.dim / 4;
+  const uint32_t per = (words + w - 1) / w;
+  auto lid = k.local_index();
+  // This invocation's words, loaded at once with the parts.
+  std::vector<Expr<u32>> word;
+  std::vector<std::optional<Expr<boolean>>> valid;
+  std::vector<std::vector<Expr<f32>>> x, g;
+  for (uint32_t u = 0; u < per; ++u) {
+    word.push_back(let("word" + std::to_string(u), lid + u * w));
+    const bool may_pass = (u + 1) * w > words;
+    valid.push_back(may_pass ? std::optional<Expr<boolean>>(let("in_range", word.back() < words)) : std::nullopt);
+    auto readable = may_pass ? min(word.back(), constant<u32>(words - 1)) : word.back();
+    x.emplace_back();
+    g.emplace_back();
+    for (uint32_t j = 0; j < 4; ++j) {
+      x.back().push_back(let("xv", b.load_x(readable * 4u + j)));
+      g.back().push_back(let("gv", b.load_norm_weight(readable * 4u + j)));
+    }
+  }
+  // Every subgroup sums the parts itself: subgroup operations, no barrier.
+  const uint32_t unroll = std::max(1u, (parts + target_subgroup - 1) / std::max(1u, target_subgroup));
+  auto sg = k.subgroup_size();
+  auto sum_sq = k.var<f32>("stats_sum_sq", 0.0f);
+  auto max_xw = k.var<f32>("stats_max_xw", 0.0f);
+  for_range(k.subgroup_invocation(), parts, sg * unroll, [&](Expr<u32> p0) {
+    std::optional<Expr<f32>> s, m;
+    for (uint32_t u = 0; u < unroll; ++u) {
+      auto p = u == 0 ? p0 : p0 + sg * u;
+      auto part = let("part", load_part(min(p, constant<u32>(parts - 1))));
+      auto in = p < parts;
+      auto ps = select(in, part.x(), constant<f32>(0.0f)), pm = select(in, part.y(), constant<f32>(0.0f));
+      s = s ? *s + ps : ps;
+      m = m ? max(*m, pm) : pm;
+    }
+    sum_sq += *s;
+    max_xw = max(Expr<f32>(max_xw), *m);
+  }, "part");
+  auto total = let("total_sq", subgroup_add(Expr<f32>(sum_sq)));
+  auto inv_rms = let("inv_rms", 1.0f / sqrt(total / static_cast<float>(b.dim) + *b.eps));
+  auto absmax = let("absmax", subgroup_max(Expr<f32>(max_xw)) * inv_rms);
+  auto scale = let("act_scale", divide_correctly_rounded(k, constant<f32>(127.0f), max(absmax, 1e-5f)));
+  std::optional<Expr<i32>> local_sum;
+  for (uint32_t u = 0; u < per; ++u) {
+    std::vector<Expr<i32>> q;
+    std::vector<Expr<f32>> v;
+    for (uint32_t j = 0; j < 4; ++j) {
+      v.push_back(let("v", (x[u][j] * inv_rms) * g[u][j]));
+      q.push_back(let("q" + std::to_string(j), cast<i32>(clamp(round(v.back() * scale), -128.0f, 127.0f))));
+    }
+    auto word_sum = (q[0] + q[1]) + (q[2] + q[3]);
+    word_sum = valid[u] ? select(*valid[u], word_sum, constant<i32>(0)) : word_sum;
+    local_sum = local_sum ? *local_sum + word_sum : word_sum;
+    auto store = [&] {
+      if (b.store_normalized)
+        for (uint32_t j = 0; j < 4; ++j) b.store_normalized(word[u] * 4u + j, v[j]);
+      b.store_q(word[u], pack_i8x4(make_vec<i32>(q[0], q[1], q[2], q[3])));
+    };
+    if (valid[u])
+      if_(*valid[u], store);
+    else
+      store();
+  }
+  auto sum_scratch = k.shared<i32>("q_sum_parts", w);
+  auto sum = workgroup_add<i32>(k, sum_scratch, let("local_q_sum", *local_sum), "q_sum");
+  return {scale, sum};
+}
+
 Kernel quantize_activations(const OpTarget& target, uint32_t dim, QuantizeOptions options) {
   if (dim == 0 || dim % 4 != 0)
     throw std::invalid_argument("quantize_activations: dim " + std::to_string(dim) + " is not a multiple of 4");
