@@ -26,18 +26,13 @@ struct Shape {
   ops::AttentionDims heads;
 };
 
-void projection(benchmark::State& st, BenchSession& s, Op op, const Shape& sh, ops::MatvecInput input, uint32_t wg,
-                uint32_t rs) {
+void projection(benchmark::State& st, BenchSession& s, Op op, const Shape& sh, bool normed, uint32_t wg, uint32_t rs) {
   auto& ctx = *s.ctx;
-  const bool normed = input != ops::MatvecInput::Quantized;
-  const bool from_stats = input == ops::MatvecInput::NormalizeFromStats;
   ops::MatvecOptions o;
-  o.input = input;
+  o.input = normed ? ops::MatvecInput::NormalizeInWorkgroup : ops::MatvecInput::Quantized;
   o.workgroup = wg;
   o.rows_per_subgroup = rs;
   o.add_residual = op == Op::AttnOutput || op == Op::FfnDown;
-  const uint32_t cols = op == Op::FfnDown ? sh.ffn : sh.dim;
-  o.stats_parts = from_stats ? cols / 2 : 0;  // as a producer with 2 rows per subgroup writes them
   const auto& d = sh.heads;
   dsl::Kernel kernel = [&] {
     switch (op) {
@@ -49,6 +44,7 @@ void projection(benchmark::State& st, BenchSession& s, Op op, const Shape& sh, o
     throw std::logic_error("op");
   }();
   rt::Pipeline p = rt::make_pipeline(ctx, kernel);
+  const uint32_t cols = op == Op::FfnDown ? sh.ffn : sh.dim;
   std::vector<uint32_t> tensor_rows;
   switch (op) {
     case Op::Qkv: tensor_rows = {d.q_width(), d.kv_width(), d.kv_width()}; break;
@@ -75,8 +71,6 @@ void projection(benchmark::State& st, BenchSession& s, Op op, const Shape& sh, o
   rt::Buffer q(ctx, cols, {false, "q"}), act(ctx, 8, {false, "act"});
   q.fill(0x01010101);
   act.fill(0x3f800000);
-  rt::Buffer stats(ctx, cols * 4ull, {false, "stats"});
-  stats.fill(0x3f800000);
   rt::Buffer step(ctx, sizeof(ops::StepState), {false, "step"});
   step.fill(0);
   rt::Buffer y(ctx, out_rows * 4ull, {false, "y"});
@@ -90,7 +84,6 @@ void projection(benchmark::State& st, BenchSession& s, Op op, const Shape& sh, o
     if (normed) {
       b.push_back(x);
       b.push_back(nw);
-      if (from_stats) b.push_back(stats);
     } else {
       b.push_back(q);
       b.push_back(act);
@@ -151,20 +144,15 @@ void register_projection_benchmarks(BenchSession& s) {
       {"qkv_rope", Op::Qkv}, {"attn_output", Op::AttnOutput}, {"gate_up", Op::GateUp}, {"ffn_down", Op::FfnDown}};
   const uint32_t sg = std::max(1u, s.target.subgroup_size);
   std::vector<uint32_t> wgs = s.options.quick ? std::vector<uint32_t>{0} : std::vector<uint32_t>{128, 256};
-  const std::vector<std::pair<const char*, ops::MatvecInput>> inputs = {
-      {"normed", ops::MatvecInput::NormalizeInWorkgroup},
-      {"statnormed", ops::MatvecInput::NormalizeFromStats},
-      {"quantized", ops::MatvecInput::Quantized}};
   for (const auto& [name, op] : ops)
-    for (const auto& [input_name, input] : inputs)
+    for (bool normed : {true, false})
       for (uint32_t wg : wgs) {
         if (wg % sg || wg > s.target.max_workgroup_invocations) continue;
-        if (op == Op::Qkv && input == ops::MatvecInput::NormalizeFromStats) continue;
         for (uint32_t rs : op == Op::Qkv ? std::vector<uint32_t>{4} : std::vector<uint32_t>{1, 2, 4}) {
           if (s.options.quick && rs != 2 && op != Op::Qkv) continue;
           benchmark::RegisterBenchmark(
-              fmt::format("projection/{}/{}/wg:{}/rs:{}", name, input_name, wg, rs).c_str(),
-              [&s, sh, op = op, input = input, wg, rs](benchmark::State& st) { projection(st, s, op, sh, input, wg, rs); })
+              fmt::format("projection/{}/{}/wg:{}/rs:{}", name, normed ? "normed" : "quantized", wg, rs).c_str(),
+              [&s, sh, op = op, normed, wg, rs](benchmark::State& st) { projection(st, s, op, sh, normed, wg, rs); })
               ->UseManualTime()->Iterations(s.options.quick ? 2 : 20)->Unit(benchmark::kMicrosecond);
         }
       }

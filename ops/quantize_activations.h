@@ -60,14 +60,4 @@ struct QuantizedTotals {
 };
 QuantizedTotals emit_quantize_activations(dsl::KernelBuilder& k, const QuantizeBody& body);
 
-// RMSNorm + quantization whose whole-vector statistics come precomputed in `parts` partial
-// pairs (sum of x^2, max |x * norm weight|) written by the kernel that produced x: no workgroup
-// reduction before the quantization, one barrier in all (after it). The absmax of the normed
-// vector is taken as max |x * w| * inv_rms (the reference rounds x * inv_rms first: the scale
-// can differ by an ulp, and with it, rarely, one int8 value). body.load_norm_weight and body.eps
-// are required. `target_subgroup` unrolls the parts' loads for the device's usual size.
-QuantizedTotals emit_quantize_with_stats(dsl::KernelBuilder& k, const QuantizeBody& body,
-                                         const std::function<dsl::Expr<dsl::vec2>(dsl::Expr<dsl::u32>)>& load_part,
-                                         uint32_t parts, uint32_t target_subgroup);
-
 }  // namespace bdsl::ops

@@ -283,11 +283,7 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
   if (rope && (tokens_per_wg > 0 || o.rows_per_subgroup != 4 || o.add_residual || o.write_accumulators))
     throw std::invalid_argument(what + ": the RoPE epilogue is for one token, 4 rows per subgroup, no residual or accumulators");
   const bool packed = o.dot == DotProduct::Auto ? target.int_dot_product : o.dot == DotProduct::Packed;
-  const bool from_stats = o.input == MatvecInput::NormalizeFromStats;
-  const bool norm = o.input == MatvecInput::NormalizeInWorkgroup || from_stats;
-  if (from_stats && o.stats_parts == 0) throw std::invalid_argument(what + ": NormalizeFromStats needs stats_parts");
-  if (o.write_stats && (tokens_per_wg > 0 || rope || (tensors.size() > 1 && combine != Combine::Relu2Product)))
-    throw std::invalid_argument(what + ": write_stats is for one token and one output vector");
+  const bool norm = o.input == MatvecInput::NormalizeInWorkgroup;
   const bool batched = tokens_per_wg > 0;
   const uint32_t wg = ternary_matvec_workgroup(target, o);
   const uint32_t rs = rows_per_subgroup(what, tensors, combine, o);
@@ -298,7 +294,7 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
     throw std::invalid_argument(what + ": " + std::to_string(cols) + " int8 activations and the reduction scratch do not fit in " +
                                 std::to_string(target.max_shared_bytes) + " bytes of shared memory");
 
-  std::string name = what + (rope ? "_rope" : "") + (packed ? "_sdot" : "_int") + (from_stats ? "_statnormed" : norm ? "_normed" : "") + (o.write_stats ? "_stats" : "") +
+  std::string name = what + (rope ? "_rope" : "") + (packed ? "_sdot" : "_int") + (norm ? "_normed" : "") +
                      (o.add_residual ? "_residual" : "") + (o.write_accumulators ? "_acc" : "") +
                      (rs > 1 ? "_r" + std::to_string(rs) : "") + (o.workgroup ? "_w" + std::to_string(wg) : "") + (batched ? "_t" + std::to_string(tokens_per_wg) : "") + shape_suffix(tensors, cols);
   KernelBuilder k(name, {wg, 1, 1});
@@ -308,11 +304,9 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
   std::optional<Buffer<uvec4>> x_q;
   std::optional<Buffer<u32>> x_act;
   std::optional<Buffer<f32>> x, norm_weight;
-  std::optional<Buffer<vec2>> stats_in;
   if (norm) {
     x = k.buffer<f32>("x", Access::Read);
     norm_weight = k.buffer<f32>("norm_weight", Access::Read);
-    if (from_stats) stats_in = k.buffer<vec2>("stats", Access::Read);
   } else {
     x_q = k.buffer<uvec4>("x_q", Access::Read);
     x_act = k.buffer<u32>("x_act", Access::Read);
@@ -332,12 +326,6 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
   std::vector<Buffer<i32>> accs;
   if (o.write_accumulators)
     for (const Tensor& t : tensors) accs.push_back(k.buffer<i32>("acc_" + t.name, Access::Write));
-  std::optional<Buffer<f32>> next_norm;
-  std::optional<Buffer<vec2>> stats_out;
-  if (o.write_stats) {
-    next_norm = k.buffer<f32>("next_norm_weight", Access::Read);
-    stats_out = k.buffer<vec2>("stats_out", Access::Write);
-  }
   std::optional<Expr<f32>> eps;
   if (norm) eps = k.push<f32>("eps");
   std::optional<Expr<u32>> token_count;
@@ -426,10 +414,7 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
     body.load_norm_weight = [&](Expr<u32> i) { return Expr<f32>((*norm_weight)[i]); };
     body.eps = eps;
     body.store_q = [&](Expr<u32> word, Expr<u32> v) { words[word] = v; };
-    const QuantizedTotals totals =  // both end with a barrier
-        from_stats ? emit_quantize_with_stats(k, body, [&](Expr<u32> i) { return Expr<vec2>((*stats_in)[i]); },
-                                              o.stats_parts, target.subgroup_size)
-                   : emit_quantize_activations(k, body);
+    const QuantizedTotals totals = emit_quantize_activations(k, body);  // ends with a barrier
     slots.push_back({constant<u32>(0u), std::nullopt});
     s.push_back(totals.scale);
     q_sum.push_back(totals.sum);
@@ -473,24 +458,6 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
     return batched ? slots[slot].token * rows + local : local;
   };
 
-  // Producer side: the row group's (sum y^2, max |y * next norm weight|) as part row / rs, from
-  // lane 0 (every lane holds the same values).
-  auto write_part = [&](Expr<u32> first_row, const std::vector<std::optional<Expr<boolean>>>& valid,
-                        const std::vector<Expr<f32>>& values, uint32_t rows) {
-    std::optional<Expr<f32>> sq, mx;
-    for (uint32_t r = 0; r < values.size(); ++r) {
-      auto at = first_row + r;
-      auto weight = Expr<f32>((*next_norm)[valid[r] ? min(at, constant<u32>(rows - 1)) : at]);
-      Expr<f32> e2 = values[r] * values[r], m = abs(values[r] * weight);
-      if (valid[r]) {
-        e2 = select(*valid[r], e2, constant<f32>(0.0f));
-        m = select(*valid[r], m, constant<f32>(0.0f));
-      }
-      sq = sq ? *sq + e2 : e2;
-      mx = mx ? max(*mx, m) : m;
-    }
-    if_(lane0, [&] { (*stats_out)[first_row / rs] = make_vec<f32>(*sq, *mx); });
-  };
   auto row_group = [&](Expr<u32> row, const Prefetch* p) {
     auto guarded = [&](size_t slot, const std::optional<Expr<boolean>>& row_valid, const std::function<void()>& body) {
       if (row_valid)
@@ -519,7 +486,6 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
           all_bases.push_back(bases[r]);
         }
       auto dots = emit_row_dots(k, ws, all_bases, chunks, slots, q, packed, target.subgroup_size, p);
-      std::vector<Expr<f32>> produced;
       for (uint32_t r = 0; r < rs; ++r)
         for (size_t i = 0; i < slots.size(); ++i) {
           const auto& dg = dots[r][i];
@@ -527,18 +493,15 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
           auto gate = let("gate", project(dg, 0, i));
           auto up = let("up", project(du, 1, i));
           auto g = let("gate_relu", max(gate, 0.0f));
-          auto value = let("act", g * g * up);  // as golden::relu2_gate: (g * g) * up
-          produced.push_back(value);
           guarded(i, valid[r], [&] {
             auto at = out_index(i, row + r, tensors[0].rows);
-            store(y[0], at, value);
+            store(y[0], at, g * g * up);  // as golden::relu2_gate: (g * g) * up
             if (o.write_accumulators) {
               accs[0][at] = dg - q_sum[i];
               accs[1][at] = du - q_sum[i];
             }
           });
         }
-      if (o.write_stats) write_part(row, valid, produced, tensors[0].rows);
       return;
     }
     std::function<void(size_t)> segment = [&](size_t t) {
@@ -546,27 +509,15 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
         auto local0 = t == 0 ? row : let("local_row", row - offsets[t]);
         auto [bases, valid] = rows_of(t, local0);
         auto dots = emit_row_dots(k, std::vector<Buffer<uvec4>>(rs, w[t]), bases, chunks, slots, q, packed, target.subgroup_size, p);
-        std::vector<Expr<f32>> produced;
         for (uint32_t r = 0; r < rs; ++r)
           for (size_t i = 0; i < slots.size(); ++i) {
             auto v = let("proj", project(dots[r][i], t, i));
-            const auto& out = y[y.size() == 1 ? 0 : t];
-            if (o.write_stats) {  // the value stored: with the residual, the new y
-              auto at = local0 + r;
-              auto readable = valid[r] ? min(at, constant<u32>(tensors[t].rows - 1)) : at;
-              v = let("y_new", o.add_residual ? Expr<f32>(out[readable]) + v : v);
-              produced.push_back(v);
-            }
             guarded(i, valid[r], [&] {
               auto at = out_index(i, local0 + r, tensors[t].rows);
-              if (o.write_stats)
-                out[at] = v;
-              else
-                store(out, at, v);
+              store(y[y.size() == 1 ? 0 : t], at, v);
               if (o.write_accumulators) accs[t][at] = dots[r][i] - q_sum[i];
             });
           }
-        if (o.write_stats) write_part(local0, valid, produced, tensors[t].rows);
       };
       if (t + 1 == tensors.size())
         body();
@@ -594,10 +545,6 @@ uint32_t ternary_matvec_workgroups(const OpTarget& target, uint32_t total_rows) 
 uint32_t ternary_matvec_workgroups(const OpTarget& target, uint32_t total_rows, const MatvecOptions& options) {
   return ceil_div(total_rows,
                   uint64_t(rows_per_workgroup(target, ternary_matvec_workgroup(target, options))) * std::max(1u, options.rows_per_subgroup));
-}
-
-uint32_t ternary_matvec_stats_parts(uint32_t rows, const MatvecOptions& options) {
-  return ceil_div(rows, std::max(1u, options.rows_per_subgroup));
 }
 
 Kernel ternary_matvec(const OpTarget& target, uint32_t rows, uint32_t cols, MatvecOptions options) {

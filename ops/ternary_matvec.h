@@ -12,9 +12,6 @@
 // Activations (input = Quantized): q (uvec4 view of quantize_activations' packed int8 words,
 // element 4w + j in byte j of word w) and act (u32: act[0] = bits of the f32 s, act[1] = bits of
 // the i32 sum of q), as quantize_activations writes them for token 0.
-// Activations (input = NormalizeFromStats): x, the norm weight and stats (vec2, read,
-// [stats_parts]): the producer's per-row-group (sum x^2, max |x w|); the workgroup reduces them
-// with subgroup operations instead of two workgroup reductions over x (one barrier left).
 // Activations (input = NormalizeInWorkgroup): the f32 vector x and an RMSNorm weight; every
 // workgroup recomputes RMSNorm + int8 quantization of x into shared memory before its rows (eps
 // is a push constant). It exists to save the barrier-separated step (~2.2 us on an H100) between
@@ -34,8 +31,6 @@
 //                                        relu(gate)^2 * up);
 //                            read-write with add_residual: y = y + proj (the residual stream)
 //   accumulators      i32    write       only with write_accumulators: acc per row, per tensor
-//   next_norm_weight  f32    read        only with write_stats: [rows], the consumer's norm weight
-//   stats_out         vec2   write       only with write_stats: [ternary_matvec_stats_parts]
 // Push constants: eps (f32), only with NormalizeInWorkgroup.
 // Grid: (ternary_matvec_workgroups(target, total_rows), 1, 1) where total_rows is the sum of the
 // tensors' rows (QKV) or rows (others). Each subgroup takes a row at a time, its lanes striding
@@ -55,7 +50,7 @@ enum class DotProduct {
   Packed,        // sdot4x8 (OpSDotKHR) on whole words
   PlainInteger,  // bitfield_extract and 32-bit multiplies: any device
 };
-enum class MatvecInput { Quantized, NormalizeInWorkgroup, NormalizeFromStats };
+enum class MatvecInput { Quantized, NormalizeInWorkgroup };
 
 struct MatvecOptions {
   MatvecInput input = MatvecInput::Quantized;
@@ -69,15 +64,7 @@ struct MatvecOptions {
   uint32_t rows_per_subgroup = 2;
   // Invocations per workgroup (whole subgroups, within the device's limit); 0: 256.
   uint32_t workgroup = 0;
-  // NormalizeFromStats: how many (sum x^2, max |x w|) parts the producer of x wrote.
-  uint32_t stats_parts = 0;
-  // Producer side (decode, single tensor or gate/up): write one part per row group for the
-  // consumer's norm: (sum of y^2, max |y * next_norm_weight|) over the rows it wrote.
-  bool write_stats = false;
 };
-
-// The parts a projection with write_stats writes (one per row group of rows_per_subgroup rows).
-uint32_t ternary_matvec_stats_parts(uint32_t rows, const MatvecOptions& options);
 
 // y[rows] = W[rows, cols] x.
 dsl::Kernel ternary_matvec(const OpTarget& target, uint32_t rows, uint32_t cols, MatvecOptions options = {});
