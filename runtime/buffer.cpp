@@ -53,7 +53,8 @@ Buffer::Buffer(Context& ctx, uint64_t bytes, BufferOptions options)
     alloc.allocationSize = req.size;
     alloc.memoryTypeIndex =
         options.host_visible
-            ? ctx.memory_type(req.memoryTypeBits, host, VK_MEMORY_PROPERTY_HOST_CACHED_BIT)
+            ? ctx.memory_type(req.memoryTypeBits, host,
+                              options.gpu_reads_often ? VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT : VK_MEMORY_PROPERTY_HOST_CACHED_BIT)
             : ctx.memory_type(req.memoryTypeBits, 0, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
     vk_check(vkAllocateMemory(ctx.device(), &alloc, nullptr, &memory_),
              ("vkAllocateMemory for " + label(name_) + " (" + std::to_string(bytes) + " bytes)")

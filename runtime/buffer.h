@@ -19,6 +19,11 @@ class Buffer;
 struct BufferOptions {
   bool host_visible = false;  // mappable (host-coherent, cached when possible), e.g. for readback
   std::string name;           // shown in error messages
+  // With host_visible: prefer memory in the device's own heap that the host can still write
+  // (resizable BAR) over host-cached system memory. For small inputs the host writes and the
+  // GPU reads in every dispatch (the step state): in system memory each of those reads is a
+  // round trip over the bus (PCIe) on a discrete GPU.
+  bool gpu_reads_often = false;
 };
 
 // A byte range of a buffer, as bound to a kernel. A Buffer converts to its whole range.

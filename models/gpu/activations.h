@@ -17,7 +17,7 @@ struct BitNetModel::Activations {
   Activations(rt::Context& ctx, const models::BitNetConfig& c, const BitNetPipelines& p) {
     auto f32 = [&](uint64_t n, const char* name) { return rt::Buffer(ctx, n * 4, {false, name}); };
     const auto& d = p.dims;
-    step = rt::Buffer(ctx, sizeof(ops::StepState), {true, "step state"});
+    step = rt::Buffer(ctx, sizeof(ops::StepState), {true, "step state", true});  // read by ~60 dispatches
     x = f32(c.dim, "x (residual)");
     q = f32(d.q_width(), "q");
     k = f32(d.kv_width(), "k");

@@ -26,7 +26,7 @@ std::unique_ptr<BitNetModel::PrefillBlock> BitNetModel::make_prefill_block(uint3
   auto b = std::make_unique<PrefillBlock>();
   b->n = n;
   auto f32 = [&](uint64_t count, const char* name) { return rt::Buffer(ctx_, count * 4, {false, name}); };
-  b->tokens = rt::Buffer(ctx_, n * 4ull, {true, "prefill tokens"});
+  b->tokens = rt::Buffer(ctx_, n * 4ull, {true, "prefill tokens", true});
   b->x = f32(uint64_t{n} * c.dim, "prefill x");
   b->q8 = rt::Buffer(ctx_, uint64_t{n} * std::max(c.dim, c.ffn_dim), {false, "prefill int8 activations"});
   b->act = f32(2ull * n, "prefill activation scales");

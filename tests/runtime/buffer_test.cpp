@@ -33,6 +33,15 @@ TEST_F(BufferTest, HostVisibleRoundTripIsMapped) {
   EXPECT_EQ(b.download<float>(), values);
 }
 
+// The memory preference changes where the buffer lives, never that the host can map it.
+TEST_F(BufferTest, HostVisibleReadOftenByTheGpuIsStillMapped) {
+  Buffer b(ctx(), 16 * sizeof(uint32_t), {.host_visible = true, .name = "step", .gpu_reads_often = true});
+  EXPECT_TRUE(b.host_visible());
+  const auto words = iota_words(16, 3);
+  b.upload(words);
+  EXPECT_EQ(b.download<uint32_t>(), words);
+}
+
 TEST_F(BufferTest, OffsetsSelectPartOfTheBuffer) {
   Buffer b(ctx(), 16 * sizeof(uint32_t));
   b.upload(iota_words(16));
