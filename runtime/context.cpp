@@ -1,5 +1,6 @@
 #include "runtime/context.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -305,7 +306,13 @@ void Context::submit_and_wait(VkCommandBuffer cmd, VkFence fence) {
     std::lock_guard lock(queue_mutex_);
     vk_check(vkQueueSubmit(queue_, 1, &submit, fence), "vkQueueSubmit");
   }
-  vk_check(vkWaitForFences(device_, 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+  // Poll first: a decode token is a few ms of GPU work, and a blocking wait's wake-up costs tens
+  // of microseconds on top of it. Work that runs longer falls back to blocking.
+  const auto spin_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+  VkResult status = vkGetFenceStatus(device_, fence);
+  while (status == VK_NOT_READY && std::chrono::steady_clock::now() < spin_until) status = vkGetFenceStatus(device_, fence);
+  if (status == VK_NOT_READY) status = vkWaitForFences(device_, 1, &fence, VK_TRUE, UINT64_MAX);
+  vk_check(status, "waiting for the GPU (fence)");
   vk_check(vkResetFences(device_, 1, &fence), "vkResetFences");
 }
 
