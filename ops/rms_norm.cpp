@@ -1,7 +1,9 @@
 #include "ops/rms_norm.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "dsl/dsl.h"
 
@@ -25,18 +27,36 @@ dsl::Kernel rms_norm(const OpTarget& target, uint32_t dim) {
   auto lid = k.local_index();
   auto base = let("base", k.workgroup_id().x() * dim);
 
-  auto sum_sq = k.var<f32>("sum_sq", 0.0f);
-  for_range(lid, constant<u32>(dim), wg, [&](Expr<u32> i) {
-    auto v = x[base + i];
-    sum_sq += v * v;
-  }, "i");
-  auto subgroup_sum = let("subgroup_sum", subgroup_add(sum_sq));  // every lane, before the branch
+  // Each invocation's elements lid, lid + wg, ... written out, not looped: all loads (x and the
+  // weight) in flight at once, the values kept for the output. Summed in the same order as a loop.
+  std::vector<Expr<u32>> at;
+  std::vector<std::optional<Expr<boolean>>> in;
+  std::vector<Expr<f32>> xs, ws;
+  std::optional<Expr<f32>> sum;
+  for (uint32_t u = 0; u * wg < dim; ++u) {
+    at.push_back(let("i", lid + u * wg));
+    const bool may_pass = (u + 1) * wg > dim;
+    in.push_back(may_pass ? std::optional<Expr<boolean>>(let("in_range", at.back() < dim)) : std::nullopt);
+    auto readable = may_pass ? min(at.back(), constant<u32>(dim - 1)) : at.back();
+    xs.push_back(let("xv", Expr<f32>(x[base + readable])));
+    ws.push_back(let("wv", Expr<f32>(weight[readable])));
+    Expr<f32> sq = xs.back() * xs.back();
+    if (may_pass) sq = select(*in.back(), sq, constant<f32>(0.0f));
+    sum = sum ? *sum + sq : sq;
+  }
+  auto subgroup_sum = let("subgroup_sum", subgroup_add(*sum));  // every lane, before the branch
   if_(subgroup_elect(), [&] { partial[k.subgroup_id()] = subgroup_sum; });
   barrier();
   auto total = k.var<f32>("total", 0.0f);
   for_range(constant<u32>(0), k.num_subgroups(), [&](Expr<u32> s) { total += partial[s]; }, "s");
   auto inv = let("inv", 1.0f / sqrt(total / static_cast<float>(dim) + eps));
-  for_range(lid, constant<u32>(dim), wg, [&](Expr<u32> i) { out[base + i] = x[base + i] * inv * weight[i]; }, "i");
+  for (size_t u = 0; u < at.size(); ++u) {
+    auto store = [&] { out[base + at[u]] = xs[u] * inv * ws[u]; };
+    if (in[u])
+      if_(*in[u], store);
+    else
+      store();
+  }
   return k.build();
 }
 
