@@ -81,8 +81,6 @@ class SplitKv {
         n_(batch ? k_.push<u32>("n") : constant<u32>(1)),
         o_sh_(k_.shared<f32>("o_subgroups", l_.subgroups * group_ * hd_)),
         stats_sh_(k_.shared<f32>("stats_subgroups", l_.subgroups * group_ * 2)),
-        pmax_sh_(k_.shared<f32>("pass_max", l_.subgroups * group_)),
-        psum_sh_(k_.shared<f32>("pass_sum", l_.subgroups * group_)),
         last_sh_(k_.shared<u32>("is_last", 1)),
         lid_(k_.local_index()), kv_(k_.workgroup_id().x()), c_(k_.workgroup_id().y()), t_(k_.workgroup_id().z()) {
     if (kVw != l_.vw) throw std::logic_error("attention_split_kv: vector width mismatch");
@@ -196,54 +194,31 @@ class SplitKv {
             partial = let("dot", partial + subgroup_shuffle_xor(partial, constant<u32>(mask)));
           s[u].push_back(partial);
         }
-      // The pass's max over the whole workgroup (subgroups, then shared memory), then its sum of
-      // exp(s - max) the same way, so the weights are p / sum before they multiply V, as in the
-      // reference, and the merges below are plain sums of one normalised average. Each shared
-      // array is written before one barrier and read before the next.
+      // Online softmax per subgroup: the pass's max and sum of exp(s - max) over the subgroup's
+      // row groups come from subgroup operations, with no barrier; the subgroups' states are
+      // merged once at the end (merge_subgroups_and_finish). acc keeps sum(p * v) unnormalised.
       for (uint32_t g = 0; g < group_; ++g) {
         Expr<f32> best = constant<f32>(kLowest);
         for (uint32_t u = 0; u < unroll_; ++u) best = max(best, select(valid[u], s[u][g], constant<f32>(kLowest)));
-        auto subgroup_best = let("subgroup_best", subgroup_max(best));
-        if_(subgroup_elect(), [&] { pmax_sh_[k_.subgroup_id() * group_ + g] = subgroup_best; });
-      }
-      barrier();
-      std::vector<Expr<f32>> m_new, alpha;
-      std::vector<std::vector<Expr<f32>>> weight(group_);
-      for (uint32_t g = 0; g < group_; ++g) {
-        Expr<f32> best = m_[g];
-        for (uint32_t sg = 0; sg < l_.subgroups; ++sg) best = max(best, pmax_sh_[sg * group_ + g]);
-        m_new.push_back(let("m_new", best));
-        alpha.push_back(let("alpha", exp(Expr<f32>(m_[g]) - m_new[g])));
+        auto m_new = let("m_new", max(Expr<f32>(m_[g]), subgroup_max(best)));
+        auto alpha = let("alpha", exp(Expr<f32>(m_[g]) - m_new));
+        std::vector<Expr<f32>> weight;
         Expr<f32> row_sum = constant<f32>(0.0f);
         for (uint32_t u = 0; u < unroll_; ++u) {
-          weight[g].push_back(let("weight", select(valid[u], exp(s[u][g] - m_new[g]), constant<f32>(0.0f))));
-          row_sum = u == 0 ? weight[g].back() : row_sum + weight[g].back();
+          weight.push_back(let("weight", select(valid[u], exp(s[u][g] - m_new), constant<f32>(0.0f))));
+          row_sum = u == 0 ? weight.back() : row_sum + weight.back();
         }
         auto sum = let("row_sum", row_sum);
         for (uint32_t mask = l_.lanes; mask < target_subgroup(); mask *= 2)
           sum = let("row_sum", sum + subgroup_shuffle_xor(sum, constant<u32>(mask)));
-        if_(subgroup_elect(), [&] { psum_sh_[k_.subgroup_id() * group_ + g] = sum; });
-      }
-      barrier();
-      for (uint32_t g = 0; g < group_; ++g) {
-        Expr<f32> pass_sum = constant<f32>(0.0f);
-        for (uint32_t sg = 0; sg < l_.subgroups; ++sg)
-          pass_sum = sg == 0 ? Expr<f32>(psum_sh_[g]) : pass_sum + psum_sh_[sg * group_ + g];
-        auto total = let("pass_sum", pass_sum);
-        auto scaled = let("scaled", Expr<f32>(lsum_[g]) * alpha[g]);
-        auto l_new = let("l_new", scaled + total);
-        auto keep = let("keep", scaled / l_new);   // 0 on the first pass
-        auto fresh = let("fresh", total / l_new);  // 1 on the first pass
-        std::vector<Expr<f32>> w;
-        for (uint32_t u = 0; u < unroll_; ++u) w.push_back(let("w", weight[g][u] / total));
         for (uint32_t p = 0; p < l_.per; ++p)
           for (uint32_t wd = 0; wd < kVw; ++wd) {
-            Expr<vec2> pass_avg = unpack_half2x16(values[0][p].lane(wd)) * w[0];
-            for (uint32_t u = 1; u < unroll_; ++u) pass_avg = pass_avg + unpack_half2x16(values[u][p].lane(wd)) * w[u];
-            acc_[g][p * kVw + wd] = Expr<vec2>(acc_[g][p * kVw + wd]) * keep + pass_avg * fresh;
+            Expr<vec2> pass_acc = unpack_half2x16(values[0][p].lane(wd)) * weight[0];
+            for (uint32_t u = 1; u < unroll_; ++u) pass_acc = pass_acc + unpack_half2x16(values[u][p].lane(wd)) * weight[u];
+            acc_[g][p * kVw + wd] = Expr<vec2>(acc_[g][p * kVw + wd]) * alpha + pass_acc;
           }
-        lsum_[g] = l_new;
-        m_[g] = m_new[g];
+        lsum_[g] = Expr<f32>(lsum_[g]) * alpha + sum;
+        m_[g] = m_new;
       }
     }, "pass");
   }
@@ -290,17 +265,23 @@ class SplitKv {
   // (t, kv) to finish combines every chunk's.
   void merge_subgroups_and_finish() {
     const uint32_t pairs = group_ * hd_ / 2;
+    // The subgroups' online-softmax states merged: each rescaled to the largest max.
     auto merged = [&](Expr<u32> i, auto&& use) {
       auto g = let("g", i / (hd_ / 2));
+      Expr<f32> big = constant<f32>(kLowest);
+      for (uint32_t s = 0; s < l_.subgroups; ++s) big = max(big, stats_sh_[2u * (s * group_ + g)]);
+      auto m = let("m_all", big);
       Expr<vec2> o = make_vec<f32>(0.0f, 0.0f);
       Expr<f32> total = constant<f32>(0.0f);
       for (uint32_t s = 0; s < l_.subgroups; ++s) {
         auto head = s * group_ + g;
-        if (s == 0) total = stats_sh_[2u * head + 1u];  // the same in every subgroup
+        auto e = let("e", exp(Expr<f32>(stats_sh_[2u * head]) - m));
         auto part = make_vec<f32>(o_sh_[head * hd_ + 2u * (i % (hd_ / 2))], o_sh_[head * hd_ + 2u * (i % (hd_ / 2)) + 1u]);
-        o = s == 0 ? part : o + part;
+        total = s == 0 ? Expr<f32>(stats_sh_[2u * head + 1u]) * e : total + Expr<f32>(stats_sh_[2u * head + 1u]) * e;
+        o = s == 0 ? part * e : o + part * e;
       }
-      use(g, Expr<f32>(stats_sh_[2u * g]), let("total", total), let("o", o));
+      auto t = let("total", total);
+      use(g, m, t, let("o", o / make_vec<f32>(t, t)));
     };
     if_(active_ == 1u, [&] {
       for_range(lid_, constant<u32>(pairs), l_.wg, [&](Expr<u32> i) {
@@ -373,7 +354,7 @@ class SplitKv {
   Buffer<u32> counters_;
   Buffer<vec2> out_;
   Expr<u32> n_;
-  Shared<f32> o_sh_, stats_sh_, pmax_sh_, psum_sh_;
+  Shared<f32> o_sh_, stats_sh_;
   Shared<u32> last_sh_;
   Expr<u32> lid_, kv_, c_, t_;
   Expr<u32> last_ = zero(), active_ = zero(), start_ = zero(), count_ = zero(), q_row_ = zero(), sg_lane_ = zero(),
