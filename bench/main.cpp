@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
     bdsl::bench::register_bandwidth_benchmarks(session);
     bdsl::bench::register_matvec_benchmarks(session);
     bdsl::bench::register_projection_benchmarks(session);
+    bdsl::bench::register_matmul_benchmarks(session);
     bdsl::bench::register_attention_benchmarks(session);
     bdsl::bench::register_model_benchmarks(session);
     bdsl::bench::register_startup_benchmarks(session);

@@ -137,8 +137,8 @@ TEST(TernaryMatmulCoopmat, PrintsTensorCoreLoopAndCompiles) {
   bdsl::codegen::validate(k, limits);
   const std::string glsl = print_glsl(k);
   for (const char* line : {"icoopmatNV<32, gl_ScopeSubgroup, 16, 8> acc0 = icoopmatNV<32, gl_ScopeSubgroup, 16, 8>(0);",
-                           "acc3 = coopMatMulAddNV(a, b, acc3);", "shared int8_t a_tile[8192];",
-                           "coopMatStoreNV(acc0, c_tile, "})
+                           "acc7 = coopMatMulAddNV(a1, b3, acc7);", "shared uvec4 tile[2112];",
+                           "coopMatLoadNV(a0, tile, ", "coopMatStoreNV(acc0, tile, "})
     EXPECT_NE(glsl.find(line), std::string::npos) << line << "\n" << glsl;
   EXPECT_EQ(interface_of(k).features.matrix_shapes, (std::vector<MatrixShape>{{16, 8, 32, ScalarKind::I8, ScalarKind::I32}}));
   EXPECT_FALSE(bdsl::codegen::compile_glsl(k.name(), glsl).empty());
