@@ -20,6 +20,7 @@ struct BenchOptions {
   std::string model;          // a GGUF file; empty: the synthetic model of the preset
   std::string device;
   bitnet::PrefillProjections prefill_projections = bitnet::PrefillProjections::Auto;  // to compare layouts
+  uint32_t prefill_block = 512;  // tokens of the prefill per-op table (not with --quick)
 };
 
 struct BenchSession {

@@ -1,7 +1,8 @@
 // bitnet-dsl-bench: how fast bitnet-dsl is on this GPU and where each microsecond goes. Google
 // Benchmark underneath, so --benchmark_filter, --benchmark_format=json and --benchmark_out work.
 // Own flags: --quick (small shapes, seconds on lavapipe), --model FILE, --device N|NAME,
-// --prefill-projections auto|fused|separate (compare the two prefill layouts on one device).
+// --prefill-projections auto|fused|separate (compare the two prefill layouts on one device),
+// --prefill-block N (the tokens of the prefill per-op table, 512 by default).
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -36,13 +37,16 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
     else if (a == "--model") o.model = value();
     else if (a == "--device") o.device = value();
     else if (a == "--prefill-projections") o.prefill_projections = prefill_projections(value());
+    else if (a == "--prefill-block") o.prefill_block = uint32_t(std::stoul(value()));
     else if (a == "--help" || a == "-h") {
       std::printf("usage: bitnet-dsl-bench [--quick] [--model FILE.gguf] [--device N|NAME]\n"
-                  "                        [--prefill-projections auto|fused|separate] [--benchmark_...]\n"
+                  "                        [--prefill-projections auto|fused|separate] [--prefill-block N]\n"
+                  "                        [--benchmark_...]\n"
                   "  default model: a synthetic BitNet b1.58 of the real 2B-4T shape (made once in the cache)\n"
                   "  --quick: the tiny model and small shapes (seconds on lavapipe)\n"
                   "  --prefill-projections: QKV and gate/up in prefill as one dispatch each (fused) or one\n"
-                  "    per tensor (separate, tensor cores where the device has them); auto: the model's choice\n");
+                  "    per tensor (separate, tensor cores where the device has them); auto: the model's choice\n"
+                  "  --prefill-block: tokens of the block the prefill_op/ table times (default 512)\n");
       benchmark::PrintDefaultHelp();
       std::exit(0);
     } else argv[out++] = argv[i];

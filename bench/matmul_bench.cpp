@@ -1,6 +1,6 @@
 // The prefill projections of one block of tokens, alone: the subgroup matmul against the
 // tensor-core matmul over its tile shapes (which one the device likes, in int8 TOPS).
-// `matmul/<rows>x<cols>/tokens:T/<engine>[/tile:RxT/sg:AxB]`, GPU time per dispatch.
+// `matmul/<rows>x<cols>/tokens:T/<engine>[/tile:RxT/sg:AxB[/db]]`, GPU time per dispatch.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
@@ -37,7 +37,8 @@ void matmul(benchmark::State& st, BenchSession& s, const MatmulCase& c) {
   act.fill(0x3f800000);
   rt::Buffer y(ctx, uint64_t{c.rows} * c.tokens * 4, {false, "y"});
   rt::Graph g(ctx, {true, "matmul"});
-  for (int i = 0; i < 8; ++i) g.dispatch(p, {w, q, act, y}, rt::push(c.tokens), grid);
+  for (int i = 0; i < 32; ++i) g.dispatch(p, {w, q, act, y}, rt::push(c.tokens), grid);
+  for (int i = 0; i < 3; ++i) g.submit_and_wait();  // clocks up before timing
   const double ns = time_median_dispatch(st, g);
   st.counters["TOPS"] = 2.0 * c.rows * c.cols * c.tokens / ns / 1e3;
   st.counters["workgroups"] = grid.x * grid.y;
@@ -49,16 +50,19 @@ void register_matmul_benchmarks(BenchSession& s) {
   const bool coop = ops::ternary_matmul_coopmat_shape(s.target).has_value();
   const uint32_t dim = s.options.quick ? 512 : 2560, ffn = s.options.quick ? 1536 : 6912;
   const uint32_t tokens = s.options.quick ? 64 : 512;
-  // {row subgroups, token subgroups, row tiles, token tiles}
-  const std::vector<std::array<uint32_t, 4>> tiles = {{4, 2, 2, 4}, {2, 2, 4, 4}, {4, 1, 2, 8}, {2, 4, 4, 2},
-                                                      {2, 2, 2, 4}, {4, 2, 1, 4}};
+  // {row subgroups, token subgroups, row tiles, token tiles, double buffer}
+  const std::vector<std::array<uint32_t, 5>> tiles = {{4, 2, 2, 4, 0}, {2, 2, 4, 4, 0}, {2, 1, 4, 8, 0},
+                                                      {4, 1, 2, 8, 0}, {4, 1, 2, 4, 0}, {4, 1, 2, 4, 1},
+                                                      {4, 2, 1, 4, 0}, {4, 2, 1, 4, 1}, {2, 2, 2, 4, 1}};
   for (auto [rows, cols] : {std::pair{dim, dim}, std::pair{ffn, dim}, std::pair{dim, ffn}}) {
     std::vector<std::pair<std::string, MatmulCase>> cases = {{"subgroup", {rows, cols, tokens, std::nullopt}}};
     for (const auto& t : coop ? tiles : decltype(tiles){}) {
       ops::CoopMatmulOptions o;
       o.row_subgroups = t[0], o.token_subgroups = t[1], o.row_tiles = t[2], o.token_tiles = t[3];
+      o.double_buffer = t[4] != 0;
       const auto shape = *ops::ternary_matmul_coopmat_shape(s.target);
-      cases.push_back({fmt::format("coopmat/tile:{}x{}/sg:{}x{}", t[0] * t[2] * shape.m, t[1] * t[3] * shape.n, t[0], t[1]),
+      cases.push_back({fmt::format("coopmat/tile:{}x{}/sg:{}x{}{}", t[0] * t[2] * shape.m, t[1] * t[3] * shape.n, t[0],
+                                   t[1], o.double_buffer ? "/db" : ""),
                        {rows, cols, tokens, o}});
     }
     for (const auto& [name, c] : cases)

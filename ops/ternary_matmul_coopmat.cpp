@@ -20,12 +20,13 @@ constexpr uint32_t kBlockCols = 128;  // one I2_S block: the columns staged per 
 constexpr uint32_t kRowWords = kBlockCols / 16 + 1;
 constexpr MatrixShape kShapes[] = {{16, 8, 32, ScalarKind::I8, ScalarKind::I32}, {16, 16, 32, ScalarKind::I8, ScalarKind::I32}};
 
-// Per workgroup, in rows, tokens, invocations and uvec4 words of the one shared array: the staged
-// weights (rows x kRowWords) then the staged activations (tokens x kRowWords) while multiplying;
-// then the int32 accumulators, token-major (c_stride words per token, padded by one word).
+// Per workgroup, in rows, tokens, invocations and uvec4 words of the one shared array: while
+// multiplying, one stage (two with double_buffer) of staged weights (rows x kRowWords) then
+// staged activations (tokens x kRowWords); then the int32 accumulators, token-major (c_stride
+// words per token, padded by one word).
 struct Tiles {
   uint32_t rows, tokens, invocations;
-  uint32_t a_words, b_words, c_stride, shared_words;
+  uint32_t a_words, b_words, stage_words, c_stride, shared_words;
 };
 
 Tiles tiles_of(const OpTarget& t, const MatrixShape& shape, const CoopMatmulOptions& o) {
@@ -37,8 +38,9 @@ Tiles tiles_of(const OpTarget& t, const MatrixShape& shape, const CoopMatmulOpti
   r.invocations = o.row_subgroups * o.token_subgroups * t.subgroup_size;
   r.a_words = r.rows * kRowWords;
   r.b_words = r.tokens * kRowWords;
+  r.stage_words = r.a_words + r.b_words;
   r.c_stride = r.rows / 4 + 1;
-  r.shared_words = std::max(r.a_words + r.b_words, r.tokens * r.c_stride);
+  r.shared_words = std::max(r.stage_words * (o.double_buffer ? 2 : 1), r.tokens * r.c_stride);
   return r;
 }
 
@@ -90,9 +92,9 @@ void fetch(KernelBuilder& k, Staging& st, const Buffer<uvec4>& w, const Buffer<u
 
 // Registers -> shared: weights as int8 rows of 128 (element 32j + 16h + 4m + byte sits in word m of
 // uvec4 2j + h of the row, so one I2_S uvec4 gives four int8 uvec4), activations copied as they are.
-void stash(KernelBuilder& k, const Staging& st, const Shared<uvec4>& tile, const Tiles& t) {
+void stash(KernelBuilder& k, const Staging& st, const Shared<uvec4>& tile, Expr<u32> stage, const Tiles& t) {
   for_items(k, t.rows * 2, t.invocations, [&](Expr<u32> i, uint32_t u) {
-    auto at = let("a_at", (i >> 1u) * kRowWords + (i & 1u));
+    auto at = let("a_at", stage + (i >> 1u) * kRowWords + (i & 1u));
     Expr<uvec4> v = st.w[u];
     for (uint32_t j = 0; j < 4; ++j) {
       const uint32_t shift = 6 - 2 * j;
@@ -101,7 +103,7 @@ void stash(KernelBuilder& k, const Staging& st, const Shared<uvec4>& tile, const
     }
   });
   for_items(k, t.tokens * 8, t.invocations, [&](Expr<u32> i, uint32_t u) {
-    tile[t.a_words + (i >> 3u) * kRowWords + (i & 7u)] = st.x[u];
+    tile[stage + t.a_words + (i >> 3u) * kRowWords + (i & 7u)] = st.x[u];
   });
 }
 
@@ -111,6 +113,7 @@ Kernel build(const OpTarget& target, uint32_t rows, uint32_t cols, const CoopMat
   std::string name = "ternary_matmul_coopmat_" + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) +
                      "_" + std::to_string(tl.rows) + "x" + std::to_string(tl.tokens) + "_sg" +
                      std::to_string(o.row_subgroups) + "x" + std::to_string(o.token_subgroups) +
+                     (o.double_buffer ? "_db" : "") +
                      (o.add_residual ? "_residual" : "") + (o.write_accumulators ? "_acc" : "") + "_" +
                      std::to_string(rows) + "x" + std::to_string(cols);
   KernelBuilder k(name, {tl.invocations, 1, 1});
@@ -144,20 +147,43 @@ Kernel build(const OpTarget& target, uint32_t rows, uint32_t cols, const CoopMat
   for (uint32_t u = 0; u * tl.invocations < tl.tokens * 8; ++u)
     st.x.push_back(k.var<uvec4>("x_stage" + std::to_string(u), make_vec<u32>(0u, 0u, 0u, 0u)));
   const uint32_t blocks = cols / kBlockCols;
-  fetch(k, st, w, x_q, row0, token0, tokens, constant<u32>(0u), rows, cols, tl);
-  for_range(0u, blocks, [&](Expr<u32> blk) {
-    barrier();  // the previous step's tensor-core loads are done with the tile
-    stash(k, st, tile, tl);
-    barrier();
-    if_(blk + 1u < blocks, [&] { fetch(k, st, w, x_q, row0, token0, tokens, blk + 1u, rows, cols, tl); });
+  auto next_fetch = [&](Expr<u32> blk) {
+    if_(blk < blocks, [&] { fetch(k, st, w, x_q, row0, token0, tokens, blk, rows, cols, tl); });
+  };
+  // This subgroup's products of the block staged at `stage`, K columns at a time.
+  auto multiply = [&](Expr<u32> stage) {
     for (uint32_t kk = 0; kk < kBlockCols / 16; kk += K / 16) {
-      for (uint32_t i = 0; i < o.row_tiles; ++i) a[i].load(tile, a_at + (i * M * kRowWords + kk), kRowWords, MatrixLayout::RowMajor);
+      for (uint32_t i = 0; i < o.row_tiles; ++i)
+        a[i].load(tile, stage + a_at + (i * M * kRowWords + kk), kRowWords, MatrixLayout::RowMajor);
       for (uint32_t j = 0; j < o.token_tiles; ++j)
-        b[j].load(tile, b_at + (j * N * kRowWords + kk), kRowWords, MatrixLayout::ColumnMajor);
+        b[j].load(tile, stage + b_at + (j * N * kRowWords + kk), kRowWords, MatrixLayout::ColumnMajor);
       for (uint32_t i = 0; i < o.row_tiles; ++i)
         for (uint32_t j = 0; j < o.token_tiles; ++j) acc[i * o.token_tiles + j].mul_add(a[i], b[j]);
     }
-  }, "blk");
+  };
+  fetch(k, st, w, x_q, row0, token0, tokens, constant<u32>(0u), rows, cols, tl);
+  if (o.double_buffer) {
+    // One barrier per block: block b + 1 is staged into the other half while block b is multiplied.
+    stash(k, st, tile, constant<u32>(0u), tl);
+    next_fetch(constant<u32>(1u));
+    barrier();
+    for_range(0u, blocks, [&](Expr<u32> blk) {
+      auto stage = let("stage", (blk & 1u) * tl.stage_words);
+      // The other stage: its last reads were before the previous barrier.
+      if_(blk + 1u < blocks, [&] { stash(k, st, tile, tl.stage_words - stage, tl); });
+      next_fetch(blk + 2u);
+      multiply(stage);
+      barrier();
+    }, "blk");
+  } else {
+    for_range(0u, blocks, [&](Expr<u32> blk) {
+      barrier();  // the previous step's tensor-core loads are done with the tile
+      stash(k, st, tile, constant<u32>(0u), tl);
+      barrier();
+      next_fetch(blk + 1u);
+      multiply(constant<u32>(0u));
+    }, "blk");
+  }
 
   // The tile now holds the accumulators: word (token * c_stride + row / 4), lane row % 4.
   barrier();

@@ -35,6 +35,7 @@ struct CoopMatmulOptions {
   uint32_t token_subgroups = 2;     // subgroups along its tokens
   uint32_t row_tiles = 2;           // M-row tiles per subgroup
   uint32_t token_tiles = 4;         // N-token tiles per subgroup (accumulators: row_tiles x token_tiles)
+  bool double_buffer = false;       // two stages in shared memory: one barrier per block, not two
 };
 
 // The int8 shape this op uses on the target (16x8x32, else 16x16x32), or none: then only the

@@ -34,7 +34,7 @@ class TernaryMatmulCoopmat : public OpsMatrix {
     o.write_accumulators = true;
     const auto shape = *ops::ternary_matmul_coopmat_shape(target());
     SCOPED_TRACE(testing::Message() << "subgroups " << o.row_subgroups << "x" << o.token_subgroups << " tiles "
-                                    << o.row_tiles << "x" << o.token_tiles);
+                                    << o.row_tiles << "x" << o.token_tiles << (o.double_buffer ? " double buffer" : ""));
     check(rows, cols, tokens,
           {ops::ternary_matmul_coopmat(target(), rows, cols, o), true, ops::ternary_matmul_coopmat_row_groups(target(), rows, o),
            o.token_subgroups * o.token_tiles * shape.n},
@@ -87,12 +87,13 @@ TEST_F(TernaryMatmulCoopmat, EveryTokenAndRowMatchesGolden) {
 
 TEST_F(TernaryMatmulCoopmat, EveryTileShapeMatchesGolden) {
   if (!has_tensor_cores()) GTEST_SKIP() << why_skipped();
-  // {row subgroups, token subgroups, row tiles, token tiles}: the bench's shapes, one subgroup
-  // alone, and 3 subgroups (staging items that do not divide among the invocations).
-  for (auto [rs, ts, rt, tt] : {std::array<uint32_t, 4>{2, 2, 4, 4}, {4, 1, 2, 8}, {2, 4, 4, 2}, {2, 2, 2, 4},
-                                {4, 2, 1, 4}, {1, 1, 1, 1}, {3, 1, 1, 2}}) {
+  // {row subgroups, token subgroups, row tiles, token tiles, double buffer}: the bench's shapes,
+  // one subgroup alone, and 3 subgroups (staging items that do not divide among the invocations).
+  for (auto [rs, ts, rt, tt, db] :
+       {std::array<uint32_t, 5>{2, 2, 4, 4, 0}, {2, 1, 4, 8, 0}, {4, 1, 2, 8, 0}, {4, 1, 2, 4, 1}, {4, 2, 1, 4, 0},
+        {4, 2, 1, 4, 1}, {2, 2, 2, 4, 1}, {1, 1, 1, 1, 0}, {1, 1, 1, 1, 1}, {3, 1, 1, 2, 1}}) {
     ops::CoopMatmulOptions o;
-    o.row_subgroups = rs, o.token_subgroups = ts, o.row_tiles = rt, o.token_tiles = tt;
+    o.row_subgroups = rs, o.token_subgroups = ts, o.row_tiles = rt, o.token_tiles = tt, o.double_buffer = db != 0;
     check(100, 384, 45, o);
     check(640, 2560, 70, o);
   }
