@@ -163,6 +163,18 @@ TEST(TernaryMatmulCoopmat, DoubleBufferStagesTheNextBlockBesideTheCurrentOne) {
   EXPECT_THROW(bdsl::ops::ternary_matmul_coopmat(target, 2560, 2560, o), std::invalid_argument);
 }
 
+TEST(TernaryMatmulCoopmat, AutoTakesSmallerRowTilesForLongRowsOrReductions) {
+  const auto target = tensor_core_target();
+  const auto square = bdsl::ops::ternary_matmul_auto(target, 2560, 2560);
+  EXPECT_EQ(square.row_groups, 20u);  // 128 rows per workgroup
+  EXPECT_EQ(square.tokens_per_group, 64u);
+  for (auto [rows, cols] : {std::pair{6912u, 2560u}, std::pair{2560u, 6912u}}) {
+    const auto m = bdsl::ops::ternary_matmul_auto(target, rows, cols);
+    EXPECT_EQ(m.row_groups, rows / 64) << rows << "x" << cols;
+    EXPECT_EQ(m.tokens_per_group, 64u);
+  }
+}
+
 TEST(TernaryMatmulCoopmat, AutoPicksTensorCoresOnlyWhereListed) {
   auto target = tensor_core_target();
   EXPECT_TRUE(bdsl::ops::ternary_matmul_auto(target, 64, 256).cooperative);
