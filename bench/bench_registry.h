@@ -7,6 +7,7 @@ namespace bdsl::bench {
 void register_bandwidth_benchmarks(BenchSession& s);
 void register_matvec_benchmarks(BenchSession& s);
 void register_projection_benchmarks(BenchSession& s);
+void register_matmul_benchmarks(BenchSession& s);
 void register_attention_benchmarks(BenchSession& s);
 void register_model_benchmarks(BenchSession& s);
 void register_startup_benchmarks(BenchSession& s);

@@ -22,6 +22,7 @@ struct BenchOptions {
   std::string device;
   bitnet::PrefillProjections prefill_projections = bitnet::PrefillProjections::Auto;  // to compare layouts
   bitnet::DecodeTuning decode_tuning;  // to compare decode kernel shapes
+  uint32_t prefill_block = 512;         // tokens of the prefill per-op table (not with --quick)
 };
 
 struct BenchSession {

@@ -2,7 +2,8 @@
 // Benchmark underneath, so --benchmark_filter, --benchmark_format=json and --benchmark_out work.
 // Own flags: --quick (small shapes, seconds on lavapipe), --model FILE, --device N|NAME,
 // --prefill-projections auto|fused|separate (compare the two prefill layouts on one device),
-// --matvec-rows N, --matvec-workgroup N (compare decode projection kernel shapes).
+// --matvec-rows N, --matvec-workgroup N (compare decode projection kernel shapes),
+// --prefill-block N (the tokens of the prefill per-op table, 512 by default).
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -39,16 +40,18 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
     else if (a == "--prefill-projections") o.prefill_projections = prefill_projections(value());
     else if (a == "--matvec-rows") o.decode_tuning.rows_per_subgroup = uint32_t(std::stoul(value()));
     else if (a == "--matvec-workgroup") o.decode_tuning.workgroup = uint32_t(std::stoul(value()));
+    else if (a == "--prefill-block") o.prefill_block = uint32_t(std::stoul(value()));
     else if (a == "--help" || a == "-h") {
       std::printf("usage: bitnet-dsl-bench [--quick] [--model FILE.gguf] [--device N|NAME]\n"
-                  "                        [--prefill-projections auto|fused|separate]\n"
+                  "                        [--prefill-projections auto|fused|separate] [--prefill-block N]\n"
                   "                        [--matvec-rows N] [--matvec-workgroup N] [--benchmark_...]\n"
                   "  default model: a synthetic BitNet b1.58 of the real 2B-4T shape (made once in the cache)\n"
                   "  --quick: the tiny model and small shapes (seconds on lavapipe)\n"
                   "  --prefill-projections: QKV and gate/up in prefill as one dispatch each (fused) or one\n"
                   "    per tensor (separate, tensor cores where the device has them); auto: the model's choice\n"
                   "  --matvec-rows, --matvec-workgroup: rows per subgroup and workgroup size of the decode\n"
-                  "    projections (default 2 and 256)\n");
+                  "    projections (default 2 and 256)\n"
+                  "  --prefill-block: tokens of the block the prefill_op/ table times (default 512)\n");
       benchmark::PrintDefaultHelp();
       std::exit(0);
     } else argv[out++] = argv[i];
@@ -68,6 +71,7 @@ int main(int argc, char** argv) {
     bdsl::bench::register_bandwidth_benchmarks(session);
     bdsl::bench::register_matvec_benchmarks(session);
     bdsl::bench::register_projection_benchmarks(session);
+    bdsl::bench::register_matmul_benchmarks(session);
     bdsl::bench::register_attention_benchmarks(session);
     bdsl::bench::register_model_benchmarks(session);
     bdsl::bench::register_startup_benchmarks(session);

@@ -232,8 +232,8 @@ void register_model_benchmarks(BenchSession& s) {
                                  [&s, name, pos](benchmark::State& st) { per_op(st, s, name, pos); })
         ->UseManualTime()->Iterations(iters)->Unit(benchmark::kMicrosecond);
   }
-  // Per-op table of one prefill block (512 tokens, 16 with --quick); one prefill records its graph.
-  const uint32_t block = quick ? 16 : 512;
+  // Per-op table of one prefill block (--prefill-block, 16 with --quick); one prefill records its graph.
+  const uint32_t block = quick ? 16 : s.options.prefill_block;
   m.model->prefill(prompt_of(m, block), 0);
   std::vector<std::string> prefill_seen;
   for (const auto& name : m.model->prefill_operation_names()) {

@@ -12,6 +12,10 @@
 //   acc.mul_add(a, b);                                    // acc = a * b + acc
 //   acc.store(c_tile, 0u, 16u, MatrixLayout::ColumnMajor);
 //
+// An integer matrix also loads from and stores to arrays of 32-bit words (u32, uvec2, uvec4, ...):
+// the bytes are the matrix's elements in order, and `element` and `stride` count the array's
+// elements (GLSL_KHR_cooperative_matrix issue 3). So int8 tiles can be written a word at a time.
+//
 // Prints as GL_NV_cooperative_matrix (icoopmatNV / fcoopmatNV): the device must list the shape
 // (rt::DeviceInfo::cooperative_matrix_nv_shapes); the runtime refuses it otherwise.
 #pragma once
@@ -24,6 +28,12 @@ namespace bdsl::dsl {
 
 template <class S>
 concept MatrixComponent = std::same_as<S, i8> || std::same_as<S, i32> || std::same_as<S, f16> || std::same_as<S, f32>;
+
+// Arrays a matrix of component S loads from and stores to: its own type, or for an integer
+// matrix 32-bit words (scalars or 2- and 4-lane vectors), counted in those words.
+template <class U, class S>
+concept MatrixMemory = std::same_as<U, S> || ((std::same_as<S, i8> || std::same_as<S, i32>) && Integer<U> &&
+                                              (lanes_v<U> == 1 || lanes_v<U> == 2 || lanes_v<U> == 4));
 
 // Which A/B element types multiply into which accumulator type.
 template <class AB, class C>
@@ -49,25 +59,26 @@ class Matrix {
     BuilderCore::current().append(Stmt{StmtKind::FillMatrix, id_, nullptr, as_node<S>(v)});
   }
 
-  // Element (r, c) from memory[element + r * stride + c] (RowMajor) or [element + c * stride + r].
-  template <class E, class St>
-    requires OperandOf<E, u32> && OperandOf<St, u32>
-  void load(const Buffer<S>& from, const E& element, const St& stride, MatrixLayout layout) const {
+  // Element (r, c) from memory[element + r * stride + c] (RowMajor) or [element + c * stride + r],
+  // in units of the array's element (MatrixMemory).
+  template <class U, class E, class St>
+    requires MatrixMemory<U, S> && OperandOf<E, u32> && OperandOf<St, u32>
+  void load(const Buffer<U>& from, const E& element, const St& stride, MatrixLayout layout) const {
     move(StmtKind::LoadMatrix, {from.binding(), false, layout, {}}, element, stride);
   }
-  template <class E, class St>
-    requires OperandOf<E, u32> && OperandOf<St, u32>
-  void load(const Shared<S>& from, const E& element, const St& stride, MatrixLayout layout) const {
+  template <class U, class E, class St>
+    requires MatrixMemory<U, S> && OperandOf<E, u32> && OperandOf<St, u32>
+  void load(const Shared<U>& from, const E& element, const St& stride, MatrixLayout layout) const {
     move(StmtKind::LoadMatrix, {from.id(), true, layout, {}}, element, stride);
   }
-  template <class E, class St>
-    requires OperandOf<E, u32> && OperandOf<St, u32>
-  void store(const Buffer<S>& to, const E& element, const St& stride, MatrixLayout layout) const {
+  template <class U, class E, class St>
+    requires MatrixMemory<U, S> && OperandOf<E, u32> && OperandOf<St, u32>
+  void store(const Buffer<U>& to, const E& element, const St& stride, MatrixLayout layout) const {
     move(StmtKind::StoreMatrix, {to.binding(), false, layout, {}}, element, stride);
   }
-  template <class E, class St>
-    requires OperandOf<E, u32> && OperandOf<St, u32>
-  void store(const Shared<S>& to, const E& element, const St& stride, MatrixLayout layout) const {
+  template <class U, class E, class St>
+    requires MatrixMemory<U, S> && OperandOf<E, u32> && OperandOf<St, u32>
+  void store(const Shared<U>& to, const E& element, const St& stride, MatrixLayout layout) const {
     move(StmtKind::StoreMatrix, {to.id(), true, layout, {}}, element, stride);
   }
 

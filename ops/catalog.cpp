@@ -1,5 +1,7 @@
 #include "ops/catalog.h"
 
+#include <algorithm>
+
 #include "ops/argmax.h"
 #include "ops/attention_decode.h"
 #include "ops/attention_prefill.h"
@@ -78,7 +80,12 @@ const std::vector<CatalogEntry>& catalog() {
       {"ternary_matmul_coopmat", "Y = W X on tensor cores, s8 x s8 -> s32 (shown for 16x8x32)",
        [](T t) {
          OpTarget with_tensor_cores = t;  // printable anywhere; runs where the device lists the shape
-         if (!ternary_matmul_coopmat_shape(t)) with_tensor_cores.matrix_shapes = {MatrixShape{16, 8, 32}};
+         if (!ternary_matmul_coopmat_shape(t)) {  // as on an NVIDIA GPU
+           with_tensor_cores.matrix_shapes = {MatrixShape{16, 8, 32}};
+           with_tensor_cores.subgroup_size = 32;
+           with_tensor_cores.max_shared_bytes = std::max(t.max_shared_bytes, 49152u);
+           with_tensor_cores.max_workgroup_invocations = std::max(t.max_workgroup_invocations, 1024u);
+         }
          return ternary_matmul_coopmat(with_tensor_cores, kDim, kDim);
        }},
       {"rope_kv_write", "NeoX RoPE on q and k, k/v into the F16 cache", [](T t) { return rope_kv_write(t, kHeads, kContext); }},

@@ -4,14 +4,16 @@
 // ternary_matmul (see ternary_matmul.h and ternary_matvec.h for the layouts); only the grid differs.
 // CPU twin: golden::ternary_dot per (token, row) for the accumulators, then acc / s * scale.
 //
-// A workgroup owns row_blocks * M rows and token_blocks * N tokens (M, N, K: the matrix shape the
-// device lists, 16x8x32 or 16x16x32). Per 128-column I2_S block, all its invocations unpack the
-// weights to int8 (-1, 0, +1) in shared memory (rows x 128, row-major) and the tokens' int8
-// activations beside them (tokens x 128, token-major = the B matrix column-major); subgroup g then
-// multiplies its M rows by every token block, K columns at a time, into int32 accumulators. So
-// the int32 accumulators are exact (no sum(q) correction), as ternary_dot's. The accumulators go
-// through shared memory to the epilogue: y = acc / s * scale (+ y with add_residual).
-// Each subgroup is one row block: the device must run the target's subgroup size (NVIDIA: 32).
+// A workgroup owns row_subgroups x token_subgroups subgroups; each multiplies row_tiles M-row
+// tiles by token_tiles N-token tiles (M, N, K: the shape the device lists, 16x8x32 or 16x16x32),
+// so by default 128 rows x 64 tokens per workgroup, 8 int32 accumulators per subgroup. Per
+// 128-column I2_S block, the workgroup writes the weights to shared memory as int8 -1/0/+1 a
+// 32-bit word at a time (4 codes per word with a few bit operations) and the tokens' int8
+// activations as they are, then each subgroup runs 4 K steps of row_tiles x token_tiles products;
+// the next block's global reads are in flight meanwhile. The int32 accumulators are exact (no
+// sum(q) correction), as ternary_dot's; they go through shared memory to the epilogue:
+// y = acc / s * scale (+ y with add_residual).
+// The device must run the target's subgroup size (NVIDIA: 32).
 //
 // Bindings, in order: w (uvec4, read), x_q (uvec4, read), x_act (u32, read), y (f32, write;
 // read-write with add_residual), acc (i32, write, with write_accumulators). Push: tokens (u32).
@@ -29,8 +31,11 @@ namespace bdsl::ops {
 struct CoopMatmulOptions {
   bool add_residual = false;        // y = y + proj, y bound read-write
   bool write_accumulators = false;  // extra i32 output with the exact accumulators
-  uint32_t row_blocks = 4;          // subgroups per workgroup, M rows each
-  uint32_t token_blocks = 4;        // N-token accumulators per subgroup
+  uint32_t row_subgroups = 4;       // subgroups along the rows of a workgroup
+  uint32_t token_subgroups = 2;     // subgroups along its tokens
+  uint32_t row_tiles = 2;           // M-row tiles per subgroup
+  uint32_t token_tiles = 4;         // N-token tiles per subgroup (accumulators: row_tiles x token_tiles)
+  bool double_buffer = false;       // two stages in shared memory: one barrier per block, not two
 };
 
 // The int8 shape this op uses on the target (16x8x32, else 16x16x32), or none: then only the
@@ -42,6 +47,10 @@ dsl::Kernel ternary_matmul_coopmat(const OpTarget& target, uint32_t rows, uint32
 uint32_t ternary_matmul_coopmat_row_groups(const OpTarget& target, uint32_t rows, const CoopMatmulOptions& options = {});
 uint32_t ternary_matmul_coopmat_token_groups(const OpTarget& target, uint32_t tokens,
                                              const CoopMatmulOptions& options = {});
+
+// The tile shape ternary_matmul_auto gives a rows x cols projection (128x64 or 64x64 tokens per
+// workgroup, as measured best on the H100).
+CoopMatmulOptions coop_tiles_for(uint32_t rows, uint32_t cols);
 
 // A single-tensor prefill projection whichever variant runs: tensor cores where the target has
 // them (Auto), else ternary_matmul (its dot product chosen by options.projection.dot).

@@ -3,6 +3,9 @@
 // ternary_matmul compiled by glslang to SPIR-V. Host only: no device runs here.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <iostream>
+
 #include "codegen/glsl_compiler.h"
 #include "codegen/glsl_printer.h"
 #include "codegen/interface_of.h"
@@ -137,11 +140,39 @@ TEST(TernaryMatmulCoopmat, PrintsTensorCoreLoopAndCompiles) {
   bdsl::codegen::validate(k, limits);
   const std::string glsl = print_glsl(k);
   for (const char* line : {"icoopmatNV<32, gl_ScopeSubgroup, 16, 8> acc0 = icoopmatNV<32, gl_ScopeSubgroup, 16, 8>(0);",
-                           "acc3 = coopMatMulAddNV(a, b, acc3);", "shared int8_t a_tile[8192];",
-                           "coopMatStoreNV(acc0, c_tile, "})
+                           "acc7 = coopMatMulAddNV(a1, b3, acc7);", "shared uvec4 tile[2112];",
+                           "coopMatLoadNV(a0, tile, ", "coopMatStoreNV(acc0, tile, "})
     EXPECT_NE(glsl.find(line), std::string::npos) << line << "\n" << glsl;
   EXPECT_EQ(interface_of(k).features.matrix_shapes, (std::vector<MatrixShape>{{16, 8, 32, ScalarKind::I8, ScalarKind::I32}}));
   EXPECT_FALSE(bdsl::codegen::compile_glsl(k.name(), glsl).empty());
+}
+
+TEST(TernaryMatmulCoopmat, DoubleBufferStagesTheNextBlockBesideTheCurrentOne) {
+  const auto target = tensor_core_target();
+  bdsl::ops::CoopMatmulOptions o;
+  o.row_subgroups = 4, o.token_subgroups = 1, o.row_tiles = 2, o.token_tiles = 4;  // 128 x 32: two stages fit
+  o.double_buffer = true;
+  const Kernel k = bdsl::ops::ternary_matmul_coopmat(target, 2560, 2560, o);
+  const std::string glsl = print_glsl(k);
+  if (std::getenv("BDSL_PRINT_GLSL")) std::cout << glsl;
+  // Stages of (128 + 32) x 9 words, 1440 apart; one barrier in the loop.
+  for (const char* line : {"shared uvec4 tile[2880];", "const uint stage = (blk & 1u) * 1440u;", "1440u - stage"})
+    EXPECT_NE(glsl.find(line), std::string::npos) << line << "\n" << glsl;
+  EXPECT_FALSE(bdsl::codegen::compile_glsl(k.name(), glsl).empty());
+  o.row_subgroups = 4, o.token_subgroups = 2, o.row_tiles = 2, o.token_tiles = 4;  // 128 x 64: two stages do not
+  EXPECT_THROW(bdsl::ops::ternary_matmul_coopmat(target, 2560, 2560, o), std::invalid_argument);
+}
+
+TEST(TernaryMatmulCoopmat, AutoTakesSmallerRowTilesForLongRowsOrReductions) {
+  const auto target = tensor_core_target();
+  const auto square = bdsl::ops::ternary_matmul_auto(target, 2560, 2560);
+  EXPECT_EQ(square.row_groups, 20u);  // 128 rows per workgroup
+  EXPECT_EQ(square.tokens_per_group, 64u);
+  for (auto [rows, cols] : {std::pair{6912u, 2560u}, std::pair{2560u, 6912u}}) {
+    const auto m = bdsl::ops::ternary_matmul_auto(target, rows, cols);
+    EXPECT_EQ(m.row_groups, rows / 64) << rows << "x" << cols;
+    EXPECT_EQ(m.tokens_per_group, 64u);
+  }
 }
 
 TEST(TernaryMatmulCoopmat, AutoPicksTensorCoresOnlyWhereListed) {

@@ -4,6 +4,8 @@
 // are no tensor cores.
 #include "ops/ternary_matmul_coopmat.h"
 
+#include <array>
+
 #include "codegen/interface_of.h"
 #include "matrix_test.h"
 #include "runtime/pipeline.h"
@@ -20,6 +22,25 @@ class TernaryMatmulCoopmat : public OpsMatrix {
  protected:
   // Runs the variant ternary_matmul_auto picks with `engine` and checks every (token, row).
   void check(uint32_t rows, uint32_t cols, uint32_t tokens, ops::MatmulEngine engine, bool residual = false) {
+    ops::MatmulOptions o;
+    o.projection.write_accumulators = true;
+    o.projection.add_residual = residual;
+    const ops::PrefillMatmul m = ops::ternary_matmul_auto(target(), rows, cols, o, engine);
+    EXPECT_EQ(m.cooperative, engine != ops::MatmulEngine::Subgroup && ops::ternary_matmul_coopmat_shape(target()));
+    check(rows, cols, tokens, m, residual);
+  }
+  // The tensor-core kernel with a given tile shape.
+  void check(uint32_t rows, uint32_t cols, uint32_t tokens, ops::CoopMatmulOptions o) {
+    o.write_accumulators = true;
+    const auto shape = *ops::ternary_matmul_coopmat_shape(target());
+    SCOPED_TRACE(testing::Message() << "subgroups " << o.row_subgroups << "x" << o.token_subgroups << " tiles "
+                                    << o.row_tiles << "x" << o.token_tiles << (o.double_buffer ? " double buffer" : ""));
+    check(rows, cols, tokens,
+          {ops::ternary_matmul_coopmat(target(), rows, cols, o), true, ops::ternary_matmul_coopmat_row_groups(target(), rows, o),
+           o.token_subgroups * o.token_tiles * shape.n},
+          false);
+  }
+  void check(uint32_t rows, uint32_t cols, uint32_t tokens, const ops::PrefillMatmul& m, bool residual) {
     SCOPED_TRACE(testing::Message() << rows << "x" << cols << " tokens " << tokens << (residual ? " residual" : ""));
     const I2sWeights w = random_i2s(rows, cols, rows + cols);
     const Tokens x = quantize_tokens(tokens, cols, cols + tokens, 7);
@@ -27,11 +48,6 @@ class TernaryMatmulCoopmat : public OpsMatrix {
     rt::Buffer wb = buffer_of(w.bytes, "w"), qb = buffer_of(x.words, "x_q"), ab = buffer_of(x.act, "x_act");
     rt::Buffer y = residual ? buffer_of(before, "y") : output(uint64_t(rows) * tokens * 4, "y");
     rt::Buffer acc = output(uint64_t(rows) * tokens * 4, "acc");
-    ops::MatmulOptions o;
-    o.projection.write_accumulators = true;
-    o.projection.add_residual = residual;
-    const ops::PrefillMatmul m = ops::ternary_matmul_auto(target(), rows, cols, o, engine);
-    EXPECT_EQ(m.cooperative, engine != ops::MatmulEngine::Subgroup && ops::ternary_matmul_coopmat_shape(target()));
     run2d(m.kernel, {wb, qb, ab, y, acc}, m.row_groups, m.token_groups(tokens), rt::push(tokens));
     const auto got_y = y.download<float>();
     const auto got_acc = acc.download<int32_t>();
@@ -69,6 +85,20 @@ TEST_F(TernaryMatmulCoopmat, EveryTokenAndRowMatchesGolden) {
     check(c.rows, c.cols, c.tokens, ops::MatmulEngine::CooperativeMatrix);
 }
 
+TEST_F(TernaryMatmulCoopmat, EveryTileShapeMatchesGolden) {
+  if (!has_tensor_cores()) GTEST_SKIP() << why_skipped();
+  // {row subgroups, token subgroups, row tiles, token tiles, double buffer}: the bench's shapes,
+  // one subgroup alone, and 3 subgroups (staging items that do not divide among the invocations).
+  for (auto [rs, ts, rt, tt, db] :
+       {std::array<uint32_t, 5>{2, 2, 4, 4, 0}, {2, 1, 4, 8, 0}, {4, 1, 2, 8, 0}, {4, 1, 2, 4, 1}, {4, 2, 1, 4, 0},
+        {4, 2, 1, 4, 1}, {2, 2, 2, 4, 1}, {1, 1, 1, 1, 0}, {1, 1, 1, 1, 1}, {3, 1, 1, 2, 1}}) {
+    ops::CoopMatmulOptions o;
+    o.row_subgroups = rs, o.token_subgroups = ts, o.row_tiles = rt, o.token_tiles = tt, o.double_buffer = db != 0;
+    check(100, 384, 45, o);
+    check(640, 2560, 70, o);
+  }
+}
+
 TEST_F(TernaryMatmulCoopmat, ResidualAdd) {
   if (!has_tensor_cores()) GTEST_SKIP() << why_skipped();
   check(96, 384, 9, ops::MatmulEngine::CooperativeMatrix, true);
@@ -84,6 +114,8 @@ TEST_F(TernaryMatmulCoopmat, DeviceWithoutTensorCoresRefusesTheKernel) {
   ops::OpTarget t = target();
   t.matrix_shapes = {MatrixShape{16, 8, 32, ScalarKind::I8, ScalarKind::I32}};
   t.subgroup_size = 32;
+  t.max_shared_bytes = 49152;  // as an NVIDIA GPU: the kernel is built, the runtime must refuse it
+  t.max_workgroup_invocations = 1024;
   const dsl::Kernel k = ops::ternary_matmul_coopmat(t, 64, 256);
   try {
     rt::check_device_can_run(ctx().info(), codegen::interface_of(k));
