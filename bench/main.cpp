@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
     bdsl::bench::register_matvec_benchmarks(session);
     bdsl::bench::register_projection_benchmarks(session);
     bdsl::bench::register_attention_benchmarks(session);
+    bdsl::bench::register_attention_prefill_benchmarks(session);
     bdsl::bench::register_model_benchmarks(session);
     bdsl::bench::register_startup_benchmarks(session);
     benchmark::RunSpecifiedBenchmarks();
