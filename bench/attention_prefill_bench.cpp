@@ -44,8 +44,12 @@ void attention_prefill(benchmark::State& st, BenchSession& s, const ops::Attenti
   vc.fill(0x3c003c00u);
   rt::Buffer step(ctx, sizeof(ops::StepState), {true, "step"}), q(ctx, uint64_t{n} * d.q_width() * 4, {false, "q"});
   rt::Buffer out(ctx, uint64_t{n} * d.q_width() * 4, {false, "out"});
-  rt::Buffer partials(ctx, ops::attention_partials_bytes(d, chunks, n), {false, "partials"});
-  rt::Buffer counters(ctx, ops::attention_counters_bytes(d, n), {false, "counters"});
+  rt::Buffer partials(ctx, v.split_kv ? ops::attention_partials_bytes(d, chunks, n)
+                                      : ops::attention_prefill_partials_bytes(d, layout, n, g3[2]),
+                      {false, "partials"});
+  rt::Buffer counters(ctx, v.split_kv ? ops::attention_counters_bytes(d, n)
+                                      : ops::attention_prefill_counters_bytes(d, layout, n),
+                      {false, "counters"});
   q.fill(0x3c000000u);
   counters.fill(0);
   ops::StepState state;
@@ -76,7 +80,7 @@ void register_attention_prefill_benchmarks(BenchSession& s) {
   std::vector<PrefillVariant> variants = {{"tiled", false, {0, 0, 0}}};
   if (!quick) {
     variants.push_back({"split_kv", true, {}});
-    for (auto [lanes, keys, tokens] : {std::array<uint32_t, 3>{16, 1, 8}, {32, 1, 8}, {8, 4, 8}, {16, 2, 4}, {8, 2, 8}})
+    for (auto [lanes, keys, tokens] : {std::array<uint32_t, 3>{32, 1, 8}, {16, 1, 16}, {8, 2, 16}, {16, 2, 4}})
       variants.push_back({fmt::format("tiled_l{}_k{}_t{}", lanes, keys, tokens), false, {lanes, keys, tokens}});
   }
   for (const auto& v : variants)

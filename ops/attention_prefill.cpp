@@ -15,6 +15,10 @@ using namespace bdsl::dsl;
 namespace {
 
 constexpr float kLowest = -3.402823466e38f;
+// Position chunks: enough workgroups to fill a large GPU (an H100 has 132 SMs) when a block has
+// few token tiles; a 512-token block has 320 at the 2B shape and takes one chunk.
+constexpr uint32_t kWantedWorkgroups = 256;
+constexpr uint32_t kMaxChunks = 16;
 
 uint32_t ceil_div(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 
@@ -41,8 +45,21 @@ PrefillAttentionLayout attention_prefill_layout(const OpTarget& target, const At
   return l;
 }
 
+uint32_t attention_prefill_chunks(const AttentionDims& d, const PrefillAttentionLayout& l, uint32_t n) {
+  return std::clamp(ceil_div(kWantedWorkgroups, d.n_kv_heads * ceil_div(n, l.tokens)), 1u, kMaxChunks);
+}
+
 std::array<uint32_t, 3> attention_prefill_grid(const AttentionDims& d, const PrefillAttentionLayout& l, uint32_t n) {
-  return {d.n_kv_heads, ceil_div(n, l.tokens), 1};
+  return {d.n_kv_heads, ceil_div(n, l.tokens), attention_prefill_chunks(d, l, n)};
+}
+
+uint64_t attention_prefill_partials_bytes(const AttentionDims& d, const PrefillAttentionLayout& l, uint32_t n,
+                                          uint32_t chunks) {
+  const uint64_t tiles = ceil_div(n, l.tokens);
+  return 16ull * tiles * d.n_kv_heads * chunks * l.tokens * d.group() * (d.head_dim / 4 + 1);
+}
+uint64_t attention_prefill_counters_bytes(const AttentionDims& d, const PrefillAttentionLayout& l, uint32_t n) {
+  return 4ull * ceil_div(n, l.tokens) * d.n_kv_heads;
 }
 std::array<uint32_t, 3> attention_prefill_grid(const OpTarget& target, const AttentionDims& d, uint32_t n) {
   return attention_prefill_grid(d, attention_prefill_layout(target, d), n);
@@ -62,7 +79,7 @@ class TiledAttention {
         q_(k_.buffer<vec4>("q", Access::Read)),
         k_cache_(k_.buffer<uvec2>("k_cache", Access::Read)),
         v_cache_(k_.buffer<uvec2>("v_cache", Access::Read)),
-        partials_(k_.buffer<u32>("partials", Access::ReadWrite)),
+        partials_(k_.coherent_buffer<vec4>("partials", Access::ReadWrite)),
         counters_(k_.buffer<u32>("counters", Access::ReadWrite)),
         out_(k_.buffer<vec4>("out", Access::Write)),
         n_(k_.push<u32>("n")),
@@ -70,13 +87,15 @@ class TiledAttention {
         k_sh_(k_.shared<uvec2>("k_tile", tile_ * (quads_ + 1))),
         v_sh_(k_.shared<uvec2>("v_tile", tile_ * quads_)),
         p_sh_(k_.shared<vec4>("weights", l.tokens * tile_ * g4_)),
+        last_sh_(k_.shared<u32>("is_last", 1)),
         lid_(k_.local_index()), kv_(k_.workgroup_id().x()) {}
 
   Kernel build() {
     auto tiles = let("token_tiles", (n_ + (l_.tokens - 1)) / l_.tokens);
     if_(k_.workgroup_id().y() < tiles, [&] {  // uniform over the workgroup: the barriers stay uniform
       // Last tile first: the tiles with the most positions start first.
-      auto first_token = let("first_token", (tiles - 1u - k_.workgroup_id().y()) * l_.tokens);
+      tile_index_ = let("token_tile", tiles - 1u - k_.workgroup_id().y());
+      auto first_token = let("first_token", tile_index_ * l_.tokens);
       auto sg_lane = k_.subgroup_invocation();
       lane_ = let("lane", sg_lane % l_.lanes);
       token_ = let("token", k_.subgroup_id() * (sg_ / l_.lanes) + sg_lane / l_.lanes);
@@ -85,19 +104,27 @@ class TiledAttention {
       query_pos_ = let("query_pos", min(pos0 + query_token_, constant<u32>(context_ - 1)));
       // Positions [0, end) serve the whole tile.
       auto end = let("end", min(pos0 + min(first_token + l_.tokens, n_), constant<u32>(context_)));
-      load_queries(first_token);
-      init_state();
+      // K/V tiles cut into `active` chunks of `per` tiles, at most the grid's z; workgroups past
+      // `active` return at once.
       auto key_tiles = let("key_tiles", (end + (tile_ - 1)) / tile_);
-      for_range(constant<u32>(0), key_tiles, [&](Expr<u32> kt) {
-        auto base = let("base", kt * tile_);
-        barrier();  // the previous tile's P x V is done with the shared tiles (and q_rows is written)
-        load_kv_tile(base, end);
-        barrier();
-        scores_and_softmax(base);
-        barrier();
-        accumulate(min(constant<u32>(tile_), end - base));
-      }, "key_tile");
-      write_output(first_token);
+      chunks_ = let("chunks", k_.num_workgroups().z());
+      auto per = let("tiles_per_chunk", (key_tiles + chunks_ - 1u) / chunks_);
+      active_ = let("active", (key_tiles + per - 1u) / per);
+      chunk_ = let("chunk", k_.workgroup_id().z());
+      if_(chunk_ < active_, [&] {
+        load_queries(first_token);
+        init_state();
+        for_range(chunk_ * per, min(chunk_ * per + per, key_tiles), [&](Expr<u32> kt) {
+          auto base = let("base", kt * tile_);
+          barrier();  // the previous tile's P x V is done with the shared tiles (and q_rows is written)
+          load_kv_tile(base, end);
+          barrier();
+          scores_and_softmax(base);
+          barrier();
+          accumulate(min(constant<u32>(tile_), end - base));
+        }, "key_tile");
+        if_(active_ == 1u, [&] { write_output(first_token); }).else_([&] { merge_chunks(first_token); });
+      });
     });
     return k_.build();
   }
@@ -180,14 +207,26 @@ class TiledAttention {
       }
       auto m_new = let("m_new", butterfly(best, true));
       auto alpha = let("alpha", exp(Expr<f32>(m_[g]) - m_new));  // 0 on the first tile
+      std::vector<Expr<f32>> e;
       Expr<f32> sum = constant<f32>(0.0f);
       for (uint32_t i = 0; i < kpl; ++i) {
-        p[g].push_back(let("p", select(valid[i], exp(scaled[i] - m_new), constant<f32>(0.0f))));
-        sum = i == 0 ? p[g][i] : sum + p[g][i];
+        e.push_back(let("e", select(valid[i], exp(scaled[i] - m_new), constant<f32>(0.0f))));
+        sum = i == 0 ? e[i] : sum + e[i];
       }
-      l_sum_[g] = Expr<f32>(l_sum_[g]) * alpha + butterfly(let("tile_sum", sum), false);
+      // The weights are e / tile_sum, as the reference's e / sum (and the decode kernel's), so
+      // the sum of the tile's weighted V is one normalised average, merged into the running one
+      // by keep and fresh. On a row's first tile keep = 0 and fresh = 1 exactly: a context of
+      // one tile is weighed exactly as the reference weighs it.
+      auto total = let("tile_sum", butterfly(let("lane_sum", sum), false));
+      auto scaled_l = let("scaled_l", Expr<f32>(l_sum_[g]) * alpha);
+      auto l_new = let("l_new", scaled_l + total);
+      auto keep = let("keep", select(l_new > 0.0f, scaled_l / l_new, constant<f32>(0.0f)));  // a chunk's empty row
+      auto fresh = let("fresh", select(scaled_l == 0.0f, constant<f32>(1.0f), total / l_new));
+      for (uint32_t i = 0; i < kpl; ++i)  // a row with no weight in this tile: total may be 0
+        p[g].push_back(let("p", select(total > 0.0f, e[i] / total * fresh, constant<f32>(0.0f))));
+      l_sum_[g] = l_new;
       m_[g] = m_new;
-      for (auto& a : acc_[g]) a = Expr<vec4>(a) * alpha;
+      for (auto& a : acc_[g]) a = Expr<vec4>(a) * keep;
     }
     for (uint32_t i = 0; i < kpl; ++i)
       for (uint32_t g4 = 0; g4 < g4_; ++g4) {
@@ -229,15 +268,69 @@ class TiledAttention {
   void write_output(Expr<u32> first_token) {
     if_(first_token + token_ < n_, [&] {
       for (uint32_t g = 0; g < group_; ++g) {
-        auto inv = let("inv_l", 1.0f / Expr<f32>(l_sum_[g]));
         auto row = (query_token_ * d_.q_width() + (kv_ * group_ + g) * hd_) / 4u;
         for (uint32_t s = 0; s < slots_; ++s) {
-          auto write = [&] { out_[row + slot(s)] = Expr<vec4>(acc_[g][s]) * inv; };
+          auto write = [&] { out_[row + slot(s)] = Expr<vec4>(acc_[g][s]); };
           if (quads_ % l_.lanes == 0) write();
           else if_(slot_valid(s), write);
         }
       }
     });
+  }
+
+  // A chunk's partial of query row r (token * group + head): quads_ vec4 of its average, then
+  // (m, l, 0, 0).
+  Expr<u32> partial(Expr<u32> chunk, Expr<u32> row) const {
+    return (((tile_index_ * d_.n_kv_heads + kv_) * chunks_ + chunk) * (l_.tokens * group_) + row) * (quads_ + 1);
+  }
+
+  // Several chunks: each writes its partial, the last of the `active` to finish (an atomic count
+  // per token tile and KV head) merges them all and puts the count back to zero for the next replay.
+  void merge_chunks(Expr<u32> first_token) {
+    for (uint32_t g = 0; g < group_; ++g) {
+      auto at = partial(chunk_, token_ * group_ + g);
+      for (uint32_t s = 0; s < slots_; ++s) {
+        auto write = [&] { partials_[at + slot(s)] = Expr<vec4>(acc_[g][s]); };
+        if (quads_ % l_.lanes == 0) write();
+        else if_(slot_valid(s), write);
+      }
+      if_(lane_ == 0u, [&] { partials_[at + quads_] = make_vec<f32>(Expr<f32>(m_[g]), Expr<f32>(l_sum_[g]), 0.0f, 0.0f); });
+    }
+    barrier(true);  // every partial written (and made visible) before the count
+    auto counter = tile_index_ * d_.n_kv_heads + kv_;
+    if_(lid_ == 0u, [&] {
+      auto done_before = atomic_add(counters_[counter], 1u);
+      last_sh_[0u] = select(done_before == active_ - 1u, 1u, 0u);
+    });
+    barrier(true);
+    if_(last_sh_[0u] == 1u, [&] {
+      const uint32_t per_tile = l_.tokens * group_ * quads_;
+      for_range(lid_, constant<u32>(per_tile), l_.workgroup(), [&](Expr<u32> i) {
+        auto row = let("row", i / quads_);
+        auto token = let("t", first_token + row / group_);
+        if_(token < n_, [&] { combine(row, i % quads_, (token * d_.q_width() + kv_ * group_ * hd_) / 4u + i % (group_ * quads_)); });
+      }, "i");
+      if_(lid_ == 0u, [&] { atomic_exchange(counters_[counter], 0u); });
+    });
+  }
+
+  // Output slice `quad` of query row `row` from every active chunk's partial (online merge).
+  void combine(Expr<u32> row, Expr<u32> quad, Expr<u32> out_at) {
+    auto big = k_.var<f32>("big", kLowest);
+    auto total = k_.var<f32>("total", 0.0f);
+    auto o = k_.var<vec4>("o", make_vec<f32>(0.0f, 0.0f, 0.0f, 0.0f));
+    for_range(constant<u32>(0), active_, [&](Expr<u32> c) {
+      auto at = partial(c, row);
+      auto stats = let("stats", Expr<vec4>(partials_[at + quads_]));
+      auto part = let("part", Expr<vec4>(partials_[at + quad]));
+      auto m_new = let("m_new", max(Expr<f32>(big), stats.x()));
+      auto alpha = let("alpha", exp(Expr<f32>(big) - m_new));
+      auto weight = let("weight", exp(stats.x() - m_new) * stats.y());
+      total = Expr<f32>(total) * alpha + weight;
+      o = Expr<vec4>(o) * alpha + part * weight;
+      big = m_new;
+    }, "c");
+    out_[out_at] = Expr<vec4>(o) / Expr<f32>(total);
   }
 
   const AttentionDims d_;
@@ -247,15 +340,18 @@ class TiledAttention {
   Buffer<u32> step_;
   Buffer<vec4> q_;
   Buffer<uvec2> k_cache_, v_cache_;
-  Buffer<u32> partials_, counters_;
+  Buffer<vec4> partials_;
+  Buffer<u32> counters_;
   Buffer<vec4> out_;
   Expr<u32> n_;
   Shared<vec4> q_sh_;
   Shared<uvec2> k_sh_, v_sh_;
   Shared<vec4> p_sh_;
+  Shared<u32> last_sh_;
   Expr<u32> lid_, kv_;
   Expr<u32> lane_ = constant<u32>(0), token_ = constant<u32>(0), query_token_ = constant<u32>(0),
-            query_pos_ = constant<u32>(0);
+            query_pos_ = constant<u32>(0), tile_index_ = constant<u32>(0), chunks_ = constant<u32>(0),
+            active_ = constant<u32>(0), chunk_ = constant<u32>(0);
   std::vector<Var<f32>> m_, l_sum_;
   std::vector<std::vector<Var<vec4>>> acc_;  // [head][slot]
 };

@@ -5,19 +5,30 @@
 // Tiled ("flash attention" on plain f32 FMA): workgroup (kv, tile) takes a tile of query tokens
 // times the `group` query heads that share KV head kv, and streams that head's K/V positions
 // through shared memory in tiles, each read once for every query row of the tile; tiles past the
-// tile's causal limit are never read. Per query row an online softmax (running max m, sum l,
-// unnormalised weighted V rescaled by exp(m_old - m_new)), f32 throughout, scores scaled by
-// 1/sqrt(head_dim) as in the reference; the output is divided by l at the end.
+// tile's causal limit are never read. Per query row an online softmax (running max m and sum l),
+// f32 throughout, scores scaled by 1/sqrt(head_dim) as in the reference; each K/V tile's weights
+// are normalised by the tile's sum before they multiply V, as the reference normalises by its sum
+// (the tiny model's golden test sits an ulp from an int8 rounding boundary), and the tile's
+// average merges into the running one.
 //
 // Inside a workgroup, `lanes` invocations of one subgroup serve one query token (all its heads):
 // for scores, lane j takes keys j, j + lanes, ... of the K tile (its query rows from shared
 // memory), the row's max and sum go round the lanes by a shuffle butterfly, and the weights go to
 // shared memory; for P x V, lane j owns 4-dim slices j, j + lanes, ... of every head's output, so
-// each lane keeps its token's m, l and rescale factor in registers. Three barriers per K/V tile.
+// each lane keeps its token's m, l and rescale factors in registers. Three barriers per K/V tile.
 // The token tiles are handed out last first: the longest (most positions) start first.
 //
-// Not yet done: splitting a tile's positions over workgroups (a short block late in a long
-// context runs on few workgroups), tensor cores.
+// A block of few token tiles (a short prompt late in the context) would run on few workgroups:
+// the grid's z cuts each tile's positions into up to that many chunks of whole K/V tiles (as many
+// as the positions need, chosen at run time), and the last chunk's workgroup to finish merges
+// the partials (atomic count, as attention_split_kv does). A 512-token block takes one chunk.
+//
+// H100, 2B shape, bitnet-dsl-bench `attention_prefill/`, us per dispatch (block of n at pos):
+//                              n 512 @ 0   512 @ 512   512 @ 3584   64 @ 0   16 @ 2000
+//   split-KV (one wg per token)    384        822         2712        31        64
+//   this kernel, first version      82        248         1242        11.5     222
+//
+// Not yet done: tensor cores.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -42,16 +53,22 @@ PrefillAttentionLayout attention_prefill_layout(const OpTarget& target, const At
 uint32_t attention_prefill_shared_bytes(const AttentionDims& dims, const PrefillAttentionLayout& layout);
 
 // Bindings: step (read, u32), q (read, f32 [n, n_heads*head_dim]), k_cache, v_cache (read, u32
-// [context, n_kv_heads*head_dim/2]), partials, counters (read-write, u32; unused, kept so the
-// bindings match attention_decode's: any buffer of at least 4 bytes), out (write, f32
-// [n, n_heads*head_dim]). Push: n (u32). Grid: attention_prefill_grid(target, dims, n).
+// [context, n_kv_heads*head_dim/2]), partials (read-write, scratch of
+// attention_prefill_partials_bytes), counters (read-write, u32, attention_prefill_counters_bytes,
+// zero before the first dispatch; left zero by every dispatch), out (write, f32
+// [n, n_heads*head_dim]). Push: n (u32). Grid: attention_prefill_grid(target, dims, n) (its z is
+// the most chunks; any z >= 1 works with partials sized for it).
 dsl::Kernel attention_prefill(const OpTarget& target, const AttentionDims& dims, uint32_t context,
                               const PrefillAttentionLayout& layout);
 dsl::Kernel attention_prefill(const OpTarget& target, const AttentionDims& dims, uint32_t context);
 
-// Workgroups (x, y, z) for a block of n tokens: (n_kv_heads, token tiles, 1).
+// Workgroups (x, y, z) for a block of n tokens: (n_kv_heads, token tiles, chunks).
+uint32_t attention_prefill_chunks(const AttentionDims& dims, const PrefillAttentionLayout& layout, uint32_t n);
 std::array<uint32_t, 3> attention_prefill_grid(const AttentionDims& dims, const PrefillAttentionLayout& layout,
                                                uint32_t n);
 std::array<uint32_t, 3> attention_prefill_grid(const OpTarget& target, const AttentionDims& dims, uint32_t n);
+uint64_t attention_prefill_partials_bytes(const AttentionDims& dims, const PrefillAttentionLayout& layout, uint32_t n,
+                                          uint32_t chunks);
+uint64_t attention_prefill_counters_bytes(const AttentionDims& dims, const PrefillAttentionLayout& layout, uint32_t n);
 
 }  // namespace bdsl::ops

@@ -35,9 +35,11 @@ std::unique_ptr<BitNetModel::PrefillBlock> BitNetModel::make_prefill_block(uint3
   b->attn = f32(uint64_t{n} * d.q_width(), "prefill attention out");
   b->ffn = f32(uint64_t{n} * c.ffn_dim, pp.separate ? "prefill gate" : "prefill ffn");
   if (pp.separate) b->up = f32(uint64_t{n} * c.ffn_dim, "prefill up");
-  // attention_prefill binds scratch buffers it does not use yet (its bindings match decode's).
-  b->partials = rt::Buffer(ctx_, 16, {false, "prefill partials"});
-  b->counters = rt::Buffer(ctx_, 16, {false, "prefill counters"});
+  const auto& al = pp.attention_layout;
+  b->partials = rt::Buffer(ctx_, ops::attention_prefill_partials_bytes(d, al, n, ops::attention_prefill_chunks(d, al, n)),
+                           {false, "prefill partials"});
+  b->counters = rt::Buffer(ctx_, ops::attention_prefill_counters_bytes(d, al, n), {false, "prefill counters"});
+  b->counters.fill(0);
 
   b->graph = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{options_.timestamps, fmt::format("prefill {}", n)});
   rt::Graph& g = *b->graph;

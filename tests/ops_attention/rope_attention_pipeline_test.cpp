@@ -51,10 +51,13 @@ TEST_F(RopeThenAttention, PrefillAndDecodeAgreeWithTheReference) {
   {
     rt::Buffer step = step_buffer(0, pos0), qb = buffer_of(q, "q"), kb = buffer_of(k, "k"), vb = buffer_of(v, "v");
     rt::Buffer kcb = buffer_of(pack_f16(earlier), "k_cache"), vcb = buffer_of(pack_f16(earlier_v), "v_cache");
-    rt::Buffer partials(ctx(), 16, {false, "partials"}), counters(ctx(), 16, {false, "counters"});
+    const auto layout = ops::attention_prefill_layout(t, d);
+    const auto grid = ops::attention_prefill_grid(d, layout, n);
+    rt::Buffer partials(ctx(), ops::attention_prefill_partials_bytes(d, layout, n, grid[2]), {false, "partials"});
+    rt::Buffer counters = buffer_of(std::vector<uint32_t>(ops::attention_prefill_counters_bytes(d, layout, n) / 4, 0),
+                                    "counters");
     rt::Buffer out(ctx(), q.size() * 4, {false, "out"});
-    rt::Pipeline attn = pipeline(ops::attention_prefill(t, d, context));
-    const auto grid = ops::attention_prefill_grid(t, d, n);
+    rt::Pipeline attn = pipeline(ops::attention_prefill(t, d, context, layout));
     rt::Graph g(ctx());
     g.dispatch(rope, {step, qb, kb, vb, kcb, vcb}, rt::push(base, n), rt::Grid{rope_groups, n});
     g.dispatch(attn, {step, qb, kcb, vcb, partials, counters, out}, rt::push(n), rt::Grid{grid[0], grid[1], grid[2]});
