@@ -9,6 +9,7 @@ void register_matvec_benchmarks(BenchSession& s);
 void register_projection_benchmarks(BenchSession& s);
 void register_matmul_benchmarks(BenchSession& s);
 void register_attention_benchmarks(BenchSession& s);
+void register_attention_prefill_benchmarks(BenchSession& s);
 void register_model_benchmarks(BenchSession& s);
 void register_startup_benchmarks(BenchSession& s);
 

@@ -73,6 +73,7 @@ int main(int argc, char** argv) {
     bdsl::bench::register_projection_benchmarks(session);
     bdsl::bench::register_matmul_benchmarks(session);
     bdsl::bench::register_attention_benchmarks(session);
+    bdsl::bench::register_attention_prefill_benchmarks(session);
     bdsl::bench::register_model_benchmarks(session);
     bdsl::bench::register_startup_benchmarks(session);
     benchmark::RunSpecifiedBenchmarks();

@@ -92,7 +92,7 @@ const std::vector<CatalogEntry>& catalog() {
       {"attention_decode", "one token over the F16 KV cache, split-K",
        [](T t) { return attention_decode(t, kHeads, kContext, attention_chunks(t, kHeads, kContext)); }},
       {"attention_prefill", "causal attention of a block over the cache",
-       [](T t) { return attention_prefill(t, kHeads, kContext, attention_chunks(t, kHeads, kContext)); }},
+       [](T t) { return attention_prefill(t, kHeads, kContext); }},
       {"lm_head", "logits from the tied F16 embedding", [](T t) { return lm_head(t, kVocab, kDim); }},
       {"argmax_partial", "argmax, first pass", [](T t) { return argmax_partial(t, kVocab); }},
       {"argmax_final", "argmax, second pass", [](T t) { return argmax_final(t, kVocab); }},

@@ -19,8 +19,7 @@ std::unique_ptr<BitNetModel::PrefillBlock> BitNetModel::make_prefill_block(uint3
   const auto& p = *pipelines_;
   const auto& d = p.dims;
   if (!prefill_pipelines_)
-    prefill_pipelines_ = std::make_unique<PrefillPipelines>(ctx_, c, p.target, p.attention_chunks,
-                                                            p.split.rows_per_part, p.split.parts,
+    prefill_pipelines_ = std::make_unique<PrefillPipelines>(ctx_, c, p.target, p.split.rows_per_part, p.split.parts,
                                                             options_.prefill_projections);
   const auto& pp = *prefill_pipelines_;
   auto b = std::make_unique<PrefillBlock>();
@@ -36,8 +35,10 @@ std::unique_ptr<BitNetModel::PrefillBlock> BitNetModel::make_prefill_block(uint3
   b->attn = f32(uint64_t{n} * d.q_width(), "prefill attention out");
   b->ffn = f32(uint64_t{n} * c.ffn_dim, pp.separate ? "prefill gate" : "prefill ffn");
   if (pp.separate) b->up = f32(uint64_t{n} * c.ffn_dim, "prefill up");
-  b->partials = rt::Buffer(ctx_, ops::attention_partials_bytes(d, p.attention_chunks, n), {false, "prefill partials"});
-  b->counters = rt::Buffer(ctx_, ops::attention_counters_bytes(d, n), {false, "prefill counters"});
+  const auto& al = pp.attention_layout;
+  b->partials = rt::Buffer(ctx_, ops::attention_prefill_partials_bytes(d, al, n, ops::attention_prefill_chunks(d, al, n)),
+                           {false, "prefill partials"});
+  b->counters = rt::Buffer(ctx_, ops::attention_prefill_counters_bytes(d, al, n), {false, "prefill counters"});
   b->counters.fill(0);
 
   b->graph = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{options_.timestamps, fmt::format("prefill {}", n)});
@@ -45,6 +46,8 @@ std::unique_ptr<BitNetModel::PrefillBlock> BitNetModel::make_prefill_block(uint3
   auto& a = *act_;
   const float eps = c.rms_norm_eps;
   const rt::Grid tokens_grid{n};
+  const auto ag = ops::attention_prefill_grid(d, pp.attention_layout, n);
+  const rt::Grid attention_grid{ag[0], ag[1], ag[2]};
   auto matmul_grid = [&](uint32_t rows) {
     return rt::Grid{ops::ternary_matvec_workgroups(p.target, rows), ops::ternary_matmul_token_tiles(n)};
   };
@@ -71,7 +74,7 @@ std::unique_ptr<BitNetModel::PrefillBlock> BitNetModel::make_prefill_block(uint3
                rt::Grid{ceil_div((d.n_heads + 2 * d.n_kv_heads) * d.head_dim / 4, ops::rope_kv_write_workgroup(p.target)),
                         n});
     g.dispatch(pp.attention, {a.step, b->q, a.k_cache[l], a.v_cache[l], b->partials, b->counters, b->attn},
-               rt::push(n), rt::Grid{d.n_kv_heads, p.attention_chunks, n});
+               rt::push(n), attention_grid);
     g.dispatch(pp.norm_quantize, {b->attn, w.attn_sub_norm, b->q8, b->act}, rt::push(eps), tokens_grid);
     project(pp.attn_output, w.attn_output, b->x);
     g.dispatch(pp.norm_quantize, {b->x, w.ffn_norm, b->q8, b->act}, rt::push(eps), tokens_grid);

@@ -34,16 +34,17 @@ ops::QuantizeOptions ffn_sub_norm_quantize(bool separate) {
 }  // namespace
 
 PrefillPipelines::PrefillPipelines(rt::Context& ctx, const models::BitNetConfig& c, const ops::OpTarget& t,
-                                   uint32_t chunks, uint32_t rows_per_part, uint32_t parts,
+                                   uint32_t rows_per_part, uint32_t parts,
                                    PrefillProjections layout, codegen::ShaderCache& cache)
     : tensor_cores(ops::ternary_matmul_coopmat_shape(t).has_value()),
       separate(separate_layout(t, layout)),
+      attention_layout(ops::attention_prefill_layout(t, {c.n_heads, c.n_kv_heads, c.head_dim})),
       embedding(rt::make_pipeline(ctx, ops::embedding_lookup_batch(t, {c.dim, rows_per_part, parts}), cache)),
       norm_quantize(rt::make_pipeline(ctx, ops::quantize_activations(t, c.dim, {true}), cache)),
       norm_quantize_ffn(rt::make_pipeline(ctx, ops::quantize_activations(t, c.ffn_dim, ffn_sub_norm_quantize(separate)),
                                           cache)),
       attention(rt::make_pipeline(
-          ctx, ops::attention_prefill(t, {c.n_heads, c.n_kv_heads, c.head_dim}, c.context_length, chunks), cache)),
+          ctx, ops::attention_prefill(t, {c.n_heads, c.n_kv_heads, c.head_dim}, c.context_length, attention_layout), cache)),
       attn_output(projection(ctx, cache, t, c.dim, c.n_heads * c.head_dim, true)),
       ffn_down(projection(ctx, cache, t, c.dim, c.ffn_dim, true)) {
   if (c.n_heads * c.head_dim != c.dim)

@@ -13,6 +13,7 @@
 #include "codegen/shader_cache.h"
 #include "models/bitnet_config.h"
 #include "ops/attention_dims.h"
+#include "ops/attention_prefill.h"
 #include "ops/target.h"
 #include "runtime/context.h"
 #include "runtime/graph.h"
@@ -33,12 +34,13 @@ struct PrefillProjection {
 
 struct PrefillPipelines {
   PrefillPipelines(rt::Context& ctx, const models::BitNetConfig& config, const ops::OpTarget& target,
-                   uint32_t attention_chunks, uint32_t rows_per_part, uint32_t parts,
+                   uint32_t rows_per_part, uint32_t parts,
                    PrefillProjections layout = PrefillProjections::Auto,
                    codegen::ShaderCache& cache = codegen::default_shader_cache());
 
   bool tensor_cores = false;  // the single-tensor projections run on tensor cores
   bool separate = false;      // the layout chosen (Separate)
+  ops::PrefillAttentionLayout attention_layout;  // how `attention` tiles a block (sets its grid)
 
   rt::Pipeline embedding;       // token ids -> rows of the F16 table
   rt::Pipeline norm_quantize;   // RMSNorm + int8, over dim (attn_norm, ffn_norm, attn_sub_norm)

@@ -27,6 +27,8 @@ class Attention : public OpsTest {
     c.vb = buffer_of(pack_f16(c.v.data), "v_cache");
     return c;
   }
+  double prefill_error(const ops::AttentionDims& d, uint32_t context, uint32_t pos0, uint32_t n,
+                       const ops::PrefillAttentionLayout& layout, uint32_t chunks = 0);
   // Largest |got - want| over every query token and head.
   static double max_error(const std::vector<float>& got, const golden::MatrixF& want) {
     double worst = 0;
@@ -91,24 +93,68 @@ TEST_F(Attention, DecodeWithForcedChunkCounts) {
   }
 }
 
+// One prefill block through attention_prefill with the given layout; the largest error against
+// the reference over every token and head.
+double Attention::prefill_error(const ops::AttentionDims& d, uint32_t context, uint32_t pos0, uint32_t n,
+                                const ops::PrefillAttentionLayout& layout, uint32_t chunks) {
+  Cache kv = cache(d, context, 17 + pos0);
+  golden::MatrixF qm(n, d.q_width());
+  qm.data = random_floats(qm.data.size(), 8 + n, 8.0f);
+  rt::Buffer step = step_buffer(0, pos0), qb = buffer_of(qm.data, "q");
+  rt::Buffer out(ctx(), qm.data.size() * 4, {false, "out"});
+  auto grid = ops::attention_prefill_grid(d, layout, n);
+  if (chunks) grid[2] = chunks;
+  rt::Buffer partials(ctx(), ops::attention_prefill_partials_bytes(d, layout, n, grid[2]), {false, "partials"});
+  const uint64_t counter_words = ops::attention_prefill_counters_bytes(d, layout, n) / 4;
+  rt::Buffer counters = buffer_of(std::vector<uint32_t>(counter_words, 0), "counters");
+  run(ops::attention_prefill(target(), d, context, layout), {step, qb, kv.kb, kv.vb, partials, counters, out},
+      rt::push(n), rt::Grid{grid[0], grid[1], grid[2]});
+  EXPECT_EQ(counters.download<uint32_t>(), std::vector<uint32_t>(counter_words, 0)) << "counters left for replay";
+  golden::MatrixF want;
+  golden::attention(qm, kv.k, kv.v, pos0, {d.n_heads, d.n_kv_heads, d.head_dim}, want);
+  return max_error(out.download<float>(), want);
+}
+
+// Blocks at position 0 and later, token counts that are not a multiple of the token tile, and
+// blocks that span several K/V tiles with the causal edge inside a tile.
 TEST_F(Attention, PrefillIsCausalOverTheBlock) {
   struct Case { ops::AttentionDims dims; uint32_t context, pos0, n; };
   for (const Case& c : {Case{kTiny, 512, 0, 9}, Case{k2B, 4096, 97, 5}, Case{k2B, 4096, 4090, 6},
-                        Case{{6, 3, 12}, 40, 3, 37}}) {
-    const auto& d = c.dims;
-    const uint32_t chunks = ops::attention_chunks(target(), d, c.context);
-    Cache kv = cache(d, c.context, 17 + c.pos0);
-    golden::MatrixF qm(c.n, d.q_width());
-    qm.data = random_floats(qm.data.size(), 8 + c.n, 8.0f);
-    rt::Buffer step = step_buffer(0, c.pos0), qb = buffer_of(qm.data, "q");
-    rt::Buffer out(ctx(), qm.data.size() * 4, {false, "out"});
-    rt::Buffer partials(ctx(), ops::attention_partials_bytes(d, chunks, c.n), {false, "partials"});
-    rt::Buffer counters = buffer_of(std::vector<uint32_t>(c.n * d.n_kv_heads, 0), "counters");
-    run(ops::attention_prefill(target(), d, c.context, chunks), {step, qb, kv.kb, kv.vb, partials, counters, out},
-        rt::push(c.n), rt::Grid{d.n_kv_heads, chunks, c.n});
-    golden::MatrixF want;
-    golden::attention(qm, kv.k, kv.v, c.pos0, {d.n_heads, d.n_kv_heads, d.head_dim}, want);
-    EXPECT_LT(max_error(out.download<float>(), want), kTolerance) << "pos0 " << c.pos0 << " n " << c.n;
+                        Case{{6, 3, 12}, 40, 3, 37}, Case{k2B, 1024, 0, 100}, Case{k2B, 1024, 301, 77},
+                        Case{kTiny, 4096, 0, 512}}) {
+    const auto layout = ops::attention_prefill_layout(target(), c.dims);
+    EXPECT_LT(prefill_error(c.dims, c.context, c.pos0, c.n, layout), kTolerance)
+        << "heads " << c.dims.n_heads << " pos0 " << c.pos0 << " n " << c.n;
+  }
+}
+
+// Positions cut into chunks merged by the last workgroup: chunk counts that divide the K/V tiles
+// and ones that do not, more chunks than tiles, rows whose positions all fall in one chunk.
+TEST_F(Attention, PrefillWithPositionChunks) {
+  const auto layout = ops::attention_prefill_layout(target(), kTiny);
+  for (uint32_t chunks : {2u, 3u, 7u, 64u})
+    for (auto [pos0, n] : {std::pair{0u, 40u}, std::pair{200u, 11u}, std::pair{3u, 1u}})
+      EXPECT_LT(prefill_error(kTiny, 512, pos0, n, layout, chunks), kTolerance)
+          << "chunks " << chunks << " pos0 " << pos0 << " n " << n;
+  EXPECT_LT(prefill_error(k2B, 4096, 2000, 16, ops::attention_prefill_layout(target(), k2B)), kTolerance)
+      << "the default chunks of a short late block";
+}
+
+// Other tilings than the target's default give the same answer: fewer lanes per token (several
+// slices and keys per lane), odd token and key counts per tile.
+TEST_F(Attention, PrefillWithOtherTilings) {
+  const uint32_t sg = target().subgroup_size;
+  for (uint32_t lanes : {1u, 2u, 8u}) {
+    for (uint32_t keys : {1u, 3u}) {
+      ops::PrefillAttentionLayout l;
+      l.lanes = std::min(lanes, sg);
+      l.keys_per_lane = keys;
+      l.tokens = 3 * (sg / l.lanes);  // whole subgroups, an odd multiple where it fits
+      if (ops::attention_prefill_shared_bytes(kTiny, l) > target().max_shared_bytes) l.tokens /= 3;
+      for (const auto& d : {kTiny, ops::AttentionDims{6, 3, 12}})
+        EXPECT_LT(prefill_error(d, 300, 5, 29, l), kTolerance)
+            << "lanes " << l.lanes << " keys " << keys << " tokens " << l.tokens << " head_dim " << d.head_dim;
+    }
   }
 }
 

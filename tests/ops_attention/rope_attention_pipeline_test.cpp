@@ -51,13 +51,16 @@ TEST_F(RopeThenAttention, PrefillAndDecodeAgreeWithTheReference) {
   {
     rt::Buffer step = step_buffer(0, pos0), qb = buffer_of(q, "q"), kb = buffer_of(k, "k"), vb = buffer_of(v, "v");
     rt::Buffer kcb = buffer_of(pack_f16(earlier), "k_cache"), vcb = buffer_of(pack_f16(earlier_v), "v_cache");
-    rt::Buffer partials(ctx(), ops::attention_partials_bytes(d, chunks, n), {false, "partials"});
-    rt::Buffer counters = buffer_of(std::vector<uint32_t>(n * d.n_kv_heads, 0), "counters");
+    const auto layout = ops::attention_prefill_layout(t, d);
+    const auto grid = ops::attention_prefill_grid(d, layout, n);
+    rt::Buffer partials(ctx(), ops::attention_prefill_partials_bytes(d, layout, n, grid[2]), {false, "partials"});
+    rt::Buffer counters = buffer_of(std::vector<uint32_t>(ops::attention_prefill_counters_bytes(d, layout, n) / 4, 0),
+                                    "counters");
     rt::Buffer out(ctx(), q.size() * 4, {false, "out"});
-    rt::Pipeline attn = pipeline(ops::attention_prefill(t, d, context, chunks));
+    rt::Pipeline attn = pipeline(ops::attention_prefill(t, d, context, layout));
     rt::Graph g(ctx());
     g.dispatch(rope, {step, qb, kb, vb, kcb, vcb}, rt::push(base, n), rt::Grid{rope_groups, n});
-    g.dispatch(attn, {step, qb, kcb, vcb, partials, counters, out}, rt::push(n), rt::Grid{d.n_kv_heads, chunks, n});
+    g.dispatch(attn, {step, qb, kcb, vcb, partials, counters, out}, rt::push(n), rt::Grid{grid[0], grid[1], grid[2]});
     EXPECT_EQ(g.stats().steps, 2u);
     g.submit_and_wait();
     prefill_out = out.download<float>();

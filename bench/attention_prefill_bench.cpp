@@ -1,0 +1,95 @@
+// Prefill attention alone at the 2B-4T shape (20/5 heads, head_dim 128, F16 KV cache of 4096
+// positions): GPU time per dispatch for a block of n tokens at position pos (median of a barrier
+// chain). The tiled kernel in several tilings runs beside the split-KV kernel it replaced (one
+// workgroup per token, kv head and chunk), so the gain is measured in the same run.
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "bench/bench_registry.h"
+#include "ops/attention_prefill.h"
+#include "ops/attention_split_kv.h"
+#include "ops/step_state.h"
+#include "runtime/buffer.h"
+#include "runtime/graph.h"
+#include "runtime/kernel_pipeline.h"
+
+namespace bdsl::bench {
+namespace {
+
+struct PrefillVariant {
+  std::string name;
+  bool split_kv = false;               // the previous kernel
+  ops::PrefillAttentionLayout layout;  // lanes 0: the target's default
+};
+
+void attention_prefill(benchmark::State& st, BenchSession& s, const ops::AttentionDims& d, uint32_t context,
+                       uint32_t pos, uint32_t n, const PrefillVariant& v) {
+  auto& ctx = *s.ctx;
+  const uint32_t chunks = ops::attention_chunks(s.target, d, context);
+  const auto layout = v.layout.lanes ? v.layout : ops::attention_prefill_layout(s.target, d);
+  if (!v.split_kv && ops::attention_prefill_shared_bytes(d, layout) > s.target.max_shared_bytes) {
+    st.SkipWithError("tiling needs more shared memory than the device has");
+    return;
+  }
+  rt::Pipeline p = rt::make_pipeline(
+      ctx, v.split_kv ? ops::attention_split_kv("attention_prefill_split_kv", s.target, d, context, chunks, true)
+                      : ops::attention_prefill(s.target, d, context, layout));
+  const auto g3 = ops::attention_prefill_grid(d, layout, n);
+  const rt::Grid grid = v.split_kv ? rt::Grid{d.n_kv_heads, chunks, n} : rt::Grid{g3[0], g3[1], g3[2]};
+  const uint64_t cache_bytes = uint64_t{context} * d.kv_words() * 4;
+  rt::Buffer k(ctx, cache_bytes, {false, "k cache"}), vc(ctx, cache_bytes, {false, "v cache"});
+  k.fill(0x3c003c00u);  // ~1.0 halves: the values do not change the time
+  vc.fill(0x3c003c00u);
+  rt::Buffer step(ctx, sizeof(ops::StepState), {true, "step"}), q(ctx, uint64_t{n} * d.q_width() * 4, {false, "q"});
+  rt::Buffer out(ctx, uint64_t{n} * d.q_width() * 4, {false, "out"});
+  rt::Buffer partials(ctx, v.split_kv ? ops::attention_partials_bytes(d, chunks, n)
+                                      : ops::attention_prefill_partials_bytes(d, layout, n, g3[2]),
+                      {false, "partials"});
+  rt::Buffer counters(ctx, v.split_kv ? ops::attention_counters_bytes(d, n)
+                                      : ops::attention_prefill_counters_bytes(d, layout, n),
+                      {false, "counters"});
+  q.fill(0x3c000000u);
+  counters.fill(0);
+  ops::StepState state;
+  state.pos = pos;
+  step.upload(std::vector<ops::StepState>{state});
+  constexpr int kDispatches = 16;
+  rt::Graph g(ctx, {true, "attention prefill"});
+  for (int i = 0; i < kDispatches; ++i) g.dispatch(p, {step, q, k, vc, partials, counters, out}, rt::push(n), grid);
+  const auto t0 = std::chrono::steady_clock::now();  // clocks up first
+  while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(200)) g.submit_and_wait();
+  const double per = time_median_dispatch(st, g);
+  // Causal pairs (query row, position) times head_dim, two products each (Q K^T and P V).
+  double pairs = 0;
+  for (uint32_t t = 0; t < n; ++t) pairs += pos + t + 1;
+  st.counters["us"] = per / 1e3;
+  st.counters["GFLOP_per_s"] = pairs * d.n_heads * d.head_dim * 4 / per;
+}
+
+}  // namespace
+
+void register_attention_prefill_benchmarks(BenchSession& s) {
+  const bool quick = s.options.quick;
+  const ops::AttentionDims d = quick ? ops::AttentionDims{8, 2, 64} : ops::AttentionDims{20, 5, 128};
+  const uint32_t context = quick ? 512 : 4096;
+  struct Block { uint32_t pos, n; };
+  const std::vector<Block> blocks = quick ? std::vector<Block>{{0, 16}}
+                                          : std::vector<Block>{{0, 512}, {512, 512}, {3584, 512}, {0, 64}, {2000, 16}};
+  std::vector<PrefillVariant> variants = {{"tiled", false, {0, 0, 0}}};
+  if (!quick) {
+    variants.push_back({"split_kv", true, {}});
+    for (auto [lanes, keys, tokens] : {std::array<uint32_t, 3>{32, 1, 8}, {16, 1, 16}, {8, 2, 16}, {16, 2, 4}})
+      variants.push_back({fmt::format("tiled_l{}_k{}_t{}", lanes, keys, tokens), false, {lanes, keys, tokens}});
+  }
+  for (const auto& v : variants)
+    for (const Block b : blocks)
+      benchmark::RegisterBenchmark(fmt::format("attention_prefill/{}/pos:{}/n:{}", v.name, b.pos, b.n).c_str(),
+                                   [&s, d, context, b, v](benchmark::State& st) {
+                                     attention_prefill(st, s, d, context, b.pos, b.n, v);
+                                   })
+          ->UseManualTime()->Iterations(quick ? 2 : 10)->Unit(benchmark::kMicrosecond);
+}
+
+}  // namespace bdsl::bench
