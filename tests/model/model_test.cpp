@@ -1,6 +1,7 @@
 // BitNet on the device, end to end, on the tiny synthetic model: the golden per-layer data at every
 // prompt position, the greedy continuation, replay, sampling, EOS and the context limit.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <numeric>
 
@@ -157,6 +158,21 @@ void expect_logits_close(const std::vector<float>& want, const std::vector<float
   EXPECT_GE(diff.cosine, bitnet::kGpuMinCosine) << what;
 }
 
+// After a layer, prefill and decode have summed norms and attention in different orders, so an
+// int8 value on a rounding boundary can differ and travel (see golden_check.h): the drift bound.
+void expect_close_after_drift(const std::vector<float>& want, const std::vector<float>& got, const std::string& what) {
+  const auto diff = golden::compare_tensors(want, got);
+  EXPECT_FALSE(diff.nan_or_inf) << what;
+  EXPECT_GE(diff.cosine, bitnet::kDriftMinCosine) << what;
+}
+
+// `token` is the argmax of `logits` or ties with it within `tolerance` of the largest |logit|.
+void expect_greedy(const std::vector<float>& logits, int32_t token, double tolerance, const std::string& what) {
+  float best = logits[0], scale = 0;
+  for (float v : logits) best = std::max(best, v), scale = std::max(scale, std::fabs(v));
+  EXPECT_GE(logits.at(size_t(token)), best - tolerance * scale) << what;
+}
+
 // The batched prompt path (matrix-matrix projections, causal attention over the block) gives the
 // decode path's logits at every position, and leaves the same KV cache behind.
 void expect_prefill_matches_decode(rt::Context& ctx, const fs::path& model, bitnet::PrefillProjections layout) {
@@ -174,19 +190,22 @@ void expect_prefill_matches_decode(rt::Context& ctx, const fs::path& model, bitn
   }
   for (size_t k = 1; k <= prompt.size(); ++k) {
     const auto out = batch.prefill(std::span(prompt).first(k), 0);
-    expect_logits_close(logits[k - 1], batch.logits(), "prefill of " + std::to_string(k) + " tokens");
-    EXPECT_EQ(out.argmax, argmax[k - 1]) << k;
+    const std::string what = "prefill of " + std::to_string(k) + " tokens";
+    expect_close_after_drift(logits[k - 1], batch.logits(), what);
+    expect_greedy(logits[k - 1], out.argmax, 0.05, what);
   }
   for (uint32_t l = 0; l < config.n_layers; ++l) {
     const auto [dk, dv] = decode.kv_cache(l, uint32_t(prompt.size()));
     const auto [bk, bv] = batch.kv_cache(l, uint32_t(prompt.size()));
-    expect_logits_close(dk, bk, "K cache of layer " + std::to_string(l));
-    expect_logits_close(dv, bv, "V cache of layer " + std::to_string(l));
+    // Layer 0's K and V come from the embeddings through the same quantization: tight.
+    auto check = l == 0 ? expect_logits_close : expect_close_after_drift;
+    check(dk, bk, "K cache of layer " + std::to_string(l));
+    check(dv, bv, "V cache of layer " + std::to_string(l));
   }
   // Two blocks, the second starting at position 3: the same last logits.
   batch.prefill(std::span(prompt).first(3), 0);
   batch.prefill(std::span(prompt).subspan(3), 3);
-  expect_logits_close(logits.back(), batch.logits(), "prefill in two blocks");
+  expect_close_after_drift(logits.back(), batch.logits(), "prefill in two blocks");
 }
 
 TEST_F(Model, PrefillMatchesDecodeAtEveryPosition) {
@@ -230,12 +249,14 @@ TEST_F(Model, GeneratorPrefillsThePromptAsABatch) {
   // The prompt token by token through the decode graph chooses the same first token as the batch.
   bitnet::BitNetModel decode(ctx(), file, models::BitNetConfig::from_gguf(file));
   const auto prompt = golden_prompt();
-  bitnet::StepOutput last;
-  for (uint32_t t = 0; t < prompt.size(); ++t) last = decode.step(prompt[t], t);
-  EXPECT_EQ(r.tokens[0], last.argmax);
-  // And the continuation is greedy: each token is the argmax of the logits after the previous one.
-  for (size_t i = 0; i + 1 < r.tokens.size(); ++i)
-    EXPECT_EQ(decode.step(r.tokens[i], uint32_t(prompt.size() + i)).argmax, r.tokens[i + 1]) << "token " << i + 1;
+  for (uint32_t t = 0; t < prompt.size(); ++t) decode.step(prompt[t], t);
+  expect_greedy(decode.logits(), r.tokens[0], 0.05, "first token");
+  // And the continuation is greedy: each token is the argmax of the logits after the previous one
+  // (decode's cache drifts from the batch's within the bound above).
+  for (size_t i = 0; i + 1 < r.tokens.size(); ++i) {
+    decode.step(r.tokens[i], uint32_t(prompt.size() + i));
+    expect_greedy(decode.logits(), r.tokens[i + 1], 0.05, "token " + std::to_string(i + 1));
+  }
 }
 
 }  // namespace
