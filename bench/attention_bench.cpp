@@ -73,10 +73,15 @@ void register_attention_benchmarks(BenchSession& s) {
                                                 : std::vector<uint32_t>{0, 100, 511, 2047, 4095};
   std::vector<Variant> variants = {{"default", {}, 0}};
   if (!quick) {
-    ops::SplitKvTuning pass4, lanes8;
+    ops::SplitKvTuning pass2, pass4, pass16, lanes8;
+    pass2.positions_per_pass = 2;
     pass4.positions_per_pass = 4;
+    pass16.positions_per_pass = 16;
     lanes8.max_lanes_per_row = 8;
+    variants.push_back({"pass:2", pass2});
     variants.push_back({"pass:4", pass4});
+    variants.push_back({"pass:16", pass16});
+    variants.push_back({"chunks:4", {}, 4});
     variants.push_back({"lanes:8", lanes8});
     variants.push_back({"chunks:32", {}, 32});
     variants.push_back({"device_step", {}, 0, true});

@@ -15,10 +15,10 @@
 // consecutive positions each per pass, every K and V load of the pass issued before any
 // arithmetic. Each lane keeps its slice of the group's query heads in registers (pre-scaled by
 // 1/sqrt(head_dim)); a score is the lanes' partial dot products summed by a subgroup butterfly
-// (shuffle xor). Per pass, the workgroup's max and then its sum of exp(s - max) go through
-// shared memory (two barriers), so V is weighed by p / sum as in the reference (and the merges
-// are plain sums of one normalised average; passes merge online). Row groups merge within the
-// subgroup by shuffles, subgroups through shared memory (one barrier). With one active chunk the
+// (shuffle xor). Each subgroup keeps an online softmax (max, sum, unnormalised sum of p * v): a
+// pass's max and sum come from subgroup operations, with no barrier. Row groups merge within the
+// subgroup by shuffles, subgroups through shared memory once at the end (one barrier), each
+// rescaled to the largest max. With one active chunk the
 // workgroup writes the output itself; otherwise it writes its partial (max, sum, average) with
 // plain stores to a coherent buffer, barrier(true) (a buffer memory barrier), and counts itself
 // done on an atomic counter per (t, kv); the last of the `active` workgroups merges all partials
@@ -28,8 +28,11 @@
 //
 // H100, 2B shape (20/5 heads, head_dim 128, context 4096), bitnet-dsl-bench `attention/` (one
 // dispatch alone, median of 64 in a barrier chain, cache cold), us at pos 0/100/511/2047/4095:
-//   this kernel (8 positions a pass, 16 chunks)      7.8   7.9  10.2  10.9  15.7
-//   4 positions a pass, 32 chunks                     6.9   8.7   9.3  12.1  15.8
+//   this kernel (8 positions a pass, 16 chunks)      6.9   6.9   9.4  10.1  13.8
+//   the same with barriers per pass (before)          7.8   7.9  10.2  10.9  15.7
+//   2 / 4 / 16 positions a pass                       5.7 / 6.3 / 9.1 at pos 0, 9.1 / 8.6 / 11.4 at 511,
+//                                                     18.1 / 15.0 / 13.9 at 4095
+//   4 positions a pass, 32 chunks (before)            6.9   8.7   9.3  12.1  15.8
 //   8 positions a pass, 32 chunks (2 waves at 4095)   -     7.9  10.0  11.0  19.4
 //   the kernel before (atomics, fixed chunk length)  14.1  14.9  15.3  19.0  26.4
 // In the model (`op/attention_decode_f16kv`, per layer, decode graph): 9.8-10.1 us at pos 100,
