@@ -118,6 +118,15 @@ void decode(benchmark::State& st, BenchSession& s, uint32_t ctx_len) {
   st.counters["frac_of_roofline"] = (bytes / s.peak_read_gbps / 1e9) / (gpu / n);
 }
 
+// The GPU time of every dispatch of `op` in one replay (ns), and how many there were.
+double op_ns(const std::vector<std::string>& names, const std::vector<double>& ns, const std::string& op, uint32_t& calls) {
+  double t = 0;
+  calls = 0;
+  for (size_t i = 0; i < ns.size(); ++i)
+    if (names[i] == op) t += ns[i], ++calls;
+  return t;
+}
+
 // Where a token's time goes: each kernel's GPU time per token, summed over its calls.
 void per_op(benchmark::State& st, BenchSession& s, const std::string& op, uint32_t pos) {
   auto& m = model_state(s);
@@ -128,11 +137,7 @@ void per_op(benchmark::State& st, BenchSession& s, const std::string& op, uint32
   uint32_t calls = 0;
   for (auto _ : st) {
     m.model->step(1, pos);
-    const auto ns = m.model->timestamps_ns();
-    double t = 0;
-    calls = 0;
-    for (size_t i = 0; i < ns.size(); ++i)
-      if (names[i] == op) t += ns[i], ++calls;
+    const double t = op_ns(names, m.model->timestamps_ns(), op, calls);
     st.SetIterationTime(t * 1e-9);
     total += t;
   }
@@ -179,12 +184,7 @@ void prefill_per_op(benchmark::State& st, BenchSession& s, const std::string& op
   uint32_t calls = 0;
   for (auto _ : st) {
     m.model->prefill(prompt, 0);
-    const auto names = m.model->prefill_operation_names();
-    const auto ns = m.model->prefill_timestamps_ns();
-    double t = 0;
-    calls = 0;
-    for (size_t i = 0; i < ns.size(); ++i)
-      if (names[i] == op) t += ns[i], ++calls;
+    const double t = op_ns(m.model->prefill_operation_names(), m.model->prefill_timestamps_ns(), op, calls);
     st.SetIterationTime(t * 1e-9);
     total += t;
     span += m.model->prefill_gpu_span_ns();

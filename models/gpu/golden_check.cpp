@@ -68,9 +68,16 @@ ValidationReport validate_against_golden(rt::Context& ctx, const models::GgufFil
     v_cache.push_back(std::move(v));
   }
   const uint64_t kv = config.kv_dim();
-  auto gpu_rows = [&](const std::string& name, size_t first, size_t count) {
+  // What the GPU produced for `name` at positions 0..count-1: dumped rows, or (Kcur-N, Vcur-N)
+  // the cache rows widened from F16.
+  auto gpu_rows = [&](const std::string& name, size_t count) {
     std::vector<float> rows;
-    for (size_t t = first; t < first + count; ++t) {
+    if (name.starts_with("Kcur-") || name.starts_with("Vcur-")) {
+      const auto& c = (name[0] == 'K' ? k_cache : v_cache)[std::stoul(name.substr(5))];
+      rows.assign(c.begin(), c.begin() + int64_t(count * kv));
+      return rows;
+    }
+    for (size_t t = 0; t < count; ++t) {
       const auto& v = steps[t].at(name);
       rows.insert(rows.end(), v.begin(), v.end());
     }
@@ -88,16 +95,7 @@ ValidationReport validate_against_golden(rt::Context& ctx, const models::GgufFil
   }
   for (const auto& name : order) {
     auto it = expected.find(name);
-    if (it == expected.end()) continue;
-    std::vector<float> actual;
-    if (name.starts_with("Kcur-") || name.starts_with("Vcur-")) {
-      const auto& cache = name[0] == 'K' ? k_cache : v_cache;
-      const auto& c = cache[std::stoul(name.substr(5))];
-      actual.assign(c.begin(), c.begin() + int64_t(positions * kv));
-    } else {
-      actual = gpu_rows(name, 0, positions);
-    }
-    report.local.push_back(check(name, it->second, actual));
+    if (it != expected.end()) report.local.push_back(check(name, it->second, gpu_rows(name, positions)));
   }
   // The greedy choice against the reference LM head applied to the GPU's normed vector.
   const auto& ref_logits = expected.at("result_output");
@@ -114,16 +112,8 @@ ValidationReport validate_against_golden(rt::Context& ctx, const models::GgufFil
   // End to end over the prompt against the golden data.
   for (const auto& name : order) {
     const auto path = dir / (name + ".npy");
-    if (!std::filesystem::exists(path)) continue;
-    std::vector<float> actual;
-    if (name.starts_with("Kcur-") || name.starts_with("Vcur-")) {
-      const auto& cache = name[0] == 'K' ? k_cache : v_cache;
-      const auto& c = cache[std::stoul(name.substr(5))];
-      actual.assign(c.begin(), c.begin() + int64_t(n_prompt * kv));
-    } else {
-      actual = gpu_rows(name, 0, n_prompt);
-    }
-    report.tensors.push_back(check(name, golden::read_npy_f32(path).data, actual));
+    if (std::filesystem::exists(path))
+      report.tensors.push_back(check(name, golden::read_npy_f32(path).data, gpu_rows(name, n_prompt)));
   }
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     const std::string stem = entry.path().stem().string();
@@ -134,7 +124,7 @@ ValidationReport validate_against_golden(rt::Context& ctx, const models::GgufFil
   }
   std::sort(report.not_materialized.begin(), report.not_materialized.end());
   report.tensors.push_back(check("logits", golden::read_npy_f32(dir / "logits.npy").data,
-                                 gpu_rows("result_output", 0, n_prompt)));
+                                 gpu_rows("result_output", n_prompt)));
   return report;
 }
 
