@@ -307,8 +307,10 @@ void Context::submit_and_wait(VkCommandBuffer cmd, VkFence fence) {
     vk_check(vkQueueSubmit(queue_, 1, &submit, fence), "vkQueueSubmit");
   }
   // Poll first: a decode token is a few ms of GPU work, and a blocking wait's wake-up costs tens
-  // of microseconds on top of it. Work that runs longer falls back to blocking.
-  const auto spin_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+  // of microseconds on top of it. Work that runs longer falls back to blocking. Not on a CPU
+  // device (lavapipe): there the polling thread would take a core from the work itself.
+  const auto spin = info_.type == DeviceType::Cpu ? std::chrono::milliseconds(0) : std::chrono::milliseconds(20);
+  const auto spin_until = std::chrono::steady_clock::now() + spin;
   VkResult status = vkGetFenceStatus(device_, fence);
   while (status == VK_NOT_READY && std::chrono::steady_clock::now() < spin_until) status = vkGetFenceStatus(device_, fence);
   if (status == VK_NOT_READY) status = vkWaitForFences(device_, 1, &fence, VK_TRUE, UINT64_MAX);
