@@ -71,6 +71,7 @@ int main(int argc, char** argv) {
     bdsl::bench::register_bandwidth_benchmarks(session);
     bdsl::bench::register_matvec_benchmarks(session);
     bdsl::bench::register_projection_benchmarks(session);
+    bdsl::bench::register_grid_sync_benchmarks(session);
     bdsl::bench::register_matmul_benchmarks(session);
     bdsl::bench::register_attention_benchmarks(session);
     bdsl::bench::register_attention_prefill_benchmarks(session);

@@ -23,9 +23,15 @@ struct ModelState {
   uint32_t filled = 0;  // positions of the KV cache holding real values
 };
 
-// `timed`: per-dispatch GPU timestamps (the per-op tables); untimed is what `run` executes.
-ModelState& model_state(BenchSession& s, bool timed = true) {
-  auto& slot = timed ? s.model_state : s.untimed_model_state;
+// The models a run builds: with per-dispatch GPU timestamps (the per-op tables), and without
+// (what `run` executes), with separate kernels (the default) or fused decode layers (to compare).
+enum class Variant { Timed, Untimed, UntimedFused };
+
+ModelState& model_state(BenchSession& s, Variant variant = Variant::Timed) {
+  auto& slot = variant == Variant::Timed     ? s.model_state
+               : variant == Variant::Untimed ? s.untimed_model_state
+                                             : s.untimed_fused_model_state;
+  const bool timed = variant == Variant::Timed;
   auto state = std::static_pointer_cast<ModelState>(slot);
   if (!state) {
     auto file = models::GgufFile::open(s.model_path);
@@ -34,7 +40,8 @@ ModelState& model_state(BenchSession& s, bool timed = true) {
     slot = state;
     const auto t0 = Clock::now();
     bitnet::ModelOptions o;
-    o.timestamps = true;
+    o.timestamps = timed;
+    o.fused_layers = variant == Variant::UntimedFused;
     o.prefill_projections = s.options.prefill_projections;
     o.decode_tuning = s.options.decode_tuning;
     state->model = std::make_unique<bitnet::BitNetModel>(*s.ctx, state->file, state->config, o);
@@ -63,6 +70,11 @@ std::map<std::string, double> bytes_per_call(const ModelState& m, uint32_t pos) 
           {p.lm_head.name(), double(c.vocab_size) * dim * 2},
           {p.argmax_partial.name(), c.vocab_size * 4.0}};
   if (p.top_k_partial) bytes[p.top_k_partial->name()] = c.vocab_size * 4.0;
+  if (p.layer) {  // the fused layer: its phases' bytes
+    const double tail = bytes[p.attn_output.name()] + bytes[p.gate_up.name()] + bytes[p.ffn_down.name()];
+    bytes[p.layer->name()] = tail + bytes[p.qkv.name()];
+    bytes[p.last_layer->name()] = tail;
+  }
   return bytes;
 }
 
@@ -77,8 +89,8 @@ double token_bytes(const ModelState& m, uint32_t pos) {
 
 // Decode as `bitnet-dsl run` does it: no timestamps in the recording, wall time per token
 // (submit, GPU, wait, read back). Timestamps around every dispatch cost time themselves.
-void decode_untimed(benchmark::State& st, BenchSession& s, uint32_t ctx_len) {
-  auto& m = model_state(s, false);
+void decode_untimed(benchmark::State& st, BenchSession& s, uint32_t ctx_len, Variant variant) {
+  auto& m = model_state(s, variant);
   ctx_len = std::min(ctx_len, m.config.context_length);
   fill_cache(m, ctx_len - 1);
   double wall = 0;
@@ -90,6 +102,9 @@ void decode_untimed(benchmark::State& st, BenchSession& s, uint32_t ctx_len) {
     wall += w;
   }
   st.counters["tokens_per_s"] = double(st.iterations()) / wall;
+  st.counters["dispatches"] = m.model->stats().dispatches;
+  st.counters["steps"] = m.model->stats().steps;
+  st.counters["fused"] = m.model->fused_layers();
 }
 
 void decode(benchmark::State& st, BenchSession& s, uint32_t ctx_len) {
@@ -214,9 +229,12 @@ void register_model_benchmarks(BenchSession& s) {
                                  [&s, ctx](benchmark::State& st) { decode(st, s, ctx); })
         ->UseManualTime()->Iterations(iters)->Unit(benchmark::kMicrosecond);
   for (uint32_t ctx : quick ? std::vector<uint32_t>{64} : std::vector<uint32_t>{128, 512, 2048})
-    benchmark::RegisterBenchmark(fmt::format("decode_untimed/ctx:{}", ctx).c_str(),
-                                 [&s, ctx](benchmark::State& st) { decode_untimed(st, s, ctx); })
-        ->UseManualTime()->Iterations(quick ? 3 : 200)->Unit(benchmark::kMicrosecond);
+    for (Variant v : {Variant::Untimed, Variant::UntimedFused}) {
+      if (v == Variant::UntimedFused && s.ctx->info().type == rt::DeviceType::Cpu) continue;  // needs in-order workgroups
+      benchmark::RegisterBenchmark(fmt::format("decode_untimed{}/ctx:{}", v == Variant::Untimed ? "" : "_fused", ctx).c_str(),
+                                   [&s, ctx, v](benchmark::State& st) { decode_untimed(st, s, ctx, v); })
+          ->UseManualTime()->Iterations(quick ? 3 : 200)->Unit(benchmark::kMicrosecond);
+    }
   for (uint32_t n : quick ? std::vector<uint32_t>{16} : std::vector<uint32_t>{128, 512})
     benchmark::RegisterBenchmark(fmt::format("prefill/tokens:{}", n).c_str(),
                                  [&s, n](benchmark::State& st) { prefill(st, s, n); })

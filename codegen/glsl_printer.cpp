@@ -146,7 +146,7 @@ class Printer {
     for (size_t i = 0; i < ir_.buffers.size(); ++i) {
       const auto& b = ir_.buffers[i].info;
       const char* q = b.access == Access::Read ? "readonly " : b.access == Access::Write ? "writeonly " : "";
-      out_ << "layout(std430, set = 0, binding = " << b.binding << ") " << (ir_.buffers[i].coherent ? "coherent " : "")
+      out_ << "layout(std430, set = 0, binding = " << b.binding << ") " << (ir_.buffers[i].is_volatile ? "volatile coherent " : ir_.buffers[i].coherent ? "coherent " : "")
            << q << "buffer " << buffer_names_[i]
            << "_block { " << glsl_name(b.element) << " " << buffer_names_[i] << "[]; };\n";
     }

@@ -92,7 +92,9 @@ class Uniformity {
       }
       case Op::LoopIndex: return loop_uniform_[n.ref];
       case Op::VarRead: return var_uniform_[n.ref];
-      case Op::Load: return ir_.buffers[n.ref].info.access == Access::Read && uniform(n.args[0]);
+      // A coherent buffer may change while the workgroup reads it (another workgroup writes it).
+      case Op::Load:
+        return ir_.buffers[n.ref].info.access == Access::Read && !ir_.buffers[n.ref].coherent && uniform(n.args[0]);
       case Op::SharedLoad: return false;
       case Op::Call: {
         const auto fn = static_cast<Fn>(n.ref);

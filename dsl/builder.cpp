@@ -47,7 +47,7 @@ void BuilderCore::fail(const std::string& what) const {
 std::string BuilderCore::check_name(std::string name, const char* what) const {
   if (!is_valid_glsl_identifier(name))
     throw DslError(std::string("invalid ") + what + " name '" + name +
-                   "': use letters, digits and '_', not starting with a digit, 'gl_' or containing '__'");
+                   "': use up to 128 letters, digits and '_', not starting with a digit, 'gl_' or containing '__'");
   return name;  // a GLSL keyword ("out", "input") is fine: the printer renames it
 }
 
@@ -58,7 +58,9 @@ bool BuilderCore::op_is_pure(Op op, uint32_t ref) const {
     case Op::Let:
       return false;
     case Op::Load:
-      return ir_->buffers[ref].info.access == Access::Read;  // read-only data cannot change
+      // Read-only data cannot change, unless another dispatch writes it while this one runs
+      // (a coherent buffer, e.g. ops/dispatch_chain.h): then a load stays where it was written.
+      return ir_->buffers[ref].info.access == Access::Read && !ir_->buffers[ref].coherent;
     default:
       return true;
   }
@@ -137,12 +139,12 @@ bool BuilderCore::inside_loop() const {
                      [&](const Scope& s) { return ir_->blocks[s.block].is_loop_body; });
 }
 
-uint32_t BuilderCore::add_buffer(std::string name, Access access, Type element, bool coherent) {
+uint32_t BuilderCore::add_buffer(std::string name, Access access, Type element, bool coherent, bool is_volatile) {
   if (element.lanes == 3) fail("buffer '" + name + "': 3-lane vectors pad to 16 bytes in std430; use vec4");
   name = check_name(std::move(name), "buffer");
   const auto binding = static_cast<uint32_t>(ir_->buffers.size());
   names_.push_back(name);
-  ir_->buffers.push_back(BufferDecl{BindingInfo{binding, name, access, element}, coherent});
+  ir_->buffers.push_back(BufferDecl{BindingInfo{binding, name, access, element}, coherent || is_volatile, is_volatile});
   return binding;
 }
 

@@ -52,7 +52,7 @@ class BuilderCore {
   bool inside_loop() const;
 
   // Declarations.
-  uint32_t add_buffer(std::string name, Access access, Type element, bool coherent = false);
+  uint32_t add_buffer(std::string name, Access access, Type element, bool coherent = false, bool is_volatile = false);
   uint32_t add_push(std::string name, Type type);
   uint32_t add_shared(std::string name, Type element, uint32_t count);
   uint32_t add_var(std::string name, Type type);

@@ -7,7 +7,7 @@
 namespace bdsl::dsl {
 
 bool is_valid_glsl_identifier(std::string_view name) {
-  if (name.empty() || name.size() > 64) return false;
+  if (name.empty() || name.size() > 128) return false;
   if (std::isdigit(static_cast<unsigned char>(name[0]))) return false;
   if (name.starts_with("gl_") || name.find("__") != std::string_view::npos) return false;
   return std::all_of(name.begin(), name.end(),

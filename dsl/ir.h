@@ -176,6 +176,7 @@ struct Block {
 struct BufferDecl {
   BindingInfo info;
   bool coherent = false;  // other workgroups' writes become visible after a buffer memory barrier
+  bool is_volatile = false;  // every load reads memory again (implies coherent): for polling
 };
 struct SharedDecl {
   std::string name;

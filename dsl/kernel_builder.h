@@ -32,6 +32,12 @@ class KernelBuilder : public BuilderCore {
   Buffer<T> coherent_buffer(std::string name, Access access) {
     return Buffer<T>(add_buffer(std::move(name), access, type_of<T>(), true));
   }
+  // A coherent buffer whose every load reads memory again, also inside a loop: a flag another
+  // workgroup or dispatch sets while this one polls it.
+  template <class T>
+  Buffer<T> volatile_buffer(std::string name, Access access) {
+    return Buffer<T>(add_buffer(std::move(name), access, type_of<T>(), true, true));
+  }
   template <class T>
   Expr<T> push(std::string name) {
     return Expr<T>(make(Op::PushField, type_of<T>(), {}, 0, add_push(std::move(name), type_of<T>())));

@@ -7,7 +7,9 @@
 //                   first token (token t of the block is at pos + t)
 //   word 2  zero    always 0: kernels read it as a zero the shader compilers cannot see, to keep
 //                   exact float arithmetic from being rewritten (ops/rope_kv_write.cpp)
-//   word 3          reserved, zero (the buffer is 16 bytes, one minimal storage-buffer slice)
+//   word 3  epoch   the number of this submission of the decode graph (1, 2, ...): phases of
+//                   one dispatch wait for epoch * workgroups on the counter of the phase before
+//                   (ops/phase_sync.h). The buffer is 16 bytes, one minimal slice.
 #pragma once
 #include <cstdint>
 
@@ -17,12 +19,13 @@ struct StepState {
   uint32_t token = 0;
   uint32_t pos = 0;
   uint32_t zero = 0;
-  uint32_t reserved = 0;
+  uint32_t epoch = 0;
 };
 static_assert(sizeof(StepState) == 16);
 
 inline constexpr uint32_t kStepToken = 0;  // word index of `token`
 inline constexpr uint32_t kStepPos = 1;    // word index of `pos`
 inline constexpr uint32_t kStepZero = 2;   // word index of `zero`
+inline constexpr uint32_t kStepEpoch = 3;  // word index of `epoch`
 
 }  // namespace bdsl::ops
