@@ -6,6 +6,7 @@
 #include "ops/attention_decode.h"
 #include "ops/attention_prefill.h"
 #include "ops/attention_split_kv.h"
+#include "ops/decode_layer.h"
 #include "ops/embedding_lookup.h"
 #include "ops/lm_head.h"
 #include "ops/quantize_activations.h"
@@ -73,6 +74,10 @@ const std::vector<CatalogEntry>& catalog() {
       {"gate_up", "ffn_norm + gate, up, relu(gate)^2 * up (decode)",
        [](T t) { return ternary_matvec_relu2_gate_up(t, kFfn, kDim, normalized(false)); }},
       {"ffn_down", "ffn_sub_norm + ffn_down + residual (decode)", [](T t) { return ternary_matvec(t, kDim, kFfn, normalized(true)); }},
+      {"decode_layer", "attn_output, gate/up, ffn_down and the next QKV + RoPE as phases of one dispatch (decode)",
+       [](T t) {
+         return decode_layer(t, {kHeads, kDim, kFfn, kContext, true}, {normalized(true), normalized(false), normalized(false)});
+       }},
       {"ternary_matmul", "Y = W X for a block of tokens (prefill)", [](T t) { return ternary_matmul(t, kDim, kDim); }},
       {"qkv_matmul", "Q, K, V for a block of tokens (prefill)",
        [](T t) { return ternary_matmul_qkv(t, kHeads.q_width(), kHeads.kv_width(), kHeads.kv_width(), kDim); }},

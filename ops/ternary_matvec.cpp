@@ -276,9 +276,17 @@ void emit_rope_kv_quad(const detail::RopeKvEpilogue& r, Expr<u32> row, Project&&
 
 }  // namespace
 
-Kernel detail::build_ternary_projection(const OpTarget& target, const std::string& what,
-                                        const std::vector<Tensor>& tensors, uint32_t cols, Combine combine,
-                                        const MatvecOptions& o, uint32_t tokens_per_wg, const detail::RopeKvEpilogue* rope) {
+namespace {
+
+// What both the standalone kernel and a phase of a fused one check and derive.
+struct ProjectionPlan {
+  bool packed, norm, batched;
+  uint32_t wg, rs, rows_per_wg, chunks;
+};
+
+ProjectionPlan plan_projection(const OpTarget& target, const std::string& what, const std::vector<Tensor>& tensors,
+                               uint32_t cols, Combine combine, const MatvecOptions& o, uint32_t tokens_per_wg,
+                               const detail::RopeKvEpilogue* rope) {
   check_shapes(what, tensors, cols);
   if (rope && (tokens_per_wg > 0 || o.rows_per_subgroup != 4 || o.add_residual || o.write_accumulators))
     throw std::invalid_argument(what + ": the RoPE epilogue is for one token, 4 rows per subgroup, no residual or accumulators");
@@ -293,11 +301,45 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
   if (norm && cols + 3 * wg * 4 > target.max_shared_bytes)
     throw std::invalid_argument(what + ": " + std::to_string(cols) + " int8 activations and the reduction scratch do not fit in " +
                                 std::to_string(target.max_shared_bytes) + " bytes of shared memory");
+  return {packed, norm, batched, wg, rs, rows_per_wg, chunks};
+}
+
+void emit_projection(const detail::ProjectionSite& site, const OpTarget& target, const std::string& what,
+                     const std::vector<Tensor>& tensors, uint32_t cols, Combine combine, const MatvecOptions& o,
+                     uint32_t tokens_per_wg, const detail::RopeKvEpilogue* rope);
+
+}  // namespace
+
+Kernel detail::build_ternary_projection(const OpTarget& target, const std::string& what,
+                                        const std::vector<Tensor>& tensors, uint32_t cols, Combine combine,
+                                        const MatvecOptions& o, uint32_t tokens_per_wg, const detail::RopeKvEpilogue* rope) {
+  const auto [packed, norm, batched, wg, rs, rows_per_wg, chunks] = plan_projection(target, what, tensors, cols, combine, o, tokens_per_wg, rope);
 
   std::string name = what + (rope ? "_rope" : "") + (packed ? "_sdot" : "_int") + (norm ? "_normed" : "") +
                      (o.add_residual ? "_residual" : "") + (o.write_accumulators ? "_acc" : "") +
                      (rs > 1 ? "_r" + std::to_string(rs) : "") + (o.workgroup ? "_w" + std::to_string(wg) : "") + (batched ? "_t" + std::to_string(tokens_per_wg) : "") + shape_suffix(tensors, cols);
   KernelBuilder k(name, {wg, 1, 1});
+  emit_projection({&k, k.workgroup_id().x()}, target, what, tensors, cols, combine, o, tokens_per_wg, rope);
+  return k.build();
+}
+
+void detail::emit_ternary_projection(const ProjectionSite& site, const OpTarget& target, const std::string& what,
+                                     const std::vector<ProjectionTensor>& tensors, uint32_t cols, ProjectionCombine combine,
+                                     const MatvecOptions& o, const RopeKvEpilogue* rope) {
+  emit_projection(site, target, what, tensors, cols, combine, o, 0, rope);
+}
+
+namespace {
+
+void emit_projection(const detail::ProjectionSite& site, const OpTarget& target, const std::string& what,
+                     const std::vector<Tensor>& tensors, uint32_t cols, Combine combine, const MatvecOptions& o,
+                     uint32_t tokens_per_wg, const detail::RopeKvEpilogue* rope) {
+  const auto [packed, norm, batched, wg, rs, rows_per_wg, chunks] = plan_projection(target, what, tensors, cols, combine, o, tokens_per_wg, rope);
+  KernelBuilder& k = *site.k;
+  // In a fused kernel other workgroups of the same dispatch write what this phase reads: coherent.
+  auto activation = [&]<class T>(std::string n, Access access, T) {
+    return site.coherent ? k.coherent_buffer<T>(std::move(n), access) : k.buffer<T>(std::move(n), access);
+  };
   std::vector<Buffer<uvec4>> w;
   for (const Tensor& t : tensors)
     w.push_back(k.buffer<uvec4>(tensors.size() == 1 ? "w" : "w_" + t.name, Access::Read));
@@ -305,33 +347,33 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
   std::optional<Buffer<u32>> x_act;
   std::optional<Buffer<f32>> x, norm_weight;
   if (norm) {
-    x = k.buffer<f32>("x", Access::Read);
+    x = activation("x", Access::Read, f32{});
     norm_weight = k.buffer<f32>("norm_weight", Access::Read);
   } else {
-    x_q = k.buffer<uvec4>("x_q", Access::Read);
-    x_act = k.buffer<u32>("x_act", Access::Read);
+    x_q = activation("x_q", Access::Read, uvec4{});
+    x_act = activation("x_act", Access::Read, u32{});
   }
   const Access out_access = o.add_residual ? Access::ReadWrite : Access::Write;
   std::vector<Buffer<f32>> y;
   std::optional<Buffer<u32>> step, k_cache, v_cache;
   if (rope) {
-    step = k.buffer<u32>("step", Access::Read);
-    y.push_back(k.buffer<f32>("y_q", Access::Write));
-    k_cache = k.buffer<u32>("k_cache", Access::Write);
-    v_cache = k.buffer<u32>("v_cache", Access::Write);
+    step = site.step ? *site.step : k.buffer<u32>("step", Access::Read);
+    y.push_back(activation("y_q", Access::Write, f32{}));
+    k_cache = activation("k_cache", Access::Write, u32{});
+    v_cache = activation("v_cache", Access::Write, u32{});
   } else if (combine == Combine::Relu2Product || tensors.size() == 1)
-    y.push_back(k.buffer<f32>("y", out_access));
+    y.push_back(activation("y", out_access, f32{}));
   else
-    for (const Tensor& t : tensors) y.push_back(k.buffer<f32>("y_" + t.name, out_access));
+    for (const Tensor& t : tensors) y.push_back(activation("y_" + t.name, out_access, f32{}));
   std::vector<Buffer<i32>> accs;
   if (o.write_accumulators)
     for (const Tensor& t : tensors) accs.push_back(k.buffer<i32>("acc_" + t.name, Access::Write));
   std::optional<Expr<f32>> eps;
-  if (norm) eps = k.push<f32>("eps");
+  if (norm) eps = site.eps ? *site.eps : k.push<f32>("eps");
   std::optional<Expr<u32>> token_count;
   if (batched) token_count = k.push<u32>("tokens");
   std::optional<Expr<f32>> rope_base;
-  if (rope) rope_base = k.push<f32>("rope_base");
+  if (rope) rope_base = site.rope_base ? *site.rope_base : k.push<f32>("rope_base");
 
   std::vector<Expr<f32>> scales;
   for (size_t t = 0; t < tensors.size(); ++t)
@@ -342,7 +384,7 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
   for (const Tensor& t : tensors) offsets.push_back(offsets.back() + t.rows);
   // Gate and up share their rows: a row of the grid is one row of both.
   const uint32_t total = combine == Combine::Relu2Product ? tensors[0].rows : offsets.back();
-  auto first = let("first_row", k.workgroup_id().x() * rows_per_wg);
+  auto first = let("first_row", site.workgroup * rows_per_wg);
   auto end = let("end_row", min(first + rows_per_wg, total));
   // Each subgroup takes `rs` consecutive rows at a time (one activation load serves all of them);
   // a row past its tensor's end reads the last row (in range) and writes nothing.
@@ -399,6 +441,9 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
       segment(0);
     }
   }
+
+  // Everything above reads weights (and the step state) only.
+  if (site.before_activations) site.before_activations();
 
   // The tokens of this workgroup, their activation scales s, sums of q and a loader of q.
   std::vector<TokenSlot> slots;
@@ -534,8 +579,9 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
   } else {
     for_range(first + k.subgroup_id() * rs, end, stride, [&](Expr<u32> row) { row_group(row, nullptr); }, "row");
   }
-  return k.build();
 }
+
+}  // namespace
 
 
 uint32_t ternary_matvec_workgroups(const OpTarget& target, uint32_t total_rows) {

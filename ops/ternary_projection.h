@@ -3,6 +3,8 @@
 // tokens sharing each weight load. Internal to ops/: include ternary_matvec.h or ternary_matmul.h.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,22 @@ struct ProjectionTensor {
   std::string name;
   uint32_t rows;
 };
+
+// Where a decode projection's body is emitted: a kernel of its own (build_ternary_projection),
+// or one phase of a kernel that runs several (ops/decode_layer.h). Bindings are declared by the
+// body in the order ternary_matvec.h gives; what the kernel already has is passed in.
+struct ProjectionSite {
+  dsl::KernelBuilder* k = nullptr;
+  dsl::Expr<dsl::u32> workgroup;                    // this workgroup's index among the projection's
+  std::optional<dsl::Expr<dsl::f32>> eps, rope_base;  // push constants the kernel shares between phases
+  std::optional<dsl::Buffer<dsl::u32>> step;        // the step state (RoPE), when already bound
+  bool coherent = false;  // activations and outputs written or read by other workgroups meanwhile
+  std::function<void()> before_activations;  // runs after the weight prefetch, before x is read
+};
+
+void emit_ternary_projection(const ProjectionSite& site, const OpTarget& target, const std::string& what,
+                             const std::vector<ProjectionTensor>& tensors, uint32_t cols, ProjectionCombine combine,
+                             const MatvecOptions& options, const RopeKvEpilogue* rope = nullptr);
 
 // tokens_per_workgroup == 0: decode (token 0, no push constant); > 0: a `tokens` push constant
 // and grid y = ceil(tokens / tokens_per_workgroup).

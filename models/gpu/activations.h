@@ -7,6 +7,8 @@
 
 #include "models/gpu/bitnet_model.h"
 #include "ops/attention_split_kv.h"
+#include "ops/decode_layer.h"
+#include "ops/phase_sync.h"
 #include "ops/step_state.h"
 
 namespace bdsl::bitnet {
@@ -34,6 +36,10 @@ struct BitNetModel::Activations {
     partials = rt::Buffer(ctx, ops::attention_partials_bytes(d, p.attention_chunks, 1), {false, "attention partials"});
     counters = rt::Buffer(ctx, ops::attention_counters_bytes(d, 1), {false, "attention counters"});
     counters.fill(0);
+    // The fused layers' phase counters (ops/phase_sync.h): the error word, then each layer's.
+    phases = rt::Buffer(ctx, 4ull * (ops::kPhaseCounterStride + uint64_t{c.n_layers} * ops::decode_layer_counter_words()),
+                        {true, "phase counters", true});
+    phases.upload(std::vector<uint32_t>(phases.size() / 4, 0u));
     arg_values = f32(p.argmax_plan.groups, "argmax partial values");
     arg_indices = f32(p.argmax_plan.groups, "argmax partial indices");
     token = rt::Buffer(ctx, 4, {true, "argmax token"});
@@ -53,7 +59,7 @@ struct BitNetModel::Activations {
 
   rt::Buffer step, x, q, k, v, attn, ffn, xn, logits;
   std::vector<rt::Buffer> k_cache, v_cache;
-  rt::Buffer partials, counters;
+  rt::Buffer partials, counters, phases;
   rt::Buffer arg_values, arg_indices, token;
   rt::Buffer top_part_values, top_part_indices, top_values, top_indices;
   rt::Buffer dumps;

@@ -18,14 +18,18 @@ BitNetModel::BitNetModel(rt::Context& ctx, const models::GgufFile& file, const m
     : ctx_(ctx), config_(config), options_(options) {
   if (options.top_k > ops::kMaxTopK)
     throw std::invalid_argument(fmt::format("top-k must be at most {}, got {}", ops::kMaxTopK, options.top_k));
-  pipelines_ = std::make_unique<BitNetPipelines>(ctx, config, std::min(options.top_k, config.vocab_size),
-                                                 codegen::default_shader_cache(), options.decode_tuning);
+  pipelines_ = make_pipelines(options.fused_layers && !options.dump);
   weights_ = upload_weights(ctx, file, config, pipelines_->split.rows_per_part, Activations::bytes(config), progress);
   act_ = std::make_unique<Activations>(ctx, config, *pipelines_);
   record();
 }
 
 BitNetModel::~BitNetModel() = default;
+
+std::unique_ptr<BitNetPipelines> BitNetModel::make_pipelines(bool fused) const {
+  return std::make_unique<BitNetPipelines>(ctx_, config_, std::min(options_.top_k, config_.vocab_size),
+                                           codegen::default_shader_cache(), options_.decode_tuning, fused);
+}
 
 // With options.dump, copies `floats` of `src` into the dump buffer right after they were produced
 // (later layers overwrite the same activation buffers).
@@ -60,6 +64,36 @@ void BitNetModel::record_layer(uint32_t l) {
   dump(a.x, config_.dim, fmt::format("l_out-{}", l));
 }
 
+// Attention, then attn_output, gate/up, ffn_down and the next layer's QKV as the phases of one
+// dispatch (ops/decode_layer.h); layer 0's QKV runs before, on its own.
+void BitNetModel::record_fused_layer(uint32_t l) {
+  rt::Graph& g = *graph_;
+  const auto& p = *pipelines_;
+  const auto& w = weights_.layers[l];
+  auto& a = *act_;
+  const auto& d = p.dims;
+  const float eps = config_.rms_norm_eps;
+  if (l == 0)
+    g.dispatch(p.qkv, {w.attn_q, w.attn_k, w.attn_v, a.x, w.attn_norm, a.step, a.q, a.k_cache[l], a.v_cache[l]},
+               rt::push(eps, config_.rope_freq_base), rt::Grid{ops::ternary_matvec_qkv_rope_workgroups(p.target, d, p.qkv_options)});
+  g.dispatch(p.attention, {a.step, a.q, a.k_cache[l], a.v_cache[l], a.partials, a.counters, a.attn},
+             rt::Grid{d.n_kv_heads, p.attention_chunks, 1});
+  const bool next = l + 1 < config_.n_layers;
+  std::vector<rt::BufferSlice> b = {a.step,       a.phases,     w.attn_output, a.attn, w.attn_sub_norm, a.x,
+                                    w.ffn_gate,   w.ffn_up,     a.x,           w.ffn_norm, a.ffn,        w.ffn_down,
+                                    a.ffn,        w.ffn_sub_norm, a.x};
+  const uint32_t base = ops::kPhaseCounterStride + l * ops::decode_layer_counter_words();
+  ops::DecodeLayerShape shape{d, config_.dim, config_.ffn_dim, config_.context_length, next};
+  const rt::Grid grid{ops::decode_layer_workgroups(p.target, shape, p.layer_options)};
+  if (next) {
+    const auto& wn = weights_.layers[l + 1];
+    b.insert(b.end(), {wn.attn_q, wn.attn_k, wn.attn_v, a.x, wn.attn_norm, a.q, a.k_cache[l + 1], a.v_cache[l + 1]});
+    g.dispatch(*p.layer, b, rt::push(eps, config_.rope_freq_base, base), grid);
+  } else {
+    g.dispatch(*p.last_layer, b, rt::push(eps, base), grid);
+  }
+}
+
 void BitNetModel::record() {
   graph_ = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{options_.timestamps, "bitnet token"});
   rt::Graph& g = *graph_;
@@ -76,7 +110,7 @@ void BitNetModel::record() {
   embedding.push_back(a.x);
   g.dispatch(p.embedding, embedding, rt::push(), rt::Grid{ceil_div(config_.dim, ops::embedding_workgroup(p.target))});
   dump(a.x, config_.dim, "inp_embd");
-  for (uint32_t l = 0; l < config_.n_layers; ++l) record_layer(l);
+  for (uint32_t l = 0; l < config_.n_layers; ++l) p.layer ? record_fused_layer(l) : record_layer(l);
   record_tail(g);
   g.finish();
 }
@@ -107,14 +141,48 @@ void BitNetModel::check_tokens(std::span<const int32_t> tokens, uint32_t pos) co
                                         config_.context_length));
 }
 
+void BitNetModel::write_step_state(uint32_t token, uint32_t pos) {
+  ops::StepState s;
+  s.token = token;
+  s.pos = pos;
+  s.epoch = epoch_;
+  act_->step.upload_bytes(std::as_bytes(std::span(&s, 1)));
+}
+
 StepOutput BitNetModel::step(int32_t token, uint32_t pos) {
   check_tokens(std::span(&token, 1), pos);
-  ops::StepState s;
-  s.token = uint32_t(token);
-  s.pos = pos;
-  act_->step.upload_bytes(std::as_bytes(std::span(&s, 1)));
+  ++epoch_;
+  write_step_state(uint32_t(token), pos);
+  if (fail_next_fused_ && fused_layers()) {
+    act_->phases.upload(std::vector<uint32_t>{1u}, ops::kPhaseError * 4);
+    fail_next_fused_ = false;
+  }
   graph_->submit_and_wait();
+  if (fused_token_gave_up()) {
+    // What this token wrote is scratch or the KV cache rows at `pos`: running it again with the
+    // separate kernels overwrites all of it.
+    ++epoch_;
+    write_step_state(uint32_t(token), pos);
+    graph_->submit_and_wait();
+  }
   return read_step_output();
+}
+
+// A phase wait gives up (ops/phase_sync.h) only where workgroups do not start in index order;
+// the token's results are then not valid. From then on: the separate kernels.
+bool BitNetModel::fused_token_gave_up() {
+  if (!fused_layers() || act_->phases.download<uint32_t>(ops::kPhaseError * 4, 1)[0] == 0) return false;
+  fmt::print(stderr, "bitnet-dsl: a fused decode layer on {} waited too long; recording the separate kernels instead "
+                     "(slower, same results)\n", ctx_.info().name);
+  graph_.reset();  // the recordings use the pipelines replaced below
+  prefill_.reset();
+  pipelines_ = make_pipelines(false);
+  act_->phases.upload(std::vector<uint32_t>(act_->phases.size() / 4, 0u));
+  epoch_ = 0;
+  dump_slots_.clear();
+  dump_floats_ = 0;
+  record();
+  return true;
 }
 
 StepOutput BitNetModel::read_step_output() const {

@@ -28,6 +28,13 @@ struct ModelOptions {
   bool timestamps = false;    // GPU time per dispatch
   PrefillProjections prefill_projections = PrefillProjections::Auto;  // see prefill_pipelines.h
   DecodeTuning decode_tuning;  // kernel shapes of the decode projections (bitnet_pipelines.h)
+  // attn_output, gate/up, ffn_down and the next layer's QKV as phases of one dispatch
+  // (ops/decode_layer.h: two dispatches per layer instead of five). Off by default: slower on the
+  // H100 (437 vs 603 tokens/s at ctx 512, bench/RESULTS.md run 4). Not with dump (the op-by-op
+  // check needs every intermediate). Needs workgroups that start in index order (any GPU; lavapipe
+  // only with LP_NUM_THREADS=0): if a token ever reports a phase wait that gave up, the model
+  // records the separate kernels for good and runs that token again (a note on stderr).
+  bool fused_layers = false;
 };
 
 struct StepOutput {
@@ -59,6 +66,10 @@ class BitNetModel {
 
   const models::BitNetConfig& config() const { return config_; }
   const BitNetPipelines& pipelines() const { return *pipelines_; }
+  bool fused_layers() const { return pipelines_->layer.has_value(); }  // false after a fallback
+  // Test hook: the next fused token finds its waits already given up, as after a timeout (the
+  // fallback to separate kernels then runs it again).
+  void fail_next_fused_token() { fail_next_fused_ = true; }
   rt::GraphStats stats() const { return graph_->stats(); }
   std::vector<double> timestamps_ns() const { return graph_->timestamps_ns(); }
   double gpu_span_ns() const { return graph_->span_ns(); }  // the last token's GPU time
@@ -83,6 +94,10 @@ class BitNetModel {
   StepOutput read_step_output() const;
   void check_tokens(std::span<const int32_t> tokens, uint32_t pos) const;
   void record_layer(uint32_t l);
+  void record_fused_layer(uint32_t l);
+  bool fused_token_gave_up();  // after a token: did a phase wait give up? (then falls back)
+  void write_step_state(uint32_t token, uint32_t pos);
+  std::unique_ptr<BitNetPipelines> make_pipelines(bool fused) const;
   void dump(const rt::Buffer& src, uint64_t floats, std::string name);
 
   rt::Context& ctx_;
@@ -96,6 +111,8 @@ class BitNetModel {
   std::unique_ptr<PrefillBlock> prefill_;  // the graph of the last block length
   std::vector<DumpSlot> dump_slots_;
   uint64_t dump_floats_ = 0;
+  uint32_t epoch_ = 0;  // decode submissions so far (StepState::epoch)
+  bool fail_next_fused_ = false;
 };
 
 }  // namespace bdsl::bitnet

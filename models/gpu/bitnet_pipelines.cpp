@@ -1,5 +1,9 @@
 #include "models/gpu/bitnet_pipelines.h"
 
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
 #include "ops/attention_decode.h"
 #include "ops/attention_split_kv.h"
 #include "ops/embedding_lookup.h"
@@ -29,7 +33,7 @@ rt::Pipeline make(rt::Context& ctx, codegen::ShaderCache& cache, const dsl::Kern
 }  // namespace
 
 BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c, uint32_t k,
-                                 codegen::ShaderCache& cache, const DecodeTuning& tuning)
+                                 codegen::ShaderCache& cache, const DecodeTuning& tuning, bool fused)
     : target(ops::OpTarget::from(ctx.info())),
       dims{c.n_heads, c.n_kv_heads, c.head_dim},
       split(ops::lm_head_split(target, c.vocab_size, c.dim)),
@@ -54,6 +58,22 @@ BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c
   if (k) {
     top_k_partial.emplace(make(ctx, cache, ops::top_k_partial(target, c.vocab_size, k)));
     top_k_merge.emplace(make(ctx, cache, ops::top_k_merge(target, c.vocab_size, k)));
+  }
+  layer_options = {residual_options, gate_up_options, qkv_options};
+  ops::DecodeLayerShape shape{dims, c.dim, c.ffn_dim, c.context_length, true};
+  if (fused && !ops::decode_layer_fits(target, shape, layer_options))
+    throw std::invalid_argument("fused decode layers: their shared memory does not fit in " +
+                                std::to_string(target.max_shared_bytes) + " bytes on " + ctx.info().name);
+  // lavapipe's threads run workgroups whose phase handoff gave wrong answers without a timeout
+  // (tests/device/phase_sync_test.cpp); with one thread they start in order.
+  const char* lp_threads = std::getenv("LP_NUM_THREADS");
+  if (fused && ctx.info().type == rt::DeviceType::Cpu && !(lp_threads && std::string(lp_threads) == "0"))
+    throw std::invalid_argument("fused decode layers need workgroups that start in index order: on the CPU device " +
+                                ctx.info().name + " only with LP_NUM_THREADS=0");
+  if (fused) {
+    layer.emplace(make(ctx, cache, ops::decode_layer(target, shape, layer_options)));
+    shape.next_qkv = false;
+    last_layer.emplace(make(ctx, cache, ops::decode_layer(target, shape, layer_options)));
   }
 }
 

@@ -5,6 +5,7 @@
 #include "codegen/shader_cache.h"
 #include "models/bitnet_config.h"
 #include "ops/argmax.h"
+#include "ops/decode_layer.h"
 #include "ops/attention_dims.h"
 #include "ops/lm_head.h"
 #include "ops/target.h"
@@ -23,9 +24,12 @@ struct DecodeTuning {
   uint32_t workgroup = 0;
 };
 
+
+
 struct BitNetPipelines {
   BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& config, uint32_t top_k,
-                  codegen::ShaderCache& cache = codegen::default_shader_cache(), const DecodeTuning& tuning = {});
+                  codegen::ShaderCache& cache = codegen::default_shader_cache(), const DecodeTuning& tuning = {},
+                  bool fused_layers = false);
 
   ops::OpTarget target;
   ops::AttentionDims dims;
@@ -46,6 +50,9 @@ struct BitNetPipelines {
   rt::Pipeline output_norm;
   rt::Pipeline lm_head;
   rt::Pipeline argmax_partial, argmax_final;
+  // With fused_layers (ops/decode_layer.h): with the next layer's QKV, and the last layer's without.
+  std::optional<rt::Pipeline> layer, last_layer;
+  ops::DecodeLayerOptions layer_options;
   std::optional<rt::Pipeline> top_k_partial, top_k_merge;  // only when top_k > 0 (sampling)
 };
 

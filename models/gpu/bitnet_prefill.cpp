@@ -107,9 +107,7 @@ StepOutput BitNetModel::prefill(std::span<const int32_t> tokens, uint32_t pos) {
       prefill_ = make_prefill_block(n);
     }
     prefill_->tokens.upload_bytes(std::as_bytes(block));
-    ops::StepState s;
-    s.pos = pos + uint32_t(first);
-    act_->step.upload_bytes(std::as_bytes(std::span(&s, 1)));
+    write_step_state(0, pos + uint32_t(first));
     prefill_->graph->submit_and_wait();
     out = read_step_output();
   }

@@ -80,6 +80,66 @@ TEST_F(Model, ReplayingTheRecordingIsDeterministic) {
   EXPECT_EQ(model.stats().dispatches, 1 + 5 * 4 + 4u);
 }
 
+// The fused decode graph (attn_output .. next QKV as phases of one dispatch, ops/decode_layer.h)
+// runs the same arithmetic as the separate kernels: the same logits and KV cache bit for bit.
+TEST_F(Model, FusedLayersEqualTheSeparateKernels) {
+  if (!workgroups_start_in_order()) GTEST_SKIP() << "needs workgroups that start in order (LP_NUM_THREADS=0 on lavapipe)";
+  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto config = models::BitNetConfig::from_gguf(file);
+  bitnet::ModelOptions on, off;
+  on.fused_layers = true;
+  bitnet::BitNetModel fused(ctx(), file, config, on), separate(ctx(), file, config, off);
+  ASSERT_TRUE(fused.fused_layers());
+  EXPECT_EQ(fused.stats().dispatches, 1 + 1 + 2 * 4 + 4u) << "embedding, QKV 0, 2 per layer, norm, head, argmax (2)";
+  EXPECT_EQ(separate.stats().dispatches, 1 + 5 * 4 + 4u);
+  const auto prompt = golden_prompt();
+  for (uint32_t t = 0; t < prompt.size(); ++t) {
+    EXPECT_EQ(fused.step(prompt[t], t).argmax, separate.step(prompt[t], t).argmax) << "position " << t;
+    EXPECT_EQ(fused.logits(), separate.logits()) << "position " << t;
+  }
+  for (uint32_t l = 0; l < config.n_layers; ++l)
+    EXPECT_EQ(fused.kv_cache(l, uint32_t(prompt.size())), separate.kv_cache(l, uint32_t(prompt.size()))) << "layer " << l;
+  EXPECT_TRUE(fused.fused_layers()) << "no wait gave up";
+}
+
+// Where workgroups may not start in order (lavapipe with several threads), fused layers are
+// refused with a reason, never run into a silently wrong answer.
+TEST_F(Model, FusedLayersAreRefusedWhereWorkgroupsMayStartOutOfOrder) {
+  if (workgroups_start_in_order()) GTEST_SKIP() << "this device starts workgroups in order";
+  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  bitnet::ModelOptions on;
+  on.fused_layers = true;
+  try {
+    bitnet::BitNetModel model(ctx(), file, models::BitNetConfig::from_gguf(file), on);
+    FAIL() << "built";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("LP_NUM_THREADS=0"), std::string::npos) << e.what();
+  }
+}
+
+// A fused token whose waits give up (as where workgroups do not start in order) runs again with
+// the separate kernels, and the model keeps them: the answer is still right.
+TEST_F(Model, AFusedTokenThatGivesUpRunsAgainWithSeparateKernels) {
+  if (!workgroups_start_in_order()) GTEST_SKIP() << "needs workgroups that start in order (LP_NUM_THREADS=0 on lavapipe)";
+  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto config = models::BitNetConfig::from_gguf(file);
+  bitnet::ModelOptions on, off;
+  on.fused_layers = true;
+  bitnet::BitNetModel fused(ctx(), file, config, on), separate(ctx(), file, config, off);
+  const auto prompt = golden_prompt();
+  fused.step(prompt[0], 0);
+  separate.step(prompt[0], 0);
+  fused.fail_next_fused_token();
+  EXPECT_EQ(fused.step(prompt[1], 1).argmax, separate.step(prompt[1], 1).argmax);
+  EXPECT_FALSE(fused.fused_layers());
+  EXPECT_EQ(fused.logits(), separate.logits());
+  fused.step(prompt[2], 2);
+  separate.step(prompt[2], 2);
+  EXPECT_EQ(fused.logits(), separate.logits());
+  // The prefill graph is recorded again with the new pipelines.
+  EXPECT_EQ(fused.prefill(std::span(prompt).first(3), 0).argmax, separate.prefill(std::span(prompt).first(3), 0).argmax);
+}
+
 TEST_F(Model, SamplingIsReproducibleWithASeed) {
   const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
   bitnet::ModelOptions with_top_k;

@@ -1,0 +1,132 @@
+// decode_layer (attn_output, gate/up, ffn_down and the next QKV as phases of one dispatch, handed
+// over by counters) against the same four standalone kernels behind barriers: the same bits in
+// every output, over several submissions (the counters are numbered by epoch, never reset).
+// The standalone kernels are checked against the CPU reference in their own tests.
+#include "ops/decode_layer.h"
+
+#include "matrix_test.h"
+#include "ops/phase_sync.h"
+#include "ops/step_state.h"
+
+namespace bdsl::test {
+namespace {
+
+class DecodeLayer : public OpsMatrix {
+ protected:
+  static constexpr uint32_t kDim = 512, kFfn = 1536, kContext = 64;
+  static constexpr ops::AttentionDims kHeads{8, 2, 64};
+
+  void SetUp() override {
+    OpsMatrix::SetUp();
+    for (auto o : {&opts_.residual, &opts_.gate_up, &opts_.qkv}) o->input = ops::MatvecInput::NormalizeInWorkgroup;
+    opts_.residual.add_residual = true;
+    opts_.qkv.rows_per_subgroup = 4;
+  }
+
+  rt::Buffer floats(size_t n, uint32_t seed, const char* name, float scale = 1.0f) {
+    return buffer_of(random_floats(n, seed, scale), name);
+  }
+  rt::Buffer weights(uint32_t rows, uint32_t cols, uint32_t seed, const char* name) {
+    return buffer_of(random_i2s(rows, cols, seed).bytes, name);
+  }
+  void set_step(rt::Buffer& step, uint32_t pos, uint32_t epoch) {
+    ops::StepState s;
+    s.pos = pos;
+    s.epoch = epoch;
+    step.upload_bytes(std::as_bytes(std::span(&s, 1)));
+  }
+
+  ops::DecodeLayerOptions opts_;
+};
+
+TEST_F(DecodeLayer, PhasesInOneDispatchEqualTheKernelsBehindBarriers) {
+  if (!workgroups_start_in_order()) GTEST_SKIP() << "needs workgroups that start in order (LP_NUM_THREADS=0 on lavapipe)";
+  const auto t = target();
+  const auto& d = kHeads;
+  const ops::DecodeLayerShape shape{d, kDim, kFfn, kContext, true};
+  rt::Buffer wo = weights(kDim, d.q_width(), 1, "attn_output"), wg = weights(kFfn, kDim, 2, "gate"),
+             wu = weights(kFfn, kDim, 3, "up"), wd = weights(kDim, kFfn, 4, "down"), wq = weights(d.q_width(), kDim, 5, "q"),
+             wk = weights(d.kv_width(), kDim, 6, "k"), wv = weights(d.kv_width(), kDim, 7, "v");
+  rt::Buffer n1 = floats(d.q_width(), 8, "attn_sub_norm"), n2 = floats(kDim, 9, "ffn_norm"), n3 = floats(kFfn, 10, "ffn_sub_norm"),
+             n4 = floats(kDim, 11, "attn_norm");
+  const auto attn = random_floats(d.q_width(), 12, 2.0f), x0 = random_floats(kDim, 13, 3.0f);
+  struct Outputs {
+    rt::Buffer attn, x, ffn, q, k_cache, v_cache;
+  };
+  auto outputs = [&](const char* who) {
+    const uint64_t cache = uint64_t{kContext} * d.kv_words() * 4;
+    Outputs o{buffer_of(attn, who), buffer_of(x0, who), output(kFfn * 4, who), output(d.q_width() * 4, who),
+              output(cache, who), output(cache, who)};
+    o.k_cache.fill(0);
+    o.v_cache.fill(0);
+    return o;
+  };
+  Outputs sep = outputs("separate"), fused = outputs("fused");
+  rt::Buffer step(ctx(), sizeof(ops::StepState), {true, "step"});
+  rt::Buffer counters(ctx(), 4 * (ops::kPhaseCounterStride + ops::decode_layer_counter_words()), {true, "counters"});
+  counters.upload(std::vector<uint32_t>(counters.size() / 4, 0u));
+
+  const float eps = 1e-5f, base = 10000.0f;
+  rt::Pipeline p_out = pipeline(ops::ternary_matvec(t, kDim, d.q_width(), opts_.residual));
+  rt::Pipeline p_gu = pipeline(ops::ternary_matvec_relu2_gate_up(t, kFfn, kDim, opts_.gate_up));
+  rt::Pipeline p_down = pipeline(ops::ternary_matvec(t, kDim, kFfn, opts_.residual));
+  rt::Pipeline p_qkv = pipeline(ops::ternary_matvec_qkv_rope(t, d, kDim, kContext, opts_.qkv));
+  rt::Graph separate(ctx());
+  separate.dispatch(p_out, {wo, sep.attn, n1, sep.x}, rt::push(eps), rt::Grid{ops::ternary_matvec_workgroups(t, kDim, opts_.residual)});
+  separate.dispatch(p_gu, {wg, wu, sep.x, n2, sep.ffn}, rt::push(eps), rt::Grid{ops::ternary_matvec_workgroups(t, kFfn, opts_.gate_up)});
+  separate.dispatch(p_down, {wd, sep.ffn, n3, sep.x}, rt::push(eps), rt::Grid{ops::ternary_matvec_workgroups(t, kDim, opts_.residual)});
+  separate.dispatch(p_qkv, {wq, wk, wv, sep.x, n4, step, sep.q, sep.k_cache, sep.v_cache}, rt::push(eps, base),
+                    rt::Grid{ops::ternary_matvec_qkv_rope_workgroups(t, d, opts_.qkv)});
+  EXPECT_EQ(separate.stats().steps, 4u);
+
+  rt::Pipeline p_layer = pipeline(ops::decode_layer(t, shape, opts_));
+  rt::Graph one(ctx());
+  one.dispatch(p_layer,
+               {step, counters, wo, fused.attn, n1, fused.x, wg, wu, fused.x, n2, fused.ffn, wd, fused.ffn, n3, fused.x, wq, wk, wv,
+                fused.x, n4, fused.q, fused.k_cache, fused.v_cache},
+               rt::push(eps, base, ops::kPhaseCounterStride), rt::Grid{ops::decode_layer_workgroups(t, shape, opts_)});
+  EXPECT_EQ(one.stats().dispatches, 1u);
+
+  // Three tokens: the residual stream carries over, the cache fills at positions 0, 1, 2.
+  for (uint32_t epoch = 1; epoch <= 3; ++epoch) {
+    SCOPED_TRACE(testing::Message() << "submission " << epoch);
+    set_step(step, epoch - 1, epoch);
+    separate.submit_and_wait();
+    one.submit_and_wait();
+    EXPECT_EQ(fused.x.download<float>(), sep.x.download<float>());
+    EXPECT_EQ(fused.ffn.download<float>(), sep.ffn.download<float>());
+    EXPECT_EQ(fused.q.download<float>(), sep.q.download<float>());
+    EXPECT_EQ(fused.k_cache.download<uint32_t>(), sep.k_cache.download<uint32_t>());
+    EXPECT_EQ(fused.v_cache.download<uint32_t>(), sep.v_cache.download<uint32_t>());
+    const auto c = counters.download<uint32_t>();
+    EXPECT_EQ(c[ops::kPhaseError], 0u);
+    EXPECT_EQ(c[ops::kPhaseCounterStride], epoch * ops::ternary_matvec_workgroups(t, kDim, opts_.residual)) << "attn_output's";
+  }
+}
+
+// A wait that gives up (here: the error word is already set, as after a timeout) lets every
+// workgroup finish: no hang, and the word stays set for the host to see.
+TEST_F(DecodeLayer, AGivenUpWaitFinishesTheDispatch) {
+  const auto t = target();
+  const ops::DecodeLayerShape shape{kHeads, kDim, kFfn, kContext, false};
+  const auto& d = kHeads;
+  rt::Buffer wo = weights(kDim, d.q_width(), 1, "attn_output"), wg = weights(kFfn, kDim, 2, "gate"),
+             wu = weights(kFfn, kDim, 3, "up"), wd = weights(kDim, kFfn, 4, "down");
+  rt::Buffer n1 = floats(d.q_width(), 8, "n1"), n2 = floats(kDim, 9, "n2"), n3 = floats(kFfn, 10, "n3");
+  rt::Buffer attn = floats(d.q_width(), 12, "attn"), x = floats(kDim, 13, "x"), ffn = output(kFfn * 4, "ffn");
+  rt::Buffer step(ctx(), sizeof(ops::StepState), {true, "step"});
+  set_step(step, 0, 7);  // the counters are still at zero: no wait could be satisfied
+  rt::Buffer counters(ctx(), 4 * (ops::kPhaseCounterStride + ops::decode_layer_counter_words()), {true, "counters"});
+  std::vector<uint32_t> words(counters.size() / 4, 0u);
+  words[ops::kPhaseError] = 1;
+  counters.upload(words);
+  rt::Pipeline p = pipeline(ops::decode_layer(t, shape, opts_, /*spin_limit=*/64));
+  rt::Graph g(ctx());
+  g.dispatch(p, {step, counters, wo, attn, n1, x, wg, wu, x, n2, ffn, wd, ffn, n3, x}, rt::push(1e-5f, ops::kPhaseCounterStride),
+             rt::Grid{ops::decode_layer_workgroups(t, shape, opts_)});
+  g.submit_and_wait();
+  EXPECT_EQ(counters.download<uint32_t>(0, 1)[0], 1u);
+}
+
+}  // namespace
+}  // namespace bdsl::test
