@@ -34,7 +34,7 @@ struct BenchSession {
   std::filesystem::path model_path;
   double peak_read_gbps = 0;  // measured by the stream_read probe, before anything else
   // State benchmarks keep between runs (the loaded model); declared after ctx so it dies first.
-  std::shared_ptr<void> model_state, untimed_model_state, untimed_fused_model_state;
+  std::shared_ptr<void> model_state, untimed_model_state, untimed_fused_model_state, untimed_fused_down_model_state;
 };
 
 // Runs the recorded graph once per benchmark iteration and reports the median dispatch's GPU time

@@ -25,12 +25,13 @@ struct ModelState {
 
 // The models a run builds: with per-dispatch GPU timestamps (the per-op tables), and without
 // (what `run` executes), with separate kernels (the default) or fused decode layers (to compare).
-enum class Variant { Timed, Untimed, UntimedFused };
+enum class Variant { Timed, Untimed, UntimedFused, UntimedFusedDown };
 
 ModelState& model_state(BenchSession& s, Variant variant = Variant::Timed) {
   auto& slot = variant == Variant::Timed     ? s.model_state
                : variant == Variant::Untimed ? s.untimed_model_state
-                                             : s.untimed_fused_model_state;
+               : variant == Variant::UntimedFused ? s.untimed_fused_model_state
+                                                  : s.untimed_fused_down_model_state;
   const bool timed = variant == Variant::Timed;
   auto state = std::static_pointer_cast<ModelState>(slot);
   if (!state) {
@@ -41,7 +42,9 @@ ModelState& model_state(BenchSession& s, Variant variant = Variant::Timed) {
     const auto t0 = Clock::now();
     bitnet::ModelOptions o;
     o.timestamps = timed;
-    o.fused_layers = variant == Variant::UntimedFused;
+    o.fused_layers = variant == Variant::UntimedFused       ? bitnet::FusedLayers::All
+                     : variant == Variant::UntimedFusedDown ? bitnet::FusedLayers::FfnDownQkv
+                                                            : bitnet::FusedLayers::Off;
     o.prefill_projections = s.options.prefill_projections;
     o.decode_tuning = s.options.decode_tuning;
     state->model = std::make_unique<bitnet::BitNetModel>(*s.ctx, state->file, state->config, o);
@@ -71,9 +74,10 @@ std::map<std::string, double> bytes_per_call(const ModelState& m, uint32_t pos) 
           {p.argmax_partial.name(), c.vocab_size * 4.0}};
   if (p.top_k_partial) bytes[p.top_k_partial->name()] = c.vocab_size * 4.0;
   if (p.layer) {  // the fused layer: its phases' bytes
-    const double tail = bytes[p.attn_output.name()] + bytes[p.gate_up.name()] + bytes[p.ffn_down.name()];
+    double tail = bytes[p.ffn_down.name()];
+    if (p.fused == bitnet::FusedLayers::All) tail += bytes[p.attn_output.name()] + bytes[p.gate_up.name()];
     bytes[p.layer->name()] = tail + bytes[p.qkv.name()];
-    bytes[p.last_layer->name()] = tail;
+    if (p.last_layer) bytes[p.last_layer->name()] = tail;
   }
   return bytes;
 }
@@ -229,9 +233,10 @@ void register_model_benchmarks(BenchSession& s) {
                                  [&s, ctx](benchmark::State& st) { decode(st, s, ctx); })
         ->UseManualTime()->Iterations(iters)->Unit(benchmark::kMicrosecond);
   for (uint32_t ctx : quick ? std::vector<uint32_t>{64} : std::vector<uint32_t>{128, 512, 2048})
-    for (Variant v : {Variant::Untimed, Variant::UntimedFused}) {
-      if (v == Variant::UntimedFused && s.ctx->info().type == rt::DeviceType::Cpu) continue;  // needs in-order workgroups
-      benchmark::RegisterBenchmark(fmt::format("decode_untimed{}/ctx:{}", v == Variant::Untimed ? "" : "_fused", ctx).c_str(),
+    for (Variant v : {Variant::Untimed, Variant::UntimedFused, Variant::UntimedFusedDown}) {
+      if (v != Variant::Untimed && s.ctx->info().type == rt::DeviceType::Cpu) continue;  // needs in-order workgroups
+      const char* suffix = v == Variant::Untimed ? "" : v == Variant::UntimedFused ? "_fused" : "_fused_down_qkv";
+      benchmark::RegisterBenchmark(fmt::format("decode_untimed{}/ctx:{}", suffix, ctx).c_str(),
                                    [&s, ctx, v](benchmark::State& st) { decode_untimed(st, s, ctx, v); })
           ->UseManualTime()->Iterations(quick ? 3 : 200)->Unit(benchmark::kMicrosecond);
     }

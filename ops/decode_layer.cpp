@@ -33,6 +33,10 @@ std::vector<Phase> phases(const OpTarget& t, const DecodeLayerShape& s, const De
        ternary_matvec_workgroups(t, s.ffn, o.gate_up)},
       {"ffn_down", {{"w", s.dim}}, s.ffn, C::Separate, o.residual, false, ternary_matvec_workgroups(t, s.dim, o.residual)},
   };
+  if (s.from_ffn_down) {
+    if (!s.next_qkv) throw std::invalid_argument("decode_layer: from ffn_down, the next QKV is the second phase");
+    p.erase(p.begin(), p.begin() + 2);
+  }
   if (s.next_qkv) {
     MatvecOptions q = o.qkv;
     q.rows_per_subgroup = 4;
@@ -75,7 +79,7 @@ Kernel decode_layer(const OpTarget& target, const DecodeLayerShape& shape, const
                                 std::to_string(target.max_shared_bytes) + " bytes");
   const uint32_t wg = ternary_matvec_workgroup(target, ph[0].options);
   const auto& d = shape.dims;
-  KernelBuilder k("decode_layer" + std::string(shape.next_qkv ? "_qkv" : "") + "_" + std::to_string(shape.dim) + "_" +
+  KernelBuilder k("decode_layer" + std::string(shape.from_ffn_down ? "_down" : "") + std::string(shape.next_qkv ? "_qkv" : "") + "_" + std::to_string(shape.dim) + "_" +
                       std::to_string(shape.ffn) + "_" + std::to_string(d.n_heads) + "x" + std::to_string(d.n_kv_heads) +
                       "x" + std::to_string(d.head_dim),
                   {wg, 1, 1});

@@ -7,7 +7,8 @@
 // ~3 us on an H100, and the weight loads overlap the wait.
 //
 // Bindings, in order: step (u32 read: the step state), counters (u32 read-write: PhaseSync's),
-// then each phase's bindings as its standalone kernel declares them:
+// then each phase's bindings as its standalone kernel declares them (from_ffn_down: ffn_down's
+// and qkv's only):
 //   attn_output: w, x (attention out), norm_weight (attn_sub_norm), y (the residual stream)
 //   gate_up:     w_gate, w_up, x (the residual stream), norm_weight (ffn_norm), y (ffn)
 //   ffn_down:    w, x (ffn), norm_weight (ffn_sub_norm), y (the residual stream)
@@ -29,7 +30,8 @@ namespace bdsl::ops {
 struct DecodeLayerShape {
   AttentionDims dims;
   uint32_t dim = 0, ffn = 0, context = 0;
-  bool next_qkv = true;  // false for the last layer
+  bool next_qkv = true;       // false for the last layer
+  bool from_ffn_down = false;  // only ffn_down and the next QKV (attn_output, gate/up on their own)
 };
 
 // The standalone kernels' options (the norm fused in front of every phase); all must share one

@@ -18,7 +18,7 @@ BitNetModel::BitNetModel(rt::Context& ctx, const models::GgufFile& file, const m
     : ctx_(ctx), config_(config), options_(options) {
   if (options.top_k > ops::kMaxTopK)
     throw std::invalid_argument(fmt::format("top-k must be at most {}, got {}", ops::kMaxTopK, options.top_k));
-  pipelines_ = make_pipelines(options.fused_layers && !options.dump);
+  pipelines_ = make_pipelines(options.dump ? FusedLayers::Off : options.fused_layers);
   weights_ = upload_weights(ctx, file, config, pipelines_->split.rows_per_part, Activations::bytes(config), progress);
   act_ = std::make_unique<Activations>(ctx, config, *pipelines_);
   record();
@@ -26,7 +26,7 @@ BitNetModel::BitNetModel(rt::Context& ctx, const models::GgufFile& file, const m
 
 BitNetModel::~BitNetModel() = default;
 
-std::unique_ptr<BitNetPipelines> BitNetModel::make_pipelines(bool fused) const {
+std::unique_ptr<BitNetPipelines> BitNetModel::make_pipelines(FusedLayers fused) const {
   return std::make_unique<BitNetPipelines>(ctx_, config_, std::min(options_.top_k, config_.vocab_size),
                                            codegen::default_shader_cache(), options_.decode_tuning, fused);
 }
@@ -65,7 +65,8 @@ void BitNetModel::record_layer(uint32_t l) {
 }
 
 // Attention, then attn_output, gate/up, ffn_down and the next layer's QKV as the phases of one
-// dispatch (ops/decode_layer.h); layer 0's QKV runs before, on its own.
+// dispatch (ops/decode_layer.h), or (FfnDownQkv) attn_output and gate/up on their own and ffn_down
+// with the next QKV; layer 0's QKV runs before, on its own, and FfnDownQkv's last ffn_down too.
 void BitNetModel::record_fused_layer(uint32_t l) {
   rt::Graph& g = *graph_;
   const auto& p = *pipelines_;
@@ -79,11 +80,24 @@ void BitNetModel::record_fused_layer(uint32_t l) {
   g.dispatch(p.attention, {a.step, a.q, a.k_cache[l], a.v_cache[l], a.partials, a.counters, a.attn},
              rt::Grid{d.n_kv_heads, p.attention_chunks, 1});
   const bool next = l + 1 < config_.n_layers;
-  std::vector<rt::BufferSlice> b = {a.step,       a.phases,     w.attn_output, a.attn, w.attn_sub_norm, a.x,
-                                    w.ffn_gate,   w.ffn_up,     a.x,           w.ffn_norm, a.ffn,        w.ffn_down,
-                                    a.ffn,        w.ffn_sub_norm, a.x};
+  const bool all = p.fused == FusedLayers::All;
+  std::vector<rt::BufferSlice> b = {a.step, a.phases};
+  if (all) {
+    b.insert(b.end(), {w.attn_output, a.attn, w.attn_sub_norm, a.x, w.ffn_gate, w.ffn_up, a.x, w.ffn_norm, a.ffn});
+  } else {
+    g.dispatch(p.attn_output, {w.attn_output, a.attn, w.attn_sub_norm, a.x}, rt::push(eps),
+               rt::Grid{ops::ternary_matvec_workgroups(p.target, config_.dim, p.residual_options)});
+    g.dispatch(p.gate_up, {w.ffn_gate, w.ffn_up, a.x, w.ffn_norm, a.ffn}, rt::push(eps),
+               rt::Grid{ops::ternary_matvec_workgroups(p.target, config_.ffn_dim, p.gate_up_options)});
+    if (!next) {
+      g.dispatch(p.ffn_down, {w.ffn_down, a.ffn, w.ffn_sub_norm, a.x}, rt::push(eps),
+                 rt::Grid{ops::ternary_matvec_workgroups(p.target, config_.dim, p.residual_options)});
+      return;
+    }
+  }
+  b.insert(b.end(), {w.ffn_down, a.ffn, w.ffn_sub_norm, a.x});
   const uint32_t base = ops::kPhaseCounterStride + l * ops::decode_layer_counter_words();
-  ops::DecodeLayerShape shape{d, config_.dim, config_.ffn_dim, config_.context_length, next};
+  ops::DecodeLayerShape shape{d, config_.dim, config_.ffn_dim, config_.context_length, next, !all};
   const rt::Grid grid{ops::decode_layer_workgroups(p.target, shape, p.layer_options)};
   if (next) {
     const auto& wn = weights_.layers[l + 1];
@@ -176,7 +190,7 @@ bool BitNetModel::fused_token_gave_up() {
                      "(slower, same results)\n", ctx_.info().name);
   graph_.reset();  // the recordings use the pipelines replaced below
   prefill_.reset();
-  pipelines_ = make_pipelines(false);
+  pipelines_ = make_pipelines(FusedLayers::Off);
   act_->phases.upload(std::vector<uint32_t>(act_->phases.size() / 4, 0u));
   epoch_ = 0;
   dump_slots_.clear();

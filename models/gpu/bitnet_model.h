@@ -29,12 +29,13 @@ struct ModelOptions {
   PrefillProjections prefill_projections = PrefillProjections::Auto;  // see prefill_pipelines.h
   DecodeTuning decode_tuning;  // kernel shapes of the decode projections (bitnet_pipelines.h)
   // attn_output, gate/up, ffn_down and the next layer's QKV as phases of one dispatch
-  // (ops/decode_layer.h: two dispatches per layer instead of five). Off by default: slower on the
-  // H100 (437 vs 603 tokens/s at ctx 512, bench/RESULTS.md run 4). Not with dump (the op-by-op
-  // check needs every intermediate). Needs workgroups that start in index order (any GPU; lavapipe
-  // only with LP_NUM_THREADS=0): if a token ever reports a phase wait that gave up, the model
-  // records the separate kernels for good and runs that token again (a note on stderr).
-  bool fused_layers = false;
+  // (ops/decode_layer.h: two dispatches per layer instead of five; FfnDownQkv: only ffn_down and
+  // the next QKV, four). Off by default: slower on the H100 (444 and 583 vs 615 tokens/s at ctx
+  // 512, bench/RESULTS.md run 4). Not with dump (the op-by-op check needs every intermediate).
+  // Needs workgroups that start in index order (any GPU; lavapipe only with LP_NUM_THREADS=0):
+  // if a token ever reports a phase wait that gave up, the model records the separate kernels for
+  // good and runs that token again (a note on stderr).
+  FusedLayers fused_layers = FusedLayers::Off;
 };
 
 struct StepOutput {
@@ -97,7 +98,7 @@ class BitNetModel {
   void record_fused_layer(uint32_t l);
   bool fused_token_gave_up();  // after a token: did a phase wait give up? (then falls back)
   void write_step_state(uint32_t token, uint32_t pos);
-  std::unique_ptr<BitNetPipelines> make_pipelines(bool fused) const;
+  std::unique_ptr<BitNetPipelines> make_pipelines(FusedLayers fused) const;
   void dump(const rt::Buffer& src, uint64_t floats, std::string name);
 
   rt::Context& ctx_;

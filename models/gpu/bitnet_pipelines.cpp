@@ -33,7 +33,7 @@ rt::Pipeline make(rt::Context& ctx, codegen::ShaderCache& cache, const dsl::Kern
 }  // namespace
 
 BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c, uint32_t k,
-                                 codegen::ShaderCache& cache, const DecodeTuning& tuning, bool fused)
+                                 codegen::ShaderCache& cache, const DecodeTuning& tuning, FusedLayers fused_layers)
     : target(ops::OpTarget::from(ctx.info())),
       dims{c.n_heads, c.n_kv_heads, c.head_dim},
       split(ops::lm_head_split(target, c.vocab_size, c.dim)),
@@ -60,7 +60,9 @@ BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c
     top_k_merge.emplace(make(ctx, cache, ops::top_k_merge(target, c.vocab_size, k)));
   }
   layer_options = {residual_options, gate_up_options, qkv_options};
-  ops::DecodeLayerShape shape{dims, c.dim, c.ffn_dim, c.context_length, true};
+  this->fused = fused_layers;
+  const bool fused = fused_layers != FusedLayers::Off;
+  ops::DecodeLayerShape shape{dims, c.dim, c.ffn_dim, c.context_length, true, fused_layers == FusedLayers::FfnDownQkv};
   if (fused && !ops::decode_layer_fits(target, shape, layer_options))
     throw std::invalid_argument("fused decode layers: their shared memory does not fit in " +
                                 std::to_string(target.max_shared_bytes) + " bytes on " + ctx.info().name);
@@ -73,7 +75,7 @@ BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c
   if (fused) {
     layer.emplace(make(ctx, cache, ops::decode_layer(target, shape, layer_options)));
     shape.next_qkv = false;
-    last_layer.emplace(make(ctx, cache, ops::decode_layer(target, shape, layer_options)));
+    if (fused_layers == FusedLayers::All) last_layer.emplace(make(ctx, cache, ops::decode_layer(target, shape, layer_options)));
   }
 }
 

@@ -24,12 +24,16 @@ struct DecodeTuning {
   uint32_t workgroup = 0;
 };
 
+// Decode projections run as phases of one dispatch (ops/decode_layer.h): none; ffn_down with the
+// next layer's QKV (4 dispatches a layer); or attn_output, gate/up, ffn_down and the next QKV (2).
+enum class FusedLayers { Off, FfnDownQkv, All };
+
 
 
 struct BitNetPipelines {
   BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& config, uint32_t top_k,
                   codegen::ShaderCache& cache = codegen::default_shader_cache(), const DecodeTuning& tuning = {},
-                  bool fused_layers = false);
+                  FusedLayers fused_layers = FusedLayers::Off);
 
   ops::OpTarget target;
   ops::AttentionDims dims;
@@ -50,9 +54,10 @@ struct BitNetPipelines {
   rt::Pipeline output_norm;
   rt::Pipeline lm_head;
   rt::Pipeline argmax_partial, argmax_final;
-  // With fused_layers (ops/decode_layer.h): with the next layer's QKV, and the last layer's without.
+  // Fused layers (ops/decode_layer.h): with the next layer's QKV; the last layer's without (All only).
   std::optional<rt::Pipeline> layer, last_layer;
   ops::DecodeLayerOptions layer_options;
+  FusedLayers fused;
   std::optional<rt::Pipeline> top_k_partial, top_k_merge;  // only when top_k > 0 (sampling)
 };
 

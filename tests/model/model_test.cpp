@@ -86,20 +86,26 @@ TEST_F(Model, FusedLayersEqualTheSeparateKernels) {
   if (!workgroups_start_in_order()) GTEST_SKIP() << "needs workgroups that start in order (LP_NUM_THREADS=0 on lavapipe)";
   const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
-  bitnet::ModelOptions on, off;
-  on.fused_layers = true;
-  bitnet::BitNetModel fused(ctx(), file, config, on), separate(ctx(), file, config, off);
-  ASSERT_TRUE(fused.fused_layers());
-  EXPECT_EQ(fused.stats().dispatches, 1 + 1 + 2 * 4 + 4u) << "embedding, QKV 0, 2 per layer, norm, head, argmax (2)";
+  bitnet::BitNetModel separate(ctx(), file, config);
   EXPECT_EQ(separate.stats().dispatches, 1 + 5 * 4 + 4u);
-  const auto prompt = golden_prompt();
-  for (uint32_t t = 0; t < prompt.size(); ++t) {
-    EXPECT_EQ(fused.step(prompt[t], t).argmax, separate.step(prompt[t], t).argmax) << "position " << t;
-    EXPECT_EQ(fused.logits(), separate.logits()) << "position " << t;
+  for (auto mode : {bitnet::FusedLayers::All, bitnet::FusedLayers::FfnDownQkv}) {
+    SCOPED_TRACE(mode == bitnet::FusedLayers::All ? "all" : "ffn_down + qkv");
+    bitnet::ModelOptions on;
+    on.fused_layers = mode;
+    bitnet::BitNetModel fused(ctx(), file, config, on);
+    ASSERT_TRUE(fused.fused_layers());
+    // embedding, QKV 0, per layer 2 (all) or 4 (attention, attn_output, gate/up, ffn_down + next
+    // QKV; the last ffn_down alone), norm, head, argmax (2)
+    EXPECT_EQ(fused.stats().dispatches, mode == bitnet::FusedLayers::All ? 1 + 1 + 2 * 4 + 4u : 1 + 1 + 4 * 4 + 4u);
+    const auto prompt = golden_prompt();
+    for (uint32_t t = 0; t < prompt.size(); ++t) {
+      EXPECT_EQ(fused.step(prompt[t], t).argmax, separate.step(prompt[t], t).argmax) << "position " << t;
+      EXPECT_EQ(fused.logits(), separate.logits()) << "position " << t;
+    }
+    for (uint32_t l = 0; l < config.n_layers; ++l)
+      EXPECT_EQ(fused.kv_cache(l, uint32_t(prompt.size())), separate.kv_cache(l, uint32_t(prompt.size()))) << "layer " << l;
+    EXPECT_TRUE(fused.fused_layers()) << "no wait gave up";
   }
-  for (uint32_t l = 0; l < config.n_layers; ++l)
-    EXPECT_EQ(fused.kv_cache(l, uint32_t(prompt.size())), separate.kv_cache(l, uint32_t(prompt.size()))) << "layer " << l;
-  EXPECT_TRUE(fused.fused_layers()) << "no wait gave up";
 }
 
 // Where workgroups may not start in order (lavapipe with several threads), fused layers are
@@ -108,7 +114,7 @@ TEST_F(Model, FusedLayersAreRefusedWhereWorkgroupsMayStartOutOfOrder) {
   if (workgroups_start_in_order()) GTEST_SKIP() << "this device starts workgroups in order";
   const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
   bitnet::ModelOptions on;
-  on.fused_layers = true;
+  on.fused_layers = bitnet::FusedLayers::All;
   try {
     bitnet::BitNetModel model(ctx(), file, models::BitNetConfig::from_gguf(file), on);
     FAIL() << "built";
@@ -124,7 +130,7 @@ TEST_F(Model, AFusedTokenThatGivesUpRunsAgainWithSeparateKernels) {
   const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
   bitnet::ModelOptions on, off;
-  on.fused_layers = true;
+  on.fused_layers = bitnet::FusedLayers::All;
   bitnet::BitNetModel fused(ctx(), file, config, on), separate(ctx(), file, config, off);
   const auto prompt = golden_prompt();
   fused.step(prompt[0], 0);
