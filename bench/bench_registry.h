@@ -13,5 +13,6 @@ void register_attention_prefill_benchmarks(BenchSession& s);
 void register_model_benchmarks(BenchSession& s);
 void register_startup_benchmarks(BenchSession& s);
 void register_grid_sync_benchmarks(BenchSession& s);
+void register_kernel_stats_benchmarks(BenchSession& s);
 
 }  // namespace bdsl::bench

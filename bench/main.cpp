@@ -77,6 +77,7 @@ int main(int argc, char** argv) {
     bdsl::bench::register_attention_prefill_benchmarks(session);
     bdsl::bench::register_model_benchmarks(session);
     bdsl::bench::register_startup_benchmarks(session);
+    bdsl::bench::register_kernel_stats_benchmarks(session);
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
   } catch (const std::exception& e) {

@@ -131,9 +131,11 @@ struct EnabledFeatures {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
   VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR exec{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
   std::vector<const char*> extensions;
 
-  explicit EnabledFeatures(const DeviceInfo& info) {
+  EnabledFeatures(const DeviceInfo& info, bool statistics) {
     core.pNext = &v11;
     v11.pNext = &v12;
     core.features.shaderInt16 = info.int16;
@@ -146,6 +148,11 @@ struct EnabledFeatures {
       coop.cooperativeMatrix = VK_TRUE;
       coop.pNext = std::exchange(v11.pNext, &coop);
       extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    }
+    if (statistics && info.pipeline_statistics) {
+      exec.pipelineExecutableInfo = VK_TRUE;
+      exec.pNext = std::exchange(v11.pNext, &exec);
+      extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
     }
     if (info.api_at_least(3)) {
       v12.pNext = &v13;
@@ -223,7 +230,8 @@ void Context::create_device(const ContextOptions& options) {
   info_ = infos[chosen];
   vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
 
-  EnabledFeatures features(info_);
+  EnabledFeatures features(info_, options.pipeline_statistics);
+  pipeline_statistics_ = options.pipeline_statistics && info_.pipeline_statistics;
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo queue{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   queue.queueFamilyIndex = info_.compute_queue_family;

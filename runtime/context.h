@@ -26,6 +26,9 @@ struct ContextOptions {
   // Where the VkPipelineCache is kept; std::nullopt: the shader cache directory.
   std::optional<std::filesystem::path> pipeline_cache_dir;
   bool save_pipeline_cache = true;  // false: an in-memory VkPipelineCache only
+  // Pipelines keep the driver's statistics (registers, ...: Pipeline::statistics()) where the
+  // device has VK_KHR_pipeline_executable_properties. For the bench; some drivers then skip caches.
+  bool pipeline_statistics = false;
 };
 
 class Context {
@@ -46,6 +49,7 @@ class Context {
   PipelineCache& pipeline_cache() { return *pipeline_cache_; }
 
   bool validation_enabled() const { return messenger_ != VK_NULL_HANDLE; }
+  bool pipeline_statistics() const { return pipeline_statistics_; }  // enabled and supported
   // Outlives the context, so a test can check it after everything was destroyed.
   std::shared_ptr<const ValidationLog> validation_log() const { return log_; }
 
@@ -77,6 +81,7 @@ class Context {
   VkCommandPool pool_ = VK_NULL_HANDLE;
   std::mutex queue_mutex_;  // the queue and the command pool need external synchronisation
   std::unique_ptr<PipelineCache> pipeline_cache_;
+  bool pipeline_statistics_ = false;
 };
 
 }  // namespace bdsl::rt

@@ -92,8 +92,11 @@ void read_features(DeviceInfo& info, VkPhysicalDevice device, const std::set<std
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
   VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR exec{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
   VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f11};
   f11.pNext = &f12;
+  if (exts.count(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) exec.pNext = std::exchange(f11.pNext, &exec);
   info.int_dot_product_extension =
       !info.api_at_least(3) && exts.count(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
   if (info.api_at_least(3)) f12.pNext = &f13;
@@ -112,6 +115,7 @@ void read_features(DeviceInfo& info, VkPhysicalDevice device, const std::set<std
   info.int_dot_product = f13.shaderIntegerDotProduct || dot.shaderIntegerDotProduct;
   info.subgroup_size_control = f13.subgroupSizeControl;
   info.compute_full_subgroups = f13.computeFullSubgroups;
+  info.pipeline_statistics = exec.pipelineExecutableInfo;
 }
 
 void read_queue_and_memory(DeviceInfo& info, VkPhysicalDevice device) {

@@ -64,6 +64,7 @@ struct DeviceInfo {
   // vkGetPhysicalDeviceCooperativeMatrixPropertiesNV lists them (types the DSL has: i8, i32, f16, f32).
   std::vector<MatrixShape> cooperative_matrix_nv_shapes;
   bool vulkan_memory_model = false;  // vulkanMemoryModel and vulkanMemoryModelDeviceScope
+  bool pipeline_statistics = false;  // VK_KHR_pipeline_executable_properties: registers etc. per kernel
 
   bool api_at_least(uint32_t minor) const { return VK_API_VERSION_MINOR(api_version) >= minor; }
   // The features of `needed` this device lacks, by name ("int_dot_product", ...); empty if none.

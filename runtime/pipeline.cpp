@@ -124,6 +124,7 @@ void Pipeline::create_pipeline(const CompiledKernel& kernel) {
   create.stage.pName = "main";
   create.stage.pSpecializationInfo = entries.empty() ? nullptr : &spec;
   create.layout = layout_;
+  if (ctx_->pipeline_statistics()) create.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   const VkResult result = vkCreateComputePipelines(
       ctx_->device(), ctx_->pipeline_cache().handle(), 1, &create, nullptr, &pipeline_);
   vkDestroyShaderModule(ctx_->device(), module, nullptr);
@@ -153,6 +154,38 @@ Pipeline& Pipeline::operator=(Pipeline&& other) noexcept {
   layout_ = std::exchange(other.layout_, VK_NULL_HANDLE);
   pipeline_ = std::exchange(other.pipeline_, VK_NULL_HANDLE);
   return *this;
+}
+
+std::vector<Pipeline::Statistic> Pipeline::statistics() const {
+  if (!ctx_ || !ctx_->pipeline_statistics()) return {};
+  auto properties = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
+      vkGetDeviceProcAddr(ctx_->device(), "vkGetPipelineExecutablePropertiesKHR"));
+  auto statistics = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
+      vkGetDeviceProcAddr(ctx_->device(), "vkGetPipelineExecutableStatisticsKHR"));
+  if (!properties || !statistics) return {};
+  const VkPipelineInfoKHR info{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR, nullptr, pipeline_};
+  uint32_t executables = 0;
+  vk_check(properties(ctx_->device(), &info, &executables, nullptr), "vkGetPipelineExecutablePropertiesKHR");
+  std::vector<Statistic> out;
+  for (uint32_t e = 0; e < executables; ++e) {
+    const VkPipelineExecutableInfoKHR which{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR, nullptr, pipeline_, e};
+    uint32_t count = 0;
+    vk_check(statistics(ctx_->device(), &which, &count, nullptr), "vkGetPipelineExecutableStatisticsKHR");
+    std::vector<VkPipelineExecutableStatisticKHR> stats(count, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
+    vk_check(statistics(ctx_->device(), &which, &count, stats.data()), "vkGetPipelineExecutableStatisticsKHR");
+    for (const auto& s : stats) {
+      double v = 0;
+      switch (s.format) {
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: v = s.value.b32; break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: v = double(s.value.i64); break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: v = double(s.value.u64); break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_FLOAT64_KHR: v = s.value.f64; break;
+        default: continue;
+      }
+      out.push_back({s.name, v});
+    }
+  }
+  return out;
 }
 
 }  // namespace bdsl::rt

@@ -4,6 +4,9 @@
 #pragma once
 #include <vulkan/vulkan.h>
 
+#include <string>
+#include <vector>
+
 #include "codegen/kernel_interface.h"
 #include "runtime/device_info.h"
 
@@ -26,6 +29,13 @@ class Pipeline {
   VkPipeline handle() const { return pipeline_; }
   VkPipelineLayout layout() const { return layout_; }
   VkDescriptorSetLayout set_layout() const { return set_layout_; }
+  // What the driver says of the compiled kernel ("Register Count", ...: names and meanings are
+  // the driver's), where the context keeps pipeline statistics; empty otherwise.
+  struct Statistic {
+    std::string name;
+    double value;
+  };
+  std::vector<Statistic> statistics() const;
 
  private:
   void release() noexcept;

@@ -110,3 +110,29 @@ TEST(PipelineCacheHeader, MustMatchVendorDeviceAndUuid) {
 
 }  // namespace
 }  // namespace bdsl::rt
+
+namespace bdsl::rt {
+namespace {
+
+// With pipeline statistics asked for, a device that has VK_KHR_pipeline_executable_properties
+// reports some for every pipeline; without, none are kept.
+TEST_F(PipelineTest, StatisticsWhereTheDeviceHasThem) {
+  EXPECT_FALSE(ctx().pipeline_statistics());
+  EXPECT_TRUE(pipeline(test_kernels::scale()).statistics().empty());
+  ContextOptions options;
+  options.validation = true;
+  options.save_pipeline_cache = false;
+  options.pipeline_statistics = true;
+  Context with(options);
+  EXPECT_EQ(with.pipeline_statistics(), with.info().pipeline_statistics);
+  const auto kernel = test_kernels::scale();
+  Pipeline p(with, shaders_.get(kernel.iface, kernel.glsl));
+  const auto stats = p.statistics();
+  if (!with.pipeline_statistics()) GTEST_SKIP() << with.info().name << " has no VK_KHR_pipeline_executable_properties";
+  ASSERT_FALSE(stats.empty());
+  for (const auto& s : stats) EXPECT_FALSE(s.name.empty());
+  EXPECT_EQ(with.validation_log()->count(), 0u) << with.validation_log()->summary();
+}
+
+}  // namespace
+}  // namespace bdsl::rt
