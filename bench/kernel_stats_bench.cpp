@@ -24,7 +24,7 @@ std::string counter_name(const std::string& s) {
 
 struct StatsState {
   std::unique_ptr<rt::Context> ctx;
-  std::unique_ptr<bitnet::BitNetPipelines> separate, fused;
+  std::unique_ptr<bitnet::BitNetPipelines> separate, fused, fused_down;
 };
 
 }  // namespace
@@ -43,9 +43,12 @@ void register_kernel_stats_benchmarks(BenchSession& s) {
   state->separate = std::make_unique<bitnet::BitNetPipelines>(*state->ctx, config, 0);
   state->fused = std::make_unique<bitnet::BitNetPipelines>(*state->ctx, config, 0, codegen::default_shader_cache(),
                                                            bitnet::DecodeTuning{}, bitnet::FusedLayers::All);
+  state->fused_down = std::make_unique<bitnet::BitNetPipelines>(*state->ctx, config, 0, codegen::default_shader_cache(),
+                                                                bitnet::DecodeTuning{}, bitnet::FusedLayers::FfnDownQkv);
   const auto& p = *state->separate;
   std::vector<const rt::Pipeline*> pipelines = {&p.embedding, &p.qkv, &p.attention, &p.attn_output, &p.gate_up, &p.ffn_down,
-                                                &p.output_norm, &p.lm_head, &p.argmax_partial, &*state->fused->layer};
+                                                &p.output_norm, &p.lm_head, &p.argmax_partial, &*state->fused->layer,
+                                                &*state->fused_down->layer};
   for (const rt::Pipeline* pipeline : pipelines)
     benchmark::RegisterBenchmark(fmt::format("kernel/{}", pipeline->name()).c_str(),
                                  [state, pipeline](benchmark::State& st) {
