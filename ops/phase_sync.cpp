@@ -26,9 +26,9 @@ void PhaseSync::wait(Expr<u32> at, uint32_t count) const {
       });
     });
   });
-  // With buffer memory semantics: a plain barrier orders shared memory only, and compilers do
-  // move buffer loads across it (lavapipe read x before the wait). On an H100 this costs ~0.5 us
-  // a handoff: the memory barrier also waits for the weight loads still in flight.
+  // With buffer memory semantics: a plain barrier orders shared memory only, so the loads after
+  // it could move before the wait. On an H100 this costs ~0.5 us a handoff: the memory barrier
+  // also waits for the weight loads still in flight.
   barrier(true);
 }
 

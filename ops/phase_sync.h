@@ -8,11 +8,15 @@
 // there: NVIDIA does not start a dispatch before the one before it ends, and the handoff then
 // costs as much as the barrier; measured, branch `chained-dispatches`.)
 //
-// Why it cannot deadlock where workgroups start in index order (NVIDIA, AMD, lavapipe's
-// threads each taking increasing indices): a workgroup waits only for lower indices, so the
-// lowest unfinished one waits for nothing. Where that fails, a wait gives up after `spin_limit`
-// polls and sets the error word instead of hanging; the host then runs the token again without
-// fused phases (models/gpu/bitnet_model.cpp).
+// Why it cannot deadlock where workgroups start in index order (GPUs; lavapipe with one thread):
+// a workgroup waits only for lower indices, so the lowest unfinished one waits for nothing. Where
+// that fails, a wait gives up after `spin_limit` polls and sets the error word instead of
+// hanging; the host then runs the token again without fused phases (models/gpu/bitnet_model.cpp).
+// lavapipe with several threads is refused: there a phase read data from before its wait
+// without any timeout (tests/device/phase_sync_test.cpp; not understood).
+//
+// Measured on the H100 (bench/RESULTS.md run 4): the fused decode layers built on this are
+// slower than separate kernels, because the union kernel takes more registers than its phases.
 //
 // Counters (u32, device memory the host can read): word kPhaseError, then counters at the words
 // the kernel is given. They are never reset: the host numbers its submissions (StepState::epoch,
