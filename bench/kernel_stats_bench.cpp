@@ -11,6 +11,7 @@
 #include "bench/bench_registry.h"
 #include "models/gguf.h"
 #include "models/gpu/bitnet_pipelines.h"
+#include "runtime/kernel_pipeline.h"
 
 namespace bdsl::bench {
 namespace {
@@ -25,6 +26,7 @@ std::string counter_name(const std::string& s) {
 struct StatsState {
   std::unique_ptr<rt::Context> ctx;
   std::unique_ptr<bitnet::BitNetPipelines> separate, fused, fused_down;
+  std::unique_ptr<rt::Pipeline> down_alone;  // ffn_down as a one-phase decode_layer
 };
 
 }  // namespace
@@ -45,10 +47,13 @@ void register_kernel_stats_benchmarks(BenchSession& s) {
                                                            bitnet::DecodeTuning{}, bitnet::FusedLayers::All);
   state->fused_down = std::make_unique<bitnet::BitNetPipelines>(*state->ctx, config, 0, codegen::default_shader_cache(),
                                                                 bitnet::DecodeTuning{}, bitnet::FusedLayers::FfnDownQkv);
+  ops::DecodeLayerShape alone{state->fused->dims, config.dim, config.ffn_dim, config.context_length, false, true};
+  state->down_alone = std::make_unique<rt::Pipeline>(
+      rt::make_pipeline(*state->ctx, ops::decode_layer(state->fused->target, alone, state->fused->layer_options)));
   const auto& p = *state->separate;
   std::vector<const rt::Pipeline*> pipelines = {&p.embedding, &p.qkv, &p.attention, &p.attn_output, &p.gate_up, &p.ffn_down,
                                                 &p.output_norm, &p.lm_head, &p.argmax_partial, &*state->fused->layer,
-                                                &*state->fused_down->layer};
+                                                &*state->fused_down->layer, state->down_alone.get()};
   for (const rt::Pipeline* pipeline : pipelines)
     benchmark::RegisterBenchmark(fmt::format("kernel/{}", pipeline->name()).c_str(),
                                  [state, pipeline](benchmark::State& st) {

@@ -33,10 +33,7 @@ std::vector<Phase> phases(const OpTarget& t, const DecodeLayerShape& s, const De
        ternary_matvec_workgroups(t, s.ffn, o.gate_up)},
       {"ffn_down", {{"w", s.dim}}, s.ffn, C::Separate, o.residual, false, ternary_matvec_workgroups(t, s.dim, o.residual)},
   };
-  if (s.from_ffn_down) {
-    if (!s.next_qkv) throw std::invalid_argument("decode_layer: from ffn_down, the next QKV is the second phase");
-    p.erase(p.begin(), p.begin() + 2);
-  }
+  if (s.from_ffn_down) p.erase(p.begin(), p.begin() + 2);  // without next_qkv: ffn_down alone
   if (s.next_qkv) {
     MatvecOptions q = o.qkv;
     q.rows_per_subgroup = 4;

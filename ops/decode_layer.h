@@ -31,7 +31,8 @@ struct DecodeLayerShape {
   AttentionDims dims;
   uint32_t dim = 0, ffn = 0, context = 0;
   bool next_qkv = true;       // false for the last layer
-  bool from_ffn_down = false;  // only ffn_down and the next QKV (attn_output, gate/up on their own)
+  bool from_ffn_down = false;  // only ffn_down and the next QKV (attn_output, gate/up on their own);
+                               // without next_qkv, ffn_down alone (to compare its registers)
 };
 
 // The standalone kernels' options (the norm fused in front of every phase); all must share one
