@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <stdexcept>
+
 #include "golden/half_float.h"
 #include "ops/attention_split_kv.h"
 #include "ops/embedding_lookup.h"
@@ -40,72 +42,87 @@ void BitNetModel::dump(const rt::Buffer& src, uint64_t floats, std::string name)
   dump_floats_ += floats;
 }
 
-void BitNetModel::record_layer(uint32_t l) {
+std::vector<rt::BufferSlice> BitNetModel::layer_bindings(uint32_t l, LayerOp op) const {
+  const auto& w = weights_.layers[l];
+  const auto& a = *act_;
+  switch (op) {
+    case LayerOp::Qkv: return {w.attn_q, w.attn_k, w.attn_v, a.x, w.attn_norm, a.step, a.q, a.k_cache[l], a.v_cache[l]};
+    case LayerOp::Attention: return {a.step, a.q, a.k_cache[l], a.v_cache[l], a.partials, a.counters, a.attn};
+    case LayerOp::AttnOutput: return {w.attn_output, a.attn, w.attn_sub_norm, a.x};
+    case LayerOp::GateUp: return {w.ffn_gate, w.ffn_up, a.x, w.ffn_norm, a.ffn};
+    case LayerOp::FfnDown: return {w.ffn_down, a.ffn, w.ffn_sub_norm, a.x};
+  }
+  throw std::logic_error("layer op");
+}
+
+// Layer l's op as its own dispatch, then (with dump) a copy of what it produced.
+void BitNetModel::record_op(uint32_t l, LayerOp op) {
   rt::Graph& g = *graph_;
   const auto& p = *pipelines_;
-  const auto& w = weights_.layers[l];
   auto& a = *act_;
   const float eps = config_.rms_norm_eps;
   const auto& d = p.dims;
-  g.dispatch(p.qkv, {w.attn_q, w.attn_k, w.attn_v, a.x, w.attn_norm, a.step, a.q, a.k_cache[l], a.v_cache[l]},
-             rt::push(eps, config_.rope_freq_base), rt::Grid{ops::ternary_matvec_qkv_rope_workgroups(p.target, d, p.qkv_options)});
-  dump(a.q, d.q_width(), fmt::format("Qcur-{}", l));
-  g.dispatch(p.attention, {a.step, a.q, a.k_cache[l], a.v_cache[l], a.partials, a.counters, a.attn},
-             rt::Grid{d.n_kv_heads, p.attention_chunks, 1});
-  dump(a.attn, d.q_width(), fmt::format("kqv_out-{}", l));
-  g.dispatch(p.attn_output, {w.attn_output, a.attn, w.attn_sub_norm, a.x}, rt::push(eps),
-             rt::Grid{ops::ternary_matvec_workgroups(p.target, config_.dim, p.residual_options)});
-  dump(a.x, config_.dim, fmt::format("ffn_inp-{}", l));
-  g.dispatch(p.gate_up, {w.ffn_gate, w.ffn_up, a.x, w.ffn_norm, a.ffn}, rt::push(eps),
-             rt::Grid{ops::ternary_matvec_workgroups(p.target, config_.ffn_dim, p.gate_up_options)});
-  dump(a.ffn, config_.ffn_dim, fmt::format("ffn_out-{}", l));
-  g.dispatch(p.ffn_down, {w.ffn_down, a.ffn, w.ffn_sub_norm, a.x}, rt::push(eps),
-             rt::Grid{ops::ternary_matvec_workgroups(p.target, config_.dim, p.residual_options)});
-  dump(a.x, config_.dim, fmt::format("l_out-{}", l));
+  const auto b = layer_bindings(l, op);
+  switch (op) {
+    case LayerOp::Qkv:
+      g.dispatch(p.qkv, b, rt::push(eps, config_.rope_freq_base),
+                 rt::Grid{ops::ternary_matvec_qkv_rope_workgroups(p.target, d, p.qkv_options)});
+      return dump(a.q, d.q_width(), fmt::format("Qcur-{}", l));
+    case LayerOp::Attention:
+      g.dispatch(p.attention, b, rt::push(), rt::Grid{d.n_kv_heads, p.attention_chunks, 1});
+      return dump(a.attn, d.q_width(), fmt::format("kqv_out-{}", l));
+    case LayerOp::AttnOutput:
+      g.dispatch(p.attn_output, b, rt::push(eps), rt::Grid{ops::ternary_matvec_workgroups(p.target, config_.dim, p.residual_options)});
+      return dump(a.x, config_.dim, fmt::format("ffn_inp-{}", l));
+    case LayerOp::GateUp:
+      g.dispatch(p.gate_up, b, rt::push(eps), rt::Grid{ops::ternary_matvec_workgroups(p.target, config_.ffn_dim, p.gate_up_options)});
+      return dump(a.ffn, config_.ffn_dim, fmt::format("ffn_out-{}", l));
+    case LayerOp::FfnDown:
+      g.dispatch(p.ffn_down, b, rt::push(eps), rt::Grid{ops::ternary_matvec_workgroups(p.target, config_.dim, p.residual_options)});
+      return dump(a.x, config_.dim, fmt::format("l_out-{}", l));
+  }
+}
+
+void BitNetModel::record_layer(uint32_t l) {
+  for (LayerOp op : {LayerOp::Qkv, LayerOp::Attention, LayerOp::AttnOutput, LayerOp::GateUp, LayerOp::FfnDown}) record_op(l, op);
 }
 
 // Attention, then attn_output, gate/up, ffn_down and the next layer's QKV as the phases of one
 // dispatch (ops/decode_layer.h), or (FfnDownQkv) attn_output and gate/up on their own and ffn_down
 // with the next QKV; layer 0's QKV runs before, on its own, and FfnDownQkv's last ffn_down too.
+// The fused kernel takes its phases' bindings one after the other.
 void BitNetModel::record_fused_layer(uint32_t l) {
-  rt::Graph& g = *graph_;
   const auto& p = *pipelines_;
-  const auto& w = weights_.layers[l];
-  auto& a = *act_;
-  const auto& d = p.dims;
-  const float eps = config_.rms_norm_eps;
-  if (l == 0)
-    g.dispatch(p.qkv, {w.attn_q, w.attn_k, w.attn_v, a.x, w.attn_norm, a.step, a.q, a.k_cache[l], a.v_cache[l]},
-               rt::push(eps, config_.rope_freq_base), rt::Grid{ops::ternary_matvec_qkv_rope_workgroups(p.target, d, p.qkv_options)});
-  g.dispatch(p.attention, {a.step, a.q, a.k_cache[l], a.v_cache[l], a.partials, a.counters, a.attn},
-             rt::Grid{d.n_kv_heads, p.attention_chunks, 1});
+  if (l == 0) record_op(l, LayerOp::Qkv);
+  record_op(l, LayerOp::Attention);
   const bool next = l + 1 < config_.n_layers;
   const bool all = p.fused == FusedLayers::All;
-  std::vector<rt::BufferSlice> b = {a.step, a.phases};
+  std::vector<rt::BufferSlice> b = {act_->step, act_->phases};
+  auto append = [&](uint32_t layer, LayerOp op) {
+    const auto more = layer_bindings(layer, op);
+    b.insert(b.end(), more.begin(), more.end());
+  };
   if (all) {
-    b.insert(b.end(), {w.attn_output, a.attn, w.attn_sub_norm, a.x, w.ffn_gate, w.ffn_up, a.x, w.ffn_norm, a.ffn});
+    append(l, LayerOp::AttnOutput);
+    append(l, LayerOp::GateUp);
   } else {
-    g.dispatch(p.attn_output, {w.attn_output, a.attn, w.attn_sub_norm, a.x}, rt::push(eps),
-               rt::Grid{ops::ternary_matvec_workgroups(p.target, config_.dim, p.residual_options)});
-    g.dispatch(p.gate_up, {w.ffn_gate, w.ffn_up, a.x, w.ffn_norm, a.ffn}, rt::push(eps),
-               rt::Grid{ops::ternary_matvec_workgroups(p.target, config_.ffn_dim, p.gate_up_options)});
-    if (!next) {
-      g.dispatch(p.ffn_down, {w.ffn_down, a.ffn, w.ffn_sub_norm, a.x}, rt::push(eps),
-                 rt::Grid{ops::ternary_matvec_workgroups(p.target, config_.dim, p.residual_options)});
-      return;
-    }
+    record_op(l, LayerOp::AttnOutput);
+    record_op(l, LayerOp::GateUp);
+    if (!next) return record_op(l, LayerOp::FfnDown);
   }
-  b.insert(b.end(), {w.ffn_down, a.ffn, w.ffn_sub_norm, a.x});
-  const uint32_t base = ops::kPhaseCounterStride + l * ops::decode_layer_counter_words();
-  ops::DecodeLayerShape shape{d, config_.dim, config_.ffn_dim, config_.context_length, next, !all};
-  const rt::Grid grid{ops::decode_layer_workgroups(p.target, shape, p.layer_options)};
+  append(l, LayerOp::FfnDown);
   if (next) {
-    const auto& wn = weights_.layers[l + 1];
-    b.insert(b.end(), {wn.attn_q, wn.attn_k, wn.attn_v, a.x, wn.attn_norm, a.q, a.k_cache[l + 1], a.v_cache[l + 1]});
-    g.dispatch(*p.layer, b, rt::push(eps, config_.rope_freq_base, base), grid);
-  } else {
-    g.dispatch(*p.last_layer, b, rt::push(eps, base), grid);
+    append(l + 1, LayerOp::Qkv);
+    b.erase(b.end() - 4);  // QKV's step state: the fused kernel's first binding serves its phase
   }
+  const float eps = config_.rms_norm_eps;
+  const uint32_t base = ops::kPhaseCounterStride + l * ops::decode_layer_counter_words();
+  const ops::DecodeLayerShape shape{p.dims, config_.dim, config_.ffn_dim, config_.context_length, next, !all};
+  const rt::Grid grid{ops::decode_layer_workgroups(p.target, shape, p.layer_options)};
+  if (next)
+    graph_->dispatch(*p.layer, b, rt::push(eps, config_.rope_freq_base, base), grid);
+  else
+    graph_->dispatch(*p.last_layer, b, rt::push(eps, base), grid);
 }
 
 void BitNetModel::record() {
@@ -193,8 +210,6 @@ bool BitNetModel::fused_token_gave_up() {
   pipelines_ = make_pipelines(FusedLayers::Off);
   act_->phases.upload(std::vector<uint32_t>(act_->phases.size() / 4, 0u));
   epoch_ = 0;
-  dump_slots_.clear();
-  dump_floats_ = 0;
   record();
   return true;
 }

@@ -94,6 +94,10 @@ class BitNetModel {
   std::unique_ptr<PrefillBlock> make_prefill_block(uint32_t n);
   StepOutput read_step_output() const;
   void check_tokens(std::span<const int32_t> tokens, uint32_t pos) const;
+  // A decode layer's ops in order (QKV with RoPE and the cache write, ... ffn_down).
+  enum class LayerOp { Qkv, Attention, AttnOutput, GateUp, FfnDown };
+  std::vector<rt::BufferSlice> layer_bindings(uint32_t l, LayerOp op) const;
+  void record_op(uint32_t l, LayerOp op);
   void record_layer(uint32_t l);
   void record_fused_layer(uint32_t l);
   bool fused_token_gave_up();  // after a token: did a phase wait give up? (then falls back)
