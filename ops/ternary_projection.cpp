@@ -1,0 +1,568 @@
+// The I2_S row-dot kernel body shared by the decode matvecs (ternary_matvec.h), the prefill
+// matmul (ternary_matmul.h) and the fused decode layers (decode_layer.h): ternary_projection.h.
+#include "ops/ternary_projection.h"
+
+
+#include <algorithm>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ops/matrix_support.h"
+#include "ops/quantize_activations.h"
+#include "ops/rope_rotation.h"
+#include "ops/step_state.h"
+
+
+namespace bdsl::ops {
+using namespace bdsl::dsl;
+
+namespace {
+
+using Combine = detail::ProjectionCombine;
+using Tensor = detail::ProjectionTensor;
+
+// q's uvec4 i of token t.
+using QuadLoader = std::function<Expr<uvec4>(Expr<u32>, Expr<u32>)>;
+
+Expr<i32> tree_sum(std::vector<Expr<i32>> v) {
+  while (v.size() > 1) {
+    std::vector<Expr<i32>> next;
+    for (size_t i = 0; i + 1 < v.size(); i += 2) next.push_back(v[i] + v[i + 1]);
+    if (v.size() % 2) next.push_back(v.back());
+    v = std::move(next);
+  }
+  return v.front();
+}
+
+// sum over the four bytes of code * q, codes at bit `shift` of each byte of `w`.
+Expr<i32> code_dot(const Expr<u32>& w, uint32_t shift, const Expr<u32>& q_word, bool packed) {
+  if (packed) return sdot4x8(shift ? (w >> shift) & 0x03030303u : w & 0x03030303u, q_word);
+  auto q = bitcast<i32>(q_word);
+  std::vector<Expr<i32>> terms;
+  for (int b = 0; b < 4; ++b)
+    terms.push_back(cast<i32>(bitfield_extract(w, 8 * b + static_cast<int>(shift), 2)) * bitfield_extract(q, 8 * b, 8));
+  return tree_sum(terms);
+}
+
+struct TokenSlot {
+  Expr<u32> token;
+  std::optional<Expr<boolean>> valid;  // empty: always (decode)
+};
+
+// The subgroup's sum(code * q) over one row of each tensor (all with `chunks` uvec4 per row) for
+// each token: result[t][s]. row_base[t] is the uvec4 index where tensor t's row starts. Each
+// weight uvec4 is loaded once and used for every token. Every lane gets the sums.
+// A lane's chunks (lane, lane + subgroup size, ...) are written out, not looped over: all its
+// weight loads are in flight at once (on an H100 a loop paid one memory round trip per chunk).
+// The outer loop only runs again where the device picks a smaller subgroup than the target's.
+// The chunks a lane takes in one pass: all of a row's where the device runs the target's
+// subgroup size. Batched (prefill) tiles already keep each lane busy with several tokens per
+// load: one chunk.
+uint32_t chunk_unroll(uint32_t chunks, uint32_t target_subgroup, size_t tokens) {
+  return tokens > 1 ? 1u : std::max(1u, (chunks + target_subgroup - 1) / std::max(1u, target_subgroup));
+}
+
+// A subgroup's weights for its first pass over its first row group, loaded before the norm
+// prologue so that their memory latency overlaps its reductions and barriers: [pass][weight row].
+struct Prefetch {
+  std::vector<std::vector<Var<uvec4>>> wv;
+};
+
+Prefetch declare_prefetch(KernelBuilder& k, uint32_t unroll, size_t weight_rows) {
+  Prefetch p;
+  for (uint32_t u = 0; u < unroll; ++u) {
+    p.wv.emplace_back();
+    for (size_t i = 0; i < weight_rows; ++i)
+      p.wv.back().push_back(k.var<uvec4>("pre" + std::to_string(u) + "_" + std::to_string(i), make_vec<u32>(0u, 0u, 0u, 0u)));
+  }
+  return p;
+}
+
+void fill_prefetch(KernelBuilder& k, Prefetch& p, const std::vector<Buffer<uvec4>>& w, const std::vector<Expr<u32>>& row_base,
+                   uint32_t chunks) {
+  auto sg = k.subgroup_size();
+  for (size_t u = 0; u < p.wv.size(); ++u) {
+    auto cc = min(k.subgroup_invocation() + sg * static_cast<uint32_t>(u), constant<u32>(chunks - 1));
+    for (size_t i = 0; i < w.size(); ++i) p.wv[u][i] = Expr<uvec4>(w[i][row_base[i] + cc]);
+  }
+}
+
+std::vector<std::vector<Expr<i32>>> emit_row_dots(KernelBuilder& k, const std::vector<Buffer<uvec4>>& w,
+                                                  const std::vector<Expr<u32>>& row_base, uint32_t chunks,
+                                                  const std::vector<TokenSlot>& tokens, const QuadLoader& q,
+                                                  bool packed, uint32_t target_subgroup,
+                                                  const Prefetch* pre = nullptr) {
+  const uint32_t unroll = chunk_unroll(chunks, target_subgroup, tokens.size());
+  std::vector<std::vector<Var<i32>>> acc(w.size());
+  for (size_t t = 0; t < w.size(); ++t)
+    for (size_t s = 0; s < tokens.size(); ++s)
+      acc[t].push_back(k.var<i32>("dot" + std::to_string(t) + "_" + std::to_string(s), 0));
+  auto sg = k.subgroup_size();
+  auto pass = [&](Expr<u32> c0, const Prefetch* loaded) {
+    std::vector<Expr<boolean>> valid;
+    std::vector<Expr<u32>> q_at;
+    std::vector<std::vector<Expr<uvec4>>> wv(unroll);
+    for (uint32_t u = 0; u < unroll; ++u) {
+      auto c = u == 0 ? c0 : let("c" + std::to_string(u), c0 + sg * u);
+      valid.push_back(let("c_valid", c < chunks));
+      auto cc = let("c_read", min(c, constant<u32>(chunks - 1)));
+      // uvec4 c is words 4h..4h+3 of block c/2 (h = c % 2); its shift-j codes pair with the q
+      // words 32 * block + 8j + 4h .., the uvec4 8 * block + 2j + h of q.
+      q_at.push_back(let("q_at", ((cc >> 1u) << 3u) + (cc & 1u)));
+      for (size_t t = 0; t < w.size(); ++t)
+        wv[u].push_back(loaded ? Expr<uvec4>(loaded->wv[u][t])
+                               : let("wv" + std::to_string(t), Expr<uvec4>(w[t][row_base[t] + cc])));
+    }
+    for (size_t s = 0; s < tokens.size(); ++s) {
+      auto body = [&] {
+        for (uint32_t u = 0; u < unroll; ++u) {
+          std::vector<Expr<uvec4>> qv;
+          for (uint32_t j = 0; j < 4; ++j) qv.push_back(let("qv" + std::to_string(j), q(tokens[s].token, q_at[u] + 2u * j)));
+          for (size_t t = 0; t < w.size(); ++t) {
+            std::vector<Expr<i32>> terms;
+            for (uint32_t j = 0; j < 4; ++j)
+              for (uint32_t m = 0; m < 4; ++m) terms.push_back(code_dot(wv[u][t].lane(m), 6 - 2 * j, qv[j].lane(m), packed));
+            acc[t][s] += select(valid[u], tree_sum(terms), constant<i32>(0));
+          }
+        }
+      };
+      if (tokens[s].valid)
+        if_(*tokens[s].valid, body);
+      else
+        body();
+    }
+  };
+  if (pre) {
+    pass(k.subgroup_invocation(), pre);
+    // Only where the device runs a smaller subgroup than the target's.
+    for_range(k.subgroup_invocation() + sg * unroll, chunks, sg * unroll, [&](Expr<u32> c0) { pass(c0, nullptr); }, "chunk");
+  } else {
+    for_range(k.subgroup_invocation(), chunks, sg * unroll, [&](Expr<u32> c0) { pass(c0, nullptr); }, "chunk");
+  }
+  std::vector<std::vector<Expr<i32>>> sums(w.size());
+  for (size_t t = 0; t < w.size(); ++t)
+    for (auto& a : acc[t]) sums[t].push_back(subgroup_add(Expr<i32>(a)));
+  return sums;
+}
+
+// Rows a subgroup takes at a time. A tensor boundary inside the grid (QKV) must not split a group.
+uint32_t rows_per_subgroup(const std::string& what, const std::vector<Tensor>& tensors, Combine combine,
+                           const MatvecOptions& o) {
+  const uint32_t rs = std::max(1u, o.rows_per_subgroup);
+  for (size_t t = 0; combine == Combine::Separate && t + 1 < tensors.size(); ++t)
+    if (tensors[t].rows % rs != 0)
+      throw std::invalid_argument(what + ": rows_per_subgroup " + std::to_string(rs) + " does not divide the " +
+                                  std::to_string(tensors[t].rows) + " rows of " + tensors[t].name);
+  return rs;
+}
+
+std::string shape_suffix(const std::vector<Tensor>& tensors, uint32_t cols) {
+  std::string s;
+  for (const Tensor& t : tensors) s += "_" + std::to_string(t.rows);
+  return s + "x" + std::to_string(cols);
+}
+
+void check_shapes(const std::string& what, const std::vector<Tensor>& tensors, uint32_t cols) {
+  if (cols == 0 || cols % 128 != 0)
+    throw std::invalid_argument(what + ": cols " + std::to_string(cols) + " is not a positive multiple of 128");
+  for (const Tensor& t : tensors) {
+    if (t.rows == 0) throw std::invalid_argument(what + ": tensor " + t.name + " has no rows");
+    if (uint64_t(t.rows) * cols / 64 >= (1ull << 32))
+      throw std::invalid_argument(what + ": tensor " + t.name + " is too large for 32-bit indices");
+  }
+}
+
+// The tensor (0 q, 1 k, 2 v) and the four rows of RoPE quad row / 4 (see emit_rope_kv_quad),
+// for the prefetch: `use(t, rows)` runs in the branch of that tensor.
+template <class Use>
+void rope_quad_rows(const detail::RopeKvEpilogue& r, Expr<u32> row, Use&& use) {
+  const AttentionDims& d = r.dims;
+  const uint32_t hd = d.head_dim, half = hd / 2, quarter = hd / 4;
+  auto p = row / 4u;
+  auto head = let("pre_head", p / quarter);
+  auto m2 = (p % quarter) * 2u;
+  auto rows = [&](Expr<u32> local_head) {
+    auto at = let("pre_row", local_head * hd + m2);
+    return std::vector<Expr<u32>>{at, at + 1u, at + half, at + (1 + half)};
+  };
+  if_(head < d.n_heads, [&] { use(0, rows(head)); }).else_([&] {
+    auto kv = let("pre_kv", (head - d.n_heads) % d.n_kv_heads);
+    if_(head < d.n_heads + d.n_kv_heads, [&] { use(1, rows(kv)); }).else_([&] { use(2, rows(kv)); });
+  });
+}
+
+// One subgroup's quad of QKV rows with the RoPE epilogue: quad p = row / 4 of head p / (hd / 4)
+// (heads: q, then k, then v), pair index m2 = 2 * (p % (hd / 4)), rows m2, m2 + 1, m2 + half,
+// m2 + 1 + half of that head. `project(t, rows)` gives the four values; lane 0 turns
+// them as rope_kv_write does (same expressions, so the same bits) and stores q (f32) or the
+// cache words (F16) at the step's position.
+// The cos/sin pairs of quad row / 4's two RoPE pairs, (m2, m2 + 1).
+std::pair<Expr<vec2>, Expr<vec2>> rope_quad_rotations(const detail::RopeKvEpilogue& r, Expr<u32> row,
+                                                      const Buffer<u32>& step, Expr<f32> base) {
+  const uint32_t hd = r.dims.head_dim;
+  auto m2 = let("rot_pair0", ((row / 4u) % (hd / 4)) * 2u);
+  auto posf = cast<f32>(Expr<u32>(step[kStepPos]));
+  const rope::Exact exact(let("rot_zero", step[kStepZero]));
+  return {let("rot0", rope::rotation(exact, posf, m2, base, hd)), let("rot1", rope::rotation(exact, posf, m2 + 1u, base, hd))};
+}
+
+template <class Project>
+void emit_rope_kv_quad(const detail::RopeKvEpilogue& r, Expr<u32> row, Project&& project,
+                       const Buffer<u32>& step, Expr<f32> base, const Buffer<f32>& y_q, const Buffer<u32>& k_cache,
+                       const Buffer<u32>& v_cache, Expr<boolean> lane0,
+                       std::optional<std::pair<Expr<vec2>, Expr<vec2>>> rotations = std::nullopt) {
+  const AttentionDims& d = r.dims;
+  const uint32_t hd = d.head_dim, half = hd / 2, quarter = hd / 4;
+  auto p = let("quad", row / 4u);
+  auto head = let("head", p / quarter);
+  auto m2 = let("pair0", (p % quarter) * 2u);
+  auto pos = let("pos", step[kStepPos]);
+  auto rows_of = [&](Expr<u32> local_head) {
+    auto at = let("head_row", local_head * hd + m2);
+    return std::pair{at, std::vector<Expr<u32>>{at, at + 1u, at + half, at + (1 + half)}};
+  };
+  // Computed before the dot products (for the first row group, before the norm prologue): their
+  // dependent square roots overlap the weight loads instead of following them.
+  if (!rotations) rotations = rope_quad_rotations(r, row, step, base);
+  auto turned = [&](const std::vector<Expr<f32>>& v) {
+    auto a = let("turned0", rope::rotate(v[0], v[2], rotations->first));
+    auto b = let("turned1", rope::rotate(v[1], v[3], rotations->second));
+    return std::pair{a, b};
+  };
+  if_(head < d.n_heads, [&] {
+    auto [at, rows] = rows_of(head);
+    auto v = project(0, rows);
+    if_(lane0, [&] {
+      auto [a, b] = turned(v);
+      y_q[at] = a.x();
+      y_q[at + half] = a.y();
+      y_q[at + 1u] = b.x();
+      y_q[at + (1 + half)] = b.y();
+    });
+  }).else_([&] {
+    auto kv = let("kv", (head - d.n_heads) % d.n_kv_heads);
+    auto [at, rows] = rows_of(kv);
+    auto word = let("word", (pos * d.kv_width() + at) / 2u);
+    auto in_cache = pos < r.context;
+    if_(head < d.n_heads + d.n_kv_heads, [&] {
+      auto v = project(1, rows);
+      if_(lane0 && in_cache, [&] {
+        auto [a, b] = turned(v);
+        k_cache[word] = pack_half2x16(make_vec<f32>(a.x(), b.x()));
+        k_cache[word + half / 2] = pack_half2x16(make_vec<f32>(a.y(), b.y()));
+      });
+    }).else_([&] {
+      auto v = project(2, rows);
+      if_(lane0 && in_cache, [&] {
+        v_cache[word] = pack_half2x16(make_vec<f32>(v[0], v[1]));
+        v_cache[word + half / 2] = pack_half2x16(make_vec<f32>(v[2], v[3]));
+      });
+    });
+  });
+}
+
+}  // namespace
+
+namespace {
+
+// What both the standalone kernel and a phase of a fused one check and derive.
+struct ProjectionPlan {
+  bool packed, norm, batched;
+  uint32_t wg, rs, rows_per_wg, chunks;
+};
+
+ProjectionPlan plan_projection(const OpTarget& target, const std::string& what, const std::vector<Tensor>& tensors,
+                               uint32_t cols, Combine combine, const MatvecOptions& o, uint32_t tokens_per_wg,
+                               const detail::RopeKvEpilogue* rope) {
+  check_shapes(what, tensors, cols);
+  if (rope && (tokens_per_wg > 0 || o.rows_per_subgroup != 4 || o.add_residual || o.write_accumulators))
+    throw std::invalid_argument(what + ": the RoPE epilogue is for one token, 4 rows per subgroup, no residual or accumulators");
+  const bool packed = o.dot == DotProduct::Auto ? target.int_dot_product : o.dot == DotProduct::Packed;
+  const bool norm = o.input == MatvecInput::NormalizeInWorkgroup;
+  const bool batched = tokens_per_wg > 0;
+  const uint32_t wg = ternary_matvec_workgroup(target, o);
+  const uint32_t rs = rows_per_subgroup(what, tensors, combine, o);
+  const uint32_t rows_per_wg = rows_per_workgroup(target, wg) * rs;
+  const uint32_t chunks = cols / 64;
+  if (norm && batched) throw std::invalid_argument(what + ": the in-workgroup norm is for one token");
+  if (norm && cols + 3 * wg * 4 > target.max_shared_bytes)
+    throw std::invalid_argument(what + ": " + std::to_string(cols) + " int8 activations and the reduction scratch do not fit in " +
+                                std::to_string(target.max_shared_bytes) + " bytes of shared memory");
+  return {packed, norm, batched, wg, rs, rows_per_wg, chunks};
+}
+
+void emit_projection(const detail::ProjectionSite& site, const OpTarget& target, const std::string& what,
+                     const std::vector<Tensor>& tensors, uint32_t cols, Combine combine, const MatvecOptions& o,
+                     uint32_t tokens_per_wg, const detail::RopeKvEpilogue* rope) {
+  const auto [packed, norm, batched, wg, rs, rows_per_wg, chunks] = plan_projection(target, what, tensors, cols, combine, o, tokens_per_wg, rope);
+  KernelBuilder& k = *site.k;
+  // In a fused kernel other workgroups of the same dispatch write what this phase reads: coherent.
+  auto activation = [&]<class T>(std::string n, Access access, T) {
+    return site.coherent ? k.coherent_buffer<T>(std::move(n), access) : k.buffer<T>(std::move(n), access);
+  };
+  std::vector<Buffer<uvec4>> w;
+  for (const Tensor& t : tensors)
+    w.push_back(k.buffer<uvec4>(tensors.size() == 1 ? "w" : "w_" + t.name, Access::Read));
+  std::optional<Buffer<uvec4>> x_q;
+  std::optional<Buffer<u32>> x_act;
+  std::optional<Buffer<f32>> x, norm_weight;
+  if (norm) {
+    x = activation("x", Access::Read, f32{});
+    norm_weight = k.buffer<f32>("norm_weight", Access::Read);
+  } else {
+    x_q = activation("x_q", Access::Read, uvec4{});
+    x_act = activation("x_act", Access::Read, u32{});
+  }
+  const Access out_access = o.add_residual ? Access::ReadWrite : Access::Write;
+  std::vector<Buffer<f32>> y;
+  std::optional<Buffer<u32>> step, k_cache, v_cache;
+  if (rope) {
+    step = site.step ? *site.step : k.buffer<u32>("step", Access::Read);
+    y.push_back(activation("y_q", Access::Write, f32{}));
+    k_cache = activation("k_cache", Access::Write, u32{});
+    v_cache = activation("v_cache", Access::Write, u32{});
+  } else if (combine == Combine::Relu2Product || tensors.size() == 1)
+    y.push_back(activation("y", out_access, f32{}));
+  else
+    for (const Tensor& t : tensors) y.push_back(activation("y_" + t.name, out_access, f32{}));
+  std::vector<Buffer<i32>> accs;
+  if (o.write_accumulators)
+    for (const Tensor& t : tensors) accs.push_back(k.buffer<i32>("acc_" + t.name, Access::Write));
+  std::optional<Expr<f32>> eps;
+  if (norm) eps = site.eps ? *site.eps : k.push<f32>("eps");
+  std::optional<Expr<u32>> token_count;
+  if (batched) token_count = k.push<u32>("tokens");
+  std::optional<Expr<f32>> rope_base;
+  if (rope) rope_base = site.rope_base ? *site.rope_base : k.push<f32>("rope_base");
+
+  std::vector<Expr<f32>> scales;
+  for (size_t t = 0; t < tensors.size(); ++t)
+    scales.push_back(let("scale_" + tensors[t].name,
+                         bitcast<f32>(Expr<uvec4>(w[t][uint32_t(uint64_t(tensors[t].rows) * cols / 64)]).x())));
+
+  std::vector<uint32_t> offsets{0};
+  for (const Tensor& t : tensors) offsets.push_back(offsets.back() + t.rows);
+  // Gate and up share their rows: a row of the grid is one row of both.
+  const uint32_t total = combine == Combine::Relu2Product ? tensors[0].rows : offsets.back();
+  auto first = let("first_row", site.workgroup * rows_per_wg);
+  auto end = let("end_row", min(first + rows_per_wg, total));
+  // Each subgroup takes `rs` consecutive rows at a time (one activation load serves all of them);
+  // a row past its tensor's end reads the last row (in range) and writes nothing.
+  auto rows_of = [&](size_t t, Expr<u32> local0) {
+    std::vector<Expr<u32>> bases;
+    std::vector<std::optional<Expr<boolean>>> valid;
+    for (uint32_t r = 0; r < rs; ++r) {
+      auto local = r == 0 ? local0 : let("local_row" + std::to_string(r), local0 + r);
+      const bool may_pass_end = tensors[t].rows % rs != 0;
+      valid.push_back(may_pass_end ? std::optional<Expr<boolean>>(local < tensors[t].rows) : std::nullopt);
+      auto readable = may_pass_end ? min(local, tensors[t].rows - 1) : local;
+      bases.push_back(let("row_base" + std::to_string(r), readable * chunks));
+    }
+    return std::pair{bases, valid};
+  };
+  // Decode: the first row group's first pass of weights is loaded before the norm prologue
+  // (global loads do not move across its barriers on their own).
+  std::optional<Expr<u32>> row0;
+  std::optional<Prefetch> pre;
+  std::optional<std::pair<Expr<vec2>, Expr<vec2>>> row0_rotations;
+  if (!batched) {
+    row0 = let("row0", first + k.subgroup_id() * rs);
+    auto readable = let("row0_read", min(*row0, constant<u32>((total - 1) / rs * rs)));
+    const size_t weight_rows = rope ? 4 : combine == Combine::Relu2Product ? 2 * rs : rs;
+    pre = declare_prefetch(k, chunk_unroll(chunks, target.subgroup_size, 1), weight_rows);
+    if (rope) {
+      row0_rotations = rope_quad_rotations(*rope, readable, *step, *rope_base);
+      rope_quad_rows(*rope, readable, [&](size_t t, const std::vector<Expr<u32>>& rows) {
+        std::vector<Expr<u32>> bases;
+        for (const auto& r : rows) bases.push_back(r * chunks);
+        fill_prefetch(k, *pre, std::vector<Buffer<uvec4>>(4, w[t]), bases, chunks);
+      });
+    } else if (combine == Combine::Relu2Product) {
+      auto bases = rows_of(0, readable).first;
+      std::vector<Buffer<uvec4>> ws;
+      std::vector<Expr<u32>> all_bases;
+      for (size_t t = 0; t < 2; ++t)
+        for (uint32_t r = 0; r < rs; ++r) {
+          ws.push_back(w[t]);
+          all_bases.push_back(bases[r]);
+        }
+      fill_prefetch(k, *pre, ws, all_bases, chunks);
+    } else {
+      std::function<void(size_t)> segment = [&](size_t t) {
+        auto body = [&] {
+          auto local0 = t == 0 ? readable : let("pre_local", readable - offsets[t]);
+          fill_prefetch(k, *pre, std::vector<Buffer<uvec4>>(rs, w[t]), rows_of(t, local0).first, chunks);
+        };
+        if (t + 1 == tensors.size())
+          body();
+        else
+          if_(readable < offsets[t + 1], body).else_([&] { segment(t + 1); });
+      };
+      segment(0);
+    }
+  }
+
+  // Everything above reads weights (and the step state) only.
+  if (site.before_activations) site.before_activations();
+
+  // The tokens of this workgroup, their activation scales s, sums of q and a loader of q.
+  std::vector<TokenSlot> slots;
+  std::vector<Expr<f32>> s;
+  std::vector<Expr<i32>> q_sum;
+  QuadLoader q;
+  if (norm) {
+    auto words = k.shared<u32>("q_words", cols / 4);
+    QuantizeBody body;
+    body.dim = cols;
+    body.workgroup = wg;
+    body.load_x = [&](Expr<u32> i) { return Expr<f32>((*x)[i]); };
+    body.load_norm_weight = [&](Expr<u32> i) { return Expr<f32>((*norm_weight)[i]); };
+    body.eps = eps;
+    body.store_q = [&](Expr<u32> word, Expr<u32> v) { words[word] = v; };
+    const QuantizedTotals totals = emit_quantize_activations(k, body);  // ends with a barrier
+    slots.push_back({constant<u32>(0u), std::nullopt});
+    s.push_back(totals.scale);
+    q_sum.push_back(totals.sum);
+    q = [words](Expr<u32>, Expr<u32> i) {
+      auto b = i * 4u;
+      return make_vec<u32>(words[b], words[b + 1u], words[b + 2u], words[b + 3u]);
+    };
+  } else {
+    const uint32_t tokens_here = batched ? tokens_per_wg : 1;
+    for (uint32_t i = 0; i < tokens_here; ++i) {
+      const std::string n = std::to_string(i);
+      if (!batched) {
+        slots.push_back({constant<u32>(0u), std::nullopt});
+      } else {
+        auto token = let("token" + n, k.workgroup_id().y() * tokens_per_wg + i);
+        slots.push_back({token, token < *token_count});
+      }
+      // A token past the end reads the last token's scale (never used): no read out of range.
+      auto readable = batched ? let("act_token" + n, min(slots.back().token, *token_count - 1u)) : constant<u32>(0u);
+      s.push_back(let("act_scale" + n, bitcast<f32>(Expr<u32>((*x_act)[readable * 2u]))));
+      q_sum.push_back(let("q_sum" + n, bitcast<i32>(Expr<u32>((*x_act)[readable * 2u + 1u]))));
+    }
+    q = [&](Expr<u32> token, Expr<u32> i) { return Expr<uvec4>((*x_q)[token * (cols / 16) + i]); };
+  }
+  auto lane0 = k.subgroup_invocation() == 0u;
+  auto project = [&](Expr<i32> dot, size_t t, size_t slot) {
+    return cast<f32>(dot - q_sum[slot]) / s[slot] * scales[t];
+  };
+  auto store = [&](const Buffer<f32>& out, Expr<u32> i, Expr<f32> v) {
+    if (o.add_residual)
+      out[i] = out[i] + v;
+    else
+      out[i] = v;
+  };
+  // Writes of token slot `slot` happen in lane 0 and only for tokens that exist.
+  auto write_guard = [&](size_t slot, const std::function<void()>& body) {
+    if_(slots[slot].valid ? lane0 && *slots[slot].valid : lane0, body);
+  };
+  // Outputs are token-major: token t's vector of `rows` values starts at t * rows.
+  auto out_index = [&](size_t slot, Expr<u32> local, uint32_t rows) {
+    return batched ? slots[slot].token * rows + local : local;
+  };
+
+  auto row_group = [&](Expr<u32> row, const Prefetch* p) {
+    auto guarded = [&](size_t slot, const std::optional<Expr<boolean>>& row_valid, const std::function<void()>& body) {
+      if (row_valid)
+        write_guard(slot, [&] { if_(*row_valid, body); });
+      else
+        write_guard(slot, body);
+    };
+    if (rope) {
+      emit_rope_kv_quad(*rope, row, [&](size_t t, const std::vector<Expr<u32>>& rows) {
+        std::vector<Expr<u32>> bases;
+        for (const auto& r : rows) bases.push_back(r * chunks);
+        auto dots = emit_row_dots(k, std::vector<Buffer<uvec4>>(4, w[t]), bases, chunks, slots, q, packed, target.subgroup_size, p);
+        std::vector<Expr<f32>> v;
+        for (uint32_t r = 0; r < 4; ++r) v.push_back(let("proj", project(dots[r][0], t, 0)));
+        return v;
+      }, *step, *rope_base, y[0], *k_cache, *v_cache, lane0, p ? row0_rotations : std::nullopt);
+      return;
+    }
+    if (combine == Combine::Relu2Product) {
+      auto [bases, valid] = rows_of(0, row);
+      std::vector<Buffer<uvec4>> ws;
+      std::vector<Expr<u32>> all_bases;
+      for (size_t t = 0; t < 2; ++t)
+        for (uint32_t r = 0; r < rs; ++r) {
+          ws.push_back(w[t]);
+          all_bases.push_back(bases[r]);
+        }
+      auto dots = emit_row_dots(k, ws, all_bases, chunks, slots, q, packed, target.subgroup_size, p);
+      for (uint32_t r = 0; r < rs; ++r)
+        for (size_t i = 0; i < slots.size(); ++i) {
+          const auto& dg = dots[r][i];
+          const auto& du = dots[rs + r][i];
+          auto gate = let("gate", project(dg, 0, i));
+          auto up = let("up", project(du, 1, i));
+          auto g = let("gate_relu", max(gate, 0.0f));
+          guarded(i, valid[r], [&] {
+            auto at = out_index(i, row + r, tensors[0].rows);
+            store(y[0], at, g * g * up);  // as golden::relu2_gate: (g * g) * up
+            if (o.write_accumulators) {
+              accs[0][at] = dg - q_sum[i];
+              accs[1][at] = du - q_sum[i];
+            }
+          });
+        }
+      return;
+    }
+    std::function<void(size_t)> segment = [&](size_t t) {
+      auto body = [&] {
+        auto local0 = t == 0 ? row : let("local_row", row - offsets[t]);
+        auto [bases, valid] = rows_of(t, local0);
+        auto dots = emit_row_dots(k, std::vector<Buffer<uvec4>>(rs, w[t]), bases, chunks, slots, q, packed, target.subgroup_size, p);
+        for (uint32_t r = 0; r < rs; ++r)
+          for (size_t i = 0; i < slots.size(); ++i) {
+            auto v = let("proj", project(dots[r][i], t, i));
+            guarded(i, valid[r], [&] {
+              auto at = out_index(i, local0 + r, tensors[t].rows);
+              store(y[y.size() == 1 ? 0 : t], at, v);
+              if (o.write_accumulators) accs[t][at] = dots[r][i] - q_sum[i];
+            });
+          }
+      };
+      if (t + 1 == tensors.size())
+        body();
+      else
+        if_(row < offsets[t + 1], body).else_([&] { segment(t + 1); });
+    };
+    segment(0);
+  };
+  const auto stride = k.num_subgroups() * rs;
+  if (row0) {
+    if_(*row0 < end, [&] { row_group(*row0, &*pre); });
+    // Only where the device runs a larger subgroup than the target's (fewer subgroups).
+    for_range(*row0 + stride, end, stride, [&](Expr<u32> row) { row_group(row, nullptr); }, "row");
+  } else {
+    for_range(first + k.subgroup_id() * rs, end, stride, [&](Expr<u32> row) { row_group(row, nullptr); }, "row");
+  }
+}
+
+}  // namespace
+
+Kernel detail::build_ternary_projection(const OpTarget& target, const std::string& what,
+                                        const std::vector<Tensor>& tensors, uint32_t cols, Combine combine,
+                                        const MatvecOptions& o, uint32_t tokens_per_wg, const detail::RopeKvEpilogue* rope) {
+  const auto [packed, norm, batched, wg, rs, rows_per_wg, chunks] = plan_projection(target, what, tensors, cols, combine, o, tokens_per_wg, rope);
+
+  std::string name = what + (rope ? "_rope" : "") + (packed ? "_sdot" : "_int") + (norm ? "_normed" : "") +
+                     (o.add_residual ? "_residual" : "") + (o.write_accumulators ? "_acc" : "") +
+                     (rs > 1 ? "_r" + std::to_string(rs) : "") + (o.workgroup ? "_w" + std::to_string(wg) : "") + (batched ? "_t" + std::to_string(tokens_per_wg) : "") + shape_suffix(tensors, cols);
+  KernelBuilder k(name, {wg, 1, 1});
+  emit_projection({&k, k.workgroup_id().x()}, target, what, tensors, cols, combine, o, tokens_per_wg, rope);
+  return k.build();
+}
+
+void detail::emit_ternary_projection(const ProjectionSite& site, const OpTarget& target, const std::string& what,
+                                     const std::vector<ProjectionTensor>& tensors, uint32_t cols, ProjectionCombine combine,
+                                     const MatvecOptions& o, const RopeKvEpilogue* rope) {
+  emit_projection(site, target, what, tensors, cols, combine, o, 0, rope);
+}
+
+}  // namespace bdsl::ops
