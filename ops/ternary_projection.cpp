@@ -408,6 +408,14 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
   // Everything above reads weights (and the step state) only.
   if (site.before_activations) site.before_activations();
 
+  // The residual under the first row group, read now rather than after the dot products: its
+  // memory round trip overlaps the norm prologue instead of lengthening the epilogue. Only this
+  // invocation writes these elements, so the value is the one the epilogue would have read.
+  std::vector<Expr<f32>> residual0;
+  if (row0 && o.add_residual && combine == Combine::Separate && tensors.size() == 1)
+    for (uint32_t r = 0; r < rs; ++r)
+      residual0.push_back(let("residual" + std::to_string(r), y[0][min(*row0 + r, constant<u32>(total - 1))]));
+
   // The tokens of this workgroup, their activation scales s, sums of q and a loader of q.
   std::vector<TokenSlot> slots;
   std::vector<Expr<f32>> s;
@@ -451,9 +459,10 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
   auto project = [&](Expr<i32> dot, size_t t, size_t slot) {
     return cast<f32>(dot - q_sum[slot]) / s[slot] * scales[t];
   };
-  auto store = [&](const Buffer<f32>& out, Expr<u32> i, Expr<f32> v) {
+  // `residual`: the element already read (residual0), or none.
+  auto store = [&](const Buffer<f32>& out, Expr<u32> i, Expr<f32> v, const Expr<f32>* residual = nullptr) {
     if (o.add_residual)
-      out[i] = out[i] + v;
+      out[i] = (residual ? *residual : Expr<f32>(out[i])) + v;
     else
       out[i] = v;
   };
@@ -522,7 +531,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
             auto v = let("proj", project(dots[r][i], t, i));
             guarded(i, valid[r], [&] {
               auto at = out_index(i, local0 + r, tensors[t].rows);
-              store(y[y.size() == 1 ? 0 : t], at, v);
+              store(y[y.size() == 1 ? 0 : t], at, v, p && !residual0.empty() ? &residual0[r] : nullptr);
               if (o.write_accumulators) accs[t][at] = dots[r][i] - q_sum[i];
             });
           }
