@@ -61,33 +61,4 @@ dsl::Expr<T> workgroup_max(dsl::KernelBuilder& k, const dsl::Shared<T>& scratch,
       [](dsl::Expr<T> a, dsl::Expr<T> b) { return dsl::max(a, b); }, name);
 }
 
-// n / d rounded to nearest even, for positive normal n and d whose quotient is normal. Vulkan
-// lets `/` be off by 2.5 ulp (NVIDIA's is), but the activation scale 127 / absmax must be the
-// CPU's exactly so that q, and with it every int32 accumulator, is the same on every device:
-// this divides the 24-bit significands with integer long division (25 quotient bits, then round
-// with the remainder as sticky bit). A few dozen integer ops, once per workgroup.
-inline dsl::Expr<dsl::f32> divide_correctly_rounded(dsl::KernelBuilder& /*k*/, const dsl::Expr<dsl::f32>& n,
-                                                    const dsl::Expr<dsl::f32>& d) {
-  using namespace dsl;
-  auto nb = let("div_n_bits", bitcast<u32>(n));
-  auto db = let("div_d_bits", bitcast<u32>(d));
-  auto nm = let("div_n_sig", (nb & 0x7fffffu) | 0x800000u);
-  auto dm = let("div_d_sig", (db & 0x7fffffu) | 0x800000u);
-  auto shifted = let("div_shift", select(nm < dm, 1u, 0u));  // makes num / dm lie in [1, 2)
-  // 25 quotient bits, unrolled (straight-line code: no loop overhead on the critical path).
-  Expr<u32> num = let("div_rem", nm << shifted);
-  Expr<u32> q = constant<u32>(0u);
-  for (int step = 0; step < 25; ++step) {
-    auto bit = let("div_bit", select(num >= dm, 1u, 0u));
-    q = let("div_quot", (q << 1u) | bit);
-    num = let("div_rem", (num - dm * bit) << 1u);
-  }
-  auto mant = let("div_mant", q >> 1u);  // 24 bits, leading one at bit 23
-  auto round_up = (q & 1u) == 1u && (num != 0u || (mant & 1u) == 1u);
-  auto rounded = let("div_rounded", mant + select(round_up, 1u, 0u));
-  auto biased = let("div_exp", ((nb >> 23u) + 127u) - (db >> 23u) - shifted);
-  // A carry out of the significand (rounded == 2^24) correctly bumps the exponent.
-  return bitcast<f32>((biased << 23u) + (rounded - 0x800000u));
-}
-
 }  // namespace bdsl::ops

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/exact_division.h"
 #include "ops/matrix_support.h"
 
 namespace bdsl::ops {

@@ -2,9 +2,11 @@
 #include "ops/quantize_activations.h"
 
 #include <bit>
+#include <cmath>
+#include <limits>
 
 #include "matrix_test.h"
-#include "ops/matrix_support.h"
+#include "ops/exact_division.h"
 
 namespace bdsl::test {
 namespace {
@@ -140,6 +142,43 @@ TEST_F(QuantizeActivations, ScaleDivisionIsCorrectlyRounded) {
   run(k.build(), {db, qb}, uint32_t((d.size() + 63) / 64), rt::push(uint32_t(d.size())));
   const auto got = qb.download<float>();
   for (size_t j = 0; j < d.size(); ++j) ASSERT_EQ(got[j], 127.0f / d[j]) << "d = " << d[j];
+}
+
+// The device's own `/` is only the estimate: lavapipe's is exact, so the test hands the kernel
+// estimates off by -4..+4 ulps (every window position, and the edges past it), far-off ones (the
+// long-division fallback), and checks the answer is still the CPU's bit for bit.
+TEST_F(QuantizeActivations, ScaleDivisionIsExactFromAnyEstimate) {
+  std::vector<float> d{1e-5f, 1.0f, 2.0f, 0.5f, 127.0f, 254.0f, 3.0f, 1.9999999f, 1.0000001f, 1e30f, 63.5f, 127.00001f};
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<uint32_t> bits(std::bit_cast<uint32_t>(1e-5f), std::bit_cast<uint32_t>(1.0e37f));
+  while (d.size() < 4000) d.push_back(std::bit_cast<float>(bits(rng)));
+  std::vector<float> den, est;
+  for (float v : d) {
+    const float exact = 127.0f / v;
+    for (int off = -4; off <= 4; ++off) {
+      float e = exact;
+      for (int s = 0; s < std::abs(off); ++s) e = std::nextafter(e, off < 0 ? 0.0f : 1e38f);
+      den.push_back(v);
+      est.push_back(e);
+    }
+    for (float far : {exact * 1.5f, exact * 0.6f, 0.0f, std::numeric_limits<float>::infinity()}) {
+      den.push_back(v);
+      est.push_back(far);
+    }
+  }
+  using namespace dsl;
+  KernelBuilder k("divide_127_from_estimate", {64, 1, 1});
+  auto in = k.buffer<f32>("d", Access::Read);
+  auto estimate = k.buffer<f32>("estimate", Access::Read);
+  auto out = k.buffer<f32>("q", Access::Write);
+  auto n = k.push<u32>("n");
+  auto i = k.global_id().x();
+  if_(i < n, [&] { out[i] = ops::divide_correctly_rounded(k, constant<f32>(127.0f), Expr<f32>(in[i]), Expr<f32>(estimate[i])); });
+  rt::Buffer db = buffer_of(den, "d"), eb = buffer_of(est, "estimate"), qb = output(den.size() * 4, "q");
+  run(k.build(), {db, eb, qb}, uint32_t((den.size() + 63) / 64), rt::push(uint32_t(den.size())));
+  const auto got = qb.download<float>();
+  for (size_t j = 0; j < den.size(); ++j)
+    ASSERT_EQ(got[j], 127.0f / den[j]) << "d = " << den[j] << ", estimate " << est[j];
 }
 
 }  // namespace
