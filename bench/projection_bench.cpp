@@ -75,6 +75,8 @@ void projection(benchmark::State& st, BenchSession& s, Op op, const Shape& sh, b
   step.fill(0);
   rt::Buffer y(ctx, out_rows * 4ull, {false, "y"});
   rt::Buffer cache(ctx, 4096ull * d.kv_words() * 4, {false, "kv cache"});
+  rt::Buffer rope_table(ctx, 4096ull * d.head_dim * 4, {false, "rope table"});  // (cos, sin) pairs
+  rope_table.fill(0x3f800000);
   rt::Graph g(ctx, {true, "projection"});
   const uint32_t groups = op == Op::Qkv ? ops::ternary_matvec_qkv_rope_workgroups(s.target, d, o)
                                         : ops::ternary_matvec_workgroups(s.target, op == Op::GateUp ? sh.ffn : sh.dim, o);
@@ -89,13 +91,12 @@ void projection(benchmark::State& st, BenchSession& s, Op op, const Shape& sh, b
       b.push_back(act);
     }
     if (op == Op::Qkv) {
-      b.insert(b.end(), {step, y, cache, cache});
+      b.insert(b.end(), {step, rope_table, y, cache, cache});
     } else {
       b.push_back(y);
     }
     // Every dispatch writes y (or the cache): a barrier between them, as in a real token.
-    const rt::PushConstants push = op == Op::Qkv ? (normed ? rt::push(1e-5f, 500000.0f) : rt::push(500000.0f))
-                                                 : (normed ? rt::push(1e-5f) : rt::push());
+    const rt::PushConstants push = normed ? rt::push(1e-5f) : rt::push();
     g.dispatch(p, b, push, rt::Grid{groups});
   }
   // The GPU clocks down between benchmarks: a short chain alone measured 3-4x the same kernel's

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "golden/matrix.h"
@@ -40,6 +41,14 @@ void bitlinear(const TernaryMatrix& w, std::span<const float> x, std::span<float
 // i < rope_dim/2 turn by pos * base^(-2i/rope_dim); elements from rope_dim on are untouched.
 // The angle and its cosine and sine are computed in double, then rounded to float.
 void rope_neox(std::span<float> head, int64_t pos, std::size_t rope_dim, float base);
+
+// The (cos, sin) rope_neox turns pair i by at position pos: the angle in double, each rounded
+// once to float.
+std::pair<float, float> rope_rotation(int64_t pos, std::size_t i, std::size_t rope_dim, float base);
+
+// rope_rotation for positions 0..positions-1 and pairs 0..rope_dim/2-1, as [pos][i] (cos, sin)
+// pairs: the table the GPU kernels read (ops/rope_kv_write.h), so their rotations are these bits.
+std::vector<float> rope_table(uint32_t positions, std::size_t rope_dim, float base);
 
 // relu(gate)^2 * up, elementwise.
 void relu2_gate(std::span<const float> gate, std::span<const float> up, std::span<float> out);

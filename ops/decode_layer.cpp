@@ -83,8 +83,6 @@ Kernel decode_layer(const OpTarget& target, const DecodeLayerShape& shape, const
   auto step = k.buffer<u32>("step", Access::Read);
   auto counters = k.volatile_buffer<u32>("counters", Access::ReadWrite);
   auto eps = k.push<f32>("eps");
-  std::optional<Expr<f32>> rope_base;
-  if (shape.next_qkv) rope_base = k.push<f32>("rope_base");
   auto base = k.push<u32>("phase_base");
   const PhaseSync sync(k, step, counters, spin_limit ? spin_limit : kPhaseSpinLimit);
   const detail::RopeKvEpilogue rope{d, shape.context};
@@ -94,7 +92,6 @@ Kernel decode_layer(const OpTarget& target, const DecodeLayerShape& shape, const
     auto body = [&] {
       detail::ProjectionSite site{&k, p == 0 ? id : let("phase_workgroup", id - first)};
       site.eps = eps;
-      site.rope_base = rope_base;
       site.step = step;
       site.coherent = true;
       if (p > 0) site.before_activations = [&] { sync.wait(base + kPhaseCounterStride * uint32_t(p - 1), ph[p - 1].workgroups); };

@@ -12,9 +12,9 @@
 //   attn_output: w, x (attention out), norm_weight (attn_sub_norm), y (the residual stream)
 //   gate_up:     w_gate, w_up, x (the residual stream), norm_weight (ffn_norm), y (ffn)
 //   ffn_down:    w, x (ffn), norm_weight (ffn_sub_norm), y (the residual stream)
-//   qkv:         w_q, w_k, w_v, x (the residual stream), norm_weight (next attn_norm), y_q,
-//                k_cache, v_cache (the next layer's)
-// Push constants: eps (f32), rope_base (f32, with qkv), phase_base (u32: the word of this
+//   qkv:         w_q, w_k, w_v, x (the residual stream), norm_weight (next attn_norm),
+//                rope_table, y_q, k_cache, v_cache (the next layer's)
+// Push constants: eps (f32), phase_base (u32: the word of this
 // dispatch's first counter; its phases use phase_base + kPhaseCounterStride * p).
 // Grid: (decode_layer_workgroups(...), 1, 1).
 #pragma once

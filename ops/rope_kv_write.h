@@ -10,13 +10,9 @@
 // (1/127 of the absmax) that the attention output goes through in the next projection, and it is
 // what llama.cpp / bitnet.cpp keep by default. |k|, |v| stay far below the F16 range (65504).
 //
-// The angle pos * base^(-2i/head_dim) is taken accurately at large positions. In plain f32 the
-// frequency's few-ulp error times the position is ~3.6e-4 rad at pos 4000 (base 500000); here the
-// frequency comes from square roots of 1/base in two-float arithmetic (head_dim a power of two;
-// other head dims use f32 exp2), the product pos * frequency is kept exactly, and the reduction to
-// [-pi, pi] subtracts 2*pi in three parts, so sin/cos see an argument good to ~1e-7: the turned
-// values are within 3e-7 of the double-precision reference's (relative to the pair's length) at
-// pos 4000-4095. Exactness needs the step state's zero word (ops/step_state.h).
+// The rotations come from the host's table (golden::rope_table): the CPU reference's (cos, sin)
+// of pos * base^(-2i/head_dim), angle in double, so they are accurate at every position and the
+// same bits as the reference's.
 #pragma once
 #include <cstdint>
 
@@ -26,10 +22,11 @@
 
 namespace bdsl::ops {
 
-// Bindings: step (read, u32: pos = position of token 0, and the zero word), q (read-write, f32 [n, n_heads*head_dim],
-// rotated in place), k (read, f32 [n, n_kv_heads*head_dim]), v (read, same shape),
-// k_cache (write, u32 [context, kv_words]), v_cache (write, u32 [context, kv_words]).
-// Push: base (f32, rope.freq_base), n (u32, tokens; 1 for decode). Token t is at position pos + t;
+// Bindings: step (read, u32: pos = position of token 0), rope_table (read, vec2 [context,
+// head_dim / 2]: golden::rope_table), q (read-write, f32 [n, n_heads*head_dim], rotated in place),
+// k (read, f32 [n, n_kv_heads*head_dim]), v (read, same shape), k_cache (write, u32 [context,
+// kv_words]), v_cache (write, u32 [context, kv_words]).
+// Push: n (u32, tokens; 1 for decode). Token t is at position pos + t;
 // positions at or past `context` are not written (the host stops before the cache is full).
 // Grid: (ceil((n_heads + 2 * n_kv_heads) * head_dim / 4 / rope_kv_write_workgroup(target)), n).
 dsl::Kernel rope_kv_write(const OpTarget& target, const AttentionDims& dims, uint32_t context);

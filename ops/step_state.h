@@ -5,8 +5,8 @@
 //   word 0  token   the token id being decoded (decode graph; prefill reads a token-ids buffer)
 //   word 1  pos     decode: the position of that token; prefill: the position of the block's
 //                   first token (token t of the block is at pos + t)
-//   word 2  zero    always 0: kernels read it as a zero the shader compilers cannot see, to keep
-//                   exact float arithmetic from being rewritten (ops/rope_kv_write.cpp)
+//   word 2  zero    always 0: a zero the shader compilers cannot see, for kernels that must keep
+//                   arithmetic from being folded away (tests/device/phase_sync_test.cpp)
 //   word 3  epoch   the number of this submission of the decode graph (1, 2, ...): phases of
 //                   one dispatch wait for epoch * workgroups on the counter of the phase before
 //                   (ops/phase_sync.h). The buffer is 16 bytes, one minimal slice.

@@ -78,9 +78,10 @@ dsl::Kernel ternary_matvec_qkv(const OpTarget& target, uint32_t q_rows, uint32_t
 // computes rows (2m, 2m + 1, 2m + half, 2m + 1 + half) of one head, so lane 0 holds both halves
 // of two RoPE pairs and two whole cache words. options.rows_per_subgroup is forced to 4.
 // Bindings: w_q, w_k, w_v, the activations (as input says), step (u32 read: ops/step_state.h),
-// y_q (f32 write: q after RoPE), k_cache, v_cache (u32 write: [context, kv_words], rope_kv_write's
-// layout). Push constants: eps (NormalizeInWorkgroup only), then rope_base (f32). The position is
-// step[pos]; a position at or past `context` writes no cache word.
+// rope_table (vec2 read: golden::rope_table, as rope_kv_write), y_q (f32 write: q after RoPE),
+// k_cache, v_cache (u32 write: [context, kv_words], rope_kv_write's layout). Push constants: eps
+// (NormalizeInWorkgroup only). The position is step[pos]; a position at or past `context` writes
+// no cache word.
 // Grid: (ternary_matvec_qkv_rope_workgroups(target, dims, options), 1, 1).
 dsl::Kernel ternary_matvec_qkv_rope(const OpTarget& target, const AttentionDims& dims, uint32_t cols, uint32_t context,
                                     MatvecOptions options = {});

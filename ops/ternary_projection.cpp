@@ -201,17 +201,17 @@ void rope_quad_rows(const detail::RopeKvEpilogue& r, Expr<u32> row, Use&& use) {
 // cache words (F16) at the step's position.
 // The cos/sin pairs of quad row / 4's two RoPE pairs, (m2, m2 + 1).
 std::pair<Expr<vec2>, Expr<vec2>> rope_quad_rotations(const detail::RopeKvEpilogue& r, Expr<u32> row,
-                                                      const Buffer<u32>& step, Expr<f32> base) {
+                                                      const Buffer<u32>& step, const Buffer<vec2>& table) {
   const uint32_t hd = r.dims.head_dim;
   auto m2 = let("rot_pair0", ((row / 4u) % (hd / 4)) * 2u);
-  auto posf = cast<f32>(Expr<u32>(step[kStepPos]));
-  const rope::Exact exact(let("rot_zero", step[kStepZero]));
-  return {let("rot0", rope::rotation(exact, posf, m2, base, hd)), let("rot1", rope::rotation(exact, posf, m2 + 1u, base, hd))};
+  auto pos = let("rot_pos", step[kStepPos]);
+  return {let("rot0", rope::table_rotation(table, pos, m2, r.context, hd)),
+          let("rot1", rope::table_rotation(table, pos, m2 + 1u, r.context, hd))};
 }
 
 template <class Project>
 void emit_rope_kv_quad(const detail::RopeKvEpilogue& r, Expr<u32> row, Project&& project,
-                       const Buffer<u32>& step, Expr<f32> base, const Buffer<f32>& y_q, const Buffer<u32>& k_cache,
+                       const Buffer<u32>& step, const Buffer<vec2>& table, const Buffer<f32>& y_q, const Buffer<u32>& k_cache,
                        const Buffer<u32>& v_cache, Expr<boolean> lane0,
                        std::optional<std::pair<Expr<vec2>, Expr<vec2>>> rotations = std::nullopt) {
   const AttentionDims& d = r.dims;
@@ -224,9 +224,9 @@ void emit_rope_kv_quad(const detail::RopeKvEpilogue& r, Expr<u32> row, Project&&
     auto at = let("head_row", local_head * hd + m2);
     return std::pair{at, std::vector<Expr<u32>>{at, at + 1u, at + half, at + (1 + half)}};
   };
-  // Computed before the dot products (for the first row group, before the norm prologue): their
-  // dependent square roots overlap the weight loads instead of following them.
-  if (!rotations) rotations = rope_quad_rotations(r, row, step, base);
+  // Loaded before the dot products (for the first row group, before the norm prologue): the two
+  // dependent loads (position, then table) overlap the weight loads instead of following them.
+  if (!rotations) rotations = rope_quad_rotations(r, row, step, table);
   auto turned = [&](const std::vector<Expr<f32>>& v) {
     auto a = let("turned0", rope::rotate(v[0], v[2], rotations->first));
     auto b = let("turned1", rope::rotate(v[1], v[3], rotations->second));
@@ -319,8 +319,10 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
   const Access out_access = o.add_residual ? Access::ReadWrite : Access::Write;
   std::vector<Buffer<f32>> y;
   std::optional<Buffer<u32>> step, k_cache, v_cache;
+  std::optional<Buffer<vec2>> rope_table;
   if (rope) {
     step = site.step ? *site.step : k.buffer<u32>("step", Access::Read);
+    rope_table = k.buffer<vec2>("rope_table", Access::Read);
     y.push_back(activation("y_q", Access::Write, f32{}));
     k_cache = activation("k_cache", Access::Write, u32{});
     v_cache = activation("v_cache", Access::Write, u32{});
@@ -335,8 +337,6 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
   if (norm) eps = site.eps ? *site.eps : k.push<f32>("eps");
   std::optional<Expr<u32>> token_count;
   if (batched) token_count = k.push<u32>("tokens");
-  std::optional<Expr<f32>> rope_base;
-  if (rope) rope_base = site.rope_base ? *site.rope_base : k.push<f32>("rope_base");
 
   std::vector<Expr<f32>> scales;
   for (size_t t = 0; t < tensors.size(); ++t)
@@ -374,7 +374,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
     const size_t weight_rows = rope ? 4 : combine == Combine::Relu2Product ? 2 * rs : rs;
     pre = declare_prefetch(k, chunk_unroll(chunks, target.subgroup_size, 1), weight_rows);
     if (rope) {
-      row0_rotations = rope_quad_rotations(*rope, readable, *step, *rope_base);
+      row0_rotations = rope_quad_rotations(*rope, readable, *step, *rope_table);
       rope_quad_rows(*rope, readable, [&](size_t t, const std::vector<Expr<u32>>& rows) {
         std::vector<Expr<u32>> bases;
         for (const auto& r : rows) bases.push_back(r * chunks);
@@ -490,7 +490,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
         std::vector<Expr<f32>> v;
         for (uint32_t r = 0; r < 4; ++r) v.push_back(let("proj", project(dots[r][0], t, 0)));
         return v;
-      }, *step, *rope_base, y[0], *k_cache, *v_cache, lane0, p ? row0_rotations : std::nullopt);
+      }, *step, *rope_table, y[0], *k_cache, *v_cache, lane0, p ? row0_rotations : std::nullopt);
       return;
     }
     if (combine == Combine::Relu2Product) {

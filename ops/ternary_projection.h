@@ -35,7 +35,7 @@ struct ProjectionTensor {
 struct ProjectionSite {
   dsl::KernelBuilder* k = nullptr;
   dsl::Expr<dsl::u32> workgroup;                    // this workgroup's index among the projection's
-  std::optional<dsl::Expr<dsl::f32>> eps, rope_base;  // push constants the kernel shares between phases
+  std::optional<dsl::Expr<dsl::f32>> eps;             // a push constant the kernel shares between phases
   std::optional<dsl::Buffer<dsl::u32>> step;        // the step state (RoPE), when already bound
   bool coherent = false;  // activations and outputs written or read by other workgroups meanwhile
   std::function<void()> before_activations;  // runs after the weight prefetch, before x is read

@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "golden/reference_ops.h"
 #include "models/gpu/bitnet_model.h"
 #include "ops/attention_split_kv.h"
 #include "ops/decode_layer.h"
@@ -20,6 +21,9 @@ struct BitNetModel::Activations {
     auto f32 = [&](uint64_t n, const char* name) { return rt::Buffer(ctx, n * 4, {false, name}); };
     const auto& d = p.dims;
     step = rt::Buffer(ctx, sizeof(ops::StepState), {true, "step state", true});  // read by ~60 dispatches
+    // RoPE's (cos, sin) for every position, as the CPU reference rounds them (ops/rope_rotation.h).
+    rope_table = rt::Buffer(ctx, uint64_t{c.context_length} * d.head_dim * 4, {false, "rope table"});
+    rope_table.upload(golden::rope_table(c.context_length, d.head_dim, c.rope_freq_base));
     x = f32(c.dim, "x (residual)");
     q = f32(d.q_width(), "q");
     k = f32(d.kv_width(), "k");
@@ -54,10 +58,11 @@ struct BitNetModel::Activations {
   // Bytes a model of this shape needs besides its weights.
   static uint64_t bytes(const models::BitNetConfig& c) {
     const uint64_t kv = 2ull * c.n_layers * c.context_length * c.kv_dim() * 2;
-    return kv + 4ull * (4 * c.dim + 2 * c.n_heads * c.head_dim + c.ffn_dim + 3ull * c.vocab_size);
+    const uint64_t rope = uint64_t{c.context_length} * c.head_dim * 4;
+    return kv + rope + 4ull * (4 * c.dim + 2 * c.n_heads * c.head_dim + c.ffn_dim + 3ull * c.vocab_size);
   }
 
-  rt::Buffer step, x, q, k, v, attn, ffn, xn, logits;
+  rt::Buffer step, rope_table, x, q, k, v, attn, ffn, xn, logits;
   std::vector<rt::Buffer> k_cache, v_cache;
   rt::Buffer partials, counters, phases;
   rt::Buffer arg_values, arg_indices, token;

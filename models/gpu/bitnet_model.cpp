@@ -46,7 +46,7 @@ std::vector<rt::BufferSlice> BitNetModel::layer_bindings(uint32_t l, LayerOp op)
   const auto& w = weights_.layers[l];
   const auto& a = *act_;
   switch (op) {
-    case LayerOp::Qkv: return {w.attn_q, w.attn_k, w.attn_v, a.x, w.attn_norm, a.step, a.q, a.k_cache[l], a.v_cache[l]};
+    case LayerOp::Qkv: return {w.attn_q, w.attn_k, w.attn_v, a.x, w.attn_norm, a.step, a.rope_table, a.q, a.k_cache[l], a.v_cache[l]};
     case LayerOp::Attention: return {a.step, a.q, a.k_cache[l], a.v_cache[l], a.partials, a.counters, a.attn};
     case LayerOp::AttnOutput: return {w.attn_output, a.attn, w.attn_sub_norm, a.x};
     case LayerOp::GateUp: return {w.ffn_gate, w.ffn_up, a.x, w.ffn_norm, a.ffn};
@@ -65,7 +65,7 @@ void BitNetModel::record_op(uint32_t l, LayerOp op) {
   const auto b = layer_bindings(l, op);
   switch (op) {
     case LayerOp::Qkv:
-      g.dispatch(p.qkv, b, rt::push(eps, config_.rope_freq_base),
+      g.dispatch(p.qkv, b, rt::push(eps),
                  rt::Grid{ops::ternary_matvec_qkv_rope_workgroups(p.target, d, p.qkv_options)});
       return dump(a.q, d.q_width(), fmt::format("Qcur-{}", l));
     case LayerOp::Attention:
@@ -113,14 +113,14 @@ void BitNetModel::record_fused_layer(uint32_t l) {
   append(l, LayerOp::FfnDown);
   if (next) {
     append(l + 1, LayerOp::Qkv);
-    b.erase(b.end() - 4);  // QKV's step state: the fused kernel's first binding serves its phase
+    b.erase(b.end() - 5);  // QKV's step state: the fused kernel's first binding serves its phase
   }
   const float eps = config_.rms_norm_eps;
   const uint32_t base = ops::kPhaseCounterStride + l * ops::decode_layer_counter_words();
   const ops::DecodeLayerShape shape{p.dims, config_.dim, config_.ffn_dim, config_.context_length, next, !all};
   const rt::Grid grid{ops::decode_layer_workgroups(p.target, shape, p.layer_options)};
   if (next)
-    graph_->dispatch(*p.layer, b, rt::push(eps, config_.rope_freq_base, base), grid);
+    graph_->dispatch(*p.layer, b, rt::push(eps, base), grid);
   else
     graph_->dispatch(*p.last_layer, b, rt::push(eps, base), grid);
 }

@@ -70,7 +70,7 @@ std::unique_ptr<BitNetModel::PrefillBlock> BitNetModel::make_prefill_block(uint3
       g.dispatch(*pp.qkv, {w.attn_q, w.attn_k, w.attn_v, b->q8, b->act, b->q, b->k, b->v}, rt::push(n),
                  matmul_grid(d.q_width() + 2 * d.kv_width()));
     }
-    g.dispatch(p.rope_kv, {a.step, b->q, b->k, b->v, a.k_cache[l], a.v_cache[l]}, rt::push(c.rope_freq_base, n),
+    g.dispatch(p.rope_kv, {a.step, a.rope_table, b->q, b->k, b->v, a.k_cache[l], a.v_cache[l]}, rt::push(n),
                rt::Grid{ceil_div((d.n_heads + 2 * d.n_kv_heads) * d.head_dim / 4, ops::rope_kv_write_workgroup(p.target)),
                         n});
     g.dispatch(pp.attention, {a.step, b->q, a.k_cache[l], a.v_cache[l], b->partials, b->counters, b->attn},

@@ -46,6 +46,7 @@ TEST_F(RopeThenAttention, PrefillAndDecodeAgreeWithTheReference) {
   golden::attention(qm, kc, vc, pos0, {d.n_heads, d.n_kv_heads, d.head_dim}, want);
 
   rt::Pipeline rope = pipeline(ops::rope_kv_write(t, d, context));
+  rt::Buffer table = buffer_of(golden::rope_table(context, d.head_dim, base), "rope_table");
   // Prefill: the whole block in two dispatches.
   std::vector<float> prefill_out;
   {
@@ -59,7 +60,7 @@ TEST_F(RopeThenAttention, PrefillAndDecodeAgreeWithTheReference) {
     rt::Buffer out(ctx(), q.size() * 4, {false, "out"});
     rt::Pipeline attn = pipeline(ops::attention_prefill(t, d, context, layout));
     rt::Graph g(ctx());
-    g.dispatch(rope, {step, qb, kb, vb, kcb, vcb}, rt::push(base, n), rt::Grid{rope_groups, n});
+    g.dispatch(rope, {step, table, qb, kb, vb, kcb, vcb}, rt::push(n), rt::Grid{rope_groups, n});
     g.dispatch(attn, {step, qb, kcb, vcb, partials, counters, out}, rt::push(n), rt::Grid{grid[0], grid[1], grid[2]});
     EXPECT_EQ(g.stats().steps, 2u);
     g.submit_and_wait();
@@ -76,7 +77,7 @@ TEST_F(RopeThenAttention, PrefillAndDecodeAgreeWithTheReference) {
     rt::Buffer out(ctx(), d.q_width() * 4, {false, "out"});
     rt::Pipeline attn = pipeline(ops::attention_decode(t, d, context, chunks));
     rt::Graph g(ctx());
-    g.dispatch(rope, {step, qb, kb, vb, kcb, vcb}, rt::push(base, 1u), rt::Grid{rope_groups, 1});
+    g.dispatch(rope, {step, table, qb, kb, vb, kcb, vcb}, rt::push(1u), rt::Grid{rope_groups, 1});
     g.dispatch(attn, {step, qb, kcb, vcb, partials, counters, out}, rt::push(), rt::Grid{d.n_kv_heads, chunks, 1});
     for (uint32_t i = 0; i < n; ++i) {
       step.upload(std::vector<ops::StepState>{{0, pos0 + i}});

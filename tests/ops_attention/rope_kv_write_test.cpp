@@ -31,7 +31,8 @@ class RopeKvWrite : public OpsTest {
     rt::Buffer kc = buffer_of(empty, "k_cache"), vc = buffer_of(empty, "v_cache");
     const uint32_t wg = ops::rope_kv_write_workgroup(target());
     const uint32_t units = (d.n_heads + 2 * d.n_kv_heads) * d.head_dim / 4;
-    run(ops::rope_kv_write(target(), d, c.context), {step, qb, kb, vb, kc, vc}, rt::push(base, c.n),
+    rt::Buffer table = buffer_of(golden::rope_table(c.context, d.head_dim, base), "rope_table");
+    run(ops::rope_kv_write(target(), d, c.context), {step, table, qb, kb, vb, kc, vc}, rt::push(c.n),
         rt::Grid{(units + wg - 1) / wg, c.n});
     const auto q_got = qb.download<float>();
     const auto k_got = kc.download<uint32_t>(), v_got = vc.download<uint32_t>();

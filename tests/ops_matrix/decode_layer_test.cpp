@@ -4,6 +4,7 @@
 // The standalone kernels are checked against the CPU reference in their own tests.
 #include "ops/decode_layer.h"
 
+#include "golden/reference_ops.h"
 #include "matrix_test.h"
 #include "ops/phase_sync.h"
 #include "ops/step_state.h"
@@ -66,7 +67,8 @@ TEST_F(DecodeLayer, PhasesInOneDispatchEqualTheKernelsBehindBarriers) {
   rt::Buffer counters(ctx(), 4 * (ops::kPhaseCounterStride + ops::decode_layer_counter_words()), {true, "counters"});
   counters.upload(std::vector<uint32_t>(counters.size() / 4, 0u));
 
-  const float eps = 1e-5f, base = 10000.0f;
+  const float eps = 1e-5f;
+  rt::Buffer table = buffer_of(golden::rope_table(kContext, d.head_dim, 10000.0f), "rope_table");
   rt::Pipeline p_out = pipeline(ops::ternary_matvec(t, kDim, d.q_width(), opts_.residual));
   rt::Pipeline p_gu = pipeline(ops::ternary_matvec_relu2_gate_up(t, kFfn, kDim, opts_.gate_up));
   rt::Pipeline p_down = pipeline(ops::ternary_matvec(t, kDim, kFfn, opts_.residual));
@@ -75,7 +77,7 @@ TEST_F(DecodeLayer, PhasesInOneDispatchEqualTheKernelsBehindBarriers) {
   separate.dispatch(p_out, {wo, sep.attn, n1, sep.x}, rt::push(eps), rt::Grid{ops::ternary_matvec_workgroups(t, kDim, opts_.residual)});
   separate.dispatch(p_gu, {wg, wu, sep.x, n2, sep.ffn}, rt::push(eps), rt::Grid{ops::ternary_matvec_workgroups(t, kFfn, opts_.gate_up)});
   separate.dispatch(p_down, {wd, sep.ffn, n3, sep.x}, rt::push(eps), rt::Grid{ops::ternary_matvec_workgroups(t, kDim, opts_.residual)});
-  separate.dispatch(p_qkv, {wq, wk, wv, sep.x, n4, step, sep.q, sep.k_cache, sep.v_cache}, rt::push(eps, base),
+  separate.dispatch(p_qkv, {wq, wk, wv, sep.x, n4, step, table, sep.q, sep.k_cache, sep.v_cache}, rt::push(eps),
                     rt::Grid{ops::ternary_matvec_qkv_rope_workgroups(t, d, opts_.qkv)});
   EXPECT_EQ(separate.stats().steps, 4u);
 
@@ -83,8 +85,8 @@ TEST_F(DecodeLayer, PhasesInOneDispatchEqualTheKernelsBehindBarriers) {
   rt::Graph one(ctx());
   one.dispatch(p_layer,
                {step, counters, wo, fused.attn, n1, fused.x, wg, wu, fused.x, n2, fused.ffn, wd, fused.ffn, n3, fused.x, wq, wk, wv,
-                fused.x, n4, fused.q, fused.k_cache, fused.v_cache},
-               rt::push(eps, base, ops::kPhaseCounterStride), rt::Grid{ops::decode_layer_workgroups(t, shape, opts_)});
+                fused.x, n4, table, fused.q, fused.k_cache, fused.v_cache},
+               rt::push(eps, ops::kPhaseCounterStride), rt::Grid{ops::decode_layer_workgroups(t, shape, opts_)});
   EXPECT_EQ(one.stats().dispatches, 1u);
 
   // Three tokens: the residual stream carries over, the cache fills at positions 0, 1, 2.

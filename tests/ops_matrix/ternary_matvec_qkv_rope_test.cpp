@@ -1,6 +1,7 @@
 // ternary_matvec_qkv_rope against the two dispatches it replaces (ternary_matvec_qkv, then
 // rope_kv_write): q, the K and V cache words written bit for bit the same, nothing else touched.
 // Those two are each checked against the CPU reference (ternary_matvec_test, rope_kv_write_test).
+#include "golden/reference_ops.h"
 #include "matrix_test.h"
 #include "ops/rope_kv_write.h"
 #include "ops/step_state.h"
@@ -34,8 +35,8 @@ TEST_P(TernaryMatvecQkvRope, SameBitsAsProjectionThenRope) {
   rt::Buffer second = normed ? buffer_of(norm_weight, "norm_weight") : buffer_of(qx.act(), "x_act");
   ops::MatvecOptions o;
   o.input = GetParam();
-  const float eps = 1e-5f, base = 10000.0f;
-  auto push = [&] { return normed ? rt::push(eps, base) : rt::push(base); };
+  const float eps = 1e-5f;
+  rt::Buffer table = buffer_of(golden::rope_table(context, d.head_dim, 10000.0f), "rope_table");
   rt::Pipeline fused = pipeline(ops::ternary_matvec_qkv_rope(target(), d, cols, context, o));
   rt::Pipeline qkv = pipeline(ops::ternary_matvec_qkv(target(), d.q_width(), d.kv_width(), d.kv_width(), cols, o));
   rt::Pipeline rope = pipeline(ops::rope_kv_write(target(), d, context));
@@ -49,9 +50,9 @@ TEST_P(TernaryMatvecQkvRope, SameBitsAsProjectionThenRope) {
     rt::Graph g(ctx());
     g.dispatch(qkv, {bq, bk, bv, xb, second, q1, k1, v1}, normed ? rt::push(eps) : rt::push(),
                rt::Grid{ops::ternary_matvec_workgroups(target(), d.q_width() + 2 * d.kv_width(), o)});
-    g.dispatch(rope, {step, q1, k1, v1, kc1, vc1}, rt::push(base, 1u),
+    g.dispatch(rope, {step, table, q1, k1, v1, kc1, vc1}, rt::push(1u),
                rt::Grid{(d.q_width() + 2 * d.kv_width()) / 4 / ops::rope_kv_write_workgroup(target()) + 1});
-    g.dispatch(fused, {bq, bk, bv, xb, second, step, q2, kc2, vc2}, push(),
+    g.dispatch(fused, {bq, bk, bv, xb, second, step, table, q2, kc2, vc2}, normed ? rt::push(eps) : rt::push(),
                rt::Grid{ops::ternary_matvec_qkv_rope_workgroups(target(), d, o)});
     g.submit_and_wait();
     EXPECT_EQ(q2.download<uint32_t>(), q1.download<uint32_t>());
