@@ -3,10 +3,11 @@
 // tokens a dispatch serves). Internal to ops/; use those two.
 //
 // Grid (n_kv_heads, chunks, tokens): workgroup (kv, c, t) serves the `group` query heads that
-// share KV head kv, for query token t. Token t sees n = pos + t + 1 positions; they are cut into
-// `active` = min(chunks, ceil(n / pass)) equal non-empty chunks at run time, where a pass is what
-// one workgroup reads at once (rows x positions_per_pass positions): short contexts use few
-// workgroups and a short combine, long ones all `chunks`, and the grid never depends on pos.
+// share KV head kv, for query token t. Token t sees n = pos + t + 1 positions, where a pass is
+// what one workgroup reads at once (rows x positions_per_pass positions): up to one pass they are
+// one chunk (no combine); beyond, `active` = min(chunks, ceil(n / (pass / 2))) equal non-empty
+// chunks at run time. Short contexts use few workgroups and a short combine, long ones all
+// `chunks`, and the grid never depends on pos.
 // Workgroups past `active` return at once.
 //
 // Inside a workgroup (256 invocations on the H100): a K/V row of one KV head (head_dim halves,
