@@ -29,7 +29,7 @@ QuantizedTotals emit_quantize_activations(KernelBuilder& k, const QuantizeBody& 
   const uint32_t words = b.dim / 4;
   const uint32_t per = (words + w - 1) / w;
   auto lid = k.local_index();
-  const bool norm = b.load_norm_weight || b.load_norm_weight4;
+  const bool norm = static_cast<bool>(b.load_norm_weight);
 
   struct Slot {
     Expr<u32> word;
@@ -42,18 +42,9 @@ QuantizedTotals emit_quantize_activations(KernelBuilder& k, const QuantizeBody& 
     const bool may_pass = (u + 1) * w > words;
     if (may_pass) s.valid = let("in_range" + std::to_string(u), s.word < words);
     auto readable = may_pass ? min(s.word, constant<u32>(words - 1)) : s.word;
-    if (b.load_x4) {
-      auto x4 = let("xv4", b.load_x4(readable));
-      s.x = {x4.x(), x4.y(), x4.z(), x4.w()};
-      if (norm) {
-        auto g4 = let("gv4", b.load_norm_weight4(readable));
-        s.g = {g4.x(), g4.y(), g4.z(), g4.w()};
-      }
-    } else {
-      for (uint32_t j = 0; j < 4; ++j) {
-        s.x.push_back(let("xv", b.load_x(readable * 4u + j)));
-        if (norm) s.g.push_back(let("gv", b.load_norm_weight(readable * 4u + j)));
-      }
+    for (uint32_t j = 0; j < 4; ++j) {
+      s.x.push_back(let("xv", b.load_x(readable * 4u + j)));
+      if (norm) s.g.push_back(let("gv", b.load_norm_weight(readable * 4u + j)));
     }
     slots.push_back(std::move(s));
   }
@@ -62,31 +53,15 @@ QuantizedTotals emit_quantize_activations(KernelBuilder& k, const QuantizeBody& 
 
   std::optional<Expr<f32>> inv_rms;
   if (norm) {
-    // The sum of squares takes elements lid, lid + w, ... in that order: the summation order,
-    // so the norm's bits, stay those the golden data was validated with. Reordering it can move
-    // an int8 across a rounding boundary. The elements come from shared memory where the words
-    // were staged (every workgroup reads x from memory once), or from their own loads.
+    // The sum of squares takes elements lid, lid + w, ... in that order (its own loads, issued
+    // with the others): the summation order, so the norm's bits, stay those the golden data
+    // was validated with. Reordering it can move an int8 across a rounding boundary.
     auto sq_scratch = k.shared<f32>("sum_sq_parts", w);
-    std::function<Expr<f32>(Expr<u32>)> element = b.load_x;
-    if (b.load_x4) {
-      auto staged = k.shared<f32>("x_staged", b.dim);
-      for (const Slot& s : slots) {
-        auto stage = [&] {
-          for (uint32_t j = 0; j < 4; ++j) staged[s.word * 4u + j] = s.x[j];
-        };
-        if (s.valid)
-          if_(*s.valid, stage);
-        else
-          stage();
-      }
-      barrier();
-      element = [staged](Expr<u32> i) { return Expr<f32>(staged[i]); };
-    }
     std::optional<Expr<f32>> sum_sq;
     for (uint32_t u = 0; u * w < b.dim; ++u) {
       auto i = lid + u * w;
       const bool may_pass = (u + 1) * w > b.dim;
-      auto xv = let("xs", element(may_pass ? min(i, constant<u32>(b.dim - 1)) : i));
+      auto xv = let("xs", b.load_x(may_pass ? min(i, constant<u32>(b.dim - 1)) : i));
       Expr<f32> sq = xv * xv;
       if (may_pass) sq = select(i < b.dim, sq, constant<f32>(0.0f));
       sum_sq = sum_sq ? *sum_sq + sq : sq;

@@ -53,10 +53,6 @@ struct QuantizeBody {
   std::optional<dsl::Expr<dsl::f32>> eps;                                     // with the norm
   std::function<void(dsl::Expr<dsl::u32>, dsl::Expr<dsl::u32>)> store_q;      // word, 4 x int8
   std::function<void(dsl::Expr<dsl::u32>, dsl::Expr<dsl::f32>)> store_normalized;  // may be empty
-  // Optional whole-word loads (elements 4w .. 4w + 3 of x, of the norm weight): one vec4 load
-  // instead of four. With them the norm also stages x in shared memory (4 * dim bytes more) and
-  // takes the sum of squares' elements from there rather than loading x a second time.
-  std::function<dsl::Expr<dsl::vec4>(dsl::Expr<dsl::u32>)> load_x4, load_norm_weight4;
 };
 struct QuantizedTotals {
   dsl::Expr<dsl::f32> scale;  // s, the same in every invocation

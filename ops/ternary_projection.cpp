@@ -309,14 +309,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
   std::optional<Buffer<uvec4>> x_q;
   std::optional<Buffer<u32>> x_act;
   std::optional<Buffer<f32>> x, norm_weight;
-  std::optional<Buffer<vec4>> x4, norm_weight4;
-  // Whole-word loads and x staged in shared memory (QuantizeBody::load_x4) where it fits; a fused
-  // phase keeps the plain loads (its shared memory is every phase's side by side).
-  const bool stage_x = norm && !site.coherent && 5 * cols + 3 * wg * 4 <= target.max_shared_bytes;
-  if (stage_x) {
-    x4 = activation("x", Access::Read, vec4{});
-    norm_weight4 = k.buffer<vec4>("norm_weight", Access::Read);
-  } else if (norm) {
+  if (norm) {
     x = activation("x", Access::Read, f32{});
     norm_weight = k.buffer<f32>("norm_weight", Access::Read);
   } else {
@@ -433,13 +426,8 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
     QuantizeBody body;
     body.dim = cols;
     body.workgroup = wg;
-    if (stage_x) {
-      body.load_x4 = [&](Expr<u32> w) { return Expr<vec4>((*x4)[w]); };
-      body.load_norm_weight4 = [&](Expr<u32> w) { return Expr<vec4>((*norm_weight4)[w]); };
-    } else {
-      body.load_x = [&](Expr<u32> i) { return Expr<f32>((*x)[i]); };
-      body.load_norm_weight = [&](Expr<u32> i) { return Expr<f32>((*norm_weight)[i]); };
-    }
+    body.load_x = [&](Expr<u32> i) { return Expr<f32>((*x)[i]); };
+    body.load_norm_weight = [&](Expr<u32> i) { return Expr<f32>((*norm_weight)[i]); };
     body.eps = eps;
     body.store_q = [&](Expr<u32> word, Expr<u32> v) { words[word] = v; };
     const QuantizedTotals totals = emit_quantize_activations(k, body);  // ends with a barrier
