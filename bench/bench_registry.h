@@ -1,6 +1,9 @@
 // The benchmark families of bitnet-dsl-bench, registered at start-up with the session they share.
 #pragma once
 #include "bench/bench_session.h"
+#include "dsl/builder.h"
+#include "ops/target.h"
+#include "ops/ternary_matvec.h"
 
 namespace bdsl::bench {
 
@@ -13,6 +16,13 @@ void register_attention_prefill_benchmarks(BenchSession& s);
 void register_model_benchmarks(BenchSession& s);
 void register_startup_benchmarks(BenchSession& s);
 void register_grid_sync_benchmarks(BenchSession& s);
+void register_persistent_chain_benchmarks(BenchSession& s);
+
+// persistent_chain/'s kernel: `phases` dim x dim projections in one dispatch, `groups` workgroups
+// waiting for each other between phases (also in kernel/, for its register count).
+dsl::Kernel persistent_chain_kernel(const ops::OpTarget& target, const ops::MatvecOptions& options, uint32_t dim,
+                                    uint32_t phases, uint32_t groups);
+ops::MatvecOptions persistent_chain_options(bool quick);
 void register_kernel_stats_benchmarks(BenchSession& s);
 
 }  // namespace bdsl::bench

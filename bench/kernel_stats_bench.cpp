@@ -27,6 +27,7 @@ struct StatsState {
   std::unique_ptr<rt::Context> ctx;
   std::unique_ptr<bitnet::BitNetPipelines> separate, fused, fused_down;
   std::unique_ptr<rt::Pipeline> down_alone;  // ffn_down as a one-phase decode_layer
+  std::unique_ptr<rt::Pipeline> chain;       // persistent_chain/'s kernel, four phases
 };
 
 }  // namespace
@@ -50,10 +51,14 @@ void register_kernel_stats_benchmarks(BenchSession& s) {
   ops::DecodeLayerShape alone{state->fused->dims, config.dim, config.ffn_dim, config.context_length, false, true};
   state->down_alone = std::make_unique<rt::Pipeline>(
       rt::make_pipeline(*state->ctx, ops::decode_layer(state->fused->target, alone, state->fused->layer_options)));
+  const auto chain_options = persistent_chain_options(false);
+  state->chain = std::make_unique<rt::Pipeline>(rt::make_pipeline(
+      *state->ctx, persistent_chain_kernel(state->fused->target, chain_options, config.dim, 4,
+                                           ops::ternary_matvec_workgroups(state->fused->target, config.dim, chain_options))));
   const auto& p = *state->separate;
   std::vector<const rt::Pipeline*> pipelines = {&p.embedding, &p.qkv, &p.attention, &p.attn_output, &p.gate_up, &p.ffn_down,
                                                 &p.output_norm, &p.lm_head, &p.argmax_partial, &*state->fused->layer,
-                                                &*state->fused_down->layer, state->down_alone.get()};
+                                                &*state->fused_down->layer, state->down_alone.get(), state->chain.get()};
   for (const rt::Pipeline* pipeline : pipelines)
     benchmark::RegisterBenchmark(fmt::format("kernel/{}", pipeline->name()).c_str(),
                                  [state, pipeline](benchmark::State& st) {

@@ -72,6 +72,7 @@ int main(int argc, char** argv) {
     bdsl::bench::register_matvec_benchmarks(session);
     bdsl::bench::register_projection_benchmarks(session);
     bdsl::bench::register_grid_sync_benchmarks(session);
+    bdsl::bench::register_persistent_chain_benchmarks(session);
     bdsl::bench::register_matmul_benchmarks(session);
     bdsl::bench::register_attention_benchmarks(session);
     bdsl::bench::register_attention_prefill_benchmarks(session);
