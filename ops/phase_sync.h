@@ -15,8 +15,11 @@
 // lavapipe with several threads is refused: there a phase read data from before its wait
 // without any timeout (tests/device/phase_sync_test.cpp; not understood).
 //
-// Measured on the H100 (bench/RESULTS.md run 4): the fused decode layers built on this are
-// slower than separate kernels, because the union kernel takes more registers than its phases.
+// Measured on the H100 (bench/RESULTS.md runs 4 and 5): the fused decode layers built on this are
+// slower than separate kernels, because the union kernel takes more registers than its phases;
+// and even one projection repeated in one dispatch with every workgroup resident (bench
+// `persistent_chain/`) takes longer per phase than barrier-separated dispatches: the handoff
+// through memory costs as much as the barrier it replaces.
 //
 // Counters (u32, device memory the host can read): word kPhaseError, then counters at the words
 // the kernel is given. They are never reset: the host numbers its submissions (StepState::epoch,
