@@ -76,6 +76,24 @@ TEST(RopeNeox, UsesTheBaseItIsGiven) {
   EXPECT_NE(a[1], b[1]);
 }
 
+// The table the GPU kernels read holds rope_neox's own rotations, bit for bit, at every position.
+TEST(RopeNeox, TableHoldsTheRotationsRopeNeoxTurnsBy) {
+  for (auto [dim, base] : {std::pair<std::size_t, float>{128, 500000.0f}, {6, 10000.0f}}) {
+    const uint32_t positions = 300;
+    const auto table = rope_table(positions, dim, base);
+    ASSERT_EQ(table.size(), std::size_t{positions} * dim);
+    for (uint32_t pos = 0; pos < positions; pos += 7)
+      for (std::size_t i = 0; i < dim / 2; ++i) {
+        std::vector<float> head(dim, 0.0f);
+        head[i] = 1.0f;  // (1, 0) turned by (c, s) is (c, s)
+        rope_neox(head, pos, dim, base);
+        ASSERT_EQ(table[(pos * dim / 2 + i) * 2], head[i]) << "pos " << pos << " pair " << i;
+        ASSERT_EQ(table[(pos * dim / 2 + i) * 2 + 1], head[i + dim / 2]) << "pos " << pos << " pair " << i;
+      }
+  }
+  EXPECT_THROW(rope_table(4, 5, 10000.0f), std::invalid_argument);
+}
+
 TEST(TernaryMatvec, AccumulatorsAreExactAndEqualTheCodeForm) {
   SplitMix64 rng(3);
   TernaryMatrix w;
