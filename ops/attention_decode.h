@@ -21,6 +21,8 @@ namespace bdsl::ops {
 // before the first dispatch), out (write, f32 [n_heads*head_dim]). Push: none.
 // Grid: (n_kv_heads, chunks, 1) workgroups of attention_workgroup(target, dims) invocations;
 // chunks from attention_chunks(target, dims, context) unless you have a reason.
-dsl::Kernel attention_decode(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks);
+// defer_combine: SplitKvTuning::defer_combine (out is then not written for 1 < active <= it).
+dsl::Kernel attention_decode(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks,
+                             uint32_t defer_combine = 0);
 
 }  // namespace bdsl::ops

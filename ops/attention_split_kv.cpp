@@ -48,6 +48,16 @@ uint32_t shared_bytes(const AttentionDims& d, const Layout& l) {
 
 uint32_t attention_workgroup(const OpTarget& target, const AttentionDims& dims) { return layout(target, dims).wg; }
 
+uint32_t attention_pass(const OpTarget& target, const AttentionDims& dims, const SplitKvTuning& tuning) {
+  return layout(target, dims, tuning.max_lanes_per_row).rows * std::max(1u, tuning.positions_per_pass);
+}
+
+Expr<u32> attention_active_chunks(Expr<u32> last, uint32_t pass, uint32_t chunks) {
+  auto wanted = let("wanted", min(last / pass + 1u, constant<u32>(chunks)));  // ceil((last + 1) / pass)
+  auto chunk_len = let("chunk_len", last / wanted + 1u);                        // ceil((last + 1) / wanted)
+  return let("active", last / chunk_len + 1u);
+}
+
 uint32_t attention_chunks(const OpTarget&, const AttentionDims&, uint32_t context) {
   return std::max(1u, std::min(16u, context / 64));
 }
@@ -70,6 +80,7 @@ class SplitKv {
           bool batch, const SplitKvTuning& tuning)
       : d_(d), l_(layout(target, d, tuning.max_lanes_per_row)), context_(context), chunks_(chunks), hd_(d.head_dim), group_(d.group()),
         unroll_(std::max(1u, tuning.positions_per_pass)), combine_unroll_(std::max(1u, tuning.combine_unroll)),
+        defer_(batch ? 0u : tuning.defer_combine),
         k_(name, {l_.wg, 1, 1}),
         step_(k_.buffer<u32>("step", Access::Read)),
         q_(k_.buffer<vec4>("q", Access::Read)),
@@ -101,7 +112,8 @@ class SplitKv {
       // holding [start, start + count).
       last_ = let("last", min(step_[kStepPos] + t_, constant<u32>(context_ - 1)));
       const uint32_t pass = l_.rows * unroll_, half_pass = std::max(1u, pass / 2);
-      auto wanted = let("wanted", select(last_ < pass, 1u, min(last_ / half_pass + 1u, constant<u32>(chunks_))));
+      auto wanted = defer_ ? let("wanted", min(last_ / pass + 1u, constant<u32>(chunks_)))
+                           : let("wanted", select(last_ < pass, 1u, min(last_ / half_pass + 1u, constant<u32>(chunks_))));
       auto chunk_len = let("chunk_len", last_ / wanted + 1u);                         // ceil((last + 1) / wanted)
       active_ = let("active", last_ / chunk_len + 1u);
       if_(c_ < active_, [&] {
@@ -298,16 +310,22 @@ class SplitKv {
           if_(i % (hd_ / 2) == 0u, [&] { partials_[block(c_) + pairs + g] = make_vec<f32>(big, total); });
         });
       }, "i");
-      barrier(true);  // every partial written (and made visible) before the count
-      if_(lid_ == 0u, [&] {
-        auto done_before = atomic_add(counters_[t_ * d_.n_kv_heads + kv_], 1u);
-        last_sh_[0u] = select(done_before == active_ - 1u, 1u, 0u);
-      });
-      barrier(true);
-      if_(last_sh_[0u] == 1u, [&] {
-        for_range(lid_, constant<u32>(pairs), l_.wg, [&](Expr<u32> i) { combine(i, pairs); }, "i");
-        if_(lid_ == 0u, [&] { atomic_exchange(counters_[t_ * d_.n_kv_heads + kv_], 0u); });
-      });
+      auto combine_here = [&] {
+        barrier(true);  // every partial written (and made visible) before the count
+        if_(lid_ == 0u, [&] {
+          auto done_before = atomic_add(counters_[t_ * d_.n_kv_heads + kv_], 1u);
+          last_sh_[0u] = select(done_before == active_ - 1u, 1u, 0u);
+        });
+        barrier(true);
+        if_(last_sh_[0u] == 1u, [&] {
+          for_range(lid_, constant<u32>(pairs), l_.wg, [&](Expr<u32> i) { combine(i, pairs); }, "i");
+          if_(lid_ == 0u, [&] { atomic_exchange(counters_[t_ * d_.n_kv_heads + kv_], 0u); });
+        });
+      };
+      if (defer_)
+        if_(active_ > defer_, combine_here);  // otherwise the partials are the result
+      else
+        combine_here();
     });
   }
 
@@ -347,7 +365,7 @@ class SplitKv {
 
   const AttentionDims d_;
   const Layout l_;
-  const uint32_t context_, chunks_, hd_, group_, unroll_, combine_unroll_;
+  const uint32_t context_, chunks_, hd_, group_, unroll_, combine_unroll_, defer_;
   KernelBuilder k_;
   Buffer<u32> step_;
   Buffer<vec4> q_;

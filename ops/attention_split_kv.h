@@ -44,7 +44,7 @@
 #include <cstdint>
 #include <string>
 
-#include "dsl/builder.h"
+#include "dsl/dsl.h"
 #include "ops/attention_dims.h"
 #include "ops/target.h"
 
@@ -55,7 +55,20 @@ struct SplitKvTuning {
   uint32_t positions_per_pass = 8;  // consecutive positions per row group and pass (loads in flight)
   uint32_t combine_unroll = 8;      // chunks' partials read at once by the combining workgroup
   uint32_t max_lanes_per_row = 0;   // lanes sharing one K/V row (0: up to a subgroup)
+  // Decode: with 1 < active <= defer_combine chunks, leave the combine to the consumer (each
+  // chunk's partial stays in `partials` and `out` is not written; MatvecOptions::
+  // attention_partials in ternary_matvec.h) and cut chunks a whole pass long. It saves the
+  // counter, the last workgroup's reload and a write: on an H100 +1.8% decode at ctx 512
+  // (bench/RESULTS.md run 5). 0: combine here, always.
+  uint32_t defer_combine = 0;
 };
+
+// Positions one workgroup reads at once (the chunk unit): what a consumer of deferred partials
+// needs to find the same `active` (attention_active_chunks).
+uint32_t attention_pass(const OpTarget& target, const AttentionDims& dims, const SplitKvTuning& tuning = {});
+// The chunks in use for a token that sees last + 1 positions, with chunks of whole passes (the
+// split defer_combine uses).
+dsl::Expr<dsl::u32> attention_active_chunks(dsl::Expr<dsl::u32> last, uint32_t pass, uint32_t chunks);
 
 // Bindings: step (read, u32: pos), q (read, f32 [tokens, n_heads*head_dim]),
 // k_cache, v_cache (read, u32 [context, kv_words]), partials (read-write, u32

@@ -42,8 +42,10 @@ QuantizedTotals emit_quantize_activations(KernelBuilder& k, const QuantizeBody& 
     const bool may_pass = (u + 1) * w > words;
     if (may_pass) s.valid = let("in_range" + std::to_string(u), s.word < words);
     auto readable = may_pass ? min(s.word, constant<u32>(words - 1)) : s.word;
+    std::optional<std::array<Expr<f32>, 4>> word;
+    if (b.load_word) word = b.load_word(readable);
     for (uint32_t j = 0; j < 4; ++j) {
-      s.x.push_back(let("xv", b.load_x(readable * 4u + j)));
+      s.x.push_back(let("xv", word ? (*word)[j] : b.load_x(readable * 4u + j)));
       if (norm) s.g.push_back(let("gv", b.load_norm_weight(readable * 4u + j)));
     }
     slots.push_back(std::move(s));
@@ -58,7 +60,13 @@ QuantizedTotals emit_quantize_activations(KernelBuilder& k, const QuantizeBody& 
     // was validated with. Reordering it can move an int8 across a rounding boundary.
     auto sq_scratch = k.shared<f32>("sum_sq_parts", w);
     std::optional<Expr<f32>> sum_sq;
-    for (uint32_t u = 0; u * w < b.dim; ++u) {
+    if (b.load_word)
+      for (const Slot& s : slots)
+        for (uint32_t j = 0; j < 4; ++j) {
+          auto sq = masked(s, s.x[j] * s.x[j]);
+          sum_sq = sum_sq ? *sum_sq + sq : sq;
+        }
+    for (uint32_t u = 0; !b.load_word && u * w < b.dim; ++u) {
       auto i = lid + u * w;
       const bool may_pass = (u + 1) * w > b.dim;
       auto xv = let("xs", b.load_x(may_pass ? min(i, constant<u32>(b.dim - 1)) : i));

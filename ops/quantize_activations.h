@@ -22,6 +22,7 @@
 // The workgroup is whole subgroups from the OpTarget; reductions are subgroup ops + shared memory.
 #pragma once
 #include <cstdint>
+#include <array>
 #include <functional>
 #include <optional>
 
@@ -53,6 +54,9 @@ struct QuantizeBody {
   std::optional<dsl::Expr<dsl::f32>> eps;                                     // with the norm
   std::function<void(dsl::Expr<dsl::u32>, dsl::Expr<dsl::u32>)> store_q;      // word, 4 x int8
   std::function<void(dsl::Expr<dsl::u32>, dsl::Expr<dsl::f32>)> store_normalized;  // may be empty
+  // Optional: the four elements of word w at once (instead of load_x); the sum of squares is
+  // then taken over the words' elements, in slot order, rather than from load_x in stride order.
+  std::function<std::array<dsl::Expr<dsl::f32>, 4>(dsl::Expr<dsl::u32>)> load_word;
 };
 struct QuantizedTotals {
   dsl::Expr<dsl::f32> scale;  // s, the same in every invocation

@@ -38,6 +38,7 @@
 // (times options.rows_per_subgroup: then a subgroup takes that many rows at once).
 #pragma once
 #include <cstdint>
+#include <optional>
 
 #include "dsl/dsl.h"
 #include "ops/attention_dims.h"
@@ -52,8 +53,23 @@ enum class DotProduct {
 };
 enum class MatvecInput { Quantized, NormalizeInWorkgroup };
 
+// Decode attention's deferred partials as the input (SplitKvTuning::defer_combine): the norm
+// prologue combines the chunks itself where attention left them, and reads its output otherwise.
+// The fields are the attention kernel's: its dims and context, its grid's chunks, attention_pass
+// and defer_combine.
+struct AttentionPartialsInput {
+  AttentionDims dims;
+  uint32_t context = 0, chunks = 0, pass = 0, defer = 0;
+};
+
 struct MatvecOptions {
   MatvecInput input = MatvecInput::Quantized;
+  // With NormalizeInWorkgroup, decode, a kernel of its own: x is attention's output, or, where
+  // attention left the combine to this kernel, its chunks' partials. Binds attention_step (u32
+  // read), attention_partials (vec2 read) and attention_used (f32 write: the attention output
+  // the norm read, written by workgroup 0, for dumps) after the outputs. The sum of squares then
+  // runs over each invocation's words rather than in stride order (other bits than without).
+  std::optional<AttentionPartialsInput> attention_partials;
   bool add_residual = false;        // y = y + proj, y bound read-write (not for QKV)
   bool write_accumulators = false;  // extra i32 outputs with the exact accumulators
   DotProduct dot = DotProduct::Auto;

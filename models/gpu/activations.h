@@ -29,6 +29,7 @@ struct BitNetModel::Activations {
     k = f32(d.kv_width(), "k");
     v = f32(d.kv_width(), "v");
     attn = f32(d.q_width(), "attention out");
+    attn_used = f32(d.q_width(), "attention out as attn_output read it");
     ffn = f32(c.ffn_dim, "ffn");
     xn = f32(c.dim, "output norm");
     logits = f32(c.vocab_size, "logits");
@@ -59,10 +60,10 @@ struct BitNetModel::Activations {
   static uint64_t bytes(const models::BitNetConfig& c) {
     const uint64_t kv = 2ull * c.n_layers * c.context_length * c.kv_dim() * 2;
     const uint64_t rope = uint64_t{c.context_length} * c.head_dim * 4;
-    return kv + rope + 4ull * (4 * c.dim + 2 * c.n_heads * c.head_dim + c.ffn_dim + 3ull * c.vocab_size);
+    return kv + rope + 4ull * (4 * c.dim + 3 * c.n_heads * c.head_dim + c.ffn_dim + 3ull * c.vocab_size);
   }
 
-  rt::Buffer step, rope_table, x, q, k, v, attn, ffn, xn, logits;
+  rt::Buffer step, rope_table, x, q, k, v, attn, attn_used, ffn, xn, logits;
   std::vector<rt::Buffer> k_cache, v_cache;
   rt::Buffer partials, counters, phases;
   rt::Buffer arg_values, arg_indices, token;

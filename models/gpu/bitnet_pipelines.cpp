@@ -26,6 +26,16 @@ ops::MatvecOptions normalized(bool add_residual, const DecodeTuning& t) {
   return o;
 }
 
+// Chunks whose combine attn_output does (ops::SplitKvTuning::defer_combine): 4 covers every token
+// up to 4 passes of positions (512 at the 2B shape on an H100) with 36 partial loads per invocation.
+constexpr uint32_t kDeferCombine = 4;
+
+ops::MatvecOptions attn_output_kernel_options(const ops::OpTarget& t, const ops::AttentionDims& d, const models::BitNetConfig& c,
+                                              uint32_t chunks, uint32_t defer, ops::MatvecOptions o) {
+  if (defer) o.attention_partials = ops::AttentionPartialsInput{d, c.context_length, chunks, ops::attention_pass(t, d), defer};
+  return o;
+}
+
 rt::Pipeline make(rt::Context& ctx, codegen::ShaderCache& cache, const dsl::Kernel& kernel) {
   return rt::make_pipeline(ctx, kernel, cache);
 }
@@ -47,8 +57,9 @@ BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c
       embedding(make(ctx, cache, ops::embedding_lookup(target, {c.dim, split.rows_per_part, split.parts}))),
       qkv(make(ctx, cache, ops::ternary_matvec_qkv_rope(target, dims, c.dim, c.context_length, qkv_options))),
       rope_kv(make(ctx, cache, ops::rope_kv_write(target, dims, c.context_length))),
-      attention(make(ctx, cache, ops::attention_decode(target, dims, c.context_length, attention_chunks))),
-      attn_output(make(ctx, cache, ops::ternary_matvec(target, c.dim, dims.q_width(), residual_options))),
+      attention_defer(tuning.defer_attention_combine && fused_layers == FusedLayers::Off ? kDeferCombine : 0u),
+      attention(make(ctx, cache, ops::attention_decode(target, dims, c.context_length, attention_chunks, attention_defer))),
+      attn_output(make(ctx, cache, ops::ternary_matvec(target, c.dim, dims.q_width(), attn_output_kernel_options(target, dims, c, attention_chunks, attention_defer, residual_options)))),
       gate_up(make(ctx, cache, ops::ternary_matvec_relu2_gate_up(target, c.ffn_dim, c.dim, gate_up_options))),
       ffn_down(make(ctx, cache, ops::ternary_matvec(target, c.dim, c.ffn_dim, residual_options))),
       output_norm(make(ctx, cache, ops::rms_norm(target, c.dim))),

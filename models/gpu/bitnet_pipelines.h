@@ -22,6 +22,9 @@ namespace bdsl::bitnet {
 struct DecodeTuning {
   uint32_t rows_per_subgroup = 0;
   uint32_t workgroup = 0;
+  // Attention leaves its chunk combine to attn_output's norm prologue where a token's positions
+  // take 2 to 4 chunks (ops::SplitKvTuning::defer_combine). Not with fused layers.
+  bool defer_attention_combine = true;
 };
 
 // Decode projections run as phases of one dispatch (ops/decode_layer.h): none; ffn_down with the
@@ -42,6 +45,7 @@ struct BitNetPipelines {
   ops::TopKPlan top_k_plan;
   uint32_t top_k;  // 0: greedy only, no top-k dispatches
   uint32_t attention_chunks;
+  uint32_t attention_defer = 0;  // SplitKvTuning::defer_combine: attn_output binds step, partials, attn_used
   ops::MatvecOptions residual_options, gate_up_options, qkv_options;  // the grids need them too
 
   rt::Pipeline embedding;

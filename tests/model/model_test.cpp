@@ -82,11 +82,54 @@ TEST_F(Model, ReplayingTheRecordingIsDeterministic) {
 
 // The fused decode graph (attn_output .. next QKV as phases of one dispatch, ops/decode_layer.h)
 // runs the same arithmetic as the separate kernels: the same logits and KV cache bit for bit.
+// Attention leaves its chunk combine to attn_output where a token's positions take 2 to 4 chunks
+// (DecodeTuning::defer_attention_combine, on by default): at positions that defer, the same
+// results as combining in attention, within rounding (attn_output's sum of squares runs in
+// another order); attention's output as attn_output read it is what attention would have written.
+TEST_F(Model, DeferredAttentionCombineMatchesCombiningInAttention) {
+  auto big = golden::synthetic_preset("tiny");
+  big.context_length = 1024;
+  golden::write_synthetic_model(big, dir_ / "tiny-ctx1024.gguf");
+  const auto file = models::GgufFile::open(dir_ / "tiny-ctx1024.gguf");
+  const auto config = models::BitNetConfig::from_gguf(file);
+  bitnet::ModelOptions deferring, combining;
+  deferring.dump = combining.dump = true;
+  combining.decode_tuning.defer_attention_combine = false;
+  bitnet::BitNetModel deferred(ctx(), file, config, deferring), combined(ctx(), file, config, combining);
+  std::vector<int32_t> prompt(600);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t((i * 7919 + 13) % config.vocab_size);
+  deferred.prefill(prompt, 0);
+  combined.prefill(prompt, 0);
+  // A pass of the attention kernel is at most 256 positions on the devices the tests run on, so
+  // positions 600.. take 3 or more chunks; 16 chunks at most (context 1024), 4 deferred.
+  for (uint32_t pos = 600; pos < 603; ++pos) {
+    SCOPED_TRACE(testing::Message() << "position " << pos);
+    deferred.step(int32_t(pos % config.vocab_size), pos);
+    combined.step(int32_t(pos % config.vocab_size), pos);
+    const auto a = deferred.logits(), b = combined.logits();
+    float largest = 0, worst = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      largest = std::max(largest, std::fabs(b[i]));
+      worst = std::max(worst, std::fabs(a[i] - b[i]));
+    }
+    EXPECT_LE(worst, 1e-2f * largest);
+    const auto da = deferred.dumps(), db = combined.dumps();
+    for (uint32_t l = 0; l < config.n_layers; ++l) {
+      const std::string name = "kqv_out-" + std::to_string(l);
+      ASSERT_EQ(da.at(name).size(), db.at(name).size());
+      for (size_t i = 0; i < da.at(name).size(); ++i)
+        ASSERT_NEAR(da.at(name)[i], db.at(name)[i], 1e-5f * (1.0f + std::fabs(db.at(name)[i]))) << name << " " << i;
+    }
+  }
+}
+
 TEST_F(Model, FusedLayersEqualTheSeparateKernels) {
   if (!workgroups_start_in_order()) GTEST_SKIP() << "needs workgroups that start in order (LP_NUM_THREADS=0 on lavapipe)";
   const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
-  bitnet::BitNetModel separate(ctx(), file, config);
+  bitnet::ModelOptions plain;  // fused layers combine attention's chunks in attention, as this
+  plain.decode_tuning.defer_attention_combine = false;
+  bitnet::BitNetModel separate(ctx(), file, config, plain);
   EXPECT_EQ(separate.stats().dispatches, 1 + 5 * 4 + 4u);
   for (auto mode : {bitnet::FusedLayers::All, bitnet::FusedLayers::FfnDownQkv}) {
     SCOPED_TRACE(mode == bitnet::FusedLayers::All ? "all" : "ffn_down + qkv");
