@@ -30,7 +30,7 @@ struct ModelOptions {
   DecodeTuning decode_tuning;  // kernel shapes of the decode projections (bitnet_pipelines.h)
   // attn_output, gate/up, ffn_down and the next layer's QKV as phases of one dispatch
   // (ops/decode_layer.h: two dispatches per layer instead of five; FfnDownQkv: only ffn_down and
-  // the next QKV, four). Off by default: slower on the H100 (472 and 585 vs 623 tokens/s at ctx
+  // the next QKV, four). Off by default: slower on the H100 (472 and 585 vs 623-632 tokens/s at ctx
   // 512, bench/RESULTS.md run 5). Not with dump (the op-by-op check needs every intermediate).
   // Needs workgroups that start in index order (any GPU; lavapipe only with LP_NUM_THREADS=0):
   // if a token ever reports a phase wait that gave up, the model records the separate kernels for
