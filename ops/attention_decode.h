@@ -4,7 +4,8 @@
 // (flash-decoding), as many as pos needs up to a fixed grid, and the last workgroup to finish
 // combines them (atomic counter), so the grid does not depend on pos and decode attention is one
 // barrier-separated step; see ops/attention_split_kv.h for the scheme and why it is not a second
-// dispatch.
+// dispatch. With defer_combine, the combine of 2..defer_combine chunks is left to the next kernel
+// (ternary_matvec.h, MatvecOptions::attention_partials), which then reads the partials.
 #pragma once
 #include <cstdint>
 
