@@ -8,6 +8,7 @@
 
 #include "dsl/dsl.h"
 #include "ops/step_state.h"
+#include "ops/ternary_matvec.h"
 
 namespace bdsl::ops {
 using namespace bdsl::dsl;
@@ -60,6 +61,10 @@ Expr<u32> attention_active_chunks(Expr<u32> last, uint32_t pass, uint32_t chunks
 
 uint32_t attention_chunks(const OpTarget&, const AttentionDims&, uint32_t context) {
   return std::max(1u, std::min(16u, context / 64));
+}
+
+Expr<u32> partials_block(const AttentionDims& d, uint32_t chunks, Expr<u32> token, Expr<u32> kv, Expr<u32> chunk) {
+  return ((token * d.n_kv_heads + kv) * chunks + chunk) * (d.group() * (d.head_dim / 2 + 1));
 }
 
 uint64_t attention_partials_bytes(const AttentionDims& d, uint32_t chunks, uint32_t tokens) {
@@ -270,9 +275,7 @@ class SplitKv {
   }
 
   // Partial (t, kv, chunk) in vec2 units: [group][head_dim / 2] outputs, then [group] (m, l).
-  Expr<u32> block(Expr<u32> chunk) const {
-    return ((t_ * d_.n_kv_heads + kv_) * chunks_ + chunk) * (group_ * (hd_ / 2 + 1));
-  }
+  Expr<u32> block(Expr<u32> chunk) const { return partials_block(d_, chunks_, t_, kv_, chunk); }
 
   // The workgroup's partial from the subgroups' (one output pair per invocation and step); with
   // a single active chunk it is the answer, otherwise it goes out and the last workgroup of
@@ -398,6 +401,66 @@ dsl::Kernel attention_split_kv(const std::string& name, const OpTarget& target, 
                                 " need more shared memory than the device has");
   if (l.vw == 4) return SplitKv<uvec4>(name, target, d, context, chunks, batch, tuning).build();
   return SplitKv<uvec2>(name, target, d, context, chunks, batch, tuning).build();
+}
+
+// Word w (elements 4w .. 4w + 3) of decode attention's output: read from x where attention wrote
+// it, combined from its chunks' partials where it left them (SplitKvTuning::defer_combine) as
+// attention's own combine would: an online merge in chunk order. The partial loads do not wait
+// for the position: chunks 0 .. defer - 1 are all read, those not in use masked out.
+std::function<std::array<Expr<f32>, 4>(Expr<u32>)> attention_word_loader(KernelBuilder& k, const AttentionPartialsInput& a,
+                                                                         const Buffer<f32>& x,
+                                                                         const Buffer<u32>& step, const Buffer<vec2>& partials,
+                                                                         const Buffer<f32>& used, Expr<u32> workgroup) {
+  const uint32_t hd = a.dims.head_dim, group = a.dims.group(), pairs = group * hd / 2;
+  auto last = min(Expr<u32>(step[kStepPos]), constant<u32>(a.context - 1));
+  auto active = attention_active_chunks(last, a.pass, a.chunks);
+  auto deferred = let("deferred", active > 1u && active <= a.defer);
+  KernelBuilder* kb = &k;
+  return [=](Expr<u32> word) {
+    auto e0 = let("attn_e0", word * 4u);
+    std::vector<Var<f32>> v;
+    // Attention's own output, read at once: where it is the answer, no wait for the position.
+    for (uint32_t j = 0; j < 4; ++j) v.push_back(kb->var<f32>("attn_v", Expr<f32>(x[e0 + j])));
+    if_(deferred, [&] {
+      auto head = let("attn_head", e0 / hd);
+      auto kv = head / group;
+      auto g = let("attn_g", head % group);
+      auto p0 = let("attn_pair", (e0 % hd) / 2u);
+      std::vector<Expr<boolean>> valid;
+      std::vector<Expr<vec2>> stats, o0, o1;
+      for (uint32_t c = 0; c < a.defer; ++c) {
+        auto block = let("attn_block", partials_block(a.dims, a.chunks, constant<u32>(0u), kv, min(Expr<u32>(active) - 1u, constant<u32>(c))));
+        valid.push_back(active > c);
+        stats.push_back(let("attn_stats", Expr<vec2>(partials[block + pairs + g])));
+        o0.push_back(let("attn_o", Expr<vec2>(partials[block + g * (hd / 2) + p0])));
+        o1.push_back(let("attn_o", Expr<vec2>(partials[block + g * (hd / 2) + p0 + 1u])));
+      }
+      Expr<f32> best = constant<f32>(kLowest);
+      for (uint32_t c = 0; c < a.defer; ++c) best = max(best, select(valid[c], stats[c].x(), constant<f32>(kLowest)));
+      auto m_new = let("attn_m", best);
+      Expr<f32> t = constant<f32>(0.0f);
+      Expr<vec2> acc0 = make_vec<f32>(0.0f, 0.0f), acc1 = make_vec<f32>(0.0f, 0.0f);
+      for (uint32_t c = 0; c < a.defer; ++c) {
+        auto wgt = let("attn_wgt", select(valid[c], exp(stats[c].x() - m_new) * stats[c].y(), constant<f32>(0.0f)));
+        t = t + wgt;
+        acc0 = acc0 + o0[c] * wgt;
+        acc1 = acc1 + o1[c] * wgt;
+      }
+      auto total = let("attn_total", t);
+      auto c0 = let("attn_c0", acc0 / make_vec<f32>(total, total));
+      auto c1 = let("attn_c1", acc1 / make_vec<f32>(total, total));
+      v[0] = c0.x();
+      v[1] = c0.y();
+      v[2] = c1.x();
+      v[3] = c1.y();
+    });
+    // Workgroup 0 leaves the vector it used where dumps and checks can read it. (An invocation
+    // past the last word loads the last word again and writes the same values there.)
+    if_(workgroup == 0u, [&] {
+      for (uint32_t j = 0; j < 4; ++j) used[e0 + j] = v[j];
+    });
+    return std::array<Expr<f32>, 4>{Expr<f32>(v[0]), Expr<f32>(v[1]), Expr<f32>(v[2]), Expr<f32>(v[3])};
+  };
 }
 
 }  // namespace bdsl::ops

@@ -41,12 +41,15 @@
 // What is left is fixed latency: ~7 us at pos 0 for a chain of step/q load, K/V load, three
 // barriers and the output; the chunk combine (partials, counter, reload) adds ~1-2 us.
 #pragma once
+#include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "dsl/dsl.h"
 #include "ops/attention_dims.h"
 #include "ops/target.h"
+#include "ops/ternary_matvec.h"
 
 namespace bdsl::ops {
 
@@ -85,6 +88,19 @@ uint32_t attention_workgroup(const OpTarget& target, const AttentionDims& dims);
 uint32_t attention_chunks(const OpTarget& target, const AttentionDims& dims, uint32_t context);
 // Bytes of the two scratch buffers for `tokens` query tokens.
 uint64_t attention_partials_bytes(const AttentionDims& dims, uint32_t chunks, uint32_t tokens);
+// Where chunk `chunk`'s partial of (token, kv) starts in `partials` (vec2 units): [group][head_dim
+// / 2] output pairs (each the chunk's softmax-weighted average), then [group] (max, sum).
+dsl::Expr<dsl::u32> partials_block(const AttentionDims& dims, uint32_t chunks, dsl::Expr<dsl::u32> token, dsl::Expr<dsl::u32> kv,
+                                   dsl::Expr<dsl::u32> chunk);
+
+// The consumer's side of defer_combine (MatvecOptions::attention_partials): word w (elements
+// 4w .. 4w + 3) of decode attention's output, from x where attention wrote it or combined from
+// the partials where it left them; `workgroup` 0 also writes it to `used`. For a kernel's norm
+// prologue (QuantizeBody::load_word).
+std::function<std::array<dsl::Expr<dsl::f32>, 4>(dsl::Expr<dsl::u32>)> attention_word_loader(
+    dsl::KernelBuilder& k, const AttentionPartialsInput& a, const dsl::Buffer<dsl::f32>& x, const dsl::Buffer<dsl::u32>& step,
+    const dsl::Buffer<dsl::vec2>& partials, const dsl::Buffer<dsl::f32>& used, dsl::Expr<dsl::u32> workgroup);
+
 uint64_t attention_counters_bytes(const AttentionDims& dims, uint32_t tokens);
 
 }  // namespace bdsl::ops
