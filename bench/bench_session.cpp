@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <span>
 
 #include "codegen/shader_cache.h"
 #include "golden/synthetic_model.h"
+#include "ops/step_state.h"
 #include "ops/stream_read.h"
 #include "runtime/buffer.h"
 #include "runtime/graph.h"
@@ -41,6 +43,26 @@ double time_median_dispatch(benchmark::State& st, rt::Graph& g) {
     auto ns = g.timestamps_ns();
     std::sort(ns.begin(), ns.end());
     per = ns[ns.size() / 2];
+    st.SetIterationTime(per * 1e-9);
+  }
+  return per;
+}
+
+double time_epoch_submissions(benchmark::State& st, rt::Graph& g, rt::Buffer& step, double units,
+                              std::chrono::milliseconds warmup) {
+  uint32_t epoch = 0;
+  auto submit = [&] {
+    ops::StepState state;
+    state.epoch = ++epoch;
+    step.upload_bytes(std::as_bytes(std::span(&state, 1)));
+    g.submit_and_wait();
+  };
+  for (const auto t0 = std::chrono::steady_clock::now(); std::chrono::steady_clock::now() - t0 < warmup;) submit();
+  double per = 0;
+  for (auto _ : st) {
+    const auto t0 = std::chrono::steady_clock::now();
+    submit();
+    per = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / units;
     st.SetIterationTime(per * 1e-9);
   }
   return per;

@@ -1,6 +1,7 @@
 // What every benchmark of bitnet-dsl-bench shares: the device, the measured peak read bandwidth
 // and the model (a synthetic one of the real 2B-4T shape by default, the tiny one with --quick).
 #pragma once
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -9,6 +10,7 @@
 #include "models/gpu/bitnet_pipelines.h"
 #include "models/gpu/prefill_pipelines.h"
 #include "ops/target.h"
+#include "runtime/buffer.h"
 #include "runtime/context.h"
 #include "runtime/graph.h"
 
@@ -40,6 +42,12 @@ struct BenchSession {
 // Runs the recorded graph once per benchmark iteration and reports the median dispatch's GPU time
 // (each dispatch of such graphs is one copy of the kernel being measured); returns it in ns.
 double time_median_dispatch(benchmark::State& st, rt::Graph& g);
+
+// For graphs whose phases wait on counters (ops/phase_sync.h): submits `g` with the step state's
+// epoch advanced each time, for `warmup` first (the GPU clocks down between benchmarks), then once
+// per iteration, and reports the wall time per submission divided by `units`; returns it in ns.
+double time_epoch_submissions(benchmark::State& st, rt::Graph& g, rt::Buffer& step, double units,
+                              std::chrono::milliseconds warmup);
 
 // Measures the peak read bandwidth (GB/s) with ops::stream_read over `bytes`.
 double measure_peak_read(rt::Context& ctx, uint64_t bytes, int repeats, double* best_ns = nullptr);

@@ -58,22 +58,7 @@ void grid_sync(benchmark::State& st, BenchSession& s, uint32_t groups, uint32_t 
   counters.fill(0);
   rt::Graph g(ctx, {false, "grid sync"});
   g.dispatch(p, {step, counters}, rt::push(rounds), rt::Grid{groups});
-  uint32_t epoch = 0;
-  auto submit = [&] {
-    ops::StepState state;
-    state.epoch = ++epoch;
-    step.upload_bytes(std::as_bytes(std::span(&state, 1)));
-    g.submit_and_wait();
-  };
-  for (const auto t0 = std::chrono::steady_clock::now(); std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(200);)
-    submit();
-  double per = 0;
-  for (auto _ : st) {
-    const auto t0 = std::chrono::steady_clock::now();
-    submit();
-    per = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / rounds;
-    st.SetIterationTime(per * 1e-9);
-  }
+  time_epoch_submissions(st, g, step, rounds, std::chrono::milliseconds(200));
   if (counters.download<uint32_t>(0, 1)[0] != 0) st.SkipWithError("a wait gave up: the workgroups are not all resident");
 }
 

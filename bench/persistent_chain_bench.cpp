@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -94,23 +93,7 @@ void persistent_chain(benchmark::State& st, BenchSession& s, uint32_t dim, uint3
         g.dispatch(p, {weights[i], *x[i % 2], nw, *x[(i + 1) % 2]}, rt::push(1e-5f), rt::Grid{groups});
     }
   }
-  uint32_t epoch = 0;
-  auto submit = [&] {
-    ops::StepState state;
-    state.epoch = ++epoch;
-    step.upload_bytes(std::as_bytes(std::span(&state, 1)));
-    g.submit_and_wait();
-  };
-  // The GPU clocks down between benchmarks: keep it busy for a while first.
-  for (const auto t0 = std::chrono::steady_clock::now(); std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(300);)
-    submit();
-  double per = 0;
-  for (auto _ : st) {
-    const auto t0 = std::chrono::steady_clock::now();
-    submit();
-    per = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / (kDispatches * phases);
-    st.SetIterationTime(per * 1e-9);
-  }
+  const double per = time_epoch_submissions(st, g, step, kDispatches * phases, std::chrono::milliseconds(300));
   st.counters["us_per_projection"] = per / 1e3;
   st.counters["workgroups"] = groups;
   st.counters["steps"] = persistent ? kDispatches : kDispatches * phases;

@@ -53,10 +53,27 @@ uint32_t attention_pass(const OpTarget& target, const AttentionDims& dims, const
   return layout(target, dims, tuning.max_lanes_per_row).rows * std::max(1u, tuning.positions_per_pass);
 }
 
+namespace {
+
+// Chunks of whole passes for last + 1 positions: ceil((last + 1) / pass), at most `chunks`.
+Expr<u32> whole_pass_chunks(Expr<u32> last, uint32_t pass, uint32_t chunks) {
+  return let("wanted", min(last / pass + 1u, constant<u32>(chunks)));
+}
+
+// `wanted` equal chunks over last + 1 positions: their length ceil((last + 1) / wanted) and how
+// many of them are non-empty.
+struct ChunkSplit {
+  Expr<u32> length, active;
+};
+ChunkSplit split_chunks(Expr<u32> last, Expr<u32> wanted) {
+  auto length = let("chunk_len", last / wanted + 1u);
+  return {length, let("active", last / length + 1u)};
+}
+
+}  // namespace
+
 Expr<u32> attention_active_chunks(Expr<u32> last, uint32_t pass, uint32_t chunks) {
-  auto wanted = let("wanted", min(last / pass + 1u, constant<u32>(chunks)));  // ceil((last + 1) / pass)
-  auto chunk_len = let("chunk_len", last / wanted + 1u);                        // ceil((last + 1) / wanted)
-  return let("active", last / chunk_len + 1u);
+  return split_chunks(last, whole_pass_chunks(last, pass, chunks)).active;
 }
 
 uint32_t attention_chunks(const OpTarget&, const AttentionDims&, uint32_t context) {
@@ -117,10 +134,12 @@ class SplitKv {
       // holding [start, start + count).
       last_ = let("last", min(step_[kStepPos] + t_, constant<u32>(context_ - 1)));
       const uint32_t pass = l_.rows * unroll_, half_pass = std::max(1u, pass / 2);
-      auto wanted = defer_ ? let("wanted", min(last_ / pass + 1u, constant<u32>(chunks_)))
+      // A deferred combine's consumer finds `active` again with attention_active_chunks.
+      auto wanted = defer_ ? whole_pass_chunks(last_, pass, chunks_)
                            : let("wanted", select(last_ < pass, 1u, min(last_ / half_pass + 1u, constant<u32>(chunks_))));
-      auto chunk_len = let("chunk_len", last_ / wanted + 1u);                         // ceil((last + 1) / wanted)
-      active_ = let("active", last_ / chunk_len + 1u);
+      const ChunkSplit split = split_chunks(last_, wanted);
+      auto chunk_len = split.length;
+      active_ = split.active;
       if_(c_ < active_, [&] {
         start_ = let("start", c_ * chunk_len);
         count_ = let("count", min(chunk_len, last_ + 1u - start_));

@@ -375,6 +375,16 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
     }
     return std::pair{bases, valid};
   };
+  // Gate/up: a subgroup's rows of gate then of up, each row of both tensors at `bases`.
+  auto gate_up_rows = [&](const std::vector<Expr<u32>>& bases) {
+    std::pair<std::vector<Buffer<uvec4>>, std::vector<Expr<u32>>> rows;
+    for (size_t t = 0; t < 2; ++t)
+      for (uint32_t r = 0; r < rs; ++r) {
+        rows.first.push_back(w[t]);
+        rows.second.push_back(bases[r]);
+      }
+    return rows;
+  };
   // Decode: the first row group's first pass of weights is loaded before the norm prologue
   // (global loads do not move across its barriers on their own).
   std::optional<Expr<u32>> row0;
@@ -393,15 +403,8 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
         fill_prefetch(k, *pre, std::vector<Buffer<uvec4>>(4, w[t]), bases, chunks);
       });
     } else if (combine == Combine::Relu2Product) {
-      auto bases = rows_of(0, readable).first;
-      std::vector<Buffer<uvec4>> ws;
-      std::vector<Expr<u32>> all_bases;
-      for (size_t t = 0; t < 2; ++t)
-        for (uint32_t r = 0; r < rs; ++r) {
-          ws.push_back(w[t]);
-          all_bases.push_back(bases[r]);
-        }
-      fill_prefetch(k, *pre, ws, all_bases, chunks);
+      const auto [ws, bases] = gate_up_rows(rows_of(0, readable).first);
+      fill_prefetch(k, *pre, ws, bases, chunks);
     } else {
       std::function<void(size_t)> segment = [&](size_t t) {
         auto body = [&] {
@@ -509,13 +512,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
     }
     if (combine == Combine::Relu2Product) {
       auto [bases, valid] = rows_of(0, row);
-      std::vector<Buffer<uvec4>> ws;
-      std::vector<Expr<u32>> all_bases;
-      for (size_t t = 0; t < 2; ++t)
-        for (uint32_t r = 0; r < rs; ++r) {
-          ws.push_back(w[t]);
-          all_bases.push_back(bases[r]);
-        }
+      const auto [ws, all_bases] = gate_up_rows(bases);
       auto dots = emit_row_dots(k, ws, all_bases, chunks, slots, q, packed, target.subgroup_size, p);
       for (uint32_t r = 0; r < rs; ++r)
         for (size_t i = 0; i < slots.size(); ++i) {
