@@ -70,6 +70,33 @@ ChunkSplit split_chunks(Expr<u32> last, Expr<u32> wanted) {
   return {length, let("active", last / length + 1u)};
 }
 
+// A running online softmax over chunk partials: the largest max so far, the total weight and the
+// weighted output pairs.
+struct MergeState {
+  Expr<f32> max, total;
+  std::vector<Expr<vec2>> pairs;
+};
+
+// One round of chunks merged into `s`: each chunk's (max, sum) `stats` and its pairs
+// `parts[pair][chunk]`, `valid` saying which chunks exist (the others read a valid chunk and
+// weigh 0). The arithmetic of every combine of attention's partials, in attention or after it.
+MergeState merge_round(const MergeState& s, const std::vector<Expr<boolean>>& valid, const std::vector<Expr<vec2>>& stats,
+                       const std::vector<std::vector<Expr<vec2>>>& parts) {
+  Expr<f32> best = s.max;
+  for (size_t u = 0; u < stats.size(); ++u) best = max(best, select(valid[u], stats[u].x(), constant<f32>(kLowest)));
+  auto m_new = let("m_new", best);
+  auto alpha = let("alpha", exp(s.max - m_new));
+  Expr<f32> t = s.total * alpha;
+  std::vector<Expr<vec2>> acc;
+  for (const auto& p : s.pairs) acc.push_back(p * alpha);
+  for (size_t u = 0; u < stats.size(); ++u) {
+    auto wgt = let("wgt", select(valid[u], exp(stats[u].x() - m_new) * stats[u].y(), constant<f32>(0.0f)));
+    t = t + wgt;
+    for (size_t p = 0; p < acc.size(); ++p) acc[p] = acc[p] + parts[p][u] * wgt;
+  }
+  return {m_new, t, acc};
+}
+
 }  // namespace
 
 Expr<u32> attention_active_chunks(Expr<u32> last, uint32_t pass, uint32_t chunks) {
@@ -367,20 +394,10 @@ class SplitKv {
         stats.push_back(let("stats", Expr<vec2>(partials_[at + pairs + g])));
         parts.push_back(let("part", Expr<vec2>(partials_[at + i])));
       }
-      Expr<f32> best = big;
-      for (uint32_t u = 0; u < combine_unroll_; ++u) best = max(best, select(valid[u], stats[u].x(), constant<f32>(kLowest)));
-      auto m_new = let("m_new", best);
-      auto alpha = let("alpha", exp(Expr<f32>(big) - m_new));
-      Expr<f32> t = Expr<f32>(total) * alpha;
-      Expr<vec2> acc = Expr<vec2>(o) * alpha;
-      for (uint32_t u = 0; u < combine_unroll_; ++u) {
-        auto wgt = let("wgt", select(valid[u], exp(stats[u].x() - m_new) * stats[u].y(), constant<f32>(0.0f)));
-        t = t + wgt;
-        acc = acc + parts[u] * wgt;
-      }
-      total = t;
-      o = acc;
-      big = m_new;
+      const MergeState next = merge_round({big, total, {o}}, valid, stats, {parts});
+      total = next.total;
+      o = next.pairs[0];
+      big = next.max;
     }, "c");
     out_[q_row_ / 2u + i] = Expr<vec2>(o) / make_vec<f32>(Expr<f32>(total), Expr<f32>(total));
   }
@@ -422,10 +439,10 @@ dsl::Kernel attention_split_kv(const std::string& name, const OpTarget& target, 
   return SplitKv<uvec2>(name, target, d, context, chunks, batch, tuning).build();
 }
 
-// Word w (elements 4w .. 4w + 3) of decode attention's output: read from x where attention wrote
-// it, combined from its chunks' partials where it left them (SplitKvTuning::defer_combine) as
-// attention's own combine would: an online merge in chunk order. The partial loads do not wait
-// for the position: chunks 0 .. defer - 1 are all read, those not in use masked out.
+// Word w (elements 4w .. 4w + 3) of decode attention's output: read from x at once (attention
+// wrote it unless it deferred), and where the position says attention left the combine, merged
+// from the partials of chunks 0 .. defer - 1 in one round of attention's own merge (merge_round;
+// chunks not in use read the last one and weigh 0).
 std::function<std::array<Expr<f32>, 4>(Expr<u32>)> attention_word_loader(KernelBuilder& k, const AttentionPartialsInput& a,
                                                                          const Buffer<f32>& x,
                                                                          const Buffer<u32>& step, const Buffer<vec2>& partials,
@@ -446,28 +463,19 @@ std::function<std::array<Expr<f32>, 4>(Expr<u32>)> attention_word_loader(KernelB
       auto g = let("attn_g", head % group);
       auto p0 = let("attn_pair", (e0 % hd) / 2u);
       std::vector<Expr<boolean>> valid;
-      std::vector<Expr<vec2>> stats, o0, o1;
+      std::vector<Expr<vec2>> stats;
+      std::vector<std::vector<Expr<vec2>>> parts(2);
       for (uint32_t c = 0; c < a.defer; ++c) {
         auto block = let("attn_block", partials_block(a.dims, a.chunks, constant<u32>(0u), kv, min(Expr<u32>(active) - 1u, constant<u32>(c))));
         valid.push_back(active > c);
         stats.push_back(let("attn_stats", Expr<vec2>(partials[block + pairs + g])));
-        o0.push_back(let("attn_o", Expr<vec2>(partials[block + g * (hd / 2) + p0])));
-        o1.push_back(let("attn_o", Expr<vec2>(partials[block + g * (hd / 2) + p0 + 1u])));
+        for (uint32_t p = 0; p < 2; ++p) parts[p].push_back(let("attn_o", Expr<vec2>(partials[block + g * (hd / 2) + p0 + p])));
       }
-      Expr<f32> best = constant<f32>(kLowest);
-      for (uint32_t c = 0; c < a.defer; ++c) best = max(best, select(valid[c], stats[c].x(), constant<f32>(kLowest)));
-      auto m_new = let("attn_m", best);
-      Expr<f32> t = constant<f32>(0.0f);
-      Expr<vec2> acc0 = make_vec<f32>(0.0f, 0.0f), acc1 = make_vec<f32>(0.0f, 0.0f);
-      for (uint32_t c = 0; c < a.defer; ++c) {
-        auto wgt = let("attn_wgt", select(valid[c], exp(stats[c].x() - m_new) * stats[c].y(), constant<f32>(0.0f)));
-        t = t + wgt;
-        acc0 = acc0 + o0[c] * wgt;
-        acc1 = acc1 + o1[c] * wgt;
-      }
-      auto total = let("attn_total", t);
-      auto c0 = let("attn_c0", acc0 / make_vec<f32>(total, total));
-      auto c1 = let("attn_c1", acc1 / make_vec<f32>(total, total));
+      const auto zero = make_vec<f32>(0.0f, 0.0f);
+      const MergeState merged = merge_round({constant<f32>(kLowest), constant<f32>(0.0f), {zero, zero}}, valid, stats, parts);
+      auto total = let("attn_total", merged.total);
+      auto c0 = let("attn_c0", merged.pairs[0] / make_vec<f32>(total, total));
+      auto c1 = let("attn_c1", merged.pairs[1] / make_vec<f32>(total, total));
       v[0] = c0.x();
       v[1] = c0.y();
       v[2] = c1.x();
