@@ -124,10 +124,7 @@ void BitNetModel::record_fused_layer(uint32_t l) {
   const uint32_t base = ops::kPhaseCounterStride + l * ops::decode_layer_counter_words();
   const ops::DecodeLayerShape shape{p.dims, config_.dim, config_.ffn_dim, config_.context_length, next, !all};
   const rt::Grid grid{ops::decode_layer_workgroups(p.target, shape, p.layer_options)};
-  if (next)
-    graph_->dispatch(*p.layer, b, rt::push(eps, base), grid);
-  else
-    graph_->dispatch(*p.last_layer, b, rt::push(eps, base), grid);
+  graph_->dispatch(next ? *p.layer : *p.last_layer, b, rt::push(eps, base), grid);
 }
 
 void BitNetModel::record() {
