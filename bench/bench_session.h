@@ -3,6 +3,7 @@
 #pragma once
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -35,8 +36,9 @@ struct BenchSession {
   ops::OpTarget target;
   std::filesystem::path model_path;
   double peak_read_gbps = 0;  // measured by the stream_read probe, before anything else
-  // State benchmarks keep between runs (the loaded model); declared after ctx so it dies first.
-  std::shared_ptr<void> model_state, untimed_model_state, untimed_fused_model_state, untimed_fused_down_model_state;
+  // State benchmarks keep between runs (the loaded models, one per variant the model benchmarks
+  // build); declared after ctx so it dies first.
+  std::map<int, std::shared_ptr<void>> model_states;
 };
 
 // Runs the recorded graph once per benchmark iteration and reports the median dispatch's GPU time

@@ -28,10 +28,7 @@ struct ModelState {
 enum class Variant { Timed, Untimed, UntimedFused, UntimedFusedDown };
 
 ModelState& model_state(BenchSession& s, Variant variant = Variant::Timed) {
-  auto& slot = variant == Variant::Timed     ? s.model_state
-               : variant == Variant::Untimed ? s.untimed_model_state
-               : variant == Variant::UntimedFused ? s.untimed_fused_model_state
-                                                  : s.untimed_fused_down_model_state;
+  auto& slot = s.model_states[static_cast<int>(variant)];
   const bool timed = variant == Variant::Timed;
   auto state = std::static_pointer_cast<ModelState>(slot);
   if (!state) {
