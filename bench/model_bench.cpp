@@ -108,6 +108,27 @@ void decode_untimed(benchmark::State& st, BenchSession& s, uint32_t ctx_len, Var
   st.counters["fused"] = m.model->fused_layers();
 }
 
+// Greedy generation as `bitnet-dsl run` does it (Generator -> decode_greedy): the device feeds
+// each argmax to the next step and the host keeps replays queued. An iteration is a run of
+// kGreedyRun steps ending at position ctx - 1; the time reported is per token.
+constexpr uint32_t kGreedyRun = 16;
+void decode_greedy(benchmark::State& st, BenchSession& s, uint32_t ctx_len) {
+  auto& m = model_state(s, Variant::Untimed);
+  ctx_len = std::min(ctx_len, m.config.context_length);
+  const uint32_t run = std::min(kGreedyRun, ctx_len), first = ctx_len - run;
+  fill_cache(m, first);
+  double wall = 0;
+  for (auto _ : st) {
+    const auto t0 = Clock::now();
+    m.model->decode_greedy(1, first, run, [](int32_t) { return true; });
+    const double w = std::chrono::duration<double>(Clock::now() - t0).count();
+    st.SetIterationTime(w / run);
+    wall += w;
+  }
+  st.counters["tokens_per_s"] = double(st.iterations()) * run / wall;
+  st.counters["steps"] = m.model->stats().steps;
+}
+
 void decode(benchmark::State& st, BenchSession& s, uint32_t ctx_len) {
   auto& m = model_state(s);
   ctx_len = std::min(ctx_len, m.config.context_length);
@@ -237,6 +258,10 @@ void register_model_benchmarks(BenchSession& s) {
                                    [&s, ctx, v](benchmark::State& st) { decode_untimed(st, s, ctx, v); })
           ->UseManualTime()->Iterations(quick ? 3 : 200)->Unit(benchmark::kMicrosecond);
     }
+  for (uint32_t ctx : quick ? std::vector<uint32_t>{64} : std::vector<uint32_t>{128, 512, 2048})
+    benchmark::RegisterBenchmark(fmt::format("decode_greedy/ctx:{}", ctx).c_str(),
+                                 [&s, ctx](benchmark::State& st) { decode_greedy(st, s, ctx); })
+        ->UseManualTime()->Iterations(quick ? 2 : 20)->Unit(benchmark::kMicrosecond);
   for (uint32_t n : quick ? std::vector<uint32_t>{16} : std::vector<uint32_t>{128, 512})
     benchmark::RegisterBenchmark(fmt::format("prefill/tokens:{}", n).c_str(),
                                  [&s, n](benchmark::State& st) { prefill(st, s, n); })

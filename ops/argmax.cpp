@@ -2,10 +2,12 @@
 
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
 #include "ops/matrix_support.h"
+#include "ops/step_state.h"
 
 namespace bdsl::ops {
 using namespace bdsl::dsl;
@@ -86,17 +88,31 @@ Kernel argmax_partial(const OpTarget& target, uint32_t n) {
   return k.build();
 }
 
-Kernel argmax_final(const OpTarget& target, uint32_t n) {
+Kernel argmax_final(const OpTarget& target, uint32_t n, uint32_t advance_context) {
   const ArgmaxPlan p = argmax_plan(target, n);
-  KernelBuilder k("argmax_final_" + std::to_string(n), {p.workgroup, 1, 1});
+  const std::string suffix = advance_context ? "_advance" : "";
+  KernelBuilder k("argmax_final_" + std::to_string(n) + suffix, {p.workgroup, 1, 1});
   auto part_values = k.buffer<f32>("part_values", Access::Read);
   auto part_indices = k.buffer<u32>("part_indices", Access::Read);
   auto token = k.buffer<u32>("token", Access::Write);
+  std::optional<Buffer<u32>> step, generated;
+  if (advance_context) {
+    step = k.buffer<u32>("step", Access::ReadWrite);
+    generated = k.buffer<u32>("generated", Access::Write);
+  }
   auto [v, i] = workgroup_argmax(k, p.workgroup, constant<u32>(0u), constant<u32>(p.groups),
                                  [&](Expr<u32> j) { return Expr<f32>(part_values[j]); },
                                  [&](Expr<u32> j) { return Expr<u32>(part_indices[j]); });
   (void)v;
-  if_(k.local_index() == 0u, [&] { token[0u] = i; });
+  if_(k.local_index() == 0u, [&] {
+    token[0u] = i;
+    if (!advance_context) return;
+    auto pos = let("pos", Expr<u32>((*step)[kStepPos]));
+    (*step)[kStepToken] = i;
+    (*step)[kStepPos] = pos + 1u;
+    (*step)[kStepEpoch] = Expr<u32>((*step)[kStepEpoch]) + 1u;
+    if_(pos < advance_context, [&] { (*generated)[pos] = i; });
+  });
   return k.build();
 }
 

@@ -12,6 +12,10 @@
 //   bindings  0 part_values   f32 read   [plan.groups]
 //             1 part_indices  u32 read   [plan.groups]
 //             2 token         u32 write  [1]
+//   with advance_context > 0 (the decode graph feeding itself, ops/step_state.h), also:
+//             3 step          u32 read-write  [4]: token <- the argmax, pos <- pos + 1, epoch + 1
+//             4 generated     u32 write  [advance_context]: generated[pos] <- the argmax (pos in range)
+//   so the next replay decodes this step's choice with no host write in between.
 //   push constants: none.   grid: (1, 1, 1)
 #pragma once
 #include <cstdint>
@@ -29,6 +33,6 @@ struct ArgmaxPlan {
 
 ArgmaxPlan argmax_plan(const OpTarget& target, uint32_t n);
 dsl::Kernel argmax_partial(const OpTarget& target, uint32_t n);
-dsl::Kernel argmax_final(const OpTarget& target, uint32_t n);
+dsl::Kernel argmax_final(const OpTarget& target, uint32_t n, uint32_t advance_context = 0);
 
 }  // namespace bdsl::ops

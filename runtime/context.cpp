@@ -307,13 +307,19 @@ void Context::free_command_buffer(VkCommandBuffer cmd) {
 }
 
 void Context::submit_and_wait(VkCommandBuffer cmd, VkFence fence) {
+  submit(cmd, fence);
+  wait(fence);
+}
+
+void Context::submit(VkCommandBuffer cmd, VkFence fence) {
   VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   submit.commandBufferCount = 1;
   submit.pCommandBuffers = &cmd;
-  {
-    std::lock_guard lock(queue_mutex_);
-    vk_check(vkQueueSubmit(queue_, 1, &submit, fence), "vkQueueSubmit");
-  }
+  std::lock_guard lock(queue_mutex_);
+  vk_check(vkQueueSubmit(queue_, 1, &submit, fence), "vkQueueSubmit");
+}
+
+void Context::wait(VkFence fence) {
   // Poll first: a decode token is a few ms of GPU work, and a blocking wait's wake-up costs tens
   // of microseconds on top of it. Work that runs longer falls back to blocking. Not on a CPU
   // device (lavapipe): there the polling thread would take a core from the work itself.

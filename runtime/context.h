@@ -62,6 +62,10 @@ class Context {
   void free_command_buffer(VkCommandBuffer cmd);
   // Submits one recorded command buffer and waits for `fence` (reset before returning).
   void submit_and_wait(VkCommandBuffer cmd, VkFence fence);
+  // The two halves of submit_and_wait: submit returns at once; wait polls `fence` (then blocks),
+  // throws on a device error, and resets the fence.
+  void submit(VkCommandBuffer cmd, VkFence fence);
+  void wait(VkFence fence);
   // Records `record` into a fresh command buffer, submits it and waits: uploads, downloads, fills.
   void run_once(const std::function<void(VkCommandBuffer)>& record);
 

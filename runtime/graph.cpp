@@ -82,8 +82,12 @@ Graph::Graph(Context& ctx, GraphOptions options) : ctx_(ctx), options_(std::move
 
 Graph::~Graph() {
   VkDevice device = ctx_.device();
-  if (fence_) vkDestroyFence(device, fence_, nullptr);
-  if (cmd_) ctx_.free_command_buffer(cmd_);
+  for (uint64_t t = waited_ + 1; t <= submitted_; ++t)  // never free what the device still runs
+    vkWaitForFences(device, 1, &fence_[t % kInFlight], VK_TRUE, UINT64_MAX);
+  for (uint32_t i = 0; i < kInFlight; ++i) {
+    if (fence_[i]) vkDestroyFence(device, fence_[i], nullptr);
+    if (cmd_[i]) ctx_.free_command_buffer(cmd_[i]);
+  }
   if (queries_) vkDestroyQueryPool(device, queries_, nullptr);
   if (pool_) vkDestroyDescriptorPool(device, pool_, nullptr);  // frees the sets with it
 }
@@ -248,27 +252,40 @@ void Graph::finish() {
     vk_check(vkCreateQueryPool(ctx_.device(), &query, nullptr, &queries_), "vkCreateQueryPool");
   }
   VkFenceCreateInfo fence{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-  vk_check(vkCreateFence(ctx_.device(), &fence, nullptr, &fence_), "vkCreateFence");
-  VkCommandBuffer cmd = ctx_.allocate_command_buffer();
-  VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-  if (vkBeginCommandBuffer(cmd, &begin) != VK_SUCCESS) {
-    ctx_.free_command_buffer(cmd);
-    throw std::runtime_error("graph '" + options_.name + "': vkBeginCommandBuffer failed");
+  for (uint32_t i = 0; i < kInFlight; ++i) {
+    vk_check(vkCreateFence(ctx_.device(), &fence, nullptr, &fence_[i]), "vkCreateFence");
+    VkCommandBuffer cmd = ctx_.allocate_command_buffer();
+    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    if (vkBeginCommandBuffer(cmd, &begin) != VK_SUCCESS) {
+      ctx_.free_command_buffer(cmd);
+      throw std::runtime_error("graph '" + options_.name + "': vkBeginCommandBuffer failed");
+    }
+    record(cmd);
+    const VkResult ended = vkEndCommandBuffer(cmd);
+    cmd_[i] = cmd;  // owned from here on, freed by the destructor
+    vk_check(ended, "vkEndCommandBuffer");
   }
-  record(cmd);
-  const VkResult ended = vkEndCommandBuffer(cmd);
-  cmd_ = cmd;  // owned from here on, freed by the destructor
-  vk_check(ended, "vkEndCommandBuffer");
 }
 
-void Graph::submit_and_wait() {
+void Graph::submit_and_wait() { wait(submit()); }
+
+uint64_t Graph::submit() {
   if (!finished()) finish();
-  ctx_.submit_and_wait(cmd_, fence_);
-  submitted_ = true;
+  const uint64_t ticket = submitted_ + 1;
+  // The slot's previous replay must be done; with timestamps, every replay before.
+  wait(queries_ ? submitted_ : ticket > kInFlight ? ticket - kInFlight : 0);
+  ctx_.submit(cmd_[ticket % kInFlight], fence_[ticket % kInFlight]);
+  submitted_ = ticket;
+  return ticket;
+}
+
+void Graph::wait(uint64_t ticket) {
+  if (ticket > submitted_) throw std::logic_error("graph '" + options_.name + "': waiting for a replay not submitted");
+  for (; waited_ < ticket; ++waited_) ctx_.wait(fence_[(waited_ + 1) % kInFlight]);
 }
 
 std::vector<double> Graph::timestamps_ns() const {
-  if (!queries_ || !submitted_) return {};
+  if (!queries_ || !waited_) return {};
   std::vector<uint64_t> ticks(2 * ops_.size());
   vk_check(vkGetQueryPoolResults(ctx_.device(), queries_, 0, static_cast<uint32_t>(ticks.size()),
                                  ticks.size() * sizeof(uint64_t), ticks.data(), sizeof(uint64_t),
@@ -284,7 +301,7 @@ std::vector<double> Graph::timestamps_ns() const {
 }
 
 double Graph::span_ns() const {
-  if (!queries_ || !submitted_) return 0;
+  if (!queries_ || !waited_) return 0;
   uint64_t ticks[2] = {0, 0};
   const uint32_t last = static_cast<uint32_t>(2 * ops_.size() - 1);
   for (uint32_t i = 0; i < 2; ++i)

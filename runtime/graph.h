@@ -61,7 +61,16 @@ class Graph {
 
   void finish();           // builds the command buffer; no more recording after it
   void submit_and_wait();  // finishes first if needed; may be called any number of times
-  bool finished() const { return cmd_ != VK_NULL_HANDLE; }
+  bool finished() const { return cmd_[0] != VK_NULL_HANDLE; }
+  // Replays that overlap the host: submit() returns a ticket at once, with up to kInFlight
+  // replays queued (it first waits for the oldest when that many are); wait(ticket) returns once
+  // that replay and every one before it are done. Replays run one after the other on the device
+  // (each ends with a barrier to everything after it), so a replay may read what the one before
+  // wrote. With timestamps, one at a time (they share one query pool).
+  static constexpr uint32_t kInFlight = 2;
+  uint64_t submit();
+  void wait(uint64_t ticket);
+  uint64_t last_ticket() const { return submitted_; }  // 0 before the first submit
 
   GraphStats stats() const { return stats_; }
   // GPU nanoseconds of each recorded operation in the last submit (empty without timestamps).
@@ -111,9 +120,12 @@ class Graph {
   VkAccessFlags used_writes_ = 0;
   VkDescriptorPool pool_ = VK_NULL_HANDLE;
   VkQueryPool queries_ = VK_NULL_HANDLE;
-  VkCommandBuffer cmd_ = VK_NULL_HANDLE;
-  VkFence fence_ = VK_NULL_HANDLE;
-  bool submitted_ = false;
+  // The same recording twice (a command buffer may not be resubmitted while pending), each with
+  // its fence; replay t uses slot t % kInFlight.
+  VkCommandBuffer cmd_[kInFlight] = {};
+  VkFence fence_[kInFlight] = {};
+  uint64_t submitted_ = 0;  // replays submitted so far (the last ticket)
+  uint64_t waited_ = 0;     // replays known done
 };
 
 }  // namespace bdsl::rt

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <deque>
 #include <stdexcept>
 
 #include "golden/half_float.h"
@@ -161,7 +162,10 @@ void BitNetModel::record_tail(rt::Graph& g) {
   // Greedy and sampling candidates read the same logits: no barrier between the two chains.
   g.dispatch(p.argmax_partial, {a.logits, a.arg_values, a.arg_indices}, rt::Grid{p.argmax_plan.groups});
   if (p.top_k) g.dispatch(*p.top_k_partial, {a.logits, a.top_part_values, a.top_part_indices}, rt::Grid{p.top_k_plan.groups});
-  g.dispatch(p.argmax_final, {a.arg_values, a.arg_indices, a.token}, rt::Grid{1});
+  if (&g == graph_.get())  // decode: the step state moves on to this choice (decode_greedy)
+    g.dispatch(p.argmax_final_advance, {a.arg_values, a.arg_indices, a.token, a.step, a.generated}, rt::Grid{1});
+  else
+    g.dispatch(p.argmax_final, {a.arg_values, a.arg_indices, a.token}, rt::Grid{1});
   if (p.top_k) g.dispatch(*p.top_k_merge, {a.top_part_values, a.top_part_indices, a.top_values, a.top_indices}, rt::Grid{1});
 }
 
@@ -184,6 +188,7 @@ void BitNetModel::write_step_state(uint32_t token, uint32_t pos) {
 
 StepOutput BitNetModel::step(int32_t token, uint32_t pos) {
   check_tokens(std::span(&token, 1), pos);
+  graph_->wait(graph_->last_ticket());  // nothing of an earlier decode_greedy may still read the step state
   ++epoch_;
   write_step_state(uint32_t(token), pos);
   if (fail_next_fused_ && fused_layers()) {
@@ -199,6 +204,53 @@ StepOutput BitNetModel::step(int32_t token, uint32_t pos) {
     graph_->submit_and_wait();
   }
   return read_step_output();
+}
+
+uint32_t BitNetModel::decode_greedy(int32_t token, uint32_t pos, uint32_t max_steps,
+                                    const std::function<bool(int32_t)>& on_token) {
+  if (max_steps == 0) return 0;
+  check_tokens(std::span(&token, 1), pos);
+  if (uint64_t{pos} + max_steps > config_.context_length)
+    throw std::out_of_range(fmt::format("{} steps from position {} go past the context length {}", max_steps, pos,
+                                        config_.context_length));
+  if (fused_layers() || options_.dump) {  // the fallback check and the dumps need the host after every step
+    for (uint32_t i = 0; i < max_steps; ++i) {
+      token = step(token, pos + i).argmax;
+      if (!on_token(token)) return i + 1;
+    }
+    return max_steps;
+  }
+  graph_->wait(graph_->last_ticket());
+  ++epoch_;
+  write_step_state(uint32_t(token), pos);
+  // Every replay leaves the step state at the next position with its argmax as the token, so the
+  // host only queues replays (Graph::kInFlight of them) and reads each token where it was put.
+  std::deque<uint64_t> pending;
+  struct Drain {  // on the way out, however it goes: nothing may still be running
+    rt::Graph& g;
+    ~Drain() {
+      try {
+        g.wait(g.last_ticket());
+      } catch (...) {
+      }
+    }
+  } drain{*graph_};
+  uint32_t submitted = 0, delivered = 0;
+  auto submit = [&] {
+    if (submitted) ++epoch_;  // the GPU counts the epoch on with the position
+    pending.push_back(graph_->submit());
+    ++submitted;
+  };
+  while (submitted < std::min(max_steps, rt::Graph::kInFlight)) submit();
+  while (delivered < submitted) {
+    graph_->wait(pending.front());
+    pending.pop_front();
+    const int32_t next = int32_t(act_->generated.download<uint32_t>(uint64_t{pos + delivered} * 4, 1)[0]);
+    ++delivered;
+    if (submitted < max_steps) submit();  // before the callback: the device is never left idle
+    if (!on_token(next)) break;
+  }
+  return delivered;
 }
 
 // A phase wait gives up (ops/phase_sync.h) only where workgroups do not start in index order;

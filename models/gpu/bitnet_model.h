@@ -7,6 +7,7 @@
 // attention, attn_output (attn_sub_norm fused, residual added), gate/up (ffn_norm fused,
 // relu^2 * up), ffn_down (ffn_sub_norm fused, residual added).
 #pragma once
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -52,6 +53,14 @@ class BitNetModel {
 
   // Decodes `token` at position `pos` (the KV cache must hold positions 0..pos-1).
   StepOutput step(int32_t token, uint32_t pos);
+  // Greedy decoding that feeds itself: decodes `token` at `pos`, then each step's argmax at the
+  // next position, for up to `max_steps` steps (positions pos .. pos + max_steps - 1 must fit the
+  // context). on_token gets each step's argmax in order and returns false to stop. The device
+  // picks the next token itself (ops/argmax.h, advance), so the host keeps replays queued and the
+  // GPU never waits for it; a stop may leave one step beyond it run (its cache row is past the
+  // returned count, and logits() and dumps are those of the last step run). Returns the steps
+  // whose tokens on_token received.
+  uint32_t decode_greedy(int32_t token, uint32_t pos, uint32_t max_steps, const std::function<bool(int32_t)>& on_token);
   // Runs a block of prompt tokens at positions pos..pos+n-1 as one batch (matrix-matrix
   // projections, causal attention over the block), fills the KV cache, and returns what step()
   // would return for the last token. The graph is recorded once per block length and replayed.

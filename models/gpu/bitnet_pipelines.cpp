@@ -65,7 +65,8 @@ BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c
       output_norm(make(ctx, cache, ops::rms_norm(target, c.dim))),
       lm_head(make(ctx, cache, ops::lm_head(target, c.vocab_size, c.dim))),
       argmax_partial(make(ctx, cache, ops::argmax_partial(target, c.vocab_size))),
-      argmax_final(make(ctx, cache, ops::argmax_final(target, c.vocab_size))) {
+      argmax_final(make(ctx, cache, ops::argmax_final(target, c.vocab_size))),
+      argmax_final_advance(make(ctx, cache, ops::argmax_final(target, c.vocab_size, c.context_length))) {
   if (k) {
     top_k_partial.emplace(make(ctx, cache, ops::top_k_partial(target, c.vocab_size, k)));
     top_k_merge.emplace(make(ctx, cache, ops::top_k_merge(target, c.vocab_size, k)));

@@ -58,6 +58,9 @@ struct BitNetPipelines {
   rt::Pipeline output_norm;
   rt::Pipeline lm_head;
   rt::Pipeline argmax_partial, argmax_final;
+  // The decode graph's argmax_final: it also advances the step state to the next position with
+  // its choice as the token, so greedy steps can follow each other with no host in between.
+  rt::Pipeline argmax_final_advance;
   // Fused layers (ops/decode_layer.h): with the next layer's QKV; the last layer's without (All only).
   std::optional<rt::Pipeline> layer, last_layer;
   ops::DecodeLayerOptions layer_options;

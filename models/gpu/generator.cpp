@@ -51,33 +51,45 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Gene
   result.prompt_seconds = seconds_since(t0);
 
   t0 = std::chrono::steady_clock::now();
-  while (true) {
-    if (result.tokens.size() >= options.max_new_tokens) {
-      result.reason = StopReason::Limit;
-      break;
-    }
-    const int32_t next = options.sampling.temperature == 0.0f
-                             ? out.argmax
-                             : sampler.sample(out.top_ids, out.top_logits);
+  const bool greedy = options.sampling.temperature == 0.0f;
+  auto pick = [&](const StepOutput& o) { return greedy ? o.argmax : sampler.sample(o.top_ids, o.top_logits); };
+  // Takes a generated token; false when generation ends with it (result.reason says why).
+  auto accept = [&](int32_t next) {
     result.tokens.push_back(next);
     if (on_token && !on_token(next)) {
       result.reason = StopReason::Callback;
-      break;
+      return false;
     }
     if (options.is_end && options.is_end(next)) {
       result.reason = StopReason::EndOfGeneration;
-      break;
+      return false;
     }
     if (result.tokens.size() >= options.max_new_tokens) {
       result.reason = StopReason::Limit;
-      break;
+      return false;
     }
     if (pos_ >= context) {
       result.reason = StopReason::ContextFull;
-      break;
+      return false;
     }
-    out = model_.step(next, pos_++);
-    if (options.keep_logits) result.logits.push_back(model_.logits());
+    return true;
+  };
+  if (options.max_new_tokens == 0) {
+    result.reason = StopReason::Limit;
+  } else if (accept(pick(out))) {
+    if (greedy && !options.keep_logits) {
+      // The device feeds each choice to the next step itself; the host only takes the tokens.
+      const uint32_t steps = std::min<uint64_t>(options.max_new_tokens - result.tokens.size(), context - pos_);
+      model_.decode_greedy(result.tokens.back(), pos_, steps, [&](int32_t next) {
+        ++pos_;
+        return accept(next);
+      });
+    } else {
+      do {
+        out = model_.step(result.tokens.back(), pos_++);
+        if (options.keep_logits) result.logits.push_back(model_.logits());
+      } while (accept(pick(out)));
+    }
   }
   result.generate_seconds = seconds_since(t0);
   return result;

@@ -229,6 +229,32 @@ TEST_F(Model, GenerationStopsAtEndOfGeneration) {
   EXPECT_EQ(r.tokens, std::vector<int32_t>(expected.begin(), expected.begin() + 5));
 }
 
+// decode_greedy (the device feeding each argmax to the next step, replays queued) decodes the
+// same tokens as step() by step(), bit for bit; a stop from the callback ends it there, and the
+// model goes on with step() afterwards as if the queued extra step had not run.
+TEST_F(Model, GreedyDecodingThatFeedsItselfEqualsStepByStep) {
+  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto config = models::BitNetConfig::from_gguf(file);
+  bitnet::BitNetModel by_step(ctx(), file, config), fed(ctx(), file, config);
+  const auto prompt = golden_prompt();
+  const uint32_t n = uint32_t(prompt.size()), steps = 12;
+  int32_t last = 0;
+  for (uint32_t t = 0; t < n; ++t) last = by_step.step(prompt[t], t).argmax, fed.step(prompt[t], t);
+  std::vector<int32_t> want{last};
+  for (uint32_t i = 0; i < steps; ++i) want.push_back(by_step.step(want.back(), n + i).argmax);
+  std::vector<int32_t> got{last};
+  EXPECT_EQ(fed.decode_greedy(last, n, steps, [&](int32_t t) { return got.push_back(t), true; }), steps);
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(fed.logits(), by_step.logits());
+  // Stopped after 3 of 12: one more step may have run; step() continues from the 3rd token.
+  got.assign(1, last);
+  EXPECT_EQ(fed.decode_greedy(last, n, steps, [&](int32_t t) { return got.push_back(t), got.size() < 4; }), 3u);
+  EXPECT_EQ(got, std::vector<int32_t>(want.begin(), want.begin() + 4));
+  EXPECT_EQ(fed.step(got.back(), n + 3).argmax, want[4]);
+  EXPECT_THROW(fed.decode_greedy(last, config.context_length - 2, 3, [](int32_t) { return true; }), std::out_of_range);
+  EXPECT_EQ(fed.decode_greedy(last, n, 0, [](int32_t) { return true; }), 0u);
+}
+
 TEST_F(Model, GenerationStopsWhenTheContextIsFull) {
   const auto file = models::GgufFile::open(dir_ / "tiny-ctx16.gguf");
   bitnet::BitNetModel model(ctx(), file, models::BitNetConfig::from_gguf(file));

@@ -74,6 +74,36 @@ TEST_F(Sampling, ArgmaxTakesTheLowestIndexOnTies) {
   EXPECT_EQ(argmax(std::vector<float>(3000, -INFINITY)), 0u);
 }
 
+// The decode graph's argmax_final moves the step state on to its choice: the next replay decodes
+// it at the next position, and generated[pos] keeps it for the host; past the context it writes
+// only the step state.
+TEST_F(Sampling, ArgmaxFinalAdvancesTheStepState) {
+  const uint32_t n = 5000, context = 8;
+  const auto values = random_floats(n, 11, 5.0f);
+  const uint32_t want = uint32_t(golden::argmax(values));
+  const ops::ArgmaxPlan plan = ops::argmax_plan(target(), n);
+  rt::Buffer vb = buffer_of(values, "values");
+  rt::Buffer pv = output(plan.groups * 4, "part_values"), pi = output(plan.groups * 4, "part_indices");
+  rt::Buffer token = output(4, "token");
+  rt::Buffer step(ctx(), 16, {true, "step"});
+  rt::Buffer generated(ctx(), context * 4, {true, "generated"});
+  rt::Pipeline partial = pipeline(ops::argmax_partial(target(), n));
+  rt::Pipeline final = pipeline(ops::argmax_final(target(), n, context));
+  rt::Graph g(ctx());
+  g.dispatch(partial, {vb, pv, pi}, rt::Grid{plan.groups});
+  g.dispatch(final, {pv, pi, token, step, generated}, rt::Grid{1});
+  for (uint32_t pos : {5u, context - 1, context}) {
+    generated.upload(std::vector<uint32_t>(context, 77u));
+    step.upload(std::vector<uint32_t>{3u, pos, 0u, 9u});
+    g.submit_and_wait();
+    EXPECT_EQ(token.download<uint32_t>()[0], want);
+    EXPECT_EQ(step.download<uint32_t>(), (std::vector<uint32_t>{want, pos + 1, 0u, 10u})) << "pos " << pos;
+    std::vector<uint32_t> expect(context, 77u);
+    if (pos < context) expect[pos] = want;
+    EXPECT_EQ(generated.download<uint32_t>(), expect) << "pos " << pos;
+  }
+}
+
 TEST_F(Sampling, TopKSortedDescendingOverVocabSizes) {
   const ops::OpTarget t = target();
   check_top_k(random_floats(128256, 1), 128, t);

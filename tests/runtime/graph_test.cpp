@@ -86,6 +86,24 @@ TEST_F(GraphTest, ResubmittingReplaysWithoutReRecording) {
   EXPECT_EQ(data.download<uint32_t>(), std::vector<uint32_t>(kN, 1));
 }
 
+// Replays queued without waiting run one after the other, each seeing what the one before wrote;
+// waiting for a ticket waits for it and everything before it.
+TEST_F(GraphTest, QueuedReplaysRunInOrderAndSeeEachOthersWrites) {
+  Pipeline add = pipeline(test_kernels::add_one());
+  Buffer data = words(ctx(), kN, 0);
+  Graph g(ctx());
+  for (int i = 0; i < 4; ++i) g.dispatch(add, {data}, push(kN), kGrid);
+  EXPECT_EQ(g.last_ticket(), 0u);
+  std::vector<uint64_t> tickets;
+  for (int i = 0; i < 7; ++i) tickets.push_back(g.submit());
+  EXPECT_EQ(tickets, (std::vector<uint64_t>{1, 2, 3, 4, 5, 6, 7}));
+  g.wait(tickets.back());
+  EXPECT_EQ(data.download<uint32_t>(), std::vector<uint32_t>(kN, 28));
+  g.wait(tickets[2]);  // already done: returns at once
+  EXPECT_NE(error_of([&] { g.wait(8); }).find("not submitted"), std::string::npos);
+  g.submit();  // left running: the destructor waits for it
+}
+
 TEST_F(GraphTest, GuardedKernelLeavesTheTailAlone) {
   Pipeline add = pipeline(test_kernels::add_one());
   Buffer data = words(ctx(), kN, 0);
