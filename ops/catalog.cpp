@@ -9,6 +9,7 @@
 #include "ops/decode_layer.h"
 #include "ops/embedding_lookup.h"
 #include "ops/lm_head.h"
+#include "ops/lm_head_pruned.h"
 #include "ops/quantize_activations.h"
 #include "ops/rms_norm.h"
 #include "ops/rope_kv_write.h"
@@ -99,6 +100,10 @@ const std::vector<CatalogEntry>& catalog() {
       {"attention_prefill", "causal attention of a block over the cache",
        [](T t) { return attention_prefill(t, kHeads, kContext); }},
       {"lm_head", "logits from the tied F16 embedding", [](T t) { return lm_head(t, kVocab, kDim); }},
+      {"lm_head_bounds", "greedy head: int8 shadow logits and their bounds",
+       [](T t) { return lm_head_bounds(t, kVocab, kDim, lm_head_split(t, kVocab, kDim).rows_per_part); }},
+      {"lm_head_candidates", "greedy head: exact logits of the rows that may win, argmax partials",
+       [](T t) { return lm_head_candidates(t, kVocab, kDim, lm_head_split(t, kVocab, kDim).rows_per_part); }},
       {"argmax_partial", "argmax, first pass", [](T t) { return argmax_partial(t, kVocab); }},
       {"argmax_final", "argmax, second pass", [](T t) { return argmax_final(t, kVocab); }},
       {"top_k_partial", "top-40 candidates, first pass", [](T t) { return top_k_partial(t, kVocab, 40); }},

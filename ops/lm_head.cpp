@@ -41,6 +41,23 @@ Expr<f32> row_dot_uvec4(KernelBuilder& k, const Buffer<uvec4>& table, const Buff
 }
 }  // namespace
 
+void LmHeadRows::logit(KernelBuilder& k, Expr<u32> row, const std::function<void(Expr<f32>)>& use) const {
+  const bool wide = !t4.empty();
+  const uint32_t row_elems = wide ? dim / 8 : dim / 2;
+  std::function<void(uint32_t)> part = [&](uint32_t p) {
+    auto body = [&] {
+      auto local = p == 0 ? row : let("local_row", row - p * split.rows_per_part);
+      auto base = let("row_base", local * row_elems);
+      use(wide ? row_dot_uvec4(k, t4[p], *x4, base, row_elems) : row_dot_u32(k, t1[p], *x1, base, row_elems));
+    };
+    if (p + 1 == split.parts)
+      body();
+    else
+      if_(row < (p + 1) * split.rows_per_part, body).else_([&] { part(p + 1); });
+  };
+  part(0);
+}
+
 uint32_t LmHeadSplit::rows_in_part(uint32_t p, uint32_t vocab) const {
   return std::min<uint64_t>(rows_per_part, vocab - uint64_t(p) * rows_per_part);
 }
@@ -63,6 +80,23 @@ LmHeadSplit lm_head_split(const OpTarget& target, uint32_t vocab, uint32_t dim) 
   return s;
 }
 
+LmHeadRows::Bindings lm_head_bindings(KernelBuilder& k, uint32_t dim, uint32_t parts) {
+  LmHeadRows::Bindings b;
+  const bool wide = dim % 8 == 0;
+  if (wide)
+    std::get<1>(b) = k.buffer<vec4>("x", Access::Read);
+  else
+    std::get<0>(b) = k.buffer<f32>("x", Access::Read);
+  for (uint32_t p = 0; p < parts; ++p) {
+    const std::string name = "table" + std::to_string(p);
+    if (wide)
+      std::get<3>(b).push_back(k.buffer<uvec4>(name, Access::Read));
+    else
+      std::get<2>(b).push_back(k.buffer<u32>(name, Access::Read));
+  }
+  return b;
+}
+
 uint32_t lm_head_workgroups(const OpTarget& target, uint32_t vocab) {
   return ceil_div(vocab, rows_per_workgroup(target, workgroup_of(target)));
 }
@@ -71,53 +105,31 @@ Kernel lm_head(const OpTarget& target, uint32_t vocab, uint32_t dim) {
   return lm_head(target, vocab, dim, lm_head_split(target, vocab, dim).rows_per_part);
 }
 
-Kernel lm_head(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part) {
+LmHeadSplit lm_head_split(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part) {
   LmHeadSplit split = lm_head_split(target, vocab, dim);  // checks the shape
   if (rows_per_part == 0 || uint64_t(rows_per_part) * dim * 2 > target.max_storage_buffer_range)
     throw std::invalid_argument("lm_head: parts of " + std::to_string(rows_per_part) + " rows of " + std::to_string(dim) +
                                 " halves do not fit maxStorageBufferRange");
   split.rows_per_part = std::min(rows_per_part, vocab);
   split.parts = ceil_div(vocab, split.rows_per_part);
-  const bool wide = dim % 8 == 0;
+  return split;
+}
+
+Kernel lm_head(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part) {
+  const LmHeadSplit split = lm_head_split(target, vocab, dim, rows_per_part);
   const uint32_t wg = workgroup_of(target);
   const uint32_t rows_per_wg = rows_per_workgroup(target, wg);
   KernelBuilder k("lm_head_" + std::to_string(vocab) + "x" + std::to_string(dim) + "_parts" + std::to_string(split.parts),
                   {wg, 1, 1});
-  std::optional<Buffer<f32>> x1;
-  std::optional<Buffer<vec4>> x4;
-  if (wide)
-    x4 = k.buffer<vec4>("x", Access::Read);
-  else
-    x1 = k.buffer<f32>("x", Access::Read);
-  std::vector<Buffer<u32>> t1;
-  std::vector<Buffer<uvec4>> t4;
-  for (uint32_t p = 0; p < split.parts; ++p) {
-    const std::string name = "table" + std::to_string(p);
-    if (wide)
-      t4.push_back(k.buffer<uvec4>(name, Access::Read));
-    else
-      t1.push_back(k.buffer<u32>(name, Access::Read));
-  }
+  auto [x1, x4, t1, t4] = lm_head_bindings(k, dim, split.parts);
   auto logits = k.buffer<f32>("logits", Access::Write);
 
-  const uint32_t row_elems = wide ? dim / 8 : dim / 2;
   auto first = let("first_row", k.workgroup_id().x() * rows_per_wg);
   auto end = let("end_row", min(first + rows_per_wg, vocab));
   auto lane0 = k.subgroup_invocation() == 0u;
+  const LmHeadRows rows{split, dim, x1, x4, t1, t4};
   for_range(first + k.subgroup_id(), end, k.num_subgroups(), [&](Expr<u32> row) {
-    std::function<void(uint32_t)> part = [&](uint32_t p) {
-      auto body = [&] {
-        auto local = p == 0 ? row : let("local_row", row - p * split.rows_per_part);
-        auto base = let("row_base", local * row_elems);
-        auto v = wide ? row_dot_uvec4(k, t4[p], *x4, base, row_elems) : row_dot_u32(k, t1[p], *x1, base, row_elems);
-        if_(lane0, [&] { logits[row] = v; });
-      };
-      if (p + 1 == split.parts)
-        body();
-      else
-        if_(row < (p + 1) * split.rows_per_part, body).else_([&] { part(p + 1); });
-    };
-    part(0);
+    rows.logit(k, row, [&](Expr<f32> v) { if_(lane0, [&] { logits[row] = v; }); });
   }, "row");
   return k.build();
 }

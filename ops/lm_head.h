@@ -19,6 +19,10 @@
 // over the row, subgroup_add; a workgroup owns rows_per_workgroup consecutive rows.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <optional>
+#include <tuple>
+#include <vector>
 
 #include "dsl/dsl.h"
 #include "ops/target.h"
@@ -39,5 +43,23 @@ dsl::Kernel lm_head(const OpTarget& target, uint32_t vocab, uint32_t dim);
 // part must still fit max_storage_buffer_range; part offsets in one buffer are then the caller's.
 dsl::Kernel lm_head(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part);
 uint32_t lm_head_workgroups(const OpTarget& target, uint32_t vocab);
+// The split with the uploader's rows_per_part, checked as lm_head does.
+LmHeadSplit lm_head_split(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part);
+
+// For kernels that need some rows' logits bit for bit as lm_head computes them (lm_head_pruned.h):
+// the bindings x and table parts, declared in lm_head's order, and the row computation itself.
+struct LmHeadRows {
+  using Bindings = std::tuple<std::optional<dsl::Buffer<dsl::f32>>, std::optional<dsl::Buffer<dsl::vec4>>,
+                              std::vector<dsl::Buffer<dsl::u32>>, std::vector<dsl::Buffer<dsl::uvec4>>>;
+  LmHeadSplit split;
+  uint32_t dim;
+  std::optional<dsl::Buffer<dsl::f32>> x1;  // dim % 8 != 0
+  std::optional<dsl::Buffer<dsl::vec4>> x4;
+  std::vector<dsl::Buffer<dsl::u32>> t1;
+  std::vector<dsl::Buffer<dsl::uvec4>> t4;
+  // Row `row`'s logit (subgroup-uniform: every lane of the subgroup must run it) handed to `use`.
+  void logit(dsl::KernelBuilder& k, dsl::Expr<dsl::u32> row, const std::function<void(dsl::Expr<dsl::f32>)>& use) const;
+};
+LmHeadRows::Bindings lm_head_bindings(dsl::KernelBuilder& k, uint32_t dim, uint32_t parts);
 
 }  // namespace bdsl::ops

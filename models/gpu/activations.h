@@ -9,6 +9,7 @@
 #include "models/gpu/bitnet_model.h"
 #include "ops/attention_split_kv.h"
 #include "ops/decode_layer.h"
+#include "ops/lm_head_pruned.h"
 #include "ops/phase_sync.h"
 #include "ops/step_state.h"
 
@@ -49,6 +50,10 @@ struct BitNetModel::Activations {
     arg_indices = f32(p.argmax_plan.groups, "argmax partial indices");
     token = rt::Buffer(ctx, 4, {true, "argmax token"});
     generated = rt::Buffer(ctx, uint64_t{c.context_length} * 4, {true, "greedy token of each position"});
+    if (p.lm_head_bounds) {
+      upper = f32(c.vocab_size, "greedy head upper bounds");
+      lower = f32(ops::lm_head_bounds_workgroups(p.target, c.vocab_size), "greedy head lower bounds");
+    }
     if (p.top_k) {
       top_part_values = f32(uint64_t{p.top_k_plan.groups} * p.top_k, "top-k partial values");
       top_part_indices = f32(uint64_t{p.top_k_plan.groups} * p.top_k, "top-k partial indices");
@@ -61,13 +66,13 @@ struct BitNetModel::Activations {
   static uint64_t bytes(const models::BitNetConfig& c) {
     const uint64_t kv = 2ull * c.n_layers * c.context_length * c.kv_dim() * 2;
     const uint64_t rope = uint64_t{c.context_length} * c.head_dim * 4;
-    return kv + rope + 4ull * (4 * c.dim + 3 * c.n_heads * c.head_dim + c.ffn_dim + 3ull * c.vocab_size + c.context_length);
+    return kv + rope + 4ull * (4 * c.dim + 3 * c.n_heads * c.head_dim + c.ffn_dim + 4ull * c.vocab_size + c.context_length);
   }
 
   rt::Buffer step, rope_table, x, q, k, v, attn, attn_used, ffn, xn, logits;
   std::vector<rt::Buffer> k_cache, v_cache;
   rt::Buffer partials, counters, phases;
-  rt::Buffer arg_values, arg_indices, token, generated;
+  rt::Buffer arg_values, arg_indices, token, generated, upper, lower;
   rt::Buffer top_part_values, top_part_indices, top_values, top_indices;
   rt::Buffer dumps;
 };

@@ -22,7 +22,10 @@ BitNetModel::BitNetModel(rt::Context& ctx, const models::GgufFile& file, const m
   if (options.top_k > ops::kMaxTopK)
     throw std::invalid_argument(fmt::format("top-k must be at most {}, got {}", ops::kMaxTopK, options.top_k));
   pipelines_ = make_pipelines(options.dump ? FusedLayers::Off : options.fused_layers);
-  weights_ = upload_weights(ctx, file, config, pipelines_->split.rows_per_part, Activations::bytes(config), progress);
+  const bool greedy_head = pipelines_->lm_head_bounds.has_value();
+  weights_ = upload_weights(ctx, file, config, pipelines_->split.rows_per_part,
+                            Activations::bytes(config) + (greedy_head ? greedy_head_bytes(config) : 0), progress);
+  if (greedy_head) greedy_head_ = upload_greedy_head(ctx, file, config, pipelines_->split.rows_per_part);
   act_ = std::make_unique<Activations>(ctx, config, *pipelines_);
   record();
 }
@@ -30,8 +33,9 @@ BitNetModel::BitNetModel(rt::Context& ctx, const models::GgufFile& file, const m
 BitNetModel::~BitNetModel() = default;
 
 std::unique_ptr<BitNetPipelines> BitNetModel::make_pipelines(FusedLayers fused) const {
+  const bool greedy_head = options_.greedy_head && !options_.dump && fused == FusedLayers::Off;
   return std::make_unique<BitNetPipelines>(ctx_, config_, std::min(options_.top_k, config_.vocab_size),
-                                           codegen::default_shader_cache(), options_.decode_tuning, fused);
+                                           codegen::default_shader_cache(), options_.decode_tuning, fused, greedy_head);
 }
 
 // With options.dump, copies `floats` of `src` into the dump buffer right after they were produced
@@ -129,11 +133,20 @@ void BitNetModel::record_fused_layer(uint32_t l) {
 }
 
 void BitNetModel::record() {
-  graph_ = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{options_.timestamps, "bitnet token"});
+  greedy_graph_.reset();
+  if (pipelines_->lm_head_bounds && greedy_head_) {
+    record_token(true);
+    greedy_graph_ = std::move(graph_);
+  }
+  record_token(false);
+}
+
+void BitNetModel::record_token(bool greedy) {
+  graph_ = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{options_.timestamps, greedy ? "bitnet greedy token" : "bitnet token"});
   rt::Graph& g = *graph_;
   const auto& p = *pipelines_;
   auto& a = *act_;
-  if (options_.dump) {
+  if (options_.dump && !a.dumps.size()) {
     const auto& d = p.dims;
     const uint64_t per_layer = 2ull * d.q_width() + 2ull * config_.dim + config_.ffn_dim;
     const uint64_t floats = 2ull * config_.dim + per_layer * config_.n_layers + config_.vocab_size;
@@ -145,28 +158,41 @@ void BitNetModel::record() {
   g.dispatch(p.embedding, embedding, rt::push(), rt::Grid{ceil_div(config_.dim, ops::embedding_workgroup(p.target))});
   dump(a.x, config_.dim, "inp_embd");
   for (uint32_t l = 0; l < config_.n_layers; ++l) p.layer ? record_fused_layer(l) : record_layer(l);
-  record_tail(g);
+  record_tail(g, greedy);
   g.finish();
 }
 
-void BitNetModel::record_tail(rt::Graph& g) {
+void BitNetModel::record_tail(rt::Graph& g, bool greedy) {
   const auto& p = *pipelines_;
   auto& a = *act_;
   g.dispatch(p.output_norm, {a.x, weights_.output_norm, a.xn}, rt::push(config_.rms_norm_eps), rt::Grid{1});
   if (&g == graph_.get()) dump(a.xn, config_.dim, "result_norm");
-  std::vector<rt::BufferSlice> head = {a.xn};
-  for (const auto& part : weights_.lm_head().parts) head.push_back(part);
-  head.push_back(a.logits);
-  g.dispatch(p.lm_head, head, rt::push(), rt::Grid{ops::lm_head_workgroups(p.target, config_.vocab_size)});
-  if (&g == graph_.get()) dump(a.logits, config_.vocab_size, "result_output");
-  // Greedy and sampling candidates read the same logits: no barrier between the two chains.
-  g.dispatch(p.argmax_partial, {a.logits, a.arg_values, a.arg_indices}, rt::Grid{p.argmax_plan.groups});
-  if (p.top_k) g.dispatch(*p.top_k_partial, {a.logits, a.top_part_values, a.top_part_indices}, rt::Grid{p.top_k_plan.groups});
+  const auto& table = weights_.lm_head().parts;
+  if (greedy) {
+    // The argmax without every logit: bounds from the int8 shadow, then the rows that may win.
+    std::vector<rt::BufferSlice> bounds = {a.xn};
+    for (const auto& part : greedy_head_->parts) bounds.push_back(part);
+    bounds.insert(bounds.end(), {greedy_head_->scale, greedy_head_->bound, a.upper, a.lower});
+    g.dispatch(*p.lm_head_bounds, bounds, rt::push(), rt::Grid{ops::lm_head_bounds_workgroups(p.target, config_.vocab_size)});
+    std::vector<rt::BufferSlice> candidates = {a.xn};
+    for (const auto& part : table) candidates.push_back(part);
+    candidates.insert(candidates.end(), {a.upper, a.lower, a.arg_values, a.arg_indices});
+    g.dispatch(*p.lm_head_candidates, candidates, rt::push(), rt::Grid{p.argmax_plan.groups});
+  } else {
+    std::vector<rt::BufferSlice> head = {a.xn};
+    for (const auto& part : table) head.push_back(part);
+    head.push_back(a.logits);
+    g.dispatch(p.lm_head, head, rt::push(), rt::Grid{ops::lm_head_workgroups(p.target, config_.vocab_size)});
+    if (&g == graph_.get()) dump(a.logits, config_.vocab_size, "result_output");
+    // Greedy and sampling candidates read the same logits: no barrier between the two chains.
+    g.dispatch(p.argmax_partial, {a.logits, a.arg_values, a.arg_indices}, rt::Grid{p.argmax_plan.groups});
+    if (p.top_k) g.dispatch(*p.top_k_partial, {a.logits, a.top_part_values, a.top_part_indices}, rt::Grid{p.top_k_plan.groups});
+  }
   if (&g == graph_.get())  // decode: the step state moves on to this choice (decode_greedy)
     g.dispatch(p.argmax_final_advance, {a.arg_values, a.arg_indices, a.token, a.step, a.generated}, rt::Grid{1});
   else
     g.dispatch(p.argmax_final, {a.arg_values, a.arg_indices, a.token}, rt::Grid{1});
-  if (p.top_k) g.dispatch(*p.top_k_merge, {a.top_part_values, a.top_part_indices, a.top_values, a.top_indices}, rt::Grid{1});
+  if (p.top_k && !greedy) g.dispatch(*p.top_k_merge, {a.top_part_values, a.top_part_indices, a.top_values, a.top_indices}, rt::Grid{1});
 }
 
 void BitNetModel::check_tokens(std::span<const int32_t> tokens, uint32_t pos) const {
@@ -188,7 +214,7 @@ void BitNetModel::write_step_state(uint32_t token, uint32_t pos) {
 
 StepOutput BitNetModel::step(int32_t token, uint32_t pos) {
   check_tokens(std::span(&token, 1), pos);
-  graph_->wait(graph_->last_ticket());  // nothing of an earlier decode_greedy may still read the step state
+  wait_idle();  // nothing of an earlier decode_greedy may still read the step state
   ++epoch_;
   write_step_state(uint32_t(token), pos);
   if (fail_next_fused_ && fused_layers()) {
@@ -220,7 +246,8 @@ uint32_t BitNetModel::decode_greedy(int32_t token, uint32_t pos, uint32_t max_st
     }
     return max_steps;
   }
-  graph_->wait(graph_->last_ticket());
+  wait_idle();
+  rt::Graph& graph = greedy_graph_ ? *greedy_graph_ : *graph_;
   ++epoch_;
   write_step_state(uint32_t(token), pos);
   // Every replay leaves the step state at the next position with its argmax as the token, so the
@@ -234,16 +261,16 @@ uint32_t BitNetModel::decode_greedy(int32_t token, uint32_t pos, uint32_t max_st
       } catch (...) {
       }
     }
-  } drain{*graph_};
+  } drain{graph};
   uint32_t submitted = 0, delivered = 0;
   auto submit = [&] {
     if (submitted) ++epoch_;  // the GPU counts the epoch on with the position
-    pending.push_back(graph_->submit());
+    pending.push_back(graph.submit());
     ++submitted;
   };
   while (submitted < std::min(max_steps, rt::Graph::kInFlight)) submit();
   while (delivered < submitted) {
-    graph_->wait(pending.front());
+    graph.wait(pending.front());
     pending.pop_front();
     const int32_t next = int32_t(act_->generated.download<uint32_t>(uint64_t{pos + delivered} * 4, 1)[0]);
     ++delivered;
@@ -251,6 +278,11 @@ uint32_t BitNetModel::decode_greedy(int32_t token, uint32_t pos, uint32_t max_st
     if (!on_token(next)) break;
   }
   return delivered;
+}
+
+void BitNetModel::wait_idle() {
+  for (rt::Graph* g : {graph_.get(), greedy_graph_.get()})
+    if (g) g->wait(g->last_ticket());
 }
 
 // A phase wait gives up (ops/phase_sync.h) only where workgroups do not start in index order;

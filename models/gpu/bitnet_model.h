@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "models/gguf.h"
 #include "models/gpu/bitnet_pipelines.h"
 #include "models/gpu/device_weights.h"
+#include "models/gpu/greedy_head.h"
 #include "models/gpu/prefill_pipelines.h"
 #include "runtime/graph.h"
 
@@ -37,6 +39,10 @@ struct ModelOptions {
   // if a token ever reports a phase wait that gave up, the model records the separate kernels for
   // good and runs that token again (a note on stderr).
   FusedLayers fused_layers = FusedLayers::Off;
+  // decode_greedy picks each token from the LM head's int8 shadow and the few F16 rows that may
+  // win (ops/lm_head_pruned.h): the same token as the full head, half its bytes; the shadow takes
+  // vocab x (dim + 8) more bytes of device memory. Not with fused layers or dump.
+  bool greedy_head = true;
 };
 
 struct StepOutput {
@@ -99,7 +105,9 @@ class BitNetModel {
     uint64_t offset, floats;
   };
   void record();
-  void record_tail(rt::Graph& g);  // final norm, LM head, argmax (+ top-k) on the x buffer
+  void record_token(bool greedy);  // into graph_: the whole token, with the pruned head if greedy
+  void record_tail(rt::Graph& g, bool greedy = false);  // final norm, LM head, argmax (+ top-k) on the x buffer
+  void wait_idle();  // for every replay of either recording
   std::unique_ptr<PrefillBlock> make_prefill_block(uint32_t n);
   StepOutput read_step_output() const;
   void check_tokens(std::span<const int32_t> tokens, uint32_t pos) const;
@@ -121,6 +129,8 @@ class BitNetModel {
   DeviceWeights weights_;
   std::unique_ptr<Activations> act_;
   std::unique_ptr<rt::Graph> graph_;
+  std::optional<GreedyHead> greedy_head_;
+  std::unique_ptr<rt::Graph> greedy_graph_;  // decode_greedy's recording, with the pruned head
   std::unique_ptr<PrefillPipelines> prefill_pipelines_;
   std::unique_ptr<PrefillBlock> prefill_;  // the graph of the last block length
   std::vector<DumpSlot> dump_slots_;

@@ -7,6 +7,7 @@
 #include "ops/attention_decode.h"
 #include "ops/attention_split_kv.h"
 #include "ops/embedding_lookup.h"
+#include "ops/lm_head_pruned.h"
 #include "ops/rms_norm.h"
 #include "ops/rope_kv_write.h"
 #include "ops/ternary_matvec.h"
@@ -43,7 +44,8 @@ rt::Pipeline make(rt::Context& ctx, codegen::ShaderCache& cache, const dsl::Kern
 }  // namespace
 
 BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c, uint32_t k,
-                                 codegen::ShaderCache& cache, const DecodeTuning& tuning, FusedLayers fused_layers)
+                                 codegen::ShaderCache& cache, const DecodeTuning& tuning, FusedLayers fused_layers,
+                                 bool greedy_head)
     : target(ops::OpTarget::from(ctx.info())),
       dims{c.n_heads, c.n_kv_heads, c.head_dim},
       split(ops::lm_head_split(target, c.vocab_size, c.dim)),
@@ -70,6 +72,10 @@ BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c
   if (k) {
     top_k_partial.emplace(make(ctx, cache, ops::top_k_partial(target, c.vocab_size, k)));
     top_k_merge.emplace(make(ctx, cache, ops::top_k_merge(target, c.vocab_size, k)));
+  }
+  if (greedy_head && ops::lm_head_pruned_supported(c.dim)) {
+    lm_head_bounds.emplace(make(ctx, cache, ops::lm_head_bounds(target, c.vocab_size, c.dim, split.rows_per_part)));
+    lm_head_candidates.emplace(make(ctx, cache, ops::lm_head_candidates(target, c.vocab_size, c.dim, split.rows_per_part)));
   }
   layer_options = {residual_options, gate_up_options, qkv_options};
   this->fused = fused_layers;

@@ -36,7 +36,7 @@ enum class FusedLayers { Off, FfnDownQkv, All };
 struct BitNetPipelines {
   BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& config, uint32_t top_k,
                   codegen::ShaderCache& cache = codegen::default_shader_cache(), const DecodeTuning& tuning = {},
-                  FusedLayers fused_layers = FusedLayers::Off);
+                  FusedLayers fused_layers = FusedLayers::Off, bool greedy_head = false);
 
   ops::OpTarget target;
   ops::AttentionDims dims;
@@ -61,6 +61,9 @@ struct BitNetPipelines {
   // The decode graph's argmax_final: it also advances the step state to the next position with
   // its choice as the token, so greedy steps can follow each other with no host in between.
   rt::Pipeline argmax_final_advance;
+  // Greedy decoding's exact LM head from the int8 shadow (ops/lm_head_pruned.h), with greedy_head
+  // where the shape allows it.
+  std::optional<rt::Pipeline> lm_head_bounds, lm_head_candidates;
   // Fused layers (ops/decode_layer.h): with the next layer's QKV; the last layer's without (All only).
   std::optional<rt::Pipeline> layer, last_layer;
   ops::DecodeLayerOptions layer_options;

@@ -1,0 +1,85 @@
+#include "models/gpu/greedy_head.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <cmath>
+#include <stdexcept>
+#include <thread>
+
+#include "golden/half_float.h"
+
+namespace bdsl::bitnet {
+namespace {
+
+void quantize_row(const uint16_t* f16, uint32_t cols, uint32_t* words, float& scale, float& bound) {
+  std::vector<double> w(cols);
+  double amax = 0;
+  for (uint32_t i = 0; i < cols; ++i) amax = std::max(amax, std::abs(w[i] = golden::f16_to_f32(f16[i])));
+  const float s = float(amax / 127.0);
+  double err2 = 0, q2 = 0, w2 = 0;
+  for (uint32_t i = 0; i < cols; i += 4) {
+    uint32_t word = 0;
+    for (uint32_t j = 0; j < 4; ++j) {
+      const double v = w[i + j];
+      const int q = s > 0 ? std::clamp(int(std::lround(v / double(s))), -127, 127) : 0;
+      const double e = v - double(s) * q;
+      err2 += e * e;
+      q2 += double(q) * q;
+      w2 += v * v;
+      word |= uint32_t(uint8_t(int8_t(q))) << (8 * j);
+    }
+    words[i / 4] = word;
+  }
+  const double gamma = 2.0 * cols * std::ldexp(1.0, -24);
+  const double c = (std::sqrt(err2) + gamma * (double(s) * std::sqrt(q2) + std::sqrt(w2))) * (1 + 1e-6);
+  scale = s;
+  bound = std::nextafter(float(c), INFINITY);  // never below c
+}
+
+}  // namespace
+
+Int8Rows quantize_rows_int8(std::span<const uint16_t> f16, uint32_t rows, uint32_t cols) {
+  if (cols == 0 || cols % 4 != 0) throw std::invalid_argument(fmt::format("int8 rows: {} columns is not a multiple of 4", cols));
+  if (f16.size() != uint64_t{rows} * cols)
+    throw std::invalid_argument(fmt::format("int8 rows: {} values for {} x {}", f16.size(), rows, cols));
+  Int8Rows out{std::vector<uint32_t>(uint64_t{rows} * cols / 4), std::vector<float>(rows), std::vector<float>(rows)};
+  const uint32_t threads = std::clamp(std::thread::hardware_concurrency(), 1u, 64u);
+  std::vector<std::thread> pool;
+  for (uint32_t t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      for (uint64_t r = t; r < rows; r += threads)
+        quantize_row(f16.data() + r * cols, cols, out.words.data() + r * cols / 4, out.scale[r], out.bound[r]);
+    });
+  for (auto& th : pool) th.join();
+  return out;
+}
+
+uint64_t greedy_head_bytes(const models::BitNetConfig& c) { return uint64_t{c.vocab_size} * (c.dim + 8); }
+
+GreedyHead upload_greedy_head(rt::Context& ctx, const models::GgufFile& file, const models::BitNetConfig& config,
+                              uint32_t rows_per_part) {
+  const char* name = config.tied_output ? "token_embd.weight" : "output.weight";
+  const auto bytes = file.tensor_data(name);
+  if (bytes.size() != uint64_t{config.vocab_size} * config.dim * 2)
+    throw std::runtime_error(fmt::format("{}: {} holds {} bytes, expected {} x {} F16", file.name(), name, bytes.size(),
+                                         config.vocab_size, config.dim));
+  std::vector<uint16_t> f16(bytes.size() / 2);
+  std::memcpy(f16.data(), bytes.data(), bytes.size());
+  const Int8Rows q = quantize_rows_int8(f16, config.vocab_size, config.dim);
+  GreedyHead h;
+  const uint64_t row_words = config.dim / 4;
+  for (uint32_t first = 0; first < config.vocab_size; first += rows_per_part) {
+    const uint32_t n = std::min(rows_per_part, config.vocab_size - first);
+    h.parts.emplace_back(ctx, n * row_words * 4, rt::BufferOptions{false, fmt::format("{} int8 [{}:{}]", name, first, first + n)});
+    h.parts.back().upload(std::span(q.words).subspan(first * row_words, n * row_words));
+  }
+  h.scale = rt::Buffer(ctx, q.scale.size() * 4, {false, "greedy head scales"});
+  h.scale.upload(q.scale);
+  h.bound = rt::Buffer(ctx, q.bound.size() * 4, {false, "greedy head bounds"});
+  h.bound.upload(q.bound);
+  return h;
+}
+
+}  // namespace bdsl::bitnet

@@ -1,0 +1,37 @@
+// The LM head's int8 shadow, for greedy decoding that reads half the bytes and still picks
+// exactly the token the F16 head would (ops/lm_head_pruned.h). Per row r of the F16 table w:
+//   s_r   = max|w_r| / 127 (f32), q_r = round(w_r / s_r) as int8;
+//   c_r   >= ||w_r - s_r q_r||_2 + gamma * (s_r ||q_r||_2 + ||w_r||_2), rounded up, where gamma
+//           covers the f32 rounding of both dot products (2 * cols * 2^-24);
+// so for any x, |(s_r q_r . x as the GPU sums it) - (w_r . x as the F16 head sums it)| <= c_r ||x||_2
+// (Cauchy-Schwarz on the quantization error, the standard bound on a summation's rounding).
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "models/gpu/device_weights.h"
+
+namespace bdsl::bitnet {
+
+struct Int8Rows {
+  std::vector<uint32_t> words;  // rows x cols / 4, element 4w + j of a row in byte j of word w
+  std::vector<float> scale;     // s_r
+  std::vector<float> bound;     // c_r
+};
+
+// f16: rows x cols F16 bit patterns, row-major. cols: a multiple of 4. Uses every core.
+Int8Rows quantize_rows_int8(std::span<const uint16_t> f16, uint32_t rows, uint32_t cols);
+
+// The shadow on the device: int8 rows in parts of the F16 table's rows_per_part (each part's
+// bytes are half the F16 part's, so it fits wherever that one does), scales and bounds.
+struct GreedyHead {
+  std::vector<rt::Buffer> parts;
+  rt::Buffer scale, bound;
+};
+GreedyHead upload_greedy_head(rt::Context& ctx, const models::GgufFile& file, const models::BitNetConfig& config,
+                              uint32_t rows_per_part);
+// Device bytes upload_greedy_head allocates.
+uint64_t greedy_head_bytes(const models::BitNetConfig& config);
+
+}  // namespace bdsl::bitnet

@@ -1,0 +1,48 @@
+// Greedy decoding's LM head, exact with half the bytes: the argmax of the F16 head's logits
+// (lm_head.h), bit for bit with its ties, reading an int8 shadow of the table
+// (models/gpu/greedy_head.h) and only the few F16 rows that could win. Two dispatches, then
+// argmax_final over the second's partials (ops/argmax.h):
+//
+// lm_head_bounds: every row's approximate logit a_r = s_r (q_r . x), and, with
+//   m_r = c_r ||x||_2 (1 + 1e-3) + |a_r| 1e-6 (c_r bounds the shadow's error per unit of ||x||,
+//   the margins the f32 arithmetic here), upper_r = a_r + m_r >= logit_r >= a_r - m_r = lower_r.
+//   Writes upper[r] and each workgroup's largest lower_r.
+// lm_head_candidates: L = the largest lower bound. A row with upper_r < L cannot be the argmax
+//   (some row's logit is >= L > its own); every other row (the argmax and all its ties among
+//   them) gets its logit exactly as lm_head computes it, and each workgroup writes the argmax of
+//   those (value, index; index 0xffffffff where it had none) for argmax_final.
+// On the 2B shape: 328 MB read instead of 656, plus the candidates' rows. If the bounds are
+// loose (a flat distribution), more rows are candidates: slower, never wrong.
+//
+// lm_head_bounds(target, vocab, dim, rows_per_part):
+//   bindings  0 x             vec4  read   [dim / 4]
+//             1 .. parts      uvec4 read   int8 rows of part p (dim / 16 per row)
+//             parts + 1 scale f32   read   [vocab]  s_r
+//             parts + 2 bound f32   read   [vocab]  c_r
+//             parts + 3 upper f32   write  [vocab]
+//             parts + 4 lower f32   write  [lm_head_bounds_workgroups]
+//   grid: (lm_head_bounds_workgroups(target, vocab), 1, 1)
+// lm_head_candidates(target, vocab, dim, rows_per_part):
+//   bindings  0 x             as lm_head's x
+//             1 .. parts      as lm_head's table parts
+//             parts + 1 upper f32   read   [vocab]
+//             parts + 2 lower f32   read   [lm_head_bounds_workgroups]
+//             parts + 3 part_values   f32 write [argmax_plan(target, vocab).groups]
+//             parts + 4 part_indices  u32 write [the same]
+//   grid: (argmax_plan(target, vocab).groups, 1, 1): argmax_final reads its partials as it reads
+//   argmax_partial's.
+// dim: a multiple of 16 (lm_head_pruned_supported).
+#pragma once
+#include <cstdint>
+
+#include "dsl/dsl.h"
+#include "ops/target.h"
+
+namespace bdsl::ops {
+
+bool lm_head_pruned_supported(uint32_t dim);
+uint32_t lm_head_bounds_workgroups(const OpTarget& target, uint32_t vocab);
+dsl::Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part);
+dsl::Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part);
+
+}  // namespace bdsl::ops

@@ -1,0 +1,151 @@
+// The pruned greedy LM head (ops/lm_head_pruned.h over models/gpu/greedy_head.h's int8 shadow):
+// the shadow's bound holds, and the two kernels pick exactly the full head's argmax (lm_head, then
+// argmax_partial and argmax_final) on random rows, planted ties, a flat table where every row is
+// a candidate, a zero x, and a table in several parts.
+#include <cmath>
+#include <random>
+
+#include "device_test.h"
+#include "golden/half_float.h"
+#include "models/gpu/greedy_head.h"
+#include "ops/argmax.h"
+#include "ops/lm_head.h"
+#include "ops/lm_head_pruned.h"
+
+namespace bdsl::test {
+namespace {
+
+std::vector<uint16_t> random_table(uint32_t rows, uint32_t cols, uint32_t seed, float sd = 0.05f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, sd);
+  std::vector<uint16_t> t(size_t(rows) * cols);
+  for (uint16_t& h : t) h = golden::f32_to_f16(d(rng));
+  return t;
+}
+
+std::vector<float> random_x(uint32_t n, uint32_t seed, float sd = 1.5f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, sd);
+  std::vector<float> x(n);
+  for (float& v : x) v = d(rng);
+  return x;
+}
+
+TEST(GreedyHeadShadow, BoundsTheQuantizationError) {
+  const uint32_t rows = 64, cols = 256;
+  auto table = random_table(rows, cols, 1);
+  for (uint32_t c = 0; c < cols; ++c) table[c] = 0;  // row 0: zeros
+  table[cols + 7] = golden::f32_to_f16(3.0f);          // row 1: one outlier
+  const auto q = bitnet::quantize_rows_int8(table, rows, cols);
+  EXPECT_EQ(q.scale[0], 0.0f);
+  for (uint32_t trial = 0; trial < 20; ++trial) {
+    const auto x = random_x(cols, 100 + trial, trial % 2 ? 0.01f : 10.0f);
+    double norm = 0;
+    for (float v : x) norm += double(v) * v;
+    norm = std::sqrt(norm);
+    for (uint32_t r = 0; r < rows; ++r) {
+      double exact = 0, shadow = 0;
+      for (uint32_t c = 0; c < cols; ++c) {
+        const int8_t code = int8_t(q.words[(size_t(r) * cols + c) / 4] >> (8 * (c % 4)));
+        exact += double(golden::f16_to_f32(table[size_t(r) * cols + c])) * x[c];
+        shadow += double(q.scale[r]) * code * x[c];
+      }
+      ASSERT_LE(std::abs(exact - shadow), double(q.bound[r]) * norm) << "row " << r << " trial " << trial;
+    }
+  }
+  EXPECT_THROW(bitnet::quantize_rows_int8(table, rows, cols + 4), std::invalid_argument);
+}
+
+class GreedyHead : public DeviceTest {
+ protected:
+  // The argmax of the full head and of the pruned one, over the same table and x.
+  std::pair<uint32_t, uint32_t> argmaxes(const std::vector<uint16_t>& table, const std::vector<float>& x, uint32_t vocab,
+                                         uint32_t dim, uint32_t rows_per_part) {
+    const ops::OpTarget t = ops::OpTarget::from(ctx().info());
+    const ops::LmHeadSplit split = ops::lm_head_split(t, vocab, dim, rows_per_part);
+    const ops::ArgmaxPlan plan = ops::argmax_plan(t, vocab);
+    const auto q = bitnet::quantize_rows_int8(table, vocab, dim);
+    rt::Buffer xb = buffer_of(x, "x");
+    std::vector<rt::Buffer> f16_parts, int8_parts;
+    for (uint32_t p = 0; p < split.parts; ++p) {
+      const size_t first = size_t(p) * split.rows_per_part, n = split.rows_in_part(p, vocab);
+      f16_parts.push_back(buffer_of(std::vector<uint16_t>(table.begin() + first * dim, table.begin() + (first + n) * dim), "f16"));
+      int8_parts.push_back(buffer_of(std::vector<uint32_t>(q.words.begin() + first * dim / 4, q.words.begin() + (first + n) * dim / 4), "int8"));
+    }
+    rt::Buffer scale = buffer_of(q.scale, "scale"), bound = buffer_of(q.bound, "bound");
+    auto out = [&](uint64_t words, const char* name) { return rt::Buffer(ctx(), std::max<uint64_t>(words * 4, 4), {true, name}); };
+    rt::Buffer logits = out(vocab, "logits"), upper = out(vocab, "upper");
+    rt::Buffer lower = out(ops::lm_head_bounds_workgroups(t, vocab), "lower");
+    rt::Buffer pv = out(plan.groups, "pv"), pi = out(plan.groups, "pi"), full = out(1, "full"), pruned = out(1, "pruned");
+    rt::Pipeline head = pipeline(ops::lm_head(t, vocab, dim, rows_per_part));
+    rt::Pipeline partial = pipeline(ops::argmax_partial(t, vocab)), final = pipeline(ops::argmax_final(t, vocab));
+    rt::Pipeline bounds = pipeline(ops::lm_head_bounds(t, vocab, dim, rows_per_part));
+    rt::Pipeline candidates = pipeline(ops::lm_head_candidates(t, vocab, dim, rows_per_part));
+    rt::Graph g(ctx());
+    std::vector<rt::BufferSlice> b{xb};
+    for (auto& p : f16_parts) b.push_back(p);
+    b.push_back(logits);
+    g.dispatch(head, b, rt::push(), rt::Grid{ops::lm_head_workgroups(t, vocab)});
+    g.dispatch(partial, {logits, pv, pi}, rt::Grid{plan.groups});
+    g.dispatch(final, {pv, pi, full}, rt::Grid{1});
+    b = {xb};
+    for (auto& p : int8_parts) b.push_back(p);
+    b.insert(b.end(), {scale, bound, upper, lower});
+    g.dispatch(bounds, b, rt::push(), rt::Grid{ops::lm_head_bounds_workgroups(t, vocab)});
+    b = {xb};
+    for (auto& p : f16_parts) b.push_back(p);
+    b.insert(b.end(), {upper, lower, pv, pi});
+    g.dispatch(candidates, b, rt::push(), rt::Grid{plan.groups});
+    g.dispatch(final, {pv, pi, pruned}, rt::Grid{1});
+    g.submit_and_wait();
+    // Every upper bound is at or above the full head's logit.
+    const auto l = logits.download<float>(), u = upper.download<float>();
+    for (uint32_t r = 0; r < vocab; ++r) EXPECT_GE(u[r], l[r]) << "row " << r;
+    return {full.download<uint32_t>()[0], pruned.download<uint32_t>()[0]};
+  }
+};
+
+TEST_F(GreedyHead, PicksTheFullHeadsArgmax) {
+  const uint32_t vocab = 9000, dim = 256;
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    const auto table = random_table(vocab, dim, seed);
+    const auto [full, pruned] = argmaxes(table, random_x(dim, seed + 50), vocab, dim, vocab);
+    EXPECT_EQ(pruned, full) << "seed " << seed;
+  }
+}
+
+TEST_F(GreedyHead, KeepsTheLowestIndexOfTies) {
+  const uint32_t vocab = 9000, dim = 256;
+  auto table = random_table(vocab, dim, 4);
+  const auto x = random_x(dim, 5);
+  const uint32_t winner = argmaxes(table, x, vocab, dim, vocab).first;
+  // Copies of the winner's row later and earlier (in another workgroup of either kernel).
+  for (uint32_t copy : {winner + 1 < vocab ? winner + 1 : 0u, 8999u, 17u}) {
+    if (copy == winner) continue;
+    std::copy_n(table.begin() + size_t(winner) * dim, dim, table.begin() + size_t(copy) * dim);
+    const auto [full, pruned] = argmaxes(table, x, vocab, dim, vocab);
+    EXPECT_EQ(full, std::min(winner, copy));
+    EXPECT_EQ(pruned, full);
+  }
+}
+
+TEST_F(GreedyHead, EveryRowACandidateStillPicksTheFirst) {
+  const uint32_t vocab = 5000, dim = 128;
+  std::vector<uint16_t> table(size_t(vocab) * dim, golden::f32_to_f16(0.25f));  // all rows equal
+  auto [full, pruned] = argmaxes(table, random_x(dim, 6), vocab, dim, vocab);
+  EXPECT_EQ(full, 0u);
+  EXPECT_EQ(pruned, 0u);
+  std::tie(full, pruned) = argmaxes(random_table(vocab, dim, 7), std::vector<float>(dim, 0.0f), vocab, dim, vocab);
+  EXPECT_EQ(pruned, full);  // x = 0: every logit 0
+}
+
+TEST_F(GreedyHead, WorksOverSeveralParts) {
+  const uint32_t vocab = 6000, dim = 128;
+  for (uint32_t seed : {8u, 9u}) {
+    const auto [full, pruned] = argmaxes(random_table(vocab, dim, seed), random_x(dim, seed), vocab, dim, 1024);
+    EXPECT_EQ(pruned, full);
+  }
+}
+
+}  // namespace
+}  // namespace bdsl::test
