@@ -25,7 +25,9 @@ struct ModelState {
 
 // The models a run builds: with per-dispatch GPU timestamps (the per-op tables), and without
 // (what `run` executes), with separate kernels (the default) or fused decode layers (to compare).
-enum class Variant { Timed, Untimed, UntimedFused, UntimedFusedDown };
+// Model states by recording: with GPU timestamps; without (the default model); fused layers;
+// and without the pruned greedy head (decode_greedy then runs the full LM head).
+enum class Variant { Timed, Untimed, UntimedFused, UntimedFusedDown, UntimedFullHead };
 
 ModelState& model_state(BenchSession& s, Variant variant = Variant::Timed) {
   auto& slot = s.model_states[static_cast<int>(variant)];
@@ -42,6 +44,7 @@ ModelState& model_state(BenchSession& s, Variant variant = Variant::Timed) {
     o.fused_layers = variant == Variant::UntimedFused       ? bitnet::FusedLayers::All
                      : variant == Variant::UntimedFusedDown ? bitnet::FusedLayers::FfnDownQkv
                                                             : bitnet::FusedLayers::Off;
+    o.greedy_head = variant != Variant::UntimedFullHead;
     o.prefill_projections = s.options.prefill_projections;
     o.decode_tuning = s.options.decode_tuning;
     state->model = std::make_unique<bitnet::BitNetModel>(*s.ctx, state->file, state->config, o);
@@ -112,8 +115,8 @@ void decode_untimed(benchmark::State& st, BenchSession& s, uint32_t ctx_len, Var
 // each argmax to the next step and the host keeps replays queued. An iteration is a run of
 // kGreedyRun steps ending at position ctx - 1; the time reported is per token.
 constexpr uint32_t kGreedyRun = 16;
-void decode_greedy(benchmark::State& st, BenchSession& s, uint32_t ctx_len) {
-  auto& m = model_state(s, Variant::Untimed);
+void decode_greedy(benchmark::State& st, BenchSession& s, uint32_t ctx_len, Variant variant) {
+  auto& m = model_state(s, variant);
   ctx_len = std::min(ctx_len, m.config.context_length);
   const uint32_t run = std::min(kGreedyRun, ctx_len), first = ctx_len - run;
   fill_cache(m, first);
@@ -259,9 +262,10 @@ void register_model_benchmarks(BenchSession& s) {
           ->UseManualTime()->Iterations(quick ? 3 : 200)->Unit(benchmark::kMicrosecond);
     }
   for (uint32_t ctx : quick ? std::vector<uint32_t>{64} : std::vector<uint32_t>{128, 512, 2048})
-    benchmark::RegisterBenchmark(fmt::format("decode_greedy/ctx:{}", ctx).c_str(),
-                                 [&s, ctx](benchmark::State& st) { decode_greedy(st, s, ctx); })
-        ->UseManualTime()->Iterations(quick ? 2 : 20)->Unit(benchmark::kMicrosecond);
+    for (Variant v : {Variant::Untimed, Variant::UntimedFullHead})
+      benchmark::RegisterBenchmark(fmt::format("decode_greedy{}/ctx:{}", v == Variant::Untimed ? "" : "_full_head", ctx).c_str(),
+                                   [&s, ctx, v](benchmark::State& st) { decode_greedy(st, s, ctx, v); })
+          ->UseManualTime()->Iterations(quick ? 2 : 20)->Unit(benchmark::kMicrosecond);
   for (uint32_t n : quick ? std::vector<uint32_t>{16} : std::vector<uint32_t>{128, 512})
     benchmark::RegisterBenchmark(fmt::format("prefill/tokens:{}", n).c_str(),
                                  [&s, n](benchmark::State& st) { prefill(st, s, n); })

@@ -1,6 +1,7 @@
 #include "ops/lm_head_pruned.h"
 
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -64,10 +65,17 @@ Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint
       for_range(k.subgroup_invocation(), quads, k.subgroup_size(), [&](Expr<u32> i) {
         auto w = let("w", Expr<uvec4>(t[base + i]));
         auto xi = i * 4u;
-        acc += dot(cast<vec4>(unpack_i8x4(w.x())), Expr<vec4>(x[xi])) +
-               dot(cast<vec4>(unpack_i8x4(w.y())), Expr<vec4>(x[xi + 1u])) +
-               dot(cast<vec4>(unpack_i8x4(w.z())), Expr<vec4>(x[xi + 2u])) +
-               dot(cast<vec4>(unpack_i8x4(w.w())), Expr<vec4>(x[xi + 3u]));
+        // int8 -> f32 without the quarter-rate conversion: 2^23 + (b + 128) as float bits, minus
+        // 2^23 + 128, is b exactly (two full-rate operations).
+        auto widen = [](Expr<u32> word) {
+          auto biased = let("biased", word ^ 0x80808080u);
+          auto byte = [&](uint32_t j) {
+            return bitcast<f32>(((biased >> (8u * j)) & 0xffu) | 0x4b000000u) - 8388736.0f;
+          };
+          return make_vec<f32>(byte(0), byte(1), byte(2), byte(3));
+        };
+        acc += dot(widen(w.x()), Expr<vec4>(x[xi])) + dot(widen(w.y()), Expr<vec4>(x[xi + 1u])) +
+               dot(widen(w.z()), Expr<vec4>(x[xi + 2u])) + dot(widen(w.w()), Expr<vec4>(x[xi + 3u]));
       }, "quad");
       return subgroup_add(Expr<f32>(acc));
     };
@@ -109,13 +117,19 @@ Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, 
   auto part_values = k.buffer<f32>("part_values", Access::Write);
   auto part_indices = k.buffer<u32>("part_indices", Access::Write);
 
-  // L: the largest lower bound of all rows.
-  auto local_lower = k.var<f32>("local_lower", -INFINITY);
-  for_range(k.local_index(), bound_groups, wg, [&](Expr<u32> i) { local_lower = max(Expr<f32>(local_lower), Expr<f32>(lower[i])); }, "i");
-  auto floor_l = workgroup_max<f32>(k, k.shared<f32>("lower_parts", wg), Expr<f32>(local_lower), "floor");
+  // L: the largest lower bound of all rows. Loads written out, all in flight at once (a loop
+  // would wait for each in turn).
+  std::optional<Expr<f32>> local_lower;
+  for (uint32_t j = 0; j * wg < bound_groups; ++j) {
+    auto i = k.local_index() + j * wg;
+    Expr<f32> v = lower[min(i, constant<u32>(bound_groups - 1))];
+    if ((j + 1) * wg > bound_groups) v = select(i < bound_groups, v, constant<f32>(-INFINITY));
+    local_lower = local_lower ? max(*local_lower, v) : v;
+  }
+  auto floor_l = workgroup_max<f32>(k, k.shared<f32>("lower_parts", wg), let("local_lower", *local_lower), "floor");
 
   // This workgroup's rows, a subgroup-wide batch at a time: rows that may win, one by one, each
-  // computed by the whole subgroup as lm_head does.
+  // computed by the whole subgroup as lm_head does. Every batch's upper bounds load at once.
   auto lane = k.subgroup_invocation();
   auto first = let("first_row", k.workgroup_id().x() * plan.chunk);
   auto end = let("end_row", min(first + plan.chunk, vocab));
@@ -124,10 +138,19 @@ Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, 
   auto beats = [](Expr<f32> v, Expr<u32> i, Expr<f32> bv, Expr<u32> bi) {
     return i != kNone && (bi == kNone || v > bv || (v == bv && i < bi));
   };
+  const uint32_t batches = ceil_div(plan.chunk, wg);
+  auto sg_first = let("sg_first", first + k.subgroup_id() * k.subgroup_size());
   auto batch = k.subgroup_size() * k.num_subgroups();
-  for_range(first + k.subgroup_id() * k.subgroup_size(), end, batch, [&](Expr<u32> base) {
-    auto row = let("row", base + lane);
-    auto pending = k.var<boolean>("pending", row < end && Expr<f32>(upper[min(row, constant<u32>(vocab - 1))]) >= floor_l);
+  std::vector<Expr<u32>> bases;
+  std::vector<Expr<boolean>> may_win;
+  for (uint32_t j = 0; j < batches; ++j) {
+    bases.push_back(let("base", sg_first + batch * j));
+    auto row = bases.back() + lane;
+    may_win.push_back(let("may_win", row < end && Expr<f32>(upper[min(row, constant<u32>(vocab - 1))]) >= floor_l));
+  }
+  for (uint32_t j = 0; j < batches; ++j) {
+    auto base = bases[j];
+    auto pending = k.var<boolean>("pending", may_win[j]);
     loop([&] {
       auto next = let("next_lane", subgroup_min(select(Expr<boolean>(pending), lane, constant<u32>(kNone))));
       if_(next == kNone, [&] { break_(); });
@@ -140,7 +163,7 @@ Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, 
       });
       if_(lane == next, [&] { pending = constant<boolean>(false); });
     });
-  }, "base");
+  }
   // The workgroup's best over its subgroups (each subgroup's is uniform), ties to the lower index.
   auto sv = k.shared<f32>("sg_values", wg);
   auto si = k.shared<u32>("sg_indices", wg);
