@@ -1,5 +1,6 @@
 #include "ops/lm_head_pruned.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <stdexcept>
@@ -14,7 +15,7 @@ namespace bdsl::ops {
 using namespace bdsl::dsl;
 
 namespace {
-constexpr uint32_t kRowsPerSubgroup = 2;  // per workgroup of lm_head_bounds
+constexpr uint32_t kRowsPerSubgroup = 8;  // per workgroup of lm_head_bounds: x's part quantized once for them
 constexpr uint32_t kNone = 0xffffffffu;
 
 uint32_t workgroup_of(const OpTarget& t) { return subgroup_multiple_workgroup(t, 256); }
@@ -32,58 +33,91 @@ uint32_t lm_head_bounds_workgroups(const OpTarget& target, uint32_t vocab) {
   return ceil_div(vocab, rows_per_workgroup(target, workgroup_of(target)) * kRowsPerSubgroup);
 }
 
+// sum over four byte pairs of signed a * b.
+Expr<i32> byte_dot(const Expr<u32>& a, const Expr<u32>& b, bool packed) {
+  if (packed) return sdot4x8(a, b);
+  auto sa = bitcast<i32>(a), sb = bitcast<i32>(b);
+  auto term = [&](int j) { return bitfield_extract(sa, 8 * j, 8) * bitfield_extract(sb, 8 * j, 8); };
+  return (term(0) + term(1)) + (term(2) + term(3));
+}
+
 Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part) {
   check(vocab, dim);
   const LmHeadSplit split = lm_head_split(target, vocab, dim, rows_per_part);
   const uint32_t wg = workgroup_of(target);
+  const uint32_t sg = std::max(1u, target.subgroup_size);
   const uint32_t rows_per_wg = rows_per_workgroup(target, wg) * kRowsPerSubgroup;
-  KernelBuilder k("lm_head_bounds_" + std::to_string(vocab) + "x" + std::to_string(dim) + "_parts" + std::to_string(split.parts),
+  const bool packed = target.int_dot_product;
+  KernelBuilder k("lm_head_bounds_" + std::to_string(vocab) + "x" + std::to_string(dim) + "_parts" + std::to_string(split.parts) +
+                      (packed ? "_sdot" : ""),
                   {wg, 1, 1});
   auto x = k.buffer<vec4>("x", Access::Read);
   std::vector<Buffer<uvec4>> table;
   for (uint32_t p = 0; p < split.parts; ++p) table.push_back(k.buffer<uvec4>("table" + std::to_string(p), Access::Read));
   auto scale = k.buffer<f32>("scale", Access::Read);
-  auto bound = k.buffer<f32>("bound", Access::Read);
+  auto bound = k.buffer<vec2>("bound", Access::Read);
   auto upper = k.buffer<f32>("upper", Access::Write);
   auto lower = k.buffer<f32>("lower", Access::Write);
 
-  // ||x||_2, with a margin for its own rounding (a sum of dim squares and a square root).
-  auto sq = k.var<f32>("sq", 0.0f);
-  for_range(k.local_index(), dim / 4, wg, [&](Expr<u32> i) {
-    auto v = let("xv", Expr<vec4>(x[i]));
-    sq += dot(v, v);
-  }, "i");
-  auto norm = let("x_norm", sqrt(workgroup_add<f32>(k, k.shared<f32>("sq_parts", wg), Expr<f32>(sq), "sq_total")) * 1.001f);
+  // Each lane takes the same 16-element quads of every row (lane, lane + sg, ...): its part of x
+  // is loaded once, quantized to int8 (x~ = xq * sx, sx = max|x| / 127) and kept in registers,
+  // so a row costs only its int8 dot products. ||x||_2 and ||x - x~||_2 enter the bound.
+  const uint32_t quads = dim / 16;
+  const uint32_t per_lane = (quads + sg - 1) / sg;
+  auto lane = k.subgroup_invocation();
+  std::vector<Expr<u32>> quad;
+  std::vector<std::optional<Expr<boolean>>> valid;
+  std::vector<Expr<vec4>> xs;
+  for (uint32_t j = 0; j < per_lane; ++j) {
+    auto q = let("quad", lane + j * sg);
+    quad.push_back(q);
+    valid.push_back((j + 1) * sg > quads ? std::optional(let("in_row", q < quads)) : std::nullopt);
+    auto readable = valid.back() ? min(q, constant<u32>(quads - 1)) : q;
+    for (uint32_t c = 0; c < 4; ++c) {
+      Expr<vec4> v = x[readable * 4u + c];
+      xs.push_back(let("xv", valid.back() ? select(*valid.back(), v, make_vec<f32>(0.0f, 0.0f, 0.0f, 0.0f)) : v));
+    }
+  }
+  std::optional<Expr<f32>> sq, amax;
+  for (const auto& v : xs) {
+    auto a = abs(v);
+    auto m = max(max(a.x(), a.y()), max(a.z(), a.w()));
+    sq = sq ? *sq + dot(v, v) : dot(v, v);
+    amax = amax ? max(*amax, m) : m;
+  }
+  // Every subgroup covers all of x: subgroup reductions suffice.
+  auto norm = let("x_norm", sqrt(subgroup_add(*sq)) * 1.001f);
+  auto sx = let("sx", max(subgroup_max(*amax), 1e-30f) / 127.0f);
+  auto inv_sx = let("inv_sx", 1.0f / sx);
+  std::vector<Expr<u32>> xq;
+  std::optional<Expr<f32>> res;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    auto r = let("xr", clamp(round(xs[i] * inv_sx), make_vec<f32>(-127.0f, -127.0f, -127.0f, -127.0f), make_vec<f32>(127.0f, 127.0f, 127.0f, 127.0f)));
+    auto d = xs[i] - r * sx;
+    res = res ? *res + dot(d, d) : dot(d, d);
+    xq.push_back(let("xq", pack_i8x4(cast<ivec4>(r))));
+  }
+  auto res_norm = let("residual_norm", sqrt(subgroup_add(*res)) * 1.001f + 1e-30f);
 
-  const uint32_t quads = dim / 16;  // uvec4 of 16 int8 per row
   auto first = let("first_row", k.workgroup_id().x() * rows_per_wg);
   auto end = let("end_row", min(first + rows_per_wg, vocab));
   auto best_lower = k.var<f32>("best_lower", -INFINITY);
   for_range(first + k.subgroup_id(), end, k.num_subgroups(), [&](Expr<u32> row) {
-    auto row_dot = [&](const Buffer<uvec4>& t, Expr<u32> base) {
-      auto acc = k.var<f32>("acc", 0.0f);
-      for_range(k.subgroup_invocation(), quads, k.subgroup_size(), [&](Expr<u32> i) {
-        auto w = let("w", Expr<uvec4>(t[base + i]));
-        auto xi = i * 4u;
-        // int8 -> f32 without the quarter-rate conversion: 2^23 + (b + 128) as float bits, minus
-        // 2^23 + 128, is b exactly (two full-rate operations).
-        auto widen = [](Expr<u32> word) {
-          auto biased = let("biased", word ^ 0x80808080u);
-          auto byte = [&](uint32_t j) {
-            return bitcast<f32>(((biased >> (8u * j)) & 0xffu) | 0x4b000000u) - 8388736.0f;
-          };
-          return make_vec<f32>(byte(0), byte(1), byte(2), byte(3));
-        };
-        acc += dot(widen(w.x()), Expr<vec4>(x[xi])) + dot(widen(w.y()), Expr<vec4>(x[xi + 1u])) +
-               dot(widen(w.z()), Expr<vec4>(x[xi + 2u])) + dot(widen(w.w()), Expr<vec4>(x[xi + 3u]));
-      }, "quad");
-      return subgroup_add(Expr<f32>(acc));
-    };
-    auto dot_q = k.var<f32>("dot_q", 0.0f);
+    auto dot_q = k.var<i32>("dot_q", 0);
     std::function<void(uint32_t)> part = [&](uint32_t p) {
       auto body = [&] {
         auto local = p == 0 ? row : let("local_row", row - p * split.rows_per_part);
-        dot_q = row_dot(table[p], let("row_base", local * quads));
+        auto base = let("row_base", local * quads);
+        std::optional<Expr<i32>> acc;
+        for (uint32_t j = 0; j < per_lane; ++j) {
+          Expr<uvec4> w = table[p][base + (valid[j] ? min(quad[j], constant<u32>(quads - 1)) : quad[j])];
+          auto wv = let("w", w);
+          auto t = (byte_dot(wv.x(), xq[4 * j], packed) + byte_dot(wv.y(), xq[4 * j + 1], packed)) +
+                   (byte_dot(wv.z(), xq[4 * j + 2], packed) + byte_dot(wv.w(), xq[4 * j + 3], packed));
+          auto term = valid[j] ? select(*valid[j], t, constant<i32>(0)) : t;
+          acc = acc ? *acc + term : term;
+        }
+        dot_q = subgroup_add(*acc);
       };
       if (p + 1 == split.parts)
         body();
@@ -91,9 +125,10 @@ Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint
         if_(row < (p + 1) * split.rows_per_part, body).else_([&] { part(p + 1); });
     };
     part(0);
-    auto approx = let("approx", Expr<f32>(dot_q) * Expr<f32>(scale[row]));
-    auto margin = let("margin", Expr<f32>(bound[row]) * norm + abs(approx) * 1e-6f);
-    if_(k.subgroup_invocation() == 0u, [&] { upper[row] = approx + margin; });
+    auto approx = let("approx", (cast<f32>(Expr<i32>(dot_q)) * Expr<f32>(scale[row])) * sx);
+    auto c = let("bound", Expr<vec2>(bound[row]));
+    auto margin = let("margin", c.x() * norm + c.y() * res_norm + abs(approx) * 1e-6f);
+    if_(lane == 0u, [&] { upper[row] = approx + margin; });
     best_lower = max(Expr<f32>(best_lower), approx - margin);
   }, "row");
   auto wg_lower = workgroup_max<f32>(k, k.shared<f32>("lower_parts", wg), Expr<f32>(best_lower), "wg_lower");

@@ -3,9 +3,11 @@
 // (models/gpu/greedy_head.h) and only the few F16 rows that could win. Two dispatches, then
 // argmax_final over the second's partials (ops/argmax.h):
 //
-// lm_head_bounds: every row's approximate logit a_r = s_r (q_r . x), and, with
-//   m_r = c_r ||x||_2 (1 + 1e-3) + |a_r| 1e-6 (c_r bounds the shadow's error per unit of ||x||,
-//   the margins the f32 arithmetic here), upper_r = a_r + m_r >= logit_r >= a_r - m_r = lower_r.
+// lm_head_bounds: x quantized to int8 (x~ = xq sx, sx = max|x| / 127), every row's approximate
+//   logit a_r = s_r sx (q_r . xq) from packed int8 dot products, and, with
+//   m_r = c_r ||x||_2 + d_r ||x - x~||_2 (each norm (1 + 1e-3) for its own rounding) + |a_r| 1e-6,
+//   upper_r = a_r + m_r >= logit_r >= a_r - m_r = lower_r: c_r bounds the shadow's error per unit
+//   of ||x|| and d_r = s_r ||q_r||_2 that of quantizing x.
 //   Writes upper[r] and each workgroup's largest lower_r.
 // lm_head_candidates: L = the largest lower bound. A row with upper_r < L cannot be the argmax
 //   (some row's logit is >= L > its own); every other row (the argmax and all its ties among
@@ -18,7 +20,7 @@
 //   bindings  0 x             vec4  read   [dim / 4]
 //             1 .. parts      uvec4 read   int8 rows of part p (dim / 16 per row)
 //             parts + 1 scale f32   read   [vocab]  s_r
-//             parts + 2 bound f32   read   [vocab]  c_r
+//             parts + 2 bound vec2  read   [vocab]  (c_r, d_r)
 //             parts + 3 upper f32   write  [vocab]
 //             parts + 4 lower f32   write  [lm_head_bounds_workgroups]
 //   grid: (lm_head_bounds_workgroups(target, vocab), 1, 1)

@@ -41,7 +41,7 @@ struct ModelOptions {
   FusedLayers fused_layers = FusedLayers::Off;
   // decode_greedy picks each token from the LM head's int8 shadow and the few F16 rows that may
   // win (ops/lm_head_pruned.h): the same token as the full head, half its bytes; the shadow takes
-  // vocab x (dim + 8) more bytes of device memory. Not with fused layers or dump.
+  // vocab x (dim + 12) more bytes of device memory. Not with fused layers or dump.
   bool greedy_head = true;
 };
 

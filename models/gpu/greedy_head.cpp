@@ -13,7 +13,7 @@
 namespace bdsl::bitnet {
 namespace {
 
-void quantize_row(const uint16_t* f16, uint32_t cols, uint32_t* words, float& scale, float& bound) {
+void quantize_row(const uint16_t* f16, uint32_t cols, uint32_t* words, float& scale, float* bound) {
   std::vector<double> w(cols);
   double amax = 0;
   for (uint32_t i = 0; i < cols; ++i) amax = std::max(amax, std::abs(w[i] = golden::f16_to_f32(f16[i])));
@@ -35,7 +35,8 @@ void quantize_row(const uint16_t* f16, uint32_t cols, uint32_t* words, float& sc
   const double gamma = 2.0 * cols * std::ldexp(1.0, -24);
   const double c = (std::sqrt(err2) + gamma * (double(s) * std::sqrt(q2) + std::sqrt(w2))) * (1 + 1e-6);
   scale = s;
-  bound = std::nextafter(float(c), INFINITY);  // never below c
+  bound[0] = std::nextafter(float(c), INFINITY);  // never below c
+  bound[1] = std::nextafter(float(double(s) * std::sqrt(q2) * (1 + 1e-6)), INFINITY);
 }
 
 }  // namespace
@@ -44,19 +45,19 @@ Int8Rows quantize_rows_int8(std::span<const uint16_t> f16, uint32_t rows, uint32
   if (cols == 0 || cols % 4 != 0) throw std::invalid_argument(fmt::format("int8 rows: {} columns is not a multiple of 4", cols));
   if (f16.size() != uint64_t{rows} * cols)
     throw std::invalid_argument(fmt::format("int8 rows: {} values for {} x {}", f16.size(), rows, cols));
-  Int8Rows out{std::vector<uint32_t>(uint64_t{rows} * cols / 4), std::vector<float>(rows), std::vector<float>(rows)};
+  Int8Rows out{std::vector<uint32_t>(uint64_t{rows} * cols / 4), std::vector<float>(rows), std::vector<float>(uint64_t{rows} * 2)};
   const uint32_t threads = std::clamp(std::thread::hardware_concurrency(), 1u, 64u);
   std::vector<std::thread> pool;
   for (uint32_t t = 0; t < threads; ++t)
     pool.emplace_back([&, t] {
       for (uint64_t r = t; r < rows; r += threads)
-        quantize_row(f16.data() + r * cols, cols, out.words.data() + r * cols / 4, out.scale[r], out.bound[r]);
+        quantize_row(f16.data() + r * cols, cols, out.words.data() + r * cols / 4, out.scale[r], out.bound.data() + 2 * r);
     });
   for (auto& th : pool) th.join();
   return out;
 }
 
-uint64_t greedy_head_bytes(const models::BitNetConfig& c) { return uint64_t{c.vocab_size} * (c.dim + 8); }
+uint64_t greedy_head_bytes(const models::BitNetConfig& c) { return uint64_t{c.vocab_size} * (c.dim + 12); }
 
 GreedyHead upload_greedy_head(rt::Context& ctx, const models::GgufFile& file, const models::BitNetConfig& config,
                               uint32_t rows_per_part) {

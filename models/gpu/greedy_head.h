@@ -1,6 +1,7 @@
 // The LM head's int8 shadow, for greedy decoding that reads half the bytes and still picks
 // exactly the token the F16 head would (ops/lm_head_pruned.h). Per row r of the F16 table w:
 //   s_r   = max|w_r| / 127 (f32), q_r = round(w_r / s_r) as int8;
+//   d_r   >= s_r ||q_r||_2 (the int8 x's error enters through it), and
 //   c_r   >= ||w_r - s_r q_r||_2 + gamma * (s_r ||q_r||_2 + ||w_r||_2), rounded up, where gamma
 //           covers the f32 rounding of both dot products (2 * cols * 2^-24);
 // so for any x, |(s_r q_r . x as the GPU sums it) - (w_r . x as the F16 head sums it)| <= c_r ||x||_2
@@ -17,7 +18,7 @@ namespace bdsl::bitnet {
 struct Int8Rows {
   std::vector<uint32_t> words;  // rows x cols / 4, element 4w + j of a row in byte j of word w
   std::vector<float> scale;     // s_r
-  std::vector<float> bound;     // c_r
+  std::vector<float> bound;     // c_r, then d_r >= s_r ||q_r||_2 (rounded up): [rows][2]
 };
 
 // f16: rows x cols F16 bit patterns, row-major. cols: a multiple of 4. Uses every core.

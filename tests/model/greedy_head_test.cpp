@@ -50,7 +50,14 @@ TEST(GreedyHeadShadow, BoundsTheQuantizationError) {
         exact += double(golden::f16_to_f32(table[size_t(r) * cols + c])) * x[c];
         shadow += double(q.scale[r]) * code * x[c];
       }
-      ASSERT_LE(std::abs(exact - shadow), double(q.bound[r]) * norm) << "row " << r << " trial " << trial;
+      ASSERT_LE(std::abs(exact - shadow), double(q.bound[2 * r]) * norm) << "row " << r << " trial " << trial;
+      // d_r bounds the shadow row's norm: |s q . (x - x~)| <= d_r ||x - x~|| for any x~.
+      double qn = 0;
+      for (uint32_t c = 0; c < cols; ++c) {
+        const double v = double(q.scale[r]) * int8_t(q.words[(size_t(r) * cols + c) / 4] >> (8 * (c % 4)));
+        qn += v * v;
+      }
+      ASSERT_LE(std::sqrt(qn), double(q.bound[2 * r + 1])) << "row " << r;
     }
   }
   EXPECT_THROW(bitnet::quantize_rows_int8(table, rows, cols + 4), std::invalid_argument);
@@ -60,8 +67,9 @@ class GreedyHead : public DeviceTest {
  protected:
   // The argmax of the full head and of the pruned one, over the same table and x.
   std::pair<uint32_t, uint32_t> argmaxes(const std::vector<uint16_t>& table, const std::vector<float>& x, uint32_t vocab,
-                                         uint32_t dim, uint32_t rows_per_part) {
-    const ops::OpTarget t = ops::OpTarget::from(ctx().info());
+                                         uint32_t dim, uint32_t rows_per_part, bool packed_dot = true) {
+    ops::OpTarget t = ops::OpTarget::from(ctx().info());
+    t.int_dot_product = t.int_dot_product && packed_dot;  // false: the plain int8 dot of lm_head_bounds
     const ops::LmHeadSplit split = ops::lm_head_split(t, vocab, dim, rows_per_part);
     const ops::ArgmaxPlan plan = ops::argmax_plan(t, vocab);
     const auto q = bitnet::quantize_rows_int8(table, vocab, dim);
@@ -109,8 +117,10 @@ TEST_F(GreedyHead, PicksTheFullHeadsArgmax) {
   const uint32_t vocab = 9000, dim = 256;
   for (uint32_t seed : {1u, 2u, 3u}) {
     const auto table = random_table(vocab, dim, seed);
-    const auto [full, pruned] = argmaxes(table, random_x(dim, seed + 50), vocab, dim, vocab);
-    EXPECT_EQ(pruned, full) << "seed " << seed;
+    for (bool packed : {true, false}) {
+      const auto [full, pruned] = argmaxes(table, random_x(dim, seed + 50), vocab, dim, vocab, packed);
+      EXPECT_EQ(pruned, full) << "seed " << seed << " packed dot " << packed;
+    }
   }
 }
 
