@@ -12,33 +12,14 @@
 namespace bdsl::ops {
 using namespace bdsl::dsl;
 
-namespace {
-
-constexpr uint32_t kNone = 0xffffffffu;  // no index yet: loses to any real candidate
-
-// (v, i) beats (best_v, best_i): larger value, or the same value at a lower index.
-Expr<boolean> beats(Expr<f32> v, Expr<u32> i, Expr<f32> best_v, Expr<u32> best_i) {
-  return i != kNone && (best_i == kNone || v > best_v || (v == best_v && i < best_i));
+Expr<boolean> argmax_beats(Expr<f32> v, Expr<u32> i, Expr<f32> best_v, Expr<u32> best_i) {
+  return i != kArgmaxNone && (best_i == kArgmaxNone || v > best_v || (v == best_v && i < best_i));
 }
 
-// Every invocation scans [begin, end) with stride workgroup; the workgroup's best (value, index)
-// is returned to every invocation. One barrier.
-std::pair<Expr<f32>, Expr<u32>> workgroup_argmax(KernelBuilder& k, uint32_t wg, Expr<u32> begin, Expr<u32> end,
-                                                 const std::function<Expr<f32>(Expr<u32>)>& value,
-                                                 const std::function<Expr<u32>(Expr<u32>)>& index) {
-  auto best_v = k.var<f32>("best_value", -INFINITY);
-  auto best_i = k.var<u32>("best_index", kNone);
-  for_range(begin + k.local_index(), end, wg, [&](Expr<u32> j) {
-    auto v = let("v", value(j));
-    auto i = let("i", index(j));
-    if_(beats(v, i, best_v, best_i), [&] {
-      best_v = v;
-      best_i = i;
-    });
-  }, "j");
+std::pair<Expr<f32>, Expr<u32>> workgroup_argmax_combine(KernelBuilder& k, uint32_t wg, Expr<f32> value, Expr<u32> index) {
   // Subgroup: the largest value, then the lowest index holding it.
-  auto m = let("sg_max", subgroup_max(Expr<f32>(best_v)));
-  auto sg_i = let("sg_index", subgroup_min(select(Expr<f32>(best_v) == m, Expr<u32>(best_i), constant<u32>(kNone))));
+  auto m = let("sg_max", subgroup_max(value));
+  auto sg_i = let("sg_index", subgroup_min(select(value == m, index, constant<u32>(kArgmaxNone))));
   auto sv = k.shared<f32>("sg_values", wg);
   auto si = k.shared<u32>("sg_indices", wg);
   if_(subgroup_elect(), [&] {
@@ -47,16 +28,36 @@ std::pair<Expr<f32>, Expr<u32>> workgroup_argmax(KernelBuilder& k, uint32_t wg, 
   });
   barrier();
   auto wv = k.var<f32>("wg_value", -INFINITY);
-  auto wi = k.var<u32>("wg_index", kNone);
+  auto wi = k.var<u32>("wg_index", kArgmaxNone);
   for_range(0u, k.num_subgroups(), [&](Expr<u32> s) {
     auto v = let("sv", Expr<f32>(sv[s]));
     auto i = let("si", Expr<u32>(si[s]));
-    if_(beats(v, i, wv, wi), [&] {
+    if_(argmax_beats(v, i, wv, wi), [&] {
       wv = v;
       wi = i;
     });
   }, "sg");
   return {Expr<f32>(wv), Expr<u32>(wi)};
+}
+
+namespace {
+
+// Every invocation scans [begin, end) with stride workgroup; the workgroup's best (value, index)
+// is returned to every invocation. One barrier.
+std::pair<Expr<f32>, Expr<u32>> workgroup_argmax(KernelBuilder& k, uint32_t wg, Expr<u32> begin, Expr<u32> end,
+                                                 const std::function<Expr<f32>(Expr<u32>)>& value,
+                                                 const std::function<Expr<u32>(Expr<u32>)>& index) {
+  auto best_v = k.var<f32>("best_value", -INFINITY);
+  auto best_i = k.var<u32>("best_index", kArgmaxNone);
+  for_range(begin + k.local_index(), end, wg, [&](Expr<u32> j) {
+    auto v = let("v", value(j));
+    auto i = let("i", index(j));
+    if_(argmax_beats(v, i, best_v, best_i), [&] {
+      best_v = v;
+      best_i = i;
+    });
+  }, "j");
+  return workgroup_argmax_combine(k, wg, Expr<f32>(best_v), Expr<u32>(best_i));
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 //   push constants: none.   grid: (1, 1, 1)
 #pragma once
 #include <cstdint>
+#include <utility>
 
 #include "dsl/dsl.h"
 #include "ops/target.h"
@@ -34,5 +35,15 @@ struct ArgmaxPlan {
 ArgmaxPlan argmax_plan(const OpTarget& target, uint32_t n);
 dsl::Kernel argmax_partial(const OpTarget& target, uint32_t n);
 dsl::Kernel argmax_final(const OpTarget& target, uint32_t n, uint32_t advance_context = 0);
+
+// For kernels that end in an argmax of their own (ops/lm_head_pruned.h), with the same order:
+inline constexpr uint32_t kArgmaxNone = 0xffffffffu;  // no index yet: loses to any real candidate
+// (v, i) beats (best_v, best_i): larger value, or the same value at a lower index.
+dsl::Expr<dsl::boolean> argmax_beats(dsl::Expr<dsl::f32> v, dsl::Expr<dsl::u32> i, dsl::Expr<dsl::f32> best_v,
+                                     dsl::Expr<dsl::u32> best_i);
+// Each invocation's (value, index) -> the workgroup's best, in every invocation. One barrier.
+std::pair<dsl::Expr<dsl::f32>, dsl::Expr<dsl::u32>> workgroup_argmax_combine(dsl::KernelBuilder& k, uint32_t wg,
+                                                                             dsl::Expr<dsl::f32> value,
+                                                                             dsl::Expr<dsl::u32> index);
 
 }  // namespace bdsl::ops

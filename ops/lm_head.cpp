@@ -13,8 +13,9 @@
 namespace bdsl::ops {
 using namespace bdsl::dsl;
 
+uint32_t lm_head_workgroup(const OpTarget& t) { return subgroup_multiple_workgroup(t, 256); }
+
 namespace {
-uint32_t workgroup_of(const OpTarget& t) { return subgroup_multiple_workgroup(t, 256); }
 
 // x . row over `words` table elements of `T` (u32: 2 halves, uvec4: 8 halves); every lane gets it.
 Expr<f32> row_dot_u32(KernelBuilder& k, const Buffer<u32>& table, const Buffer<f32>& x, Expr<u32> base,
@@ -41,21 +42,24 @@ Expr<f32> row_dot_uvec4(KernelBuilder& k, const Buffer<uvec4>& table, const Buff
 }
 }  // namespace
 
+void for_row_part(const LmHeadSplit& split, Expr<u32> row, const std::function<void(uint32_t, Expr<u32>)>& body) {
+  std::function<void(uint32_t)> part = [&](uint32_t p) {
+    auto run = [&] { body(p, p == 0 ? row : let("local_row", row - p * split.rows_per_part)); };
+    if (p + 1 == split.parts)
+      run();
+    else
+      if_(row < (p + 1) * split.rows_per_part, run).else_([&] { part(p + 1); });
+  };
+  part(0);
+}
+
 void LmHeadRows::logit(KernelBuilder& k, Expr<u32> row, const std::function<void(Expr<f32>)>& use) const {
   const bool wide = !t4.empty();
   const uint32_t row_elems = wide ? dim / 8 : dim / 2;
-  std::function<void(uint32_t)> part = [&](uint32_t p) {
-    auto body = [&] {
-      auto local = p == 0 ? row : let("local_row", row - p * split.rows_per_part);
-      auto base = let("row_base", local * row_elems);
-      use(wide ? row_dot_uvec4(k, t4[p], *x4, base, row_elems) : row_dot_u32(k, t1[p], *x1, base, row_elems));
-    };
-    if (p + 1 == split.parts)
-      body();
-    else
-      if_(row < (p + 1) * split.rows_per_part, body).else_([&] { part(p + 1); });
-  };
-  part(0);
+  for_row_part(split, row, [&](uint32_t p, Expr<u32> local) {
+    auto base = let("row_base", local * row_elems);
+    use(wide ? row_dot_uvec4(k, t4[p], *x4, base, row_elems) : row_dot_u32(k, t1[p], *x1, base, row_elems));
+  });
 }
 
 uint32_t LmHeadSplit::rows_in_part(uint32_t p, uint32_t vocab) const {
@@ -98,7 +102,7 @@ LmHeadRows::Bindings lm_head_bindings(KernelBuilder& k, uint32_t dim, uint32_t p
 }
 
 uint32_t lm_head_workgroups(const OpTarget& target, uint32_t vocab) {
-  return ceil_div(vocab, rows_per_workgroup(target, workgroup_of(target)));
+  return ceil_div(vocab, rows_per_workgroup(target, lm_head_workgroup(target)));
 }
 
 Kernel lm_head(const OpTarget& target, uint32_t vocab, uint32_t dim) {
@@ -117,7 +121,7 @@ LmHeadSplit lm_head_split(const OpTarget& target, uint32_t vocab, uint32_t dim, 
 
 Kernel lm_head(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part) {
   const LmHeadSplit split = lm_head_split(target, vocab, dim, rows_per_part);
-  const uint32_t wg = workgroup_of(target);
+  const uint32_t wg = lm_head_workgroup(target);
   const uint32_t rows_per_wg = rows_per_workgroup(target, wg);
   KernelBuilder k("lm_head_" + std::to_string(vocab) + "x" + std::to_string(dim) + "_parts" + std::to_string(split.parts),
                   {wg, 1, 1});

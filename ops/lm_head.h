@@ -60,6 +60,10 @@ struct LmHeadRows {
   // Row `row`'s logit (subgroup-uniform: every lane of the subgroup must run it) handed to `use`.
   void logit(dsl::KernelBuilder& k, dsl::Expr<dsl::u32> row, const std::function<void(dsl::Expr<dsl::f32>)>& use) const;
 };
+// Runs body(p, local row) for the part that holds `row`: an if/else chain over the parts.
+void for_row_part(const LmHeadSplit& split, dsl::Expr<dsl::u32> row,
+                  const std::function<void(uint32_t, dsl::Expr<dsl::u32>)>& body);
+uint32_t lm_head_workgroup(const OpTarget& target);  // invocations of lm_head's workgroups
 LmHeadRows::Bindings lm_head_bindings(dsl::KernelBuilder& k, uint32_t dim, uint32_t parts);
 
 }  // namespace bdsl::ops

@@ -16,9 +16,6 @@ using namespace bdsl::dsl;
 
 namespace {
 constexpr uint32_t kRowsPerSubgroup = 8;  // per workgroup of lm_head_bounds: x's part quantized once for them
-constexpr uint32_t kNone = 0xffffffffu;
-
-uint32_t workgroup_of(const OpTarget& t) { return subgroup_multiple_workgroup(t, 256); }
 
 void check(uint32_t vocab, uint32_t dim) {
   if (vocab == 0) throw std::invalid_argument("lm_head_pruned: empty vocabulary");
@@ -30,7 +27,7 @@ void check(uint32_t vocab, uint32_t dim) {
 bool lm_head_pruned_supported(uint32_t dim) { return dim > 0 && dim % 16 == 0; }
 
 uint32_t lm_head_bounds_workgroups(const OpTarget& target, uint32_t vocab) {
-  return ceil_div(vocab, rows_per_workgroup(target, workgroup_of(target)) * kRowsPerSubgroup);
+  return ceil_div(vocab, rows_per_workgroup(target, lm_head_workgroup(target)) * kRowsPerSubgroup);
 }
 
 // sum over four byte pairs of signed a * b.
@@ -44,7 +41,7 @@ Expr<i32> byte_dot(const Expr<u32>& a, const Expr<u32>& b, bool packed) {
 Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part) {
   check(vocab, dim);
   const LmHeadSplit split = lm_head_split(target, vocab, dim, rows_per_part);
-  const uint32_t wg = workgroup_of(target);
+  const uint32_t wg = lm_head_workgroup(target);
   const uint32_t sg = std::max(1u, target.subgroup_size);
   const uint32_t rows_per_wg = rows_per_workgroup(target, wg) * kRowsPerSubgroup;
   const bool packed = target.int_dot_product;
@@ -104,9 +101,7 @@ Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint
   auto best_lower = k.var<f32>("best_lower", -INFINITY);
   for_range(first + k.subgroup_id(), end, k.num_subgroups(), [&](Expr<u32> row) {
     auto dot_q = k.var<i32>("dot_q", 0);
-    std::function<void(uint32_t)> part = [&](uint32_t p) {
-      auto body = [&] {
-        auto local = p == 0 ? row : let("local_row", row - p * split.rows_per_part);
+    for_row_part(split, row, [&](uint32_t p, Expr<u32> local) {
         auto base = let("row_base", local * quads);
         std::optional<Expr<i32>> acc;
         for (uint32_t j = 0; j < per_lane; ++j) {
@@ -118,13 +113,7 @@ Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint
           acc = acc ? *acc + term : term;
         }
         dot_q = subgroup_add(*acc);
-      };
-      if (p + 1 == split.parts)
-        body();
-      else
-        if_(row < (p + 1) * split.rows_per_part, body).else_([&] { part(p + 1); });
-    };
-    part(0);
+    });
     auto approx = let("approx", (cast<f32>(Expr<i32>(dot_q)) * Expr<f32>(scale[row])) * sx);
     auto c = let("bound", Expr<vec2>(bound[row]));
     auto margin = let("margin", c.x() * norm + c.y() * res_norm + abs(approx) * 1e-6f);
@@ -140,7 +129,7 @@ Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, 
   check(vocab, dim);
   const LmHeadSplit split = lm_head_split(target, vocab, dim, rows_per_part);
   const ArgmaxPlan plan = argmax_plan(target, vocab);
-  const uint32_t wg = workgroup_of(target);
+  const uint32_t wg = lm_head_workgroup(target);
   const uint32_t bound_groups = lm_head_bounds_workgroups(target, vocab);
   KernelBuilder k("lm_head_candidates_" + std::to_string(vocab) + "x" + std::to_string(dim) + "_parts" +
                       std::to_string(split.parts),
@@ -169,10 +158,7 @@ Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, 
   auto first = let("first_row", k.workgroup_id().x() * plan.chunk);
   auto end = let("end_row", min(first + plan.chunk, vocab));
   auto best_v = k.var<f32>("best_value", -INFINITY);
-  auto best_i = k.var<u32>("best_index", kNone);
-  auto beats = [](Expr<f32> v, Expr<u32> i, Expr<f32> bv, Expr<u32> bi) {
-    return i != kNone && (bi == kNone || v > bv || (v == bv && i < bi));
-  };
+  auto best_i = k.var<u32>("best_index", kArgmaxNone);
   const uint32_t batches = ceil_div(plan.chunk, wg);
   auto sg_first = let("sg_first", first + k.subgroup_id() * k.subgroup_size());
   auto batch = k.subgroup_size() * k.num_subgroups();
@@ -187,11 +173,11 @@ Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, 
     auto base = bases[j];
     auto pending = k.var<boolean>("pending", may_win[j]);
     loop([&] {
-      auto next = let("next_lane", subgroup_min(select(Expr<boolean>(pending), lane, constant<u32>(kNone))));
-      if_(next == kNone, [&] { break_(); });
+      auto next = let("next_lane", subgroup_min(select(Expr<boolean>(pending), lane, constant<u32>(kArgmaxNone))));
+      if_(next == kArgmaxNone, [&] { break_(); });
       auto candidate = let("candidate", base + next);
       rows.logit(k, candidate, [&](Expr<f32> v) {
-        if_(beats(v, candidate, best_v, best_i), [&] {
+        if_(argmax_beats(v, candidate, best_v, best_i), [&] {
           best_v = v;
           best_i = candidate;
         });
@@ -200,24 +186,8 @@ Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, 
     });
   }
   // The workgroup's best over its subgroups (each subgroup's is uniform), ties to the lower index.
-  auto sv = k.shared<f32>("sg_values", wg);
-  auto si = k.shared<u32>("sg_indices", wg);
-  if_(subgroup_elect(), [&] {
-    sv[k.subgroup_id()] = best_v;
-    si[k.subgroup_id()] = best_i;
-  });
-  barrier();
+  auto [wv, wi] = workgroup_argmax_combine(k, wg, Expr<f32>(best_v), Expr<u32>(best_i));
   if_(k.local_index() == 0u, [&] {
-    auto wv = k.var<f32>("wg_value", -INFINITY);
-    auto wi = k.var<u32>("wg_index", kNone);
-    for_range(0u, k.num_subgroups(), [&](Expr<u32> s) {
-      auto v = let("sv", Expr<f32>(sv[s]));
-      auto i = let("si", Expr<u32>(si[s]));
-      if_(beats(v, i, wv, wi), [&] {
-        wv = v;
-        wi = i;
-      });
-    }, "sg");
     part_values[k.workgroup_id().x()] = wv;
     part_indices[k.workgroup_id().x()] = wi;
   });
