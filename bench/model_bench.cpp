@@ -73,6 +73,8 @@ std::map<std::string, double> bytes_per_call(const ModelState& m, uint32_t pos) 
           {p.lm_head.name(), double(c.vocab_size) * dim * 2},
           {p.argmax_partial.name(), c.vocab_size * 4.0}};
   if (p.top_k_partial) bytes[p.top_k_partial->name()] = c.vocab_size * 4.0;
+  // The greedy head's bounds pass: the int8 shadow and two bounds a row (models/gpu/greedy_head.h).
+  if (p.lm_head_bounds) bytes[p.lm_head_bounds->name()] = double(c.vocab_size) * (dim + 8);
   if (p.layer) {  // the fused layer: its phases' bytes
     double tail = bytes[p.ffn_down.name()];
     if (p.fused == bitnet::FusedLayers::All) tail += bytes[p.attn_output.name()] + bytes[p.gate_up.name()];
@@ -190,6 +192,29 @@ void per_op(benchmark::State& st, BenchSession& s, const std::string& op, uint32
   }
 }
 
+// The same for a kernel only decode_greedy's recording runs (the pruned LM head): one greedy step.
+void per_greedy_op(benchmark::State& st, BenchSession& s, const std::string& op, uint32_t pos) {
+  auto& m = model_state(s);
+  fill_cache(m, pos);
+  const auto names = m.model->greedy_operation_names();
+  double total = 0;
+  uint32_t calls = 0;
+  for (auto _ : st) {
+    m.model->decode_greedy(1, pos, 1, [](int32_t) { return true; });
+    const double t = op_ns(names, m.model->greedy_timestamps_ns(), op, calls);
+    st.SetIterationTime(t * 1e-9);
+    total += t;
+  }
+  const double per_token_ns = total / double(st.iterations());
+  st.counters["calls"] = calls;
+  st.counters["us_per_call"] = per_token_ns / 1e3 / std::max(calls, 1u);
+  const auto bytes = bytes_per_call(m, pos);
+  if (auto it = bytes.find(op); it != bytes.end()) {
+    st.counters["GB_per_s"] = it->second * calls / per_token_ns;
+    st.counters["frac_of_peak"] = it->second * calls / per_token_ns / s.peak_read_gbps;
+  }
+}
+
 std::vector<int32_t> prompt_of(const ModelState& m, uint32_t n) {
   std::vector<int32_t> prompt(std::min(n, m.config.context_length));
   for (uint32_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t((i * 7919) % m.config.vocab_size);
@@ -279,6 +304,14 @@ void register_model_benchmarks(BenchSession& s) {
     seen.push_back(name);
     benchmark::RegisterBenchmark(fmt::format("op/{}", name).c_str(),
                                  [&s, name, pos](benchmark::State& st) { per_op(st, s, name, pos); })
+        ->UseManualTime()->Iterations(iters)->Unit(benchmark::kMicrosecond);
+  }
+  // The greedy recording's own kernels (the pruned LM head and the argmax that advances the step).
+  for (const auto& name : m.model->greedy_operation_names()) {
+    if (std::find(seen.begin(), seen.end(), name) != seen.end()) continue;
+    seen.push_back(name);
+    benchmark::RegisterBenchmark(fmt::format("op/{}", name).c_str(),
+                                 [&s, name, pos](benchmark::State& st) { per_greedy_op(st, s, name, pos); })
         ->UseManualTime()->Iterations(iters)->Unit(benchmark::kMicrosecond);
   }
   // Per-op table of one prefill block (--prefill-block, 16 with --quick); one prefill records its graph.

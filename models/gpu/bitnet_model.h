@@ -90,6 +90,11 @@ class BitNetModel {
   std::vector<double> timestamps_ns() const { return graph_->timestamps_ns(); }
   double gpu_span_ns() const { return graph_->span_ns(); }  // the last token's GPU time
   std::vector<std::string> operation_names() const { return graph_->operation_names(); }
+  // The same for decode_greedy's recording (the pruned head): empty without ModelOptions::greedy_head.
+  std::vector<double> greedy_timestamps_ns() const { return greedy_graph_ ? greedy_graph_->timestamps_ns() : std::vector<double>{}; }
+  std::vector<std::string> greedy_operation_names() const {
+    return greedy_graph_ ? greedy_graph_->operation_names() : std::vector<std::string>{};
+  }
   uint64_t weight_bytes() const { return weights_.bytes; }
   // The same for the last prefill block's graph (empty / 0 before the first prefill).
   std::vector<double> prefill_timestamps_ns() const;
