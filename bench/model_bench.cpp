@@ -208,6 +208,7 @@ void per_greedy_op(benchmark::State& st, BenchSession& s, const std::string& op,
   const double per_token_ns = total / double(st.iterations());
   st.counters["calls"] = calls;
   st.counters["us_per_call"] = per_token_ns / 1e3 / std::max(calls, 1u);
+  st.counters["candidate_rows"] = m.model->greedy_candidate_rows();  // on this model's weights
   const auto bytes = bytes_per_call(m, pos);
   if (auto it = bytes.find(op); it != bytes.end()) {
     st.counters["GB_per_s"] = it->second * calls / per_token_ns;

@@ -1,5 +1,6 @@
 #include "models/gpu/bitnet_model.h"
 
+#include <algorithm>
 #include "models/gpu/activations.h"
 
 #include <fmt/format.h>
@@ -278,6 +279,15 @@ uint32_t BitNetModel::decode_greedy(int32_t token, uint32_t pos, uint32_t max_st
     if (!on_token(next)) break;
   }
   return delivered;
+}
+
+uint32_t BitNetModel::greedy_candidate_rows() const {
+  if (!greedy_graph_ || greedy_graph_->last_ticket() == 0) return 0;
+  greedy_graph_->wait(greedy_graph_->last_ticket());
+  const auto upper = act_->upper.download<float>();
+  const auto lower = act_->lower.download<float>();
+  const float floor = *std::max_element(lower.begin(), lower.end());
+  return uint32_t(std::count_if(upper.begin(), upper.end(), [&](float u) { return u >= floor; }));
 }
 
 void BitNetModel::wait_idle() {

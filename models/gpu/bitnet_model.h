@@ -90,6 +90,10 @@ class BitNetModel {
   std::vector<double> timestamps_ns() const { return graph_->timestamps_ns(); }
   double gpu_span_ns() const { return graph_->span_ns(); }  // the last token's GPU time
   std::vector<std::string> operation_names() const { return graph_->operation_names(); }
+  // Rows the pruned head's last token computed exactly (upper bound >= the best lower bound; the
+  // argmax and its ties among them): how well the int8 shadow's bounds prune on this model. 0
+  // without ModelOptions::greedy_head or before decode_greedy ran it.
+  uint32_t greedy_candidate_rows() const;
   // The same for decode_greedy's recording (the pruned head): empty without ModelOptions::greedy_head.
   std::vector<double> greedy_timestamps_ns() const { return greedy_graph_ ? greedy_graph_->timestamps_ns() : std::vector<double>{}; }
   std::vector<std::string> greedy_operation_names() const {

@@ -249,6 +249,13 @@ TEST_F(Model, GreedyDecodingThatFeedsItselfEqualsStepByStep) {
   // (and with the pruned greedy head, ops/lm_head_pruned.h, where every logit was not computed)
   EXPECT_EQ(fed.kv_cache(0, n + steps), by_step.kv_cache(0, n + steps));
   EXPECT_EQ(fed.kv_cache(3, n + steps), by_step.kv_cache(3, n + steps));
+  // The pruned head's candidates for the last token: at least every row tied at the largest logit.
+  const auto logits = by_step.logits();
+  const float top = *std::max_element(logits.begin(), logits.end());
+  const auto ties = uint32_t(std::count(logits.begin(), logits.end(), top));
+  EXPECT_GE(fed.greedy_candidate_rows(), ties);
+  EXPECT_LE(fed.greedy_candidate_rows(), config.vocab_size);
+  EXPECT_EQ(by_step.greedy_candidate_rows(), 0u);  // it never ran decode_greedy
   // Stopped after 3 of 12: one more step may have run; step() continues from the 3rd token.
   got.assign(1, last);
   EXPECT_EQ(fed.decode_greedy(last, n, steps, [&](int32_t t) { return got.push_back(t), got.size() < 4; }), 3u);
