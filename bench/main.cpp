@@ -40,17 +40,21 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
     else if (a == "--prefill-projections") o.prefill_projections = prefill_projections(value());
     else if (a == "--matvec-rows") o.decode_tuning.rows_per_subgroup = uint32_t(std::stoul(value()));
     else if (a == "--matvec-workgroup") o.decode_tuning.workgroup = uint32_t(std::stoul(value()));
+    else if (a == "--attention-head-split") o.decode_tuning.attention_head_split = uint32_t(std::stoul(value()));
     else if (a == "--prefill-block") o.prefill_block = uint32_t(std::stoul(value()));
     else if (a == "--help" || a == "-h") {
       std::printf("usage: bitnet-dsl-bench [--quick] [--model FILE.gguf] [--device N|NAME]\n"
                   "                        [--prefill-projections auto|fused|separate] [--prefill-block N]\n"
-                  "                        [--matvec-rows N] [--matvec-workgroup N] [--benchmark_...]\n"
+                  "                        [--matvec-rows N] [--matvec-workgroup N] [--attention-head-split N]\n"
+                  "                        [--benchmark_...]\n"
                   "  default model: a synthetic BitNet b1.58 of the real 2B-4T shape (made once in the cache)\n"
                   "  --quick: the tiny model and small shapes (seconds on lavapipe)\n"
                   "  --prefill-projections: QKV and gate/up in prefill as one dispatch each (fused) or one\n"
                   "    per tensor (separate, tensor cores where the device has them); auto: the model's choice\n"
                   "  --matvec-rows, --matvec-workgroup: rows per subgroup and workgroup size of the decode\n"
                   "    projections (default 2 and 256)\n"
+                  "  --attention-head-split: workgroups per KV head in decode attention, each serving that\n"
+                  "    share of its query heads (default: one per query head)\n"
                   "  --prefill-block: tokens of the block the prefill_op/ table times (default 512)\n");
       benchmark::PrintDefaultHelp();
       std::exit(0);

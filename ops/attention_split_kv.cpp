@@ -24,6 +24,8 @@ struct Layout {
   uint32_t vw, nvec, lanes, per, subgroups, wg, rows;
 };
 
+// The same for any head_split (its workgroups hold fewer heads in the same layout), so a
+// consumer of the partials finds the same pass whatever the split.
 Layout layout(const OpTarget& target, const AttentionDims& d, uint32_t max_lanes = 0) {
   Layout l{};
   const uint32_t words = d.head_dim / 2;
@@ -41,13 +43,21 @@ Layout layout(const OpTarget& target, const AttentionDims& d, uint32_t max_lanes
   return l;
 }
 
-uint32_t shared_bytes(const AttentionDims& d, const Layout& l) {
-  return 4 * l.subgroups * d.group() * (d.head_dim + 4) + 4;
+uint32_t shared_bytes(const AttentionDims& d, const Layout& l, uint32_t heads) {
+  return 4 * l.subgroups * heads * (d.head_dim + 4) + 4;
 }
 
 }  // namespace
 
 uint32_t attention_workgroup(const OpTarget& target, const AttentionDims& dims) { return layout(target, dims).wg; }
+
+uint32_t attention_head_split(const AttentionDims& dims, const SplitKvTuning& tuning) {
+  const uint32_t split = std::max(1u, tuning.head_split);
+  if (dims.group() % split != 0)
+    throw std::invalid_argument("attention: head_split " + std::to_string(split) + " does not divide the " +
+                                std::to_string(dims.group()) + " query heads of a KV head");
+  return split;
+}
 
 uint32_t attention_pass(const OpTarget& target, const AttentionDims& dims, const SplitKvTuning& tuning) {
   return layout(target, dims, tuning.max_lanes_per_row).rows * std::max(1u, tuning.positions_per_pass);
@@ -127,7 +137,8 @@ class SplitKv {
  public:
   SplitKv(const std::string& name, const OpTarget& target, const AttentionDims& d, uint32_t context, uint32_t chunks,
           bool batch, const SplitKvTuning& tuning)
-      : d_(d), l_(layout(target, d, tuning.max_lanes_per_row)), context_(context), chunks_(chunks), hd_(d.head_dim), group_(d.group()),
+      : d_(d), split_(attention_head_split(d, tuning)), l_(layout(target, d, tuning.max_lanes_per_row)), context_(context),
+        chunks_(chunks), hd_(d.head_dim), group_(d.group()), hg_(group_ / split_),
         unroll_(std::max(1u, tuning.positions_per_pass)), combine_unroll_(std::max(1u, tuning.combine_unroll)),
         defer_(batch ? 0u : tuning.defer_combine),
         k_(name, {l_.wg, 1, 1}),
@@ -139,17 +150,19 @@ class SplitKv {
         counters_(k_.buffer<u32>("counters", Access::ReadWrite)),
         out_(k_.buffer<vec2>("out", Access::Write)),
         n_(batch ? k_.push<u32>("n") : constant<u32>(1)),
-        o_sh_(k_.shared<f32>("o_subgroups", l_.subgroups * group_ * hd_)),
-        stats_sh_(k_.shared<f32>("stats_subgroups", l_.subgroups * group_ * 2)),
+        o_sh_(k_.shared<f32>("o_subgroups", l_.subgroups * hg_ * hd_)),
+        stats_sh_(k_.shared<f32>("stats_subgroups", l_.subgroups * hg_ * 2)),
         last_sh_(k_.shared<u32>("is_last", 1)),
-        lid_(k_.local_index()), kv_(k_.workgroup_id().x()), c_(k_.workgroup_id().y()), t_(k_.workgroup_id().z()) {
+        lid_(k_.local_index()), kv_(split_ == 1 ? k_.workgroup_id().x() : k_.workgroup_id().x() / split_),
+        part_(split_ == 1 ? zero() : k_.workgroup_id().x() % split_), c_(k_.workgroup_id().y()), t_(k_.workgroup_id().z()) {
     if (kVw != l_.vw) throw std::logic_error("attention_split_kv: vector width mismatch");
   }
 
   Kernel build() {
     if_(t_ < n_, [&] {  // uniform over the workgroup: the barriers below stay uniform
       // The query first: its loads do not wait for the step state's.
-      q_row_ = let("q_row", t_ * d_.q_width() + kv_ * group_ * hd_);
+      group_row_ = let("group_row", t_ * d_.q_width() + kv_ * group_ * hd_);
+      q_row_ = split_ == 1 ? group_row_ : let("q_row", group_row_ + part_ * (hg_ * hd_));
       sg_lane_ = k_.subgroup_invocation();
       lane_ = let("lane", sg_lane_ % l_.lanes);
       row_group_ = let("row_group", k_.subgroup_id() * (target_subgroup() / l_.lanes) + sg_lane_ / l_.lanes);
@@ -194,7 +207,7 @@ class SplitKv {
   // slot and head, kept in registers for the whole scan.
   void load_query() {
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd_));
-    for (uint32_t g = 0; g < group_; ++g) {
+    for (uint32_t g = 0; g < hg_; ++g) {
       qh_.emplace_back();
       for (uint32_t p = 0; p < l_.per; ++p) {
         auto at = (q_row_ + g * hd_ + vec_index(p) * (2 * kVw)) / 4u;  // vec4 index
@@ -219,7 +232,7 @@ class SplitKv {
   // before any arithmetic; scores by lanes x slices and a butterfly over the row's lanes; online
   // softmax per row group (max m, sum l, unnormalised weighted V in registers).
   void scan_positions() {
-    for (uint32_t g = 0; g < group_; ++g) {
+    for (uint32_t g = 0; g < hg_; ++g) {
       m_.push_back(k_.var<f32>("m" + std::to_string(g), kLowest));
       lsum_.push_back(k_.var<f32>("l" + std::to_string(g), 0.0f));
       acc_.emplace_back();
@@ -244,7 +257,7 @@ class SplitKv {
       // Scores: each lane's partial dot products, then summed over the row's lanes.
       std::vector<std::vector<Expr<f32>>> s(unroll_);
       for (uint32_t u = 0; u < unroll_; ++u)
-        for (uint32_t g = 0; g < group_; ++g) {
+        for (uint32_t g = 0; g < hg_; ++g) {
           Expr<f32> dot_sum = constant<f32>(0.0f);
           bool first_term = true;
           for (uint32_t p = 0; p < l_.per; ++p)
@@ -262,7 +275,7 @@ class SplitKv {
       // Online softmax per subgroup: the pass's max and sum of exp(s - max) over the subgroup's
       // row groups come from subgroup operations, with no barrier; the subgroups' states are
       // merged once at the end (merge_subgroups_and_finish). acc keeps sum(p * v) unnormalised.
-      for (uint32_t g = 0; g < group_; ++g) {
+      for (uint32_t g = 0; g < hg_; ++g) {
         Expr<f32> best = constant<f32>(kLowest);
         for (uint32_t u = 0; u < unroll_; ++u) best = max(best, select(valid[u], s[u][g], constant<f32>(kLowest)));
         auto m_new = let("m_new", max(Expr<f32>(m_[g]), subgroup_max(best)));
@@ -293,14 +306,14 @@ class SplitKv {
   void merge_in_subgroup() {
     const uint32_t sg = target_subgroup();
     for (uint32_t mask = l_.lanes; mask < sg; mask *= 2) {
-      for (uint32_t g = 0; g < group_; ++g) {  // one max and sum for the whole workgroup: plain sums
+      for (uint32_t g = 0; g < hg_; ++g) {  // one max and sum for the whole workgroup: plain sums
         for (auto& acc : acc_[g]) acc = Expr<vec2>(acc) + subgroup_shuffle_xor(Expr<vec2>(acc), constant<u32>(mask));
       }
     }
     auto sgid = k_.subgroup_id();
     if_(sg_lane_ < l_.lanes, [&] {
-      for (uint32_t g = 0; g < group_; ++g) {
-        auto head = sgid * group_ + g;
+      for (uint32_t g = 0; g < hg_; ++g) {
+        auto head = sgid * hg_ + g;
         for (uint32_t p = 0; p < l_.per; ++p) {
           auto write = [&] {
             for (uint32_t w = 0; w < kVw; ++w) {
@@ -327,17 +340,21 @@ class SplitKv {
   // a single active chunk it is the answer, otherwise it goes out and the last workgroup of
   // (t, kv) to finish combines every chunk's.
   void merge_subgroups_and_finish() {
-    const uint32_t pairs = group_ * hd_ / 2;
+    // This workgroup's heads' output pairs; the group's (all split_ workgroups of the KV head)
+    // follow in the partials block, then the group's stats.
+    const uint32_t pairs = hg_ * hd_ / 2, group_pairs = group_ * hd_ / 2;
+    auto first_pair = split_ == 1 ? zero() : let("first_pair", part_ * pairs);
+    auto first_head = split_ == 1 ? zero() : let("first_head", part_ * hg_);
     // The subgroups' online-softmax states merged: each rescaled to the largest max.
     auto merged = [&](Expr<u32> i, auto&& use) {
       auto g = let("g", i / (hd_ / 2));
       Expr<f32> big = constant<f32>(kLowest);
-      for (uint32_t s = 0; s < l_.subgroups; ++s) big = max(big, stats_sh_[2u * (s * group_ + g)]);
+      for (uint32_t s = 0; s < l_.subgroups; ++s) big = max(big, stats_sh_[2u * (s * hg_ + g)]);
       auto m = let("m_all", big);
       Expr<vec2> o = make_vec<f32>(0.0f, 0.0f);
       Expr<f32> total = constant<f32>(0.0f);
       for (uint32_t s = 0; s < l_.subgroups; ++s) {
-        auto head = s * group_ + g;
+        auto head = s * hg_ + g;
         auto e = let("e", exp(Expr<f32>(stats_sh_[2u * head]) - m));
         auto part = make_vec<f32>(o_sh_[head * hd_ + 2u * (i % (hd_ / 2))], o_sh_[head * hd_ + 2u * (i % (hd_ / 2)) + 1u]);
         total = s == 0 ? Expr<f32>(stats_sh_[2u * head + 1u]) * e : total + Expr<f32>(stats_sh_[2u * head + 1u]) * e;
@@ -355,19 +372,19 @@ class SplitKv {
     }).else_([&] {
       for_range(lid_, constant<u32>(pairs), l_.wg, [&](Expr<u32> i) {
         merged(i, [&](Expr<u32> g, Expr<f32> big, Expr<f32> total, Expr<vec2> o) {
-          partials_[block(c_) + i] = o;
-          if_(i % (hd_ / 2) == 0u, [&] { partials_[block(c_) + pairs + g] = make_vec<f32>(big, total); });
+          partials_[block(c_) + first_pair + i] = o;
+          if_(i % (hd_ / 2) == 0u, [&] { partials_[block(c_) + group_pairs + first_head + g] = make_vec<f32>(big, total); });
         });
       }, "i");
       auto combine_here = [&] {
         barrier(true);  // every partial written (and made visible) before the count
         if_(lid_ == 0u, [&] {
           auto done_before = atomic_add(counters_[t_ * d_.n_kv_heads + kv_], 1u);
-          last_sh_[0u] = select(done_before == active_ - 1u, 1u, 0u);
+          last_sh_[0u] = select(done_before == active_ * split_ - 1u, 1u, 0u);
         });
         barrier(true);
         if_(last_sh_[0u] == 1u, [&] {
-          for_range(lid_, constant<u32>(pairs), l_.wg, [&](Expr<u32> i) { combine(i, pairs); }, "i");
+          for_range(lid_, constant<u32>(group_pairs), l_.wg, [&](Expr<u32> i) { combine(i, group_pairs); }, "i");
           if_(lid_ == 0u, [&] { atomic_exchange(counters_[t_ * d_.n_kv_heads + kv_], 0u); });
         });
       };
@@ -399,12 +416,13 @@ class SplitKv {
       o = next.pairs[0];
       big = next.max;
     }, "c");
-    out_[q_row_ / 2u + i] = Expr<vec2>(o) / make_vec<f32>(Expr<f32>(total), Expr<f32>(total));
+    out_[group_row_ / 2u + i] = Expr<vec2>(o) / make_vec<f32>(Expr<f32>(total), Expr<f32>(total));
   }
 
   const AttentionDims d_;
+  const uint32_t split_;  // workgroups per KV head, each hg_ of its group_ query heads
   const Layout l_;
-  const uint32_t context_, chunks_, hd_, group_, unroll_, combine_unroll_, defer_;
+  const uint32_t context_, chunks_, hd_, group_, hg_, unroll_, combine_unroll_, defer_;
   KernelBuilder k_;
   Buffer<u32> step_;
   Buffer<vec4> q_;
@@ -415,8 +433,8 @@ class SplitKv {
   Expr<u32> n_;
   Shared<f32> o_sh_, stats_sh_;
   Shared<u32> last_sh_;
-  Expr<u32> lid_, kv_, c_, t_;
-  Expr<u32> last_ = zero(), active_ = zero(), start_ = zero(), count_ = zero(), q_row_ = zero(), sg_lane_ = zero(),
+  Expr<u32> lid_, kv_, part_, c_, t_;
+  Expr<u32> last_ = zero(), active_ = zero(), start_ = zero(), count_ = zero(), group_row_ = zero(), q_row_ = zero(), sg_lane_ = zero(),
             lane_ = zero(), row_group_ = zero();
   std::vector<std::vector<std::vector<Expr<vec2>>>> qh_;  // [head][slot][pair]
   std::vector<Var<f32>> m_, lsum_;
@@ -431,8 +449,9 @@ dsl::Kernel attention_split_kv(const std::string& name, const OpTarget& target, 
                                uint32_t context, uint32_t chunks, bool batch, const SplitKvTuning& tuning) {
   d.check(name.c_str());
   if (chunks == 0 || context == 0) throw std::invalid_argument(name + ": need chunks > 0 and context > 0");
-  const Layout l = layout(target, d);
-  if (shared_bytes(d, l) > target.max_shared_bytes)
+  const uint32_t heads = d.group() / attention_head_split(d, tuning);
+  const Layout l = layout(target, d, tuning.max_lanes_per_row);
+  if (shared_bytes(d, l, heads) > target.max_shared_bytes)
     throw std::invalid_argument(name + ": " + std::to_string(d.group()) + " heads of " + std::to_string(d.head_dim) +
                                 " need more shared memory than the device has");
   if (l.vw == 4) return SplitKv<uvec4>(name, target, d, context, chunks, batch, tuning).build();

@@ -2,8 +2,11 @@
 // kernel behind attention_decode and attention_prefill (they differ only in how many query
 // tokens a dispatch serves). Internal to ops/; use those two.
 //
-// Grid (n_kv_heads, chunks, tokens): workgroup (kv, c, t) serves the `group` query heads that
-// share KV head kv, for query token t. Token t sees n = pos + t + 1 positions, where a pass is
+// Grid (n_kv_heads * head_split, chunks, tokens): workgroup (kv * head_split + part, c, t) serves
+// part `part` of the `group` query heads that share KV head kv (all of them with head_split 1,
+// one with head_split = group), for query token t. The workgroups of one KV head read the same
+// K/V rows; more of them, each with fewer heads in registers, finish sooner (H100: 9.9 us with
+// 1, 7.0 with 4 at the 2B shape, bench/RESULTS.md run 7). Token t sees n = pos + t + 1 positions, where a pass is
 // what one workgroup reads at once (rows x positions_per_pass positions): up to one pass they are
 // one chunk (no combine); beyond, `active` = min(chunks, ceil(n / (pass / 2))) equal non-empty
 // chunks at run time. Short contexts use few workgroups and a short combine, long ones all
@@ -64,6 +67,10 @@ struct SplitKvTuning {
   // counter, the last workgroup's reload and a write: on an H100 +1.8% decode at ctx 512
   // (bench/RESULTS.md run 5). 0: combine here, always.
   uint32_t defer_combine = 0;
+  // Workgroups per KV head, each serving group / head_split of its query heads (it must divide
+  // the group): more, lighter workgroups reading the same K/V rows (the second from the L2). The
+  // grid's x is then n_kv_heads * head_split; partials, counters and outputs are laid out as with 1.
+  uint32_t head_split = 1;
 };
 
 // Positions one workgroup reads at once (the chunk unit): what a consumer of deferred partials
@@ -78,11 +85,13 @@ dsl::Expr<dsl::u32> attention_active_chunks(dsl::Expr<dsl::u32> last, uint32_t p
 // [tokens * n_heads * chunks * (head_dim + 2)], scratch), counters (read-write, u32
 // [tokens * n_kv_heads], zero before the first dispatch; left zero by every dispatch),
 // out (write, f32 [tokens, n_heads*head_dim]). Push: n (u32) when `batch`, none otherwise.
-// Grid: (n_kv_heads, chunks, tokens).
+// Grid: (n_kv_heads * head_split, chunks, tokens).
 dsl::Kernel attention_split_kv(const std::string& name, const OpTarget& target, const AttentionDims& dims,
                                uint32_t context, uint32_t chunks, bool batch, const SplitKvTuning& tuning = {});
 
 uint32_t attention_workgroup(const OpTarget& target, const AttentionDims& dims);
+// tuning.head_split (at least 1), checked against the group: the grid's x is n_kv_heads times it.
+uint32_t attention_head_split(const AttentionDims& dims, const SplitKvTuning& tuning);
 // The most chunks a token's positions are cut into: enough to fill a large GPU at the longest
 // context (fewer are used at short positions).
 uint32_t attention_chunks(const OpTarget& target, const AttentionDims& dims, uint32_t context);

@@ -77,7 +77,7 @@ void BitNetModel::record_op(uint32_t l, LayerOp op) {
                  rt::Grid{ops::ternary_matvec_qkv_rope_workgroups(p.target, d, p.qkv_options)});
       return dump(a.q, d.q_width(), fmt::format("Qcur-{}", l));
     case LayerOp::Attention:
-      g.dispatch(p.attention, b, rt::push(), rt::Grid{d.n_kv_heads, p.attention_chunks, 1});
+      g.dispatch(p.attention, b, rt::push(), rt::Grid{d.n_kv_heads * p.attention_head_split, p.attention_chunks, 1});
       // With the combine deferred, attention's output exists only once attn_output has read it.
       if (!p.attention_defer) dump(a.attn, d.q_width(), fmt::format("kqv_out-{}", l));
       return;

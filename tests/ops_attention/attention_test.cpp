@@ -5,6 +5,7 @@
 #include "golden/reference_ops.h"
 #include "ops/attention_decode.h"
 #include "ops/attention_prefill.h"
+#include "ops/attention_split_kv.h"
 #include "ops_test_util.h"
 
 namespace bdsl::test {
@@ -90,6 +91,55 @@ TEST_F(Attention, DecodeWithForcedChunkCounts) {
       golden::attention(qm, kv.k, kv.v, pos, {d.n_heads, d.n_kv_heads, d.head_dim}, want);
       EXPECT_LT(max_error(out.download<float>(), want), kTolerance) << "chunks " << chunks << " pos " << pos;
     }
+  }
+}
+
+// A KV head's query heads split over workgroups (SplitKvTuning::head_split): one chunk, chunks
+// combined by the last workgroup of all the KV head's, and partials left for the consumer (those
+// checked against the same split-free dispatch: the layout must not depend on the split).
+TEST_F(Attention, DecodeWithTheHeadsOfAKvHeadSplitOverWorkgroups) {
+  for (const auto& d : {kTiny, k2B}) {
+    const uint32_t context = 1024, chunks = ops::attention_chunks(target(), d, context), defer = 4;
+    Cache kv = cache(d, context, 11);
+    auto q = random_floats(d.q_width(), 12, 8.0f);
+    golden::MatrixF qm(1, d.q_width());
+    qm.data = q;
+    for (uint32_t split : {2u, 4u}) {
+      ops::SplitKvTuning t;
+      t.head_split = split;
+      t.defer_combine = defer;
+      const uint32_t pass = ops::attention_pass(target(), d, t);
+      for (uint32_t pos : {3u, pass + 5, 3 * pass + 1, context - 1}) {
+        rt::Buffer qb = buffer_of(q, "q");
+        auto run_split = [&](uint32_t s, uint32_t deferred, rt::Buffer& out, rt::Buffer& partials) {
+          rt::Buffer step = step_buffer(0, pos);
+          rt::Buffer counters = buffer_of(std::vector<uint32_t>(d.n_kv_heads, 0), "counters");
+          ops::SplitKvTuning ts = t;
+          ts.head_split = s;
+          ts.defer_combine = deferred;
+          run(ops::attention_split_kv("attention_split_test", target(), d, context, chunks, false, ts),
+              {step, qb, kv.kb, kv.vb, partials, counters, out}, rt::push(), rt::Grid{d.n_kv_heads * s, chunks, 1});
+          EXPECT_EQ(counters.download<uint32_t>(), std::vector<uint32_t>(d.n_kv_heads, 0)) << "counters left for replay";
+        };
+        auto partials_buffer = [&] {
+          return buffer_of(std::vector<float>(ops::attention_partials_bytes(d, chunks, 1) / 4, 0.0f), "partials");
+        };
+        rt::Buffer out(ctx(), d.q_width() * 4, {false, "out"}), partials = partials_buffer();
+        run_split(split, 0, out, partials);  // combined in the kernel
+        golden::MatrixF want;
+        golden::attention(qm, kv.k, kv.v, pos, {d.n_heads, d.n_kv_heads, d.head_dim}, want);
+        EXPECT_LT(max_error(out.download<float>(), want), kTolerance) << "split " << split << " pos " << pos;
+        // Deferred: the same partials, bit for bit, as one workgroup per KV head leaves.
+        rt::Buffer out_split(ctx(), d.q_width() * 4, {false, "out"}), out_whole(ctx(), d.q_width() * 4, {false, "out"});
+        rt::Buffer p_split = partials_buffer(), p_whole = partials_buffer();
+        run_split(split, defer, out_split, p_split);
+        run_split(1, defer, out_whole, p_whole);
+        EXPECT_EQ(p_split.download<float>(), p_whole.download<float>()) << "split " << split << " pos " << pos;
+      }
+    }
+    ops::SplitKvTuning bad;
+    bad.head_split = 3;
+    EXPECT_THROW(ops::attention_split_kv("attention_split_test", target(), d, context, chunks, false, bad), std::invalid_argument);
   }
 }
 
