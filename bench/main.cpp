@@ -41,11 +41,14 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
     else if (a == "--matvec-rows") o.decode_tuning.rows_per_subgroup = uint32_t(std::stoul(value()));
     else if (a == "--matvec-workgroup") o.decode_tuning.workgroup = uint32_t(std::stoul(value()));
     else if (a == "--attention-head-split") o.decode_tuning.attention_head_split = uint32_t(std::stoul(value()));
+    else if (a == "--attention-positions-per-pass") o.decode_tuning.attention_positions_per_pass = uint32_t(std::stoul(value()));
+    else if (a == "--attention-defer") o.decode_tuning.attention_defer_chunks = uint32_t(std::stoul(value()));
     else if (a == "--prefill-block") o.prefill_block = uint32_t(std::stoul(value()));
     else if (a == "--help" || a == "-h") {
       std::printf("usage: bitnet-dsl-bench [--quick] [--model FILE.gguf] [--device N|NAME]\n"
                   "                        [--prefill-projections auto|fused|separate] [--prefill-block N]\n"
                   "                        [--matvec-rows N] [--matvec-workgroup N] [--attention-head-split N]\n"
+                  "                        [--attention-positions-per-pass N] [--attention-defer N]\n"
                   "                        [--benchmark_...]\n"
                   "  default model: a synthetic BitNet b1.58 of the real 2B-4T shape (made once in the cache)\n"
                   "  --quick: the tiny model and small shapes (seconds on lavapipe)\n"
@@ -55,6 +58,8 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "    projections (default 2 and 256)\n"
                   "  --attention-head-split: workgroups per KV head in decode attention, each serving that\n"
                   "    share of its query heads (default: one per query head)\n"
+                  "  --attention-positions-per-pass: K/V positions each row group reads per pass (default 8)\n"
+                  "  --attention-defer: up to how many chunks attn_output combines itself (default 4, 0: none)\n"
                   "  --prefill-block: tokens of the block the prefill_op/ table times (default 512)\n");
       benchmark::PrintDefaultHelp();
       std::exit(0);

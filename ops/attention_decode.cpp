@@ -5,13 +5,18 @@
 namespace bdsl::ops {
 
 dsl::Kernel attention_decode(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks,
-                             uint32_t defer_combine, uint32_t head_split) {
+                             uint32_t defer_combine) {
   SplitKvTuning tuning;
   tuning.defer_combine = defer_combine;
-  tuning.head_split = head_split;
-  const std::string split = head_split > 1 ? "_split" + std::to_string(head_split) : "";
-  return attention_split_kv((defer_combine ? "attention_decode_f16kv_deferred" : "attention_decode_f16kv") + split, target,
-                            dims, context, chunks, /*batch=*/false, tuning);
+  return attention_decode(target, dims, context, chunks, tuning);
+}
+
+dsl::Kernel attention_decode(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks,
+                             const SplitKvTuning& tuning) {
+  std::string name = tuning.defer_combine ? "attention_decode_f16kv_deferred" : "attention_decode_f16kv";
+  if (tuning.head_split > 1) name += "_split" + std::to_string(tuning.head_split);
+  if (tuning.positions_per_pass != SplitKvTuning{}.positions_per_pass) name += "_p" + std::to_string(tuning.positions_per_pass);
+  return attention_split_kv(name, target, dims, context, chunks, /*batch=*/false, tuning);
 }
 
 }  // namespace bdsl::ops

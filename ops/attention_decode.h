@@ -23,8 +23,11 @@ namespace bdsl::ops {
 // Grid: (n_kv_heads, chunks, 1) workgroups of attention_workgroup(target, dims) invocations;
 // chunks from attention_chunks(target, dims, context) unless you have a reason.
 // defer_combine: SplitKvTuning::defer_combine (out is then not written for 1 < active <= it).
-// head_split: SplitKvTuning::head_split (the grid's x is then n_kv_heads * head_split).
 dsl::Kernel attention_decode(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks,
-                             uint32_t defer_combine = 0, uint32_t head_split = 1);
+                             uint32_t defer_combine = 0);
+// Every knob (ops/attention_split_kv.h); the grid's x is n_kv_heads * tuning.head_split. A
+// consumer of deferred partials needs attention_pass(target, dims, tuning).
+dsl::Kernel attention_decode(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks,
+                             const SplitKvTuning& tuning);
 
 }  // namespace bdsl::ops

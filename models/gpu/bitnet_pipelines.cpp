@@ -27,13 +27,10 @@ ops::MatvecOptions normalized(bool add_residual, const DecodeTuning& t) {
   return o;
 }
 
-// Chunks whose combine attn_output does (ops::SplitKvTuning::defer_combine): 4 covers every token
-// up to 4 passes of positions (512 at the 2B shape on an H100) with 36 partial loads per invocation.
-constexpr uint32_t kDeferCombine = 4;
-
 ops::MatvecOptions attn_output_kernel_options(const ops::OpTarget& t, const ops::AttentionDims& d, const models::BitNetConfig& c,
-                                              uint32_t chunks, uint32_t defer, ops::MatvecOptions o) {
-  if (defer) o.attention_partials = ops::AttentionPartialsInput{d, c.context_length, chunks, ops::attention_pass(t, d), defer};
+                                              uint32_t chunks, const ops::SplitKvTuning& a, ops::MatvecOptions o) {
+  if (a.defer_combine)
+    o.attention_partials = ops::AttentionPartialsInput{d, c.context_length, chunks, ops::attention_pass(t, d, a), a.defer_combine};
   return o;
 }
 
@@ -53,16 +50,20 @@ BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c
       top_k_plan(k ? ops::top_k_plan(target, c.vocab_size, k) : ops::TopKPlan{}),
       top_k(k),
       attention_chunks(ops::attention_chunks(target, dims, c.context_length)),
-      attention_defer(tuning.defer_attention_combine && fused_layers == FusedLayers::Off ? kDeferCombine : 0u),
+      // Chunks whose combine attn_output does: 4 covers every token up to 4 passes of positions
+      // (512 at the 2B shape on an H100) with 36 partial loads per invocation.
+      attention_defer(tuning.defer_attention_combine && fused_layers == FusedLayers::Off ? tuning.attention_defer_chunks : 0u),
       attention_head_split(tuning.attention_head_split ? tuning.attention_head_split : dims.group()),
+      attention_tuning{.positions_per_pass = tuning.attention_positions_per_pass, .defer_combine = attention_defer,
+                       .head_split = attention_head_split},
       residual_options(normalized(true, tuning)),
       gate_up_options(normalized(false, tuning)),
       qkv_options(normalized(false, {4, tuning.workgroup})),
       embedding(make(ctx, cache, ops::embedding_lookup(target, {c.dim, split.rows_per_part, split.parts}))),
       qkv(make(ctx, cache, ops::ternary_matvec_qkv_rope(target, dims, c.dim, c.context_length, qkv_options))),
       rope_kv(make(ctx, cache, ops::rope_kv_write(target, dims, c.context_length))),
-      attention(make(ctx, cache, ops::attention_decode(target, dims, c.context_length, attention_chunks, attention_defer, attention_head_split))),
-      attn_output(make(ctx, cache, ops::ternary_matvec(target, c.dim, dims.q_width(), attn_output_kernel_options(target, dims, c, attention_chunks, attention_defer, residual_options)))),
+      attention(make(ctx, cache, ops::attention_decode(target, dims, c.context_length, attention_chunks, attention_tuning))),
+      attn_output(make(ctx, cache, ops::ternary_matvec(target, c.dim, dims.q_width(), attn_output_kernel_options(target, dims, c, attention_chunks, attention_tuning, residual_options)))),
       gate_up(make(ctx, cache, ops::ternary_matvec_relu2_gate_up(target, c.ffn_dim, c.dim, gate_up_options))),
       ffn_down(make(ctx, cache, ops::ternary_matvec(target, c.dim, c.ffn_dim, residual_options))),
       output_norm(make(ctx, cache, ops::rms_norm(target, c.dim))),

@@ -5,6 +5,7 @@
 #include "codegen/shader_cache.h"
 #include "models/bitnet_config.h"
 #include "ops/argmax.h"
+#include "ops/attention_split_kv.h"
 #include "ops/decode_layer.h"
 #include "ops/attention_dims.h"
 #include "ops/lm_head.h"
@@ -25,6 +26,9 @@ struct DecodeTuning {
   // Attention leaves its chunk combine to attn_output's norm prologue where a token's positions
   // take 2 to 4 chunks (ops::SplitKvTuning::defer_combine). Not with fused layers.
   bool defer_attention_combine = true;
+  uint32_t attention_defer_chunks = 4;  // up to how many chunks' combine attn_output does
+  // Positions each row group of attention reads per pass (ops::SplitKvTuning::positions_per_pass).
+  uint32_t attention_positions_per_pass = 8;
   // Workgroups per KV head in decode attention (ops::SplitKvTuning::head_split); 0: one per query
   // head. H100, 2B shape (4 query heads a KV head), one run: attention 9.9 / 7.4 / 7.0 us with
   // 1 / 2 / 4, decode_greedy 670 / 703 / 714 tokens/s at ctx 512.
@@ -51,6 +55,7 @@ struct BitNetPipelines {
   uint32_t attention_chunks;
   uint32_t attention_defer = 0;  // SplitKvTuning::defer_combine: attn_output binds step, partials, attn_used
   uint32_t attention_head_split = 1;  // SplitKvTuning::head_split: attention's grid is n_kv_heads times it
+  ops::SplitKvTuning attention_tuning;  // what attention was built with (its pass, for attn_output)
   ops::MatvecOptions residual_options, gate_up_options, qkv_options;  // the grids need them too
 
   rt::Pipeline embedding;
