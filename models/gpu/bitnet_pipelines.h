@@ -23,6 +23,8 @@ namespace bdsl::bitnet {
 struct DecodeTuning {
   uint32_t rows_per_subgroup = 0;
   uint32_t workgroup = 0;
+  // The same for QKV and gate/up alone, where set (not with fused layers: their phases share one).
+  uint32_t qkv_workgroup = 0, gate_up_workgroup = 0;
   // Attention leaves its chunk combine to attn_output's norm prologue where a token's positions
   // take 2 to 4 chunks (ops::SplitKvTuning::defer_combine). Not with fused layers.
   bool defer_attention_combine = true;
