@@ -129,6 +129,8 @@ TEST_F(Model, FusedLayersEqualTheSeparateKernels) {
   const auto config = models::BitNetConfig::from_gguf(file);
   bitnet::ModelOptions plain;  // fused layers combine attention's chunks in attention, as this
   plain.decode_tuning.defer_attention_combine = false;
+  // and give every phase one workgroup size (the norm's sum of squares is summed per workgroup)
+  plain.decode_tuning.gate_up_workgroup = 0;
   bitnet::BitNetModel separate(ctx(), file, config, plain);
   EXPECT_EQ(separate.stats().dispatches, 1 + 5 * 4 + 4u);
   for (auto mode : {bitnet::FusedLayers::All, bitnet::FusedLayers::FfnDownQkv}) {
