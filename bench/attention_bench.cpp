@@ -53,7 +53,7 @@ void attention(benchmark::State& st, BenchSession& s, const ops::AttentionDims& 
   rt::Graph g(ctx, {true, "attention"});
   for (int i = 0; i < kDispatches; ++i)  // each writes out: a barrier between them, as in a token
     g.dispatch(p, {step, q, k[i % kCopies], vc[i % kCopies], partials, counters, out},
-               rt::Grid{d.n_kv_heads, chunks, 1});
+               rt::Grid{d.n_kv_heads * ops::attention_head_split(d, v.tuning), chunks, 1});
   // The GPU raises its clocks only after a while of steady work: ~0.2 s of it before timing.
   const auto t0 = std::chrono::steady_clock::now();
   while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(200)) g.submit_and_wait();
@@ -71,9 +71,13 @@ void register_attention_benchmarks(BenchSession& s) {
   const uint32_t context = quick ? 512 : 4096;
   const std::vector<uint32_t> positions = quick ? std::vector<uint32_t>{100}
                                                 : std::vector<uint32_t>{0, 100, 511, 2047, 4095};
-  std::vector<Variant> variants = {{"default", {}, 0}};
+  // The default is the model's: one workgroup per query head (DecodeTuning::attention_head_split).
+  ops::SplitKvTuning model;
+  model.head_split = d.group();
+  std::vector<Variant> variants = {{"default", model, 0}};
   if (!quick) {
-    ops::SplitKvTuning pass2, pass4, pass16, lanes8;
+    ops::SplitKvTuning pass2 = model, pass4 = model, pass16 = model, lanes8 = model, whole;
+    variants.push_back({"split:1", whole});
     pass2.positions_per_pass = 2;
     pass4.positions_per_pass = 4;
     pass16.positions_per_pass = 16;
@@ -81,10 +85,10 @@ void register_attention_benchmarks(BenchSession& s) {
     variants.push_back({"pass:2", pass2});
     variants.push_back({"pass:4", pass4});
     variants.push_back({"pass:16", pass16});
-    variants.push_back({"chunks:4", {}, 4});
+    variants.push_back({"chunks:4", model, 4});
     variants.push_back({"lanes:8", lanes8});
-    variants.push_back({"chunks:32", {}, 32});
-    variants.push_back({"device_step", {}, 0, true});
+    variants.push_back({"chunks:32", model, 32});
+    variants.push_back({"device_step", model, 0, true});
   }
   for (const auto& v : variants)
     for (uint32_t pos : positions)
