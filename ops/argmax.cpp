@@ -93,31 +93,66 @@ Kernel argmax_partial(const OpTarget& target, uint32_t n) {
   return k.build();
 }
 
+ArgmaxFinalBindings declare_argmax_final(KernelBuilder& k, uint32_t advance_context) {
+  ArgmaxFinalBindings b{k.buffer<u32>("token", Access::Write), std::nullopt, std::nullopt, advance_context};
+  if (advance_context) {
+    b.step = k.buffer<u32>("step", Access::ReadWrite);
+    b.generated = k.buffer<u32>("generated", Access::Write);
+  }
+  return b;
+}
+
+namespace {
+
+// The argmax `i` written as the token, the step state moved on (advance_context).
+void store_argmax(const ArgmaxFinalBindings& b, Expr<u32> i) {
+  b.token[0u] = i;
+  if (!b.advance_context) return;
+  auto pos = let("pos", Expr<u32>((*b.step)[kStepPos]));
+  (*b.step)[kStepToken] = i;
+  (*b.step)[kStepPos] = pos + 1u;
+  (*b.step)[kStepEpoch] = Expr<u32>((*b.step)[kStepEpoch]) + 1u;
+  if_(pos < b.advance_context, [&] { (*b.generated)[pos] = i; });
+}
+
+}  // namespace
+
+void emit_argmax_final(KernelBuilder& k, uint32_t wg, uint32_t groups, const Buffer<f32>& part_values,
+                       const Buffer<u32>& part_indices, const ArgmaxFinalBindings& b) {
+  auto [v, i] = workgroup_argmax(k, wg, constant<u32>(0u), constant<u32>(groups),
+                                 [&](Expr<u32> j) { return Expr<f32>(part_values[j]); },
+                                 [&](Expr<u32> j) { return Expr<u32>(part_indices[j]); });
+  (void)v;
+  if_(k.local_index() == 0u, [&] { store_argmax(b, i); });
+}
+
+void emit_argmax_final_in_subgroup(KernelBuilder& k, uint32_t groups, const Buffer<f32>& part_values,
+                                   const Buffer<u32>& part_indices, const ArgmaxFinalBindings& b) {
+  auto lane = k.subgroup_invocation();
+  auto best_v = k.var<f32>("final_value", -INFINITY);
+  auto best_i = k.var<u32>("final_index", kArgmaxNone);
+  for_range(lane, constant<u32>(groups), k.subgroup_size(), [&](Expr<u32> j) {
+    auto v = let("v", Expr<f32>(part_values[j]));
+    auto i = let("i", Expr<u32>(part_indices[j]));
+    if_(argmax_beats(v, i, best_v, best_i), [&] {
+      best_v = v;
+      best_i = i;
+    });
+  }, "j");
+  // The largest value, then the lowest index holding it: argmax_beats' order.
+  auto top = let("top", subgroup_max(Expr<f32>(best_v)));
+  auto i = let("top_index", subgroup_min(select(Expr<f32>(best_v) == top, Expr<u32>(best_i), constant<u32>(kArgmaxNone))));
+  if_(lane == 0u, [&] { store_argmax(b, i); });
+}
+
 Kernel argmax_final(const OpTarget& target, uint32_t n, uint32_t advance_context) {
   const ArgmaxPlan p = argmax_plan(target, n);
   const std::string suffix = advance_context ? "_advance" : "";
   KernelBuilder k("argmax_final_" + std::to_string(n) + suffix, {p.workgroup, 1, 1});
   auto part_values = k.buffer<f32>("part_values", Access::Read);
   auto part_indices = k.buffer<u32>("part_indices", Access::Read);
-  auto token = k.buffer<u32>("token", Access::Write);
-  std::optional<Buffer<u32>> step, generated;
-  if (advance_context) {
-    step = k.buffer<u32>("step", Access::ReadWrite);
-    generated = k.buffer<u32>("generated", Access::Write);
-  }
-  auto [v, i] = workgroup_argmax(k, p.workgroup, constant<u32>(0u), constant<u32>(p.groups),
-                                 [&](Expr<u32> j) { return Expr<f32>(part_values[j]); },
-                                 [&](Expr<u32> j) { return Expr<u32>(part_indices[j]); });
-  (void)v;
-  if_(k.local_index() == 0u, [&] {
-    token[0u] = i;
-    if (!advance_context) return;
-    auto pos = let("pos", Expr<u32>((*step)[kStepPos]));
-    (*step)[kStepToken] = i;
-    (*step)[kStepPos] = pos + 1u;
-    (*step)[kStepEpoch] = Expr<u32>((*step)[kStepEpoch]) + 1u;
-    if_(pos < advance_context, [&] { (*generated)[pos] = i; });
-  });
+  const ArgmaxFinalBindings b = declare_argmax_final(k, advance_context);
+  emit_argmax_final(k, p.workgroup, p.groups, part_values, part_indices, b);
   return k.build();
 }
 

@@ -19,6 +19,7 @@
 //   push constants: none.   grid: (1, 1, 1)
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <utility>
 
 #include "dsl/dsl.h"
@@ -45,5 +46,19 @@ dsl::Expr<dsl::boolean> argmax_beats(dsl::Expr<dsl::f32> v, dsl::Expr<dsl::u32> 
 std::pair<dsl::Expr<dsl::f32>, dsl::Expr<dsl::u32>> workgroup_argmax_combine(dsl::KernelBuilder& k, uint32_t wg,
                                                                              dsl::Expr<dsl::f32> value,
                                                                              dsl::Expr<dsl::u32> index);
+// argmax_final's second pass inside another kernel: its bindings (token, then with
+// advance_context step and generated) declared in that order, and its body over `groups`
+// partials (run by one whole workgroup of `wg` invocations).
+struct ArgmaxFinalBindings {
+  dsl::Buffer<dsl::u32> token;
+  std::optional<dsl::Buffer<dsl::u32>> step, generated;
+  uint32_t advance_context = 0;
+};
+ArgmaxFinalBindings declare_argmax_final(dsl::KernelBuilder& k, uint32_t advance_context);
+void emit_argmax_final(dsl::KernelBuilder& k, uint32_t wg, uint32_t groups, const dsl::Buffer<dsl::f32>& part_values,
+                       const dsl::Buffer<dsl::u32>& part_indices, const ArgmaxFinalBindings& b);
+// The same by one subgroup, with no barrier (for a branch that not every invocation takes).
+void emit_argmax_final_in_subgroup(dsl::KernelBuilder& k, uint32_t groups, const dsl::Buffer<dsl::f32>& part_values,
+                                   const dsl::Buffer<dsl::u32>& part_indices, const ArgmaxFinalBindings& b);
 
 }  // namespace bdsl::ops

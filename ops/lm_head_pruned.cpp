@@ -155,21 +155,32 @@ Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint
   return k.build();
 }
 
-Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part) {
+Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part,
+                          std::optional<uint32_t> final_advance) {
   check(vocab, dim);
   const LmHeadSplit split = lm_head_split(target, vocab, dim, rows_per_part);
   const ArgmaxPlan plan = argmax_plan(target, vocab);
   const uint32_t wg = lm_head_workgroup(target);
   const uint32_t bound_groups = lm_head_bounds_workgroups(target, vocab);
   KernelBuilder k("lm_head_candidates_" + std::to_string(vocab) + "x" + std::to_string(dim) + "_parts" +
-                      std::to_string(split.parts),
+                      std::to_string(split.parts) +
+                      (final_advance ? (*final_advance ? "_final_advance" : "_final") : ""),
                   {wg, 1, 1});
   auto [x1, x4, t1, t4] = lm_head_bindings(k, dim, split.parts);
   const LmHeadRows rows{split, dim, x1, x4, t1, t4};
   auto upper = k.buffer<f32>("upper", Access::Read);
   auto lower = k.buffer<f32>("lower", Access::Read);
-  auto part_values = k.buffer<f32>("part_values", Access::Write);
-  auto part_indices = k.buffer<u32>("part_indices", Access::Write);
+  // With the final pass here, the last workgroup reads every workgroup's partial: coherent.
+  auto part_values = final_advance ? k.coherent_buffer<f32>("part_values", Access::ReadWrite)
+                                   : k.buffer<f32>("part_values", Access::Write);
+  auto part_indices = final_advance ? k.coherent_buffer<u32>("part_indices", Access::ReadWrite)
+                                    : k.buffer<u32>("part_indices", Access::Write);
+  std::optional<Buffer<u32>> counter;
+  std::optional<ArgmaxFinalBindings> final_bindings;
+  if (final_advance) {
+    counter = k.buffer<u32>("counter", Access::ReadWrite);
+    final_bindings = declare_argmax_final(k, *final_advance);
+  }
 
   // L: the largest lower bound of all rows. Loads written out, all in flight at once (a loop
   // would wait for each in turn).
@@ -221,6 +232,22 @@ Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, 
     part_values[k.workgroup_id().x()] = wv;
     part_indices[k.workgroup_id().x()] = wi;
   });
+  if (final_advance) {
+    // The last workgroup to finish runs argmax_final over every partial: one barrier-separated
+    // step less than a dispatch of its own.
+    auto is_last = k.shared<u32>("is_last", 1);
+    barrier(true);  // this workgroup's partial written and made visible before it counts itself
+    if_(k.local_index() == 0u, [&] {
+      auto done_before = atomic_add((*counter)[0u], 1u);
+      is_last[0u] = select(done_before == plan.groups - 1u, 1u, 0u);
+    });
+    barrier(true);
+    // One subgroup of the last workgroup (a shared flag is not a condition a barrier may sit under).
+    if_(Expr<u32>(is_last[0u]) == 1u && k.subgroup_id() == 0u, [&] {
+      emit_argmax_final_in_subgroup(k, plan.groups, part_values, part_indices, *final_bindings);
+      if_(k.subgroup_invocation() == 0u, [&] { atomic_exchange((*counter)[0u], 0u); });  // zero for the next replay
+    });
+  }
   return k.build();
 }
 

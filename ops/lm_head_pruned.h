@@ -36,6 +36,7 @@
 // dim: a multiple of 16 (lm_head_pruned_supported).
 #pragma once
 #include <cstdint>
+#include <optional>
 
 #include "dsl/dsl.h"
 #include "ops/target.h"
@@ -45,6 +46,11 @@ namespace bdsl::ops {
 bool lm_head_pruned_supported(uint32_t dim);
 uint32_t lm_head_bounds_workgroups(const OpTarget& target, uint32_t vocab);
 dsl::Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part);
-dsl::Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part);
+// final_advance: the last workgroup to finish also runs argmax_final (ops/argmax.h) over every
+// workgroup's partial, with that advance_context (0: the token only), instead of a dispatch of
+// its own; bindings then add counter (u32 read-write [1], zero before the first dispatch and
+// left zero) and argmax_final's token [, step, generated] after part_indices.
+dsl::Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part,
+                               std::optional<uint32_t> final_advance = std::nullopt);
 
 }  // namespace bdsl::ops

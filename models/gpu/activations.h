@@ -53,6 +53,8 @@ struct BitNetModel::Activations {
     if (p.lm_head_bounds) {
       upper = f32(c.vocab_size, "greedy head upper bounds");
       lower = f32(ops::lm_head_bounds_workgroups(p.target, c.vocab_size), "greedy head lower bounds");
+      head_counter = rt::Buffer(ctx, 4, {false, "greedy head's finished workgroups"});
+      head_counter.fill(0);  // lm_head_candidates leaves it zero
     }
     if (p.top_k) {
       top_part_values = f32(uint64_t{p.top_k_plan.groups} * p.top_k, "top-k partial values");
@@ -72,7 +74,7 @@ struct BitNetModel::Activations {
   rt::Buffer step, rope_table, x, q, k, v, attn, attn_used, ffn, xn, logits;
   std::vector<rt::Buffer> k_cache, v_cache;
   rt::Buffer partials, counters, phases;
-  rt::Buffer arg_values, arg_indices, token, generated, upper, lower;
+  rt::Buffer arg_values, arg_indices, token, generated, upper, lower, head_counter;
   rt::Buffer top_part_values, top_part_indices, top_values, top_indices;
   rt::Buffer dumps;
 };

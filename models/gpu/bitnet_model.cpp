@@ -177,8 +177,10 @@ void BitNetModel::record_tail(rt::Graph& g, bool greedy) {
     g.dispatch(*p.lm_head_bounds, bounds, rt::push(), rt::Grid{ops::lm_head_bounds_workgroups(p.target, config_.vocab_size)});
     std::vector<rt::BufferSlice> candidates = {a.xn};
     for (const auto& part : table) candidates.push_back(part);
-    candidates.insert(candidates.end(), {a.upper, a.lower, a.arg_values, a.arg_indices});
+    // Its last workgroup also runs argmax_final and moves the step state on (decode_greedy).
+    candidates.insert(candidates.end(), {a.upper, a.lower, a.arg_values, a.arg_indices, a.head_counter, a.token, a.step, a.generated});
     g.dispatch(*p.lm_head_candidates, candidates, rt::push(), rt::Grid{p.argmax_plan.groups});
+    return;
   } else {
     std::vector<rt::BufferSlice> head = {a.xn};
     for (const auto& part : table) head.push_back(part);
