@@ -97,6 +97,13 @@ const std::vector<CatalogEntry>& catalog() {
       {"rope_kv_write", "NeoX RoPE on q and k, k/v into the F16 cache", [](T t) { return rope_kv_write(t, kHeads, kContext); }},
       {"attention_decode", "one token over the F16 KV cache, split-K",
        [](T t) { return attention_decode(t, kHeads, kContext, attention_chunks(t, kHeads, kContext)); }},
+      {"attention_decode_per_head", "the same with a workgroup per query head, combine deferred (the model's)",
+       [](T t) {
+         SplitKvTuning tuning;
+         tuning.head_split = kHeads.group();
+         tuning.defer_combine = 4;
+         return attention_decode(t, kHeads, kContext, attention_chunks(t, kHeads, kContext), tuning);
+       }},
       {"attention_prefill", "causal attention of a block over the cache",
        [](T t) { return attention_prefill(t, kHeads, kContext); }},
       {"lm_head", "logits from the tied F16 embedding", [](T t) { return lm_head(t, kVocab, kDim); }},
@@ -104,6 +111,8 @@ const std::vector<CatalogEntry>& catalog() {
        [](T t) { return lm_head_bounds(t, kVocab, kDim, lm_head_split(t, kVocab, kDim).rows_per_part); }},
       {"lm_head_candidates", "greedy head: exact logits of the rows that may win, argmax partials",
        [](T t) { return lm_head_candidates(t, kVocab, kDim, lm_head_split(t, kVocab, kDim).rows_per_part); }},
+      {"lm_head_candidates_final", "the same, its last workgroup picking the token and advancing the step (the model's)",
+       [](T t) { return lm_head_candidates(t, kVocab, kDim, lm_head_split(t, kVocab, kDim).rows_per_part, kContext); }},
       {"argmax_partial", "argmax, first pass", [](T t) { return argmax_partial(t, kVocab); }},
       {"argmax_final", "argmax, second pass", [](T t) { return argmax_final(t, kVocab); }},
       {"top_k_partial", "top-40 candidates, first pass", [](T t) { return top_k_partial(t, kVocab, 40); }},
