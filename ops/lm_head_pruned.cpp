@@ -10,6 +10,7 @@
 #include "ops/argmax.h"
 #include "ops/lm_head.h"
 #include "ops/matrix_support.h"
+#include "ops/rms_norm.h"
 
 namespace bdsl::ops {
 using namespace bdsl::dsl;
@@ -41,7 +42,72 @@ Expr<i32> byte_dot(const Expr<u32>& a, const Expr<u32>& b, bool packed) {
   return (term(0) + term(1)) + (term(2) + term(3));
 }
 
-Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part) {
+Kernel lm_head_input(const OpTarget& target, uint32_t dim) {
+  if (!lm_head_pruned_supported(dim))
+    throw std::invalid_argument("lm_head_input: dim " + std::to_string(dim) + " is not a multiple of 16");
+  const uint32_t wg = rms_norm_workgroup(target);
+  KernelBuilder k("lm_head_input_" + std::to_string(dim), {wg, 1, 1});
+  auto x = k.buffer<f32>("x", Access::Read);
+  auto weight = k.buffer<f32>("weight", Access::Read);
+  auto xn = k.buffer<f32>("xn", Access::Write);
+  auto xq = k.buffer<u32>("xq", Access::Write);
+  auto stats = k.buffer<f32>("stats", Access::Write);
+  auto eps = k.push<f32>("eps");
+  // The final norm exactly as rms_norm computes it: lm_head_candidates reads this xn.
+  const RmsNormSlice s = emit_rms_norm_slice(k, target, x, weight, constant<u32>(0u), eps, dim);
+  std::optional<Expr<f32>> amax;
+  for (size_t u = 0; u < s.at.size(); ++u) {
+    auto v = let("xn_value", s.normalized(u));
+    auto store = [&] { xn[s.at[u]] = v; };
+    if (s.in[u])
+      if_(*s.in[u], store);
+    else
+      store();
+    auto a = s.in[u] ? select(*s.in[u], abs(v), constant<f32>(0.0f)) : abs(v);
+    amax = amax ? max(*amax, a) : a;
+  }
+  auto top = workgroup_max<f32>(k, k.shared<f32>("amax_parts", wg), *amax, "amax");
+  auto sx = let("sx", max(top, 1e-30f) / 127.0f);
+  auto inv_sx = let("inv_sx", 1.0f / sx);
+  // Words of four consecutive elements, each normalized again with the same expression (the
+  // same bits), quantized and packed; the sums of x^2 and (x - x~)^2 for the norms.
+  std::optional<Expr<f32>> sq, res;
+  auto lid = k.local_index();
+  const uint32_t words = dim / 4;
+  for (uint32_t j = 0; j * wg < words; ++j) {
+    auto w = let("word", lid + j * wg);
+    const bool may_pass = (j + 1) * wg > words;
+    auto readable = may_pass ? min(w, constant<u32>(words - 1)) : w;
+    std::vector<Expr<f32>> e;
+    for (uint32_t c = 0; c < 4; ++c)
+      e.push_back(let("e", (Expr<f32>(x[readable * 4u + c]) * s.inv) * Expr<f32>(weight[readable * 4u + c])));
+    auto v = make_vec<f32>(e[0], e[1], e[2], e[3]);
+    auto r = let("xr", clamp(round(v * inv_sx), make_vec<f32>(-127.0f, -127.0f, -127.0f, -127.0f),
+                             make_vec<f32>(127.0f, 127.0f, 127.0f, 127.0f)));
+    auto d = v - r * sx;
+    Expr<f32> dv = dot(v, v), dd = dot(d, d);
+    if (may_pass) {
+      dv = select(w < words, dv, constant<f32>(0.0f));
+      dd = select(w < words, dd, constant<f32>(0.0f));
+      if_(w < words, [&] { xq[w] = pack_i8x4(cast<ivec4>(r)); });
+    } else {
+      xq[w] = pack_i8x4(cast<ivec4>(r));
+    }
+    sq = sq ? *sq + dv : dv;
+    res = res ? *res + dd : dd;
+  }
+  auto norm = workgroup_add<f32>(k, k.shared<f32>("sq_parts", wg), *sq, "sq");
+  auto residual = workgroup_add<f32>(k, k.shared<f32>("res_parts", wg), *res, "res");
+  if_(lid == 0u, [&] {
+    stats[0u] = sx;
+    stats[1u] = sqrt(norm) * 1.001f;
+    stats[2u] = sqrt(residual) * 1.001f + 1e-30f;
+    stats[3u] = constant<f32>(0.0f);
+  });
+  return k.build();
+}
+
+Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part, bool quantized_input) {
   check(vocab, dim);
   const LmHeadSplit split = lm_head_split(target, vocab, dim, rows_per_part);
   const uint32_t wg = lm_head_workgroup(target);
@@ -49,9 +115,17 @@ Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint
   const uint32_t rows_per_wg = rows_per_workgroup(target, wg) * kRowsPerSubgroup;
   const bool packed = target.int_dot_product;
   KernelBuilder k("lm_head_bounds_" + std::to_string(vocab) + "x" + std::to_string(dim) + "_parts" + std::to_string(split.parts) +
-                      (packed ? "_sdot" : ""),
+                      (packed ? "_sdot" : "") + (quantized_input ? "_q" : ""),
                   {wg, 1, 1});
-  auto x = k.buffer<vec4>("x", Access::Read);
+  std::optional<Buffer<vec4>> x;
+  std::optional<Buffer<uvec4>> x_q;
+  std::optional<Buffer<f32>> x_stats;
+  if (quantized_input) {
+    x_q = k.buffer<uvec4>("xq", Access::Read);
+    x_stats = k.buffer<f32>("stats", Access::Read);
+  } else {
+    x = k.buffer<vec4>("x", Access::Read);
+  }
   std::vector<Buffer<uvec4>> table;
   for (uint32_t p = 0; p < split.parts; ++p) table.push_back(k.buffer<uvec4>("table" + std::to_string(p), Access::Read));
   auto scale = k.buffer<f32>("scale", Access::Read);
@@ -67,37 +141,53 @@ Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint
   auto lane = k.subgroup_invocation();
   std::vector<Expr<u32>> quad;
   std::vector<std::optional<Expr<boolean>>> valid;
-  std::vector<Expr<vec4>> xs;
   for (uint32_t j = 0; j < per_lane; ++j) {
-    auto q = let("quad", lane + j * sg);
-    quad.push_back(q);
-    valid.push_back((j + 1) * sg > quads ? std::optional(let("in_row", q < quads)) : std::nullopt);
-    auto readable = valid.back() ? min(q, constant<u32>(quads - 1)) : q;
-    for (uint32_t c = 0; c < 4; ++c) {
-      Expr<vec4> v = x[readable * 4u + c];
-      xs.push_back(let("xv", valid.back() ? select(*valid.back(), v, make_vec<f32>(0.0f, 0.0f, 0.0f, 0.0f)) : v));
-    }
+    quad.push_back(let("quad", lane + j * sg));
+    valid.push_back((j + 1) * sg > quads ? std::optional(let("in_row", quad.back() < quads)) : std::nullopt);
   }
-  std::optional<Expr<f32>> sq, amax;
-  for (const auto& v : xs) {
-    auto a = abs(v);
-    auto m = max(max(a.x(), a.y()), max(a.z(), a.w()));
-    sq = sq ? *sq + dot(v, v) : dot(v, v);
-    amax = amax ? max(*amax, m) : m;
-  }
-  // Every subgroup covers all of x: subgroup reductions suffice.
-  auto norm = let("x_norm", sqrt(subgroup_add(*sq)) * 1.001f);
-  auto sx = let("sx", max(subgroup_max(*amax), 1e-30f) / 127.0f);
-  auto inv_sx = let("inv_sx", 1.0f / sx);
+  auto readable = [&](uint32_t j) { return valid[j] ? min(quad[j], constant<u32>(quads - 1)) : quad[j]; };
   std::vector<Expr<u32>> xq;
-  std::optional<Expr<f32>> res;
-  for (size_t i = 0; i < xs.size(); ++i) {
-    auto r = let("xr", clamp(round(xs[i] * inv_sx), make_vec<f32>(-127.0f, -127.0f, -127.0f, -127.0f), make_vec<f32>(127.0f, 127.0f, 127.0f, 127.0f)));
-    auto d = xs[i] - r * sx;
-    res = res ? *res + dot(d, d) : dot(d, d);
-    xq.push_back(let("xq", pack_i8x4(cast<ivec4>(r))));
+  std::optional<Expr<f32>> norm, res_norm, sx;
+  if (quantized_input) {
+    // lm_head_input quantized x once: its words (zero past the row) and scale, and both norms.
+    for (uint32_t j = 0; j < per_lane; ++j) {
+      auto w = let("xq4", Expr<uvec4>((*x_q)[readable(j)]));
+      for (uint32_t c = 0; c < 4; ++c) {
+        Expr<u32> word = w.lane(c);
+        xq.push_back(let("xq", valid[j] ? select(*valid[j], word, constant<u32>(0u)) : word));
+      }
+    }
+    sx = let("sx", Expr<f32>((*x_stats)[0u]));
+    norm = let("x_norm", Expr<f32>((*x_stats)[1u]));
+    res_norm = let("residual_norm", Expr<f32>((*x_stats)[2u]));
+  } else {
+    // Each lane quantizes its part of x itself (every subgroup covers all of x: subgroup
+    // reductions suffice).
+    std::vector<Expr<vec4>> xs;
+    for (uint32_t j = 0; j < per_lane; ++j)
+      for (uint32_t c = 0; c < 4; ++c) {
+        Expr<vec4> v = (*x)[readable(j) * 4u + c];
+        xs.push_back(let("xv", valid[j] ? select(*valid[j], v, make_vec<f32>(0.0f, 0.0f, 0.0f, 0.0f)) : v));
+      }
+    std::optional<Expr<f32>> sq, amax;
+    for (const auto& v : xs) {
+      auto a = abs(v);
+      auto m = max(max(a.x(), a.y()), max(a.z(), a.w()));
+      sq = sq ? *sq + dot(v, v) : dot(v, v);
+      amax = amax ? max(*amax, m) : m;
+    }
+    norm = let("x_norm", sqrt(subgroup_add(*sq)) * 1.001f);
+    sx = let("sx", max(subgroup_max(*amax), 1e-30f) / 127.0f);
+    auto inv_sx = let("inv_sx", 1.0f / *sx);
+    std::optional<Expr<f32>> res;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      auto r = let("xr", clamp(round(xs[i] * inv_sx), make_vec<f32>(-127.0f, -127.0f, -127.0f, -127.0f), make_vec<f32>(127.0f, 127.0f, 127.0f, 127.0f)));
+      auto d = xs[i] - r * *sx;
+      res = res ? *res + dot(d, d) : dot(d, d);
+      xq.push_back(let("xq", pack_i8x4(cast<ivec4>(r))));
+    }
+    res_norm = let("residual_norm", sqrt(subgroup_add(*res)) * 1.001f + 1e-30f);
   }
-  auto res_norm = let("residual_norm", sqrt(subgroup_add(*res)) * 1.001f + 1e-30f);
 
   auto first = let("first_row", k.workgroup_id().x() * rows_per_wg);
   auto end = let("end_row", min(first + rows_per_wg, vocab));
@@ -105,9 +195,9 @@ Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint
   // A row's bound from its shadow dot product (the lanes' partial sums, reduced here).
   auto finish_row = [&](Expr<u32> row, Expr<i32> partial, std::optional<Expr<boolean>> row_valid) {
     auto dot_q = subgroup_add(partial);
-    auto approx = let("approx", (cast<f32>(dot_q) * Expr<f32>(scale[row])) * sx);
+    auto approx = let("approx", (cast<f32>(dot_q) * Expr<f32>(scale[row])) * *sx);
     auto c = let("bound", Expr<vec2>(bound[row]));
-    auto margin = let("margin", c.x() * norm + c.y() * res_norm + abs(approx) * 1e-6f);
+    auto margin = let("margin", c.x() * *norm + c.y() * *res_norm + abs(approx) * 1e-6f);
     if_(row_valid ? lane == 0u && *row_valid : lane == 0u, [&] { upper[row] = approx + margin; });
     auto low = approx - margin;
     best_lower = max(Expr<f32>(best_lower), row_valid ? select(*row_valid, low, constant<f32>(-INFINITY)) : low);

@@ -45,7 +45,19 @@ namespace bdsl::ops {
 
 bool lm_head_pruned_supported(uint32_t dim);
 uint32_t lm_head_bounds_workgroups(const OpTarget& target, uint32_t vocab);
-dsl::Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part);
+// quantized_input: bindings xq (uvec4 read [dim / 16]) and stats (f32 read [4]) as
+// lm_head_input writes them in place of x: the pass then starts with its dot products.
+dsl::Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part,
+                           bool quantized_input = false);
+// The final norm for the pruned head, once: xn exactly as rms_norm (ops/rms_norm.h) writes it (the
+// candidates read it), x~ = sx xq quantized as lm_head_bounds would, and the norms the bounds need.
+//   bindings  0 x       f32 read   [dim] (the residual stream)
+//             1 weight  f32 read   [dim] (output_norm)
+//             2 xn      f32 write  [dim]
+//             3 xq      u32 write  [dim / 4]  int8, element 4w + j in byte j of word w
+//             4 stats   f32 write  [4]  sx, ||xn||_2 (1 + 1e-3), ||xn - x~||_2 (1 + 1e-3) + 1e-30, 0
+//   push eps (f32); grid (1, 1, 1) of rms_norm_workgroup(target) invocations.
+dsl::Kernel lm_head_input(const OpTarget& target, uint32_t dim);
 // final_advance: the last workgroup to finish also runs argmax_final (ops/argmax.h) over every
 // workgroup's partial, with that advance_context (0: the token only), instead of a dispatch of
 // its own; bindings then add counter (u32 read-write [1], zero before the first dispatch and

@@ -16,16 +16,11 @@ uint32_t rms_norm_workgroup(const OpTarget& target) {
   return std::max(target.subgroup_size, wg / target.subgroup_size * target.subgroup_size);
 }
 
-dsl::Kernel rms_norm(const OpTarget& target, uint32_t dim) {
+RmsNormSlice emit_rms_norm_slice(KernelBuilder& k, const OpTarget& target, const Buffer<f32>& x, const Buffer<f32>& weight,
+                                 Expr<u32> base, Expr<f32> eps, uint32_t dim) {
   const uint32_t wg = rms_norm_workgroup(target);
-  KernelBuilder k("rms_norm_f32_" + std::to_string(dim), {wg, 1, 1});
-  auto x = k.buffer<f32>("x", Access::Read);
-  auto weight = k.buffer<f32>("weight", Access::Read);
-  auto out = k.buffer<f32>("out", Access::Write);
-  auto eps = k.push<f32>("eps");
   auto partial = k.shared<f32>("partial", wg / target.subgroup_size);
   auto lid = k.local_index();
-  auto base = let("base", k.workgroup_id().x() * dim);
 
   // Each invocation's elements lid, lid + wg, ... written out, not looped: all loads (x and the
   // weight) in flight at once, the values kept for the output. Summed in the same order as a loop.
@@ -50,10 +45,22 @@ dsl::Kernel rms_norm(const OpTarget& target, uint32_t dim) {
   auto total = k.var<f32>("total", 0.0f);
   for_range(constant<u32>(0), k.num_subgroups(), [&](Expr<u32> s) { total += partial[s]; }, "s");
   auto inv = let("inv", 1.0f / sqrt(total / static_cast<float>(dim) + eps));
-  for (size_t u = 0; u < at.size(); ++u) {
-    auto store = [&] { out[base + at[u]] = xs[u] * inv * ws[u]; };
-    if (in[u])
-      if_(*in[u], store);
+  return {at, in, xs, ws, inv};
+}
+
+dsl::Kernel rms_norm(const OpTarget& target, uint32_t dim) {
+  const uint32_t wg = rms_norm_workgroup(target);
+  KernelBuilder k("rms_norm_f32_" + std::to_string(dim), {wg, 1, 1});
+  auto x = k.buffer<f32>("x", Access::Read);
+  auto weight = k.buffer<f32>("weight", Access::Read);
+  auto out = k.buffer<f32>("out", Access::Write);
+  auto eps = k.push<f32>("eps");
+  auto base = let("base", k.workgroup_id().x() * dim);
+  const RmsNormSlice s = emit_rms_norm_slice(k, target, x, weight, base, eps, dim);
+  for (size_t u = 0; u < s.at.size(); ++u) {
+    auto store = [&] { out[base + s.at[u]] = s.normalized(u); };
+    if (s.in[u])
+      if_(*s.in[u], store);
     else
       store();
   }

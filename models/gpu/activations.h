@@ -54,6 +54,8 @@ struct BitNetModel::Activations {
       upper = f32(c.vocab_size, "greedy head upper bounds");
       lower = f32(ops::lm_head_bounds_workgroups(p.target, c.vocab_size), "greedy head lower bounds");
       head_counter = rt::Buffer(ctx, 4, {false, "greedy head's finished workgroups"});
+      xq = rt::Buffer(ctx, c.dim, {false, "greedy head's int8 x"});
+      head_stats = f32(4, "greedy head's x scale and norms");
       head_counter.fill(0);  // lm_head_candidates leaves it zero
     }
     if (p.top_k) {
@@ -74,7 +76,7 @@ struct BitNetModel::Activations {
   rt::Buffer step, rope_table, x, q, k, v, attn, attn_used, ffn, xn, logits;
   std::vector<rt::Buffer> k_cache, v_cache;
   rt::Buffer partials, counters, phases;
-  rt::Buffer arg_values, arg_indices, token, generated, upper, lower, head_counter;
+  rt::Buffer arg_values, arg_indices, token, generated, upper, lower, head_counter, xq, head_stats;
   rt::Buffer top_part_values, top_part_indices, top_values, top_indices;
   rt::Buffer dumps;
 };

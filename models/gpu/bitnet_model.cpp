@@ -166,12 +166,13 @@ void BitNetModel::record_token(bool greedy) {
 void BitNetModel::record_tail(rt::Graph& g, bool greedy) {
   const auto& p = *pipelines_;
   auto& a = *act_;
-  g.dispatch(p.output_norm, {a.x, weights_.output_norm, a.xn}, rt::push(config_.rms_norm_eps), rt::Grid{1});
-  if (&g == graph_.get()) dump(a.xn, config_.dim, "result_norm");
   const auto& table = weights_.lm_head().parts;
   if (greedy) {
-    // The argmax without every logit: bounds from the int8 shadow, then the rows that may win.
-    std::vector<rt::BufferSlice> bounds = {a.xn};
+    // The argmax without every logit: the final norm with x quantized once, bounds from the int8
+    // shadow, then the rows that may win.
+    g.dispatch(*p.lm_head_input, {a.x, weights_.output_norm, a.xn, a.xq, a.head_stats}, rt::push(config_.rms_norm_eps),
+               rt::Grid{1});
+    std::vector<rt::BufferSlice> bounds = {a.xq, a.head_stats};
     for (const auto& part : greedy_head_->parts) bounds.push_back(part);
     bounds.insert(bounds.end(), {greedy_head_->scale, greedy_head_->bound, a.upper, a.lower});
     g.dispatch(*p.lm_head_bounds, bounds, rt::push(), rt::Grid{ops::lm_head_bounds_workgroups(p.target, config_.vocab_size)});
@@ -181,21 +182,22 @@ void BitNetModel::record_tail(rt::Graph& g, bool greedy) {
     candidates.insert(candidates.end(), {a.upper, a.lower, a.arg_values, a.arg_indices, a.head_counter, a.token, a.step, a.generated});
     g.dispatch(*p.lm_head_candidates, candidates, rt::push(), rt::Grid{p.argmax_plan.groups});
     return;
-  } else {
-    std::vector<rt::BufferSlice> head = {a.xn};
-    for (const auto& part : table) head.push_back(part);
-    head.push_back(a.logits);
-    g.dispatch(p.lm_head, head, rt::push(), rt::Grid{ops::lm_head_workgroups(p.target, config_.vocab_size)});
-    if (&g == graph_.get()) dump(a.logits, config_.vocab_size, "result_output");
-    // Greedy and sampling candidates read the same logits: no barrier between the two chains.
-    g.dispatch(p.argmax_partial, {a.logits, a.arg_values, a.arg_indices}, rt::Grid{p.argmax_plan.groups});
-    if (p.top_k) g.dispatch(*p.top_k_partial, {a.logits, a.top_part_values, a.top_part_indices}, rt::Grid{p.top_k_plan.groups});
   }
+  g.dispatch(p.output_norm, {a.x, weights_.output_norm, a.xn}, rt::push(config_.rms_norm_eps), rt::Grid{1});
+  if (&g == graph_.get()) dump(a.xn, config_.dim, "result_norm");
+  std::vector<rt::BufferSlice> head = {a.xn};
+  for (const auto& part : table) head.push_back(part);
+  head.push_back(a.logits);
+  g.dispatch(p.lm_head, head, rt::push(), rt::Grid{ops::lm_head_workgroups(p.target, config_.vocab_size)});
+  if (&g == graph_.get()) dump(a.logits, config_.vocab_size, "result_output");
+  // Greedy and sampling candidates read the same logits: no barrier between the two chains.
+  g.dispatch(p.argmax_partial, {a.logits, a.arg_values, a.arg_indices}, rt::Grid{p.argmax_plan.groups});
+  if (p.top_k) g.dispatch(*p.top_k_partial, {a.logits, a.top_part_values, a.top_part_indices}, rt::Grid{p.top_k_plan.groups});
   if (&g == graph_.get())  // decode: the step state moves on to this choice (decode_greedy)
     g.dispatch(p.argmax_final_advance, {a.arg_values, a.arg_indices, a.token, a.step, a.generated}, rt::Grid{1});
   else
     g.dispatch(p.argmax_final, {a.arg_values, a.arg_indices, a.token}, rt::Grid{1});
-  if (p.top_k && !greedy) g.dispatch(*p.top_k_merge, {a.top_part_values, a.top_part_indices, a.top_values, a.top_indices}, rt::Grid{1});
+  if (p.top_k) g.dispatch(*p.top_k_merge, {a.top_part_values, a.top_part_indices, a.top_values, a.top_indices}, rt::Grid{1});
 }
 
 void BitNetModel::check_tokens(std::span<const int32_t> tokens, uint32_t pos) const {

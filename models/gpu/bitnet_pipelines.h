@@ -77,7 +77,7 @@ struct BitNetPipelines {
   rt::Pipeline argmax_final_advance;
   // Greedy decoding's exact LM head from the int8 shadow (ops/lm_head_pruned.h), with greedy_head
   // where the shape allows it.
-  std::optional<rt::Pipeline> lm_head_bounds, lm_head_candidates;
+  std::optional<rt::Pipeline> lm_head_input, lm_head_bounds, lm_head_candidates;
   // Fused layers (ops/decode_layer.h): with the next layer's QKV; the last layer's without (All only).
   std::optional<rt::Pipeline> layer, last_layer;
   ops::DecodeLayerOptions layer_options;

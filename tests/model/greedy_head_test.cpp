@@ -11,6 +11,7 @@
 #include "ops/argmax.h"
 #include "ops/lm_head.h"
 #include "ops/lm_head_pruned.h"
+#include "ops/rms_norm.h"
 
 namespace bdsl::test {
 namespace {
@@ -165,6 +166,66 @@ TEST_F(GreedyHead, WorksOverSeveralParts) {
     const auto [full, pruned] = argmaxes(random_table(vocab, dim, seed), random_x(dim, seed), vocab, dim, 1024);
     EXPECT_EQ(pruned, full);
   }
+}
+
+// lm_head_input: the final norm bit for bit as rms_norm, x quantized as the bounds pass would and
+// the norms its margins need; then the bounds from that input and the candidates with their final
+// pass pick the full head's argmax.
+TEST_F(GreedyHead, TheInputPassNormalizesAsRmsNormAndItsBoundsHold) {
+  const uint32_t vocab = 9000;
+  for (uint32_t dim : {256u, 2560u})
+    for (uint32_t seed : {21u, 22u}) {
+      SCOPED_TRACE(testing::Message() << "dim " << dim << " seed " << seed);
+      const ops::OpTarget t = ops::OpTarget::from(ctx().info());
+      const ops::ArgmaxPlan plan = ops::argmax_plan(t, vocab);
+      const auto table = random_table(vocab, dim, seed);
+      const auto q = bitnet::quantize_rows_int8(table, vocab, dim);
+      const float eps = 1e-5f;
+      auto out = [&](uint64_t words, const char* name) { return rt::Buffer(ctx(), std::max<uint64_t>(words * 4, 4), {true, name}); };
+      rt::Buffer raw = buffer_of(random_x(dim, seed, 3.0f), "x"), weight = buffer_of(random_x(dim, seed + 7, 0.5f), "weight");
+      rt::Buffer xn_ref = out(dim, "xn_ref"), xn = out(dim, "xn"), xq = out(dim / 4, "xq"), stats = out(4, "stats");
+      rt::Buffer f16 = buffer_of(table, "f16"), int8 = buffer_of(q.words, "int8");
+      rt::Buffer scale = buffer_of(q.scale, "scale"), bound = buffer_of(q.bound, "bound");
+      rt::Buffer logits = out(vocab, "logits"), upper = out(vocab, "upper");
+      rt::Buffer lower = out(ops::lm_head_bounds_workgroups(t, vocab), "lower");
+      rt::Buffer pv = out(plan.groups, "pv"), pi = out(plan.groups, "pi"), full = out(1, "full"), pruned = out(1, "pruned");
+      rt::Buffer counter = buffer_of(std::vector<uint32_t>{0}, "counter");
+      // Pipelines must outlive the graph's submits.
+      rt::Pipeline norm = pipeline(ops::rms_norm(t, dim)), input = pipeline(ops::lm_head_input(t, dim));
+      rt::Pipeline head = pipeline(ops::lm_head(t, vocab, dim, vocab)), partial = pipeline(ops::argmax_partial(t, vocab));
+      rt::Pipeline final = pipeline(ops::argmax_final(t, vocab));
+      rt::Pipeline bounds = pipeline(ops::lm_head_bounds(t, vocab, dim, vocab, true));
+      rt::Pipeline candidates = pipeline(ops::lm_head_candidates(t, vocab, dim, vocab, 0u));
+      rt::Graph g(ctx());
+      g.dispatch(norm, {raw, weight, xn_ref}, rt::push(eps), rt::Grid{1});
+      g.dispatch(input, {raw, weight, xn, xq, stats}, rt::push(eps), rt::Grid{1});
+      g.dispatch(head, {xn_ref, f16, logits}, rt::push(), rt::Grid{ops::lm_head_workgroups(t, vocab)});
+      g.dispatch(partial, {logits, pv, pi}, rt::Grid{plan.groups});
+      g.dispatch(final, {pv, pi, full}, rt::Grid{1});
+      g.dispatch(bounds, {xq, stats, int8, scale, bound, upper, lower}, rt::push(), rt::Grid{ops::lm_head_bounds_workgroups(t, vocab)});
+      g.dispatch(candidates, {xn, f16, upper, lower, pv, pi, counter, pruned}, rt::push(), rt::Grid{plan.groups});
+      g.submit_and_wait();
+      const auto v = xn.download<float>(), s = stats.download<float>();
+      EXPECT_EQ(v, xn_ref.download<float>()) << "the candidates' x must be the full head's";
+      float top = 0;
+      for (float e : v) top = std::max(top, std::fabs(e));
+      EXPECT_NEAR(s[0], top / 127.0f, 1e-6f * top);
+      const auto words = xq.download<uint32_t>();
+      double sq = 0, res = 0;
+      for (uint32_t i = 0; i < dim; ++i) {
+        const int r = int(int8_t(uint8_t(words[i / 4] >> (8 * (i % 4)))));
+        ASSERT_LE(std::fabs(double(v[i]) / s[0] - r), 0.5 + 1e-3) << "element " << i;
+        sq += double(v[i]) * v[i];
+        res += (double(v[i]) - double(s[0]) * r) * (double(v[i]) - double(s[0]) * r);
+      }
+      EXPECT_GE(s[1], std::sqrt(sq));
+      EXPECT_LE(s[1], 1.0011 * std::sqrt(sq));
+      EXPECT_GE(s[2], std::sqrt(res));
+      EXPECT_LE(s[2], 1.0011 * std::sqrt(res) + 1e-6);
+      const auto l = logits.download<float>(), u = upper.download<float>();
+      for (uint32_t r = 0; r < vocab; ++r) ASSERT_GE(u[r], l[r]) << "row " << r;
+      EXPECT_EQ(pruned.download<uint32_t>()[0], full.download<uint32_t>()[0]);
+    }
 }
 
 }  // namespace
