@@ -101,12 +101,12 @@ Kernel lm_head_input(const OpTarget& target, uint32_t dim) {
     sq = sq ? *sq + dv : dv;
     res = res ? *res + dd : dd;
   }
-  auto norm = workgroup_add<f32>(k, k.shared<f32>("sq_parts", wg), *sq, "sq");
-  auto residual = workgroup_add<f32>(k, k.shared<f32>("res_parts", wg), *res, "res");
+  // Both sums in one round.
+  auto sums = workgroup_add<vec2>(k, k.shared<vec2>("sum_parts", wg), make_vec<f32>(*sq, *res), "sums");
   if_(lid == 0u, [&] {
     stats[0u] = sx;
-    stats[1u] = sqrt(norm) * 1.001f;
-    stats[2u] = sqrt(residual) * 1.001f + 1e-30f;
+    stats[1u] = sqrt(sums.x()) * 1.001f;
+    stats[2u] = sqrt(sums.y()) * 1.001f + 1e-30f;
     stats[3u] = constant<f32>(0.0f);
   });
   return k.build();
