@@ -19,8 +19,9 @@ namespace {
 // Norm-fused projections take 2 rows per subgroup by default (H100, decode ctx 512: 2.01 ms per
 // token with 2, 2.09 with 4, 2.48 with 8; bench/RESULTS.md run 3).
 // `t` with one kernel's own workgroup size where it has one (never in fused layers).
-DecodeTuning own_workgroup(DecodeTuning t, uint32_t workgroup, FusedLayers fused) {
+DecodeTuning own_workgroup(DecodeTuning t, uint32_t workgroup, FusedLayers fused, uint32_t rows = 0) {
   if (workgroup && fused == FusedLayers::Off) t.workgroup = workgroup;
+  if (rows) t.rows_per_subgroup = rows;
   return t;
 }
 
@@ -63,7 +64,7 @@ BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c
       attention_tuning{.positions_per_pass = tuning.attention_positions_per_pass, .defer_combine = attention_defer,
                        .head_split = attention_head_split},
       residual_options(normalized(true, tuning)),
-      gate_up_options(normalized(false, own_workgroup(tuning, tuning.gate_up_workgroup, fused_layers))),
+      gate_up_options(normalized(false, own_workgroup(tuning, tuning.gate_up_workgroup, fused_layers, tuning.gate_up_rows_per_subgroup))),
       qkv_options(normalized(false, {4, own_workgroup(tuning, tuning.qkv_workgroup, fused_layers).workgroup})),
       embedding(make(ctx, cache, ops::embedding_lookup(target, {c.dim, split.rows_per_part, split.parts}))),
       qkv(make(ctx, cache, ops::ternary_matvec_qkv_rope(target, dims, c.dim, c.context_length, qkv_options))),

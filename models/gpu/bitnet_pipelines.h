@@ -27,6 +27,7 @@ struct DecodeTuning {
   // gate/up: 128 invocations (864 lighter workgroups); H100, two A/B pairs in one run:
   // decode_greedy 715-716 vs 707-708 tokens/s at ctx 512 (bench/RESULTS.md run 7).
   uint32_t qkv_workgroup = 0, gate_up_workgroup = 128;
+  uint32_t gate_up_rows_per_subgroup = 0;  // 0: rows_per_subgroup
   // Attention leaves its chunk combine to attn_output's norm prologue where a token's positions
   // take 2 to 4 chunks (ops::SplitKvTuning::defer_combine). Not with fused layers.
   bool defer_attention_combine = true;
