@@ -126,8 +126,8 @@ void emit_argmax_final(KernelBuilder& k, uint32_t wg, uint32_t groups, const Buf
   if_(k.local_index() == 0u, [&] { store_argmax(b, i); });
 }
 
-void emit_argmax_final_in_subgroup(KernelBuilder& k, uint32_t groups, const Buffer<f32>& part_values,
-                                   const Buffer<u32>& part_indices, const ArgmaxFinalBindings& b) {
+Expr<u32> emit_argmax_final_in_subgroup(KernelBuilder& k, uint32_t groups, const Buffer<f32>& part_values,
+                                        const Buffer<u32>& part_indices, const ArgmaxFinalBindings& b) {
   auto lane = k.subgroup_invocation();
   auto best_v = k.var<f32>("final_value", -INFINITY);
   auto best_i = k.var<u32>("final_index", kArgmaxNone);
@@ -143,6 +143,7 @@ void emit_argmax_final_in_subgroup(KernelBuilder& k, uint32_t groups, const Buff
   auto top = let("top", subgroup_max(Expr<f32>(best_v)));
   auto i = let("top_index", subgroup_min(select(Expr<f32>(best_v) == top, Expr<u32>(best_i), constant<u32>(kArgmaxNone))));
   if_(lane == 0u, [&] { store_argmax(b, i); });
+  return i;
 }
 
 Kernel argmax_final(const OpTarget& target, uint32_t n, uint32_t advance_context) {

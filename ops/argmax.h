@@ -57,8 +57,9 @@ struct ArgmaxFinalBindings {
 ArgmaxFinalBindings declare_argmax_final(dsl::KernelBuilder& k, uint32_t advance_context);
 void emit_argmax_final(dsl::KernelBuilder& k, uint32_t wg, uint32_t groups, const dsl::Buffer<dsl::f32>& part_values,
                        const dsl::Buffer<dsl::u32>& part_indices, const ArgmaxFinalBindings& b);
-// The same by one subgroup, with no barrier (for a branch that not every invocation takes).
-void emit_argmax_final_in_subgroup(dsl::KernelBuilder& k, uint32_t groups, const dsl::Buffer<dsl::f32>& part_values,
+// The same by one subgroup, with no barrier (for a branch that not every invocation takes);
+// returns the index (the same in every lane).
+dsl::Expr<dsl::u32> emit_argmax_final_in_subgroup(dsl::KernelBuilder& k, uint32_t groups, const dsl::Buffer<dsl::f32>& part_values,
                                    const dsl::Buffer<dsl::u32>& part_indices, const ArgmaxFinalBindings& b);
 
 }  // namespace bdsl::ops

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ops/argmax.h"
+#include "ops/embedding_lookup.h"
 #include "ops/lm_head.h"
 #include "ops/matrix_support.h"
 #include "ops/rms_norm.h"
@@ -251,7 +252,8 @@ Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint
 }
 
 Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part,
-                          std::optional<uint32_t> final_advance) {
+                          std::optional<uint32_t> final_advance, std::optional<EmbeddingShape> embed_next) {
+  if (embed_next && !final_advance) throw std::invalid_argument("lm_head_candidates: embed_next needs the final pass");
   check(vocab, dim);
   const LmHeadSplit split = lm_head_split(target, vocab, dim, rows_per_part);
   const ArgmaxPlan plan = argmax_plan(target, vocab);
@@ -259,7 +261,7 @@ Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, 
   const uint32_t bound_groups = lm_head_bounds_workgroups(target, vocab);
   KernelBuilder k("lm_head_candidates_" + std::to_string(vocab) + "x" + std::to_string(dim) + "_parts" +
                       std::to_string(split.parts) +
-                      (final_advance ? (*final_advance ? "_final_advance" : "_final") : ""),
+                      (final_advance ? (*final_advance ? "_final_advance" : "_final") : "") + (embed_next ? "_embed" : ""),
                   {wg, 1, 1});
   auto [x1, x4, t1, t4] = lm_head_bindings(k, dim, split.parts);
   const LmHeadRows rows{split, dim, x1, x4, t1, t4};
@@ -275,6 +277,13 @@ Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, 
   if (final_advance) {
     counter = k.buffer<u32>("counter", Access::ReadWrite);
     final_bindings = declare_argmax_final(k, *final_advance);
+  }
+  std::vector<Buffer<u32>> embed_table;
+  std::optional<Buffer<f32>> x_next;
+  if (embed_next) {
+    for (uint32_t p = 0; p < embed_next->parts; ++p)
+      embed_table.push_back(k.buffer<u32>("embed_table" + std::to_string(p), Access::Read));
+    x_next = k.buffer<f32>("x_next", Access::Write);
   }
 
   // L: the largest lower bound of all rows. Loads written out, all in flight at once (a loop
@@ -338,10 +347,45 @@ Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, 
     });
     barrier(true);
     // One subgroup of the last workgroup (a shared flag is not a condition a barrier may sit under).
+    auto next_token = k.shared<u32>("next_token", 1);
     if_(Expr<u32>(is_last[0u]) == 1u && k.subgroup_id() == 0u, [&] {
-      emit_argmax_final_in_subgroup(k, plan.groups, part_values, part_indices, *final_bindings);
-      if_(k.subgroup_invocation() == 0u, [&] { atomic_exchange((*counter)[0u], 0u); });  // zero for the next replay
+      auto token = emit_argmax_final_in_subgroup(k, plan.groups, part_values, part_indices, *final_bindings);
+      if_(k.subgroup_invocation() == 0u, [&] {
+        atomic_exchange((*counter)[0u], 0u);  // zero for the next replay
+        if (embed_next) next_token[0u] = token;
+      });
     });
+    if (embed_next) {
+      // The next token's embedding row, widened to f32 as embedding_lookup does, by the whole last
+      // workgroup: the next replay starts with its first layer.
+      barrier();  // outside the branch: every workgroup reaches it
+      if_(Expr<u32>(is_last[0u]) == 1u, [&] {
+        auto token = let("token", Expr<u32>(next_token[0u]));
+        const EmbeddingShape& e = *embed_next;
+        const uint32_t pairs = e.dim / 2;
+        for (uint32_t p = 0; p < e.parts; ++p) {
+          const uint32_t first = p * e.rows_per_part;
+          Expr<boolean> in_part = constant<boolean>(true);
+          if (p > 0) in_part = token >= first;
+          if (p + 1 < e.parts) in_part = in_part && token < first + e.rows_per_part;
+          if_(in_part, [&] {
+            auto base = let("pair_base", (token - first) * pairs);
+            for (uint32_t j = 0; j * wg < pairs; ++j) {
+              auto w = let("pair", k.local_index() + j * wg);
+              auto write = [&] {
+                auto two = unpack_half2x16(embed_table[p][base + w]);
+                (*x_next)[w * 2u] = two.x();
+                (*x_next)[w * 2u + 1u] = two.y();
+              };
+              if ((j + 1) * wg > pairs)
+                if_(w < pairs, write);
+              else
+                write();
+            }
+          });
+        }
+      });
+    }
   }
   return k.build();
 }

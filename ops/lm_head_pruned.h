@@ -39,6 +39,7 @@
 #include <optional>
 
 #include "dsl/dsl.h"
+#include "ops/embedding_lookup.h"
 #include "ops/target.h"
 
 namespace bdsl::ops {
@@ -62,7 +63,11 @@ dsl::Kernel lm_head_input(const OpTarget& target, uint32_t dim);
 // workgroup's partial, with that advance_context (0: the token only), instead of a dispatch of
 // its own; bindings then add counter (u32 read-write [1], zero before the first dispatch and
 // left zero) and argmax_final's token [, step, generated] after part_indices.
+// embed_next (with final_advance): that workgroup also writes the chosen token's row of the F16
+// embedding table widened to f32, as embedding_lookup (ops/embedding_lookup.h) does: bindings
+// embed_table0 .. (u32 read, the shape's parts) and x_next (f32 write [dim]) come last.
 dsl::Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part,
-                               std::optional<uint32_t> final_advance = std::nullopt);
+                               std::optional<uint32_t> final_advance = std::nullopt,
+                               std::optional<EmbeddingShape> embed_next = std::nullopt);
 
 }  // namespace bdsl::ops

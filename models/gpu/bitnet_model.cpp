@@ -135,11 +135,23 @@ void BitNetModel::record_fused_layer(uint32_t l) {
 
 void BitNetModel::record() {
   greedy_graph_.reset();
+  embed_graph_.reset();
   if (pipelines_->lm_head_bounds && greedy_head_) {
     record_token(true);
     greedy_graph_ = std::move(graph_);
+    embed_graph_ = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{false, "bitnet embedding"});
+    record_embedding(*embed_graph_);
+    embed_graph_->finish();
   }
   record_token(false);
+}
+
+void BitNetModel::record_embedding(rt::Graph& g) {
+  const auto& p = *pipelines_;
+  std::vector<rt::BufferSlice> embedding = {act_->step};
+  for (const auto& part : weights_.token_embd.parts) embedding.push_back(part);
+  embedding.push_back(act_->x);
+  g.dispatch(p.embedding, embedding, rt::push(), rt::Grid{ceil_div(config_.dim, ops::embedding_workgroup(p.target))});
 }
 
 void BitNetModel::record_token(bool greedy) {
@@ -153,10 +165,8 @@ void BitNetModel::record_token(bool greedy) {
     const uint64_t floats = 2ull * config_.dim + per_layer * config_.n_layers + config_.vocab_size;
     a.dumps = rt::Buffer(ctx_, floats * 4, {true, "dumps"});
   }
-  std::vector<rt::BufferSlice> embedding = {a.step};
-  for (const auto& part : weights_.token_embd.parts) embedding.push_back(part);
-  embedding.push_back(a.x);
-  g.dispatch(p.embedding, embedding, rt::push(), rt::Grid{ceil_div(config_.dim, ops::embedding_workgroup(p.target))});
+  // The greedy recording's embedding comes from the replay before it (record_tail).
+  if (!greedy) record_embedding(g);
   dump(a.x, config_.dim, "inp_embd");
   for (uint32_t l = 0; l < config_.n_layers; ++l) p.layer ? record_fused_layer(l) : record_layer(l);
   record_tail(g, greedy);
@@ -178,8 +188,11 @@ void BitNetModel::record_tail(rt::Graph& g, bool greedy) {
     g.dispatch(*p.lm_head_bounds, bounds, rt::push(), rt::Grid{ops::lm_head_bounds_workgroups(p.target, config_.vocab_size)});
     std::vector<rt::BufferSlice> candidates = {a.xn};
     for (const auto& part : table) candidates.push_back(part);
-    // Its last workgroup also runs argmax_final and moves the step state on (decode_greedy).
+    // Its last workgroup also runs argmax_final, moves the step state on and writes the chosen
+    // token's embedding into x for the next replay (decode_greedy).
     candidates.insert(candidates.end(), {a.upper, a.lower, a.arg_values, a.arg_indices, a.head_counter, a.token, a.step, a.generated});
+    for (const auto& part : weights_.token_embd.parts) candidates.push_back(part);
+    candidates.push_back(a.x);
     g.dispatch(*p.lm_head_candidates, candidates, rt::push(), rt::Grid{p.argmax_plan.groups});
     return;
   }
@@ -255,6 +268,7 @@ uint32_t BitNetModel::decode_greedy(int32_t token, uint32_t pos, uint32_t max_st
   rt::Graph& graph = greedy_graph_ ? *greedy_graph_ : *graph_;
   ++epoch_;
   write_step_state(uint32_t(token), pos);
+  if (embed_graph_) embed_graph_->submit_and_wait();  // x for the first replay
   // Every replay leaves the step state at the next position with its argmax as the token, so the
   // host only queues replays (Graph::kInFlight of them) and reads each token where it was put.
   std::deque<uint64_t> pending;

@@ -115,6 +115,7 @@ class BitNetModel {
   };
   void record();
   void record_token(bool greedy);  // into graph_: the whole token, with the pruned head if greedy
+  void record_embedding(rt::Graph& g);  // x = the step state's token's embedding
   void record_tail(rt::Graph& g, bool greedy = false);  // final norm, LM head, argmax (+ top-k) on the x buffer
   void wait_idle();  // for every replay of either recording
   std::unique_ptr<PrefillBlock> make_prefill_block(uint32_t n);
@@ -140,6 +141,9 @@ class BitNetModel {
   std::unique_ptr<rt::Graph> graph_;
   std::optional<GreedyHead> greedy_head_;
   std::unique_ptr<rt::Graph> greedy_graph_;  // decode_greedy's recording, with the pruned head
+  // The embedding of the step state's token alone: decode_greedy's first replay needs it (the
+  // greedy recording starts with layer 0; each replay leaves the next token's embedding in x).
+  std::unique_ptr<rt::Graph> embed_graph_;
   std::unique_ptr<PrefillPipelines> prefill_pipelines_;
   std::unique_ptr<PrefillBlock> prefill_;  // the graph of the last block length
   std::vector<DumpSlot> dump_slots_;

@@ -86,13 +86,15 @@ class GreedyHead : public DeviceTest {
     rt::Buffer logits = out(vocab, "logits"), upper = out(vocab, "upper");
     rt::Buffer lower = out(ops::lm_head_bounds_workgroups(t, vocab), "lower");
     rt::Buffer pv = out(plan.groups, "pv"), pi = out(plan.groups, "pi"), full = out(1, "full"), pruned = out(1, "pruned");
-    rt::Buffer folded = out(1, "folded"), counter = buffer_of(std::vector<uint32_t>{0}, "counter");
+    rt::Buffer folded = out(1, "folded"), counter = buffer_of(std::vector<uint32_t>{0}, "counter"), x_next = out(dim, "x_next");
     rt::Pipeline head = pipeline(ops::lm_head(t, vocab, dim, rows_per_part));
     rt::Pipeline partial = pipeline(ops::argmax_partial(t, vocab)), final = pipeline(ops::argmax_final(t, vocab));
     rt::Pipeline bounds = pipeline(ops::lm_head_bounds(t, vocab, dim, rows_per_part));
     rt::Pipeline candidates = pipeline(ops::lm_head_candidates(t, vocab, dim, rows_per_part));
-    // The same with argmax_final run by its last workgroup (the greedy graph's).
-    rt::Pipeline candidates_final = pipeline(ops::lm_head_candidates(t, vocab, dim, rows_per_part, 0u));
+    // The same with argmax_final run by its last workgroup, which also writes the chosen row
+    // widened to f32 (the greedy graph's: the next token's embedding).
+    rt::Pipeline candidates_final = pipeline(ops::lm_head_candidates(t, vocab, dim, rows_per_part, 0u,
+                                                                     ops::EmbeddingShape{dim, split.rows_per_part, split.parts}));
     rt::Graph g(ctx());
     std::vector<rt::BufferSlice> b{xb};
     for (auto& p : f16_parts) b.push_back(p);
@@ -110,12 +112,18 @@ class GreedyHead : public DeviceTest {
     g.dispatch(candidates, b, rt::push(), rt::Grid{plan.groups});
     g.dispatch(final, {pv, pi, pruned}, rt::Grid{1});
     b.insert(b.end(), {counter, folded});
+    for (auto& p : f16_parts) b.push_back(p);
+    b.push_back(x_next);
     g.dispatch(candidates_final, b, rt::push(), rt::Grid{plan.groups});
     for (int replay = 0; replay < 2; ++replay) {  // the counter is left zero for the next replay
       folded.upload(std::vector<uint32_t>{0xdeadbeefu});
       g.submit_and_wait();
       EXPECT_EQ(folded.download<uint32_t>()[0], pruned.download<uint32_t>()[0]) << "replay " << replay;
       EXPECT_EQ(counter.download<uint32_t>()[0], 0u);
+      const uint32_t chosen = folded.download<uint32_t>()[0];
+      std::vector<float> row(dim);
+      for (uint32_t j = 0; j < dim; ++j) row[j] = golden::f16_to_f32(table[size_t(chosen) * dim + j]);
+      EXPECT_EQ(x_next.download<float>(), row) << "the chosen row, widened";
     }
     // Every upper bound is at or above the full head's logit.
     const auto l = logits.download<float>(), u = upper.download<float>();
