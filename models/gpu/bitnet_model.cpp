@@ -268,7 +268,9 @@ uint32_t BitNetModel::decode_greedy(int32_t token, uint32_t pos, uint32_t max_st
   rt::Graph& graph = greedy_graph_ ? *greedy_graph_ : *graph_;
   ++epoch_;
   write_step_state(uint32_t(token), pos);
-  if (embed_graph_) embed_graph_->submit_and_wait();  // x for the first replay
+  // x for the first replay: queued ahead of it (each recording ends with a barrier that makes its
+  // writes visible to what the queue runs next), no wait.
+  if (embed_graph_) embed_graph_->submit();
   // Every replay leaves the step state at the next position with its argmax as the token, so the
   // host only queues replays (Graph::kInFlight of them) and reads each token where it was put.
   std::deque<uint64_t> pending;
@@ -309,7 +311,7 @@ uint32_t BitNetModel::greedy_candidate_rows() const {
 }
 
 void BitNetModel::wait_idle() {
-  for (rt::Graph* g : {graph_.get(), greedy_graph_.get()})
+  for (rt::Graph* g : {graph_.get(), greedy_graph_.get(), embed_graph_.get()})
     if (g) g->wait(g->last_ticket());
 }
 
