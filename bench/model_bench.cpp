@@ -169,46 +169,27 @@ double op_ns(const std::vector<std::string>& names, const std::vector<double>& n
   return t;
 }
 
-// Where a token's time goes: each kernel's GPU time per token, summed over its calls.
-void per_op(benchmark::State& st, BenchSession& s, const std::string& op, uint32_t pos) {
+// Where a token's time goes: each kernel's GPU time per token, summed over its calls. `greedy`:
+// a kernel only decode_greedy's recording runs (the pruned LM head), timed over one greedy step.
+void per_op(benchmark::State& st, BenchSession& s, const std::string& op, uint32_t pos, bool greedy = false) {
   auto& m = model_state(s);
   fill_cache(m, pos);
-  const auto names = m.model->operation_names();
-  const double bytes = bytes_per_call(m, pos).count(op) ? bytes_per_call(m, pos).at(op) : 0;
+  const auto names = greedy ? m.model->greedy_operation_names() : m.model->operation_names();
   double total = 0;
   uint32_t calls = 0;
   for (auto _ : st) {
-    m.model->step(1, pos);
-    const double t = op_ns(names, m.model->timestamps_ns(), op, calls);
+    if (greedy)
+      m.model->decode_greedy(1, pos, 1, [](int32_t) { return true; });
+    else
+      m.model->step(1, pos);
+    const double t = op_ns(names, greedy ? m.model->greedy_timestamps_ns() : m.model->timestamps_ns(), op, calls);
     st.SetIterationTime(t * 1e-9);
     total += t;
   }
   const double per_token_ns = total / double(st.iterations());
   st.counters["calls"] = calls;
   st.counters["us_per_call"] = per_token_ns / 1e3 / std::max(calls, 1u);
-  if (bytes > 0) {
-    st.counters["GB_per_s"] = bytes * calls / per_token_ns;
-    st.counters["frac_of_peak"] = bytes * calls / per_token_ns / s.peak_read_gbps;
-  }
-}
-
-// The same for a kernel only decode_greedy's recording runs (the pruned LM head): one greedy step.
-void per_greedy_op(benchmark::State& st, BenchSession& s, const std::string& op, uint32_t pos) {
-  auto& m = model_state(s);
-  fill_cache(m, pos);
-  const auto names = m.model->greedy_operation_names();
-  double total = 0;
-  uint32_t calls = 0;
-  for (auto _ : st) {
-    m.model->decode_greedy(1, pos, 1, [](int32_t) { return true; });
-    const double t = op_ns(names, m.model->greedy_timestamps_ns(), op, calls);
-    st.SetIterationTime(t * 1e-9);
-    total += t;
-  }
-  const double per_token_ns = total / double(st.iterations());
-  st.counters["calls"] = calls;
-  st.counters["us_per_call"] = per_token_ns / 1e3 / std::max(calls, 1u);
-  st.counters["candidate_rows"] = m.model->greedy_candidate_rows();  // on this model's weights
+  if (greedy) st.counters["candidate_rows"] = m.model->greedy_candidate_rows();  // on this model's weights
   const auto bytes = bytes_per_call(m, pos);
   if (auto it = bytes.find(op); it != bytes.end()) {
     st.counters["GB_per_s"] = it->second * calls / per_token_ns;
@@ -312,7 +293,7 @@ void register_model_benchmarks(BenchSession& s) {
     if (std::find(seen.begin(), seen.end(), name) != seen.end()) continue;
     seen.push_back(name);
     benchmark::RegisterBenchmark(fmt::format("op/{}", name).c_str(),
-                                 [&s, name, pos](benchmark::State& st) { per_greedy_op(st, s, name, pos); })
+                                 [&s, name, pos](benchmark::State& st) { per_op(st, s, name, pos, /*greedy=*/true); })
         ->UseManualTime()->Iterations(iters)->Unit(benchmark::kMicrosecond);
   }
   // Per-op table of one prefill block (--prefill-block, 16 with --quick); one prefill records its graph.

@@ -10,25 +10,28 @@
 namespace bdsl::ops {
 using namespace bdsl::dsl;
 
+void for_embedding_part(const EmbeddingShape& s, Expr<u32> token, const std::function<void(uint32_t, Expr<u32>)>& body) {
+  for (uint32_t p = 0; p < s.parts; ++p) {
+    const uint32_t first = p * s.rows_per_part;
+    Expr<boolean> in_part = constant<boolean>(true);
+    if (p > 0) in_part = token >= first;
+    if (p + 1 < s.parts) in_part = in_part && token < first + s.rows_per_part;
+    if_(in_part, [&] { body(p, token - first); });
+  }
+}
+
 namespace {
 
-// x[row * dim + j] = f32(table[token][j]) for every j this invocation covers; the part holding
-// the token is found by comparing against the part boundaries (a short uniform if-chain).
+// x[row * dim + j] = f32(table[token][j]) for every j this invocation covers.
 void gather_row(KernelBuilder& k, const EmbeddingShape& s, const std::vector<Buffer<u32>>& parts,
                 const Buffer<f32>& x, Expr<u32> token, Expr<u32> row) {
   auto j = k.global_id().x();
   if_(j < s.dim, [&] {
-    for (uint32_t p = 0; p < s.parts; ++p) {
-      const uint32_t first = p * s.rows_per_part;
-      Expr<boolean> in_part = constant<boolean>(true);
-      if (p > 0) in_part = token >= first;
-      if (p + 1 < s.parts) in_part = in_part && token < first + s.rows_per_part;
-      if_(in_part, [&] {
-        auto e = let("e", (token - first) * s.dim + j);  // half index inside this part
-        auto pair = unpack_half2x16(parts[p][e >> 1u]);
-        x[row * s.dim + j] = select((e & 1u) == 0u, pair.x(), pair.y());
-      });
-    }
+    for_embedding_part(s, token, [&](uint32_t p, Expr<u32> local) {
+      auto e = let("e", local * s.dim + j);  // half index inside this part
+      auto pair = unpack_half2x16(parts[p][e >> 1u]);
+      x[row * s.dim + j] = select((e & 1u) == 0u, pair.x(), pair.y());
+    });
   });
 }
 

@@ -5,8 +5,10 @@
 // be a multiple of the device's storage-buffer offset alignment so each part starts on a word.
 #pragma once
 #include <cstdint>
+#include <functional>
 
 #include "dsl/builder.h"
+#include "dsl/dsl.h"
 #include "ops/target.h"
 
 namespace bdsl::ops {
@@ -27,5 +29,10 @@ dsl::Kernel embedding_lookup(const OpTarget& target, const EmbeddingShape& shape
 dsl::Kernel embedding_lookup_batch(const OpTarget& target, const EmbeddingShape& shape);
 
 uint32_t embedding_workgroup(const OpTarget& target);
+
+// Runs body(p, token's row inside part p) for the part that holds `token`: the part boundaries
+// compared in a short if-chain (uniform where the token is).
+void for_embedding_part(const EmbeddingShape& shape, dsl::Expr<dsl::u32> token,
+                        const std::function<void(uint32_t, dsl::Expr<dsl::u32>)>& body);
 
 }  // namespace bdsl::ops

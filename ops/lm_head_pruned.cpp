@@ -361,29 +361,22 @@ Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, 
       barrier();  // outside the branch: every workgroup reaches it
       if_(Expr<u32>(is_last[0u]) == 1u, [&] {
         auto token = let("token", Expr<u32>(next_token[0u]));
-        const EmbeddingShape& e = *embed_next;
-        const uint32_t pairs = e.dim / 2;
-        for (uint32_t p = 0; p < e.parts; ++p) {
-          const uint32_t first = p * e.rows_per_part;
-          Expr<boolean> in_part = constant<boolean>(true);
-          if (p > 0) in_part = token >= first;
-          if (p + 1 < e.parts) in_part = in_part && token < first + e.rows_per_part;
-          if_(in_part, [&] {
-            auto base = let("pair_base", (token - first) * pairs);
-            for (uint32_t j = 0; j * wg < pairs; ++j) {
-              auto w = let("pair", k.local_index() + j * wg);
-              auto write = [&] {
-                auto two = unpack_half2x16(embed_table[p][base + w]);
-                (*x_next)[w * 2u] = two.x();
-                (*x_next)[w * 2u + 1u] = two.y();
-              };
-              if ((j + 1) * wg > pairs)
-                if_(w < pairs, write);
-              else
-                write();
-            }
-          });
-        }
+        const uint32_t pairs = embed_next->dim / 2;
+        for_embedding_part(*embed_next, token, [&](uint32_t p, Expr<u32> local) {
+          auto base = let("pair_base", local * pairs);
+          for (uint32_t j = 0; j * wg < pairs; ++j) {
+            auto w = let("pair", k.local_index() + j * wg);
+            auto write = [&] {
+              auto two = unpack_half2x16(embed_table[p][base + w]);
+              (*x_next)[w * 2u] = two.x();
+              (*x_next)[w * 2u + 1u] = two.y();
+            };
+            if ((j + 1) * wg > pairs)
+              if_(w < pairs, write);
+            else
+              write();
+          }
+        });
       });
     }
   }
