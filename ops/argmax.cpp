@@ -16,10 +16,36 @@ Expr<boolean> argmax_beats(Expr<f32> v, Expr<u32> i, Expr<f32> best_v, Expr<u32>
   return i != kArgmaxNone && (best_i == kArgmaxNone || v > best_v || (v == best_v && i < best_i));
 }
 
-std::pair<Expr<f32>, Expr<u32>> workgroup_argmax_combine(KernelBuilder& k, uint32_t wg, Expr<f32> value, Expr<u32> index) {
-  // Subgroup: the largest value, then the lowest index holding it.
+namespace {
+
+// Each lane's (value, index) -> the subgroup's best, in every lane: the largest value, then the
+// lowest index holding it (argmax_beats' order).
+std::pair<Expr<f32>, Expr<u32>> subgroup_argmax(Expr<f32> value, Expr<u32> index) {
   auto m = let("sg_max", subgroup_max(value));
-  auto sg_i = let("sg_index", subgroup_min(select(value == m, index, constant<u32>(kArgmaxNone))));
+  return {m, let("sg_index", subgroup_min(select(value == m, index, constant<u32>(kArgmaxNone))))};
+}
+
+// This invocation's best (value, index) over j = start, start + stride, ... < end.
+std::pair<Expr<f32>, Expr<u32>> scan_argmax(KernelBuilder& k, Expr<u32> start, Expr<u32> end, Expr<u32> stride,
+                                            const std::function<Expr<f32>(Expr<u32>)>& value,
+                                            const std::function<Expr<u32>(Expr<u32>)>& index) {
+  auto best_v = k.var<f32>("best_value", -INFINITY);
+  auto best_i = k.var<u32>("best_index", kArgmaxNone);
+  for_range(start, end, stride, [&](Expr<u32> j) {
+    auto v = let("v", value(j));
+    auto i = let("i", index(j));
+    if_(argmax_beats(v, i, best_v, best_i), [&] {
+      best_v = v;
+      best_i = i;
+    });
+  }, "j");
+  return {Expr<f32>(best_v), Expr<u32>(best_i)};
+}
+
+}  // namespace
+
+std::pair<Expr<f32>, Expr<u32>> workgroup_argmax_combine(KernelBuilder& k, uint32_t wg, Expr<f32> value, Expr<u32> index) {
+  auto [m, sg_i] = subgroup_argmax(value, index);
   auto sv = k.shared<f32>("sg_values", wg);
   auto si = k.shared<u32>("sg_indices", wg);
   if_(subgroup_elect(), [&] {
@@ -47,17 +73,8 @@ namespace {
 std::pair<Expr<f32>, Expr<u32>> workgroup_argmax(KernelBuilder& k, uint32_t wg, Expr<u32> begin, Expr<u32> end,
                                                  const std::function<Expr<f32>(Expr<u32>)>& value,
                                                  const std::function<Expr<u32>(Expr<u32>)>& index) {
-  auto best_v = k.var<f32>("best_value", -INFINITY);
-  auto best_i = k.var<u32>("best_index", kArgmaxNone);
-  for_range(begin + k.local_index(), end, wg, [&](Expr<u32> j) {
-    auto v = let("v", value(j));
-    auto i = let("i", index(j));
-    if_(argmax_beats(v, i, best_v, best_i), [&] {
-      best_v = v;
-      best_i = i;
-    });
-  }, "j");
-  return workgroup_argmax_combine(k, wg, Expr<f32>(best_v), Expr<u32>(best_i));
+  auto [v, i] = scan_argmax(k, begin + k.local_index(), end, constant<u32>(wg), value, index);
+  return workgroup_argmax_combine(k, wg, v, i);
 }
 
 }  // namespace
@@ -129,21 +146,13 @@ void emit_argmax_final(KernelBuilder& k, uint32_t wg, uint32_t groups, const Buf
 Expr<u32> emit_argmax_final_in_subgroup(KernelBuilder& k, uint32_t groups, const Buffer<f32>& part_values,
                                         const Buffer<u32>& part_indices, const ArgmaxFinalBindings& b) {
   auto lane = k.subgroup_invocation();
-  auto best_v = k.var<f32>("final_value", -INFINITY);
-  auto best_i = k.var<u32>("final_index", kArgmaxNone);
-  for_range(lane, constant<u32>(groups), k.subgroup_size(), [&](Expr<u32> j) {
-    auto v = let("v", Expr<f32>(part_values[j]));
-    auto i = let("i", Expr<u32>(part_indices[j]));
-    if_(argmax_beats(v, i, best_v, best_i), [&] {
-      best_v = v;
-      best_i = i;
-    });
-  }, "j");
-  // The largest value, then the lowest index holding it: argmax_beats' order.
-  auto top = let("top", subgroup_max(Expr<f32>(best_v)));
-  auto i = let("top_index", subgroup_min(select(Expr<f32>(best_v) == top, Expr<u32>(best_i), constant<u32>(kArgmaxNone))));
-  if_(lane == 0u, [&] { store_argmax(b, i); });
-  return i;
+  auto [v, i] = scan_argmax(k, lane, constant<u32>(groups), k.subgroup_size(),
+                            [&](Expr<u32> j) { return Expr<f32>(part_values[j]); },
+                            [&](Expr<u32> j) { return Expr<u32>(part_indices[j]); });
+  auto [top, top_index] = subgroup_argmax(v, i);
+  (void)top;
+  if_(lane == 0u, [&] { store_argmax(b, top_index); });
+  return top_index;
 }
 
 Kernel argmax_final(const OpTarget& target, uint32_t n, uint32_t advance_context) {
