@@ -110,7 +110,7 @@ const std::vector<CatalogEntry>& catalog() {
       {"lm_head_input", "greedy head: the final norm with x quantized once for the bounds",
        [](T t) { return lm_head_input(t, kDim); }},
       {"lm_head_bounds", "greedy head: int8 shadow logits and their bounds",
-       [](T t) { return lm_head_bounds(t, kVocab, kDim, lm_head_split(t, kVocab, kDim).rows_per_part, true); }},
+       [](T t) { return lm_head_bounds(t, kVocab, kDim, lm_head_split(t, kVocab, kDim).rows_per_part); }},
       {"lm_head_candidates", "greedy head: exact logits of the rows that may win, argmax partials",
        [](T t) { return lm_head_candidates(t, kVocab, kDim, lm_head_split(t, kVocab, kDim).rows_per_part); }},
       {"lm_head_candidates_final", "the same, its last workgroup picking the token and advancing the step (the model's)",

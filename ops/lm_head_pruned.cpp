@@ -113,7 +113,7 @@ Kernel lm_head_input(const OpTarget& target, uint32_t dim) {
   return k.build();
 }
 
-Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part, bool quantized_input) {
+Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part) {
   check(vocab, dim);
   const LmHeadSplit split = lm_head_split(target, vocab, dim, rows_per_part);
   const uint32_t wg = lm_head_workgroup(target);
@@ -121,17 +121,10 @@ Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint
   const uint32_t rows_per_wg = rows_per_workgroup(target, wg) * kRowsPerSubgroup;
   const bool packed = target.int_dot_product;
   KernelBuilder k("lm_head_bounds_" + std::to_string(vocab) + "x" + std::to_string(dim) + "_parts" + std::to_string(split.parts) +
-                      (packed ? "_sdot" : "") + (quantized_input ? "_q" : ""),
+                      (packed ? "_sdot" : ""),
                   {wg, 1, 1});
-  std::optional<Buffer<vec4>> x;
-  std::optional<Buffer<uvec4>> x_q;
-  std::optional<Buffer<f32>> x_stats;
-  if (quantized_input) {
-    x_q = k.buffer<uvec4>("xq", Access::Read);
-    x_stats = k.buffer<f32>("stats", Access::Read);
-  } else {
-    x = k.buffer<vec4>("x", Access::Read);
-  }
+  auto x_q = k.buffer<uvec4>("xq", Access::Read);
+  auto x_stats = k.buffer<f32>("stats", Access::Read);
   std::vector<Buffer<uvec4>> table;
   for (uint32_t p = 0; p < split.parts; ++p) table.push_back(k.buffer<uvec4>("table" + std::to_string(p), Access::Read));
   auto scale = k.buffer<f32>("scale", Access::Read);
@@ -139,9 +132,9 @@ Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint
   auto upper = k.buffer<f32>("upper", Access::Write);
   auto lower = k.buffer<f32>("lower", Access::Write);
 
-  // Each lane takes the same 16-element quads of every row (lane, lane + sg, ...): its part of x
-  // is loaded once, quantized to int8 (x~ = xq * sx, sx = max|x| / 127) and kept in registers,
-  // so a row costs only its int8 dot products. ||x||_2 and ||x - x~||_2 enter the bound.
+  // Each lane takes the same 16-element quads of every row (lane, lane + sg, ...): its part of x~
+  // (lm_head_input's int8 words, zero past the row) is loaded once and kept in registers, so a
+  // row costs only its int8 dot products. sx, ||x||_2 and ||x - x~||_2 enter the bound.
   const uint32_t quads = dim / 16;
   const uint32_t per_lane = (quads + sg - 1) / sg;
   auto lane = k.subgroup_invocation();
@@ -153,47 +146,16 @@ Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint
   }
   auto readable = [&](uint32_t j) { return valid[j] ? min(quad[j], constant<u32>(quads - 1)) : quad[j]; };
   std::vector<Expr<u32>> xq;
-  std::optional<Expr<f32>> norm, res_norm, sx;
-  if (quantized_input) {
-    // lm_head_input quantized x once: its words (zero past the row) and scale, and both norms.
-    for (uint32_t j = 0; j < per_lane; ++j) {
-      auto w = let("xq4", Expr<uvec4>((*x_q)[readable(j)]));
-      for (uint32_t c = 0; c < 4; ++c) {
-        Expr<u32> word = w.lane(c);
-        xq.push_back(let("xq", valid[j] ? select(*valid[j], word, constant<u32>(0u)) : word));
-      }
+  for (uint32_t j = 0; j < per_lane; ++j) {
+    auto w = let("xq4", Expr<uvec4>(x_q[readable(j)]));
+    for (uint32_t c = 0; c < 4; ++c) {
+      Expr<u32> word = w.lane(c);
+      xq.push_back(let("xq", valid[j] ? select(*valid[j], word, constant<u32>(0u)) : word));
     }
-    sx = let("sx", Expr<f32>((*x_stats)[0u]));
-    norm = let("x_norm", Expr<f32>((*x_stats)[1u]));
-    res_norm = let("residual_norm", Expr<f32>((*x_stats)[2u]));
-  } else {
-    // Each lane quantizes its part of x itself (every subgroup covers all of x: subgroup
-    // reductions suffice).
-    std::vector<Expr<vec4>> xs;
-    for (uint32_t j = 0; j < per_lane; ++j)
-      for (uint32_t c = 0; c < 4; ++c) {
-        Expr<vec4> v = (*x)[readable(j) * 4u + c];
-        xs.push_back(let("xv", valid[j] ? select(*valid[j], v, make_vec<f32>(0.0f, 0.0f, 0.0f, 0.0f)) : v));
-      }
-    std::optional<Expr<f32>> sq, amax;
-    for (const auto& v : xs) {
-      auto a = abs(v);
-      auto m = max(max(a.x(), a.y()), max(a.z(), a.w()));
-      sq = sq ? *sq + dot(v, v) : dot(v, v);
-      amax = amax ? max(*amax, m) : m;
-    }
-    norm = let("x_norm", sqrt(subgroup_add(*sq)) * 1.001f);
-    sx = let("sx", max(subgroup_max(*amax), 1e-30f) / 127.0f);
-    auto inv_sx = let("inv_sx", 1.0f / *sx);
-    std::optional<Expr<f32>> res;
-    for (size_t i = 0; i < xs.size(); ++i) {
-      auto r = let("xr", clamp(round(xs[i] * inv_sx), make_vec<f32>(-127.0f, -127.0f, -127.0f, -127.0f), make_vec<f32>(127.0f, 127.0f, 127.0f, 127.0f)));
-      auto d = xs[i] - r * *sx;
-      res = res ? *res + dot(d, d) : dot(d, d);
-      xq.push_back(let("xq", pack_i8x4(cast<ivec4>(r))));
-    }
-    res_norm = let("residual_norm", sqrt(subgroup_add(*res)) * 1.001f + 1e-30f);
   }
+  auto sx = let("sx", Expr<f32>(x_stats[0u]));
+  auto norm = let("x_norm", Expr<f32>(x_stats[1u]));
+  auto res_norm = let("residual_norm", Expr<f32>(x_stats[2u]));
 
   auto first = let("first_row", k.workgroup_id().x() * rows_per_wg);
   auto end = let("end_row", min(first + rows_per_wg, vocab));
@@ -201,9 +163,9 @@ Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint
   // A row's bound from its shadow dot product (the lanes' partial sums, reduced here).
   auto finish_row = [&](Expr<u32> row, Expr<i32> partial, std::optional<Expr<boolean>> row_valid) {
     auto dot_q = subgroup_add(partial);
-    auto approx = let("approx", (cast<f32>(dot_q) * Expr<f32>(scale[row])) * *sx);
+    auto approx = let("approx", (cast<f32>(dot_q) * Expr<f32>(scale[row])) * sx);
     auto c = let("bound", Expr<vec2>(bound[row]));
-    auto margin = let("margin", c.x() * *norm + c.y() * *res_norm + abs(approx) * 1e-6f);
+    auto margin = let("margin", c.x() * norm + c.y() * res_norm + abs(approx) * 1e-6f);
     if_(row_valid ? lane == 0u && *row_valid : lane == 0u, [&] { upper[row] = approx + margin; });
     auto low = approx - margin;
     best_lower = max(Expr<f32>(best_lower), row_valid ? select(*row_valid, low, constant<f32>(-INFINITY)) : low);

@@ -1,31 +1,33 @@
 // Greedy decoding's LM head, exact with half the bytes: the argmax of the F16 head's logits
 // (lm_head.h), bit for bit with its ties, reading an int8 shadow of the table
-// (models/gpu/greedy_head.h) and only the few F16 rows that could win. Two dispatches, then
-// argmax_final over the second's partials (ops/argmax.h):
+// (models/gpu/greedy_head.h) and only the few F16 rows that could win. Three dispatches:
 //
-// lm_head_bounds: x quantized to int8 (x~ = xq sx, sx = max|x| / 127), every row's approximate
-//   logit a_r = s_r sx (q_r . xq) from packed int8 dot products, and, with
-//   m_r = c_r ||x||_2 + d_r ||x - x~||_2 (each norm (1 + 1e-3) for its own rounding) + |a_r| 1e-6,
+// lm_head_input: the final norm x (bit for bit rms_norm's), x quantized to int8 once (x~ = xq sx,
+//   sx = max|x| / 127) and the norms ||x||_2, ||x - x~||_2 (each (1 + 1e-3) for its own rounding).
+// lm_head_bounds: every row's approximate logit a_r = s_r sx (q_r . xq) from packed int8 dot
+//   products, and, with m_r = c_r ||x||_2 + d_r ||x - x~||_2 + |a_r| 1e-6,
 //   upper_r = a_r + m_r >= logit_r >= a_r - m_r = lower_r: c_r bounds the shadow's error per unit
 //   of ||x|| and d_r = s_r ||q_r||_2 that of quantizing x.
 //   Writes upper[r] and each workgroup's largest lower_r.
 // lm_head_candidates: L = the largest lower bound. A row with upper_r < L cannot be the argmax
 //   (some row's logit is >= L > its own); every other row (the argmax and all its ties among
 //   them) gets its logit exactly as lm_head computes it, and each workgroup writes the argmax of
-//   those (value, index; index 0xffffffff where it had none) for argmax_final.
+//   those (value, index; index 0xffffffff where it had none) for argmax_final, or runs
+//   argmax_final itself in its last workgroup (final_advance below).
 // On the 2B shape: 328 MB read instead of 656, plus the candidates' rows. If the bounds are
 // loose (a flat distribution), more rows are candidates: slower, never wrong.
 //
 // lm_head_bounds(target, vocab, dim, rows_per_part):
-//   bindings  0 x             vec4  read   [dim / 4]
-//             1 .. parts      uvec4 read   int8 rows of part p (dim / 16 per row)
-//             parts + 1 scale f32   read   [vocab]  s_r
-//             parts + 2 bound vec2  read   [vocab]  (c_r, d_r)
-//             parts + 3 upper f32   write  [vocab]
-//             parts + 4 lower f32   write  [lm_head_bounds_workgroups]
+//   bindings  0 xq            uvec4 read   [dim / 16]  lm_head_input's int8 x
+//             1 stats         f32   read   [4]         lm_head_input's sx and norms
+//             2 .. parts + 1  uvec4 read   int8 rows of part p (dim / 16 per row)
+//             parts + 2 scale f32   read   [vocab]  s_r
+//             parts + 3 bound vec2  read   [vocab]  (c_r, d_r)
+//             parts + 4 upper f32   write  [vocab]
+//             parts + 5 lower f32   write  [lm_head_bounds_workgroups]
 //   grid: (lm_head_bounds_workgroups(target, vocab), 1, 1)
 // lm_head_candidates(target, vocab, dim, rows_per_part):
-//   bindings  0 x             as lm_head's x
+//   bindings  0 x             as lm_head's x (lm_head_input's xn)
 //             1 .. parts      as lm_head's table parts
 //             parts + 1 upper f32   read   [vocab]
 //             parts + 2 lower f32   read   [lm_head_bounds_workgroups]
@@ -46,10 +48,7 @@ namespace bdsl::ops {
 
 bool lm_head_pruned_supported(uint32_t dim);
 uint32_t lm_head_bounds_workgroups(const OpTarget& target, uint32_t vocab);
-// quantized_input: bindings xq (uvec4 read [dim / 16]) and stats (f32 read [4]) as
-// lm_head_input writes them in place of x: the pass then starts with its dot products.
-dsl::Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part,
-                           bool quantized_input = false);
+dsl::Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part);
 // The final norm for the pruned head, once: xn exactly as rms_norm (ops/rms_norm.h) writes it (the
 // candidates read it), x~ = sx xq quantized as lm_head_bounds would, and the norms the bounds need.
 //   bindings  0 x       f32 read   [dim] (the residual stream)

@@ -66,7 +66,8 @@ TEST(GreedyHeadShadow, BoundsTheQuantizationError) {
 
 class GreedyHead : public DeviceTest {
  protected:
-  // The argmax of the full head and of the pruned one, over the same table and x.
+  // The argmax of the full head and of the pruned one, over the same table and x normalized by
+  // lm_head_input with a unit weight (the pruned head's first pass; its xn feeds both heads).
   std::pair<uint32_t, uint32_t> argmaxes(const std::vector<uint16_t>& table, const std::vector<float>& x, uint32_t vocab,
                                          uint32_t dim, uint32_t rows_per_part, bool packed_dot = true) {
     ops::OpTarget t = ops::OpTarget::from(ctx().info());
@@ -74,7 +75,7 @@ class GreedyHead : public DeviceTest {
     const ops::LmHeadSplit split = ops::lm_head_split(t, vocab, dim, rows_per_part);
     const ops::ArgmaxPlan plan = ops::argmax_plan(t, vocab);
     const auto q = bitnet::quantize_rows_int8(table, vocab, dim);
-    rt::Buffer xb = buffer_of(x, "x");
+    rt::Buffer raw = buffer_of(x, "x"), unit = buffer_of(std::vector<float>(dim, 1.0f), "weight");
     std::vector<rt::Buffer> f16_parts, int8_parts;
     for (uint32_t p = 0; p < split.parts; ++p) {
       const size_t first = size_t(p) * split.rows_per_part, n = split.rows_in_part(p, vocab);
@@ -83,11 +84,12 @@ class GreedyHead : public DeviceTest {
     }
     rt::Buffer scale = buffer_of(q.scale, "scale"), bound = buffer_of(q.bound, "bound");
     auto out = [&](uint64_t words, const char* name) { return rt::Buffer(ctx(), std::max<uint64_t>(words * 4, 4), {true, name}); };
+    rt::Buffer xb = out(dim, "xn"), xq = out(dim / 4, "xq"), stats = out(4, "stats");
     rt::Buffer logits = out(vocab, "logits"), upper = out(vocab, "upper");
     rt::Buffer lower = out(ops::lm_head_bounds_workgroups(t, vocab), "lower");
     rt::Buffer pv = out(plan.groups, "pv"), pi = out(plan.groups, "pi"), full = out(1, "full"), pruned = out(1, "pruned");
     rt::Buffer folded = out(1, "folded"), counter = buffer_of(std::vector<uint32_t>{0}, "counter"), x_next = out(dim, "x_next");
-    rt::Pipeline head = pipeline(ops::lm_head(t, vocab, dim, rows_per_part));
+    rt::Pipeline input = pipeline(ops::lm_head_input(t, dim)), head = pipeline(ops::lm_head(t, vocab, dim, rows_per_part));
     rt::Pipeline partial = pipeline(ops::argmax_partial(t, vocab)), final = pipeline(ops::argmax_final(t, vocab));
     rt::Pipeline bounds = pipeline(ops::lm_head_bounds(t, vocab, dim, rows_per_part));
     rt::Pipeline candidates = pipeline(ops::lm_head_candidates(t, vocab, dim, rows_per_part));
@@ -96,13 +98,14 @@ class GreedyHead : public DeviceTest {
     rt::Pipeline candidates_final = pipeline(ops::lm_head_candidates(t, vocab, dim, rows_per_part, 0u,
                                                                      ops::EmbeddingShape{dim, split.rows_per_part, split.parts}));
     rt::Graph g(ctx());
+    g.dispatch(input, {raw, unit, xb, xq, stats}, rt::push(1e-5f), rt::Grid{1});
     std::vector<rt::BufferSlice> b{xb};
     for (auto& p : f16_parts) b.push_back(p);
     b.push_back(logits);
     g.dispatch(head, b, rt::push(), rt::Grid{ops::lm_head_workgroups(t, vocab)});
     g.dispatch(partial, {logits, pv, pi}, rt::Grid{plan.groups});
     g.dispatch(final, {pv, pi, full}, rt::Grid{1});
-    b = {xb};
+    b = {xq, stats};
     for (auto& p : int8_parts) b.push_back(p);
     b.insert(b.end(), {scale, bound, upper, lower});
     g.dispatch(bounds, b, rt::push(), rt::Grid{ops::lm_head_bounds_workgroups(t, vocab)});
@@ -202,7 +205,7 @@ TEST_F(GreedyHead, TheInputPassNormalizesAsRmsNormAndItsBoundsHold) {
       rt::Pipeline norm = pipeline(ops::rms_norm(t, dim)), input = pipeline(ops::lm_head_input(t, dim));
       rt::Pipeline head = pipeline(ops::lm_head(t, vocab, dim, vocab)), partial = pipeline(ops::argmax_partial(t, vocab));
       rt::Pipeline final = pipeline(ops::argmax_final(t, vocab));
-      rt::Pipeline bounds = pipeline(ops::lm_head_bounds(t, vocab, dim, vocab, true));
+      rt::Pipeline bounds = pipeline(ops::lm_head_bounds(t, vocab, dim, vocab));
       rt::Pipeline candidates = pipeline(ops::lm_head_candidates(t, vocab, dim, vocab, 0u));
       rt::Graph g(ctx());
       g.dispatch(norm, {raw, weight, xn_ref}, rt::push(eps), rt::Grid{1});
