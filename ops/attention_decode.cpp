@@ -5,13 +5,6 @@
 namespace bdsl::ops {
 
 dsl::Kernel attention_decode(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks,
-                             uint32_t defer_combine) {
-  SplitKvTuning tuning;
-  tuning.defer_combine = defer_combine;
-  return attention_decode(target, dims, context, chunks, tuning);
-}
-
-dsl::Kernel attention_decode(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks,
                              const SplitKvTuning& tuning) {
   std::string name = tuning.defer_combine ? "attention_decode_f16kv_deferred" : "attention_decode_f16kv";
   if (tuning.head_split > 1) name += "_split" + std::to_string(tuning.head_split);

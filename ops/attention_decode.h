@@ -22,12 +22,10 @@ namespace bdsl::ops {
 // before the first dispatch), out (write, f32 [n_heads*head_dim]). Push: none.
 // Grid: (n_kv_heads, chunks, 1) workgroups of attention_workgroup(target, dims) invocations;
 // chunks from attention_chunks(target, dims, context) unless you have a reason.
-// defer_combine: SplitKvTuning::defer_combine (out is then not written for 1 < active <= it).
+// tuning: every knob (ops/attention_split_kv.h); the grid's x is then n_kv_heads *
+// tuning.head_split, and out is not written for 1 < active <= tuning.defer_combine (a consumer
+// of the deferred partials needs attention_pass(target, dims, tuning)).
 dsl::Kernel attention_decode(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks,
-                             uint32_t defer_combine = 0);
-// Every knob (ops/attention_split_kv.h); the grid's x is n_kv_heads * tuning.head_split. A
-// consumer of deferred partials needs attention_pass(target, dims, tuning).
-dsl::Kernel attention_decode(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks,
-                             const SplitKvTuning& tuning);
+                             const SplitKvTuning& tuning = {});
 
 }  // namespace bdsl::ops

@@ -1,10 +1,10 @@
 #include "models/gpu/bitnet_model.h"
 
-#include <algorithm>
 #include "models/gpu/activations.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <deque>
 #include <stdexcept>
 
@@ -55,7 +55,7 @@ std::vector<rt::BufferSlice> BitNetModel::layer_bindings(uint32_t l, LayerOp op)
     case LayerOp::Qkv: return {w.attn_q, w.attn_k, w.attn_v, a.x, w.attn_norm, a.step, a.rope_table, a.q, a.k_cache[l], a.v_cache[l]};
     case LayerOp::Attention: return {a.step, a.q, a.k_cache[l], a.v_cache[l], a.partials, a.counters, a.attn};
     case LayerOp::AttnOutput:
-      if (pipelines_->attention_defer) return {w.attn_output, a.attn, w.attn_sub_norm, a.x, a.step, a.partials, a.attn_used};
+      if (pipelines_->attention_tuning.defer_combine) return {w.attn_output, a.attn, w.attn_sub_norm, a.x, a.step, a.partials, a.attn_used};
       return {w.attn_output, a.attn, w.attn_sub_norm, a.x};
     case LayerOp::GateUp: return {w.ffn_gate, w.ffn_up, a.x, w.ffn_norm, a.ffn};
     case LayerOp::FfnDown: return {w.ffn_down, a.ffn, w.ffn_sub_norm, a.x};
@@ -77,13 +77,13 @@ void BitNetModel::record_op(uint32_t l, LayerOp op) {
                  rt::Grid{ops::ternary_matvec_qkv_rope_workgroups(p.target, d, p.qkv_options)});
       return dump(a.q, d.q_width(), fmt::format("Qcur-{}", l));
     case LayerOp::Attention:
-      g.dispatch(p.attention, b, rt::push(), rt::Grid{d.n_kv_heads * p.attention_head_split, p.attention_chunks, 1});
+      g.dispatch(p.attention, b, rt::push(), rt::Grid{d.n_kv_heads * p.attention_tuning.head_split, p.attention_chunks, 1});
       // With the combine deferred, attention's output exists only once attn_output has read it.
-      if (!p.attention_defer) dump(a.attn, d.q_width(), fmt::format("kqv_out-{}", l));
+      if (!p.attention_tuning.defer_combine) dump(a.attn, d.q_width(), fmt::format("kqv_out-{}", l));
       return;
     case LayerOp::AttnOutput:
       g.dispatch(p.attn_output, b, rt::push(eps), rt::Grid{ops::ternary_matvec_workgroups(p.target, config_.dim, p.residual_options)});
-      if (p.attention_defer) dump(a.attn_used, d.q_width(), fmt::format("kqv_out-{}", l));
+      if (p.attention_tuning.defer_combine) dump(a.attn_used, d.q_width(), fmt::format("kqv_out-{}", l));
       return dump(a.x, config_.dim, fmt::format("ffn_inp-{}", l));
     case LayerOp::GateUp:
       g.dispatch(p.gate_up, b, rt::push(eps), rt::Grid{ops::ternary_matvec_workgroups(p.target, config_.ffn_dim, p.gate_up_options)});

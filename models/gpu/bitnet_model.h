@@ -117,7 +117,7 @@ class BitNetModel {
   void record_token(bool greedy);  // into graph_: the whole token, with the pruned head if greedy
   void record_embedding(rt::Graph& g);  // x = the step state's token's embedding
   void record_tail(rt::Graph& g, bool greedy = false);  // final norm, LM head, argmax (+ top-k) on the x buffer
-  void wait_idle();  // for every replay of either recording
+  void wait_idle();  // for every replay of any recording
   std::unique_ptr<PrefillBlock> make_prefill_block(uint32_t n);
   StepOutput read_step_output() const;
   void check_tokens(std::span<const int32_t> tokens, uint32_t pos) const;

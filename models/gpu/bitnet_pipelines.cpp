@@ -16,15 +16,16 @@
 namespace bdsl::bitnet {
 namespace {
 
-// Norm-fused projections take 2 rows per subgroup by default (H100, decode ctx 512: 2.01 ms per
-// token with 2, 2.09 with 4, 2.48 with 8; bench/RESULTS.md run 3).
-// `t` with one kernel's own workgroup size where it has one (never in fused layers).
+// `t` with one kernel's own workgroup size (never in fused layers) and rows per subgroup, where
+// it has them.
 DecodeTuning own_workgroup(DecodeTuning t, uint32_t workgroup, FusedLayers fused, uint32_t rows = 0) {
   if (workgroup && fused == FusedLayers::Off) t.workgroup = workgroup;
   if (rows) t.rows_per_subgroup = rows;
   return t;
 }
 
+// Norm-fused projections take 2 rows per subgroup by default (H100, decode ctx 512: 2.01 ms per
+// token with 2, 2.09 with 4, 2.48 with 8; bench/RESULTS.md run 3).
 ops::MatvecOptions normalized(bool add_residual, const DecodeTuning& t) {
   ops::MatvecOptions o;
   o.input = ops::MatvecInput::NormalizeInWorkgroup;
@@ -39,6 +40,17 @@ ops::MatvecOptions attn_output_kernel_options(const ops::OpTarget& t, const ops:
   if (a.defer_combine)
     o.attention_partials = ops::AttentionPartialsInput{d, c.context_length, chunks, ops::attention_pass(t, d, a), a.defer_combine};
   return o;
+}
+
+// Decode attention as the tuning asks: attn_output does the combine of up to
+// attention_defer_chunks chunks (4 covers every token up to 4 passes of positions, 512 at the 2B
+// shape on an H100, with 36 partial loads per invocation), not with fused layers.
+ops::SplitKvTuning decode_attention_tuning(const DecodeTuning& t, const ops::AttentionDims& d, FusedLayers fused) {
+  ops::SplitKvTuning a;
+  a.positions_per_pass = t.attention_positions_per_pass;
+  a.defer_combine = t.defer_attention_combine && fused == FusedLayers::Off ? t.attention_defer_chunks : 0u;
+  a.head_split = t.attention_head_split ? t.attention_head_split : d.group();
+  return a;
 }
 
 rt::Pipeline make(rt::Context& ctx, codegen::ShaderCache& cache, const dsl::Kernel& kernel) {
@@ -57,12 +69,7 @@ BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c
       top_k_plan(k ? ops::top_k_plan(target, c.vocab_size, k) : ops::TopKPlan{}),
       top_k(k),
       attention_chunks(ops::attention_chunks(target, dims, c.context_length)),
-      // Chunks whose combine attn_output does: 4 covers every token up to 4 passes of positions
-      // (512 at the 2B shape on an H100) with 36 partial loads per invocation.
-      attention_defer(tuning.defer_attention_combine && fused_layers == FusedLayers::Off ? tuning.attention_defer_chunks : 0u),
-      attention_head_split(tuning.attention_head_split ? tuning.attention_head_split : dims.group()),
-      attention_tuning{.positions_per_pass = tuning.attention_positions_per_pass, .defer_combine = attention_defer,
-                       .head_split = attention_head_split},
+      attention_tuning(decode_attention_tuning(tuning, dims, fused_layers)),
       residual_options(normalized(true, tuning)),
       gate_up_options(normalized(false, own_workgroup(tuning, tuning.gate_up_workgroup, fused_layers, tuning.gate_up_rows_per_subgroup))),
       qkv_options(normalized(false, {4, own_workgroup(tuning, tuning.qkv_workgroup, fused_layers).workgroup})),

@@ -58,9 +58,9 @@ struct BitNetPipelines {
   ops::TopKPlan top_k_plan;
   uint32_t top_k;  // 0: greedy only, no top-k dispatches
   uint32_t attention_chunks;
-  uint32_t attention_defer = 0;  // SplitKvTuning::defer_combine: attn_output binds step, partials, attn_used
-  uint32_t attention_head_split = 1;  // SplitKvTuning::head_split: attention's grid is n_kv_heads times it
-  ops::SplitKvTuning attention_tuning;  // what attention was built with (its pass, for attn_output)
+  // What attention was built with: with defer_combine, attn_output binds step, partials and
+  // attn_used; attention's grid is n_kv_heads * head_split.
+  ops::SplitKvTuning attention_tuning;
   ops::MatvecOptions residual_options, gate_up_options, qkv_options;  // the grids need them too
 
   rt::Pipeline embedding;
