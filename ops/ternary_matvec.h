@@ -103,6 +103,14 @@ dsl::Kernel ternary_matvec_qkv_rope(const OpTarget& target, const AttentionDims&
                                     MatvecOptions options = {});
 uint32_t ternary_matvec_qkv_rope_workgroups(const OpTarget& target, const AttentionDims& dims, MatvecOptions options = {});
 
+// The same for K and V only (decode attention that projects its own query beside it:
+// ops/attention_decode.h): the K and V rows, bit for bit those ternary_matvec_qkv_rope writes.
+// Bindings: w_k, w_v, the activations, step, rope_table, k_cache, v_cache (no y_q).
+// Grid: (ternary_matvec_kv_rope_workgroups(target, dims, options), 1, 1).
+dsl::Kernel ternary_matvec_kv_rope(const OpTarget& target, const AttentionDims& dims, uint32_t cols, uint32_t context,
+                                   MatvecOptions options = {});
+uint32_t ternary_matvec_kv_rope_workgroups(const OpTarget& target, const AttentionDims& dims, MatvecOptions options = {});
+
 // y[r] = relu(gate[r])^2 * up[r], gate = W_gate x, up = W_up x: one subgroup computes row r of
 // both (sharing the activation loads) and writes the product. Accumulators: gate's, then up's.
 dsl::Kernel ternary_matvec_relu2_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols,

@@ -177,22 +177,39 @@ void check_shapes(const std::string& what, const std::vector<Tensor>& tensors, u
   }
 }
 
+// The head of RoPE quad row / 4 among q's, k's and v's heads (in that order; the tensors may
+// start at k's) and, for each kind of head the tensors hold, `use(t, local_head)` in its branch
+// (t: 0 q, 1 k, 2 v; local_head: the head within its tensor).
+template <class Use>
+void rope_head_branches(const detail::RopeKvEpilogue& r, Expr<u32> head, const std::string& tag, Use&& use) {
+  const AttentionDims& d = r.dims;
+  auto kv_branches = [&] {
+    auto kv = let(tag + "kv", (head - d.n_heads) % d.n_kv_heads);
+    if_(head < d.n_heads + d.n_kv_heads, [&] { use(1, kv); }).else_([&] { use(2, kv); });
+  };
+  if (!r.kv)
+    use(0, head);
+  else if (!r.q)
+    kv_branches();
+  else
+    if_(head < d.n_heads, [&] { use(0, head); }).else_(kv_branches);
+}
+
+// Quad row / 4's head: p / (hd / 4), counted from q's first head.
+Expr<u32> rope_quad_head(const detail::RopeKvEpilogue& r, Expr<u32> row, const std::string& tag) {
+  auto head = (row / 4u) / (r.dims.head_dim / 4);
+  return let(tag + "head", r.q ? head : head + r.dims.n_heads);
+}
+
 // The tensor (0 q, 1 k, 2 v) and the four rows of RoPE quad row / 4 (see emit_rope_kv_quad),
 // for the prefetch: `use(t, rows)` runs in the branch of that tensor.
 template <class Use>
 void rope_quad_rows(const detail::RopeKvEpilogue& r, Expr<u32> row, Use&& use) {
-  const AttentionDims& d = r.dims;
-  const uint32_t hd = d.head_dim, half = hd / 2, quarter = hd / 4;
-  auto p = row / 4u;
-  auto head = let("pre_head", p / quarter);
-  auto m2 = (p % quarter) * 2u;
-  auto rows = [&](Expr<u32> local_head) {
+  const uint32_t hd = r.dims.head_dim, half = hd / 2, quarter = hd / 4;
+  auto m2 = ((row / 4u) % quarter) * 2u;
+  rope_head_branches(r, rope_quad_head(r, row, "pre_"), "pre_", [&](size_t t, Expr<u32> local_head) {
     auto at = let("pre_row", local_head * hd + m2);
-    return std::vector<Expr<u32>>{at, at + 1u, at + half, at + (1 + half)};
-  };
-  if_(head < d.n_heads, [&] { use(0, rows(head)); }).else_([&] {
-    auto kv = let("pre_kv", (head - d.n_heads) % d.n_kv_heads);
-    if_(head < d.n_heads + d.n_kv_heads, [&] { use(1, rows(kv)); }).else_([&] { use(2, rows(kv)); });
+    use(t, std::vector<Expr<u32>>{at, at + 1u, at + half, at + (1 + half)});
   });
 }
 
@@ -213,19 +230,13 @@ std::pair<Expr<vec2>, Expr<vec2>> rope_quad_rotations(const detail::RopeKvEpilog
 
 template <class Project>
 void emit_rope_kv_quad(const detail::RopeKvEpilogue& r, Expr<u32> row, Project&& project,
-                       const Buffer<u32>& step, const Buffer<vec2>& table, const Buffer<f32>& y_q, const Buffer<u32>& k_cache,
-                       const Buffer<u32>& v_cache, Expr<boolean> lane0,
+                       const Buffer<u32>& step, const Buffer<vec2>& table, const std::optional<Buffer<f32>>& y_q,
+                       const std::optional<Buffer<u32>>& k_cache, const std::optional<Buffer<u32>>& v_cache, Expr<boolean> lane0,
                        std::optional<std::pair<Expr<vec2>, Expr<vec2>>> rotations = std::nullopt) {
   const AttentionDims& d = r.dims;
   const uint32_t hd = d.head_dim, half = hd / 2, quarter = hd / 4;
-  auto p = let("quad", row / 4u);
-  auto head = let("head", p / quarter);
-  auto m2 = let("pair0", (p % quarter) * 2u);
+  auto m2 = let("pair0", ((row / 4u) % quarter) * 2u);
   auto pos = let("pos", step[kStepPos]);
-  auto rows_of = [&](Expr<u32> local_head) {
-    auto at = let("head_row", local_head * hd + m2);
-    return std::pair{at, std::vector<Expr<u32>>{at, at + 1u, at + half, at + (1 + half)}};
-  };
   // Loaded before the dot products (for the first row group, before the norm prologue): the two
   // dependent loads (position, then table) overlap the weight loads instead of following them.
   if (!rotations) rotations = rope_quad_rotations(r, row, step, table);
@@ -234,34 +245,34 @@ void emit_rope_kv_quad(const detail::RopeKvEpilogue& r, Expr<u32> row, Project&&
     auto b = let("turned1", rope::rotate(v[1], v[3], rotations->second));
     return std::pair{a, b};
   };
-  if_(head < d.n_heads, [&] {
-    auto [at, rows] = rows_of(head);
-    auto v = project(0, rows);
-    if_(lane0, [&] {
-      auto [a, b] = turned(v);
-      y_q[at] = a.x();
-      y_q[at + half] = a.y();
-      y_q[at + 1u] = b.x();
-      y_q[at + (1 + half)] = b.y();
-    });
-  }).else_([&] {
-    auto kv = let("kv", (head - d.n_heads) % d.n_kv_heads);
-    auto [at, rows] = rows_of(kv);
-    auto word = let("word", (pos * d.kv_width() + at) / 2u);
-    auto in_cache = pos < r.context;
-    if_(head < d.n_heads + d.n_kv_heads, [&] {
-      auto v = project(1, rows);
-      if_(lane0 && in_cache, [&] {
+  rope_head_branches(r, rope_quad_head(r, row, ""), "", [&](size_t t, Expr<u32> local_head) {
+    auto at = let("head_row", local_head * hd + m2);
+    const std::vector<Expr<u32>> rows{at, at + 1u, at + half, at + (1 + half)};
+    auto v = project(t, rows);
+    if (t == 0) {
+      if_(lane0, [&] {
         auto [a, b] = turned(v);
-        k_cache[word] = pack_half2x16(make_vec<f32>(a.x(), b.x()));
-        k_cache[word + half / 2] = pack_half2x16(make_vec<f32>(a.y(), b.y()));
+        auto store = [&](Expr<u32> i, Expr<f32> value) {
+          if (r.store_q) r.store_q(i, value);
+          else (*y_q)[i] = value;
+        };
+        store(at, a.x());
+        store(at + half, a.y());
+        store(at + 1u, b.x());
+        store(at + (1 + half), b.y());
       });
-    }).else_([&] {
-      auto v = project(2, rows);
-      if_(lane0 && in_cache, [&] {
-        v_cache[word] = pack_half2x16(make_vec<f32>(v[0], v[1]));
-        v_cache[word + half / 2] = pack_half2x16(make_vec<f32>(v[2], v[3]));
-      });
+      return;
+    }
+    auto word = let("word", (pos * d.kv_width() + at) / 2u);
+    if_(lane0 && pos < r.context, [&] {
+      if (t == 1) {
+        auto [a, b] = turned(v);
+        (*k_cache)[word] = pack_half2x16(make_vec<f32>(a.x(), b.x()));
+        (*k_cache)[word + half / 2] = pack_half2x16(make_vec<f32>(a.y(), b.y()));
+      } else {
+        (*v_cache)[word] = pack_half2x16(make_vec<f32>(v[0], v[1]));
+        (*v_cache)[word + half / 2] = pack_half2x16(make_vec<f32>(v[2], v[3]));
+      }
     });
   });
 }
@@ -282,6 +293,7 @@ ProjectionPlan plan_projection(const OpTarget& target, const std::string& what, 
   check_shapes(what, tensors, cols);
   if (rope && (tokens_per_wg > 0 || o.rows_per_subgroup != 4 || o.add_residual || o.write_accumulators))
     throw std::invalid_argument(what + ": the RoPE epilogue is for one token, 4 rows per subgroup, no residual or accumulators");
+  if (rope && !rope->q && !rope->kv) throw std::invalid_argument(what + ": the RoPE epilogue needs q's heads or k's and v's");
   const bool packed = o.dot == DotProduct::Auto ? target.int_dot_product : o.dot == DotProduct::Packed;
   const bool norm = o.input == MatvecInput::NormalizeInWorkgroup;
   const bool batched = tokens_per_wg > 0;
@@ -322,12 +334,15 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
   std::vector<Buffer<f32>> y;
   std::optional<Buffer<u32>> step, k_cache, v_cache;
   std::optional<Buffer<vec2>> rope_table;
+  std::optional<Buffer<f32>> y_q;
   if (rope) {
     step = site.step ? *site.step : k.buffer<u32>("step", Access::Read);
     rope_table = k.buffer<vec2>("rope_table", Access::Read);
-    y.push_back(activation("y_q", Access::Write, f32{}));
-    k_cache = activation("k_cache", Access::Write, u32{});
-    v_cache = activation("v_cache", Access::Write, u32{});
+    if (rope->q && !rope->store_q) y_q = activation("y_q", Access::Write, f32{});
+    if (rope->kv) {
+      k_cache = activation("k_cache", Access::Write, u32{});
+      v_cache = activation("v_cache", Access::Write, u32{});
+    }
   } else if (combine == Combine::Relu2Product || tensors.size() == 1)
     y.push_back(activation("y", out_access, f32{}));
   else
@@ -355,12 +370,15 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
     scales.push_back(let("scale_" + tensors[t].name,
                          bitcast<f32>(Expr<uvec4>(w[t][uint32_t(uint64_t(tensors[t].rows) * cols / 64)]).x())));
 
+  // RoPE's head kind (0 q, 1 k, 2 v) as an index into the tensors, which may start at k.
+  auto rope_tensor = [&](size_t t) { return rope && !rope->q ? t - 1 : t; };
   std::vector<uint32_t> offsets{0};
   for (const Tensor& t : tensors) offsets.push_back(offsets.back() + t.rows);
   // Gate and up share their rows: a row of the grid is one row of both.
   const uint32_t total = combine == Combine::Relu2Product ? tensors[0].rows : offsets.back();
-  auto first = let("first_row", site.workgroup * rows_per_wg);
-  auto end = let("end_row", min(first + rows_per_wg, total));
+  const uint32_t site_rows = site.rows_per_workgroup ? site.rows_per_workgroup : rows_per_wg;
+  auto first = let("first_row", site.workgroup * site_rows);
+  auto end = let("end_row", min(first + site_rows, total));
   // Each subgroup takes `rs` consecutive rows at a time (one activation load serves all of them);
   // a row past its tensor's end reads the last row (in range) and writes nothing.
   auto rows_of = [&](size_t t, Expr<u32> local0) {
@@ -400,7 +418,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
       rope_quad_rows(*rope, readable, [&](size_t t, const std::vector<Expr<u32>>& rows) {
         std::vector<Expr<u32>> bases;
         for (const auto& r : rows) bases.push_back(r * chunks);
-        fill_prefetch(k, *pre, std::vector<Buffer<uvec4>>(4, w[t]), bases, chunks);
+        fill_prefetch(k, *pre, std::vector<Buffer<uvec4>>(4, w[rope_tensor(t)]), bases, chunks);
       });
     } else if (combine == Combine::Relu2Product) {
       const auto [ws, bases] = gate_up_rows(rows_of(0, readable).first);
@@ -503,11 +521,11 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
       emit_rope_kv_quad(*rope, row, [&](size_t t, const std::vector<Expr<u32>>& rows) {
         std::vector<Expr<u32>> bases;
         for (const auto& r : rows) bases.push_back(r * chunks);
-        auto dots = emit_row_dots(k, std::vector<Buffer<uvec4>>(4, w[t]), bases, chunks, slots, q, packed, target.subgroup_size, p);
+        auto dots = emit_row_dots(k, std::vector<Buffer<uvec4>>(4, w[rope_tensor(t)]), bases, chunks, slots, q, packed, target.subgroup_size, p);
         std::vector<Expr<f32>> v;
-        for (uint32_t r = 0; r < 4; ++r) v.push_back(let("proj", project(dots[r][0], t, 0)));
+        for (uint32_t r = 0; r < 4; ++r) v.push_back(let("proj", project(dots[r][0], rope_tensor(t), 0)));
         return v;
-      }, *step, *rope_table, y[0], *k_cache, *v_cache, lane0, p ? row0_rotations : std::nullopt);
+      }, *step, *rope_table, y_q, k_cache, v_cache, lane0, p ? row0_rotations : std::nullopt);
       return;
     }
     if (combine == Combine::Relu2Product) {

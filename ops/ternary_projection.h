@@ -17,11 +17,16 @@ namespace bdsl::ops::detail {
 
 enum class ProjectionCombine { Separate, Relu2Product };
 
-// QKV with RoPE and the KV-cache write in the epilogue (decode): the tensors are q, k, v; each
-// subgroup takes rows (2m, 2m + 1, 2m + half, 2m + 1 + half) of one head.
+// QKV with RoPE and the KV-cache write in the epilogue (decode): the tensors are q, k, v (or
+// only q, or only k and v); each subgroup takes rows (2m, 2m + 1, 2m + half, 2m + 1 + half) of
+// one head.
 struct RopeKvEpilogue {
   AttentionDims dims;
   uint32_t context = 0;
+  bool q = true, kv = true;  // which heads the tensors hold: q's, then k's and v's
+  // Where q's rotated value of row i goes, in lane 0 (instead of a y_q binding): a kernel that
+  // projects its own query keeps it (decode attention, ops/attention_split_kv.h).
+  std::function<void(dsl::Expr<dsl::u32>, dsl::Expr<dsl::f32>)> store_q;
 };
 
 struct ProjectionTensor {
@@ -39,6 +44,7 @@ struct ProjectionSite {
   std::optional<dsl::Buffer<dsl::u32>> step;        // the step state (RoPE), when already bound
   bool coherent = false;  // activations and outputs written or read by other workgroups meanwhile
   std::function<void()> before_activations;  // runs after the weight prefetch, before x is read
+  uint32_t rows_per_workgroup = 0;  // rows `workgroup` stands for; 0: the kernel's subgroups x rows per subgroup
 };
 
 void emit_ternary_projection(const ProjectionSite& site, const OpTarget& target, const std::string& what,

@@ -1,5 +1,6 @@
 #include "runtime/graph.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -108,7 +109,7 @@ void Graph::add(Op op, std::span<const RangeAccess> accesses) {
 }
 
 void Graph::dispatch(const Pipeline& pipeline, std::span<const BufferSlice> bindings,
-                     const PushConstants& push_constants, Grid grid) {
+                     const PushConstants& push_constants, Grid grid, std::span<const uint32_t> disjoint) {
   check_open("dispatch");
   const KernelInterface& iface = pipeline.iface();
   if (bindings.size() != iface.bindings.size())
@@ -123,14 +124,22 @@ void Graph::dispatch(const Pipeline& pipeline, std::span<const BufferSlice> bind
   op.push = pack_push(iface, push_constants);
   check_grid(iface, grid, ctx_.info());
   op.grid = grid;
+  for (uint32_t i : disjoint)
+    if (i >= bindings.size())
+      throw std::invalid_argument(kernel_label(iface) + ": disjoint binding " + std::to_string(i) + " of " +
+                                  std::to_string(bindings.size()));
   std::vector<RangeAccess> accesses;
   for (size_t i = 0; i < bindings.size(); ++i) {
     const BindingInfo& info = iface.bindings[i];
     const BufferSlice& s = bindings[i];
     check_binding(iface, info, s, ctx_.info());
     op.bindings.push_back({info.binding, s.handle(), s.offset, s.bytes});
-    if (reads(info.access)) accesses.push_back(range_of(s, false, op.stage));
-    if (writes(info.access)) accesses.push_back(range_of(s, true, op.stage));
+    const bool vouched = std::find(disjoint.begin(), disjoint.end(), i) != disjoint.end();
+    for (bool write : {false, true}) {
+      if (write ? !writes(info.access) : !reads(info.access)) continue;
+      accesses.push_back(range_of(s, write, op.stage));
+      accesses.back().disjoint = vouched;
+    }
   }
   ++stats_.dispatches;
   add(std::move(op), accesses);

@@ -20,6 +20,7 @@ VkAccessFlags write_access(VkPipelineStageFlags stage) {
 }
 
 bool HazardTracker::conflicts(const RangeAccess& a) const {
+  if (a.disjoint) return false;
   for (const RangeAccess& p : pending_)
     if ((p.write || a.write) && overlap(a, p)) return true;
   return false;

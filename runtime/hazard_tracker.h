@@ -17,6 +17,10 @@ struct RangeAccess {
   uint64_t end = 0;
   bool write = false;
   VkPipelineStageFlags stage = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
+  // The recorder vouches that the elements this access touches are not the ones the pending
+  // accesses to the range touch (a range is a whole binding; the elements may depend on run-time
+  // values): it needs no barrier itself, and is pending for what follows like any other.
+  bool disjoint = false;
 };
 
 // The barrier an operation needs; `needed` false when none.

@@ -60,6 +60,30 @@ TEST_F(GraphTest, IndependentDispatchesGetNoBarrier) {
   EXPECT_EQ(shared.download<uint32_t>(), std::vector<uint32_t>(2 * kN, 6));
 }
 
+// scale reads only src's first kN words of a binding of the whole buffer, which add_one's write
+// beside it does not touch: vouched for, the two share a step.
+TEST_F(GraphTest, VouchedDisjointBindingsShareAStep) {
+  Pipeline add = pipeline(test_kernels::add_one());
+  Pipeline scale = pipeline(test_kernels::scale());
+  Buffer data(ctx(), 2 * kN * sizeof(float)), dst(ctx(), kN * sizeof(float));
+  data.upload(std::vector<float>(2 * kN, 3.0f));
+  const uint64_t half = kN * sizeof(float);
+  for (bool vouch : {false, true}) {
+    Graph g(ctx());
+    g.dispatch(add, {data.slice(half, half)}, push(kN), kGrid);
+    const uint32_t src_binding[] = {0};
+    g.dispatch(scale, std::vector<BufferSlice>{data, dst}, push(kN, 2.0f), kGrid,
+               vouch ? std::span<const uint32_t>(src_binding) : std::span<const uint32_t>());
+    EXPECT_EQ(g.stats().barriers, vouch ? 0u : 1u);
+    g.dispatch(scale, std::vector<BufferSlice>{data.slice(half, half), dst}, push(kN, 1.0f), kGrid);
+    EXPECT_EQ(g.stats().barriers, vouch ? 1u : 2u) << "a later read of the write still waits for it";
+    const uint32_t past_end[] = {2};
+    EXPECT_NE(error_of([&] { g.dispatch(scale, std::vector<BufferSlice>{data, dst}, push(kN, 1.0f), kGrid, past_end); })
+                  .find("disjoint binding 2 of 2"),
+              std::string::npos);
+  }
+}
+
 TEST_F(GraphTest, WriteAfterReadGetsOneBarrier) {
   Pipeline scale = pipeline(test_kernels::scale());
   Pipeline add = pipeline(test_kernels::add_one());

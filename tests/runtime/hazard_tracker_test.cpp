@@ -44,6 +44,16 @@ TEST(HazardTracker, DisjointRangesOfOneBufferAreIndependent) {
   EXPECT_TRUE(needs(t, {read(1, 63, 65)}));
 }
 
+TEST(HazardTracker, VouchedDisjointAccessesRaiseNoBarrierButStayPending) {
+  HazardTracker t;
+  EXPECT_FALSE(needs(t, {write(1, 0, 64)}));
+  RangeAccess vouched = read(1, 0, 64);
+  vouched.disjoint = true;
+  EXPECT_FALSE(needs(t, {vouched, write(2, 0, 64)}));
+  EXPECT_TRUE(needs(t, {write(1, 0, 4)}));  // waits for the vouched read too
+  EXPECT_TRUE(needs(t, {vouched, read(1, 0, 4)}));  // an unvouched access still counts
+}
+
 TEST(HazardTracker, ABarrierResetsThePendingSets) {
   HazardTracker t;
   needs(t, {write(1, 0, 64)});
