@@ -63,9 +63,11 @@ std::map<std::string, double> bytes_per_call(const ModelState& m, uint32_t pos) 
   const auto& c = m.config;
   const auto& p = m.model->pipelines();
   const double q = p.dims.q_width(), kv = p.dims.kv_width(), dim = c.dim, ffn = c.ffn_dim;
+  // With the query in attention, its workgroups each read their heads' q rows (counted once).
+  const double query_rows = p.query_in_attention ? q : 0;
   std::map<std::string, double> bytes = {{p.embedding.name(), dim * 2},
-          {p.qkv.name(), (q + 2 * kv) * dim / 4 + dim * 8},
-          {p.attention.name(), double(pos + 1) * kv * 2 * 2 + q * 4},
+          {p.qkv.name(), (q - query_rows + 2 * kv) * dim / 4 + dim * 8},
+          {p.attention.name(), double(pos + 1) * kv * 2 * 2 + q * 4 + query_rows * dim / 4},
           {p.attn_output.name(), dim * q / 4 + q * 4 + dim * 8},
           {p.gate_up.name(), 2 * ffn * dim / 4 + dim * 4},
           {p.ffn_down.name(), dim * ffn / 4 + ffn * 4 + dim * 8},

@@ -12,4 +12,15 @@ dsl::Kernel attention_decode(const OpTarget& target, const AttentionDims& dims, 
   return attention_split_kv(name, target, dims, context, chunks, /*batch=*/false, tuning);
 }
 
+dsl::Kernel attention_decode_projecting_query(const OpTarget& target, const AttentionDims& dims, uint32_t dim,
+                                              uint32_t context, uint32_t chunks, const SplitKvTuning& tuning,
+                                              const MatvecOptions& q_options) {
+  QueryProjection query{dim, q_options};
+  query.options.input = MatvecInput::NormalizeInWorkgroup;
+  std::string name = "attention_decode_f16kv_query";
+  if (tuning.head_split > 1) name += "_split" + std::to_string(tuning.head_split);
+  if (tuning.positions_per_pass != SplitKvTuning{}.positions_per_pass) name += "_p" + std::to_string(tuning.positions_per_pass);
+  return attention_split_kv(name, target, dims, context, chunks, /*batch=*/false, tuning, &query);
+}
+
 }  // namespace bdsl::ops

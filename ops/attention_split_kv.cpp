@@ -9,6 +9,7 @@
 #include "dsl/dsl.h"
 #include "ops/step_state.h"
 #include "ops/ternary_matvec.h"
+#include "ops/ternary_projection.h"
 
 namespace bdsl::ops {
 using namespace bdsl::dsl;
@@ -25,8 +26,13 @@ struct Layout {
 };
 
 // The same for any head_split (its workgroups hold fewer heads in the same layout), so a
-// consumer of the partials finds the same pass whatever the split.
-Layout layout(const OpTarget& target, const AttentionDims& d, uint32_t max_lanes = 0) {
+// consumer of the partials finds the same pass whatever the split. A projected query of width
+// query_dim takes its shared memory first (its int8 x, the reductions' scratch, the heads).
+uint32_t query_shared_bytes(const AttentionDims& d, uint32_t query_dim) {
+  return query_dim ? query_dim + 3 * kMaxWorkgroup * 4 + 4 * d.group() * d.head_dim : 0;
+}
+
+Layout layout(const OpTarget& target, const AttentionDims& d, uint32_t max_lanes = 0, uint32_t query_dim = 0) {
   Layout l{};
   const uint32_t words = d.head_dim / 2;
   l.vw = words % 4 == 0 ? 4 : 2;
@@ -36,7 +42,8 @@ Layout layout(const OpTarget& target, const AttentionDims& d, uint32_t max_lanes
   l.per = (l.nvec + l.lanes - 1) / l.lanes;
   // One merged partial per subgroup in shared memory: as many subgroups as fit, up to 256 lanes.
   const uint32_t per_subgroup = 4 * d.group() * (d.head_dim + 4);
-  const uint32_t fit = target.max_shared_bytes > 64 ? (target.max_shared_bytes - 64) / per_subgroup : 0;
+  const uint32_t reserved = 64 + query_shared_bytes(d, query_dim);
+  const uint32_t fit = target.max_shared_bytes > reserved ? (target.max_shared_bytes - reserved) / per_subgroup : 0;
   l.subgroups = std::max(1u, std::min({std::max(1u, std::min(kMaxWorkgroup, target.max_workgroup_invocations) / sg), fit}));
   l.wg = l.subgroups * sg;
   l.rows = l.wg / l.lanes;
@@ -59,8 +66,8 @@ uint32_t attention_head_split(const AttentionDims& dims, const SplitKvTuning& tu
   return split;
 }
 
-uint32_t attention_pass(const OpTarget& target, const AttentionDims& dims, const SplitKvTuning& tuning) {
-  return layout(target, dims, tuning.max_lanes_per_row).rows * std::max(1u, tuning.positions_per_pass);
+uint32_t attention_pass(const OpTarget& target, const AttentionDims& dims, const SplitKvTuning& tuning, uint32_t query_dim) {
+  return layout(target, dims, tuning.max_lanes_per_row, query_dim).rows * std::max(1u, tuning.positions_per_pass);
 }
 
 namespace {
@@ -136,19 +143,20 @@ class SplitKv {
 
  public:
   SplitKv(const std::string& name, const OpTarget& target, const AttentionDims& d, uint32_t context, uint32_t chunks,
-          bool batch, const SplitKvTuning& tuning)
-      : d_(d), split_(attention_head_split(d, tuning)), l_(layout(target, d, tuning.max_lanes_per_row)), context_(context),
-        chunks_(chunks), hd_(d.head_dim), group_(d.group()), hg_(group_ / split_),
+          bool batch, const SplitKvTuning& tuning, const QueryProjection* query)
+      : name_(name), target_(target), query_(query ? std::optional<QueryProjection>(*query) : std::nullopt), d_(d),
+        split_(attention_head_split(d, tuning)), l_(layout(target, d, tuning.max_lanes_per_row, query ? query->dim : 0)), context_(context),
+        chunks_(chunks), slots_(chunks + (query ? 1 : 0)), hd_(d.head_dim), group_(d.group()), hg_(group_ / split_),
         unroll_(std::max(1u, tuning.positions_per_pass)), combine_unroll_(std::max(1u, tuning.combine_unroll)),
         defer_(batch ? 0u : tuning.defer_combine),
         k_(name, {l_.wg, 1, 1}),
         step_(k_.buffer<u32>("step", Access::Read)),
-        q_(k_.buffer<vec4>("q", Access::Read)),
+        q_(query ? std::nullopt : std::optional(k_.buffer<vec4>("q", Access::Read))),
         k_cache_(k_.buffer<V>("k_cache", Access::Read)),
         v_cache_(k_.buffer<V>("v_cache", Access::Read)),
         partials_(k_.coherent_buffer<vec2>("partials", Access::ReadWrite)),
         counters_(k_.buffer<u32>("counters", Access::ReadWrite)),
-        out_(k_.buffer<vec2>("out", Access::Write)),
+        out_(query ? std::nullopt : std::optional(k_.buffer<vec2>("out", Access::Write))),
         n_(batch ? k_.push<u32>("n") : constant<u32>(1)),
         o_sh_(k_.shared<f32>("o_subgroups", l_.subgroups * hg_ * hd_)),
         stats_sh_(k_.shared<f32>("stats_subgroups", l_.subgroups * hg_ * 2)),
@@ -156,9 +164,12 @@ class SplitKv {
         lid_(k_.local_index()), kv_(split_ == 1 ? k_.workgroup_id().x() : k_.workgroup_id().x() / split_),
         part_(split_ == 1 ? zero() : k_.workgroup_id().x() % split_), c_(k_.workgroup_id().y()), t_(k_.workgroup_id().z()) {
     if (kVw != l_.vw) throw std::logic_error("attention_split_kv: vector width mismatch");
+    if (query_ && (batch || defer_ == 0))
+      throw std::invalid_argument(name + ": a projected query is for decode, with the combine deferred (defer_combine > 0)");
   }
 
   Kernel build() {
+    if (query_) project_query();
     if_(t_ < n_, [&] {  // uniform over the workgroup: the barriers below stay uniform
       // The query first: its loads do not wait for the step state's.
       group_row_ = let("group_row", t_ * d_.q_width() + kv_ * group_ * hd_);
@@ -167,12 +178,22 @@ class SplitKv {
       lane_ = let("lane", sg_lane_ % l_.lanes);
       row_group_ = let("row_group", k_.subgroup_id() * (target_subgroup() / l_.lanes) + sg_lane_ / l_.lanes);
       load_query();
-      // This token sees n = last + 1 positions. Up to one pass of the workgroup they are one chunk
+      // This token sees n = last + 1 positions (with a projected query, positions 0..pos-1: none
+      // at pos 0). Up to one pass of the workgroup they are one chunk
       // (no combine at all); past that, chunks of at least half a pass: twice the workgroups
       // reading half as much each, for the same one-round combine (on an H100 at n = 512, 8
       // chunks of 64 took ~0.7 us less than 4 of 128). `active` chunks, each non-empty, chunk c
       // holding [start, start + count).
-      last_ = let("last", min(step_[kStepPos] + t_, constant<u32>(context_ - 1)));
+      if (!query_) return scan_chunks(let("last", min(step_[kStepPos] + t_, constant<u32>(context_ - 1))));
+      auto pos = let("pos", step_[kStepPos]);
+      if_(pos > 0u, [&] { scan_chunks(let("last", min(pos - 1u, constant<u32>(context_ - 1)))); });
+    });
+    return k_.build();
+  }
+
+ private:
+  void scan_chunks(Expr<u32> last) {
+      last_ = last;
       const uint32_t pass = l_.rows * unroll_, half_pass = std::max(1u, pass / 2);
       // A deferred combine's consumer finds `active` again with attention_active_chunks.
       auto wanted = defer_ ? whole_pass_chunks(last_, pass, chunks_)
@@ -188,11 +209,34 @@ class SplitKv {
         barrier();
         merge_subgroups_and_finish();
       });
-    });
-    return k_.build();
   }
 
- private:
+  // This workgroup's query heads, rows first_head * head_dim .. of the q projection, into q_sh_
+  // (and, from chunk 0's workgroups, into q_out_): ternary_matvec_qkv_rope's body and epilogue
+  // for those rows only. Ends with a barrier.
+  void project_query() {
+    MatvecOptions o = query_->options;
+    if (o.input != MatvecInput::NormalizeInWorkgroup || o.attention_partials || o.add_residual || o.write_accumulators)
+      throw std::invalid_argument(name_ + ": the projected query reads x with the norm fused in front, nothing else");
+    o.rows_per_subgroup = 4;
+    o.workgroup = l_.wg;
+    q_out_ = k_.buffer<f32>("q", Access::Write);
+    q_sh_ = k_.shared<f32>("q_heads", hg_ * hd_);
+    auto first_row = let("q_first_row", k_.workgroup_id().x() * (hg_ * hd_));
+    detail::RopeKvEpilogue rope{d_, context_};
+    rope.kv = false;
+    rope.store_q = [&](Expr<u32> row, Expr<f32> value) {
+      (*q_sh_)[row - first_row] = value;
+      if_(c_ == 0u, [&] { (*q_out_)[row] = value; });
+    };
+    detail::ProjectionSite site{&k_, k_.workgroup_id().x()};
+    site.step = step_;
+    site.rows_per_workgroup = hg_ * hd_;
+    detail::emit_ternary_projection(site, target_, name_ + "_query", {{"q", d_.q_width()}}, query_->dim,
+                                    detail::ProjectionCombine::Separate, o, &rope);
+    barrier();
+  }
+
   uint32_t target_subgroup() const { return l_.wg / l_.subgroups; }
 
   // Vector slot p of this lane: vector lane + p * lanes of the row (clamped; `valid` says whether
@@ -213,7 +257,8 @@ class SplitKv {
         auto at = (q_row_ + g * hd_ + vec_index(p) * (2 * kVw)) / 4u;  // vec4 index
         std::vector<Expr<vec2>> pairs;
         for (uint32_t h = 0; h < kVw / 2; ++h) {
-          auto four = let("q4", Expr<vec4>(q_[at + h]) * scale);
+          auto four = let("q4", query_ ? shared_query(g * hd_ + vec_index(p) * (2 * kVw) + 4 * h) * scale
+                                       : Expr<vec4>((*q_)[at + h]) * scale);
           pairs.push_back(make_vec<f32>(four.x(), four.y()));
           pairs.push_back(make_vec<f32>(four.z(), four.w()));
         }
@@ -222,6 +267,10 @@ class SplitKv {
         qh_.back().push_back(pairs);
       }
     }
+  }
+
+  Expr<vec4> shared_query(Expr<u32> i) const {
+    return make_vec<f32>((*q_sh_)[i], (*q_sh_)[i + 1u], (*q_sh_)[i + 2u], (*q_sh_)[i + 3u]);
   }
 
   Expr<u32> vector_at(Expr<u32> position, uint32_t p) const {
@@ -334,7 +383,7 @@ class SplitKv {
   }
 
   // Partial (t, kv, chunk) in vec2 units: [group][head_dim / 2] outputs, then [group] (m, l).
-  Expr<u32> block(Expr<u32> chunk) const { return partials_block(d_, chunks_, t_, kv_, chunk); }
+  Expr<u32> block(Expr<u32> chunk) const { return partials_block(d_, slots_, t_, kv_, chunk); }
 
   // The workgroup's partial from the subgroups' (one output pair per invocation and step); with
   // a single active chunk it is the answer, otherwise it goes out and the last workgroup of
@@ -363,13 +412,7 @@ class SplitKv {
       auto t = let("total", total);
       use(g, m, t, let("o", o / make_vec<f32>(t, t)));
     };
-    if_(active_ == 1u, [&] {
-      for_range(lid_, constant<u32>(pairs), l_.wg, [&](Expr<u32> i) {
-        merged(i, [&](Expr<u32>, Expr<f32>, Expr<f32>, Expr<vec2> o) {
-          out_[q_row_ / 2u + i] = o;
-        });
-      }, "i");
-    }).else_([&] {
+    auto write_partials = [&] {
       for_range(lid_, constant<u32>(pairs), l_.wg, [&](Expr<u32> i) {
         merged(i, [&](Expr<u32> g, Expr<f32> big, Expr<f32> total, Expr<vec2> o) {
           partials_[block(c_) + first_pair + i] = o;
@@ -392,7 +435,15 @@ class SplitKv {
         if_(active_ > defer_, combine_here);  // otherwise the partials are the result
       else
         combine_here();
-    });
+    };
+    if (query_) return write_partials();  // the consumer merges position pos in
+    if_(active_ == 1u, [&] {
+      for_range(lid_, constant<u32>(pairs), l_.wg, [&](Expr<u32> i) {
+        merged(i, [&](Expr<u32>, Expr<f32>, Expr<f32>, Expr<vec2> o) {
+          (*out_)[q_row_ / 2u + i] = o;
+        });
+      }, "i");
+    }).else_(write_partials);
   }
 
   // Output pair i of the group from every active chunk's partial: an online merge, combine_unroll_
@@ -416,20 +467,32 @@ class SplitKv {
       o = next.pairs[0];
       big = next.max;
     }, "c");
-    out_[group_row_ / 2u + i] = Expr<vec2>(o) / make_vec<f32>(Expr<f32>(total), Expr<f32>(total));
+    auto result = Expr<vec2>(o) / make_vec<f32>(Expr<f32>(total), Expr<f32>(total));
+    if (!query_) {
+      (*out_)[group_row_ / 2u + i] = result;
+      return;
+    }
+    // A partial again, in the slot after the chunks', for the consumer's merge with position pos.
+    partials_[block(constant<u32>(chunks_)) + i] = result;
+    if_(i % (hd_ / 2) == 0u, [&] { partials_[block(constant<u32>(chunks_)) + pairs + g] = make_vec<f32>(Expr<f32>(big), Expr<f32>(total)); });
   }
 
+  const std::string name_;
+  const OpTarget target_;
+  const std::optional<QueryProjection> query_;
   const AttentionDims d_;
   const uint32_t split_;  // workgroups per KV head, each hg_ of its group_ query heads
   const Layout l_;
-  const uint32_t context_, chunks_, hd_, group_, hg_, unroll_, combine_unroll_, defer_;
+  const uint32_t context_, chunks_, slots_, hd_, group_, hg_, unroll_, combine_unroll_, defer_;
   KernelBuilder k_;
   Buffer<u32> step_;
-  Buffer<vec4> q_;
+  std::optional<Buffer<vec4>> q_;
   Buffer<V> k_cache_, v_cache_;
   Buffer<vec2> partials_;
   Buffer<u32> counters_;
-  Buffer<vec2> out_;
+  std::optional<Buffer<vec2>> out_;
+  std::optional<Buffer<f32>> q_out_;  // with a projected query
+  std::optional<Shared<f32>> q_sh_;
   Expr<u32> n_;
   Shared<f32> o_sh_, stats_sh_;
   Shared<u32> last_sh_;
@@ -446,37 +509,68 @@ class SplitKv {
 }  // namespace
 
 dsl::Kernel attention_split_kv(const std::string& name, const OpTarget& target, const AttentionDims& d,
-                               uint32_t context, uint32_t chunks, bool batch, const SplitKvTuning& tuning) {
+                               uint32_t context, uint32_t chunks, bool batch, const SplitKvTuning& tuning,
+                               const QueryProjection* query) {
   d.check(name.c_str());
   if (chunks == 0 || context == 0) throw std::invalid_argument(name + ": need chunks > 0 and context > 0");
   const uint32_t heads = d.group() / attention_head_split(d, tuning);
-  const Layout l = layout(target, d, tuning.max_lanes_per_row);
-  if (shared_bytes(d, l, heads) > target.max_shared_bytes)
+  const Layout l = layout(target, d, tuning.max_lanes_per_row, query ? query->dim : 0);
+  if (shared_bytes(d, l, heads) + query_shared_bytes(d, query ? query->dim : 0) > target.max_shared_bytes)
     throw std::invalid_argument(name + ": " + std::to_string(d.group()) + " heads of " + std::to_string(d.head_dim) +
                                 " need more shared memory than the device has");
-  if (l.vw == 4) return SplitKv<uvec4>(name, target, d, context, chunks, batch, tuning).build();
-  return SplitKv<uvec2>(name, target, d, context, chunks, batch, tuning).build();
+  if (l.vw == 4) return SplitKv<uvec4>(name, target, d, context, chunks, batch, tuning, query).build();
+  return SplitKv<uvec2>(name, target, d, context, chunks, batch, tuning, query).build();
 }
 
 // Word w (elements 4w .. 4w + 3) of decode attention's output: read from x at once (attention
 // wrote it unless it deferred), and where the position says attention left the combine, merged
 // from the partials of chunks 0 .. defer - 1 in one round of attention's own merge (merge_round;
-// chunks not in use read the last one and weigh 0).
+// chunks not in use read the last one and weigh 0). With the current position, attention's
+// partials (its chunks', or its own combine's in slot `chunks`) are merged in the same round
+// with position pos: weight 1 at its score, the value row from the cache.
 std::function<std::array<Expr<f32>, 4>(Expr<u32>)> attention_word_loader(KernelBuilder& k, const AttentionPartialsInput& a,
                                                                          const Buffer<f32>& x,
                                                                          const Buffer<u32>& step, const Buffer<vec2>& partials,
-                                                                         const Buffer<f32>& used, Expr<u32> workgroup) {
+                                                                         const Buffer<f32>& used, Expr<u32> workgroup,
+                                                                         const std::optional<AttentionCurrentPosition>& current) {
   const uint32_t hd = a.dims.head_dim, group = a.dims.group(), pairs = group * hd / 2;
-  auto last = min(Expr<u32>(step[kStepPos]), constant<u32>(a.context - 1));
-  auto active = attention_active_chunks(last, a.pass, a.chunks);
-  auto deferred = let("deferred", active > 1u && active <= a.defer);
+  if (a.current_position != current.has_value()) throw std::logic_error("attention_word_loader: current position bindings");
   KernelBuilder* kb = &k;
+  const uint32_t slots = a.chunks + (current ? 1 : 0);
+  std::optional<Expr<u32>> pos, has_prev_u;
+  std::optional<Shared<f32>> scores;
+  Expr<u32> last = constant<u32>(0u);
+  if (current) {
+    pos = let("attn_pos", min(Expr<u32>(step[kStepPos]), constant<u32>(a.context - 1)));
+    // Every head's score at pos, q pre-scaled as attention scales it: a subgroup per head.
+    scores = k.shared<f32>("attn_current_scores", a.dims.n_heads);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    for_range(k.subgroup_id(), constant<u32>(a.dims.n_heads), k.num_subgroups(), [&](Expr<u32> h) {
+      auto kvh = h / group;
+      auto partial = k.var<f32>("attn_score_part", 0.0f);
+      for_range(k.subgroup_invocation(), constant<u32>(hd / 2), k.subgroup_size(), [&](Expr<u32> j) {
+        auto key = let("attn_key", unpack_half2x16(Expr<u32>(current->k_cache[*pos * a.dims.kv_words() + kvh * (hd / 2) + j])));
+        auto qx = Expr<f32>(current->q[h * hd + 2u * j]) * scale;
+        auto qy = Expr<f32>(current->q[h * hd + 2u * j + 1u]) * scale;
+        partial = fma(qy, key.y(), Expr<f32>(partial) + qx * key.x());
+      }, "attn_j");
+      auto total = let("attn_score", subgroup_add(Expr<f32>(partial)));
+      if_(k.subgroup_invocation() == 0u, [&] { (*scores)[h] = total; });
+    }, "attn_h");
+    barrier();
+    has_prev_u = let("attn_has_prev", select(*pos > 0u, 1u, 0u));
+    last = max(*pos, constant<u32>(1u)) - 1u;
+  } else {
+    last = min(Expr<u32>(step[kStepPos]), constant<u32>(a.context - 1));
+  }
+  auto active = let("attn_active", attention_active_chunks(last, a.pass, a.chunks));
+  auto deferred = let("deferred", current ? active <= a.defer : active > 1u && active <= a.defer);
   return [=](Expr<u32> word) {
     auto e0 = let("attn_e0", word * 4u);
     std::vector<Var<f32>> v;
     // Attention's own output, read at once: where it is the answer, no wait for the position.
-    for (uint32_t j = 0; j < 4; ++j) v.push_back(kb->var<f32>("attn_v", Expr<f32>(x[e0 + j])));
-    if_(deferred, [&] {
+    for (uint32_t j = 0; j < 4; ++j) v.push_back(kb->var<f32>("attn_v", current ? constant<f32>(0.0f) : Expr<f32>(x[e0 + j])));
+    auto merge = [&] {
       auto head = let("attn_head", e0 / hd);
       auto kv = head / group;
       auto g = let("attn_g", head % group);
@@ -485,10 +579,29 @@ std::function<std::array<Expr<f32>, 4>(Expr<u32>)> attention_word_loader(KernelB
       std::vector<Expr<vec2>> stats;
       std::vector<std::vector<Expr<vec2>>> parts(2);
       for (uint32_t c = 0; c < a.defer; ++c) {
-        auto block = let("attn_block", partials_block(a.dims, a.chunks, constant<u32>(0u), kv, min(Expr<u32>(active) - 1u, constant<u32>(c))));
-        valid.push_back(active > c);
+        // Chunk c where they are deferred; otherwise attention's own combine, in slot `chunks`.
+        Expr<u32> chunk = min(Expr<u32>(active) - 1u, constant<u32>(c));
+        Expr<boolean> in_use = active > c;
+        if (current) {
+          chunk = select(deferred, chunk, constant<u32>(a.chunks));
+          in_use = *has_prev_u == 1u && select(deferred, active > c, constant<boolean>(c == 0));
+        }
+        auto block = let("attn_block", partials_block(a.dims, slots, constant<u32>(0u), kv, chunk));
+        valid.push_back(in_use);
         stats.push_back(let("attn_stats", Expr<vec2>(partials[block + pairs + g])));
-        for (uint32_t p = 0; p < 2; ++p) parts[p].push_back(let("attn_o", Expr<vec2>(partials[block + g * (hd / 2) + p0 + p])));
+        for (uint32_t p = 0; p < 2; ++p) {
+          Expr<vec2> o = partials[block + g * (hd / 2) + p0 + p];
+          // At pos 0 no chunk exists and the slot read may never have been written: weight 0
+          // times a stale NaN is NaN.
+          if (current) o = select(in_use, o, make_vec<f32>(0.0f, 0.0f));
+          parts[p].push_back(let("attn_o", o));
+        }
+      }
+      if (current) {
+        valid.push_back(constant<boolean>(true));
+        stats.push_back(make_vec<f32>(Expr<f32>((*scores)[head]), constant<f32>(1.0f)));
+        auto row = let("attn_v_row", *pos * a.dims.kv_words() + kv * (hd / 2) + p0);
+        for (uint32_t p = 0; p < 2; ++p) parts[p].push_back(let("attn_v_now", unpack_half2x16(Expr<u32>(current->v_cache[row + p]))));
       }
       const auto zero = make_vec<f32>(0.0f, 0.0f);
       const MergeState merged = merge_round({constant<f32>(kLowest), constant<f32>(0.0f), {zero, zero}}, valid, stats, parts);
@@ -499,7 +612,11 @@ std::function<std::array<Expr<f32>, 4>(Expr<u32>)> attention_word_loader(KernelB
       v[1] = c0.y();
       v[2] = c1.x();
       v[3] = c1.y();
-    });
+    };
+    if (current)
+      merge();
+    else
+      if_(deferred, merge);
     // Workgroup 0 leaves the vector it used where dumps and checks can read it. (An invocation
     // past the last word loads the last word again and writes the same values there.)
     if_(workgroup == 0u, [&] {

@@ -47,6 +47,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "dsl/dsl.h"
@@ -74,11 +75,25 @@ struct SplitKvTuning {
 };
 
 // Positions one workgroup reads at once (the chunk unit): what a consumer of deferred partials
-// needs to find the same `active` (attention_active_chunks).
-uint32_t attention_pass(const OpTarget& target, const AttentionDims& dims, const SplitKvTuning& tuning = {});
+// needs to find the same `active` (attention_active_chunks); query_dim: a projected query's
+// width (QueryProjection::dim; its shared memory can leave fewer subgroups), 0 without.
+uint32_t attention_pass(const OpTarget& target, const AttentionDims& dims, const SplitKvTuning& tuning = {},
+                        uint32_t query_dim = 0);
 // The chunks in use for a token that sees last + 1 positions, with chunks of whole passes (the
 // split defer_combine uses).
 dsl::Expr<dsl::u32> attention_active_chunks(dsl::Expr<dsl::u32> last, uint32_t pass, uint32_t chunks);
+
+// Decode attention that projects its own query heads (attention_decode_projecting_query): each
+// workgroup computes its heads' q rows from the residual stream x (RMSNorm fused in front, RoPE
+// after: ternary_matvec_qkv_rope's arithmetic, the same bits), keeps them in shared memory and
+// writes them out (chunk 0's workgroups, for the consumer), then reads positions 0..pos-1 only:
+// position pos is written by ternary_matvec_kv_rope in the same step, with no barrier between
+// the two. It always leaves partials (defer_combine chunks, or its own combine in slot `chunks`)
+// and the consumer merges position pos in (AttentionPartialsInput::current_position).
+struct QueryProjection {
+  uint32_t dim = 0;       // x's width: the projection's columns
+  MatvecOptions options;  // NormalizeInWorkgroup; rows per subgroup and workgroup are the kernel's
+};
 
 // Bindings: step (read, u32: pos), q (read, f32 [tokens, n_heads*head_dim]),
 // k_cache, v_cache (read, u32 [context, kv_words]), partials (read-write, u32
@@ -86,8 +101,13 @@ dsl::Expr<dsl::u32> attention_active_chunks(dsl::Expr<dsl::u32> last, uint32_t p
 // [tokens * n_kv_heads], zero before the first dispatch; left zero by every dispatch),
 // out (write, f32 [tokens, n_heads*head_dim]). Push: n (u32) when `batch`, none otherwise.
 // Grid: (n_kv_heads * head_split, chunks, tokens).
+// With `query` (decode only): bindings step, k_cache, v_cache, partials (chunks + 1 slots:
+// attention_partials_bytes(dims, chunks + 1, 1)), counters, q (write, f32 [n_heads*head_dim]:
+// the query after RoPE), then the projection's w (uvec4 read: I2_S q weights), x (f32 read),
+// norm_weight (f32 read), rope_table (vec2 read); push eps (f32).
 dsl::Kernel attention_split_kv(const std::string& name, const OpTarget& target, const AttentionDims& dims,
-                               uint32_t context, uint32_t chunks, bool batch, const SplitKvTuning& tuning = {});
+                               uint32_t context, uint32_t chunks, bool batch, const SplitKvTuning& tuning = {},
+                               const QueryProjection* query = nullptr);
 
 uint32_t attention_workgroup(const OpTarget& target, const AttentionDims& dims);
 // tuning.head_split (at least 1), checked against the group: the grid's x is n_kv_heads times it.
@@ -106,9 +126,16 @@ dsl::Expr<dsl::u32> partials_block(const AttentionDims& dims, uint32_t chunks, d
 // 4w .. 4w + 3) of decode attention's output, from x where attention wrote it or combined from
 // the partials where it left them; `workgroup` 0 also writes it to `used`. For a kernel's norm
 // prologue (QuantizeBody::load_word).
+// With a.current_position: the query and the cache rows position pos is merged in from. The
+// loader's set-up then computes every head's score at pos into shared memory (a barrier).
+struct AttentionCurrentPosition {
+  dsl::Buffer<dsl::f32> q;
+  dsl::Buffer<dsl::u32> k_cache, v_cache;
+};
 std::function<std::array<dsl::Expr<dsl::f32>, 4>(dsl::Expr<dsl::u32>)> attention_word_loader(
     dsl::KernelBuilder& k, const AttentionPartialsInput& a, const dsl::Buffer<dsl::f32>& x, const dsl::Buffer<dsl::u32>& step,
-    const dsl::Buffer<dsl::vec2>& partials, const dsl::Buffer<dsl::f32>& used, dsl::Expr<dsl::u32> workgroup);
+    const dsl::Buffer<dsl::vec2>& partials, const dsl::Buffer<dsl::f32>& used, dsl::Expr<dsl::u32> workgroup,
+    const std::optional<AttentionCurrentPosition>& current = std::nullopt);
 
 uint64_t attention_counters_bytes(const AttentionDims& dims, uint32_t tokens);
 

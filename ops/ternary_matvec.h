@@ -57,9 +57,15 @@ enum class MatvecInput { Quantized, NormalizeInWorkgroup };
 // prologue combines the chunks itself where attention left them, and reads its output otherwise.
 // The fields are the attention kernel's: its dims and context, its grid's chunks, attention_pass
 // and defer_combine.
+// With current_position (attention_decode_projecting_query), attention covered positions
+// 0..pos-1 only and always left partials (its own combine, beyond `defer` chunks, in one more
+// slot); position pos is merged in here from the query attention wrote and the cache row the K/V
+// projection beside it wrote: the kernel then also binds attention_q (f32 read),
+// attention_k_cache and attention_v_cache (u32 read) after attention_used.
 struct AttentionPartialsInput {
   AttentionDims dims;
   uint32_t context = 0, chunks = 0, pass = 0, defer = 0;
+  bool current_position = false;
 };
 
 struct MatvecOptions {

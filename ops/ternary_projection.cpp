@@ -354,11 +354,15 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
   std::optional<Buffer<u32>> attn_step;
   std::optional<Buffer<vec2>> attn_partials;
   std::optional<Buffer<f32>> attn_used;
+  std::optional<AttentionCurrentPosition> attn_current;
   if (o.attention_partials) {
     if (!norm || batched || site.coherent) throw std::invalid_argument(what + ": attention partials are a decode, norm-fused input of a kernel of its own");
     attn_step = k.buffer<u32>("attention_step", Access::Read);
     attn_partials = k.buffer<vec2>("attention_partials", Access::Read);
     attn_used = k.buffer<f32>("attention_used", Access::Write);
+    if (o.attention_partials->current_position)
+      attn_current = AttentionCurrentPosition{k.buffer<f32>("attention_q", Access::Read), k.buffer<u32>("attention_k_cache", Access::Read),
+                                              k.buffer<u32>("attention_v_cache", Access::Read)};
   }
   std::optional<Expr<f32>> eps;
   if (norm) eps = site.eps ? *site.eps : k.push<f32>("eps");
@@ -462,7 +466,8 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
     body.load_x = [&](Expr<u32> i) { return Expr<f32>((*x)[i]); };
     body.load_norm_weight = [&](Expr<u32> i) { return Expr<f32>((*norm_weight)[i]); };
     if (o.attention_partials)
-      body.load_word = attention_word_loader(k, *o.attention_partials, *x, *attn_step, *attn_partials, *attn_used, site.workgroup);
+      body.load_word = attention_word_loader(k, *o.attention_partials, *x, *attn_step, *attn_partials, *attn_used, site.workgroup,
+                                             attn_current);
     body.eps = eps;
     body.store_q = [&](Expr<u32> word, Expr<u32> v) { words[word] = v; };
     const QuantizedTotals totals = emit_quantize_activations(k, body);  // ends with a barrier

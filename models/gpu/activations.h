@@ -39,7 +39,9 @@ struct BitNetModel::Activations {
       k_cache.emplace_back(ctx, cache_bytes, rt::BufferOptions{false, fmt::format("k cache {}", l)});
       v_cache.emplace_back(ctx, cache_bytes, rt::BufferOptions{false, fmt::format("v cache {}", l)});
     }
-    partials = rt::Buffer(ctx, ops::attention_partials_bytes(d, p.attention_chunks, 1), {false, "attention partials"});
+    // With the query in attention, one more slot: attention's own combine, beyond the deferred chunks.
+    const uint32_t slots = p.attention_chunks + (p.query_in_attention ? 1 : 0);
+    partials = rt::Buffer(ctx, ops::attention_partials_bytes(d, slots, 1), {false, "attention partials"});
     counters = rt::Buffer(ctx, ops::attention_counters_bytes(d, 1), {false, "attention counters"});
     counters.fill(0);
     // The fused layers' phase counters (ops/phase_sync.h): the error word, then each layer's.

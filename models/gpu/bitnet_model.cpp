@@ -52,9 +52,16 @@ std::vector<rt::BufferSlice> BitNetModel::layer_bindings(uint32_t l, LayerOp op)
   const auto& w = weights_.layers[l];
   const auto& a = *act_;
   switch (op) {
-    case LayerOp::Qkv: return {w.attn_q, w.attn_k, w.attn_v, a.x, w.attn_norm, a.step, a.rope_table, a.q, a.k_cache[l], a.v_cache[l]};
-    case LayerOp::Attention: return {a.step, a.q, a.k_cache[l], a.v_cache[l], a.partials, a.counters, a.attn};
+    case LayerOp::Qkv:
+      if (pipelines_->query_in_attention) return {w.attn_k, w.attn_v, a.x, w.attn_norm, a.step, a.rope_table, a.k_cache[l], a.v_cache[l]};
+      return {w.attn_q, w.attn_k, w.attn_v, a.x, w.attn_norm, a.step, a.rope_table, a.q, a.k_cache[l], a.v_cache[l]};
+    case LayerOp::Attention:
+      if (pipelines_->query_in_attention)
+        return {a.step, a.k_cache[l], a.v_cache[l], a.partials, a.counters, a.q, w.attn_q, a.x, w.attn_norm, a.rope_table};
+      return {a.step, a.q, a.k_cache[l], a.v_cache[l], a.partials, a.counters, a.attn};
     case LayerOp::AttnOutput:
+      if (pipelines_->query_in_attention)
+        return {w.attn_output, a.attn, w.attn_sub_norm, a.x, a.step, a.partials, a.attn_used, a.q, a.k_cache[l], a.v_cache[l]};
       if (pipelines_->attention_tuning.defer_combine) return {w.attn_output, a.attn, w.attn_sub_norm, a.x, a.step, a.partials, a.attn_used};
       return {w.attn_output, a.attn, w.attn_sub_norm, a.x};
     case LayerOp::GateUp: return {w.ffn_gate, w.ffn_up, a.x, w.ffn_norm, a.ffn};
@@ -73,14 +80,24 @@ void BitNetModel::record_op(uint32_t l, LayerOp op) {
   const auto b = layer_bindings(l, op);
   switch (op) {
     case LayerOp::Qkv:
+      if (p.query_in_attention)
+        return g.dispatch(p.qkv, b, rt::push(eps), rt::Grid{ops::ternary_matvec_kv_rope_workgroups(p.target, d, p.qkv_options)});
       g.dispatch(p.qkv, b, rt::push(eps),
                  rt::Grid{ops::ternary_matvec_qkv_rope_workgroups(p.target, d, p.qkv_options)});
       return dump(a.q, d.q_width(), fmt::format("Qcur-{}", l));
-    case LayerOp::Attention:
-      g.dispatch(p.attention, b, rt::push(), rt::Grid{d.n_kv_heads * p.attention_tuning.head_split, p.attention_chunks, 1});
+    case LayerOp::Attention: {
+      const rt::Grid grid{d.n_kv_heads * p.attention_tuning.head_split, p.attention_chunks, 1};
+      if (p.query_in_attention) {
+        // Its cache reads (positions 0..pos-1) are not the K/V projection's writes (position pos).
+        const uint32_t caches[] = {1, 2};
+        g.dispatch(p.attention, b, rt::push(eps), grid, caches);
+        return dump(a.q, d.q_width(), fmt::format("Qcur-{}", l));
+      }
+      g.dispatch(p.attention, b, rt::push(), grid);
       // With the combine deferred, attention's output exists only once attn_output has read it.
       if (!p.attention_tuning.defer_combine) dump(a.attn, d.q_width(), fmt::format("kqv_out-{}", l));
       return;
+    }
     case LayerOp::AttnOutput:
       g.dispatch(p.attn_output, b, rt::push(eps), rt::Grid{ops::ternary_matvec_workgroups(p.target, config_.dim, p.residual_options)});
       if (p.attention_tuning.defer_combine) dump(a.attn_used, d.q_width(), fmt::format("kqv_out-{}", l));

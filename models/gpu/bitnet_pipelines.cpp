@@ -36,10 +36,25 @@ ops::MatvecOptions normalized(bool add_residual, const DecodeTuning& t) {
 }
 
 ops::MatvecOptions attn_output_kernel_options(const ops::OpTarget& t, const ops::AttentionDims& d, const models::BitNetConfig& c,
-                                              uint32_t chunks, const ops::SplitKvTuning& a, ops::MatvecOptions o) {
+                                              uint32_t chunks, const ops::SplitKvTuning& a, bool query_in_attention,
+                                              ops::MatvecOptions o) {
   if (a.defer_combine)
-    o.attention_partials = ops::AttentionPartialsInput{d, c.context_length, chunks, ops::attention_pass(t, d, a), a.defer_combine};
+    o.attention_partials = ops::AttentionPartialsInput{d, c.context_length, chunks,
+                                                       ops::attention_pass(t, d, a, query_in_attention ? c.dim : 0),
+                                                       a.defer_combine, query_in_attention};
   return o;
+}
+
+dsl::Kernel first_projection(const ops::OpTarget& t, const ops::AttentionDims& d, const models::BitNetConfig& c,
+                             bool query_in_attention, const ops::MatvecOptions& o) {
+  if (query_in_attention) return ops::ternary_matvec_kv_rope(t, d, c.dim, c.context_length, o);
+  return ops::ternary_matvec_qkv_rope(t, d, c.dim, c.context_length, o);
+}
+
+dsl::Kernel decode_attention(const ops::OpTarget& t, const ops::AttentionDims& d, const models::BitNetConfig& c, uint32_t chunks,
+                             const ops::SplitKvTuning& a, bool query_in_attention, const ops::MatvecOptions& q_options) {
+  if (query_in_attention) return ops::attention_decode_projecting_query(t, d, c.dim, c.context_length, chunks, a, q_options);
+  return ops::attention_decode(t, d, c.context_length, chunks, a);
 }
 
 // Decode attention as the tuning asks: attn_output does the combine of up to
@@ -74,10 +89,11 @@ BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c
       gate_up_options(normalized(false, own_workgroup(tuning, tuning.gate_up_workgroup, fused_layers, tuning.gate_up_rows_per_subgroup))),
       qkv_options(normalized(false, {4, own_workgroup(tuning, tuning.qkv_workgroup, fused_layers).workgroup})),
       embedding(make(ctx, cache, ops::embedding_lookup(target, {c.dim, split.rows_per_part, split.parts}))),
-      qkv(make(ctx, cache, ops::ternary_matvec_qkv_rope(target, dims, c.dim, c.context_length, qkv_options))),
+      query_in_attention(tuning.attention_projects_query && attention_tuning.defer_combine > 0),
+      qkv(make(ctx, cache, first_projection(target, dims, c, query_in_attention, qkv_options))),
       rope_kv(make(ctx, cache, ops::rope_kv_write(target, dims, c.context_length))),
-      attention(make(ctx, cache, ops::attention_decode(target, dims, c.context_length, attention_chunks, attention_tuning))),
-      attn_output(make(ctx, cache, ops::ternary_matvec(target, c.dim, dims.q_width(), attn_output_kernel_options(target, dims, c, attention_chunks, attention_tuning, residual_options)))),
+      attention(make(ctx, cache, decode_attention(target, dims, c, attention_chunks, attention_tuning, query_in_attention, qkv_options))),
+      attn_output(make(ctx, cache, ops::ternary_matvec(target, c.dim, dims.q_width(), attn_output_kernel_options(target, dims, c, attention_chunks, attention_tuning, query_in_attention, residual_options)))),
       gate_up(make(ctx, cache, ops::ternary_matvec_relu2_gate_up(target, c.ffn_dim, c.dim, gate_up_options))),
       ffn_down(make(ctx, cache, ops::ternary_matvec(target, c.dim, c.ffn_dim, residual_options))),
       output_norm(make(ctx, cache, ops::rms_norm(target, c.dim))),
@@ -97,18 +113,18 @@ BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c
   }
   layer_options = {residual_options, gate_up_options, qkv_options};
   this->fused = fused_layers;
-  const bool fused = fused_layers != FusedLayers::Off;
+  const bool fusing = fused_layers != FusedLayers::Off;
   ops::DecodeLayerShape shape{dims, c.dim, c.ffn_dim, c.context_length, true, fused_layers == FusedLayers::FfnDownQkv};
-  if (fused && !ops::decode_layer_fits(target, shape, layer_options))
+  if (fusing && !ops::decode_layer_fits(target, shape, layer_options))
     throw std::invalid_argument("fused decode layers: their shared memory does not fit in " +
                                 std::to_string(target.max_shared_bytes) + " bytes on " + ctx.info().name);
   // lavapipe's threads run workgroups whose phase handoff gave wrong answers without a timeout
   // (tests/device/phase_sync_test.cpp); with one thread they start in order.
   const char* lp_threads = std::getenv("LP_NUM_THREADS");
-  if (fused && ctx.info().type == rt::DeviceType::Cpu && !(lp_threads && std::string(lp_threads) == "0"))
+  if (fusing && ctx.info().type == rt::DeviceType::Cpu && !(lp_threads && std::string(lp_threads) == "0"))
     throw std::invalid_argument("fused decode layers need workgroups that start in index order: on the CPU device " +
                                 ctx.info().name + " only with LP_NUM_THREADS=0");
-  if (fused) {
+  if (fusing) {
     layer.emplace(make(ctx, cache, ops::decode_layer(target, shape, layer_options)));
     shape.next_qkv = false;
     if (fused_layers == FusedLayers::All) last_layer.emplace(make(ctx, cache, ops::decode_layer(target, shape, layer_options)));

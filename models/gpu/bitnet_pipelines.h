@@ -38,6 +38,10 @@ struct DecodeTuning {
   // head. H100, 2B shape (4 query heads a KV head), one run: attention 9.9 / 7.4 / 7.0 us with
   // 1 / 2 / 4, decode_greedy 670 / 703 / 714 tokens/s at ctx 512.
   uint32_t attention_head_split = 0;
+  // Attention projects its own query heads and runs beside a K/V-only projection, reading
+  // positions 0..pos-1; attn_output merges position pos in (ops::attention_decode_projecting_query):
+  // four dependent steps a layer instead of five. Needs the deferred combine; not with fused layers.
+  bool attention_projects_query = true;
 };
 
 // Decode projections run as phases of one dispatch (ops/decode_layer.h): none; ffn_down with the
@@ -64,7 +68,10 @@ struct BitNetPipelines {
   ops::MatvecOptions residual_options, gate_up_options, qkv_options;  // the grids need them too
 
   rt::Pipeline embedding;
-  rt::Pipeline qkv;            // attn_norm fused in front, RoPE + KV-cache write in the epilogue
+  // The layer's first step: attn_norm fused in front, RoPE + KV-cache write in the epilogue; with
+  // query_in_attention K and V only, and `attention` projects the query itself beside it.
+  bool query_in_attention;
+  rt::Pipeline qkv;
   rt::Pipeline rope_kv;        // prefill only
   rt::Pipeline attention;
   rt::Pipeline attn_output;    // attn_sub_norm fused in front, residual added after
