@@ -169,7 +169,24 @@ class SplitKv {
   }
 
   Kernel build() {
-    if (query_) project_query();
+    if (!query_) {
+      attend();
+      return k_.build();
+    }
+    // Only the workgroups of chunks in use project the query (and chunk 0's always: the consumer
+    // reads its q): a grid sized for the longest context must not compute it 16 times a head.
+    auto pos = let("query_pos", step_[kStepPos]);
+    auto active = attention_active_chunks(min(max(pos, constant<u32>(1u)) - 1u, constant<u32>(context_ - 1)),
+                                          l_.rows * unroll_, chunks_);
+    if_(c_ == 0u || (pos > 0u && c_ < active), [&] {
+      project_query();
+      attend();
+    });
+    return k_.build();
+  }
+
+ private:
+  void attend() {
     if_(t_ < n_, [&] {  // uniform over the workgroup: the barriers below stay uniform
       // The query first: its loads do not wait for the step state's.
       group_row_ = let("group_row", t_ * d_.q_width() + kv_ * group_ * hd_);
@@ -188,10 +205,8 @@ class SplitKv {
       auto pos = let("pos", step_[kStepPos]);
       if_(pos > 0u, [&] { scan_chunks(let("last", min(pos - 1u, constant<u32>(context_ - 1)))); });
     });
-    return k_.build();
   }
 
- private:
   void scan_chunks(Expr<u32> last) {
       last_ = last;
       const uint32_t pass = l_.rows * unroll_, half_pass = std::max(1u, pass / 2);
@@ -232,6 +247,9 @@ class SplitKv {
     detail::ProjectionSite site{&k_, k_.workgroup_id().x()};
     site.step = step_;
     site.rows_per_workgroup = hg_ * hd_;
+    // Every row group's weights in flight before the norm prologue: passes one after the other
+    // would each wait a memory round trip.
+    site.prefetch_passes = (hg_ * hd_ + l_.subgroups * 4 - 1) / (l_.subgroups * 4);
     detail::emit_ternary_projection(site, target_, name_ + "_query", {{"q", d_.q_width()}}, query_->dim,
                                     detail::ProjectionCombine::Separate, o, &rope);
     barrier();
@@ -532,19 +550,28 @@ std::function<std::array<Expr<f32>, 4>(Expr<u32>)> attention_word_loader(KernelB
                                                                          const Buffer<f32>& x,
                                                                          const Buffer<u32>& step, const Buffer<vec2>& partials,
                                                                          const Buffer<f32>& used, Expr<u32> workgroup,
-                                                                         const std::optional<AttentionCurrentPosition>& current) {
+                                                                         const std::optional<AttentionCurrentPosition>& current,
+                                                                         uint32_t target_subgroup, uint32_t workgroup_size) {
   const uint32_t hd = a.dims.head_dim, group = a.dims.group(), pairs = group * hd / 2;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   if (a.current_position != current.has_value()) throw std::logic_error("attention_word_loader: current position bindings");
   KernelBuilder* kb = &k;
   const uint32_t slots = a.chunks + (current ? 1 : 0);
   std::optional<Expr<u32>> pos, has_prev_u;
   std::optional<Shared<f32>> scores;
   Expr<u32> last = constant<u32>(0u);
+  // Where a subgroup is exactly one head's words (a head of 128 on a 32-wide subgroup), each
+  // lane's four elements of q . k summed over the subgroup give the head's score inside the
+  // loader, with no round of its own; elsewhere (or where the device runs another subgroup size
+  // than the target's) a round before it puts every head's score in shared memory.
+  const bool by_subgroup = current && target_subgroup * 4 == hd && workgroup_size % target_subgroup == 0;
+  std::optional<Expr<boolean>> subgroup_fits;
   if (current) {
     pos = let("attn_pos", min(Expr<u32>(step[kStepPos]), constant<u32>(a.context - 1)));
+    if (by_subgroup) subgroup_fits = let("attn_subgroup_fits", k.subgroup_size() == target_subgroup);
     // Every head's score at pos, q pre-scaled as attention scales it: a subgroup per head.
     scores = k.shared<f32>("attn_current_scores", a.dims.n_heads);
-    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    auto score_round = [&] {
     for_range(k.subgroup_id(), constant<u32>(a.dims.n_heads), k.num_subgroups(), [&](Expr<u32> h) {
       auto kvh = h / group;
       auto partial = k.var<f32>("attn_score_part", 0.0f);
@@ -558,6 +585,11 @@ std::function<std::array<Expr<f32>, 4>(Expr<u32>)> attention_word_loader(KernelB
       if_(k.subgroup_invocation() == 0u, [&] { (*scores)[h] = total; });
     }, "attn_h");
     barrier();
+    };
+    if (by_subgroup)
+      if_(!*subgroup_fits, score_round);  // uniform: the barrier stays legal
+    else
+      score_round();
     has_prev_u = let("attn_has_prev", select(*pos > 0u, 1u, 0u));
     last = max(*pos, constant<u32>(1u)) - 1u;
   } else {
@@ -599,7 +631,19 @@ std::function<std::array<Expr<f32>, 4>(Expr<u32>)> attention_word_loader(KernelB
       }
       if (current) {
         valid.push_back(constant<boolean>(true));
-        stats.push_back(make_vec<f32>(Expr<f32>((*scores)[head]), constant<f32>(1.0f)));
+        Expr<f32> score = (*scores)[head];
+        if (by_subgroup) {
+          auto key_at = let("attn_key_at", *pos * a.dims.kv_words() + kv * (hd / 2) + p0);
+          Expr<f32> dot = constant<f32>(0.0f);
+          for (uint32_t p = 0; p < 2; ++p) {
+            auto key = unpack_half2x16(Expr<u32>(current->k_cache[key_at + p]));
+            auto qx = Expr<f32>(current->q[e0 + 2 * p]) * scale;
+            auto qy = Expr<f32>(current->q[e0 + (2 * p + 1)]) * scale;
+            dot = fma(qy, key.y(), dot + qx * key.x());
+          }
+          score = select(*subgroup_fits, subgroup_add(dot), score);
+        }
+        stats.push_back(make_vec<f32>(let("attn_score_now", score), constant<f32>(1.0f)));
         auto row = let("attn_v_row", *pos * a.dims.kv_words() + kv * (hd / 2) + p0);
         for (uint32_t p = 0; p < 2; ++p) parts[p].push_back(let("attn_v_now", unpack_half2x16(Expr<u32>(current->v_cache[row + p]))));
       }
@@ -617,9 +661,13 @@ std::function<std::array<Expr<f32>, 4>(Expr<u32>)> attention_word_loader(KernelB
       merge();
     else
       if_(deferred, merge);
-    // Workgroup 0 leaves the vector it used where dumps and checks can read it. (An invocation
-    // past the last word loads the last word again and writes the same values there.)
-    if_(workgroup == 0u, [&] {
+    // Workgroup 0 leaves the vector it used where dumps and checks can read it. An invocation
+    // past the last word loads the last word again: only that word's own invocation writes it
+    // (a score summed over a subgroup of such copies is not the word's).
+    const uint32_t last_word = a.dims.q_width() / 4 - 1;
+    Expr<boolean> writes = workgroup == 0u;
+    if (workgroup_size) writes = writes && (word != last_word || kb->local_index() == last_word % workgroup_size);
+    if_(writes, [&] {
       for (uint32_t j = 0; j < 4; ++j) used[e0 + j] = v[j];
     });
     return std::array<Expr<f32>, 4>{Expr<f32>(v[0]), Expr<f32>(v[1]), Expr<f32>(v[2]), Expr<f32>(v[3])};

@@ -127,7 +127,9 @@ dsl::Expr<dsl::u32> partials_block(const AttentionDims& dims, uint32_t chunks, d
 // the partials where it left them; `workgroup` 0 also writes it to `used`. For a kernel's norm
 // prologue (QuantizeBody::load_word).
 // With a.current_position: the query and the cache rows position pos is merged in from. The
-// loader's set-up then computes every head's score at pos into shared memory (a barrier).
+// loader's set-up then computes every head's score at pos into shared memory (a barrier), unless
+// a subgroup of target_subgroup lanes holds one head's words (the loader then sums the score
+// over its subgroup; the kernel's words go to invocations in strides of workgroup_size).
 struct AttentionCurrentPosition {
   dsl::Buffer<dsl::f32> q;
   dsl::Buffer<dsl::u32> k_cache, v_cache;
@@ -135,7 +137,8 @@ struct AttentionCurrentPosition {
 std::function<std::array<dsl::Expr<dsl::f32>, 4>(dsl::Expr<dsl::u32>)> attention_word_loader(
     dsl::KernelBuilder& k, const AttentionPartialsInput& a, const dsl::Buffer<dsl::f32>& x, const dsl::Buffer<dsl::u32>& step,
     const dsl::Buffer<dsl::vec2>& partials, const dsl::Buffer<dsl::f32>& used, dsl::Expr<dsl::u32> workgroup,
-    const std::optional<AttentionCurrentPosition>& current = std::nullopt);
+    const std::optional<AttentionCurrentPosition>& current = std::nullopt, uint32_t target_subgroup = 0,
+    uint32_t workgroup_size = 0);
 
 uint64_t attention_counters_bytes(const AttentionDims& dims, uint32_t tokens);
 

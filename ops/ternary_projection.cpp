@@ -73,12 +73,12 @@ struct Prefetch {
   std::vector<std::vector<Var<uvec4>>> wv;
 };
 
-Prefetch declare_prefetch(KernelBuilder& k, uint32_t unroll, size_t weight_rows) {
+Prefetch declare_prefetch(KernelBuilder& k, uint32_t unroll, size_t weight_rows, const std::string& tag) {
   Prefetch p;
   for (uint32_t u = 0; u < unroll; ++u) {
     p.wv.emplace_back();
     for (size_t i = 0; i < weight_rows; ++i)
-      p.wv.back().push_back(k.var<uvec4>("pre" + std::to_string(u) + "_" + std::to_string(i), make_vec<u32>(0u, 0u, 0u, 0u)));
+      p.wv.back().push_back(k.var<uvec4>("pre" + tag + std::to_string(u) + "_" + std::to_string(i), make_vec<u32>(0u, 0u, 0u, 0u)));
   }
   return p;
 }
@@ -407,18 +407,24 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
       }
     return rows;
   };
-  // Decode: the first row group's first pass of weights is loaded before the norm prologue
-  // (global loads do not move across its barriers on their own).
+  // Decode: the first row group's first pass of weights (the first prefetch_passes row groups')
+  // is loaded before the norm prologue (global loads do not move across its barriers on their own).
+  const auto stride = k.num_subgroups() * rs;
   std::optional<Expr<u32>> row0;
-  std::optional<Prefetch> pre;
-  std::optional<std::pair<Expr<vec2>, Expr<vec2>>> row0_rotations;
-  if (!batched) {
-    row0 = let("row0", first + k.subgroup_id() * rs);
-    auto readable = let("row0_read", min(*row0, constant<u32>((total - 1) / rs * rs)));
+  std::vector<Expr<u32>> pass_rows;  // each prefetched row group's first row
+  std::vector<Prefetch> pres;
+  std::vector<std::optional<std::pair<Expr<vec2>, Expr<vec2>>>> pass_rotations;
+  for (uint32_t pass = 0; !batched && pass < std::max(1u, site.prefetch_passes); ++pass) {
+    const std::string tag = pass ? std::to_string(pass) + "_" : "";
+    if (pass == 0) row0 = let("row0", first + k.subgroup_id() * rs);
+    pass_rows.push_back(pass == 0 ? *row0 : let("row_pass", *row0 + stride * pass));
+    auto readable = let("row0_read", min(pass_rows.back(), constant<u32>((total - 1) / rs * rs)));
     const size_t weight_rows = rope ? 4 : combine == Combine::Relu2Product ? 2 * rs : rs;
-    pre = declare_prefetch(k, chunk_unroll(chunks, target.subgroup_size, 1), weight_rows);
+    pres.push_back(declare_prefetch(k, chunk_unroll(chunks, target.subgroup_size, 1), weight_rows, tag));
+    Prefetch* pre = &pres.back();
+    pass_rotations.emplace_back();
     if (rope) {
-      row0_rotations = rope_quad_rotations(*rope, readable, *step, *rope_table);
+      pass_rotations.back() = rope_quad_rotations(*rope, readable, *step, *rope_table);
       rope_quad_rows(*rope, readable, [&](size_t t, const std::vector<Expr<u32>>& rows) {
         std::vector<Expr<u32>> bases;
         for (const auto& r : rows) bases.push_back(r * chunks);
@@ -467,7 +473,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
     body.load_norm_weight = [&](Expr<u32> i) { return Expr<f32>((*norm_weight)[i]); };
     if (o.attention_partials)
       body.load_word = attention_word_loader(k, *o.attention_partials, *x, *attn_step, *attn_partials, *attn_used, site.workgroup,
-                                             attn_current);
+                                             attn_current, target.subgroup_size, wg);
     body.eps = eps;
     body.store_q = [&](Expr<u32> word, Expr<u32> v) { words[word] = v; };
     const QuantizedTotals totals = emit_quantize_activations(k, body);  // ends with a barrier
@@ -515,7 +521,8 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
     return batched ? slots[slot].token * rows + local : local;
   };
 
-  auto row_group = [&](Expr<u32> row, const Prefetch* p) {
+  auto row_group = [&](Expr<u32> row, const Prefetch* p,
+                       std::optional<std::pair<Expr<vec2>, Expr<vec2>>> rotations = std::nullopt) {
     auto guarded = [&](size_t slot, const std::optional<Expr<boolean>>& row_valid, const std::function<void()>& body) {
       if (row_valid)
         write_guard(slot, [&] { if_(*row_valid, body); });
@@ -530,7 +537,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
         std::vector<Expr<f32>> v;
         for (uint32_t r = 0; r < 4; ++r) v.push_back(let("proj", project(dots[r][0], rope_tensor(t), 0)));
         return v;
-      }, *step, *rope_table, y_q, k_cache, v_cache, lane0, p ? row0_rotations : std::nullopt);
+      }, *step, *rope_table, y_q, k_cache, v_cache, lane0, rotations);
       return;
     }
     if (combine == Combine::Relu2Product) {
@@ -565,7 +572,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
             auto v = let("proj", project(dots[r][i], t, i));
             guarded(i, valid[r], [&] {
               auto at = out_index(i, local0 + r, tensors[t].rows);
-              store(y[y.size() == 1 ? 0 : t], at, v, p && !residual0.empty() ? &residual0[r] : nullptr);
+              store(y[y.size() == 1 ? 0 : t], at, v, p == &pres.front() && !residual0.empty() ? &residual0[r] : nullptr);
               if (o.write_accumulators) accs[t][at] = dots[r][i] - q_sum[i];
             });
           }
@@ -577,11 +584,12 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
     };
     segment(0);
   };
-  const auto stride = k.num_subgroups() * rs;
   if (row0) {
-    if_(*row0 < end, [&] { row_group(*row0, &*pre); });
-    // Only where the device runs a larger subgroup than the target's (fewer subgroups).
-    for_range(*row0 + stride, end, stride, [&](Expr<u32> row) { row_group(row, nullptr); }, "row");
+    for (size_t pass = 0; pass < pres.size(); ++pass)
+      if_(pass_rows[pass] < end, [&] { row_group(pass_rows[pass], &pres[pass], pass_rotations[pass]); });
+    // Where the site's rows take more passes than it prefetches, or the device runs a larger
+    // subgroup than the target's (fewer subgroups).
+    for_range(*row0 + stride * static_cast<uint32_t>(pres.size()), end, stride, [&](Expr<u32> row) { row_group(row, nullptr); }, "row");
   } else {
     for_range(first + k.subgroup_id() * rs, end, stride, [&](Expr<u32> row) { row_group(row, nullptr); }, "row");
   }

@@ -45,6 +45,9 @@ struct ProjectionSite {
   bool coherent = false;  // activations and outputs written or read by other workgroups meanwhile
   std::function<void()> before_activations;  // runs after the weight prefetch, before x is read
   uint32_t rows_per_workgroup = 0;  // rows `workgroup` stands for; 0: the kernel's subgroups x rows per subgroup
+  // Row groups per subgroup whose weights are loaded before the norm prologue (registers: rows
+  // per subgroup x a row's uvec4 per lane, each): all of them where a workgroup takes many rows.
+  uint32_t prefetch_passes = 1;
 };
 
 void emit_ternary_projection(const ProjectionSite& site, const OpTarget& target, const std::string& what,
