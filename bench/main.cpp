@@ -67,8 +67,8 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "    share of its query heads (default: one per query head)\n"
                   "  --attention-positions-per-pass: K/V positions each row group reads per pass (default 8)\n"
                   "  --attention-defer: up to how many chunks attn_output combines itself (default 4, 0: none)\n"
-                  "  --attention-query: 1 (default): attention projects its own query beside a K/V-only\n"
-                  "    projection (4 steps a layer); 0: QKV, then attention (5 steps; also with --attention-defer 0)\n"
+                  "  --attention-query: 1: attention projects its own query beside a K/V-only projection\n"
+                  "    (4 steps a layer; needs --attention-defer > 0); 0 (default): QKV, then attention (5 steps)\n"
                   "  --prefill-block: tokens of the block the prefill_op/ table times (default 512)\n");
       benchmark::PrintDefaultHelp();
       std::exit(0);

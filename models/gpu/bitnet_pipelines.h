@@ -40,8 +40,10 @@ struct DecodeTuning {
   uint32_t attention_head_split = 0;
   // Attention projects its own query heads and runs beside a K/V-only projection, reading
   // positions 0..pos-1; attn_output merges position pos in (ops::attention_decode_projecting_query):
-  // four dependent steps a layer instead of five. Needs the deferred combine; not with fused layers.
-  bool attention_projects_query = true;
+  // four dependent steps a layer instead of five. Needs the deferred combine; not with fused
+  // layers. Off: on an H100 the 128 q rows a workgroup projects cost ~11 us inside attention
+  // (18 vs 6.9 us), 647 vs 731 tokens/s at ctx 512 (bench/RESULTS.md run 8).
+  bool attention_projects_query = false;
 };
 
 // Decode projections run as phases of one dispatch (ops/decode_layer.h): none; ffn_down with the

@@ -77,14 +77,19 @@ TEST_F(Model, ReplayingTheRecordingIsDeterministic) {
     model.step(prompt[t], t);
     EXPECT_EQ(model.logits(), first[t]) << "position " << t;
   }
-  // Each layer: K/V projection beside attention (with its query), attn_output, gate/up, ffn_down.
-  EXPECT_EQ(model.stats().steps, 1 + 4 * 4 + 4u) << "embedding, 4 per layer, norm, head, argmax (2)";
+  EXPECT_EQ(model.stats().steps, 1 + 5 * 4 + 4u) << "embedding, 5 per layer, norm, head, argmax (2)";
   EXPECT_EQ(model.stats().dispatches, 1 + 5 * 4 + 4u);
+  // With the query projected in attention: the K/V projection beside attention, one step.
+  bitnet::ModelOptions query;
+  query.decode_tuning.attention_projects_query = true;
+  bitnet::BitNetModel projecting(ctx(), file, models::BitNetConfig::from_gguf(file), query);
+  EXPECT_EQ(projecting.stats().steps, 1 + 4 * 4 + 4u) << "embedding, 4 per layer, norm, head, argmax (2)";
+  EXPECT_EQ(projecting.stats().dispatches, 1 + 5 * 4 + 4u);
 }
 
 // Long positions, where a token's positions take several attention chunks, in every attention
 // mode: attention projecting its own query beside the K/V projection with attn_output merging
-// position pos in (the default), the combine deferred to attn_output, and the combine in
+// position pos in, the combine deferred to attn_output (the default), and the combine in
 // attention. Each dumped op at each position must match the op-local reference (the CPU
 // recomputing it from the GPU's own inputs) within validate's tolerance: the modes round
 // differently (other summation orders), and one int8 flip travels far through a random model, so
@@ -100,7 +105,7 @@ TEST_F(Model, LongPositionsMatchTheOpLocalReferenceInEveryAttentionMode) {
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t((i * 7919 + 13) % config.vocab_size);
   bitnet::ModelOptions query, deferring, combining;
   query.dump = deferring.dump = combining.dump = true;
-  deferring.decode_tuning.attention_projects_query = false;
+  query.decode_tuning.attention_projects_query = true;
   combining.decode_tuning.defer_attention_combine = false;
   for (const auto* options : {&query, &deferring, &combining}) {
     SCOPED_TRACE(options == &query ? "query in attention" : options == &deferring ? "deferred combine" : "combine in attention");
@@ -320,7 +325,7 @@ TEST_F(Model, SamplingCandidatesAreTheLargestLogits) {
     EXPECT_EQ(out.top_logits[i], logits[order[i]]) << i;
   }
   EXPECT_EQ(out.argmax, order[0]);
-  EXPECT_EQ(model.stats().steps, 1 + 4 * 4 + 4u) << "top-k runs beside argmax, not after it";
+  EXPECT_EQ(model.stats().steps, 1 + 5 * 4 + 4u) << "top-k runs beside argmax, not after it";
 }
 
 }  // namespace
