@@ -5,8 +5,6 @@ using namespace dsl;
 
 namespace {
 
-constexpr int kWindow = 4;  // candidates c - 4 .. c + 3 are tested: the estimate may be 3 units off
-
 struct Significands {
   Expr<u32> nb, db, x, dm, shifted, biased;  // x / dm lies in [1, 2); biased: the result's exponent field
 };
@@ -58,32 +56,24 @@ Expr<f32> divide_correctly_rounded(KernelBuilder& k, const Expr<f32>& n, const E
   auto c = let("div_c", select(est_exp == s.biased, est_sig,
                                select(est_exp == s.biased + 1u, est_sig << 1u, est_sig >> 1u)));
   auto near = est_exp + 1u >= s.biased && est_exp <= s.biased + 1u;
-  // R rounds up past candidate v when the quotient lies above v's upper midpoint:
-  // x * 2^24 > (2v + 1) * dm, or on it (a tie) with v odd. Both sides are exact 64-bit integers:
-  // (2v + 1) < 2^26 and dm < 2^24 as 16-bit limbs; x * 2^24 as (x >> 8, x << 24).
-  auto target_hi = let("div_t_hi", s.x >> 8u);
-  auto target_lo = let("div_t_lo", s.x << 24u);
-  auto d0 = let("div_d0", s.dm & 0xffffu);
-  auto d1 = let("div_d1", s.dm >> 16u);
-  std::vector<Expr<boolean>> up;
-  for (int i = -kWindow; i < kWindow; ++i) {
-    auto v = i < 0 ? c - static_cast<uint32_t>(-i) : c + static_cast<uint32_t>(i);
-    auto a = let("div_mid", v * 2u + 1u);
-    auto a0 = a & 0xffffu;
-    auto a1 = a >> 16u;
-    auto lo0 = let("div_lo0", a0 * d0);
-    auto mid = let("div_mid_sum", a0 * d1 + a1 * d0);
-    auto lo = let("div_lo", lo0 + (mid << 16u));
-    auto hi = let("div_hi", a1 * d1 + (mid >> 16u) + select(lo < lo0, 1u, 0u));
-    auto below = hi < target_hi || (hi == target_hi && lo < target_lo);
-    auto tie = hi == target_hi && lo == target_lo;
-    up.push_back(let("div_up", below || (tie && (v & 1u) == 1u)));
-  }
-  Expr<u32> count = constant<u32>(0u);
-  for (const auto& u : up) count = count + select(u, 1u, 0u);
-  // In the window only if the first test rounds up and the last does not.
-  auto valid = let("div_valid", near && up.front() && !up.back());
-  auto result = k.var<f32>("div_result", assemble(s.biased, c - static_cast<uint32_t>(kWindow) + count));
+  // The residual of c's upper midpoint, x * 2^24 - (2c + 1) * dm: both products are below 2^50,
+  // but the residual is small, so their low 32 bits (wrapping multiply and subtract) give it
+  // exactly as an int32 wherever |residual| < 2^31. Its f32 approximation (each product off by
+  // at most 2^25) says whether that holds: below 2^28, the true one is below 2^29.
+  auto m = let("div_mid", c * 2u + 1u);
+  auto res = let("div_res", bitcast<i32>((s.x << 24u) - m * s.dm));
+  auto res_f = let("div_res_f", cast<f32>(s.x) * 16777216.0f - cast<f32>(m) * cast<f32>(s.dm));
+  // In units of the result's last place the quotient is c + 1/2 + res / t (t = 2 dm, exact in
+  // f32), so R = c + 1 + floor(res / t) (a quotient of two floats is never exactly halfway: no
+  // ties). The floor from an f32 division, corrected by one step against the exact remainder.
+  auto t = let("div_t", bitcast<i32>(s.dm * 2u));
+  auto q0 = let("div_q0", cast<i32>(floor(cast<f32>(res) / cast<f32>(t))));
+  auto r0 = let("div_r0", res - q0 * t);
+  auto q1 = let("div_q1", q0 + select(r0 < 0, constant<i32>(-1), select(r0 >= t, constant<i32>(1), constant<i32>(0))));
+  auto rounded = let("div_rounded", bitcast<u32>(bitcast<i32>(c) + 1 + q1));
+  // Off by more than the residual's range (a device worse than the spec): the long division.
+  auto valid = let("div_valid", near && abs(res_f) < 268435456.0f);
+  auto result = k.var<f32>("div_result", assemble(s.biased, rounded));
   if_(!valid, [&] { result = divide_by_long_division(n, d); });
   return Expr<f32>(result);
 }

@@ -2,13 +2,14 @@
 // device. Vulkan lets `/` be off by 2.5 ulp (NVIDIA's is), but the activation scale 127 / absmax
 // must be the CPU's exactly so that q, and with it every int32 accumulator, is the same everywhere.
 //
-// How: the device's `/` gives an estimate; the true quotient's significand R is within a few units
-// of it, and exact integer products of the candidates' midpoints with d's significand (48-bit,
-// in two 32-bit words) say which one it is. Eight independent tests instead of a 25-step long
-// division: a dependent chain of ~25 operations instead of ~110 (on an H100 the long division
-// cost ~0.3 us on the critical path of every projection's norm prologue). Where the estimate is
-// further off than the window (a device worse than the spec), a uniform branch falls back to the
-// long division, so the answer is exact whatever the estimate.
+// How: the device's `/` gives an estimate c of the result's significand R. The residual of c's
+// upper midpoint, x * 2^24 - (2c + 1) * dm (x / dm the significands' quotient), is an exact
+// int32 from wrapping 32-bit products wherever it is small, which an f32 approximation of it
+// checks; R is then c + 1 + floor(residual / 2dm) (division has no ties). ~20 operations, mostly
+// independent (on an H100 the eight-candidate test before it cost ~100 us a token over the 120
+// norm prologues, bench/RESULTS.md run 8). Where the estimate is further off than the residual's
+// range (~8 units; a device worse than the spec), a uniform branch falls back to the long
+// division, so the answer is exact whatever the estimate.
 //
 // Preconditions: n and d positive and normal, quotient normal (127 / max(absmax, 1e-5) is).
 #pragma once
