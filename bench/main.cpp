@@ -43,6 +43,8 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
     else if (a == "--qkv-workgroup") o.decode_tuning.qkv_workgroup = uint32_t(std::stoul(value()));
     else if (a == "--gate-up-workgroup") o.decode_tuning.gate_up_workgroup = uint32_t(std::stoul(value()));
     else if (a == "--gate-up-rows") o.decode_tuning.gate_up_rows_per_subgroup = uint32_t(std::stoul(value()));
+    else if (a == "--attn-output-workgroup") o.decode_tuning.attn_output_workgroup = uint32_t(std::stoul(value()));
+    else if (a == "--attn-output-rows") o.decode_tuning.attn_output_rows_per_subgroup = uint32_t(std::stoul(value()));
     else if (a == "--attention-head-split") o.decode_tuning.attention_head_split = uint32_t(std::stoul(value()));
     else if (a == "--attention-positions-per-pass") o.decode_tuning.attention_positions_per_pass = uint32_t(std::stoul(value()));
     else if (a == "--attention-defer") o.decode_tuning.attention_defer_chunks = uint32_t(std::stoul(value()));
@@ -54,7 +56,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "                        [--matvec-rows N] [--matvec-workgroup N] [--qkv-workgroup N]\n"
                   "                        [--gate-up-workgroup N] [--gate-up-rows N] [--attention-head-split N]\n"
                   "                        [--attention-positions-per-pass N] [--attention-defer N]\n"
-                  "                        [--attention-query 0|1]\n"
+                  "                        [--attention-query 0|1] [--attn-output-workgroup N] [--attn-output-rows N]\n"
                   "                        [--benchmark_...]\n"
                   "  default model: a synthetic BitNet b1.58 of the real 2B-4T shape (made once in the cache)\n"
                   "  --quick: the tiny model and small shapes (seconds on lavapipe)\n"
@@ -62,7 +64,8 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "    per tensor (separate, tensor cores where the device has them); auto: the model's choice\n"
                   "  --matvec-rows, --matvec-workgroup: rows per subgroup and workgroup size of the decode\n"
                   "    projections (default 2 and 256); --qkv-workgroup, --gate-up-workgroup, --gate-up-rows:\n"
-                  "    one kernel's own (gate/up: 128 invocations by default)\n"
+                  "    one kernel's own (gate/up: 128 invocations by default); --attn-output-workgroup,\n"
+                  "    --attn-output-rows: attn_output's own (default: ffn_down's)\n"
                   "  --attention-head-split: workgroups per KV head in decode attention, each serving that\n"
                   "    share of its query heads (default: one per query head)\n"
                   "  --attention-positions-per-pass: K/V positions each row group reads per pass (default 8)\n"

@@ -99,7 +99,7 @@ void BitNetModel::record_op(uint32_t l, LayerOp op) {
       return;
     }
     case LayerOp::AttnOutput:
-      g.dispatch(p.attn_output, b, rt::push(eps), rt::Grid{ops::ternary_matvec_workgroups(p.target, config_.dim, p.residual_options)});
+      g.dispatch(p.attn_output, b, rt::push(eps), rt::Grid{ops::ternary_matvec_workgroups(p.target, config_.dim, p.attn_output_options)});
       if (p.attention_tuning.defer_combine) dump(a.attn_used, d.q_width(), fmt::format("kqv_out-{}", l));
       return dump(a.x, config_.dim, fmt::format("ffn_inp-{}", l));
     case LayerOp::GateUp:

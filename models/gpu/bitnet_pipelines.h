@@ -28,6 +28,9 @@ struct DecodeTuning {
   // decode_greedy 715-716 vs 707-708 tokens/s at ctx 512 (bench/RESULTS.md run 7).
   uint32_t qkv_workgroup = 0, gate_up_workgroup = 128;
   uint32_t gate_up_rows_per_subgroup = 0;  // 0: rows_per_subgroup
+  // attn_output's own shape, where set (it merges attention's deferred chunks in every
+  // workgroup: fewer, larger workgroups merge them fewer times). 0: as ffn_down.
+  uint32_t attn_output_workgroup = 0, attn_output_rows_per_subgroup = 0;
   // Attention leaves its chunk combine to attn_output's norm prologue where a token's positions
   // take 2 to 4 chunks (ops::SplitKvTuning::defer_combine). Not with fused layers.
   bool defer_attention_combine = true;
@@ -67,7 +70,7 @@ struct BitNetPipelines {
   // What attention was built with: with defer_combine, attn_output binds step, partials and
   // attn_used; attention's grid is n_kv_heads * head_split.
   ops::SplitKvTuning attention_tuning;
-  ops::MatvecOptions residual_options, gate_up_options, qkv_options;  // the grids need them too
+  ops::MatvecOptions residual_options, gate_up_options, qkv_options, attn_output_options;  // the grids need them too
 
   rt::Pipeline embedding;
   // The layer's first step: attn_norm fused in front, RoPE + KV-cache write in the epilogue; with
