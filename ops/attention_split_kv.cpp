@@ -116,8 +116,21 @@ MergeState merge_round(const MergeState& s, const std::vector<Expr<boolean>>& va
 
 }  // namespace
 
+namespace {
+
+// split_chunks(last, wanted).active is `wanted` itself where chunks are at least `unit` long and
+// unit >= chunks: with last = q * wanted + r, the chunk length is q + 1 and last / (q + 1) =
+// wanted - (wanted - r) / (q + 1) lies in [wanted - 1, wanted) once q >= wanted - 1, which
+// last >= unit * (wanted - 1) >= wanted * (wanted - 1) gives. That saves two divisions by run-time
+// values (a few dozen instructions each, in every invocation) where the split is known to be whole.
+Expr<u32> active_chunks(Expr<u32> last, Expr<u32> wanted, uint32_t unit, uint32_t chunks) {
+  return unit >= chunks ? wanted : split_chunks(last, wanted).active;
+}
+
+}  // namespace
+
 Expr<u32> attention_active_chunks(Expr<u32> last, uint32_t pass, uint32_t chunks) {
-  return split_chunks(last, whole_pass_chunks(last, pass, chunks)).active;
+  return active_chunks(last, whole_pass_chunks(last, pass, chunks), pass, chunks);
 }
 
 uint32_t attention_chunks(const OpTarget&, const AttentionDims&, uint32_t context) {
@@ -213,9 +226,8 @@ class SplitKv {
       // A deferred combine's consumer finds `active` again with attention_active_chunks.
       auto wanted = defer_ ? whole_pass_chunks(last_, pass, chunks_)
                            : let("wanted", select(last_ < pass, 1u, min(last_ / half_pass + 1u, constant<u32>(chunks_))));
-      const ChunkSplit split = split_chunks(last_, wanted);
-      auto chunk_len = split.length;
-      active_ = split.active;
+      auto chunk_len = split_chunks(last_, wanted).length;
+      active_ = active_chunks(last_, wanted, defer_ ? pass : half_pass, chunks_);
       if_(c_ < active_, [&] {
         start_ = let("start", c_ * chunk_len);
         count_ = let("count", min(chunk_len, last_ + 1u - start_));

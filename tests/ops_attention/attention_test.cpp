@@ -143,6 +143,28 @@ TEST_F(Attention, DecodeWithTheHeadsOfAKvHeadSplitOverWorkgroups) {
   }
 }
 
+// The chunks a deferring attention uses, as its consumer finds them, against the definition (equal
+// chunks of whole passes: wanted = min(last / pass + 1, chunks), then the non-empty ones of
+// length last / wanted + 1) at every position of a long context, where the shortcut applies
+// (pass >= chunks) and where it does not.
+TEST_F(Attention, ActiveChunksFollowTheirDefinitionAtEveryPosition) {
+  constexpr uint32_t kPositions = 8192;
+  for (const auto& [pass, chunks] : std::vector<std::pair<uint32_t, uint32_t>>{{128, 16}, {64, 4}, {16, 16}, {8, 16}, {3, 7}, {1, 5}}) {
+    using namespace dsl;
+    KernelBuilder k("active_chunks_" + std::to_string(pass) + "_" + std::to_string(chunks), {64, 1, 1});
+    auto out = k.buffer<u32>("active", Access::Write);
+    auto i = k.global_id().x();
+    out[i] = ops::attention_active_chunks(i, pass, chunks);
+    rt::Buffer ob(ctx(), kPositions * 4, {false, "active"});
+    run(k.build(), {ob}, rt::push(), rt::Grid{kPositions / 64, 1, 1});
+    const auto got = ob.download<uint32_t>();
+    for (uint32_t last = 0; last < kPositions; ++last) {
+      const uint32_t wanted = std::min(last / pass + 1, chunks), length = last / wanted + 1;
+      ASSERT_EQ(got[last], last / length + 1) << "pass " << pass << ", chunks " << chunks << ", last " << last;
+    }
+  }
+}
+
 // One prefill block through attention_prefill with the given layout; the largest error against
 // the reference over every token and head.
 double Attention::prefill_error(const ops::AttentionDims& d, uint32_t context, uint32_t pos0, uint32_t n,
