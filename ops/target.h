@@ -15,6 +15,9 @@ struct OpTarget {
   uint32_t max_shared_bytes = 16384;
   uint64_t max_storage_buffer_range = 1ull << 27;
   bool int_dot_product = false;  // sdot4x8 (OpSDotKHR) is available
+  // The device runs every compute workgroup with subgroup_size lanes (its range is that one size):
+  // code for other subgroup sizes is left out.
+  bool subgroup_size_fixed = false;
   // Cooperative-matrix (tensor core) multiply-add shapes the device runs (VK_NV_cooperative_matrix);
   // empty: none, the plain variants run.
   std::vector<MatrixShape> matrix_shapes;
@@ -30,6 +33,8 @@ struct OpTarget {
     t.max_shared_bytes = device.max_shared_memory;
     t.max_storage_buffer_range = device.max_storage_buffer_range;
     t.int_dot_product = device.int_dot_product;
+    t.subgroup_size_fixed = device.subgroup_size > 0 && device.min_subgroup_size == device.subgroup_size &&
+                            device.max_subgroup_size == device.subgroup_size;
     if (device.cooperative_matrix_nv) t.matrix_shapes = device.cooperative_matrix_nv_shapes;
     return t;
   }

@@ -298,6 +298,30 @@ TEST_P(TernaryMatvec, NormInTheWorkgroupInFrontOfQkvAndGateUp) {
   }
 }
 
+// On a device that runs one subgroup size, the loops for other sizes are left out of the kernel
+// (OpTarget::subgroup_size_fixed): the kernel with them gives the same bits.
+TEST_P(TernaryMatvec, CodeForOtherSubgroupSizesGivesTheSameBits) {
+  const uint32_t rows = 160, cols = 2560;
+  const I2sWeights w = random_i2s(rows, cols, 21);
+  const auto x = random_floats(cols, 22, 2.0f), nw = random_floats(cols, 23, 0.5f);
+  rt::Buffer wb = buffer_of(w.bytes, "w"), xb = buffer_of(x, "x"), nb = buffer_of(nw, "norm_weight");
+  MatvecOptions o = options();
+  o.input = ops::MatvecInput::NormalizeInWorkgroup;
+  o.write_accumulators = true;
+  std::vector<std::vector<uint32_t>> results;
+  for (bool fixed : {true, false}) {
+    ops::OpTarget t = target();
+    t.subgroup_size_fixed = fixed;
+    rt::Buffer y = output(rows * 4, "y"), acc = output(rows * 4, "acc");
+    run(ops::ternary_matvec(t, rows, cols, o), {wb, xb, nb, y, acc}, ops::ternary_matvec_workgroups(t, rows, o), rt::push(1e-5f));
+    auto a = y.download<uint32_t>(), b = acc.download<uint32_t>();
+    a.insert(a.end(), b.begin(), b.end());
+    results.push_back(a);
+  }
+  EXPECT_EQ(results[0], results[1]);
+  EXPECT_NE(results[0], std::vector<uint32_t>(2 * rows, 0u));
+}
+
 INSTANTIATE_TEST_SUITE_P(Dot, TernaryMatvec, ::testing::Values(DotProduct::Packed, DotProduct::PlainInteger),
                          [](const auto& p) { return p.param == DotProduct::Packed ? "Packed" : "PlainInteger"; });
 
