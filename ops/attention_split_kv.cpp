@@ -25,13 +25,14 @@ struct Layout {
   uint32_t vw, nvec, lanes, per, subgroups, wg, rows;
 };
 
-// The same for any head_split (its workgroups hold fewer heads in the same layout), so a
-// consumer of the partials finds the same pass whatever the split. A projected query of width
-// query_dim takes its shared memory first (its int8 x, the reductions' scratch, the heads).
+// Shared memory a projected query of width query_dim takes first: its int8 x, the reductions'
+// scratch, the heads.
 uint32_t query_shared_bytes(const AttentionDims& d, uint32_t query_dim) {
   return query_dim ? query_dim + 3 * kMaxWorkgroup * 4 + 4 * d.group() * d.head_dim : 0;
 }
 
+// The same for any head_split (its workgroups hold fewer heads in the same layout), so a
+// consumer of the partials finds the same pass whatever the split.
 Layout layout(const OpTarget& target, const AttentionDims& d, uint32_t max_lanes = 0, uint32_t query_dim = 0) {
   Layout l{};
   const uint32_t words = d.head_dim / 2;
@@ -113,10 +114,6 @@ MergeState merge_round(const MergeState& s, const std::vector<Expr<boolean>>& va
   }
   return {m_new, t, acc};
 }
-
-}  // namespace
-
-namespace {
 
 // split_chunks(last, wanted).active is `wanted` itself where chunks are at least `unit` long and
 // unit >= chunks: with last = q * wanted + r, the chunk length is q + 1 and last / (q + 1) =
@@ -221,21 +218,21 @@ class SplitKv {
   }
 
   void scan_chunks(Expr<u32> last) {
-      last_ = last;
-      const uint32_t pass = l_.rows * unroll_, half_pass = std::max(1u, pass / 2);
-      // A deferred combine's consumer finds `active` again with attention_active_chunks.
-      auto wanted = defer_ ? whole_pass_chunks(last_, pass, chunks_)
-                           : let("wanted", select(last_ < pass, 1u, min(last_ / half_pass + 1u, constant<u32>(chunks_))));
-      auto chunk_len = split_chunks(last_, wanted).length;
-      active_ = active_chunks(last_, wanted, defer_ ? pass : half_pass, chunks_);
-      if_(c_ < active_, [&] {
-        start_ = let("start", c_ * chunk_len);
-        count_ = let("count", min(chunk_len, last_ + 1u - start_));
-        scan_positions();
-        merge_in_subgroup();
-        barrier();
-        merge_subgroups_and_finish();
-      });
+    last_ = last;
+    const uint32_t pass = l_.rows * unroll_, half_pass = std::max(1u, pass / 2);
+    // A deferred combine's consumer finds `active` again with attention_active_chunks.
+    auto wanted = defer_ ? whole_pass_chunks(last_, pass, chunks_)
+                         : let("wanted", select(last_ < pass, 1u, min(last_ / half_pass + 1u, constant<u32>(chunks_))));
+    auto chunk_len = split_chunks(last_, wanted).length;
+    active_ = active_chunks(last_, wanted, defer_ ? pass : half_pass, chunks_);
+    if_(c_ < active_, [&] {
+      start_ = let("start", c_ * chunk_len);
+      count_ = let("count", min(chunk_len, last_ + 1u - start_));
+      scan_positions();
+      merge_in_subgroup();
+      barrier();
+      merge_subgroups_and_finish();
+    });
   }
 
   // This workgroup's query heads, rows first_head * head_dim .. of the q projection, into q_sh_
@@ -578,25 +575,31 @@ std::function<std::array<Expr<f32>, 4>(Expr<u32>)> attention_word_loader(KernelB
   // than the target's) a round before it puts every head's score in shared memory.
   const bool by_subgroup = current && target_subgroup * 4 == hd && workgroup_size % target_subgroup == 0;
   std::optional<Expr<boolean>> subgroup_fits;
+  // Where KV head kv's row at pos starts in the cache (F16 pairs), and acc plus q's pair at q_at
+  // (pre-scaled as attention scales it) dotted with the cached pair key_word: the score's terms.
+  std::function<Expr<u32>(Expr<u32>)> cache_row;
+  std::function<Expr<f32>(Expr<f32>, Expr<u32>, Expr<u32>)> score_term;
   if (current) {
     pos = let("attn_pos", min(Expr<u32>(step[kStepPos]), constant<u32>(a.context - 1)));
+    cache_row = [=](Expr<u32> kv) { return *pos * a.dims.kv_words() + kv * (hd / 2); };
+    score_term = [=](Expr<f32> acc, Expr<u32> q_at, Expr<u32> key_word) {
+      auto key = unpack_half2x16(Expr<u32>(current->k_cache[key_word]));
+      return fma(Expr<f32>(current->q[q_at + 1u]) * scale, key.y(), acc + Expr<f32>(current->q[q_at]) * scale * key.x());
+    };
     if (by_subgroup) subgroup_fits = let("attn_subgroup_fits", k.subgroup_size() == target_subgroup);
-    // Every head's score at pos, q pre-scaled as attention scales it: a subgroup per head.
+    // Every head's score at pos: a subgroup per head.
     scores = k.shared<f32>("attn_current_scores", a.dims.n_heads);
     auto score_round = [&] {
-    for_range(k.subgroup_id(), constant<u32>(a.dims.n_heads), k.num_subgroups(), [&](Expr<u32> h) {
-      auto kvh = h / group;
-      auto partial = k.var<f32>("attn_score_part", 0.0f);
-      for_range(k.subgroup_invocation(), constant<u32>(hd / 2), k.subgroup_size(), [&](Expr<u32> j) {
-        auto key = let("attn_key", unpack_half2x16(Expr<u32>(current->k_cache[*pos * a.dims.kv_words() + kvh * (hd / 2) + j])));
-        auto qx = Expr<f32>(current->q[h * hd + 2u * j]) * scale;
-        auto qy = Expr<f32>(current->q[h * hd + 2u * j + 1u]) * scale;
-        partial = fma(qy, key.y(), Expr<f32>(partial) + qx * key.x());
-      }, "attn_j");
-      auto total = let("attn_score", subgroup_add(Expr<f32>(partial)));
-      if_(k.subgroup_invocation() == 0u, [&] { (*scores)[h] = total; });
-    }, "attn_h");
-    barrier();
+      for_range(k.subgroup_id(), constant<u32>(a.dims.n_heads), k.num_subgroups(), [&](Expr<u32> h) {
+        auto partial = k.var<f32>("attn_score_part", 0.0f);
+        auto row = let("attn_key_row", cache_row(h / group));
+        for_range(k.subgroup_invocation(), constant<u32>(hd / 2), k.subgroup_size(), [&](Expr<u32> j) {
+          partial = score_term(partial, h * hd + 2u * j, row + j);
+        }, "attn_j");
+        auto total = let("attn_score", subgroup_add(Expr<f32>(partial)));
+        if_(k.subgroup_invocation() == 0u, [&] { (*scores)[h] = total; });
+      }, "attn_h");
+      barrier();
     };
     if (by_subgroup)
       if_(!*subgroup_fits, score_round);  // uniform: the barrier stays legal
@@ -643,20 +646,12 @@ std::function<std::array<Expr<f32>, 4>(Expr<u32>)> attention_word_loader(KernelB
       }
       if (current) {
         valid.push_back(constant<boolean>(true));
+        // This word's two pairs in the K and V rows at pos.
+        auto row = let("attn_row_now", cache_row(kv) + p0);
         Expr<f32> score = (*scores)[head];
-        if (by_subgroup) {
-          auto key_at = let("attn_key_at", *pos * a.dims.kv_words() + kv * (hd / 2) + p0);
-          Expr<f32> dot = constant<f32>(0.0f);
-          for (uint32_t p = 0; p < 2; ++p) {
-            auto key = unpack_half2x16(Expr<u32>(current->k_cache[key_at + p]));
-            auto qx = Expr<f32>(current->q[e0 + 2 * p]) * scale;
-            auto qy = Expr<f32>(current->q[e0 + (2 * p + 1)]) * scale;
-            dot = fma(qy, key.y(), dot + qx * key.x());
-          }
-          score = select(*subgroup_fits, subgroup_add(dot), score);
-        }
+        if (by_subgroup)
+          score = select(*subgroup_fits, subgroup_add(score_term(score_term(constant<f32>(0.0f), e0, row), e0 + 2u, row + 1u)), score);
         stats.push_back(make_vec<f32>(let("attn_score_now", score), constant<f32>(1.0f)));
-        auto row = let("attn_v_row", *pos * a.dims.kv_words() + kv * (hd / 2) + p0);
         for (uint32_t p = 0; p < 2; ++p) parts[p].push_back(let("attn_v_now", unpack_half2x16(Expr<u32>(current->v_cache[row + p]))));
       }
       const auto zero = make_vec<f32>(0.0f, 0.0f);

@@ -95,9 +95,9 @@ void fill_prefetch(KernelBuilder& k, Prefetch& p, const std::vector<Buffer<uvec4
 std::vector<std::vector<Expr<i32>>> emit_row_dots(KernelBuilder& k, const std::vector<Buffer<uvec4>>& w,
                                                   const std::vector<Expr<u32>>& row_base, uint32_t chunks,
                                                   const std::vector<TokenSlot>& tokens, const QuadLoader& q,
-                                                  bool packed, uint32_t target_subgroup,
-                                                  const Prefetch* pre = nullptr, bool subgroup_fixed = false) {
-  const uint32_t unroll = chunk_unroll(chunks, target_subgroup, tokens.size());
+                                                  bool packed, const OpTarget& target,
+                                                  const Prefetch* pre = nullptr) {
+  const uint32_t unroll = chunk_unroll(chunks, target.subgroup_size, tokens.size());
   std::vector<std::vector<Var<i32>>> acc(w.size());
   for (size_t t = 0; t < w.size(); ++t)
     for (size_t s = 0; s < tokens.size(); ++s)
@@ -140,7 +140,7 @@ std::vector<std::vector<Expr<i32>>> emit_row_dots(KernelBuilder& k, const std::v
   if (pre) {
     pass(k.subgroup_invocation(), pre);
     // Only where the device runs a smaller subgroup than the target's.
-    if (!subgroup_fixed)
+    if (!target.subgroup_size_fixed)
       for_range(k.subgroup_invocation() + sg * unroll, chunks, sg * unroll, [&](Expr<u32> c0) { pass(c0, nullptr); }, "chunk");
   } else {
     for_range(k.subgroup_invocation(), chunks, sg * unroll, [&](Expr<u32> c0) { pass(c0, nullptr); }, "chunk");
@@ -534,7 +534,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
       emit_rope_kv_quad(*rope, row, [&](size_t t, const std::vector<Expr<u32>>& rows) {
         std::vector<Expr<u32>> bases;
         for (const auto& r : rows) bases.push_back(r * chunks);
-        auto dots = emit_row_dots(k, std::vector<Buffer<uvec4>>(4, w[rope_tensor(t)]), bases, chunks, slots, q, packed, target.subgroup_size, p, target.subgroup_size_fixed);
+        auto dots = emit_row_dots(k, std::vector<Buffer<uvec4>>(4, w[rope_tensor(t)]), bases, chunks, slots, q, packed, target, p);
         std::vector<Expr<f32>> v;
         for (uint32_t r = 0; r < 4; ++r) v.push_back(let("proj", project(dots[r][0], rope_tensor(t), 0)));
         return v;
@@ -544,7 +544,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
     if (combine == Combine::Relu2Product) {
       auto [bases, valid] = rows_of(0, row);
       const auto [ws, all_bases] = gate_up_rows(bases);
-      auto dots = emit_row_dots(k, ws, all_bases, chunks, slots, q, packed, target.subgroup_size, p, target.subgroup_size_fixed);
+      auto dots = emit_row_dots(k, ws, all_bases, chunks, slots, q, packed, target, p);
       for (uint32_t r = 0; r < rs; ++r)
         for (size_t i = 0; i < slots.size(); ++i) {
           const auto& dg = dots[r][i];
@@ -567,7 +567,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
       auto body = [&] {
         auto local0 = t == 0 ? row : let("local_row", row - offsets[t]);
         auto [bases, valid] = rows_of(t, local0);
-        auto dots = emit_row_dots(k, std::vector<Buffer<uvec4>>(rs, w[t]), bases, chunks, slots, q, packed, target.subgroup_size, p, target.subgroup_size_fixed);
+        auto dots = emit_row_dots(k, std::vector<Buffer<uvec4>>(rs, w[t]), bases, chunks, slots, q, packed, target, p);
         for (uint32_t r = 0; r < rs; ++r)
           for (size_t i = 0; i < slots.size(); ++i) {
             auto v = let("proj", project(dots[r][i], t, i));
@@ -590,8 +590,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
       if_(pass_rows[pass] < end, [&] { row_group(pass_rows[pass], &pres[pass], pass_rotations[pass]); });
     // Where the site's rows take more passes than it prefetches, or the device runs a larger
     // subgroup than the target's (fewer subgroups).
-    const bool covered = target.subgroup_size_fixed &&
-                         site_rows <= pres.size() * rows_per_workgroup(target, wg) * rs;
+    const bool covered = target.subgroup_size_fixed && site_rows <= pres.size() * rows_per_wg;
     if (!covered)
       for_range(*row0 + stride * static_cast<uint32_t>(pres.size()), end, stride, [&](Expr<u32> row) { row_group(row, nullptr); }, "row");
   } else {
