@@ -19,7 +19,7 @@ uint32_t rms_norm_workgroup(const OpTarget& target) {
 RmsNormSlice emit_rms_norm_slice(KernelBuilder& k, const OpTarget& target, const Buffer<f32>& x, const Buffer<f32>& weight,
                                  Expr<u32> base, Expr<f32> eps, uint32_t dim) {
   const uint32_t wg = rms_norm_workgroup(target);
-  auto partial = k.shared<f32>("partial", wg / target.subgroup_size);
+  auto partial = k.shared<f32>("partial", wg);  // one per subgroup, whatever size the device runs
   auto lid = k.local_index();
 
   // Each invocation's elements lid, lid + wg, ... written out, not looped: all loads (x and the
