@@ -28,17 +28,31 @@ Expr<f32> row_dot_u32(KernelBuilder& k, const Buffer<u32>& table, const Buffer<f
   return subgroup_add(Expr<f32>(acc));
 }
 
+// x . row for the rows at `bases` (any number, the same arithmetic for each): every lane sums its
+// quads lane, lane + sg, ... in that order, then the subgroup adds the lanes. Each pass loads
+// every row's quad first.
+std::vector<Expr<f32>> row_dots_uvec4(KernelBuilder& k, const Buffer<uvec4>& table, const Buffer<vec4>& x,
+                                      const std::vector<Expr<u32>>& bases, uint32_t quads) {
+  std::vector<Var<f32>> acc;
+  for (size_t r = 0; r < bases.size(); ++r) acc.push_back(k.var<f32>("acc", 0.0f));
+  for_range(k.subgroup_invocation(), quads, k.subgroup_size(), [&](Expr<u32> i) {
+    std::vector<Expr<uvec4>> t;
+    for (const Expr<u32>& base : bases) t.push_back(let("t", Expr<uvec4>(table[base + i])));
+    for (size_t r = 0; r < bases.size(); ++r) {
+      auto a = let("h01", unpack_half2x16(t[r].x())), b = let("h23", unpack_half2x16(t[r].y()));
+      auto c = let("h45", unpack_half2x16(t[r].z())), d = let("h67", unpack_half2x16(t[r].w()));
+      acc[r] += dot(make_vec<f32>(a.x(), a.y(), b.x(), b.y()), Expr<vec4>(x[i * 2u])) +
+                dot(make_vec<f32>(c.x(), c.y(), d.x(), d.y()), Expr<vec4>(x[i * 2u + 1u]));
+    }
+  }, "quad");
+  std::vector<Expr<f32>> dots;
+  for (const auto& a : acc) dots.push_back(subgroup_add(Expr<f32>(a)));
+  return dots;
+}
+
 Expr<f32> row_dot_uvec4(KernelBuilder& k, const Buffer<uvec4>& table, const Buffer<vec4>& x, Expr<u32> base,
                         uint32_t quads) {
-  auto acc = k.var<f32>("acc", 0.0f);
-  for_range(k.subgroup_invocation(), quads, k.subgroup_size(), [&](Expr<u32> i) {
-    auto t = let("t", Expr<uvec4>(table[base + i]));
-    auto a = let("h01", unpack_half2x16(t.x())), b = let("h23", unpack_half2x16(t.y()));
-    auto c = let("h45", unpack_half2x16(t.z())), d = let("h67", unpack_half2x16(t.w()));
-    acc += dot(make_vec<f32>(a.x(), a.y(), b.x(), b.y()), Expr<vec4>(x[i * 2u])) +
-           dot(make_vec<f32>(c.x(), c.y(), d.x(), d.y()), Expr<vec4>(x[i * 2u + 1u]));
-  }, "quad");
-  return subgroup_add(Expr<f32>(acc));
+  return row_dots_uvec4(k, table, x, {base}, quads)[0];
 }
 }  // namespace
 
@@ -64,6 +78,14 @@ void LmHeadRows::logit(KernelBuilder& k, Expr<u32> row, const std::function<void
 
 uint32_t LmHeadSplit::rows_in_part(uint32_t p, uint32_t vocab) const {
   return std::min<uint64_t>(rows_per_part, vocab - uint64_t(p) * rows_per_part);
+}
+
+std::vector<Expr<f32>> LmHeadRows::logits(KernelBuilder& k, const std::vector<Expr<u32>>& rows) const {
+  if (!several_at_once()) throw std::logic_error("LmHeadRows::logits: a table of several parts or of u32 words");
+  const uint32_t quads = dim / 8;
+  std::vector<Expr<u32>> bases;
+  for (const Expr<u32>& row : rows) bases.push_back(let("row_base", row * quads));
+  return row_dots_uvec4(k, t4[0], *x4, bases, quads);
 }
 
 LmHeadSplit lm_head_split(const OpTarget& target, uint32_t vocab, uint32_t dim) {

@@ -59,6 +59,12 @@ struct LmHeadRows {
   std::vector<dsl::Buffer<dsl::uvec4>> t4;
   // Row `row`'s logit (subgroup-uniform: every lane of the subgroup must run it) handed to `use`.
   void logit(dsl::KernelBuilder& k, dsl::Expr<dsl::u32> row, const std::function<void(dsl::Expr<dsl::f32>)>& use) const;
+  // Whether logits() can take several rows at once: a table of one part, read as uvec4.
+  bool several_at_once() const { return split.parts == 1 && !t4.empty(); }
+  // The logits of `rows` (in range, subgroup-uniform), each bit for bit as logit() computes it, from
+  // one pass over the quads that loads every row's quad before the arithmetic: the rows pay one
+  // memory latency together rather than one each. Only where several_at_once().
+  std::vector<dsl::Expr<dsl::f32>> logits(dsl::KernelBuilder& k, const std::vector<dsl::Expr<dsl::u32>>& rows) const;
 };
 // Runs body(p, local row) for the part that holds `row`: an if/else chain over the parts.
 void for_row_part(const LmHeadSplit& split, dsl::Expr<dsl::u32> row,
