@@ -267,8 +267,9 @@ Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, 
   }
   auto floor_l = workgroup_max<f32>(k, k.shared<f32>("lower_parts", wg), let("local_lower", *local_lower), "floor");
 
-  // This workgroup's rows, a subgroup-wide batch at a time: rows that may win, one by one, each
-  // computed by the whole subgroup as lm_head does. Every batch's upper bounds load at once.
+  // This workgroup's rows, in subgroup-wide batches: the rows that may win, each computed by the
+  // whole subgroup as lm_head does (several at once where the table allows, one by one otherwise).
+  // Every batch's upper bounds load at once.
   auto lane = k.subgroup_invocation();
   auto first = let("first_row", k.workgroup_id().x() * plan.chunk);
   auto end = let("end_row", min(first + plan.chunk, vocab));
