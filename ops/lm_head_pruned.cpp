@@ -214,6 +214,24 @@ Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint
 }
 
 namespace {
+// The `count` lowest ids among the subgroup's pending candidates, the same in every lane
+// (kArgmaxNone past the last one): id = lane * batches + j stands for that lane's row of batch j.
+std::vector<Expr<u32>> lowest_pending_ids(Expr<u32> lane, const std::vector<Var<boolean>>& pending, uint32_t count) {
+  const auto batches = static_cast<uint32_t>(pending.size());
+  std::vector<Expr<u32>> ids;
+  Expr<u32> above = constant<u32>(0u);  // the next id is at least this
+  for (uint32_t g = 0; g < count; ++g) {
+    Expr<u32> mine = constant<u32>(kArgmaxNone);  // this lane's lowest pending id >= above
+    for (uint32_t j = batches; j-- > 0;) {
+      auto id = lane * batches + j;
+      mine = select(Expr<boolean>(pending[j]) && id >= above, id, mine);
+    }
+    ids.push_back(let("candidate_id", subgroup_min(mine)));
+    above = select(ids.back() == kArgmaxNone, constant<u32>(kArgmaxNone), ids.back() + 1u);
+  }
+  return ids;
+}
+
 // Candidate rows a subgroup computes together. H100, 2B head, synthetic model (403 candidate
 // rows), lm_head_candidates with its final pass: 20.6 us one at a time; 19.9 / 19.9 / 17.4 /
 // 23.9 us for 1 / 2 / 4 / 8 at once (bench/RESULTS.md run 9). The same pass written out instead
@@ -300,19 +318,9 @@ Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, 
     std::vector<Var<boolean>> pending;
     for (uint32_t j = 0; j < batches; ++j) pending.push_back(k.var<boolean>("pending", may_win[j]));
     loop([&] {
-      std::vector<Expr<u32>> ids;
-      Expr<u32> above = constant<u32>(0u);  // the next id is at least this
-      for (uint32_t g = 0; g < at_once; ++g) {
-        Expr<u32> mine = constant<u32>(kArgmaxNone);  // this lane's lowest pending id >= above
-        for (uint32_t j = batches; j-- > 0;) {
-          auto id = lane * batches + j;
-          mine = select(Expr<boolean>(pending[j]) && id >= above, id, mine);
-        }
-        ids.push_back(let("candidate_id", subgroup_min(mine)));
-        above = select(ids.back() == kArgmaxNone, constant<u32>(kArgmaxNone), ids.back() + 1u);
-      }
+      const std::vector<Expr<u32>> ids = lowest_pending_ids(lane, pending, at_once);
       if_(ids[0] == kArgmaxNone, [&] { break_(); });
-      std::vector<Expr<u32>> candidates, read;
+      std::vector<Expr<u32>> candidates, read;  // an absent candidate reads the first's row
       for (uint32_t g = 0; g < at_once; ++g) {
         auto row = sg_first + batch * (ids[g] % batches) + ids[g] / batches;
         candidates.push_back(let("candidate", g == 0 ? row : select(ids[g] == kArgmaxNone, constant<u32>(kArgmaxNone), row)));

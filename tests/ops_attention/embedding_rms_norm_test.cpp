@@ -92,5 +92,25 @@ TEST_F(EmbeddingAndNorm, RmsNormMatchesReferencePerRow) {
   }
 }
 
+// A kernel built for a larger subgroup than the device runs (a target of 4x its size) has more
+// subgroups than the target says: its partial sums still each get a slot, so the output is the
+// same as the kernel built for the device's own size.
+TEST_F(EmbeddingAndNorm, RmsNormOnSmallerSubgroupsThanItsTarget) {
+  const uint32_t dim = 2560, rows = 2;
+  const auto x = random_floats(size_t(rows) * dim, 5, 3.0f), weight = random_floats(dim, 6, 2.0f);
+  ops::OpTarget larger = target();
+  larger.subgroup_size = target().subgroup_size * 4;
+  larger.subgroup_size_fixed = false;
+  ASSERT_EQ(ops::rms_norm_workgroup(larger), ops::rms_norm_workgroup(target()));
+  rt::Buffer xb = buffer_of(x, "x"), wb = buffer_of(weight, "weight");
+  std::vector<std::vector<uint32_t>> got;
+  for (const ops::OpTarget& t : {target(), larger}) {
+    rt::Buffer out(ctx(), x.size() * 4, {false, "out"});
+    run(ops::rms_norm(t, dim), {xb, wb, out}, rt::push(1e-5f), rt::Grid{rows});
+    got.push_back(out.download<uint32_t>());
+  }
+  EXPECT_EQ(got[0], got[1]);
+}
+
 }  // namespace
 }  // namespace bdsl::test
