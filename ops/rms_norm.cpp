@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "dsl/dsl.h"
+#include "ops/matrix_support.h"
 
 namespace bdsl::ops {
 using namespace bdsl::dsl;
@@ -19,7 +20,7 @@ uint32_t rms_norm_workgroup(const OpTarget& target) {
 RmsNormSlice emit_rms_norm_slice(KernelBuilder& k, const OpTarget& target, const Buffer<f32>& x, const Buffer<f32>& weight,
                                  Expr<u32> base, Expr<f32> eps, uint32_t dim) {
   const uint32_t wg = rms_norm_workgroup(target);
-  auto partial = k.shared<f32>("partial", wg);  // one per subgroup, whatever size the device runs
+  auto partial = k.shared<f32>("partial", wg);  // one per subgroup (workgroup_add's contract)
   auto lid = k.local_index();
 
   // Each invocation's elements lid, lid + wg, ... written out, not looped: all loads (x and the
@@ -39,11 +40,9 @@ RmsNormSlice emit_rms_norm_slice(KernelBuilder& k, const OpTarget& target, const
     if (may_pass) sq = select(*in.back(), sq, constant<f32>(0.0f));
     sum = sum ? *sum + sq : sq;
   }
-  auto subgroup_sum = let("subgroup_sum", subgroup_add(*sum));  // every lane, before the branch
-  if_(subgroup_elect(), [&] { partial[k.subgroup_id()] = subgroup_sum; });
-  barrier();
-  auto total = k.var<f32>("total", 0.0f);
-  for_range(constant<u32>(0), k.num_subgroups(), [&](Expr<u32> s) { total += partial[s]; }, "s");
+  // Subgroup partials in subgroup order (a sum of squares is never -0, so the same bits as
+  // adding them to 0.0).
+  auto total = workgroup_add<f32>(k, partial, let("sum_sq", *sum), "total");
   auto inv = let("inv", 1.0f / sqrt(total / static_cast<float>(dim) + eps));
   return {at, in, xs, ws, inv};
 }
