@@ -5,8 +5,10 @@
 // block): rows * cols / 4 bytes of codes, then the f32 per-tensor scale at byte rows * cols / 4.
 // cols is a multiple of 128, so a row is cols / 128 whole blocks, cols / 64 uvec4. Word w (0..7)
 // of a block, shifted right by 6 - 2j and masked with 0x03030303, holds the codes (0..2) of the
-// four consecutive elements 32j + 4w .. 32j + 4w + 3: they pair with one packed activation word,
-// so sum(code * q) is one sdot4x8 per word (or four plain multiplies), and
+// four consecutive elements 32j + 4w .. 32j + 4w + 3: they pair with one packed activation word.
+// With the integer dot product the field is only masked (code * 4^(3 - j) per byte), dotted as
+// unsigned bytes with the signed q (sudot4x8) and each field's sum shifted back exactly once at
+// the end: one AND and one dot per word and field (or four plain multiplies without it), and
 //   acc = sum(code * q) - sum(q)   (exact int32: sum((code - 1) * q)),   y = acc / s * scale.
 //
 // Activations (input = Quantized): q (uvec4 view of quantize_activations' packed int8 words,
@@ -48,7 +50,7 @@ namespace bdsl::ops {
 
 enum class DotProduct {
   Auto,          // Packed where target.int_dot_product, else PlainInteger
-  Packed,        // sdot4x8 (OpSDotKHR) on whole words
+  Packed,        // sudot4x8 (OpSUDotKHR) on whole masked words
   PlainInteger,  // bitfield_extract and 32-bit multiplies: any device
 };
 enum class MatvecInput { Quantized, NormalizeInWorkgroup };

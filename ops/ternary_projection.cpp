@@ -49,6 +49,28 @@ Expr<i32> code_dot(const Expr<u32>& w, uint32_t shift, const Expr<u32>& q_word, 
   return tree_sum(terms);
 }
 
+// A weight uvec4's four code fields against their q uvec4s (qv[j] pairs with the codes at bit
+// 6 - 2j), with the integer dot product: field j is only masked, not shifted down, so its bytes
+// are code * 4^(3 - j) (up to 128) and dot as unsigned against the signed q. Result j is
+// 4^(3 - j) sum(code * q) over the field, exactly (|q| <= 128: no overflow at any width here).
+// One AND and one dot a word and field instead of a shift, an AND and a dot: on the H100 the
+// projections' dot products are bound by their instruction count (bench/RESULTS.md run 10).
+std::array<Expr<i32>, 4> masked_code_dots(const Expr<uvec4>& w, const std::vector<Expr<uvec4>>& qv) {
+  std::array<Expr<i32>, 4> fields{constant<i32>(0), constant<i32>(0), constant<i32>(0), constant<i32>(0)};
+  for (uint32_t j = 0; j < 4; ++j) {
+    std::vector<Expr<i32>> terms;
+    for (uint32_t m = 0; m < 4; ++m) terms.push_back(sudot4x8(qv[j].lane(m), w.lane(m) & (0x03030303u << (6 - 2 * j))));
+    fields[j] = tree_sum(terms);
+  }
+  return fields;
+}
+
+// sum(code * q) from masked_code_dots' per-field sums, accumulated: exact shifts (each sum is a
+// multiple of its scale).
+Expr<i32> unscale_fields(const std::vector<Var<i32>>& f) {
+  return Expr<i32>(f[3]) + (Expr<i32>(f[2]) >> 2) + (Expr<i32>(f[1]) >> 4) + (Expr<i32>(f[0]) >> 6);
+}
+
 struct TokenSlot {
   Expr<u32> token;
   std::optional<Expr<boolean>> valid;  // empty: always (decode)
@@ -98,10 +120,16 @@ std::vector<std::vector<Expr<i32>>> emit_row_dots(KernelBuilder& k, const std::v
                                                   bool packed, const OpTarget& target,
                                                   const Prefetch* pre = nullptr) {
   const uint32_t unroll = chunk_unroll(chunks, target.subgroup_size, tokens.size());
-  std::vector<std::vector<Var<i32>>> acc(w.size());
+  // One accumulator per code field with masked_code_dots, else one.
+  const bool masked = packed && target.int_dot_mixed_as_fast;
+  const uint32_t fields = masked ? 4 : 1;
+  std::vector<std::vector<std::vector<Var<i32>>>> acc(w.size());  // [t][s][field]
   for (size_t t = 0; t < w.size(); ++t)
-    for (size_t s = 0; s < tokens.size(); ++s)
-      acc[t].push_back(k.var<i32>("dot" + std::to_string(t) + "_" + std::to_string(s), 0));
+    for (size_t s = 0; s < tokens.size(); ++s) {
+      acc[t].emplace_back();
+      for (uint32_t f = 0; f < fields; ++f)
+        acc[t].back().push_back(k.var<i32>("dot" + std::to_string(t) + "_" + std::to_string(s) + "_" + std::to_string(f), 0));
+    }
   auto sg = k.subgroup_size();
   auto pass = [&](Expr<u32> c0, const Prefetch* loaded) {
     std::vector<Expr<boolean>> valid;
@@ -124,10 +152,15 @@ std::vector<std::vector<Expr<i32>>> emit_row_dots(KernelBuilder& k, const std::v
           std::vector<Expr<uvec4>> qv;
           for (uint32_t j = 0; j < 4; ++j) qv.push_back(let("qv" + std::to_string(j), q(tokens[s].token, q_at[u] + 2u * j)));
           for (size_t t = 0; t < w.size(); ++t) {
+            if (masked) {
+              const auto fields_now = masked_code_dots(wv[u][t], qv);
+              for (uint32_t j = 0; j < 4; ++j) acc[t][s][j] += select(valid[u], fields_now[j], constant<i32>(0));
+              continue;
+            }
             std::vector<Expr<i32>> terms;
             for (uint32_t j = 0; j < 4; ++j)
               for (uint32_t m = 0; m < 4; ++m) terms.push_back(code_dot(wv[u][t].lane(m), 6 - 2 * j, qv[j].lane(m), packed));
-            acc[t][s] += select(valid[u], tree_sum(terms), constant<i32>(0));
+            acc[t][s][0] += select(valid[u], tree_sum(terms), constant<i32>(0));
           }
         }
       };
@@ -147,7 +180,8 @@ std::vector<std::vector<Expr<i32>>> emit_row_dots(KernelBuilder& k, const std::v
   }
   std::vector<std::vector<Expr<i32>>> sums(w.size());
   for (size_t t = 0; t < w.size(); ++t)
-    for (auto& a : acc[t]) sums[t].push_back(subgroup_add(Expr<i32>(a)));
+    for (size_t s = 0; s < acc[t].size(); ++s)
+      sums[t].push_back(subgroup_add(fields == 1 ? Expr<i32>(acc[t][s][0]) : unscale_fields(acc[t][s])));
   return sums;
 }
 

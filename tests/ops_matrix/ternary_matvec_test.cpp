@@ -322,6 +322,28 @@ TEST_P(TernaryMatvec, CodeForOtherSubgroupSizesGivesTheSameBits) {
   EXPECT_NE(results[0], std::vector<uint32_t>(2 * rows, 0u));
 }
 
+// The packed dot products with their code fields masked in place (sudot4x8, scaled back at the
+// end) and shifted down (sdot4x8, where the mixed-signedness dot is the slower one) give the
+// exact accumulators, the masked ones also where every code is 2 (its top field's byte is 128).
+TEST_P(TernaryMatvec, MaskedAndShiftedCodeFieldsGiveTheExactAccumulators) {
+  if (GetParam() != DotProduct::Packed) GTEST_SKIP() << "packed dot products only";
+  const uint32_t rows = 96, cols = 2560;
+  I2sWeights w = random_i2s(rows, cols, 31);
+  std::fill_n(w.m.values.begin(), cols, int8_t{1});  // row 0: every code 2 (weight +1)
+  w.bytes = models::i2s::pack(w.m.values, w.m.scale);
+  const QuantizedX qx = quantize_cpu(random_floats(cols, 32, 2.0f));
+  rt::Buffer wb = buffer_of(w.bytes, "w"), qb = buffer_of(qx.words(), "x_q"), ab = buffer_of(qx.act(), "x_act");
+  for (bool masked : {true, false}) {
+    ops::OpTarget t = target();
+    t.int_dot_mixed_as_fast = masked;
+    rt::Buffer y = output(rows * 4, "y"), acc = output(rows * 4, "acc");
+    run(ops::ternary_matvec(t, rows, cols, options()), {wb, qb, ab, y, acc}, ops::ternary_matvec_workgroups(t, rows));
+    const auto got = acc.download<int32_t>();
+    for (uint32_t r = 0; r < rows; ++r)
+      ASSERT_EQ(got[r], golden::ternary_dot(w.m.row(r), qx.q)) << "masked " << masked << " row " << r;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Dot, TernaryMatvec, ::testing::Values(DotProduct::Packed, DotProduct::PlainInteger),
                          [](const auto& p) { return p.param == DotProduct::Packed ? "Packed" : "PlainInteger"; });
 
