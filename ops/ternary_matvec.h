@@ -8,7 +8,12 @@
 // four consecutive elements 32j + 4w .. 32j + 4w + 3: they pair with one packed activation word.
 // With the integer dot product the field is only masked (code * 4^(3 - j) per byte), dotted as
 // unsigned bytes with the signed q (sudot4x8) and each field's sum shifted back exactly once at
-// the end: one AND and one dot per word and field (or four plain multiplies without it), and
+// the end: one AND and one dot per word and field (or four plain multiplies without it).
+// A lane takes a row's uvec4s lane, lane + subgroup, ...; a normed decode projection on a device
+// of the target's subgroup size whose rows are whole words per lane (2,560 codes: 160 words over
+// 32 lanes) takes single words instead, so that no lane idles in a pass (40 uvec4s over 32 lanes
+// leave 24 idle in the second): on the H100, QKV 7.76 -> 7.36 us and gate/up 9.93 -> 9.55
+// (bench/RESULTS.md run 10). In every form
 //   acc = sum(code * q) - sum(q)   (exact int32: sum((code - 1) * q)),   y = acc / s * scale.
 //
 // Activations (input = Quantized): q (uvec4 view of quantize_activations' packed int8 words,

@@ -9,6 +9,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "ops/attention_split_kv.h"
@@ -91,34 +92,86 @@ uint32_t chunk_unroll(uint32_t chunks, uint32_t target_subgroup, size_t tokens) 
 
 // A subgroup's weights for its first pass over its first row group, loaded before the norm
 // prologue so that their memory latency overlaps its reductions and barriers: [pass][weight row].
+// A tensor's I2_S codes as a kernel reads them: uvec4 chunks of 64 codes, or single words of 16
+// (word units, emit_row_word_dots).
+using WeightBuffer = std::variant<Buffer<uvec4>, Buffer<u32>>;
+
 struct Prefetch {
-  std::vector<std::vector<Var<uvec4>>> wv;
+  std::vector<std::vector<Var<uvec4>>> wv;  // chunks
+  std::vector<std::vector<Var<u32>>> ww;    // or words
 };
 
-Prefetch declare_prefetch(KernelBuilder& k, uint32_t unroll, size_t weight_rows, const std::string& tag) {
+Prefetch declare_prefetch(KernelBuilder& k, uint32_t unroll, size_t weight_rows, const std::string& tag, bool words) {
   Prefetch p;
   for (uint32_t u = 0; u < unroll; ++u) {
+    const std::string n = "pre" + tag + std::to_string(u) + "_";
+    if (words) {
+      p.ww.emplace_back();
+      for (size_t i = 0; i < weight_rows; ++i) p.ww.back().push_back(k.var<u32>(n + std::to_string(i), 0u));
+      continue;
+    }
     p.wv.emplace_back();
-    for (size_t i = 0; i < weight_rows; ++i)
-      p.wv.back().push_back(k.var<uvec4>("pre" + tag + std::to_string(u) + "_" + std::to_string(i), make_vec<u32>(0u, 0u, 0u, 0u)));
+    for (size_t i = 0; i < weight_rows; ++i) p.wv.back().push_back(k.var<uvec4>(n + std::to_string(i), make_vec<u32>(0u, 0u, 0u, 0u)));
   }
   return p;
 }
 
-void fill_prefetch(KernelBuilder& k, Prefetch& p, const std::vector<Buffer<uvec4>>& w, const std::vector<Expr<u32>>& row_base,
-                   uint32_t chunks) {
+// units: a row's chunks or words.
+void fill_prefetch(KernelBuilder& k, Prefetch& p, const std::vector<WeightBuffer>& w, const std::vector<Expr<u32>>& row_base,
+                   uint32_t units) {
   auto sg = k.subgroup_size();
+  for (size_t u = 0; u < p.ww.size(); ++u)  // word units: every lane's words are in the row
+    for (size_t i = 0; i < w.size(); ++i)
+      p.ww[u][i] = Expr<u32>(std::get<Buffer<u32>>(w[i])[row_base[i] + k.subgroup_invocation() + sg * static_cast<uint32_t>(u)]);
   for (size_t u = 0; u < p.wv.size(); ++u) {
-    auto cc = min(k.subgroup_invocation() + sg * static_cast<uint32_t>(u), constant<u32>(chunks - 1));
-    for (size_t i = 0; i < w.size(); ++i) p.wv[u][i] = Expr<uvec4>(w[i][row_base[i] + cc]);
+    auto cc = min(k.subgroup_invocation() + sg * static_cast<uint32_t>(u), constant<u32>(units - 1));
+    for (size_t i = 0; i < w.size(); ++i) p.wv[u][i] = Expr<uvec4>(std::get<Buffer<uvec4>>(w[i])[row_base[i] + cc]);
   }
 }
 
-std::vector<std::vector<Expr<i32>>> emit_row_dots(KernelBuilder& k, const std::vector<Buffer<uvec4>>& w,
+// Where q word i (elements 4i..4i+3) sits in shared memory for word units: the 32 words of block
+// b (128 elements) rotated by 8 (b % 4) words. A read of emit_row_word_dots (lane l: word 32 b +
+// 8j + l % 8, b = l / 8 + 4u) then puts the 32 lanes on 32 banks instead of four to a bank.
+Expr<u32> swizzled_q_word(Expr<u32> i) {
+  return (i & ~31u) | ((i + ((i >> 5u) & 3u) * 8u) & 31u);
+}
+
+// emit_row_dots with word units (decode; q in shared memory, stored swizzled_q_word; the target's
+// subgroup size; the masked dot): lane l takes the row's words l, l + sg, ... (cols / 16 a row, a
+// multiple of the subgroup), so every lane works in every pass, where a row of 40 chunks (2,560
+// codes) over 32 lanes leaves 24 lanes idle in the second. Word w is word w % 8 of block w / 8; its
+// field j (bit 6 - 2j) pairs with q word 32 (w / 8) + 8j + w % 8. result[t][0] as emit_row_dots'.
+std::vector<std::vector<Expr<i32>>> emit_row_word_dots(KernelBuilder& k, const std::vector<WeightBuffer>& w,
+                                                       const std::vector<Expr<u32>>& row_base, uint32_t words,
+                                                       const Shared<u32>& q, const OpTarget& target, const Prefetch* pre) {
+  const uint32_t unroll = words / target.subgroup_size;
+  std::vector<std::vector<Var<i32>>> acc(w.size());  // [t][field]
+  for (size_t t = 0; t < w.size(); ++t)
+    for (uint32_t f = 0; f < 4; ++f) acc[t].push_back(k.var<i32>("dot" + std::to_string(t) + "_" + std::to_string(f), 0));
+  auto lane = k.subgroup_invocation();
+  for (uint32_t u = 0; u < unroll; ++u) {
+    auto word = let("word", lane + u * target.subgroup_size);
+    auto block = word >> 3u;
+    auto rotated = let("q_rot", (word & 7u) + (block & 3u) * 8u);
+    auto base = let("q_base", block << 5u);
+    std::vector<Expr<u32>> qv;
+    for (uint32_t j = 0; j < 4; ++j) qv.push_back(let("qw" + std::to_string(j), Expr<u32>(q[base + ((rotated + 8u * j) & 31u)])));
+    for (size_t t = 0; t < w.size(); ++t) {
+      auto wv = pre ? Expr<u32>(pre->ww[u][t]) : let("ww", Expr<u32>(std::get<Buffer<u32>>(w[t])[row_base[t] + word]));
+      for (uint32_t j = 0; j < 4; ++j) acc[t][j] += sudot4x8(qv[j], wv & (0x03030303u << (6 - 2 * j)));
+    }
+  }
+  std::vector<std::vector<Expr<i32>>> sums(w.size());
+  for (size_t t = 0; t < w.size(); ++t) sums[t].push_back(subgroup_add(unscale_fields(acc[t])));
+  return sums;
+}
+
+std::vector<std::vector<Expr<i32>>> emit_row_dots(KernelBuilder& k, const std::vector<WeightBuffer>& w,
                                                   const std::vector<Expr<u32>>& row_base, uint32_t chunks,
                                                   const std::vector<TokenSlot>& tokens, const QuadLoader& q,
                                                   bool packed, const OpTarget& target,
-                                                  const Prefetch* pre = nullptr) {
+                                                  const Prefetch* pre = nullptr,
+                                                  std::optional<uint32_t> zero_quad = std::nullopt) {
   const uint32_t unroll = chunk_unroll(chunks, target.subgroup_size, tokens.size());
   // One accumulator per code field with masked_code_dots, else one.
   const bool masked = packed && target.int_dot_mixed_as_fast;
@@ -131,20 +184,33 @@ std::vector<std::vector<Expr<i32>>> emit_row_dots(KernelBuilder& k, const std::v
         acc[t].back().push_back(k.var<i32>("dot" + std::to_string(t) + "_" + std::to_string(s) + "_" + std::to_string(f), 0));
     }
   auto sg = k.subgroup_size();
-  auto pass = [&](Expr<u32> c0, const Prefetch* loaded) {
-    std::vector<Expr<boolean>> valid;
+  // `lanes_known`: c0 is the lane and the device runs the target's subgroup size, so a chunk
+  // slot is known in range where the whole subgroup's is. A slot that may pass the end reads
+  // chunk `chunks - 1` and counts 0: with a zero_quad, by reading q from there (zeros), with no
+  // select per row.
+  auto pass = [&](Expr<u32> c0, const Prefetch* loaded, bool lanes_known) {
+    std::vector<std::optional<Expr<boolean>>> valid;
     std::vector<Expr<u32>> q_at;
     std::vector<std::vector<Expr<uvec4>>> wv(unroll);
     for (uint32_t u = 0; u < unroll; ++u) {
       auto c = u == 0 ? c0 : let("c" + std::to_string(u), c0 + sg * u);
-      valid.push_back(let("c_valid", c < chunks));
-      auto cc = let("c_read", min(c, constant<u32>(chunks - 1)));
+      const bool in_range = lanes_known && (u + 1) * target.subgroup_size <= chunks;
+      auto cc = in_range ? c : let("c_read", min(c, constant<u32>(chunks - 1)));
       // uvec4 c is words 4h..4h+3 of block c/2 (h = c % 2); its shift-j codes pair with the q
       // words 32 * block + 8j + 4h .., the uvec4 8 * block + 2j + h of q.
-      q_at.push_back(let("q_at", ((cc >> 1u) << 3u) + (cc & 1u)));
+      Expr<u32> at = ((cc >> 1u) << 3u) + (cc & 1u);
+      if (in_range) {
+        valid.push_back(std::nullopt);
+      } else if (zero_quad) {
+        at = select(c < chunks, at, constant<u32>(*zero_quad));
+        valid.push_back(std::nullopt);
+      } else {
+        valid.push_back(let("c_valid", c < chunks));
+      }
+      q_at.push_back(let("q_at", at));
       for (size_t t = 0; t < w.size(); ++t)
         wv[u].push_back(loaded ? Expr<uvec4>(loaded->wv[u][t])
-                               : let("wv" + std::to_string(t), Expr<uvec4>(w[t][row_base[t] + cc])));
+                               : let("wv" + std::to_string(t), Expr<uvec4>(std::get<Buffer<uvec4>>(w[t])[row_base[t] + cc])));
     }
     for (size_t s = 0; s < tokens.size(); ++s) {
       auto body = [&] {
@@ -154,13 +220,13 @@ std::vector<std::vector<Expr<i32>>> emit_row_dots(KernelBuilder& k, const std::v
           for (size_t t = 0; t < w.size(); ++t) {
             if (masked) {
               const auto fields_now = masked_code_dots(wv[u][t], qv);
-              for (uint32_t j = 0; j < 4; ++j) acc[t][s][j] += select(valid[u], fields_now[j], constant<i32>(0));
+              for (uint32_t j = 0; j < 4; ++j) acc[t][s][j] += valid[u] ? select(*valid[u], fields_now[j], constant<i32>(0)) : fields_now[j];
               continue;
             }
             std::vector<Expr<i32>> terms;
             for (uint32_t j = 0; j < 4; ++j)
               for (uint32_t m = 0; m < 4; ++m) terms.push_back(code_dot(wv[u][t].lane(m), 6 - 2 * j, qv[j].lane(m), packed));
-            acc[t][s][0] += select(valid[u], tree_sum(terms), constant<i32>(0));
+            acc[t][s][0] += valid[u] ? select(*valid[u], tree_sum(terms), constant<i32>(0)) : tree_sum(terms);
           }
         }
       };
@@ -171,12 +237,12 @@ std::vector<std::vector<Expr<i32>>> emit_row_dots(KernelBuilder& k, const std::v
     }
   };
   if (pre) {
-    pass(k.subgroup_invocation(), pre);
+    pass(k.subgroup_invocation(), pre, target.subgroup_size_fixed);
     // Only where the device runs a smaller subgroup than the target's.
     if (!target.subgroup_size_fixed)
-      for_range(k.subgroup_invocation() + sg * unroll, chunks, sg * unroll, [&](Expr<u32> c0) { pass(c0, nullptr); }, "chunk");
+      for_range(k.subgroup_invocation() + sg * unroll, chunks, sg * unroll, [&](Expr<u32> c0) { pass(c0, nullptr, false); }, "chunk");
   } else {
-    for_range(k.subgroup_invocation(), chunks, sg * unroll, [&](Expr<u32> c0) { pass(c0, nullptr); }, "chunk");
+    for_range(k.subgroup_invocation(), chunks, sg * unroll, [&](Expr<u32> c0) { pass(c0, nullptr, false); }, "chunk");
   }
   std::vector<std::vector<Expr<i32>>> sums(w.size());
   for (size_t t = 0; t < w.size(); ++t)
@@ -214,7 +280,7 @@ void check_shapes(const std::string& what, const std::vector<Tensor>& tensors, u
 
 // What both the standalone kernel and a phase of a fused one check and derive.
 struct ProjectionPlan {
-  bool packed, norm, batched;
+  bool packed, norm, batched, words;
   uint32_t wg, rs, rows_per_wg, chunks;
 };
 
@@ -233,24 +299,33 @@ ProjectionPlan plan_projection(const OpTarget& target, const std::string& what, 
   const uint32_t rows_per_wg = rows_per_workgroup(target, wg) * rs;
   const uint32_t chunks = cols / 64;
   if (norm && batched) throw std::invalid_argument(what + ": the in-workgroup norm is for one token");
-  if (norm && cols + 3 * wg * 4 > target.max_shared_bytes)
+  if (norm && cols + 28 * 4 + 3 * wg * 4 > target.max_shared_bytes)
     throw std::invalid_argument(what + ": " + std::to_string(cols) + " int8 activations and the reduction scratch do not fit in " +
                                 std::to_string(target.max_shared_bytes) + " bytes of shared memory");
-  return {packed, norm, batched, wg, rs, rows_per_wg, chunks};
+  // Word units (emit_row_word_dots) where every lane of every pass has a word of the row.
+  const bool words = norm && !batched && packed && target.int_dot_mixed_as_fast && target.subgroup_size_fixed &&
+                     (cols / 16) % std::max(1u, target.subgroup_size) == 0;
+  return {packed, norm, batched, words, wg, rs, rows_per_wg, chunks};
 }
 
 void emit_projection(const detail::ProjectionSite& site, const OpTarget& target, const std::string& what,
                      const std::vector<Tensor>& tensors, uint32_t cols, Combine combine, const MatvecOptions& o,
                      uint32_t tokens_per_wg, const detail::RopeKvEpilogue* rope) {
-  const auto [packed, norm, batched, wg, rs, rows_per_wg, chunks] = plan_projection(target, what, tensors, cols, combine, o, tokens_per_wg, rope);
+  const auto [packed, norm, batched, words, wg, rs, rows_per_wg, chunks] = plan_projection(target, what, tensors, cols, combine, o, tokens_per_wg, rope);
+  const uint32_t units = words ? cols / 16 : chunks;  // a row's read units
   KernelBuilder& k = *site.k;
   // In a fused kernel other workgroups of the same dispatch write what this phase reads: coherent.
   auto activation = [&]<class T>(std::string n, Access access, T) {
     return site.coherent ? k.coherent_buffer<T>(std::move(n), access) : k.buffer<T>(std::move(n), access);
   };
-  std::vector<Buffer<uvec4>> w;
-  for (const Tensor& t : tensors)
-    w.push_back(k.buffer<uvec4>(tensors.size() == 1 ? "w" : "w_" + t.name, Access::Read));
+  std::vector<WeightBuffer> w;
+  for (const Tensor& t : tensors) {
+    const std::string n = tensors.size() == 1 ? "w" : "w_" + t.name;
+    if (words)
+      w.push_back(k.buffer<u32>(n, Access::Read));
+    else
+      w.push_back(k.buffer<uvec4>(n, Access::Read));
+  }
   std::optional<Buffer<uvec4>> x_q;
   std::optional<Buffer<u32>> x_act;
   std::optional<Buffer<f32>> x, norm_weight;
@@ -303,7 +378,8 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
   std::vector<Expr<f32>> scales;
   for (size_t t = 0; t < tensors.size(); ++t)
     scales.push_back(let("scale_" + tensors[t].name,
-                         bitcast<f32>(Expr<uvec4>(w[t][uint32_t(uint64_t(tensors[t].rows) * cols / 64)]).x())));
+                         bitcast<f32>(words ? Expr<u32>(std::get<Buffer<u32>>(w[t])[uint32_t(uint64_t(tensors[t].rows) * cols / 16)])
+                                            : Expr<uvec4>(std::get<Buffer<uvec4>>(w[t])[uint32_t(uint64_t(tensors[t].rows) * cols / 64)]).x())));
 
   // RoPE's head kind (0 q, 1 k, 2 v) as an index into the tensors, which may start at k.
   auto rope_tensor = [&](size_t t) { return rope && !rope->q ? t - 1 : t; };
@@ -324,13 +400,13 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
       const bool may_pass_end = tensors[t].rows % rs != 0;
       valid.push_back(may_pass_end ? std::optional<Expr<boolean>>(local < tensors[t].rows) : std::nullopt);
       auto readable = may_pass_end ? min(local, tensors[t].rows - 1) : local;
-      bases.push_back(let("row_base" + std::to_string(r), readable * chunks));
+      bases.push_back(let("row_base" + std::to_string(r), readable * units));
     }
     return std::pair{bases, valid};
   };
   // Gate/up: a subgroup's rows of gate then of up, each row of both tensors at `bases`.
   auto gate_up_rows = [&](const std::vector<Expr<u32>>& bases) {
-    std::pair<std::vector<Buffer<uvec4>>, std::vector<Expr<u32>>> rows;
+    std::pair<std::vector<WeightBuffer>, std::vector<Expr<u32>>> rows;
     for (size_t t = 0; t < 2; ++t)
       for (uint32_t r = 0; r < rs; ++r) {
         rows.first.push_back(w[t]);
@@ -351,24 +427,24 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
     pass_rows.push_back(pass == 0 ? *row0 : let("row_pass", *row0 + stride * pass));
     auto readable = let("row0_read", min(pass_rows.back(), constant<u32>((total - 1) / rs * rs)));
     const size_t weight_rows = rope ? 4 : combine == Combine::Relu2Product ? 2 * rs : rs;
-    pres.push_back(declare_prefetch(k, chunk_unroll(chunks, target.subgroup_size, 1), weight_rows, tag));
+    pres.push_back(declare_prefetch(k, chunk_unroll(units, target.subgroup_size, 1), weight_rows, tag, words));
     Prefetch* pre = &pres.back();
     pass_rotations.emplace_back();
     if (rope) {
       pass_rotations.back() = rope_quad_rotations(*rope, readable, *step, *rope_table);
       rope_quad_rows(*rope, readable, [&](size_t t, const std::vector<Expr<u32>>& rows) {
         std::vector<Expr<u32>> bases;
-        for (const auto& r : rows) bases.push_back(r * chunks);
-        fill_prefetch(k, *pre, std::vector<Buffer<uvec4>>(4, w[rope_tensor(t)]), bases, chunks);
+        for (const auto& r : rows) bases.push_back(r * units);
+        fill_prefetch(k, *pre, std::vector<WeightBuffer>(4, w[rope_tensor(t)]), bases, units);
       });
     } else if (combine == Combine::Relu2Product) {
       const auto [ws, bases] = gate_up_rows(rows_of(0, readable).first);
-      fill_prefetch(k, *pre, ws, bases, chunks);
+      fill_prefetch(k, *pre, ws, bases, units);
     } else {
       std::function<void(size_t)> segment = [&](size_t t) {
         auto body = [&] {
           auto local0 = t == 0 ? readable : let("pre_local", readable - offsets[t]);
-          fill_prefetch(k, *pre, std::vector<Buffer<uvec4>>(rs, w[t]), rows_of(t, local0).first, chunks);
+          fill_prefetch(k, *pre, std::vector<WeightBuffer>(rs, w[t]), rows_of(t, local0).first, units);
         };
         if (t + 1 == tensors.size())
           body();
@@ -395,8 +471,20 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
   std::vector<Expr<f32>> s;
   std::vector<Expr<i32>> q_sum;
   QuadLoader q;
+  std::optional<uint32_t> zero_quad;  // with q in shared memory
+  std::optional<Shared<u32>> q_shared;
   if (norm) {
-    auto words = k.shared<u32>("q_words", cols / 4);
+    // The q words, then 28 zero words: quads cols / 16 + 0, 2, 4, 6 (zero_quad) read zeros, so
+    // a lane's chunk past the row's end counts 0 without a select per row.
+    auto q_words = k.shared<u32>("q_words", cols / 4 + (words ? 0 : 28));
+    q_shared = q_words;
+    if (!words) {
+      zero_quad = cols / 16;
+      for (uint32_t i = 0; i * wg < 28; ++i) {
+        auto at = let("zero_at", k.local_index() + i * wg);
+        if_(at < 28u, [&] { q_words[at + cols / 4] = constant<u32>(0u); });
+      }
+    }
     QuantizeBody body;
     body.dim = cols;
     body.workgroup = wg;
@@ -406,14 +494,14 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
       body.load_word = attention_word_loader(k, *o.attention_partials, *x, *attn_step, *attn_partials, *attn_used, site.workgroup,
                                              attn_current, target.subgroup_size, wg);
     body.eps = eps;
-    body.store_q = [&](Expr<u32> word, Expr<u32> v) { words[word] = v; };
+    body.store_q = [&](Expr<u32> word, Expr<u32> v) { q_words[words ? swizzled_q_word(word) : word] = v; };
     const QuantizedTotals totals = emit_quantize_activations(k, body);  // ends with a barrier
     slots.push_back({constant<u32>(0u), std::nullopt});
     s.push_back(totals.scale);
     q_sum.push_back(totals.sum);
-    q = [words](Expr<u32>, Expr<u32> i) {
+    q = [q_words](Expr<u32>, Expr<u32> i) {
       auto b = i * 4u;
-      return make_vec<u32>(words[b], words[b + 1u], words[b + 2u], words[b + 3u]);
+      return make_vec<u32>(q_words[b], q_words[b + 1u], q_words[b + 2u], q_words[b + 3u]);
     };
   } else {
     const uint32_t tokens_here = batched ? tokens_per_wg : 1;
@@ -452,6 +540,10 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
     return batched ? slots[slot].token * rows + local : local;
   };
 
+  auto row_dots = [&](const std::vector<WeightBuffer>& ws, const std::vector<Expr<u32>>& bases, const Prefetch* p) {
+    return words ? emit_row_word_dots(k, ws, bases, units, *q_shared, target, p)
+                 : emit_row_dots(k, ws, bases, chunks, slots, q, packed, target, p, zero_quad);
+  };
   auto row_group = [&](Expr<u32> row, const Prefetch* p,
                        std::optional<std::pair<Expr<vec2>, Expr<vec2>>> rotations = std::nullopt) {
     auto guarded = [&](size_t slot, const std::optional<Expr<boolean>>& row_valid, const std::function<void()>& body) {
@@ -463,8 +555,8 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
     if (rope) {
       emit_rope_kv_quad(*rope, row, [&](size_t t, const std::vector<Expr<u32>>& rows) {
         std::vector<Expr<u32>> bases;
-        for (const auto& r : rows) bases.push_back(r * chunks);
-        auto dots = emit_row_dots(k, std::vector<Buffer<uvec4>>(4, w[rope_tensor(t)]), bases, chunks, slots, q, packed, target, p);
+        for (const auto& r : rows) bases.push_back(r * units);
+        auto dots = row_dots(std::vector<WeightBuffer>(4, w[rope_tensor(t)]), bases, p);
         std::vector<Expr<f32>> v;
         for (uint32_t r = 0; r < 4; ++r) v.push_back(let("proj", project(dots[r][0], rope_tensor(t), 0)));
         return v;
@@ -474,7 +566,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
     if (combine == Combine::Relu2Product) {
       auto [bases, valid] = rows_of(0, row);
       const auto [ws, all_bases] = gate_up_rows(bases);
-      auto dots = emit_row_dots(k, ws, all_bases, chunks, slots, q, packed, target, p);
+      auto dots = row_dots(ws, all_bases, p);
       for (uint32_t r = 0; r < rs; ++r)
         for (size_t i = 0; i < slots.size(); ++i) {
           const auto& dg = dots[r][i];
@@ -497,7 +589,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
       auto body = [&] {
         auto local0 = t == 0 ? row : let("local_row", row - offsets[t]);
         auto [bases, valid] = rows_of(t, local0);
-        auto dots = emit_row_dots(k, std::vector<Buffer<uvec4>>(rs, w[t]), bases, chunks, slots, q, packed, target, p);
+        auto dots = row_dots(std::vector<WeightBuffer>(rs, w[t]), bases, p);
         for (uint32_t r = 0; r < rs; ++r)
           for (size_t i = 0; i < slots.size(); ++i) {
             auto v = let("proj", project(dots[r][i], t, i));
@@ -533,7 +625,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
 Kernel detail::build_ternary_projection(const OpTarget& target, const std::string& what,
                                         const std::vector<Tensor>& tensors, uint32_t cols, Combine combine,
                                         const MatvecOptions& o, uint32_t tokens_per_wg, const detail::RopeKvEpilogue* rope) {
-  const auto [packed, norm, batched, wg, rs, rows_per_wg, chunks] = plan_projection(target, what, tensors, cols, combine, o, tokens_per_wg, rope);
+  const auto [packed, norm, batched, words, wg, rs, rows_per_wg, chunks] = plan_projection(target, what, tensors, cols, combine, o, tokens_per_wg, rope);
 
   std::string name = what + (rope ? "_rope" : "") + (packed ? "_sdot" : "_int") + (norm ? "_normed" : "") +
                      (o.add_residual ? "_residual" : "") + (o.write_accumulators ? "_acc" : "") +

@@ -344,6 +344,37 @@ TEST_P(TernaryMatvec, MaskedAndShiftedCodeFieldsGiveTheExactAccumulators) {
   }
 }
 
+// A normed decode projection reads its weights a word at a time (every lane busy in every pass)
+// where the device runs the target's subgroup size and the masked dot, in chunks of four words
+// otherwise (masked or shifted): all three give the same outputs and accumulators, for rows of
+// 2,560 codes (whole words per lane) and 6,912 (chunks: not a multiple of the subgroup in words).
+TEST_P(TernaryMatvec, WordUnitsAndChunksGiveTheSameBits) {
+  if (GetParam() != DotProduct::Packed) GTEST_SKIP() << "packed dot products only";
+  for (const uint32_t cols : {2560u, 6912u}) {
+    SCOPED_TRACE(cols);
+    const uint32_t rows = 64;
+    const I2sWeights w = random_i2s(rows, cols, cols + 41);
+    const auto x = random_floats(cols, 42, 2.0f), nw = random_floats(cols, 43, 0.5f);
+    rt::Buffer wb = buffer_of(w.bytes, "w"), xb = buffer_of(x, "x"), nb = buffer_of(nw, "norm_weight");
+    MatvecOptions o = options_normed();
+    o.write_accumulators = true;
+    std::vector<std::vector<uint32_t>> results;
+    for (int path = 0; path < 3; ++path) {  // words (where they fit), masked chunks, shifted chunks
+      ops::OpTarget t = target();
+      t.subgroup_size_fixed = path == 0;
+      t.int_dot_mixed_as_fast = path != 2;
+      rt::Buffer y = output(rows * 4, "y"), acc = output(rows * 4, "acc");
+      run(ops::ternary_matvec(t, rows, cols, o), {wb, xb, nb, y, acc}, ops::ternary_matvec_workgroups(t, rows, o), rt::push(1e-5f));
+      auto a = y.download<uint32_t>(), b = acc.download<uint32_t>();
+      a.insert(a.end(), b.begin(), b.end());
+      results.push_back(a);
+    }
+    EXPECT_EQ(results[0], results[1]);
+    EXPECT_EQ(results[0], results[2]);
+    EXPECT_NE(results[0], std::vector<uint32_t>(2 * rows, 0u));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Dot, TernaryMatvec, ::testing::Values(DotProduct::Packed, DotProduct::PlainInteger),
                          [](const auto& p) { return p.param == DotProduct::Packed ? "Packed" : "PlainInteger"; });
 
