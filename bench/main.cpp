@@ -65,7 +65,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "  --matvec-rows, --matvec-workgroup: rows per subgroup and workgroup size of the decode\n"
                   "    projections (default 2 and 256); --qkv-workgroup, --gate-up-workgroup, --gate-up-rows:\n"
                   "    one kernel's own (gate/up: 128 invocations by default); --attn-output-workgroup,\n"
-                  "    --attn-output-rows: attn_output's own (default: ffn_down's)\n"
+                  "    --attn-output-rows: attn_output's own (default: 4 rows, ffn_down's workgroup)\n"
                   "  --attention-head-split: workgroups per KV head in decode attention, each serving that\n"
                   "    share of its query heads (default: one per query head)\n"
                   "  --attention-positions-per-pass: K/V positions each row group reads per pass (default 8)\n"

@@ -30,7 +30,10 @@ struct DecodeTuning {
   uint32_t gate_up_rows_per_subgroup = 0;  // 0: rows_per_subgroup
   // attn_output's own shape, where set (it merges attention's deferred chunks in every
   // workgroup: fewer, larger workgroups merge them fewer times). 0: as ffn_down.
-  uint32_t attn_output_workgroup = 0, attn_output_rows_per_subgroup = 0;
+  // 4 rows per subgroup (80 workgroups): H100, alternating in one call, decode_greedy 852-854 vs
+  // 836-841 tokens/s at ctx 512 with 2 (bench/RESULTS.md run 10; 2 was better before the
+  // projections read whole words, run 8).
+  uint32_t attn_output_workgroup = 0, attn_output_rows_per_subgroup = 4;
   // Attention leaves its chunk combine to attn_output's norm prologue where a token's positions
   // take 2 to 4 chunks (ops::SplitKvTuning::defer_combine). Not with fused layers.
   bool defer_attention_combine = true;
