@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstring>
 #include <set>
-#include <utility>
 #include <sstream>
 
 #include "codegen/interface_of.h"
@@ -130,11 +129,10 @@ class Printer {
     if (f.subgroup_ballot) ext("GL_KHR_shader_subgroup_ballot");
     if (f.int_dot_product) {
       ext("GL_EXT_spirv_intrinsics");
-      // OpSDotKHR (4450) and OpSUDotKHR (4452) with the packed 4x8-bit format; capabilities
-      // DotProductKHR (6019) and DotProductInput4x8BitPackedKHR (6018).
-      for (const auto& [id, name] : {std::pair{4450, "bdsl_sdot4x8"}, std::pair{4452, "bdsl_sudot4x8"}})
-        out_ << "spirv_instruction(extensions = [\"SPV_KHR_integer_dot_product\"], capabilities = [6019, 6018], "
-                "id = " << id << ")\nint " << name << "(uint a, uint b, spirv_literal int format);\n";
+      // OpSDotKHR (4450) with the packed 4x8-bit format; capabilities DotProductKHR (6019) and
+      // DotProductInput4x8BitPackedKHR (6018).
+      out_ << "spirv_instruction(extensions = [\"SPV_KHR_integer_dot_product\"], capabilities = [6019, 6018], "
+              "id = 4450)\nint bdsl_sdot4x8(uint a, uint b, spirv_literal int format);\n";
     }
   }
 
@@ -308,7 +306,7 @@ class Printer {
       if (i) s += ", ";
       s += is_lvalue_arg(n, i) ? lvalue(*n.args[i]) : expr(n.args[i]);
     }
-    if (fn == Fn::SDot4x8 || fn == Fn::SUDot4x8) s += ", 0";  // PackedVectorFormat4x8Bit
+    if (fn == Fn::SDot4x8) s += ", 0";  // PackedVectorFormat4x8Bit
     return s + ")";
   }
 

@@ -9,8 +9,7 @@ namespace {
 
 void note_function(Fn fn, KernelFeatures& f) {
   switch (fn) {
-    case Fn::SDot4x8:
-    case Fn::SUDot4x8: f.int_dot_product = true; break;
+    case Fn::SDot4x8: f.int_dot_product = true; break;
     case Fn::SubgroupAdd:
     case Fn::SubgroupMin:
     case Fn::SubgroupMax: f.subgroup_basic = f.subgroup_arithmetic = true; break;

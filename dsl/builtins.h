@@ -132,14 +132,6 @@ Expr<i32> sdot4x8(const A& a, const B& b) {
   return call<i32>(Fn::SDot4x8, as_node<u32>(a), as_node<u32>(b));
 }
 
-// The same with a's bytes signed and b's unsigned (SPIR-V OpSUDotKHR, packed 4x8 format): bytes
-// up to 255 on one side, as a mask of 2-bit fields leaves them in place.
-template <class A, class B>
-  requires OperandOf<A, u32> && OperandOf<B, u32>
-Expr<i32> sudot4x8(const A& a, const B& b) {
-  return call<i32>(Fn::SUDot4x8, as_node<u32>(a), as_node<u32>(b));
-}
-
 // Subgroup operations.
 #define BDSL_SUBGROUP_REDUCE(name, fn)                        \
   template <class X>                                          \

@@ -79,7 +79,6 @@ enum class BuiltinVar : uint8_t {
   X(UintBitsToFloat, "uintBitsToFloat", true)                 \
   X(IntBitsToFloat, "intBitsToFloat", true)                   \
   X(SDot4x8, "bdsl_sdot4x8", true)                            \
-  X(SUDot4x8, "bdsl_sudot4x8", true)                          \
   X(SubgroupAdd, "subgroupAdd", false)                        \
   X(SubgroupMin, "subgroupMin", false)                        \
   X(SubgroupMax, "subgroupMax", false)                        \

@@ -14,10 +14,7 @@ struct OpTarget {
   uint32_t max_workgroup_invocations = 256;
   uint32_t max_shared_bytes = 16384;
   uint64_t max_storage_buffer_range = 1ull << 27;
-  bool int_dot_product = false;  // sdot4x8 (OpSDotKHR) and sudot4x8 (OpSUDotKHR) are available
-  // sudot4x8 is as fast as sdot4x8 (both or neither in hardware): the ternary projections then
-  // dot masked code fields without shifting them (ternary_matvec.h).
-  bool int_dot_mixed_as_fast = true;
+  bool int_dot_product = false;  // sdot4x8 (OpSDotKHR) is available
   // The device runs every compute workgroup with subgroup_size lanes (its range is that one size):
   // code for other subgroup sizes is left out.
   bool subgroup_size_fixed = false;
@@ -36,7 +33,6 @@ struct OpTarget {
     t.max_shared_bytes = device.max_shared_memory;
     t.max_storage_buffer_range = device.max_storage_buffer_range;
     t.int_dot_product = device.int_dot_product;
-    t.int_dot_mixed_as_fast = device.int_dot_4x8_mixed_accelerated || !device.int_dot_4x8_signed_accelerated;
     t.subgroup_size_fixed = device.subgroup_size > 0 && device.min_subgroup_size == device.subgroup_size &&
                             device.max_subgroup_size == device.subgroup_size;
     if (device.cooperative_matrix_nv) t.matrix_shapes = device.cooperative_matrix_nv_shapes;

@@ -6,9 +6,9 @@
 // cols is a multiple of 128, so a row is cols / 128 whole blocks, cols / 64 uvec4. Word w (0..7)
 // of a block, shifted right by 6 - 2j and masked with 0x03030303, holds the codes (0..2) of the
 // four consecutive elements 32j + 4w .. 32j + 4w + 3: they pair with one packed activation word.
-// With the integer dot product the field is only masked (code * 4^(3 - j) per byte), dotted as
-// unsigned bytes with the signed q (sudot4x8) and each field's sum shifted back exactly once at
-// the end: one AND and one dot per word and field (or four plain multiplies without it).
+// With the integer dot product the field is masked in place (code * 4^(3 - j) per byte; field 0
+// shifted to code * 16, so every byte fits a signed dot), dotted with q (sdot4x8) and each
+// field's sum shifted back exactly once at the end (or four plain multiplies without it).
 // A lane takes a row's uvec4s lane, lane + subgroup, ...; a normed decode projection on a device
 // of the target's subgroup size whose rows are whole words per lane (2,560 codes: 160 words over
 // 32 lanes) takes single words instead, so that no lane idles in a pass (40 uvec4s over 32 lanes
@@ -55,7 +55,7 @@ namespace bdsl::ops {
 
 enum class DotProduct {
   Auto,          // Packed where target.int_dot_product, else PlainInteger
-  Packed,        // sudot4x8 (OpSUDotKHR) on whole masked words
+  Packed,        // sdot4x8 (OpSDotKHR) on whole masked words
   PlainInteger,  // bitfield_extract and 32-bit multiplies: any device
 };
 enum class MatvecInput { Quantized, NormalizeInWorkgroup };

@@ -40,9 +40,9 @@ Expr<i32> tree_sum(std::vector<Expr<i32>> v) {
   return v.front();
 }
 
-// sum over the four bytes of code * q, codes at bit `shift` of each byte of `w`.
-Expr<i32> code_dot(const Expr<u32>& w, uint32_t shift, const Expr<u32>& q_word, bool packed) {
-  if (packed) return sdot4x8(shift ? (w >> shift) & 0x03030303u : w & 0x03030303u, q_word);
+// sum over the four bytes of code * q, codes at bit `shift` of each byte of `w` (devices without
+// an integer dot product).
+Expr<i32> code_dot(const Expr<u32>& w, uint32_t shift, const Expr<u32>& q_word) {
   auto q = bitcast<i32>(q_word);
   std::vector<Expr<i32>> terms;
   for (int b = 0; b < 4; ++b)
@@ -50,26 +50,32 @@ Expr<i32> code_dot(const Expr<u32>& w, uint32_t shift, const Expr<u32>& q_word, 
   return tree_sum(terms);
 }
 
-// A weight uvec4's four code fields against their q uvec4s (qv[j] pairs with the codes at bit
-// 6 - 2j), with the integer dot product: field j is only masked, not shifted down, so its bytes
-// are code * 4^(3 - j) (up to 128) and dot as unsigned against the signed q. Result j is
-// 4^(3 - j) sum(code * q) over the field, exactly (|q| <= 128: no overflow at any width here).
-// One AND and one dot a word and field instead of a shift, an AND and a dot: on the H100 the
-// projections' dot products are bound by their instruction count (bench/RESULTS.md run 10).
+// Field j's codes (bit 6 - 2j) of word w left in place, as bytes code * 4^(3 - j), not shifted
+// down to code: one AND instead of a shift and an AND. Field 0 (bit 6, code * 64 up to 128)
+// alone is shifted, to code * 16 like field 1, so that every byte is at most 32 and a signed
+// dot reads it right. (A mixed-signedness dot, OpSUDotKHR, of field 0 in place gave wrong sums
+// on the H100 inside the prefill's loops: bench/RESULTS.md run 10.) On the H100 the projections'
+// dot products are bound by their instruction count.
+Expr<u32> masked_field(const Expr<u32>& w, uint32_t j) {
+  return j == 0 ? (w >> 2u) & 0x30303030u : w & (0x03030303u << (6 - 2 * j));
+}
+
+// A weight uvec4's four code fields against their q uvec4s (qv[j] pairs with field j): result j
+// is the field's sum(code * q) times its scale (16, 16, 4, 1), exactly (|q| <= 128).
 std::array<Expr<i32>, 4> masked_code_dots(const Expr<uvec4>& w, const std::vector<Expr<uvec4>>& qv) {
   std::array<Expr<i32>, 4> fields{constant<i32>(0), constant<i32>(0), constant<i32>(0), constant<i32>(0)};
   for (uint32_t j = 0; j < 4; ++j) {
     std::vector<Expr<i32>> terms;
-    for (uint32_t m = 0; m < 4; ++m) terms.push_back(sudot4x8(qv[j].lane(m), w.lane(m) & (0x03030303u << (6 - 2 * j))));
+    for (uint32_t m = 0; m < 4; ++m) terms.push_back(sdot4x8(masked_field(w.lane(m), j), qv[j].lane(m)));
     fields[j] = tree_sum(terms);
   }
   return fields;
 }
 
 // sum(code * q) from masked_code_dots' per-field sums, accumulated: exact shifts (each sum is a
-// multiple of its scale).
+// multiple of its scale: 16 for fields 0 and 1, 4 for field 2, 1 for field 3).
 Expr<i32> unscale_fields(const std::vector<Var<i32>>& f) {
-  return Expr<i32>(f[3]) + (Expr<i32>(f[2]) >> 2) + (Expr<i32>(f[1]) >> 4) + (Expr<i32>(f[0]) >> 6);
+  return Expr<i32>(f[3]) + (Expr<i32>(f[2]) >> 2) + ((Expr<i32>(f[1]) + Expr<i32>(f[0])) >> 4);
 }
 
 struct TokenSlot {
@@ -137,7 +143,7 @@ Expr<u32> swizzled_q_word(Expr<u32> i) {
 }
 
 // emit_row_dots with word units (decode; q in shared memory, stored swizzled_q_word; the target's
-// subgroup size; the masked dot): lane l takes the row's words l, l + sg, ... (cols / 16 a row, a
+// subgroup size; the integer dot product): lane l takes the row's words l, l + sg, ... (cols / 16 a row, a
 // multiple of the subgroup), so every lane works in every pass, where a row of 40 chunks (2,560
 // codes) over 32 lanes leaves 24 lanes idle in the second. Word w is word w % 8 of block w / 8; its
 // field j (bit 6 - 2j) pairs with q word 32 (w / 8) + 8j + w % 8. result[t][0] as emit_row_dots'.
@@ -158,7 +164,7 @@ std::vector<std::vector<Expr<i32>>> emit_row_word_dots(KernelBuilder& k, const s
     for (uint32_t j = 0; j < 4; ++j) qv.push_back(let("qw" + std::to_string(j), Expr<u32>(q[base + ((rotated + 8u * j) & 31u)])));
     for (size_t t = 0; t < w.size(); ++t) {
       auto wv = pre ? Expr<u32>(pre->ww[u][t]) : let("ww", Expr<u32>(std::get<Buffer<u32>>(w[t])[row_base[t] + word]));
-      for (uint32_t j = 0; j < 4; ++j) acc[t][j] += sudot4x8(qv[j], wv & (0x03030303u << (6 - 2 * j)));
+      for (uint32_t j = 0; j < 4; ++j) acc[t][j] += sdot4x8(masked_field(wv, j), qv[j]);
     }
   }
   std::vector<std::vector<Expr<i32>>> sums(w.size());
@@ -173,9 +179,8 @@ std::vector<std::vector<Expr<i32>>> emit_row_dots(KernelBuilder& k, const std::v
                                                   const Prefetch* pre = nullptr,
                                                   std::optional<uint32_t> zero_quad = std::nullopt) {
   const uint32_t unroll = chunk_unroll(chunks, target.subgroup_size, tokens.size());
-  // One accumulator per code field with masked_code_dots, else one.
-  const bool masked = packed && target.int_dot_mixed_as_fast;
-  const uint32_t fields = masked ? 4 : 1;
+  // Packed: one accumulator per code field (masked_code_dots), else one.
+  const uint32_t fields = packed ? 4 : 1;
   std::vector<std::vector<std::vector<Var<i32>>>> acc(w.size());  // [t][s][field]
   for (size_t t = 0; t < w.size(); ++t)
     for (size_t s = 0; s < tokens.size(); ++s) {
@@ -218,14 +223,14 @@ std::vector<std::vector<Expr<i32>>> emit_row_dots(KernelBuilder& k, const std::v
           std::vector<Expr<uvec4>> qv;
           for (uint32_t j = 0; j < 4; ++j) qv.push_back(let("qv" + std::to_string(j), q(tokens[s].token, q_at[u] + 2u * j)));
           for (size_t t = 0; t < w.size(); ++t) {
-            if (masked) {
+            if (packed) {
               const auto fields_now = masked_code_dots(wv[u][t], qv);
               for (uint32_t j = 0; j < 4; ++j) acc[t][s][j] += valid[u] ? select(*valid[u], fields_now[j], constant<i32>(0)) : fields_now[j];
               continue;
             }
             std::vector<Expr<i32>> terms;
             for (uint32_t j = 0; j < 4; ++j)
-              for (uint32_t m = 0; m < 4; ++m) terms.push_back(code_dot(wv[u][t].lane(m), 6 - 2 * j, qv[j].lane(m), packed));
+              for (uint32_t m = 0; m < 4; ++m) terms.push_back(code_dot(wv[u][t].lane(m), 6 - 2 * j, qv[j].lane(m)));
             acc[t][s][0] += valid[u] ? select(*valid[u], tree_sum(terms), constant<i32>(0)) : tree_sum(terms);
           }
         }
@@ -303,7 +308,7 @@ ProjectionPlan plan_projection(const OpTarget& target, const std::string& what, 
     throw std::invalid_argument(what + ": " + std::to_string(cols) + " int8 activations and the reduction scratch do not fit in " +
                                 std::to_string(target.max_shared_bytes) + " bytes of shared memory");
   // Word units (emit_row_word_dots) where every lane of every pass has a word of the row.
-  const bool words = norm && !batched && packed && target.int_dot_mixed_as_fast && target.subgroup_size_fixed &&
+  const bool words = norm && !batched && packed && target.subgroup_size_fixed &&
                      (cols / 16) % std::max(1u, target.subgroup_size) == 0;
   return {packed, norm, batched, words, wg, rs, rows_per_wg, chunks};
 }

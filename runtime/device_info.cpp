@@ -82,7 +82,6 @@ void read_chained_properties(DeviceInfo& info, VkPhysicalDevice device,
   info.driver_info = p12.driverInfo;
   info.max_memory_allocation = m3.maxMemoryAllocationSize;
   info.int_dot_4x8_signed_accelerated = dot.integerDotProduct4x8BitPackedSignedAccelerated;
-  info.int_dot_4x8_mixed_accelerated = dot.integerDotProduct4x8BitPackedMixedSignednessAccelerated;
 }
 
 void read_features(DeviceInfo& info, VkPhysicalDevice device, const std::set<std::string>& exts) {
@@ -260,8 +259,7 @@ std::string DeviceInfo::describe() const {
     << (max_storage_buffer_range >> 20) << " MiB, push constants " << max_push_constants
     << " B\n"
     << "  features: int dot product " << yes_no(int_dot_product) << " (4x8 signed accelerated "
-    << yes_no(int_dot_4x8_signed_accelerated) << ", mixed signedness accelerated "
-    << yes_no(int_dot_4x8_mixed_accelerated) << "), float16 " << yes_no(float16) << ", int8 "
+    << yes_no(int_dot_4x8_signed_accelerated) << "), float16 " << yes_no(float16) << ", int8 "
     << yes_no(int8) << ", int16 " << yes_no(int16) << ", 16-bit storage " << yes_no(storage16)
     << ", 8-bit storage " << yes_no(storage8) << "\n"
     << "  cooperative matrix: KHR " << yes_no(cooperative_matrix_khr) << ", NV "

@@ -50,7 +50,6 @@ struct DeviceInfo {
   bool int_dot_product = false;                 // shaderIntegerDotProduct
   bool int_dot_product_extension = false;       // via VK_KHR_shader_integer_dot_product (1.2)
   bool int_dot_4x8_signed_accelerated = false;  // packed int8 dot is a hardware instruction
-  bool int_dot_4x8_mixed_accelerated = false;   // the same, signed by unsigned bytes
   bool float16 = false;
   bool int8 = false;
   bool int16 = false;

@@ -322,32 +322,25 @@ TEST_P(TernaryMatvec, CodeForOtherSubgroupSizesGivesTheSameBits) {
   EXPECT_NE(results[0], std::vector<uint32_t>(2 * rows, 0u));
 }
 
-// The packed dot products with their code fields masked in place (sudot4x8, scaled back at the
-// end) and shifted down (sdot4x8, where the mixed-signedness dot is the slower one) give the
-// exact accumulators, the masked ones also where every code is 2 (its top field's byte is 128).
-TEST_P(TernaryMatvec, MaskedAndShiftedCodeFieldsGiveTheExactAccumulators) {
-  if (GetParam() != DotProduct::Packed) GTEST_SKIP() << "packed dot products only";
+// The packed dot products take each 2-bit code field masked in place (scaled by 16, 16, 4 or 1)
+// and shift the sums back at the end: exact accumulators, also where every code is 2.
+TEST_P(TernaryMatvec, MaskedCodeFieldsGiveTheExactAccumulators) {
   const uint32_t rows = 96, cols = 2560;
   I2sWeights w = random_i2s(rows, cols, 31);
   std::fill_n(w.m.values.begin(), cols, int8_t{1});  // row 0: every code 2 (weight +1)
   w.bytes = models::i2s::pack(w.m.values, w.m.scale);
   const QuantizedX qx = quantize_cpu(random_floats(cols, 32, 2.0f));
   rt::Buffer wb = buffer_of(w.bytes, "w"), qb = buffer_of(qx.words(), "x_q"), ab = buffer_of(qx.act(), "x_act");
-  for (bool masked : {true, false}) {
-    ops::OpTarget t = target();
-    t.int_dot_mixed_as_fast = masked;
-    rt::Buffer y = output(rows * 4, "y"), acc = output(rows * 4, "acc");
-    run(ops::ternary_matvec(t, rows, cols, options()), {wb, qb, ab, y, acc}, ops::ternary_matvec_workgroups(t, rows));
-    const auto got = acc.download<int32_t>();
-    for (uint32_t r = 0; r < rows; ++r)
-      ASSERT_EQ(got[r], golden::ternary_dot(w.m.row(r), qx.q)) << "masked " << masked << " row " << r;
-  }
+  rt::Buffer y = output(rows * 4, "y"), acc = output(rows * 4, "acc");
+  run(ops::ternary_matvec(target(), rows, cols, options()), {wb, qb, ab, y, acc}, ops::ternary_matvec_workgroups(target(), rows));
+  const auto got = acc.download<int32_t>();
+  for (uint32_t r = 0; r < rows; ++r) ASSERT_EQ(got[r], golden::ternary_dot(w.m.row(r), qx.q)) << "row " << r;
 }
 
 // A normed decode projection reads its weights a word at a time (every lane busy in every pass)
-// where the device runs the target's subgroup size and the masked dot, in chunks of four words
-// otherwise (masked or shifted): all three give the same outputs and accumulators, for rows of
-// 2,560 codes (whole words per lane) and 6,912 (chunks: not a multiple of the subgroup in words).
+// where the device runs the target's subgroup size, in chunks of four words otherwise: both give
+// the same outputs and accumulators, for rows of 2,560 codes (whole words per lane) and 6,912
+// (chunks either way: not a multiple of the subgroup in words).
 TEST_P(TernaryMatvec, WordUnitsAndChunksGiveTheSameBits) {
   if (GetParam() != DotProduct::Packed) GTEST_SKIP() << "packed dot products only";
   for (const uint32_t cols : {2560u, 6912u}) {
@@ -359,10 +352,9 @@ TEST_P(TernaryMatvec, WordUnitsAndChunksGiveTheSameBits) {
     MatvecOptions o = options_normed();
     o.write_accumulators = true;
     std::vector<std::vector<uint32_t>> results;
-    for (int path = 0; path < 3; ++path) {  // words (where they fit), masked chunks, shifted chunks
+    for (bool fixed : {true, false}) {  // words where they fit, or chunks
       ops::OpTarget t = target();
-      t.subgroup_size_fixed = path == 0;
-      t.int_dot_mixed_as_fast = path != 2;
+      t.subgroup_size_fixed = fixed;
       rt::Buffer y = output(rows * 4, "y"), acc = output(rows * 4, "acc");
       run(ops::ternary_matvec(t, rows, cols, o), {wb, xb, nb, y, acc}, ops::ternary_matvec_workgroups(t, rows, o), rt::push(1e-5f));
       auto a = y.download<uint32_t>(), b = acc.download<uint32_t>();
@@ -370,7 +362,6 @@ TEST_P(TernaryMatvec, WordUnitsAndChunksGiveTheSameBits) {
       results.push_back(a);
     }
     EXPECT_EQ(results[0], results[1]);
-    EXPECT_EQ(results[0], results[2]);
     EXPECT_NE(results[0], std::vector<uint32_t>(2 * rows, 0u));
   }
 }
