@@ -74,8 +74,9 @@ std::array<Expr<i32>, 4> masked_code_dots(const Expr<uvec4>& w, const std::vecto
 
 // sum(code * q) from masked_code_dots' per-field sums, accumulated: exact shifts (each sum is a
 // multiple of its scale: 16 for fields 0 and 1, 4 for field 2, 1 for field 3).
+Expr<i32> unscale_fields(const std::array<Expr<i32>, 4>& f) { return f[3] + (f[2] >> 2) + ((f[1] + f[0]) >> 4); }
 Expr<i32> unscale_fields(const std::vector<Var<i32>>& f) {
-  return Expr<i32>(f[3]) + (Expr<i32>(f[2]) >> 2) + ((Expr<i32>(f[1]) + Expr<i32>(f[0])) >> 4);
+  return unscale_fields(std::array<Expr<i32>, 4>{Expr<i32>(f[0]), Expr<i32>(f[1]), Expr<i32>(f[2]), Expr<i32>(f[3])});
 }
 
 struct TokenSlot {
@@ -179,8 +180,13 @@ std::vector<std::vector<Expr<i32>>> emit_row_dots(KernelBuilder& k, const std::v
                                                   const Prefetch* pre = nullptr,
                                                   std::optional<uint32_t> zero_quad = std::nullopt) {
   const uint32_t unroll = chunk_unroll(chunks, target.subgroup_size, tokens.size());
-  // Packed: one accumulator per code field (masked_code_dots), else one.
-  const uint32_t fields = packed ? 4 : 1;
+  // Packed: masked_code_dots. Where the lane's chunks are one written-out pass (decode on a
+  // device of the target's subgroup size), one accumulator per field, scaled back once at the
+  // end; where they are a loop, each chunk's fields are scaled back at once into one accumulator:
+  // four accumulators per token across the loop gave wrong sums on the H100 (the prefill matmul's
+  // QKV, bench/RESULTS.md run 10; not understood, and not seen without the loop).
+  const bool per_field = packed && pre && target.subgroup_size_fixed;
+  const uint32_t fields = per_field ? 4 : 1;
   std::vector<std::vector<std::vector<Var<i32>>>> acc(w.size());  // [t][s][field]
   for (size_t t = 0; t < w.size(); ++t)
     for (size_t s = 0; s < tokens.size(); ++s) {
@@ -223,6 +229,11 @@ std::vector<std::vector<Expr<i32>>> emit_row_dots(KernelBuilder& k, const std::v
           std::vector<Expr<uvec4>> qv;
           for (uint32_t j = 0; j < 4; ++j) qv.push_back(let("qv" + std::to_string(j), q(tokens[s].token, q_at[u] + 2u * j)));
           for (size_t t = 0; t < w.size(); ++t) {
+            if (packed && !per_field) {
+              auto dot = unscale_fields(masked_code_dots(wv[u][t], qv));
+              acc[t][s][0] += valid[u] ? select(*valid[u], dot, constant<i32>(0)) : dot;
+              continue;
+            }
             if (packed) {
               const auto fields_now = masked_code_dots(wv[u][t], qv);
               for (uint32_t j = 0; j < 4; ++j) acc[t][s][j] += valid[u] ? select(*valid[u], fields_now[j], constant<i32>(0)) : fields_now[j];
