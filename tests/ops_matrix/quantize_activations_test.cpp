@@ -1,6 +1,7 @@
 // quantize_activations against golden::quantize_activations (and golden::rms_norm in front).
 #include "ops/quantize_activations.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -87,6 +88,23 @@ TEST_F(QuantizeActivations, RoundsTiesToEvenAndFloorsTheScale) {
   const GpuQuantized zero = quantize(std::vector<float>(8, 0.0f), 8);
   EXPECT_EQ(zero.s(0), 127.0f / 1e-5f);
   EXPECT_EQ(zero.sum(0), 0);
+}
+
+// The kernel has no clamp to [-128, 127] (emit_quantize_activations: |x * s| rounds to at most
+// 127 by construction): golden's clamped q bit for bit at every magnitude, tiny absmax below the
+// 1e-5 floor included, with elements a few ulp under the absmax of either sign.
+TEST_F(QuantizeActivations, NoElementNeedsTheClamp) {
+  const uint32_t dim = 64;
+  std::vector<float> x;
+  uint32_t seed = 40;
+  for (float magnitude : {1e-7f, 9.99e-6f, 1e-5f, 1.01e-5f, 0.3f, 1.0f, 3.3f, 127.0f, 1e4f, 1e30f})
+    for (float sign : {1.0f, -1.0f}) {
+      std::vector<float> token = random_floats(dim, ++seed, magnitude / 4);
+      for (float& v : token) v = std::clamp(v, -magnitude, magnitude);
+      for (uint32_t k = 0; k < 8; ++k) token[k] = (k % 2 ? -sign : sign) * magnitude * (1.0f - float(k / 2) * 0x1p-24f);
+      x.insert(x.end(), token.begin(), token.end());
+    }
+  expect_exact(x, dim);
 }
 
 // With the norm, the GPU sums squares in another order than golden::rms_norm, so the normalized
