@@ -1,5 +1,6 @@
-// The I2_S row-dot kernel body shared by the decode matvecs (ternary_matvec.h), the prefill
-// matmul (ternary_matmul.h) and the fused decode layers (decode_layer.h): ternary_projection.h.
+// The ternary projection kernel body (norm prologue, row groups, epilogues) shared by the decode
+// matvecs (ternary_matvec.h), the prefill matmul (ternary_matmul.h) and the fused decode layers
+// (decode_layer.h): ternary_projection.h. The row dot products themselves: ternary_row_dots.h.
 #include "ops/ternary_projection.h"
 
 
@@ -9,7 +10,6 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "ops/attention_split_kv.h"
@@ -17,6 +17,7 @@
 #include "ops/quantize_activations.h"
 #include "ops/rope_kv_epilogue.h"
 #include "ops/step_state.h"
+#include "ops/ternary_row_dots.h"
 
 
 namespace bdsl::ops {
@@ -26,246 +27,17 @@ namespace {
 
 using Combine = detail::ProjectionCombine;
 using Tensor = detail::ProjectionTensor;
-
-// q's uvec4 i of token t.
-using QuadLoader = std::function<Expr<uvec4>(Expr<u32>, Expr<u32>)>;
-
-Expr<i32> tree_sum(std::vector<Expr<i32>> v) {
-  while (v.size() > 1) {
-    std::vector<Expr<i32>> next;
-    for (size_t i = 0; i + 1 < v.size(); i += 2) next.push_back(v[i] + v[i + 1]);
-    if (v.size() % 2) next.push_back(v.back());
-    v = std::move(next);
-  }
-  return v.front();
-}
-
-// sum over the four bytes of code * q, codes at bit `shift` of each byte of `w` (devices without
-// an integer dot product).
-Expr<i32> code_dot(const Expr<u32>& w, uint32_t shift, const Expr<u32>& q_word) {
-  auto q = bitcast<i32>(q_word);
-  std::vector<Expr<i32>> terms;
-  for (int b = 0; b < 4; ++b)
-    terms.push_back(cast<i32>(bitfield_extract(w, 8 * b + static_cast<int>(shift), 2)) * bitfield_extract(q, 8 * b, 8));
-  return tree_sum(terms);
-}
-
-// Field j's codes (bit 6 - 2j) of word w left in place, as bytes code * 4^(3 - j), not shifted
-// down to code: one AND instead of a shift and an AND. Field 0 (bit 6, code * 64 up to 128)
-// alone is shifted, to code * 16 like field 1, so that every byte is at most 32 and a signed
-// dot reads it right (a mixed-signedness dot, OpSUDotKHR, of field 0 in place measured ~0.5%
-// faster on the H100: not worth a second dot instruction). On the H100 the projections' dot
-// products are bound by their instruction count (bench/RESULTS.md run 10).
-Expr<u32> masked_field(const Expr<u32>& w, uint32_t j) {
-  return j == 0 ? (w >> 2u) & 0x30303030u : w & (0x03030303u << (6 - 2 * j));
-}
-
-// A weight uvec4's four code fields against their q uvec4s (qv[j] pairs with field j): result j
-// is the field's sum(code * q) times its scale (16, 16, 4, 1), exactly (|q| <= 128).
-std::array<Expr<i32>, 4> masked_code_dots(const Expr<uvec4>& w, const std::vector<Expr<uvec4>>& qv) {
-  std::array<Expr<i32>, 4> fields{constant<i32>(0), constant<i32>(0), constant<i32>(0), constant<i32>(0)};
-  for (uint32_t j = 0; j < 4; ++j) {
-    std::vector<Expr<i32>> terms;
-    for (uint32_t m = 0; m < 4; ++m) terms.push_back(sdot4x8(masked_field(w.lane(m), j), qv[j].lane(m)));
-    fields[j] = tree_sum(terms);
-  }
-  return fields;
-}
-
-// sum(code * q) from masked_code_dots' per-field sums, accumulated: exact shifts (each sum is a
-// multiple of its scale: 16 for fields 0 and 1, 4 for field 2, 1 for field 3).
-Expr<i32> unscale_fields(const std::array<Expr<i32>, 4>& f) { return f[3] + (f[2] >> 2) + ((f[1] + f[0]) >> 4); }
-Expr<i32> unscale_fields(const std::vector<Var<i32>>& f) {
-  return unscale_fields(std::array<Expr<i32>, 4>{Expr<i32>(f[0]), Expr<i32>(f[1]), Expr<i32>(f[2]), Expr<i32>(f[3])});
-}
-
-struct TokenSlot {
-  Expr<u32> token;
-  std::optional<Expr<boolean>> valid;  // empty: always (decode)
-};
-
-// The subgroup's sum(code * q) over one row of each tensor (all with `chunks` uvec4 per row) for
-// each token: result[t][s]. row_base[t] is the uvec4 index where tensor t's row starts. Each
-// weight uvec4 is loaded once and used for every token. Every lane gets the sums.
-// A lane's chunks (lane, lane + subgroup size, ...) are written out, not looped over: all its
-// weight loads are in flight at once (on an H100 a loop paid one memory round trip per chunk).
-// The outer loop only runs again where the device picks a smaller subgroup than the target's.
-// The chunks a lane takes in one pass: all of a row's where the device runs the target's
-// subgroup size. Batched (prefill) tiles already keep each lane busy with several tokens per
-// load: one chunk.
-uint32_t chunk_unroll(uint32_t chunks, uint32_t target_subgroup, size_t tokens) {
-  return tokens > 1 ? 1u : std::max(1u, (chunks + target_subgroup - 1) / std::max(1u, target_subgroup));
-}
-
-// A tensor's I2_S codes as a kernel reads them: uvec4 chunks of 64 codes, or single words of 16
-// (word units, emit_row_word_dots).
-using WeightBuffer = std::variant<Buffer<uvec4>, Buffer<u32>>;
-
-// A subgroup's weights for its first pass over its first row group, loaded before the norm
-// prologue so that their memory latency overlaps its reductions and barriers: [pass][weight row].
-struct Prefetch {
-  std::vector<std::vector<Var<uvec4>>> wv;  // chunks
-  std::vector<std::vector<Var<u32>>> ww;    // or words
-};
-
-Prefetch declare_prefetch(KernelBuilder& k, uint32_t unroll, size_t weight_rows, const std::string& tag, bool words) {
-  Prefetch p;
-  for (uint32_t u = 0; u < unroll; ++u) {
-    const std::string n = "pre" + tag + std::to_string(u) + "_";
-    if (words) {
-      p.ww.emplace_back();
-      for (size_t i = 0; i < weight_rows; ++i) p.ww.back().push_back(k.var<u32>(n + std::to_string(i), 0u));
-      continue;
-    }
-    p.wv.emplace_back();
-    for (size_t i = 0; i < weight_rows; ++i) p.wv.back().push_back(k.var<uvec4>(n + std::to_string(i), make_vec<u32>(0u, 0u, 0u, 0u)));
-  }
-  return p;
-}
-
-// units: a row's chunks or words.
-void fill_prefetch(KernelBuilder& k, Prefetch& p, const std::vector<WeightBuffer>& w, const std::vector<Expr<u32>>& row_base,
-                   uint32_t units) {
-  auto sg = k.subgroup_size();
-  for (size_t u = 0; u < p.ww.size(); ++u)  // word units: every lane's words are in the row
-    for (size_t i = 0; i < w.size(); ++i)
-      p.ww[u][i] = Expr<u32>(std::get<Buffer<u32>>(w[i])[row_base[i] + k.subgroup_invocation() + sg * static_cast<uint32_t>(u)]);
-  for (size_t u = 0; u < p.wv.size(); ++u) {
-    auto cc = min(k.subgroup_invocation() + sg * static_cast<uint32_t>(u), constant<u32>(units - 1));
-    for (size_t i = 0; i < w.size(); ++i) p.wv[u][i] = Expr<uvec4>(std::get<Buffer<uvec4>>(w[i])[row_base[i] + cc]);
-  }
-}
-
-// Where q word i (elements 4i..4i+3) sits in shared memory for word units: the 32 words of block
-// b (128 elements) rotated by 8 (b % 4) words. A read of emit_row_word_dots (lane l: word 32 b +
-// 8j + l % 8, b = l / 8 + 4u) then puts the 32 lanes on 32 banks instead of four to a bank.
-Expr<u32> swizzled_q_word(Expr<u32> i) {
-  return (i & ~31u) | ((i + ((i >> 5u) & 3u) * 8u) & 31u);
-}
-
-// emit_row_dots with word units (decode; q in shared memory, stored swizzled_q_word; the target's
-// subgroup size; the integer dot product): lane l takes the row's words l, l + sg, ... (cols / 16
-// a row, a multiple of the subgroup), so every lane works in every pass, where a row of 40 chunks
-// (2,560 codes) over 32 lanes leaves 24 lanes idle in the second. Word w is word w % 8 of block w / 8; its
-// field j (bit 6 - 2j) pairs with q word 32 (w / 8) + 8j + w % 8. result[t][0] as emit_row_dots'.
-std::vector<std::vector<Expr<i32>>> emit_row_word_dots(KernelBuilder& k, const std::vector<WeightBuffer>& w,
-                                                       const std::vector<Expr<u32>>& row_base, uint32_t words,
-                                                       const Shared<u32>& q, const OpTarget& target, const Prefetch* pre) {
-  const uint32_t unroll = words / target.subgroup_size;
-  std::vector<std::vector<Var<i32>>> acc(w.size());  // [t][field]
-  for (size_t t = 0; t < w.size(); ++t)
-    for (uint32_t f = 0; f < 4; ++f) acc[t].push_back(k.var<i32>("dot" + std::to_string(t) + "_" + std::to_string(f), 0));
-  auto lane = k.subgroup_invocation();
-  for (uint32_t u = 0; u < unroll; ++u) {
-    auto word = let("word", lane + u * target.subgroup_size);
-    auto block = word >> 3u;
-    auto rotated = let("q_rot", (word & 7u) + (block & 3u) * 8u);
-    auto base = let("q_base", block << 5u);
-    std::vector<Expr<u32>> qv;
-    for (uint32_t j = 0; j < 4; ++j) qv.push_back(let("qw" + std::to_string(j), Expr<u32>(q[base + ((rotated + 8u * j) & 31u)])));
-    for (size_t t = 0; t < w.size(); ++t) {
-      auto wv = pre ? Expr<u32>(pre->ww[u][t]) : let("ww", Expr<u32>(std::get<Buffer<u32>>(w[t])[row_base[t] + word]));
-      for (uint32_t j = 0; j < 4; ++j) acc[t][j] += sdot4x8(masked_field(wv, j), qv[j]);
-    }
-  }
-  std::vector<std::vector<Expr<i32>>> sums(w.size());
-  for (size_t t = 0; t < w.size(); ++t) sums[t].push_back(subgroup_add(unscale_fields(acc[t])));
-  return sums;
-}
-
-std::vector<std::vector<Expr<i32>>> emit_row_dots(KernelBuilder& k, const std::vector<WeightBuffer>& w,
-                                                  const std::vector<Expr<u32>>& row_base, uint32_t chunks,
-                                                  const std::vector<TokenSlot>& tokens, const QuadLoader& q,
-                                                  bool packed, const OpTarget& target,
-                                                  const Prefetch* pre = nullptr,
-                                                  std::optional<uint32_t> zero_quad = std::nullopt) {
-  const uint32_t unroll = chunk_unroll(chunks, target.subgroup_size, tokens.size());
-  // Packed: masked_code_dots. Where the lane's chunks are one written-out pass (decode on a
-  // device of the target's subgroup size), one accumulator per field, scaled back once at the
-  // end; where they are a loop, each chunk's fields are scaled back at once into one accumulator:
-  // four accumulators per token across the loop gave wrong sums on the H100 (the prefill matmul's
-  // QKV, bench/RESULTS.md run 10; not understood, and not seen without the loop).
-  const bool per_field = packed && pre && target.subgroup_size_fixed;
-  const uint32_t fields = per_field ? 4 : 1;
-  std::vector<std::vector<std::vector<Var<i32>>>> acc(w.size());  // [t][s][field]
-  for (size_t t = 0; t < w.size(); ++t)
-    for (size_t s = 0; s < tokens.size(); ++s) {
-      acc[t].emplace_back();
-      for (uint32_t f = 0; f < fields; ++f)
-        acc[t].back().push_back(k.var<i32>("dot" + std::to_string(t) + "_" + std::to_string(s) + "_" + std::to_string(f), 0));
-    }
-  auto sg = k.subgroup_size();
-  // `lanes_known`: c0 is the lane and the device runs the target's subgroup size, so a chunk
-  // slot is known in range where the whole subgroup's is. A slot that may pass the end reads
-  // chunk `chunks - 1` and counts 0: with a zero_quad, by reading q from there (zeros), with no
-  // select per row.
-  auto pass = [&](Expr<u32> c0, const Prefetch* loaded, bool lanes_known) {
-    std::vector<std::optional<Expr<boolean>>> valid;
-    std::vector<Expr<u32>> q_at;
-    std::vector<std::vector<Expr<uvec4>>> wv(unroll);
-    for (uint32_t u = 0; u < unroll; ++u) {
-      auto c = u == 0 ? c0 : let("c" + std::to_string(u), c0 + sg * u);
-      const bool in_range = lanes_known && (u + 1) * target.subgroup_size <= chunks;
-      auto cc = in_range ? c : let("c_read", min(c, constant<u32>(chunks - 1)));
-      // uvec4 c is words 4h..4h+3 of block c/2 (h = c % 2); its shift-j codes pair with the q
-      // words 32 * block + 8j + 4h .., the uvec4 8 * block + 2j + h of q.
-      Expr<u32> at = ((cc >> 1u) << 3u) + (cc & 1u);
-      if (in_range) {
-        valid.push_back(std::nullopt);
-      } else if (zero_quad) {
-        at = select(c < chunks, at, constant<u32>(*zero_quad));
-        valid.push_back(std::nullopt);
-      } else {
-        valid.push_back(let("c_valid", c < chunks));
-      }
-      q_at.push_back(let("q_at", at));
-      for (size_t t = 0; t < w.size(); ++t)
-        wv[u].push_back(loaded ? Expr<uvec4>(loaded->wv[u][t])
-                               : let("wv" + std::to_string(t), Expr<uvec4>(std::get<Buffer<uvec4>>(w[t])[row_base[t] + cc])));
-    }
-    for (size_t s = 0; s < tokens.size(); ++s) {
-      auto body = [&] {
-        for (uint32_t u = 0; u < unroll; ++u) {
-          std::vector<Expr<uvec4>> qv;
-          for (uint32_t j = 0; j < 4; ++j) qv.push_back(let("qv" + std::to_string(j), q(tokens[s].token, q_at[u] + 2u * j)));
-          for (size_t t = 0; t < w.size(); ++t) {
-            if (packed && !per_field) {
-              auto dot = unscale_fields(masked_code_dots(wv[u][t], qv));
-              acc[t][s][0] += valid[u] ? select(*valid[u], dot, constant<i32>(0)) : dot;
-              continue;
-            }
-            if (packed) {
-              const auto fields_now = masked_code_dots(wv[u][t], qv);
-              for (uint32_t j = 0; j < 4; ++j) acc[t][s][j] += valid[u] ? select(*valid[u], fields_now[j], constant<i32>(0)) : fields_now[j];
-              continue;
-            }
-            std::vector<Expr<i32>> terms;
-            for (uint32_t j = 0; j < 4; ++j)
-              for (uint32_t m = 0; m < 4; ++m) terms.push_back(code_dot(wv[u][t].lane(m), 6 - 2 * j, qv[j].lane(m)));
-            acc[t][s][0] += valid[u] ? select(*valid[u], tree_sum(terms), constant<i32>(0)) : tree_sum(terms);
-          }
-        }
-      };
-      if (tokens[s].valid)
-        if_(*tokens[s].valid, body);
-      else
-        body();
-    }
-  };
-  if (pre) {
-    pass(k.subgroup_invocation(), pre, target.subgroup_size_fixed);
-    // Only where the device runs a smaller subgroup than the target's.
-    if (!target.subgroup_size_fixed)
-      for_range(k.subgroup_invocation() + sg * unroll, chunks, sg * unroll, [&](Expr<u32> c0) { pass(c0, nullptr, false); }, "chunk");
-  } else {
-    for_range(k.subgroup_invocation(), chunks, sg * unroll, [&](Expr<u32> c0) { pass(c0, nullptr, false); }, "chunk");
-  }
-  std::vector<std::vector<Expr<i32>>> sums(w.size());
-  for (size_t t = 0; t < w.size(); ++t)
-    for (size_t s = 0; s < acc[t].size(); ++s)
-      sums[t].push_back(subgroup_add(fields == 1 ? Expr<i32>(acc[t][s][0]) : unscale_fields(acc[t][s])));
-  return sums;
-}
+using detail::chunk_unroll;
+using detail::declare_prefetch;
+using detail::emit_row_dots;
+using detail::emit_row_word_dots;
+using detail::fill_prefetch;
+using detail::kZeroQWords;
+using detail::Prefetch;
+using detail::QuadLoader;
+using detail::swizzled_q_word;
+using detail::TokenSlot;
+using detail::WeightBuffer;
 
 // Rows a subgroup takes at a time. A tensor boundary inside the grid (QKV) must not split a group.
 uint32_t rows_per_subgroup(const std::string& what, const std::vector<Tensor>& tensors, Combine combine,
@@ -315,7 +87,7 @@ ProjectionPlan plan_projection(const OpTarget& target, const std::string& what, 
   const uint32_t rows_per_wg = rows_per_workgroup(target, wg) * rs;
   const uint32_t chunks = cols / 64;
   if (norm && batched) throw std::invalid_argument(what + ": the in-workgroup norm is for one token");
-  if (norm && cols + 28 * 4 + 3 * wg * 4 > target.max_shared_bytes)
+  if (norm && cols + kZeroQWords * 4 + 3 * wg * 4 > target.max_shared_bytes)
     throw std::invalid_argument(what + ": " + std::to_string(cols) + " int8 activations and the reduction scratch do not fit in " +
                                 std::to_string(target.max_shared_bytes) + " bytes of shared memory");
   // Word units (emit_row_word_dots) where every lane of every pass has a word of the row.
@@ -490,15 +262,15 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
   std::optional<uint32_t> zero_quad;  // with q in shared memory
   std::optional<Shared<u32>> q_shared;
   if (norm) {
-    // The q words, then 28 zero words: quads cols / 16 + 0, 2, 4, 6 (zero_quad) read zeros, so
+    // The q words, then kZeroQWords zeros: quads cols / 16 + 0, 2, 4, 6 (zero_quad) read zeros, so
     // a lane's chunk past the row's end counts 0 without a select per row.
-    auto q_words = k.shared<u32>("q_words", cols / 4 + (words ? 0 : 28));
+    auto q_words = k.shared<u32>("q_words", cols / 4 + (words ? 0 : kZeroQWords));
     q_shared = q_words;
     if (!words) {
       zero_quad = cols / 16;
-      for (uint32_t i = 0; i * wg < 28; ++i) {
+      for (uint32_t i = 0; i * wg < kZeroQWords; ++i) {
         auto at = let("zero_at", k.local_index() + i * wg);
-        if_(at < 28u, [&] { q_words[at + cols / 4] = constant<u32>(0u); });
+        if_(at < kZeroQWords, [&] { q_words[at + cols / 4] = constant<u32>(0u); });
       }
     }
     QuantizeBody body;

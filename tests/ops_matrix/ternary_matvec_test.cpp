@@ -35,6 +35,27 @@ class TernaryMatvec : public OpsMatrix, public ::testing::WithParamInterface<Dot
     return o;
   }
   static float project(int32_t acc, float s, float scale) { return static_cast<float>(acc) / s * scale; }
+  // A normed projection's outputs and accumulators (as bits, y then acc) built for the device's
+  // subgroup size as the only one, and for any: random weights from `seed`, x and the norm
+  // weight from seed + 1 and seed + 2.
+  std::pair<std::vector<uint32_t>, std::vector<uint32_t>> normed_bits_fixed_and_not(uint32_t rows, uint32_t cols, uint32_t seed) {
+    const I2sWeights w = random_i2s(rows, cols, seed);
+    const auto x = random_floats(cols, seed + 1, 2.0f), nw = random_floats(cols, seed + 2, 0.5f);
+    rt::Buffer wb = buffer_of(w.bytes, "w"), xb = buffer_of(x, "x"), nb = buffer_of(nw, "norm_weight");
+    MatvecOptions o = options_normed();
+    o.write_accumulators = true;
+    std::vector<std::vector<uint32_t>> results;
+    for (bool fixed : {true, false}) {
+      ops::OpTarget t = target();
+      t.subgroup_size_fixed = fixed;
+      rt::Buffer y = output(rows * 4, "y"), acc = output(rows * 4, "acc");
+      run(ops::ternary_matvec(t, rows, cols, o), {wb, xb, nb, y, acc}, ops::ternary_matvec_workgroups(t, rows, o), rt::push(1e-5f));
+      auto a = y.download<uint32_t>(), b = acc.download<uint32_t>();
+      a.insert(a.end(), b.begin(), b.end());
+      results.push_back(a);
+    }
+    return {results[0], results[1]};
+  }
 };
 
 TEST_P(TernaryMatvec, AccumulatorsExactAndOutputsWithinUlps) {
@@ -301,25 +322,10 @@ TEST_P(TernaryMatvec, NormInTheWorkgroupInFrontOfQkvAndGateUp) {
 // On a device that runs one subgroup size, the loops for other sizes are left out of the kernel
 // (OpTarget::subgroup_size_fixed): the kernel with them gives the same bits.
 TEST_P(TernaryMatvec, CodeForOtherSubgroupSizesGivesTheSameBits) {
-  const uint32_t rows = 160, cols = 2560;
-  const I2sWeights w = random_i2s(rows, cols, 21);
-  const auto x = random_floats(cols, 22, 2.0f), nw = random_floats(cols, 23, 0.5f);
-  rt::Buffer wb = buffer_of(w.bytes, "w"), xb = buffer_of(x, "x"), nb = buffer_of(nw, "norm_weight");
-  MatvecOptions o = options();
-  o.input = ops::MatvecInput::NormalizeInWorkgroup;
-  o.write_accumulators = true;
-  std::vector<std::vector<uint32_t>> results;
-  for (bool fixed : {true, false}) {
-    ops::OpTarget t = target();
-    t.subgroup_size_fixed = fixed;
-    rt::Buffer y = output(rows * 4, "y"), acc = output(rows * 4, "acc");
-    run(ops::ternary_matvec(t, rows, cols, o), {wb, xb, nb, y, acc}, ops::ternary_matvec_workgroups(t, rows, o), rt::push(1e-5f));
-    auto a = y.download<uint32_t>(), b = acc.download<uint32_t>();
-    a.insert(a.end(), b.begin(), b.end());
-    results.push_back(a);
-  }
-  EXPECT_EQ(results[0], results[1]);
-  EXPECT_NE(results[0], std::vector<uint32_t>(2 * rows, 0u));
+  const uint32_t rows = 160;
+  const auto [fixed, general] = normed_bits_fixed_and_not(rows, 2560, 21);
+  EXPECT_EQ(fixed, general);
+  EXPECT_NE(fixed, std::vector<uint32_t>(2 * rows, 0u));
 }
 
 // The packed dot products take each 2-bit code field masked in place (scaled by 16, 16, 4 or 1)
@@ -346,23 +352,9 @@ TEST_P(TernaryMatvec, WordUnitsAndChunksGiveTheSameBits) {
   for (const uint32_t cols : {2560u, 6912u}) {
     SCOPED_TRACE(cols);
     const uint32_t rows = 64;
-    const I2sWeights w = random_i2s(rows, cols, cols + 41);
-    const auto x = random_floats(cols, 42, 2.0f), nw = random_floats(cols, 43, 0.5f);
-    rt::Buffer wb = buffer_of(w.bytes, "w"), xb = buffer_of(x, "x"), nb = buffer_of(nw, "norm_weight");
-    MatvecOptions o = options_normed();
-    o.write_accumulators = true;
-    std::vector<std::vector<uint32_t>> results;
-    for (bool fixed : {true, false}) {  // words where they fit, or chunks
-      ops::OpTarget t = target();
-      t.subgroup_size_fixed = fixed;
-      rt::Buffer y = output(rows * 4, "y"), acc = output(rows * 4, "acc");
-      run(ops::ternary_matvec(t, rows, cols, o), {wb, xb, nb, y, acc}, ops::ternary_matvec_workgroups(t, rows, o), rt::push(1e-5f));
-      auto a = y.download<uint32_t>(), b = acc.download<uint32_t>();
-      a.insert(a.end(), b.begin(), b.end());
-      results.push_back(a);
-    }
-    EXPECT_EQ(results[0], results[1]);
-    EXPECT_NE(results[0], std::vector<uint32_t>(2 * rows, 0u));
+    const auto [words, chunks] = normed_bits_fixed_and_not(rows, cols, cols + 41);  // words where they fit
+    EXPECT_EQ(words, chunks);
+    EXPECT_NE(words, std::vector<uint32_t>(2 * rows, 0u));
   }
 }
 
