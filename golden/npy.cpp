@@ -1,5 +1,6 @@
 #include "golden/npy.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <fstream>
@@ -15,17 +16,23 @@ static_assert(std::endian::native == std::endian::little, "npy files are written
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr std::size_t kMagicSize = 6;
 
-uint64_t element_count(const std::vector<uint64_t>& shape) {
-  uint64_t n = 1;
-  for (uint64_t d : shape) n *= d;
-  return n;
-}
-
 std::string shape_text(const std::vector<uint64_t>& shape) {
   std::string s = "(";
   for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   if (shape.size() == 1) s += ",";  // a Python 1-tuple
   return s + ")";
+}
+
+// The product of the dimensions; a product past 2^64 is refused (wrapping would accept a huge
+// shape as a small array).
+uint64_t element_count(const std::vector<uint64_t>& shape) {
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;
+  uint64_t n = 1;
+  for (uint64_t d : shape) {
+    if (d != 0 && n > UINT64_MAX / d) throw NpyError("npy: shape " + shape_text(shape) + " overflows 64 bits");
+    n *= d;
+  }
+  return n;
 }
 
 // Header padded with spaces and ended by '\n' so that the data starts at a multiple of 64, as
@@ -138,7 +145,12 @@ NpyArray<T> decode(std::span<const std::byte> bytes, const std::string& name, st
   if (dict_value(header, "fortran_order", name) != "False") throw NpyError(name + ": npy array is in Fortran order");
   NpyArray<T> out;
   out.shape = parse_shape(dict_value(header, "shape", name), name);
-  const uint64_t n = element_count(out.shape);
+  uint64_t n = 0;
+  try {
+    n = element_count(out.shape);
+  } catch (const NpyError& e) {
+    throw NpyError(name + ": " + e.what());
+  }
   if (n > (bytes.size() - data_start) / sizeof(T)) {
     throw NpyError(name + ": npy data holds " + std::to_string((bytes.size() - data_start) / sizeof(T)) +
                    " elements, the shape needs " + std::to_string(n));

@@ -383,7 +383,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
             auto v = let("proj", project(dots[r][i], t, i));
             guarded(i, valid[r], [&] {
               auto at = out_index(i, local0 + r, tensors[t].rows);
-              store(y[y.size() == 1 ? 0 : t], at, v, p == &pres.front() && !residual0.empty() ? &residual0[r] : nullptr);
+              store(y[y.size() == 1 ? 0 : t], at, v, !pres.empty() && p == &pres.front() && !residual0.empty() ? &residual0[r] : nullptr);
               if (o.write_accumulators) accs[t][at] = dots[r][i] - q_sum[i];
             });
           }

@@ -29,7 +29,7 @@ std::vector<float> floats(uint64_t seed, float lo, float hi) {
 std::vector<int32_t> ints(uint64_t seed, int32_t lo, int32_t hi) {
   std::vector<int32_t> v(kCount);
   for (size_t i = 0; i < kCount; ++i)
-    v[i] = lo + int32_t(mix(seed * 7919 + i) % uint64_t(int64_t(hi) - lo + 1));
+    v[i] = int32_t(int64_t(lo) + int64_t(mix(seed * 7919 + i) % uint64_t(int64_t(hi) - lo + 1)));  // in [lo, hi]: no overflow
   return v;
 }
 std::vector<uint32_t> uints(uint64_t seed, uint32_t lo = 0, uint32_t hi = UINT32_MAX) {

@@ -42,5 +42,25 @@ TEST(Npy, RejectsWrongDtypeAndTruncation) {
   EXPECT_THROW(encode_npy(std::span<const float>(f), {3}), NpyError);
 }
 
+// A shape whose product wraps past 2^64 (here to 0) would read as an empty array with a huge
+// shape; it is refused, naming the file.
+TEST(Npy, RejectsAShapeWhoseProductOverflows) {
+  const std::string huge = "(4294967296, 4294967296)";
+  const std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + huge + ", }\n";
+  std::string text = std::string("\x93NUMPY\x01\x00", 8) + char(header.size()) + '\0' + header;
+  const std::vector<std::byte> bytes(reinterpret_cast<const std::byte*>(text.data()),
+                                     reinterpret_cast<const std::byte*>(text.data()) + text.size());
+  try {
+    decode_npy_f32(bytes, "huge.npy");
+    FAIL() << "accepted shape " << huge;
+  } catch (const NpyError& e) {
+    EXPECT_NE(std::string(e.what()).find("huge.npy"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("overflows"), std::string::npos) << e.what();
+  }
+  const std::vector<float> none;
+  const auto empty = decode_npy_f32(encode_npy(std::span<const float>(none), {4294967296, 0, 4294967296}));
+  EXPECT_TRUE(empty.data.empty());
+}
+
 }  // namespace
 }  // namespace bdsl::golden
