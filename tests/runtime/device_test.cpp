@@ -119,14 +119,16 @@ TEST(ValidationLog, CountsWhatTheLayerReports) {
     Context ctx({.validation = true, .save_pipeline_cache = false});
     if (!ctx.validation_enabled()) GTEST_SKIP() << "validation layer not installed";
     log = ctx.validation_log();
+    // A buffer with no usage bits: invalid usage the layer reports, and nothing leaks (a leaked
+    // object would be reported too, but LeakSanitizer rightly fails the sanitized build on it).
     VkBufferCreateInfo create{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
     create.size = 64;
-    create.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
-    VkBuffer leaked = VK_NULL_HANDLE;
-    ASSERT_EQ(vkCreateBuffer(ctx.device(), &create, nullptr, &leaked), VK_SUCCESS);
+    create.usage = 0;
+    VkBuffer buffer = VK_NULL_HANDLE;
+    if (vkCreateBuffer(ctx.device(), &create, nullptr, &buffer) == VK_SUCCESS) vkDestroyBuffer(ctx.device(), buffer, nullptr);
   }
   EXPECT_GT(log->errors(), 0u);
-  EXPECT_NE(log->summary().find("VkBuffer"), std::string::npos) << log->summary();
+  EXPECT_NE(log->summary().find("usage"), std::string::npos) << log->summary();
 }
 
 }  // namespace
