@@ -1,4 +1,4 @@
-// Replays every input under tests/fuzz/regressions (inputs that once crashed, hung or exhausted
+// Replays every input under tests/fuzz/gguf/regressions (inputs that once crashed, hung or exhausted
 // memory under the fuzzer) through the same walk as the fuzzer, in the ordinary test build.
 #include <gtest/gtest.h>
 
@@ -34,7 +34,7 @@ void walk(const std::vector<std::byte>& bytes) {
 }
 
 TEST(GgufFuzzRegressions, EveryCommittedInputIsHandled) {
-  const std::filesystem::path dir = std::filesystem::path(BDSL_SOURCE_DIR) / "tests/fuzz/regressions";
+  const std::filesystem::path dir = std::filesystem::path(BDSL_SOURCE_DIR) / "tests/fuzz/gguf/regressions";
   int count = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() != ".gguf") continue;
@@ -47,7 +47,7 @@ TEST(GgufFuzzRegressions, EveryCommittedInputIsHandled) {
 
 TEST(GgufFuzzRegressions, HugeBlockCountIsOneConfigError) {
   const auto bytes = read_all(std::filesystem::path(BDSL_SOURCE_DIR) /
-                              "tests/fuzz/regressions/oom-huge-block-count.gguf");
+                              "tests/fuzz/gguf/regressions/oom-huge-block-count.gguf");
   const GgufFile f = GgufFile::parse(bytes, "regression.gguf");
   try {
     BitNetConfig::from_gguf(f);
