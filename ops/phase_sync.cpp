@@ -12,19 +12,24 @@ void PhaseSync::wait(Expr<u32> at, uint32_t count) const {
   if_(k_.local_index() == 0u, [&] {
     auto target = let("phase_target", step_[kStepEpoch] * count);
     auto spins = k_.var<u32>("phase_spins", 0u);
+    auto reached = k_.var<u32>("phase_reached", 0u);
     loop([&] {
       // A volatile load: read again from memory on every pass.
-      if_(bitcast<i32>(Expr<u32>(counters_[at]) - target) >= 0, [] { break_(); });
+      if_(bitcast<i32>(Expr<u32>(counters_[at]) - target) >= 0, [&] {
+        reached = 1u;
+        break_();
+      });
       spins += 1u;
       if_((Expr<u32>(spins) & 31u) == 0u, [&] {
         // Another wait gave up: so does every later one (checked now and then: it is rare).
         if_(Expr<u32>(counters_[kPhaseError]) != 0u, [] { break_(); });
-        if_(Expr<u32>(spins) >= spin_limit_, [&] {
-          atomic_or(counters_[kPhaseError], 1u);
-          break_();
-        });
+        if_(Expr<u32>(spins) >= spin_limit_, [] { break_(); });
       });
     });
+    // Any way out of the loop but the target is a give-up, also one no break took: lavapipe
+    // leaves every loop of an invocation after 65,535 passes in all (gallivm's loop limiter),
+    // and the phase after would read data from before the wait (tests/device/phase_sync_test.cpp).
+    if_(Expr<u32>(reached) == 0u, [&] { atomic_or(counters_[kPhaseError], 1u); });
   });
   // With buffer memory semantics: a plain barrier orders shared memory only, so the loads after
   // it could move before the wait. On an H100 this costs ~0.5 us a handoff: the memory barrier

@@ -12,8 +12,10 @@
 // a workgroup waits only for lower indices, so the lowest unfinished one waits for nothing. Where
 // that fails, a wait gives up after `spin_limit` polls and sets the error word instead of
 // hanging; the host then runs the token again without fused phases (models/gpu/bitnet_model.cpp).
-// lavapipe with several threads is refused: there a phase read data from before its wait
-// without any timeout (tests/device/phase_sync_test.cpp; not understood).
+// A wait that leaves its loop any other way gives up too: lavapipe (Mesa's gallivm) ends every
+// loop of an invocation after 65,535 passes in all, without an error, so on lavapipe with several
+// threads (workgroups not in index order) a long wait used to fall through and read data from
+// before it (tests/device/phase_sync_test.cpp, docs/driver-notes.md).
 //
 // Measured on the H100 (bench/RESULTS.md runs 4 and 5): the fused decode layers built on this are
 // slower than separate kernels, because the union kernel takes more registers than its phases;

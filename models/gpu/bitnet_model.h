@@ -35,9 +35,9 @@ struct ModelOptions {
   // (ops/decode_layer.h: two dispatches per layer instead of five; FfnDownQkv: only ffn_down and
   // the next QKV, four). Off by default: slower on the H100 (472 and 585 vs 623-632 tokens/s at ctx
   // 512, bench/RESULTS.md run 5). Not with dump (the op-by-op check needs every intermediate).
-  // Needs workgroups that start in index order (any GPU; lavapipe only with LP_NUM_THREADS=0):
-  // if a token ever reports a phase wait that gave up, the model records the separate kernels for
-  // good and runs that token again (a note on stderr).
+  // Fast only where workgroups start in index order (any GPU; lavapipe with LP_NUM_THREADS=0):
+  // if a token ever reports a phase wait that gave up (as on lavapipe with several threads), the
+  // model records the separate kernels for good and runs that token again (a note on stderr).
   FusedLayers fused_layers = FusedLayers::Off;
   // decode_greedy picks each token from the LM head's int8 shadow and the few F16 rows that may
   // win (ops/lm_head_pruned.h): the same token as the full head, half its bytes; the shadow takes

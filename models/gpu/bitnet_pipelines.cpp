@@ -120,12 +120,6 @@ BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c
   if (fusing && !ops::decode_layer_fits(target, shape, layer_options))
     throw std::invalid_argument("fused decode layers: their shared memory does not fit in " +
                                 std::to_string(target.max_shared_bytes) + " bytes on " + ctx.info().name);
-  // lavapipe's threads run workgroups whose phase handoff gave wrong answers without a timeout
-  // (tests/device/phase_sync_test.cpp); with one thread they start in order.
-  const char* lp_threads = std::getenv("LP_NUM_THREADS");
-  if (fusing && ctx.info().type == rt::DeviceType::Cpu && !(lp_threads && std::string(lp_threads) == "0"))
-    throw std::invalid_argument("fused decode layers need workgroups that start in index order: on the CPU device " +
-                                ctx.info().name + " only with LP_NUM_THREADS=0");
   if (fusing) {
     layer.emplace(make(ctx, cache, ops::decode_layer(target, shape, layer_options)));
     shape.next_qkv = false;

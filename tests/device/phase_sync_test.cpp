@@ -1,5 +1,6 @@
 // Phases of one dispatch handed over by counters (ops/phase_sync.h): the second phase's
 // workgroups read what every workgroup of the first wrote, over several submissions.
+#include <iostream>
 #include <numeric>
 
 #include "device_test.h"
@@ -43,8 +44,12 @@ Kernel two_phases(uint32_t groups, uint32_t spin_limit = ops::kPhaseSpinLimit) {
 
 class PhaseSync : public DeviceTest {};
 
-TEST_F(PhaseSync, TheSecondPhaseSeesEveryWorkgroupOfTheFirst) {
-  if (!workgroups_start_in_order()) GTEST_SKIP() << "needs workgroups that start in order (LP_NUM_THREADS=0 on lavapipe)";
+// Where workgroups start in order every wait reaches its target and the second phase reads what
+// the first wrote. Elsewhere (lavapipe with several threads, whose loops also end after 65,535
+// passes) a submission may give up instead: then the error word says so; never is a wrong
+// answer left unflagged. The error word is checked before the data.
+TEST_F(PhaseSync, TheSecondPhaseSeesEveryWorkgroupOfTheFirstOrReportsTheWait) {
+  const bool in_order = workgroups_start_in_order();
   const uint32_t n = 4000, groups = (n + kWorkgroup - 1) / kWorkgroup;
   rt::Pipeline p = pipeline(two_phases(groups));
   std::vector<uint32_t> in(n);
@@ -54,18 +59,26 @@ TEST_F(PhaseSync, TheSecondPhaseSeesEveryWorkgroupOfTheFirst) {
   rt::Buffer counters = buffer_of(std::vector<uint32_t>(2 * ops::kPhaseCounterStride, 0u), "counters");
   rt::Graph g(ctx());
   g.dispatch(p, {step, counters, ib, a, out}, rt::push(n), rt::Grid{2 * groups});
+  uint32_t gave_up = 0;
   for (uint32_t epoch = 1; epoch <= 4; ++epoch) {
     ops::StepState s;
     s.epoch = epoch;
     step.upload_bytes(std::as_bytes(std::span(&s, 1)));
     a.fill(0);
     g.submit_and_wait();
+    auto c = counters.download<uint32_t>();
+    EXPECT_EQ(c[ops::kPhaseCounterStride], epoch * groups);
+    if (c[ops::kPhaseError] != 0) {
+      EXPECT_FALSE(in_order) << "a wait gave up where workgroups start in order, epoch " << epoch;
+      ++gave_up;
+      c[ops::kPhaseError] = 0;  // as the model does before it runs the token again
+      counters.upload(c);
+      continue;
+    }
     const auto got = out.download<uint32_t>();
     for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(got[i], in[(i * 7 + 3) % n] * 3 + epoch + 1) << "epoch " << epoch << " element " << i;
-    const auto c = counters.download<uint32_t>();
-    EXPECT_EQ(c[ops::kPhaseError], 0u);
-    EXPECT_EQ(c[ops::kPhaseCounterStride], epoch * groups);
   }
+  if (!in_order) std::cout << "[ out of order ] " << gave_up << " of 4 submissions gave up a wait\n";
 }
 
 }  // namespace

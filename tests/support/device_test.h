@@ -41,9 +41,10 @@ class DeviceTest : public ::testing::Test {
   void TearDown() override;
 
   rt::Context& ctx() { return *ctx_; }
-  // Whether workgroups of a dispatch start in index order, as phases of one dispatch
-  // (ops/phase_sync.h) need: any GPU, and lavapipe with LP_NUM_THREADS=0 (its multi-threaded
-  // compiles do not keep the handoff: seen). ctest runs such tests once more with that variable.
+  // Whether workgroups of a dispatch start in index order, so that phases of one dispatch
+  // (ops/phase_sync.h) never wait long: any GPU, and lavapipe with LP_NUM_THREADS=0 (with several
+  // threads a wait can give up, and lavapipe also ends long loops early). ctest runs such tests
+  // once more with that variable.
   bool workgroups_start_in_order() const;
   rt::Pipeline pipeline(const dsl::Kernel& k) { return rt::make_pipeline(*ctx_, k, shaders_); }
 
