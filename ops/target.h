@@ -21,6 +21,12 @@ struct OpTarget {
   // Cooperative-matrix (tensor core) multiply-add shapes the device runs (VK_NV_cooperative_matrix);
   // empty: none, the plain variants run.
   std::vector<MatrixShape> matrix_shapes;
+  // Driver workaround (docs/driver-notes.md): packed dot products keep one accumulator per code
+  // field only where a lane's chunks are written out, never across a loop over chunks. NVIDIA
+  // 580 miscompiles the prefill matmul's QKV with four accumulators per token in that loop (a
+  // lane's loop sums lost; right with spirv-opt off too, and under GPU-assisted validation).
+  // Only tests set it, to keep checking whether a driver still gets it wrong.
+  bool field_accumulators_in_loops = false;
 
   bool has_matrix_shape(const MatrixShape& m) const {
     return std::find(matrix_shapes.begin(), matrix_shapes.end(), m) != matrix_shapes.end();

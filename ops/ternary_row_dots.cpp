@@ -131,10 +131,9 @@ std::vector<std::vector<Expr<i32>>> emit_row_dots(KernelBuilder& k, const std::v
   const uint32_t unroll = chunk_unroll(chunks, target.subgroup_size, tokens.size());
   // Packed: masked_code_dots. Where the lane's chunks are one written-out pass (decode on a
   // device of the target's subgroup size), one accumulator per field, scaled back once at the
-  // end; where they are a loop, each chunk's fields are scaled back at once into one accumulator:
-  // four accumulators per token across the loop gave wrong sums on the H100 (the prefill matmul's
-  // QKV, bench/RESULTS.md run 10; not understood, and not seen without the loop).
-  const bool per_field = packed && pre && target.subgroup_size_fixed;
+  // end; where they are a loop, each chunk's fields are scaled back at once into one accumulator
+  // (OpTarget::field_accumulators_in_loops: an NVIDIA compiler bug, docs/driver-notes.md).
+  const bool per_field = packed && ((pre && target.subgroup_size_fixed) || target.field_accumulators_in_loops);
   const uint32_t fields = per_field ? 4 : 1;
   std::vector<std::vector<std::vector<Var<i32>>>> acc(w.size());  // [t][s][field]
   for (size_t t = 0; t < w.size(); ++t)
