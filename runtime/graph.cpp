@@ -69,6 +69,14 @@ void check_grid(const KernelInterface& iface, Grid grid, const DeviceInfo& devic
           std::to_string(device.max_workgroup_count[i]) + " in dimension " + "xyz"[i]);
 }
 
+// Every access the given stages make (shader or transfer).
+VkAccessFlags accesses_of(VkPipelineStageFlags stages) {
+  VkAccessFlags access = 0;
+  for (VkPipelineStageFlags s : {VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT})
+    if (stages & s) access |= read_access(s) | write_access(s);
+  return access;
+}
+
 RangeAccess range_of(const BufferSlice& s, bool write, VkPipelineStageFlags stage) {
   return {reinterpret_cast<uint64_t>(s.handle()), s.offset, s.offset + s.bytes, write, stage};
 }
@@ -215,9 +223,12 @@ void Graph::allocate_descriptor_sets() {
 }
 
 void Graph::record_op(VkCommandBuffer cmd, const Op& op) const {
+  // The tracker forgets every pending access at a barrier, so it must order them before every
+  // later operation of any stage the graph uses, not only this one's (a dump's copy between two
+  // dispatches would otherwise leave the second unordered against the first).
   if (op.barrier.needed)
-    memory_barrier(cmd, op.barrier.src_stages, op.barrier.src_access, op.stage,
-                   read_access(op.stage) | write_access(op.stage));
+    memory_barrier(cmd, op.barrier.src_stages, op.barrier.src_access, used_stages_,
+                   accesses_of(used_stages_));
   if (op.stage == VK_PIPELINE_STAGE_TRANSFER_BIT) {
     if (op.src) {
       const VkBufferCopy region{op.src_offset, op.dst_offset, op.bytes};

@@ -202,6 +202,31 @@ TEST_F(GraphTest, FillAndCopyAreOrderedAgainstDispatches) {
   EXPECT_EQ(b.download<uint32_t>(), std::vector<uint32_t>(kN, 43));
 }
 
+// The layer's synchronization validation checks every barrier the graph records (TearDown fails
+// the test on any message). A copy between two dispatches once took the barrier before it to
+// the transfer stage only, and the tracker then forgot the first dispatch's write: the second
+// dispatch ran unordered against it (the model's dump graphs).
+class GraphSyncValidation : public GraphTest {
+ protected:
+  void SetUp() override {
+    setenv("VK_LAYER_ENABLES", "VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT", 1);
+    GraphTest::SetUp();  // the layer reads its settings when the instance is created
+    unsetenv("VK_LAYER_ENABLES");
+  }
+};
+
+TEST_F(GraphSyncValidation, ADispatchAfterACopyIsOrderedAfterTheDispatchBeforeIt) {
+  if (!ctx().validation_enabled()) GTEST_SKIP() << "validation layer not installed";
+  Pipeline add = pipeline(test_kernels::add_one()), scale = pipeline(test_kernels::scale());
+  Buffer a = words(ctx(), kN, 0), b = words(ctx(), kN, 0), c = words(ctx(), kN, 0);
+  Graph g(ctx());
+  g.dispatch(add, {a}, push(kN), kGrid);                 // writes a
+  g.copy(a, b);                                          // reads it: barrier
+  g.dispatch(scale, {a, c}, push(kN, 2.0f), kGrid);      // reads a too: ordered after the first dispatch
+  g.submit_and_wait();
+  EXPECT_EQ(b.download<uint32_t>(), std::vector<uint32_t>(kN, 1));
+}
+
 TEST_F(GraphTest, TimestampsMeasureEachDispatch) {
   if (!ctx().info().timestamps) GTEST_SKIP() << "no timestamps on this device's compute queue";
   Pipeline add = pipeline(test_kernels::add_one());
