@@ -3,7 +3,7 @@
 #include "bench/bench_session.h"
 #include "dsl/builder.h"
 #include "ops/target.h"
-#include "ops/ternary_matvec.h"
+#include "ops/ternary/ternary_matvec.h"
 
 namespace bdsl::bench {
 

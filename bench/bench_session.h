@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "models/gguf.h"
+#include "models/formats/gguf.h"
 #include "models/gpu/bitnet_pipelines.h"
 #include "models/gpu/prefill_pipelines.h"
 #include "ops/target.h"
@@ -45,7 +45,7 @@ struct BenchSession {
 // (each dispatch of such graphs is one copy of the kernel being measured); returns it in ns.
 double time_median_dispatch(benchmark::State& st, rt::Graph& g);
 
-// For graphs whose phases wait on counters (ops/phase_sync.h): submits `g` with the step state's
+// For graphs whose phases wait on counters (ops/experimental/phase_sync.h): submits `g` with the step state's
 // epoch advanced each time, for `warmup` first (the GPU clocks down between benchmarks), then once
 // per iteration, and reports the wall time per submission divided by `units`; returns it in ns.
 double time_epoch_submissions(benchmark::State& st, rt::Graph& g, rt::Buffer& step, double units,

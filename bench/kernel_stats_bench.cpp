@@ -1,7 +1,7 @@
 // What the driver says of each decode kernel (VK_KHR_pipeline_executable_properties: on NVIDIA
 // the register count among others): `kernel/<name>`, the statistics as counters, no time. The
 // registers decide how many workgroups fit on the GPU at once, which the fused decode layers
-// (ops/decode_layer.h) and any persistent kernel depend on. Skipped where the device has none.
+// (ops/experimental/decode_layer.h) and any persistent kernel depend on. Skipped where the device has none.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "bench/bench_registry.h"
-#include "models/gguf.h"
+#include "models/formats/gguf.h"
 #include "models/gpu/bitnet_pipelines.h"
 #include "runtime/kernel_pipeline.h"
 

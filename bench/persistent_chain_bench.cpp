@@ -1,6 +1,6 @@
 // What a decode step would cost in a persistent kernel: P projections one after another inside
 // one dispatch, every workgroup taking part in every phase and waiting for all of them between
-// phases (ops/phase_sync.h counters), against the same P projections as barrier-separated
+// phases (ops/experimental/phase_sync.h counters), against the same P projections as barrier-separated
 // dispatches of the standalone kernel. The projection is attn_output's shape (2560 x 2560,
 // attn_sub_norm fused, the default rows per subgroup; no residual: each phase normalizes what
 // the one before wrote). `persistent_chain/<variant>/phases:P`: wall time per projection over a
@@ -15,10 +15,10 @@
 
 #include "bench/bench_registry.h"
 #include "dsl/dsl.h"
-#include "ops/phase_sync.h"
-#include "ops/step_state.h"
-#include "ops/ternary_matvec.h"
-#include "ops/ternary_projection.h"
+#include "ops/experimental/phase_sync.h"
+#include "ops/common/step_state.h"
+#include "ops/ternary/ternary_matvec.h"
+#include "ops/ternary/ternary_projection.h"
 #include "runtime/buffer.h"
 #include "runtime/graph.h"
 #include "runtime/kernel_pipeline.h"

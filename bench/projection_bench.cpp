@@ -9,9 +9,9 @@
 #include <functional>
 
 #include "bench/bench_registry.h"
-#include "ops/step_state.h"
-#include "ops/stream_read.h"
-#include "ops/ternary_matvec.h"
+#include "ops/common/step_state.h"
+#include "ops/examples/stream_read.h"
+#include "ops/ternary/ternary_matvec.h"
 #include "runtime/buffer.h"
 #include "runtime/graph.h"
 #include "runtime/kernel_pipeline.h"

@@ -248,8 +248,11 @@ class Printer {
         return;
       case StmtKind::Barrier:
         indent(depth);
-        if (s.ref == 2) out_ << "memoryBarrierBuffer();\n";
-        else out_ << (s.ref ? "memoryBarrierBuffer(); " : "") << "memoryBarrierShared(); barrier();\n";
+        switch (BarrierKind(s.ref)) {
+          case BarrierKind::BufferMemory: out_ << "memoryBarrierBuffer();\n"; break;
+          case BarrierKind::WorkgroupAndBuffer: out_ << "memoryBarrierBuffer(); memoryBarrierShared(); barrier();\n"; break;
+          case BarrierKind::Workgroup: out_ << "memoryBarrierShared(); barrier();\n"; break;
+        }
         return;
       case StmtKind::DeclareMatrix:
       case StmtKind::FillMatrix:

@@ -152,7 +152,7 @@ class Uniformity {
           if (!cf_uniform) divergent_exit = true;
           break;
         case StmtKind::Barrier:
-          if (report_ && !cf_uniform && s.ref != 2)  // a memory barrier alone may diverge
+          if (report_ && !cf_uniform && BarrierKind(s.ref) != BarrierKind::BufferMemory)  // a memory barrier alone may diverge
             fail(ir_, "barrier() inside control flow that differs between invocations of a workgroup "
                       "(a condition or loop bound depends on a per-invocation value); every invocation must "
                       "reach it");

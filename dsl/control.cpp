@@ -55,13 +55,16 @@ void continue_() {
 }
 
 void barrier(bool with_buffers) {
-  BuilderCore::current().append(Stmt{StmtKind::Barrier, with_buffers ? 1u : 0u});
+  const auto kind = with_buffers ? BarrierKind::WorkgroupAndBuffer : BarrierKind::Workgroup;
+  BuilderCore::current().append(Stmt{StmtKind::Barrier, static_cast<uint32_t>(kind)});
 }
 
 }  // namespace bdsl::dsl
 
 namespace bdsl::dsl {
 
-void memory_barrier_buffer() { BuilderCore::current().append(Stmt{StmtKind::Barrier, 2u}); }
+void memory_barrier_buffer() {
+  BuilderCore::current().append(Stmt{StmtKind::Barrier, static_cast<uint32_t>(BarrierKind::BufferMemory)});
+}
 
 }  // namespace bdsl::dsl

@@ -26,7 +26,7 @@ const char* op_spelling(Op op) {
 
 const char* fn_spelling(Fn fn) {
   switch (fn) {
-#define BDSL_CASE(name, spelling, pure) \
+#define BDSL_CASE(name, spelling, kind) \
   case Fn::name:                        \
     return spelling;
     BDSL_FUNCTIONS(BDSL_CASE)
@@ -35,18 +35,19 @@ const char* fn_spelling(Fn fn) {
   return "?";
 }
 
-bool fn_is_pure(Fn fn) {
+FnKind fn_kind(Fn fn) {
   switch (fn) {
-#define BDSL_CASE(name, spelling, pure) \
+#define BDSL_CASE(name, spelling, kind) \
   case Fn::name:                        \
-    return pure;
+    return FnKind::kind;
     BDSL_FUNCTIONS(BDSL_CASE)
 #undef BDSL_CASE
   }
-  return false;
+  return FnKind::Atomic;  // not reached: the switch names every function
 }
 
-bool fn_is_atomic(Fn fn) { return fn >= Fn::AtomicAdd && fn <= Fn::AtomicCompSwap; }
-bool fn_is_subgroup(Fn fn) { return fn >= Fn::SubgroupAdd && fn <= Fn::SubgroupElect; }
+bool fn_is_pure(Fn fn) { return fn_kind(fn) == FnKind::Pure; }
+bool fn_is_atomic(Fn fn) { return fn_kind(fn) == FnKind::Atomic; }
+bool fn_is_subgroup(Fn fn) { return fn_kind(fn) == FnKind::Subgroup; }
 
 }  // namespace bdsl::dsl

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/kernel_interface.h"
+#include "dsl/interface.h"
 #include "dsl/type.h"
 
 namespace bdsl::dsl {
@@ -62,43 +62,53 @@ enum class BuiltinVar : uint8_t {
   SubgroupSize, SubgroupInvocation, SubgroupId, NumSubgroups
 };
 
-// Builtin functions. pure = may be shared and moved (no side effects, no convergence rules).
+// Builtin functions and their kind: Pure may be shared and moved (no side effects, no convergence
+// rules); Subgroup ones run with the subgroup; Atomic ones write memory.
 #define BDSL_FUNCTIONS(X)                                    \
-  X(Min, "min", true) X(Max, "max", true) X(Abs, "abs", true) \
-  X(Clamp, "clamp", true) X(Fma, "fma", true)                 \
-  X(Exp, "exp", true) X(Exp2, "exp2", true) X(Log, "log", true) \
-  X(Sqrt, "sqrt", true) X(InverseSqrt, "inversesqrt", true)   \
-  X(Pow, "pow", true) X(Sin, "sin", true) X(Cos, "cos", true) \
-  X(Floor, "floor", true) X(RoundEven, "roundEven", true)     \
-  X(Dot, "dot", true)                                         \
-  X(PackHalf2x16, "packHalf2x16", true)                       \
-  X(UnpackHalf2x16, "unpackHalf2x16", true)                   \
-  X(BitfieldExtract, "bitfieldExtract", true)                 \
-  X(FloatBitsToUint, "floatBitsToUint", true)                 \
-  X(FloatBitsToInt, "floatBitsToInt", true)                   \
-  X(UintBitsToFloat, "uintBitsToFloat", true)                 \
-  X(IntBitsToFloat, "intBitsToFloat", true)                   \
-  X(SDot4x8, "bdsl_sdot4x8", true)                            \
-  X(SubgroupAdd, "subgroupAdd", false)                        \
-  X(SubgroupMin, "subgroupMin", false)                        \
-  X(SubgroupMax, "subgroupMax", false)                        \
-  X(SubgroupShuffle, "subgroupShuffle", false)                \
-  X(SubgroupShuffleXor, "subgroupShuffleXor", false)          \
-  X(SubgroupBroadcast, "subgroupBroadcast", false)            \
-  X(SubgroupBroadcastFirst, "subgroupBroadcastFirst", false)  \
-  X(SubgroupElect, "subgroupElect", false)                    \
-  X(AtomicAdd, "atomicAdd", false) X(AtomicMin, "atomicMin", false) \
-  X(AtomicMax, "atomicMax", false) X(AtomicAnd, "atomicAnd", false) \
-  X(AtomicOr, "atomicOr", false) X(AtomicXor, "atomicXor", false)   \
-  X(AtomicExchange, "atomicExchange", false)                  \
-  X(AtomicCompSwap, "atomicCompSwap", false)
+  X(Min, "min", Pure) X(Max, "max", Pure) X(Abs, "abs", Pure) \
+  X(Clamp, "clamp", Pure) X(Fma, "fma", Pure)                 \
+  X(Exp, "exp", Pure) X(Exp2, "exp2", Pure) X(Log, "log", Pure) \
+  X(Sqrt, "sqrt", Pure) X(InverseSqrt, "inversesqrt", Pure)   \
+  X(Pow, "pow", Pure) X(Sin, "sin", Pure) X(Cos, "cos", Pure) \
+  X(Floor, "floor", Pure) X(RoundEven, "roundEven", Pure)     \
+  X(Dot, "dot", Pure)                                         \
+  X(PackHalf2x16, "packHalf2x16", Pure)                       \
+  X(UnpackHalf2x16, "unpackHalf2x16", Pure)                   \
+  X(BitfieldExtract, "bitfieldExtract", Pure)                 \
+  X(FloatBitsToUint, "floatBitsToUint", Pure)                 \
+  X(FloatBitsToInt, "floatBitsToInt", Pure)                   \
+  X(UintBitsToFloat, "uintBitsToFloat", Pure)                 \
+  X(IntBitsToFloat, "intBitsToFloat", Pure)                   \
+  X(SDot4x8, "bdsl_sdot4x8", Pure)                            \
+  X(SubgroupAdd, "subgroupAdd", Subgroup)                        \
+  X(SubgroupMin, "subgroupMin", Subgroup)                        \
+  X(SubgroupMax, "subgroupMax", Subgroup)                        \
+  X(SubgroupShuffle, "subgroupShuffle", Subgroup)                \
+  X(SubgroupShuffleXor, "subgroupShuffleXor", Subgroup)          \
+  X(SubgroupBroadcast, "subgroupBroadcast", Subgroup)            \
+  X(SubgroupBroadcastFirst, "subgroupBroadcastFirst", Subgroup)  \
+  X(SubgroupElect, "subgroupElect", Subgroup)                    \
+  X(AtomicAdd, "atomicAdd", Atomic) X(AtomicMin, "atomicMin", Atomic) \
+  X(AtomicMax, "atomicMax", Atomic) X(AtomicAnd, "atomicAnd", Atomic) \
+  X(AtomicOr, "atomicOr", Atomic) X(AtomicXor, "atomicXor", Atomic)   \
+  X(AtomicExchange, "atomicExchange", Atomic)                  \
+  X(AtomicCompSwap, "atomicCompSwap", Atomic)
 
+// What a Barrier statement (Stmt::ref) waits for and orders.
+enum class BarrierKind : uint32_t {
+  Workgroup = 0,           // every invocation of the workgroup; shared memory
+  WorkgroupAndBuffer = 1,  // the same, buffer memory too
+  BufferMemory = 2,        // buffer memory only: no execution barrier (may diverge)
+};
+
+enum class FnKind : uint8_t { Pure, Subgroup, Atomic };
 enum class Fn : uint8_t {
-#define BDSL_ENUM(name, spelling, pure) name,
+#define BDSL_ENUM(name, spelling, kind) name,
   BDSL_FUNCTIONS(BDSL_ENUM)
 #undef BDSL_ENUM
 };
 const char* fn_spelling(Fn fn);
+FnKind fn_kind(Fn fn);
 bool fn_is_pure(Fn fn);
 bool fn_is_atomic(Fn fn);
 bool fn_is_subgroup(Fn fn);
@@ -135,7 +145,7 @@ enum class StmtKind : uint8_t {
   BreakUnless, // node = condition: leave the loop when false
   Break,
   Continue,
-  Barrier,     // ref: 0 = workgroup (shared memory), 1 = workgroup + buffer memory, 2 = buffer memory only
+  Barrier,     // ref: a BarrierKind
   // Cooperative matrices (ref = the matrix; its whole subgroup runs each one together):
   DeclareMatrix,  // node = value every element starts with, or null (undefined until loaded)
   FillMatrix,     // node = value for every element

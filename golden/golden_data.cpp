@@ -7,7 +7,7 @@
 #include "golden/npy.h"
 #include "golden/splitmix.h"
 #include "golden/synthetic_model.h"
-#include "models/gguf.h"
+#include "models/formats/gguf.h"
 
 namespace bdsl::golden {
 

@@ -19,7 +19,7 @@
 #include "golden/recorder.h"
 #include "golden/reference_model.h"
 #include "golden/synthetic_model.h"
-#include "models/tokenizer.h"
+#include "models/tokenizer/tokenizer.h"
 
 namespace bdsl::golden {
 

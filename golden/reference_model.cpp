@@ -1,6 +1,6 @@
 #include "golden/reference_model.h"
 
-#include "golden/half_float.h"
+#include "models/numerics/half_float.h"
 
 #include <stdexcept>
 #include <string>
@@ -61,7 +61,7 @@ void rope_rows(MatrixF& m, std::size_t head_dim, std::size_t first_pos, const mo
 // half precision when stored, so attention reads exactly what a faithful runtime reads.
 void append_rows_f16(MatrixF& cache, const MatrixF& rows) {
   if (cache.cols == 0) cache.cols = rows.cols;
-  for (float v : rows.data) cache.data.push_back(f16_to_f32(f32_to_f16(v)));
+  for (float v : rows.data) cache.data.push_back(numerics::f16_to_f32(numerics::f32_to_f16(v)));
   cache.rows += rows.rows;
 }
 

@@ -1,4 +1,4 @@
-// The CPU reference forward pass of BitNet b1.58, written from FORMAT.md and independent of any
+// The CPU reference forward pass of BitNet b1.58, written from docs/format.md and independent of any
 // GPU code. Per layer:
 //   h   = x + attn_output(attn_sub_norm(attention(rope(q(n)), rope(k(n)), v(n)))),  n = attn_norm(x)
 //   out = h + ffn_down(ffn_sub_norm(relu(ffn_gate(m))^2 * ffn_up(m))),             m = ffn_norm(h)

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "golden/parallel.h"
+#include "models/numerics/rope.h"
 
 namespace bdsl::golden {
 
@@ -71,44 +72,12 @@ void rope_neox(std::span<float> head, int64_t pos, std::size_t rope_dim, float b
   }
   const std::size_t half = rope_dim / 2;
   for (std::size_t i = 0; i < half; ++i) {
-    const auto [c, s] = rope_rotation(pos, i, rope_dim, base);
+    const auto [c, s] = numerics::rope_rotation(pos, i, rope_dim, base);
     const float x0 = head[i];
     const float x1 = head[i + half];
     head[i] = x0 * c - x1 * s;
     head[i + half] = x0 * s + x1 * c;
   }
-}
-
-namespace {
-
-double rope_frequency(std::size_t i, std::size_t rope_dim, float base) {
-  return std::pow(double(base), -2.0 * double(i) / double(rope_dim));
-}
-
-std::pair<float, float> rotation_at(int64_t pos, double frequency) {
-  const double theta = double(pos) * frequency;
-  return {static_cast<float>(std::cos(theta)), static_cast<float>(std::sin(theta))};
-}
-
-}  // namespace
-
-std::pair<float, float> rope_rotation(int64_t pos, std::size_t i, std::size_t rope_dim, float base) {
-  return rotation_at(pos, rope_frequency(i, rope_dim, base));
-}
-
-std::vector<float> rope_table(uint32_t positions, std::size_t rope_dim, float base) {
-  if (rope_dim == 0 || rope_dim % 2 != 0) throw std::invalid_argument("rope_table: rope_dim " + std::to_string(rope_dim) + " must be even");
-  const std::size_t half = rope_dim / 2;
-  std::vector<double> frequency(half);  // the same values rope_rotation computes, once per pair
-  for (std::size_t i = 0; i < half; ++i) frequency[i] = rope_frequency(i, rope_dim, base);
-  std::vector<float> table(std::size_t{positions} * half * 2);
-  for (uint32_t pos = 0; pos < positions; ++pos)
-    for (std::size_t i = 0; i < half; ++i) {
-      const auto [c, s] = rotation_at(pos, frequency[i]);
-      table[(pos * half + i) * 2] = c;
-      table[(pos * half + i) * 2 + 1] = s;
-    }
-  return table;
 }
 
 void relu2_gate(std::span<const float> gate, std::span<const float> up, std::span<float> out) {

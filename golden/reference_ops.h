@@ -1,4 +1,4 @@
-// The operations of BitNet b1.58 on the CPU, each as FORMAT.md states it: readable first, exact
+// The operations of BitNet b1.58 on the CPU, each as docs/format.md states it: readable first, exact
 // where the format is exact (int8 activations, int32 ternary accumulators), fp32 elsewhere, in a
 // fixed evaluation order so results are reproducible bit for bit on one platform.
 #pragma once
@@ -42,14 +42,7 @@ void bitlinear(const TernaryMatrix& w, std::span<const float> x, std::span<float
 // The angle and its cosine and sine are computed in double, then rounded to float.
 void rope_neox(std::span<float> head, int64_t pos, std::size_t rope_dim, float base);
 
-// The (cos, sin) rope_neox turns pair i by at position pos: the angle in double, each rounded
-// once to float.
-std::pair<float, float> rope_rotation(int64_t pos, std::size_t i, std::size_t rope_dim, float base);
-
-// rope_rotation for positions 0..positions-1 and pairs 0..rope_dim/2-1, as [pos][i] (cos, sin)
-// pairs: the table the GPU kernels read (ops/rope_kv_write.h), so their rotations are these bits.
-std::vector<float> rope_table(uint32_t positions, std::size_t rope_dim, float base);
-
+// rope_rotation / rope_table: models/numerics/rope.h (the GPU's table comes from the same code).
 // relu(gate)^2 * up, elementwise.
 void relu2_gate(std::span<const float> gate, std::span<const float> up, std::span<float> out);
 

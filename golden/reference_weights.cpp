@@ -4,8 +4,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "golden/half_float.h"
-#include "models/i2s.h"
+#include "models/numerics/half_float.h"
+#include "models/formats/i2s.h"
 
 namespace bdsl::golden {
 
@@ -87,7 +87,7 @@ DenseRows::DenseRows(const GgufFile& file, const models::GgufTensorInfo& info) :
 void DenseRows::row(std::size_t r, std::span<float> out) const {
   if (r >= rows_ || out.size() != cols_) throw std::out_of_range("DenseRows::row: row " + std::to_string(r) + " of " + std::to_string(rows_));
   for (std::size_t c = 0; c < cols_; ++c) {
-    out[c] = type_ == GgmlType::F16 ? f16_to_f32(f16_[r * cols_ + c]) : f32_[r * cols_ + c];
+    out[c] = type_ == GgmlType::F16 ? numerics::f16_to_f32(f16_[r * cols_ + c]) : f32_[r * cols_ + c];
   }
 }
 
@@ -95,7 +95,7 @@ float DenseRows::dot_row(std::size_t r, std::span<const float> x) const {
   float acc = 0.0f;
   if (type_ == GgmlType::F16) {
     const uint16_t* w = f16_.data() + r * cols_;
-    for (std::size_t c = 0; c < cols_; ++c) acc += f16_to_f32(w[c]) * x[c];
+    for (std::size_t c = 0; c < cols_; ++c) acc += numerics::f16_to_f32(w[c]) * x[c];
   } else {
     const float* w = f32_.data() + r * cols_;
     for (std::size_t c = 0; c < cols_; ++c) acc += w[c] * x[c];

@@ -9,8 +9,8 @@
 
 #include "golden/reference_ops.h"
 #include "models/bitnet_config.h"
-#include "models/ggml_type.h"
-#include "models/gguf.h"
+#include "models/formats/ggml_type.h"
+#include "models/formats/gguf.h"
 
 namespace bdsl::golden {
 

@@ -4,10 +4,10 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "golden/half_float.h"
+#include "models/numerics/half_float.h"
 #include "golden/splitmix.h"
 #include "golden/synthetic_vocab.h"
-#include "models/i2s.h"
+#include "models/formats/i2s.h"
 
 namespace bdsl::golden {
 
@@ -61,7 +61,7 @@ models::GgufWriter::TensorFill embedding_fill(uint64_t seed, std::string name, u
     SplitMix64 rng = stream_for(seed, name);
     const float amplitude = static_cast<float>(std::sqrt(3.0) * 4.0 / std::sqrt(double(dim)));
     for (uint64_t i = 0; i < n; ++i) {
-      const uint16_t h = f32_to_f16(amplitude * rng.symmetric());
+      const uint16_t h = numerics::f32_to_f16(amplitude * rng.symmetric());
       std::memcpy(out.data() + i * sizeof(uint16_t), &h, sizeof(uint16_t));
     }
   };

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "models/bitnet_config.h"
-#include "models/gguf_writer.h"
+#include "models/formats/gguf_writer.h"
 
 namespace bdsl::golden {
 
@@ -38,7 +38,7 @@ struct SyntheticModelOptions {
 
 // "tiny": dim 512, 4 layers, 8/2 heads, FFN 1536, vocab 1000, ctx 256, RoPE base 10000 (a low
 // base so positions visibly matter in a short prompt); about 5 MB.
-// "2b": BitNet b1.58 2B-4T's shape (FORMAT.md): dim 2560, 30 layers, 20/5 heads, FFN 6912, vocab
+// "2b": BitNet b1.58 2B-4T's shape (docs/format.md): dim 2560, 30 layers, 20/5 heads, FFN 6912, vocab
 // 128256, ctx 4096, RoPE base 500000; about 1.2 GB.
 // Throws std::invalid_argument naming the known presets for any other name.
 SyntheticModelOptions synthetic_preset(std::string_view name);

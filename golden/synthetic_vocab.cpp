@@ -6,8 +6,8 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "models/byte_unicode.h"
-#include "models/pretokenizer.h"
+#include "models/tokenizer/byte_unicode.h"
+#include "models/tokenizer/pretokenizer.h"
 
 namespace bdsl::golden {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "models/tokenizer.h"
+#include "models/tokenizer/tokenizer.h"
 
 namespace bdsl::golden {
 

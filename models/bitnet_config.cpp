@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "models/i2s.h"
+#include "models/formats/i2s.h"
 
 namespace bdsl::models {
 
@@ -95,7 +95,7 @@ std::string architecture_of(const GgufFile& file) {
   return std::string(arch);
 }
 
-// The shape rules from FORMAT.md / the issue: each names the keys it relates.
+// The shape rules from docs/format.md / the issue: each names the keys it relates.
 void check_shapes(const BitNetConfig& c, const std::string& p, std::vector<std::string>& problems) {
   const bool whole_heads = c.dim % c.n_heads == 0;
   if (!whole_heads)

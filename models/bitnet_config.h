@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "models/ggml_type.h"
-#include "models/gguf.h"
+#include "models/formats/ggml_type.h"
+#include "models/formats/gguf.h"
 
 namespace bdsl::models {
 

@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "models/gguf.h"
-#include "models/json_escape.h"
+#include "models/formats/gguf.h"
+#include "models/formats/json_escape.h"
 #include "tools/command.h"
 
 namespace bdsl::tools {

@@ -9,11 +9,11 @@
 #include <random>
 
 #include "golden/npy.h"
-#include "models/chat_template.h"
-#include "models/gguf.h"
+#include "models/tokenizer/chat_template.h"
+#include "models/formats/gguf.h"
 #include "models/gpu/generator.h"
-#include "models/token_stream.h"
-#include "models/tokenizer.h"
+#include "models/tokenizer/token_stream.h"
+#include "models/tokenizer/tokenizer.h"
 #include "tools/command.h"
 #include "tools/run_options.h"
 

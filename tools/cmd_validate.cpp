@@ -2,7 +2,7 @@
 // and prints, per tensor and layer, how it compares with the CPU reference; exit 0 only on a pass.
 #include <cstdio>
 
-#include "models/gguf.h"
+#include "models/formats/gguf.h"
 #include "models/gpu/golden_check.h"
 #include "tools/command.h"
 

@@ -7,11 +7,12 @@
 
 #include "golden/reference_ops.h"
 #include "models/gpu/bitnet_model.h"
-#include "ops/attention_split_kv.h"
-#include "ops/decode_layer.h"
-#include "ops/lm_head_pruned.h"
-#include "ops/phase_sync.h"
-#include "ops/step_state.h"
+#include "ops/attention/attention_split_kv.h"
+#include "ops/experimental/decode_layer.h"
+#include "ops/head/lm_head_pruned.h"
+#include "ops/experimental/phase_sync.h"
+#include "ops/common/step_state.h"
+#include "models/numerics/rope.h"
 
 namespace bdsl::bitnet {
 
@@ -22,9 +23,9 @@ struct BitNetModel::Activations {
     auto f32 = [&](uint64_t n, const char* name) { return rt::Buffer(ctx, n * 4, {false, name}); };
     const auto& d = p.dims;
     step = rt::Buffer(ctx, sizeof(ops::StepState), {true, "step state", true});  // read by ~60 dispatches
-    // RoPE's (cos, sin) for every position, as the CPU reference rounds them (ops/rope_rotation.h).
+    // RoPE's (cos, sin) for every position, as the CPU reference rounds them (ops/common/rope_rotation.h).
     rope_table = rt::Buffer(ctx, uint64_t{c.context_length} * d.head_dim * 4, {false, "rope table"});
-    rope_table.upload(golden::rope_table(c.context_length, d.head_dim, c.rope_freq_base));
+    rope_table.upload(numerics::rope_table(c.context_length, d.head_dim, c.rope_freq_base));
     x = f32(c.dim, "x (residual)");
     q = f32(d.q_width(), "q");
     k = f32(d.kv_width(), "k");
@@ -44,7 +45,7 @@ struct BitNetModel::Activations {
     partials = rt::Buffer(ctx, ops::attention_partials_bytes(d, slots, 1), {false, "attention partials"});
     counters = rt::Buffer(ctx, ops::attention_counters_bytes(d, 1), {false, "attention counters"});
     counters.fill(0);
-    // The fused layers' phase counters (ops/phase_sync.h): the error word, then each layer's.
+    // The fused layers' phase counters (ops/experimental/phase_sync.h): the error word, then each layer's.
     phases = rt::Buffer(ctx, 4ull * (ops::kPhaseCounterStride + uint64_t{c.n_layers} * ops::decode_layer_counter_words()),
                         {true, "phase counters", true});
     phases.upload(std::vector<uint32_t>(phases.size() / 4, 0u));

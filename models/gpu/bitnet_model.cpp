@@ -8,11 +8,11 @@
 #include <deque>
 #include <stdexcept>
 
-#include "golden/half_float.h"
-#include "ops/attention_split_kv.h"
-#include "ops/embedding_lookup.h"
-#include "ops/step_state.h"
-#include "ops/ternary_matvec.h"
+#include "models/numerics/half_float.h"
+#include "ops/attention/attention_split_kv.h"
+#include "ops/common/embedding_lookup.h"
+#include "ops/common/step_state.h"
+#include "ops/ternary/ternary_matvec.h"
 
 namespace bdsl::bitnet {
 
@@ -116,7 +116,7 @@ void BitNetModel::record_layer(uint32_t l) {
 }
 
 // Attention, then attn_output, gate/up, ffn_down and the next layer's QKV as the phases of one
-// dispatch (ops/decode_layer.h), or (FfnDownQkv) attn_output and gate/up on their own and ffn_down
+// dispatch (ops/experimental/decode_layer.h), or (FfnDownQkv) attn_output and gate/up on their own and ffn_down
 // with the next QKV; layer 0's QKV runs before, on its own, and FfnDownQkv's last ffn_down too.
 // The fused kernel takes its phases' bindings one after the other.
 void BitNetModel::record_fused_layer(uint32_t l) {
@@ -332,7 +332,7 @@ void BitNetModel::wait_idle() {
     if (g) g->wait(g->last_ticket());
 }
 
-// A phase wait gives up (ops/phase_sync.h) only where workgroups do not start in index order;
+// A phase wait gives up (ops/experimental/phase_sync.h) only where workgroups do not start in index order;
 // the token's results are then not valid. From then on: the separate kernels.
 bool BitNetModel::fused_token_gave_up() {
   if (!fused_layers() || act_->phases.download<uint32_t>(ops::kPhaseError * 4, 1)[0] == 0) return false;
@@ -384,8 +384,8 @@ std::pair<std::vector<float>, std::vector<float>> BitNetModel::kv_cache(uint32_t
   auto widen = [&](const rt::Buffer& cache) {
     std::vector<float> out;
     for (uint32_t w : cache.download<uint32_t>(0, words)) {
-      out.push_back(golden::f16_to_f32(uint16_t(w & 0xffff)));
-      out.push_back(golden::f16_to_f32(uint16_t(w >> 16)));
+      out.push_back(numerics::f16_to_f32(uint16_t(w & 0xffff)));
+      out.push_back(numerics::f16_to_f32(uint16_t(w >> 16)));
     }
     return out;
   };

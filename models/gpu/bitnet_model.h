@@ -1,6 +1,6 @@
 // BitNet b1.58 on a Vulkan device. The whole token — embedding, every layer, final norm, LM head,
 // argmax and top-k — is recorded ONCE into one command buffer and replayed for every token: the
-// token id and position live in a small host-visible "step state" buffer (ops/step_state.h), so
+// token id and position live in a small host-visible "step state" buffer (ops/common/step_state.h), so
 // nothing is re-recorded, and one submit plus a few bytes of read-back make a token.
 //
 // Per layer, five barrier-separated steps: QKV (attn_norm fused, RoPE + KV-cache write after),
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "models/bitnet_config.h"
-#include "models/gguf.h"
+#include "models/formats/gguf.h"
 #include "models/gpu/bitnet_pipelines.h"
 #include "models/gpu/device_weights.h"
 #include "models/gpu/greedy_head.h"
@@ -32,7 +32,7 @@ struct ModelOptions {
   PrefillProjections prefill_projections = PrefillProjections::Auto;  // see prefill_pipelines.h
   DecodeTuning decode_tuning;  // kernel shapes of the decode projections (bitnet_pipelines.h)
   // attn_output, gate/up, ffn_down and the next layer's QKV as phases of one dispatch
-  // (ops/decode_layer.h: two dispatches per layer instead of five; FfnDownQkv: only ffn_down and
+  // (ops/experimental/decode_layer.h: two dispatches per layer instead of five; FfnDownQkv: only ffn_down and
   // the next QKV, four). Off by default: slower on the H100 (472 and 585 vs 623-632 tokens/s at ctx
   // 512, bench/RESULTS.md run 5). Not with dump (the op-by-op check needs every intermediate).
   // Fast only where workgroups start in index order (any GPU; lavapipe with LP_NUM_THREADS=0):
@@ -40,7 +40,7 @@ struct ModelOptions {
   // model records the separate kernels for good and runs that token again (a note on stderr).
   FusedLayers fused_layers = FusedLayers::Off;
   // decode_greedy picks each token from the LM head's int8 shadow and the few F16 rows that may
-  // win (ops/lm_head_pruned.h): the same token as the full head, half its bytes; the shadow takes
+  // win (ops/head/lm_head_pruned.h): the same token as the full head, half its bytes; the shadow takes
   // vocab x (dim + 12) more bytes of device memory. Not with fused layers or dump.
   bool greedy_head = true;
 };
@@ -62,7 +62,7 @@ class BitNetModel {
   // Greedy decoding that feeds itself: decodes `token` at `pos`, then each step's argmax at the
   // next position, for up to `max_steps` steps (positions pos .. pos + max_steps - 1 must fit the
   // context). on_token gets each step's argmax in order and returns false to stop. The device
-  // picks the next token itself (ops/argmax.h, advance), so the host keeps replays queued and the
+  // picks the next token itself (ops/head/argmax.h, advance), so the host keeps replays queued and the
   // GPU never waits for it; a stop may leave one step beyond it run (its cache row is past the
   // returned count, and logits() and dumps are those of the last step run). Returns the steps
   // whose tokens on_token received.

@@ -4,13 +4,13 @@
 #include <stdexcept>
 #include <string>
 
-#include "ops/attention_decode.h"
-#include "ops/attention_split_kv.h"
-#include "ops/embedding_lookup.h"
-#include "ops/lm_head_pruned.h"
-#include "ops/rms_norm.h"
-#include "ops/rope_kv_write.h"
-#include "ops/ternary_matvec.h"
+#include "ops/attention/attention_decode.h"
+#include "ops/attention/attention_split_kv.h"
+#include "ops/common/embedding_lookup.h"
+#include "ops/head/lm_head_pruned.h"
+#include "ops/common/rms_norm.h"
+#include "ops/attention/rope_kv_write.h"
+#include "ops/ternary/ternary_matvec.h"
 #include "runtime/kernel_pipeline.h"
 
 namespace bdsl::bitnet {

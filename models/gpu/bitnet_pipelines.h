@@ -4,14 +4,14 @@
 
 #include "codegen/shader_cache.h"
 #include "models/bitnet_config.h"
-#include "ops/argmax.h"
-#include "ops/attention_split_kv.h"
-#include "ops/decode_layer.h"
-#include "ops/attention_dims.h"
-#include "ops/lm_head.h"
+#include "ops/head/argmax.h"
+#include "ops/attention/attention_split_kv.h"
+#include "ops/experimental/decode_layer.h"
+#include "ops/attention/attention_dims.h"
+#include "ops/head/lm_head.h"
 #include "ops/target.h"
-#include "ops/ternary_matvec.h"
-#include "ops/top_k.h"
+#include "ops/ternary/ternary_matvec.h"
+#include "ops/head/top_k.h"
 #include "runtime/context.h"
 #include "runtime/pipeline.h"
 
@@ -52,7 +52,7 @@ struct DecodeTuning {
   bool attention_projects_query = false;
 };
 
-// Decode projections run as phases of one dispatch (ops/decode_layer.h): none; ffn_down with the
+// Decode projections run as phases of one dispatch (ops/experimental/decode_layer.h): none; ffn_down with the
 // next layer's QKV (4 dispatches a layer); or attn_output, gate/up, ffn_down and the next QKV (2).
 enum class FusedLayers { Off, FfnDownQkv, All };
 
@@ -91,10 +91,10 @@ struct BitNetPipelines {
   // The decode graph's argmax_final: it also advances the step state to the next position with
   // its choice as the token, so greedy steps can follow each other with no host in between.
   rt::Pipeline argmax_final_advance;
-  // Greedy decoding's exact LM head from the int8 shadow (ops/lm_head_pruned.h), with greedy_head
+  // Greedy decoding's exact LM head from the int8 shadow (ops/head/lm_head_pruned.h), with greedy_head
   // where the shape allows it.
   std::optional<rt::Pipeline> lm_head_input, lm_head_bounds, lm_head_candidates;
-  // Fused layers (ops/decode_layer.h): with the next layer's QKV; the last layer's without (All only).
+  // Fused layers (ops/experimental/decode_layer.h): with the next layer's QKV; the last layer's without (All only).
   std::optional<rt::Pipeline> layer, last_layer;
   ops::DecodeLayerOptions layer_options;
   FusedLayers fused;

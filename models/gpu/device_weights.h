@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "models/bitnet_config.h"
-#include "models/gguf.h"
+#include "models/formats/gguf.h"
 #include "runtime/buffer.h"
 #include "runtime/context.h"
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "golden/golden_compare.h"
-#include "models/gguf.h"
+#include "models/formats/gguf.h"
 #include "runtime/context.h"
 
 namespace bdsl::bitnet {

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "golden/half_float.h"
+#include "models/numerics/half_float.h"
 
 namespace bdsl::bitnet {
 namespace {
@@ -16,7 +16,7 @@ namespace {
 void quantize_row(const uint16_t* f16, uint32_t cols, uint32_t* words, float& scale, float* bound) {
   std::vector<double> w(cols);
   double amax = 0;
-  for (uint32_t i = 0; i < cols; ++i) amax = std::max(amax, std::abs(w[i] = golden::f16_to_f32(f16[i])));
+  for (uint32_t i = 0; i < cols; ++i) amax = std::max(amax, std::abs(w[i] = numerics::f16_to_f32(f16[i])));
   const float s = float(amax / 127.0);
   double err2 = 0, q2 = 0, w2 = 0;
   for (uint32_t i = 0; i < cols; i += 4) {

@@ -1,5 +1,5 @@
 // The LM head's int8 shadow, for greedy decoding that reads half the bytes and still picks
-// exactly the token the F16 head would (ops/lm_head_pruned.h). Per row r of the F16 table w:
+// exactly the token the F16 head would (ops/head/lm_head_pruned.h). Per row r of the F16 table w:
 //   s_r   = max|w_r| / 127 (f32), q_r = round(w_r / s_r) as int8;
 //   d_r   >= s_r ||q_r||_2 (the int8 x's error enters through it), and
 //   c_r   >= ||w_r - s_r q_r||_2 + gamma * (s_r ||q_r||_2 + ||w_r||_2), rounded up, where gamma

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "golden/reference_weights.h"
-#include "models/gguf.h"
+#include "models/formats/gguf.h"
 
 namespace bdsl::bitnet {
 

@@ -1,10 +1,10 @@
 #include "models/gpu/prefill_pipelines.h"
 
-#include "ops/attention_prefill.h"
-#include "ops/embedding_lookup.h"
-#include "ops/quantize_activations.h"
-#include "ops/ternary_matmul.h"
-#include "ops/ternary_matmul_coopmat.h"
+#include "ops/attention/attention_prefill.h"
+#include "ops/common/embedding_lookup.h"
+#include "ops/common/quantize_activations.h"
+#include "ops/ternary/ternary_matmul.h"
+#include "ops/ternary/ternary_matmul_coopmat.h"
 #include "runtime/kernel_pipeline.h"
 
 namespace bdsl::bitnet {

@@ -12,8 +12,8 @@
 
 #include "codegen/shader_cache.h"
 #include "models/bitnet_config.h"
-#include "ops/attention_dims.h"
-#include "ops/attention_prefill.h"
+#include "ops/attention/attention_dims.h"
+#include "ops/attention/attention_prefill.h"
 #include "ops/target.h"
 #include "runtime/context.h"
 #include "runtime/graph.h"

@@ -4,9 +4,9 @@
 #include <numeric>
 
 #include "device_test.h"
-#include "ops/saxpy.h"
-#include "ops/subgroup_softmax.h"
-#include "ops/workgroup_sum.h"
+#include "ops/examples/saxpy.h"
+#include "ops/examples/subgroup_softmax.h"
+#include "ops/examples/workgroup_sum.h"
 
 namespace bdsl::test {
 namespace {

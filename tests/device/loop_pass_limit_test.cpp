@@ -1,6 +1,6 @@
 // lavapipe (Mesa's gallivm) ends every loop of a shader invocation after 65,535 passes in all,
 // silently: a loop that should run 100,000 passes stops early and the kernel goes on with what
-// it has. Kernels whose loops may run that long (a phase wait, ops/phase_sync.h) must not take
+// it has. Kernels whose loops may run that long (a phase wait, ops/experimental/phase_sync.h) must not take
 // "the loop ended" for "the loop's condition held". This test pins the behaviour down: exact
 // counts on every other device, the truncation on lavapipe (if a Mesa update lifts the limit, the
 // test says so, and docs/driver-notes.md can be brought up to date).

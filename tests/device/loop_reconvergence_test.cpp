@@ -1,5 +1,5 @@
 // A subgroup reduction after a loop whose trip count differs between lanes, the shape of the
-// prefill matmul's chunk loop (ops/ternary_row_dots.cpp): lanes below `chunks` run one pass, the
+// prefill matmul's chunk loop (ops/ternary/ternary_row_dots.cpp): lanes below `chunks` run one pass, the
 // others none, then every lane takes subgroup_add of its accumulators. Each lane writes its own
 // accumulators and every reduction it saw, so the host can tell "a lane's loop result was lost"
 // from "the lanes did not reconverge before the reduction" (sums that differ between lanes of

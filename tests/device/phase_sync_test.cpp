@@ -1,11 +1,11 @@
-// Phases of one dispatch handed over by counters (ops/phase_sync.h): the second phase's
+// Phases of one dispatch handed over by counters (ops/experimental/phase_sync.h): the second phase's
 // workgroups read what every workgroup of the first wrote, over several submissions.
 #include <iostream>
 #include <numeric>
 
 #include "device_test.h"
-#include "ops/phase_sync.h"
-#include "ops/step_state.h"
+#include "ops/experimental/phase_sync.h"
+#include "ops/common/step_state.h"
 
 namespace bdsl::test {
 namespace {

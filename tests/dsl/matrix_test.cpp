@@ -11,7 +11,7 @@
 #include "codegen/interface_of.h"
 #include "codegen/validate.h"
 #include "dsl/dsl.h"
-#include "ops/ternary_matmul_coopmat.h"
+#include "ops/ternary/ternary_matmul_coopmat.h"
 
 using namespace bdsl::dsl;
 using bdsl::MatrixShape;

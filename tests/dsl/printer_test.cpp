@@ -3,7 +3,7 @@
 
 #include "codegen/glsl_printer.h"
 #include "dsl/dsl.h"
-#include "ops/saxpy.h"
+#include "ops/examples/saxpy.h"
 
 using namespace bdsl::dsl;
 using bdsl::codegen::print_glsl;

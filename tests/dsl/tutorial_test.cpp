@@ -8,9 +8,9 @@
 #include <sstream>
 
 #include "codegen/glsl_printer.h"
-#include "ops/saxpy.h"
-#include "ops/subgroup_softmax.h"
-#include "ops/workgroup_sum.h"
+#include "ops/examples/saxpy.h"
+#include "ops/examples/subgroup_softmax.h"
+#include "ops/examples/workgroup_sum.h"
 
 namespace {
 
@@ -53,7 +53,7 @@ std::vector<CodeBlock> blocks(const std::string& md) {
 
 TEST(Tutorial, CppBlocksAreTheCodeTheTestsRun) {
   const std::string sources =
-      squeeze(read("ops/saxpy.cpp") + read("ops/workgroup_sum.cpp") + read("ops/subgroup_softmax.cpp") +
+      squeeze(read("ops/examples/saxpy.cpp") + read("ops/examples/workgroup_sum.cpp") + read("ops/examples/subgroup_softmax.cpp") +
               read("tools/cmd_demo.cpp"));
   int checked = 0;
   for (const auto& b : blocks(read("docs/writing-kernels.md"))) {

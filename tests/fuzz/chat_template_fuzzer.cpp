@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "golden/synthetic_vocab.h"
-#include "models/chat_template.h"
-#include "models/tokenizer.h"
+#include "models/tokenizer/chat_template.h"
+#include "models/tokenizer/tokenizer.h"
 
 namespace {
 

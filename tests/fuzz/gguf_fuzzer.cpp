@@ -7,7 +7,7 @@
 #include <span>
 
 #include "models/bitnet_config.h"
-#include "models/gguf.h"
+#include "models/formats/gguf.h"
 
 namespace {
 

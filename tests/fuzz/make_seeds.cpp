@@ -6,7 +6,7 @@
 #include <string>
 
 #include "models/bitnet_config.h"
-#include "models/gguf_writer.h"
+#include "models/formats/gguf_writer.h"
 
 using namespace bdsl::models;
 

@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "golden/synthetic_vocab.h"
-#include "models/tokenizer.h"
+#include "models/tokenizer/tokenizer.h"
 
 namespace {
 

@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "models/pretokenizer.h"
-#include "models/unicode_classes.h"
+#include "models/tokenizer/pretokenizer.h"
+#include "models/tokenizer/unicode_classes.h"
 
 namespace bdsl::models {
 namespace {

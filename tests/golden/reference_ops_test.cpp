@@ -3,9 +3,10 @@
 #include <cmath>
 #include <vector>
 
-#include "golden/half_float.h"
 #include "golden/reference_ops.h"
 #include "golden/splitmix.h"
+#include "models/numerics/half_float.h"
+#include "models/numerics/rope.h"
 
 namespace bdsl::golden {
 namespace {
@@ -80,7 +81,7 @@ TEST(RopeNeox, UsesTheBaseItIsGiven) {
 TEST(RopeNeox, TableHoldsTheRotationsRopeNeoxTurnsBy) {
   for (auto [dim, base] : {std::pair<std::size_t, float>{128, 500000.0f}, {6, 10000.0f}}) {
     const uint32_t positions = 300;
-    const auto table = rope_table(positions, dim, base);
+    const auto table = numerics::rope_table(positions, dim, base);
     ASSERT_EQ(table.size(), std::size_t{positions} * dim);
     for (uint32_t pos = 0; pos < positions; pos += 7)
       for (std::size_t i = 0; i < dim / 2; ++i) {
@@ -91,7 +92,7 @@ TEST(RopeNeox, TableHoldsTheRotationsRopeNeoxTurnsBy) {
         ASSERT_EQ(table[(pos * dim / 2 + i) * 2 + 1], head[i + dim / 2]) << "pos " << pos << " pair " << i;
       }
   }
-  EXPECT_THROW(rope_table(4, 5, 10000.0f), std::invalid_argument);
+  EXPECT_THROW(numerics::rope_table(4, 5, 10000.0f), std::invalid_argument);
 }
 
 TEST(TernaryMatvec, AccumulatorsAreExactAndEqualTheCodeForm) {
@@ -115,7 +116,7 @@ TEST(TernaryMatvec, AccumulatorsAreExactAndEqualTheCodeForm) {
       q_sum += q[c];
     }
     EXPECT_EQ(acc[r], naive);
-    EXPECT_EQ(acc[r], code_sum - q_sum);  // FORMAT.md: sum code*q - sum q
+    EXPECT_EQ(acc[r], code_sum - q_sum);  // docs/format.md: sum code*q - sum q
     EXPECT_EQ(y[r], static_cast<float>(acc[r]) / s * w.scale);
   }
 }
@@ -153,13 +154,13 @@ TEST(Relu2Gate, SquaresThePositivePart) {
 }
 
 TEST(HalfFloat, RoundTripsAndRoundsToNearestEven) {
-  for (uint32_t h = 0; h < 0x7C00; ++h) EXPECT_EQ(f32_to_f16(f16_to_f32(static_cast<uint16_t>(h))), h);
-  EXPECT_EQ(f16_to_f32(0x3C00), 1.0f);
-  EXPECT_EQ(f16_to_f32(0xC000), -2.0f);
-  EXPECT_EQ(f16_to_f32(0x0001), std::ldexp(1.0f, -24));
-  EXPECT_EQ(f32_to_f16(1.0f + std::ldexp(1.0f, -11)), 0x3C00);  // tie -> even (down)
-  EXPECT_EQ(f32_to_f16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);  // tie -> even (up)
-  EXPECT_EQ(f32_to_f16(70000.0f), 0x7C00);
+  for (uint32_t h = 0; h < 0x7C00; ++h) EXPECT_EQ(numerics::f32_to_f16(numerics::f16_to_f32(static_cast<uint16_t>(h))), h);
+  EXPECT_EQ(numerics::f16_to_f32(0x3C00), 1.0f);
+  EXPECT_EQ(numerics::f16_to_f32(0xC000), -2.0f);
+  EXPECT_EQ(numerics::f16_to_f32(0x0001), std::ldexp(1.0f, -24));
+  EXPECT_EQ(numerics::f32_to_f16(1.0f + std::ldexp(1.0f, -11)), 0x3C00);  // tie -> even (down)
+  EXPECT_EQ(numerics::f32_to_f16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);  // tie -> even (up)
+  EXPECT_EQ(numerics::f32_to_f16(70000.0f), 0x7C00);
 }
 
 }  // namespace

@@ -5,8 +5,8 @@
 #include "golden/synthetic_model.h"
 #include "golden/synthetic_vocab.h"
 #include "models/bitnet_config.h"
-#include "models/gguf.h"
-#include "models/i2s.h"
+#include "models/formats/gguf.h"
+#include "models/formats/i2s.h"
 #include "tests/golden/tiny_model.h"
 
 namespace bdsl::golden {

@@ -6,8 +6,8 @@
 
 #include "golden/reference_weights.h"
 #include "golden/synthetic_model.h"
-#include "models/gguf.h"
-#include "models/tokenizer.h"
+#include "models/formats/gguf.h"
+#include "models/tokenizer/tokenizer.h"
 
 namespace bdsl::test {
 

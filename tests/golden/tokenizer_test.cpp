@@ -6,11 +6,11 @@
 #include <vector>
 
 #include "golden/splitmix.h"
-#include "models/bpe.h"
-#include "models/byte_unicode.h"
-#include "models/chat_template.h"
-#include "models/token_stream.h"
-#include "models/tokenizer.h"
+#include "models/tokenizer/bpe.h"
+#include "models/tokenizer/byte_unicode.h"
+#include "models/tokenizer/chat_template.h"
+#include "models/tokenizer/token_stream.h"
+#include "models/tokenizer/tokenizer.h"
 #include "tests/golden/tokenizer_test_util.h"
 
 namespace bdsl::models {

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "models/byte_unicode.h"
-#include "models/tokenizer.h"
+#include "models/tokenizer/byte_unicode.h"
+#include "models/tokenizer/tokenizer.h"
 
 namespace bdsl::test {
 

@@ -1,4 +1,4 @@
-// The pruned greedy LM head (ops/lm_head_pruned.h over models/gpu/greedy_head.h's int8 shadow):
+// The pruned greedy LM head (ops/head/lm_head_pruned.h over models/gpu/greedy_head.h's int8 shadow):
 // the shadow's bound holds, and the two kernels pick exactly the full head's argmax (lm_head, then
 // argmax_partial and argmax_final) on random rows, planted ties, a flat table where every row is
 // a candidate, a zero x, and a table in several parts.
@@ -6,12 +6,12 @@
 #include <random>
 
 #include "device_test.h"
-#include "golden/half_float.h"
+#include "models/numerics/half_float.h"
 #include "models/gpu/greedy_head.h"
-#include "ops/argmax.h"
-#include "ops/lm_head.h"
-#include "ops/lm_head_pruned.h"
-#include "ops/rms_norm.h"
+#include "ops/head/argmax.h"
+#include "ops/head/lm_head.h"
+#include "ops/head/lm_head_pruned.h"
+#include "ops/common/rms_norm.h"
 
 namespace bdsl::test {
 namespace {
@@ -20,7 +20,7 @@ std::vector<uint16_t> random_table(uint32_t rows, uint32_t cols, uint32_t seed, 
   std::mt19937 rng(seed);
   std::normal_distribution<float> d(0.0f, sd);
   std::vector<uint16_t> t(size_t(rows) * cols);
-  for (uint16_t& h : t) h = golden::f32_to_f16(d(rng));
+  for (uint16_t& h : t) h = numerics::f32_to_f16(d(rng));
   return t;
 }
 
@@ -36,7 +36,7 @@ TEST(GreedyHeadShadow, BoundsTheQuantizationError) {
   const uint32_t rows = 64, cols = 256;
   auto table = random_table(rows, cols, 1);
   for (uint32_t c = 0; c < cols; ++c) table[c] = 0;  // row 0: zeros
-  table[cols + 7] = golden::f32_to_f16(3.0f);          // row 1: one outlier
+  table[cols + 7] = numerics::f32_to_f16(3.0f);          // row 1: one outlier
   const auto q = bitnet::quantize_rows_int8(table, rows, cols);
   EXPECT_EQ(q.scale[0], 0.0f);
   for (uint32_t trial = 0; trial < 20; ++trial) {
@@ -48,7 +48,7 @@ TEST(GreedyHeadShadow, BoundsTheQuantizationError) {
       double exact = 0, shadow = 0;
       for (uint32_t c = 0; c < cols; ++c) {
         const int8_t code = int8_t(q.words[(size_t(r) * cols + c) / 4] >> (8 * (c % 4)));
-        exact += double(golden::f16_to_f32(table[size_t(r) * cols + c])) * x[c];
+        exact += double(numerics::f16_to_f32(table[size_t(r) * cols + c])) * x[c];
         shadow += double(q.scale[r]) * code * x[c];
       }
       ASSERT_LE(std::abs(exact - shadow), double(q.bound[2 * r]) * norm) << "row " << r << " trial " << trial;
@@ -125,7 +125,7 @@ class GreedyHead : public DeviceTest {
       EXPECT_EQ(counter.download<uint32_t>()[0], 0u);
       const uint32_t chosen = folded.download<uint32_t>()[0];
       std::vector<float> row(dim);
-      for (uint32_t j = 0; j < dim; ++j) row[j] = golden::f16_to_f32(table[size_t(chosen) * dim + j]);
+      for (uint32_t j = 0; j < dim; ++j) row[j] = numerics::f16_to_f32(table[size_t(chosen) * dim + j]);
       EXPECT_EQ(x_next.download<float>(), row) << "the chosen row, widened";
     }
     // Every upper bound is at or above the full head's logit.
@@ -163,7 +163,7 @@ TEST_F(GreedyHead, KeepsTheLowestIndexOfTies) {
 
 TEST_F(GreedyHead, EveryRowACandidateStillPicksTheFirst) {
   const uint32_t vocab = 5000, dim = 128;
-  std::vector<uint16_t> table(size_t(vocab) * dim, golden::f32_to_f16(0.25f));  // all rows equal
+  std::vector<uint16_t> table(size_t(vocab) * dim, numerics::f32_to_f16(0.25f));  // all rows equal
   auto [full, pruned] = argmaxes(table, random_x(dim, 6), vocab, dim, vocab);
   EXPECT_EQ(full, 0u);
   EXPECT_EQ(pruned, 0u);

@@ -141,7 +141,7 @@ TEST_F(Model, LongPositionsMatchTheOpLocalReferenceInEveryAttentionMode) {
   }
 }
 
-// The fused decode graph (attn_output .. next QKV as phases of one dispatch, ops/decode_layer.h)
+// The fused decode graph (attn_output .. next QKV as phases of one dispatch, ops/experimental/decode_layer.h)
 // runs the same arithmetic as the separate kernels: the same logits and KV cache bit for bit.
 TEST_F(Model, FusedLayersEqualTheSeparateKernels) {
   if (!workgroups_start_in_order()) GTEST_SKIP() << "needs workgroups that start in order (LP_NUM_THREADS=0 on lavapipe)";
@@ -174,7 +174,7 @@ TEST_F(Model, FusedLayersEqualTheSeparateKernels) {
 }
 
 // Where workgroups may not start in order (lavapipe with several threads), a fused token whose
-// wait gives up (lavapipe also ends a long wait's loop early: ops/phase_sync.h) runs again with
+// wait gives up (lavapipe also ends a long wait's loop early: ops/experimental/phase_sync.h) runs again with
 // the separate kernels: every answer is the separate kernels', never a silently wrong one.
 TEST_F(Model, FusedLayersWhereWorkgroupsMayStartOutOfOrderGiveTheSeparateKernelsAnswers) {
   if (workgroups_start_in_order()) GTEST_SKIP() << "this device starts workgroups in order (FusedLayersEqualTheSeparateKernels)";
@@ -275,7 +275,7 @@ TEST_F(Model, GreedyDecodingThatFeedsItselfEqualsStepByStep) {
   std::vector<int32_t> got{last};
   EXPECT_EQ(fed.decode_greedy(last, n, steps, [&](int32_t t) { return got.push_back(t), true; }), steps);
   EXPECT_EQ(got, want);
-  // (and with the pruned greedy head, ops/lm_head_pruned.h, where every logit was not computed)
+  // (and with the pruned greedy head, ops/head/lm_head_pruned.h, where every logit was not computed)
   EXPECT_EQ(fed.kv_cache(0, n + steps), by_step.kv_cache(0, n + steps));
   EXPECT_EQ(fed.kv_cache(3, n + steps), by_step.kv_cache(3, n + steps));
   // The pruned head's candidates for the last token: at least every row tied at the largest logit.

@@ -6,8 +6,8 @@
 #include <optional>
 
 #include "models/bitnet_config.h"
-#include "models/gguf_writer.h"
-#include "models/i2s.h"
+#include "models/formats/gguf_writer.h"
+#include "models/formats/i2s.h"
 
 namespace bdsl::models {
 namespace {
@@ -251,7 +251,7 @@ TEST(BitNetTensorSpecs, ListTheRealNamesInGgufDimOrder) {
   c.dim = 2560, c.ffn_dim = 6912, c.n_layers = 30, c.vocab_size = 128256;
   c.n_heads = 20, c.n_kv_heads = 5, c.head_dim = 128;
   const auto specs = bitnet_tensor_specs(c);
-  ASSERT_EQ(specs.size(), 332u);  // as in the real file (FORMAT.md): tied head, 2 + 30 * 11
+  ASSERT_EQ(specs.size(), 332u);  // as in the real file (docs/format.md): tied head, 2 + 30 * 11
   EXPECT_EQ(specs[0].name, "token_embd.weight");
   EXPECT_EQ(specs[0].dims, (std::vector<uint64_t>{2560, 128256}));
   EXPECT_EQ(specs[4].name, "blk.0.attn_k.weight");

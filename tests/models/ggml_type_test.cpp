@@ -3,7 +3,7 @@
 
 #include <limits>
 
-#include "models/ggml_type.h"
+#include "models/formats/ggml_type.h"
 
 namespace bdsl::models {
 namespace {

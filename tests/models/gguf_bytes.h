@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "models/gguf.h"
+#include "models/formats/gguf.h"
 
 namespace bdsl::models::testing {
 

@@ -8,7 +8,7 @@
 #include <iterator>
 
 #include "models/bitnet_config.h"
-#include "models/gguf.h"
+#include "models/formats/gguf.h"
 
 namespace bdsl::models {
 namespace {

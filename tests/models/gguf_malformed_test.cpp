@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "models/gguf.h"
-#include "models/gguf_writer.h"
+#include "models/formats/gguf.h"
+#include "models/formats/gguf_writer.h"
 #include "tests/models/gguf_bytes.h"
 
 namespace bdsl::models {

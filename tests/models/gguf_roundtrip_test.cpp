@@ -7,8 +7,8 @@
 #include <limits>
 #include <string>
 
-#include "models/gguf.h"
-#include "models/gguf_writer.h"
+#include "models/formats/gguf.h"
+#include "models/formats/gguf_writer.h"
 
 namespace bdsl::models {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <random>
 
-#include "models/i2s.h"
+#include "models/formats/i2s.h"
 
 namespace bdsl::models {
 namespace {

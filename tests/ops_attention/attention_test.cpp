@@ -3,9 +3,9 @@
 #include <cmath>
 
 #include "golden/reference_ops.h"
-#include "ops/attention_decode.h"
-#include "ops/attention_prefill.h"
-#include "ops/attention_split_kv.h"
+#include "ops/attention/attention_decode.h"
+#include "ops/attention/attention_prefill.h"
+#include "ops/attention/attention_split_kv.h"
 #include "ops_test_util.h"
 
 namespace bdsl::test {

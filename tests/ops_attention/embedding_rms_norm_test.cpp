@@ -2,8 +2,8 @@
 #include <cmath>
 
 #include "golden/reference_ops.h"
-#include "ops/embedding_lookup.h"
-#include "ops/rms_norm.h"
+#include "ops/common/embedding_lookup.h"
+#include "ops/common/rms_norm.h"
 #include "ops_test_util.h"
 
 namespace bdsl::test {

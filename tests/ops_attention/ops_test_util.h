@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "device_test.h"
-#include "golden/half_float.h"
+#include "models/numerics/half_float.h"
 #include "golden/splitmix.h"
-#include "ops/step_state.h"
+#include "ops/common/step_state.h"
 #include "ops/target.h"
 
 namespace bdsl::test {
@@ -26,21 +26,21 @@ class OpsTest : public DeviceTest {
   }
   // Values rounded to F16 so the reference sees exactly what the device reads.
   static std::vector<float> f16_rounded(std::vector<float> v) {
-    for (float& x : v) x = golden::f16_to_f32(golden::f32_to_f16(x));
+    for (float& x : v) x = numerics::f16_to_f32(numerics::f32_to_f16(x));
     return v;
   }
   // Pairs of halves, low element in the low bits (pack_half2x16's layout); n must be even.
   static std::vector<uint32_t> pack_f16(const std::vector<float>& v) {
     std::vector<uint32_t> words(v.size() / 2);
     for (size_t i = 0; i < words.size(); ++i)
-      words[i] = golden::f32_to_f16(v[2 * i]) | (uint32_t(golden::f32_to_f16(v[2 * i + 1])) << 16);
+      words[i] = numerics::f32_to_f16(v[2 * i]) | (uint32_t(numerics::f32_to_f16(v[2 * i + 1])) << 16);
     return words;
   }
   static std::vector<float> unpack_f16(const std::vector<uint32_t>& words) {
     std::vector<float> v(words.size() * 2);
     for (size_t i = 0; i < words.size(); ++i) {
-      v[2 * i] = golden::f16_to_f32(uint16_t(words[i] & 0xffffu));
-      v[2 * i + 1] = golden::f16_to_f32(uint16_t(words[i] >> 16));
+      v[2 * i] = numerics::f16_to_f32(uint16_t(words[i] & 0xffffu));
+      v[2 * i + 1] = numerics::f16_to_f32(uint16_t(words[i] >> 16));
     }
     return v;
   }

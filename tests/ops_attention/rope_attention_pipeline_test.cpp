@@ -4,10 +4,12 @@
 #include <cmath>
 
 #include "golden/reference_ops.h"
-#include "ops/attention_decode.h"
-#include "ops/attention_prefill.h"
-#include "ops/rope_kv_write.h"
+#include "ops/attention/attention_decode.h"
+#include "ops/attention/attention_prefill.h"
+#include "ops/attention/rope_kv_write.h"
 #include "ops_test_util.h"
+#include "models/numerics/half_float.h"
+#include "models/numerics/rope.h"
 
 namespace bdsl::test {
 namespace {
@@ -37,16 +39,16 @@ TEST_F(RopeThenAttention, PrefillAndDecodeAgreeWithTheReference) {
     for (uint32_t h = 0; h < d.n_heads; ++h) golden::rope_neox(qm.row(i).subspan(h * d.head_dim, d.head_dim), pos0 + i, d.head_dim, base);
     for (uint32_t j = 0; j < d.kv_width(); ++j) {
       kc.at(pos0 + i, j) = k[size_t(i) * d.kv_width() + j];
-      vc.at(pos0 + i, j) = golden::f16_to_f32(golden::f32_to_f16(v[size_t(i) * d.kv_width() + j]));
+      vc.at(pos0 + i, j) = numerics::f16_to_f32(numerics::f32_to_f16(v[size_t(i) * d.kv_width() + j]));
     }
     for (uint32_t h = 0; h < d.n_kv_heads; ++h) golden::rope_neox(kc.row(pos0 + i).subspan(h * d.head_dim, d.head_dim), pos0 + i, d.head_dim, base);
-    for (uint32_t j = 0; j < d.kv_width(); ++j) kc.at(pos0 + i, j) = golden::f16_to_f32(golden::f32_to_f16(kc.at(pos0 + i, j)));
+    for (uint32_t j = 0; j < d.kv_width(); ++j) kc.at(pos0 + i, j) = numerics::f16_to_f32(numerics::f32_to_f16(kc.at(pos0 + i, j)));
   }
   golden::MatrixF want;
   golden::attention(qm, kc, vc, pos0, {d.n_heads, d.n_kv_heads, d.head_dim}, want);
 
   rt::Pipeline rope = pipeline(ops::rope_kv_write(t, d, context));
-  rt::Buffer table = buffer_of(golden::rope_table(context, d.head_dim, base), "rope_table");
+  rt::Buffer table = buffer_of(numerics::rope_table(context, d.head_dim, base), "rope_table");
   // Prefill: the whole block in two dispatches.
   std::vector<float> prefill_out;
   {

@@ -4,8 +4,10 @@
 #include <span>
 
 #include "golden/reference_ops.h"
-#include "ops/rope_kv_write.h"
+#include "ops/attention/rope_kv_write.h"
 #include "ops_test_util.h"
+#include "models/numerics/half_float.h"
+#include "models/numerics/rope.h"
 
 namespace bdsl::test {
 namespace {
@@ -31,7 +33,7 @@ class RopeKvWrite : public OpsTest {
     rt::Buffer kc = buffer_of(empty, "k_cache"), vc = buffer_of(empty, "v_cache");
     const uint32_t wg = ops::rope_kv_write_workgroup(target());
     const uint32_t units = (d.n_heads + 2 * d.n_kv_heads) * d.head_dim / 4;
-    rt::Buffer table = buffer_of(golden::rope_table(c.context, d.head_dim, base), "rope_table");
+    rt::Buffer table = buffer_of(numerics::rope_table(c.context, d.head_dim, base), "rope_table");
     run(ops::rope_kv_write(target(), d, c.context), {step, table, qb, kb, vb, kc, vc}, rt::push(c.n),
         rt::Grid{(units + wg - 1) / wg, c.n});
     const auto q_got = qb.download<float>();
@@ -65,7 +67,7 @@ class RopeKvWrite : public OpsTest {
           const float kref = kr[e];
           EXPECT_NEAR(got_k, kref, std::fabs(kref) / 2048.0f + 3e-6f) << "t " << t << " kv " << kv << " e " << e;
           // v is only rounded to F16: bit for bit.
-          EXPECT_EQ(got_v, golden::f16_to_f32(golden::f32_to_f16(v[size_t(t) * d.kv_width() + kv * hd + e])));
+          EXPECT_EQ(got_v, numerics::f16_to_f32(numerics::f32_to_f16(v[size_t(t) * d.kv_width() + kv * hd + e])));
         }
       }
     }

@@ -5,8 +5,8 @@
 
 #include "golden/reference_model.h"
 #include "matrix_test.h"
-#include "ops/argmax.h"
-#include "ops/top_k.h"
+#include "ops/head/argmax.h"
+#include "ops/head/top_k.h"
 
 namespace bdsl::test {
 namespace {

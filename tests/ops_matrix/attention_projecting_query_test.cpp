@@ -5,12 +5,13 @@
 // the consumer used is golden::attention's over the cache with row pos written, at positions
 // with no earlier row, one chunk, deferred chunks and attention's own combine, in one graph
 // replayed position after position.
-#include "golden/half_float.h"
+#include "models/numerics/half_float.h"
 #include "golden/reference_ops.h"
 #include "matrix_test.h"
-#include "ops/attention_decode.h"
-#include "ops/step_state.h"
-#include "ops/ternary_matvec.h"
+#include "ops/attention/attention_decode.h"
+#include "ops/common/step_state.h"
+#include "ops/ternary/ternary_matvec.h"
+#include "models/numerics/rope.h"
 
 namespace bdsl::test {
 namespace {
@@ -20,15 +21,15 @@ using AttentionProjectingQuery = OpsMatrix;
 std::vector<uint32_t> random_f16_words(size_t n, uint32_t seed) {
   const auto v = random_floats(2 * n, seed, 0.5f);
   std::vector<uint32_t> w(n);
-  for (size_t i = 0; i < n; ++i) w[i] = golden::f32_to_f16(v[2 * i]) | (uint32_t(golden::f32_to_f16(v[2 * i + 1])) << 16);
+  for (size_t i = 0; i < n; ++i) w[i] = numerics::f32_to_f16(v[2 * i]) | (uint32_t(numerics::f32_to_f16(v[2 * i + 1])) << 16);
   return w;
 }
 
 golden::MatrixF unpack_f16(const std::vector<uint32_t>& words, size_t rows, size_t cols) {
   golden::MatrixF m(rows, cols);
   for (size_t i = 0; i < words.size(); ++i) {
-    m.data[2 * i] = golden::f16_to_f32(uint16_t(words[i] & 0xffffu));
-    m.data[2 * i + 1] = golden::f16_to_f32(uint16_t(words[i] >> 16));
+    m.data[2 * i] = numerics::f16_to_f32(uint16_t(words[i] & 0xffffu));
+    m.data[2 * i + 1] = numerics::f16_to_f32(uint16_t(words[i] >> 16));
   }
   return m;
 }
@@ -55,7 +56,7 @@ TEST_F(AttentionProjectingQuery, EqualsTheQkvKernelAndTheReferenceAtEveryKindOfP
                  bo = buffer_of(wo.bytes, "w_o");
       rt::Buffer x = buffer_of(random_floats(dim, 5, 2.0f), "x"), norm = buffer_of(random_floats(dim, 6, 1.0f), "attn_norm");
       rt::Buffer sub_norm = buffer_of(random_floats(d.q_width(), 7, 1.0f), "attn_sub_norm");
-      rt::Buffer table = buffer_of(golden::rope_table(context, d.head_dim, 10000.0f), "rope_table");
+      rt::Buffer table = buffer_of(numerics::rope_table(context, d.head_dim, 10000.0f), "rope_table");
       const auto cache_init_k = random_f16_words(size_t(context) * d.kv_words(), 8);
       const auto cache_init_v = random_f16_words(size_t(context) * d.kv_words(), 9);
       rt::Buffer kc = buffer_of(cache_init_k, "k_cache"), vc = buffer_of(cache_init_v, "v_cache");

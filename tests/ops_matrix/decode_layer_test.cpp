@@ -2,12 +2,13 @@
 // over by counters) against the same four standalone kernels behind barriers: the same bits in
 // every output, over several submissions (the counters are numbered by epoch, never reset).
 // The standalone kernels are checked against the CPU reference in their own tests.
-#include "ops/decode_layer.h"
+#include "ops/experimental/decode_layer.h"
 
 #include "golden/reference_ops.h"
 #include "matrix_test.h"
-#include "ops/phase_sync.h"
-#include "ops/step_state.h"
+#include "ops/experimental/phase_sync.h"
+#include "ops/common/step_state.h"
+#include "models/numerics/rope.h"
 
 namespace bdsl::test {
 namespace {
@@ -68,7 +69,7 @@ TEST_F(DecodeLayer, PhasesInOneDispatchEqualTheKernelsBehindBarriers) {
   counters.upload(std::vector<uint32_t>(counters.size() / 4, 0u));
 
   const float eps = 1e-5f;
-  rt::Buffer table = buffer_of(golden::rope_table(kContext, d.head_dim, 10000.0f), "rope_table");
+  rt::Buffer table = buffer_of(numerics::rope_table(kContext, d.head_dim, 10000.0f), "rope_table");
   rt::Pipeline p_out = pipeline(ops::ternary_matvec(t, kDim, d.q_width(), opts_.residual));
   rt::Pipeline p_gu = pipeline(ops::ternary_matvec_relu2_gate_up(t, kFfn, kDim, opts_.gate_up));
   rt::Pipeline p_down = pipeline(ops::ternary_matvec(t, kDim, kFfn, opts_.residual));

@@ -1,8 +1,8 @@
 // lm_head against golden's F16 row dot (DenseRows::dot_row: f16 -> f32, sequential f32 sum),
 // with the table split into several bindings.
-#include "ops/lm_head.h"
+#include "ops/head/lm_head.h"
 
-#include "golden/half_float.h"
+#include "models/numerics/half_float.h"
 #include "matrix_test.h"
 
 namespace bdsl::test {
@@ -18,7 +18,7 @@ class LmHead : public OpsMatrix {
     std::mt19937 rng(vocab + dim);
     std::normal_distribution<float> d(0.0f, 0.05f);
     std::vector<uint16_t> table(size_t(vocab) * dim);
-    for (uint16_t& h : table) h = golden::f32_to_f16(d(rng));
+    for (uint16_t& h : table) h = numerics::f32_to_f16(d(rng));
     const auto x = random_floats(dim, dim, 1.5f);
 
     ops::LmHeadSplit split = ops::lm_head_split(t, vocab, dim);
@@ -48,7 +48,7 @@ class LmHead : public OpsMatrix {
     for (size_t v = 0; v < vocab; ++v) {
       float want = 0.0f, magnitude = 0.0f;
       for (size_t c = 0; c < dim; ++c) {
-        const float e = golden::f16_to_f32(table[v * dim + c]);
+        const float e = numerics::f16_to_f32(table[v * dim + c]);
         want += e * x[c];
         magnitude += std::fabs(e * x[c]);
       }

@@ -1,5 +1,5 @@
 // Shared by the matrix-op tests: the device fixture with the device's OpTarget, seeded random
-// data, I2_S test weights packed by the codec (models/i2s.h) and the packed int8 activation layout
+// data, I2_S test weights packed by the codec (models/formats/i2s.h) and the packed int8 activation layout
 // of quantize_activations built on the CPU.
 #pragma once
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@
 
 #include "device_test.h"
 #include "golden/reference_ops.h"
-#include "models/i2s.h"
+#include "models/formats/i2s.h"
 #include "ops/target.h"
 
 namespace bdsl::test {

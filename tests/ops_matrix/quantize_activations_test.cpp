@@ -1,5 +1,5 @@
 // quantize_activations against golden::quantize_activations (and golden::rms_norm in front).
-#include "ops/quantize_activations.h"
+#include "ops/common/quantize_activations.h"
 
 #include <algorithm>
 #include <bit>
@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "matrix_test.h"
-#include "ops/exact_division.h"
+#include "ops/common/exact_division.h"
 
 namespace bdsl::test {
 namespace {

@@ -2,7 +2,7 @@
 // a device that lists an int8 cooperative-matrix shape (an H100: 16x8x32); skipped elsewhere
 // (lavapipe has none). ternary_matmul_auto runs on every device: the plain variant where there
 // are no tensor cores.
-#include "ops/ternary_matmul_coopmat.h"
+#include "ops/ternary/ternary_matmul_coopmat.h"
 
 #include <array>
 

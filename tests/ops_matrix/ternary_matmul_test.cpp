@@ -1,12 +1,12 @@
 // ternary_matmul (prefill: a block of tokens) against golden::ternary_dot / golden::bitlinear per
 // token, both dot-product variants forced, token counts that do not divide the token tile.
-#include "ops/ternary_matmul.h"
+#include "ops/ternary/ternary_matmul.h"
 
 #include <iostream>
 #include <string>
 
 #include "matrix_test.h"
-#include "ops/quantize_activations.h"
+#include "ops/common/quantize_activations.h"
 
 namespace bdsl::test {
 namespace {

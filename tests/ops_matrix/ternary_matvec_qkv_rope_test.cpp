@@ -4,9 +4,10 @@
 // Those two are each checked against the CPU reference (ternary_matvec_test, rope_kv_write_test).
 #include "golden/reference_ops.h"
 #include "matrix_test.h"
-#include "ops/rope_kv_write.h"
-#include "ops/step_state.h"
-#include "ops/ternary_matvec.h"
+#include "ops/attention/rope_kv_write.h"
+#include "ops/common/step_state.h"
+#include "ops/ternary/ternary_matvec.h"
+#include "models/numerics/rope.h"
 
 namespace bdsl::test {
 namespace {
@@ -37,7 +38,7 @@ TEST_P(TernaryMatvecQkvRope, SameBitsAsProjectionThenRope) {
   ops::MatvecOptions o;
   o.input = GetParam();
   const float eps = 1e-5f;
-  rt::Buffer table = buffer_of(golden::rope_table(context, d.head_dim, 10000.0f), "rope_table");
+  rt::Buffer table = buffer_of(numerics::rope_table(context, d.head_dim, 10000.0f), "rope_table");
   rt::Pipeline fused = pipeline(ops::ternary_matvec_qkv_rope(target(), d, cols, context, o));
   rt::Pipeline qkv = pipeline(ops::ternary_matvec_qkv(target(), d.q_width(), d.kv_width(), d.kv_width(), cols, o));
   rt::Pipeline rope = pipeline(ops::rope_kv_write(target(), d, context));

@@ -1,9 +1,9 @@
 // ternary_matvec (plain, residual, QKV, relu2 gate/up, norm in the workgroup) against
 // golden::ternary_dot / golden::bitlinear on lavapipe, both dot-product variants forced.
-#include "ops/ternary_matvec.h"
+#include "ops/ternary/ternary_matvec.h"
 
 #include "matrix_test.h"
-#include "ops/quantize_activations.h"
+#include "ops/common/quantize_activations.h"
 
 namespace bdsl::test {
 namespace {

@@ -42,7 +42,7 @@ class DeviceTest : public ::testing::Test {
 
   rt::Context& ctx() { return *ctx_; }
   // Whether workgroups of a dispatch start in index order, so that phases of one dispatch
-  // (ops/phase_sync.h) never wait long: any GPU, and lavapipe with LP_NUM_THREADS=0 (with several
+  // (ops/experimental/phase_sync.h) never wait long: any GPU, and lavapipe with LP_NUM_THREADS=0 (with several
   // threads a wait can give up, and lavapipe also ends long loops early). ctest runs such tests
   // once more with that variable.
   bool workgroups_start_in_order() const;

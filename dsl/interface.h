@@ -1,0 +1,68 @@
+// What a kernel asks of whoever dispatches it: its bindings, push constants, workgroup size and
+// device features. The DSL builds it with the kernel; the runtime checks every dispatch against
+// it (codegen/kernel_interface.h adds the compiled binary).
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dsl/type.h"
+
+namespace bdsl {
+
+enum class Access : uint8_t { Read, Write, ReadWrite };
+inline bool reads(Access a) { return a != Access::Write; }
+inline bool writes(Access a) { return a != Access::Read; }
+const char* to_string(Access a);
+
+struct BindingInfo {
+  uint32_t binding = 0;  // set 0, binding N
+  std::string name;
+  Access access = Access::Read;
+  Type element;          // element type of the runtime array
+};
+
+struct PushField {
+  std::string name;
+  Type type;
+  uint32_t offset = 0;
+};
+
+// A cooperative-matrix multiply-add a kernel does: (M x K) * (K x N) + (M x N), A and B of type
+// `ab`, accumulator of type `c`. The device must list it.
+struct MatrixShape {
+  uint32_t m = 0, n = 0, k = 0;
+  ScalarKind ab = ScalarKind::I8, c = ScalarKind::I32;
+  friend bool operator==(const MatrixShape&, const MatrixShape&) = default;
+};
+std::string to_string(const MatrixShape& s);  // "16x8x32 i8*i8+i32"
+
+// Device capabilities a kernel uses; the runtime refuses a pipeline the device cannot run.
+struct KernelFeatures {
+  bool int_dot_product = false;    // OpSDotKHR (VK_KHR_shader_integer_dot_product / Vulkan 1.3)
+  bool subgroup_basic = false;
+  bool subgroup_arithmetic = false;
+  bool subgroup_shuffle = false;
+  bool subgroup_ballot = false;
+  bool float16 = false;            // shaderFloat16 arithmetic
+  bool storage16 = false;          // 16-bit storage buffer access
+  bool atomics = false;
+  bool int8 = false;               // int8_t values (shaderInt8)
+  bool storage8 = false;           // 8-bit storage buffer access
+  bool cooperative_matrix_nv = false;       // VK_NV_cooperative_matrix
+  std::vector<MatrixShape> matrix_shapes;   // each multiply-add shape, once
+  friend bool operator==(const KernelFeatures&, const KernelFeatures&) = default;
+};
+
+struct KernelInterface {
+  std::string name;
+  std::vector<BindingInfo> bindings;
+  std::vector<PushField> push_fields;
+  uint32_t push_bytes = 0;
+  std::array<uint32_t, 3> workgroup_size{1, 1, 1};
+  uint32_t shared_bytes = 0;
+  KernelFeatures features;
+};
+
+}  // namespace bdsl

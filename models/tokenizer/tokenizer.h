@@ -1,0 +1,111 @@
+// Byte-level BPE tokenizer as GGUF files describe it with `tokenizer.ggml.model = "gpt2"` (GPT-2,
+// LLaMA-3, BitNet b1.58): the vocabulary is text in GPT-2's byte-level alphabet, merges are
+// ranked by position, control and user-defined tokens are matched as whole strings before BPE,
+// and the rest of the text is split by the LLaMA-3 pre-tokenizer and merged word by word.
+//
+// Internally every token is kept as the raw bytes it stands for, so encode works on bytes and
+// decode is exact for any byte sequence (a token may hold half of a UTF-8 character).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "models/tokenizer/bpe.h"
+
+namespace bdsl::models {
+
+class GgufFile;
+
+// The values of `tokenizer.ggml.token_type`, as llama.cpp defines them.
+enum class TokenType : int32_t {
+  Undefined = 0,
+  Normal = 1,
+  Unknown = 2,
+  Control = 3,
+  UserDefined = 4,
+  Unused = 5,
+  Byte = 6,
+};
+
+// Everything the tokenizer.ggml.* keys say, in memory: what a GGUF gives, or a test builds.
+struct TokenizerSpec {
+  std::string model = "gpt2";           // tokenizer.ggml.model
+  std::optional<std::string> pre;       // tokenizer.ggml.pre; missing means "llama-bpe"
+  std::vector<std::string> tokens;      // tokenizer.ggml.tokens, byte-level text
+  std::vector<int32_t> token_types;     // tokenizer.ggml.token_type; empty = all Normal
+  std::vector<std::string> merges;      // tokenizer.ggml.merges, "left right"
+  int32_t bos_id = -1;                  // tokenizer.ggml.bos_token_id; -1 = none
+  int32_t eos_id = -1;                  // tokenizer.ggml.eos_token_id; -1 = none
+  std::optional<int32_t> eot_id;        // tokenizer.ggml.eot_token_id; else the token "<|eot_id|>"
+};
+
+class Tokenizer {
+ public:
+  // Validates the spec; throws std::runtime_error naming the key and what is wrong.
+  explicit Tokenizer(const TokenizerSpec& spec);
+  // Lookup tables hold views into the token strings: moving keeps them valid, copying would not.
+  Tokenizer(const Tokenizer&) = delete;
+  Tokenizer& operator=(const Tokenizer&) = delete;
+  Tokenizer(Tokenizer&&) = default;
+  Tokenizer& operator=(Tokenizer&&) = default;
+
+  // Reads the tokenizer.ggml.* keys (tokenizer_gguf.cpp).
+  static Tokenizer from_gguf(const GgufFile& file);
+
+  // `add_bos` prepends BOS unless the text already starts with it (a chat template that writes
+  // "<|begin_of_text|>" must not get two). `parse_special` matches control and user-defined
+  // tokens in the text; without it their text is tokenized like any other.
+  std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special = true) const;
+
+  // Concatenated bytes of the tokens. Control tokens (BOS, EOS, <|eot_id|>) are written as their
+  // text when `render_special`, else skipped. Throws std::out_of_range for an id outside the vocab.
+  std::string decode(std::span<const int32_t> ids, bool render_special = true) const;
+
+  // The bytes one token stands for (control tokens: their text).
+  std::string_view token_bytes(int32_t id) const;
+  const std::string& token_text(int32_t id) const;  // as stored, byte-level alphabet
+  TokenType token_type(int32_t id) const;
+  std::optional<int32_t> find_token(std::string_view text) const;  // by stored text
+
+  int32_t vocab_size() const { return static_cast<int32_t>(texts_.size()); }
+  int32_t bos_id() const { return bos_id_; }
+  int32_t eos_id() const { return eos_id_; }
+  int32_t eot_id() const { return eot_id_; }  // -1 if the vocabulary has none
+  // EOS or end-of-turn: where generation stops.
+  bool is_end_of_generation(int32_t id) const { return id >= 0 && (id == eos_id_ || id == eot_id_); }
+
+ private:
+  struct SpecialToken {
+    std::string_view text;
+    int32_t id;
+  };
+
+  void load_vocabulary(const TokenizerSpec& spec);
+  void load_merges(const std::vector<std::string>& merges);
+  void load_special_ids(const TokenizerSpec& spec);
+  void check_id(int32_t id) const;
+  std::optional<SpecialToken> special_at(std::string_view text, std::size_t pos) const;
+  void encode_plain(std::string_view text, std::vector<int32_t>& out,
+                    std::unordered_map<std::string_view, std::vector<int32_t>>& cache) const;
+  void encode_word(std::string_view word, std::vector<int32_t>& out) const;
+
+  std::vector<std::string> texts_;        // as stored
+  std::vector<std::string> bytes_;        // what each token stands for
+  std::vector<TokenType> types_;
+  std::unordered_map<std::string_view, int32_t> id_by_bytes_;  // ordinary tokens only
+  std::unordered_map<std::string_view, int32_t> id_by_text_;
+  int32_t byte_token_[256] = {};          // the single-byte token of each byte
+  BpeMerges merges_;
+  // Special tokens grouped by their first byte, longest first, so a scan only looks at the
+  // candidates that can start at the current byte.
+  std::vector<SpecialToken> specials_by_first_byte_[256];
+  int32_t bos_id_ = -1;
+  int32_t eos_id_ = -1;
+  int32_t eot_id_ = -1;
+};
+
+}  // namespace bdsl::models

@@ -1,0 +1,31 @@
+#include "ops/attention/attention_decode.h"
+
+#include <string>
+
+namespace bdsl::ops {
+
+namespace {
+// `base` with the tuning's non-default shape: the kernel's name says which variant it is.
+std::string kernel_name(std::string base, const SplitKvTuning& tuning) {
+  if (tuning.head_split > 1) base += "_split" + std::to_string(tuning.head_split);
+  if (tuning.positions_per_pass != SplitKvTuning{}.positions_per_pass) base += "_p" + std::to_string(tuning.positions_per_pass);
+  return base;
+}
+}  // namespace
+
+dsl::Kernel attention_decode(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks,
+                             const SplitKvTuning& tuning) {
+  const std::string name = kernel_name(tuning.defer_combine ? "attention_decode_f16kv_deferred" : "attention_decode_f16kv", tuning);
+  return attention_split_kv(name, target, dims, context, chunks, /*batch=*/false, tuning);
+}
+
+dsl::Kernel attention_decode_projecting_query(const OpTarget& target, const AttentionDims& dims, uint32_t dim,
+                                              uint32_t context, uint32_t chunks, const SplitKvTuning& tuning,
+                                              const MatvecOptions& q_options) {
+  QueryProjection query{dim, q_options};
+  query.options.input = MatvecInput::NormalizeInWorkgroup;
+  return attention_split_kv(kernel_name("attention_decode_f16kv_query", tuning), target, dims, context, chunks,
+                            /*batch=*/false, tuning, &query);
+}
+
+}  // namespace bdsl::ops

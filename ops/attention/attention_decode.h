@@ -1,0 +1,46 @@
+// Attention of one query token (all heads, GQA) over the F16 KV cache positions 0..pos, pos read
+// from the step-state buffer: scores scaled by 1/sqrt(head_dim), softmax in fp32 (max-subtracted,
+// per chunk, then rescaled when chunks combine). The sequence is split into chunks
+// (flash-decoding), as many as pos needs up to a fixed grid, and the last workgroup to finish
+// combines them (atomic counter), so the grid does not depend on pos and decode attention is one
+// barrier-separated step; see ops/attention/attention_split_kv.h for the scheme and why it is not a second
+// dispatch. With defer_combine, the combine of 2..defer_combine chunks is left to the next kernel
+// (ternary_matvec.h, MatvecOptions::attention_partials), which then reads the partials.
+#pragma once
+#include <cstdint>
+
+#include "dsl/builder.h"
+#include "ops/attention/attention_dims.h"
+#include "ops/attention/attention_split_kv.h"
+#include "ops/target.h"
+
+namespace bdsl::ops {
+
+// Bindings: step (read, u32), q (read, f32 [n_heads*head_dim], after RoPE), k_cache, v_cache
+// (read, u32 [context, n_kv_heads*head_dim/2]: F16 pairs), partials (read-write, u32,
+// attention_partials_bytes(dims, chunks, 1)), counters (read-write, u32 [n_kv_heads], zeroed once
+// before the first dispatch), out (write, f32 [n_heads*head_dim]). Push: none.
+// Grid: (n_kv_heads, chunks, 1) workgroups of attention_workgroup(target, dims) invocations;
+// chunks from attention_chunks(target, dims, context) unless you have a reason.
+// tuning: every knob (ops/attention/attention_split_kv.h); the grid's x is then n_kv_heads *
+// tuning.head_split, and out is not written for 1 < active <= tuning.defer_combine (a consumer
+// of the deferred partials needs attention_pass(target, dims, tuning)).
+dsl::Kernel attention_decode(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks,
+                             const SplitKvTuning& tuning = {});
+
+// The same with the query projected in the kernel (QueryProjection in ops/attention/attention_split_kv.h):
+// beside ternary_matvec_kv_rope in one step, instead of after ternary_matvec_qkv_rope in the next,
+// so a decode layer takes four dependent steps instead of five. Positions 0..pos-1 only; the
+// consumer (MatvecOptions::attention_partials with current_position) merges in position pos.
+// Bindings: step (read, u32), k_cache, v_cache (read), partials (read-write, u32,
+// attention_partials_bytes(dims, chunks + 1, 1)), counters (read-write, u32 [n_kv_heads], zeroed
+// once), q (write, f32 [n_heads*head_dim]: after RoPE), w_q (read, the I2_S q weights as uvec4),
+// x (read, f32 [dim]), norm_weight (read, f32 [dim]: attn_norm), rope_table (read, vec2). Push:
+// eps (f32). Grid: (n_kv_heads * tuning.head_split, chunks, 1). tuning.defer_combine >= 1.
+// Recorded right after the K/V projection, the cache bindings (1 and 2) are disjoint from its
+// writes (rt::Graph::dispatch's `disjoint`).
+dsl::Kernel attention_decode_projecting_query(const OpTarget& target, const AttentionDims& dims, uint32_t dim,
+                                              uint32_t context, uint32_t chunks, const SplitKvTuning& tuning,
+                                              const MatvecOptions& q_options = {});
+
+}  // namespace bdsl::ops

@@ -1,0 +1,68 @@
+#include "ops/common/embedding_lookup.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "dsl/dsl.h"
+#include "ops/common/step_state.h"
+
+namespace bdsl::ops {
+using namespace bdsl::dsl;
+
+void for_embedding_part(const EmbeddingShape& s, Expr<u32> token, const std::function<void(uint32_t, Expr<u32>)>& body) {
+  for (uint32_t p = 0; p < s.parts; ++p) {
+    const uint32_t first = p * s.rows_per_part;
+    Expr<boolean> in_part = constant<boolean>(true);
+    if (p > 0) in_part = token >= first;
+    if (p + 1 < s.parts) in_part = in_part && token < first + s.rows_per_part;
+    if_(in_part, [&] { body(p, token - first); });
+  }
+}
+
+namespace {
+
+// x[row * dim + j] = f32(table[token][j]) for every j this invocation covers.
+void gather_row(KernelBuilder& k, const EmbeddingShape& s, const std::vector<Buffer<u32>>& parts,
+                const Buffer<f32>& x, Expr<u32> token, Expr<u32> row) {
+  auto j = k.global_id().x();
+  if_(j < s.dim, [&] {
+    for_embedding_part(s, token, [&](uint32_t p, Expr<u32> local) {
+      auto e = let("e", local * s.dim + j);  // half index inside this part
+      auto pair = unpack_half2x16(parts[p][e >> 1u]);
+      x[row * s.dim + j] = select((e & 1u) == 0u, pair.x(), pair.y());
+    });
+  });
+}
+
+std::vector<Buffer<u32>> table_parts(KernelBuilder& k, const EmbeddingShape& s) {
+  std::vector<Buffer<u32>> parts;
+  for (uint32_t p = 0; p < s.parts; ++p) parts.push_back(k.buffer<u32>("table_" + std::to_string(p), Access::Read));
+  return parts;
+}
+
+}  // namespace
+
+uint32_t embedding_workgroup(const OpTarget& target) { return std::min(256u, target.max_workgroup_invocations); }
+
+dsl::Kernel embedding_lookup(const OpTarget& target, const EmbeddingShape& shape) {
+  KernelBuilder k("embedding_lookup_f16", {embedding_workgroup(target), 1, 1});
+  auto step = k.buffer<u32>("step", Access::Read);
+  auto parts = table_parts(k, shape);
+  auto x = k.buffer<f32>("x", Access::Write);
+  gather_row(k, shape, parts, x, let("token", step[kStepToken]), constant<u32>(0));
+  return k.build();
+}
+
+dsl::Kernel embedding_lookup_batch(const OpTarget& target, const EmbeddingShape& shape) {
+  KernelBuilder k("embedding_lookup_f16_batch", {embedding_workgroup(target), 1, 1});
+  auto tokens = k.buffer<u32>("tokens", Access::Read);
+  auto parts = table_parts(k, shape);
+  auto x = k.buffer<f32>("x", Access::Write);
+  auto n = k.push<u32>("n");
+  auto row = k.workgroup_id().y();
+  if_(row < n, [&] { gather_row(k, shape, parts, x, let("token", tokens[row]), row); });
+  return k.build();
+}
+
+}  // namespace bdsl::ops

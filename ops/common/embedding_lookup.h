@@ -1,0 +1,38 @@
+// One row of the F16 token-embedding table ([vocab, dim] row-major, as stored in the GGUF) widened
+// to f32. The table is read as u32 words holding two halves (unpack_half2x16), so no 16-bit
+// storage feature is needed. A table larger than one binding may be split into `parts` bindings
+// of `rows_per_part` rows each (the last may hold fewer); rows_per_part * dim * 2 bytes must then
+// be a multiple of the device's storage-buffer offset alignment so each part starts on a word.
+#pragma once
+#include <cstdint>
+#include <functional>
+
+#include "dsl/builder.h"
+#include "dsl/dsl.h"
+#include "ops/target.h"
+
+namespace bdsl::ops {
+
+struct EmbeddingShape {
+  uint32_t dim = 0;            // embedding length (any size, odd too)
+  uint32_t rows_per_part = 0;  // vocab rows per table binding
+  uint32_t parts = 1;          // table bindings
+};
+
+// Decode. Bindings: step (read, u32, ops/common/step_state.h: the token), table_0 .. table_{parts-1}
+// (read, u32: F16 pairs), x (write, f32 [dim]). Push: none.
+// Grid: ceil(dim / embedding_workgroup(target)) workgroups.
+dsl::Kernel embedding_lookup(const OpTarget& target, const EmbeddingShape& shape);
+
+// Prefill. Bindings: tokens (read, u32 [n]), table_0 .. table_{parts-1} (read, u32),
+// x (write, f32 [n, dim]). Push: n (u32). Grid: (ceil(dim / embedding_workgroup(target)), n).
+dsl::Kernel embedding_lookup_batch(const OpTarget& target, const EmbeddingShape& shape);
+
+uint32_t embedding_workgroup(const OpTarget& target);
+
+// Runs body(p, token's row inside part p) for the part that holds `token`: the part boundaries
+// compared in a short if-chain (uniform where the token is).
+void for_embedding_part(const EmbeddingShape& shape, dsl::Expr<dsl::u32> token,
+                        const std::function<void(uint32_t, dsl::Expr<dsl::u32>)>& body);
+
+}  // namespace bdsl::ops

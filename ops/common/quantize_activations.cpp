@@ -1,0 +1,173 @@
+#include "ops/common/quantize_activations.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ops/common/exact_division.h"
+#include "ops/common/matrix_support.h"
+
+namespace bdsl::ops {
+using namespace bdsl::dsl;
+
+// 256 invocations: on an H100, 1024 was slower (7.7 us vs 6.2 us per barrier-separated
+// dispatch for dim 2560), the extra subgroup partials outweighing the shorter passes.
+uint32_t quantize_activations_workgroup(const OpTarget& target, const QuantizeOptions& options) {
+  if (options.workgroup == 0) return subgroup_multiple_workgroup(target, 256);
+  if (options.workgroup > target.max_workgroup_invocations || options.workgroup % std::max(1u, target.subgroup_size) != 0)
+    throw std::invalid_argument("quantize_activations: workgroup " + std::to_string(options.workgroup) +
+                                " is not whole subgroups within the device's limit");
+  return options.workgroup;
+}
+
+// Every invocation takes the words lid, lid + w, ... (written out, not a loop: all its loads are
+// issued at once and the values stay in registers for the three passes). On an H100 the looped
+// form paid a memory round trip per element per pass.
+QuantizedTotals emit_quantize_activations(KernelBuilder& k, const QuantizeBody& b) {
+  const uint32_t w = b.workgroup;
+  const uint32_t words = b.dim / 4;
+  const uint32_t per = (words + w - 1) / w;
+  auto lid = k.local_index();
+  const bool norm = static_cast<bool>(b.load_norm_weight);
+
+  struct Slot {
+    Expr<u32> word;
+    std::optional<Expr<boolean>> valid;  // empty: always in range
+    std::vector<Expr<f32>> x, g;
+  };
+  std::vector<Slot> slots;
+  for (uint32_t u = 0; u < per; ++u) {
+    Slot s{let("word" + std::to_string(u), lid + u * w), std::nullopt, {}, {}};
+    const bool may_pass = (u + 1) * w > words;
+    if (may_pass) s.valid = let("in_range" + std::to_string(u), s.word < words);
+    auto readable = may_pass ? min(s.word, constant<u32>(words - 1)) : s.word;
+    std::optional<std::array<Expr<f32>, 4>> word;
+    if (b.load_word) word = b.load_word(readable);
+    for (uint32_t j = 0; j < 4; ++j) {
+      s.x.push_back(let("xv", word ? (*word)[j] : b.load_x(readable * 4u + j)));
+      if (norm) s.g.push_back(let("gv", b.load_norm_weight(readable * 4u + j)));
+    }
+    slots.push_back(std::move(s));
+  }
+  // A word past the end counts as zeros.
+  auto masked = [](const Slot& s, Expr<f32> v) { return s.valid ? select(*s.valid, v, constant<f32>(0.0f)) : v; };
+
+  std::optional<Expr<f32>> inv_rms;
+  if (norm) {
+    // The sum of squares takes elements lid, lid + w, ... in that order (its own loads, issued
+    // with the others): the summation order, so the norm's bits, stay those the golden data
+    // was validated with. Reordering it can move an int8 across a rounding boundary.
+    auto sq_scratch = k.shared<f32>("sum_sq_parts", w);
+    std::optional<Expr<f32>> sum_sq;
+    if (b.load_word)
+      for (const Slot& s : slots)
+        for (uint32_t j = 0; j < 4; ++j) {
+          auto sq = masked(s, s.x[j] * s.x[j]);
+          sum_sq = sum_sq ? *sum_sq + sq : sq;
+        }
+    for (uint32_t u = 0; !b.load_word && u * w < b.dim; ++u) {
+      auto i = lid + u * w;
+      const bool may_pass = (u + 1) * w > b.dim;
+      auto xv = let("xs", b.load_x(may_pass ? min(i, constant<u32>(b.dim - 1)) : i));
+      Expr<f32> sq = xv * xv;
+      if (may_pass) sq = select(i < b.dim, sq, constant<f32>(0.0f));
+      sum_sq = sum_sq ? *sum_sq + sq : sq;
+    }
+    auto total = workgroup_add<f32>(k, sq_scratch, let("sum_sq", *sum_sq), "total_sq");
+    // As golden::rms_norm: mean = sum / n, inv = 1 / sqrt(mean + eps), x * inv * w.
+    inv_rms = let("inv_rms", 1.0f / sqrt(total / static_cast<float>(b.dim) + *b.eps));
+  }
+  std::vector<std::vector<Expr<f32>>> values;
+  std::optional<Expr<f32>> local_max;
+  for (const Slot& s : slots) {
+    values.emplace_back();
+    for (uint32_t j = 0; j < 4; ++j) {
+      auto v = let("v", norm ? (s.x[j] * *inv_rms) * s.g[j] : s.x[j]);
+      values.back().push_back(v);
+      auto a = masked(s, abs(v));
+      local_max = local_max ? max(*local_max, a) : a;
+    }
+  }
+  auto max_scratch = k.shared<f32>("absmax_parts", w);
+  auto absmax = workgroup_max<f32>(k, max_scratch, let("local_absmax", *local_max), "absmax");
+  // Exactly golden's 127 / max(absmax, 1e-5) on every device (see divide_correctly_rounded).
+  auto scale = let("act_scale", divide_correctly_rounded(k, constant<f32>(127.0f), max(absmax, 1e-5f)));
+
+  // q = roundEven(v * s) needs no clamp to [-128, 127] here (docs/format.md's formula has one): |v| <=
+  // absmax for these very values and s = 127 / absmax correctly rounded, so |v * s| <= 127 (1 +
+  // 2^-24) rounds to at most 127 + 1 ulp and then to 127 (and below absmax 1e-5, |v * s| < 127).
+  // The same q for every finite input; on the H100 the two comparisons an element cost 1.9% of
+  // decode (bench/RESULTS.md run 10).
+  std::optional<Expr<i32>> local_sum;
+  for (size_t u = 0; u < slots.size(); ++u) {
+    const Slot& s = slots[u];
+    std::vector<Expr<i32>> q;
+    for (uint32_t j = 0; j < 4; ++j)
+      q.push_back(let("q" + std::to_string(j), cast<i32>(round(values[u][j] * scale))));
+    auto word = let("q_word", pack_i8x4(make_vec<i32>(q[0], q[1], q[2], q[3])));
+    auto word_sum = (q[0] + q[1]) + (q[2] + q[3]);
+    word_sum = s.valid ? select(*s.valid, word_sum, constant<i32>(0)) : word_sum;
+    local_sum = local_sum ? *local_sum + word_sum : word_sum;
+    auto store = [&] {
+      if (b.store_normalized)
+        for (uint32_t j = 0; j < 4; ++j) b.store_normalized(s.word * 4u + j, values[u][j]);
+      b.store_q(s.word, word);
+    };
+    if (s.valid)
+      if_(*s.valid, store);
+    else
+      store();
+  }
+  auto sum_scratch = k.shared<i32>("q_sum_parts", w);
+  auto sum = workgroup_add<i32>(k, sum_scratch, let("local_q_sum", *local_sum), "q_sum");
+  return {scale, sum};
+}
+
+Kernel quantize_activations(const OpTarget& target, uint32_t dim, QuantizeOptions options) {
+  if (dim == 0 || dim % 4 != 0)
+    throw std::invalid_argument("quantize_activations: dim " + std::to_string(dim) + " is not a multiple of 4");
+  const uint32_t w = quantize_activations_workgroup(target, options);
+  std::string name = options.rms_norm ? "rms_norm_quantize_activations" : "quantize_activations";
+  if (options.relu2_gate_up_input) name += "_relu2_gate_up";
+  if (options.write_normalized) name += "_normalized";
+  KernelBuilder k(name + "_" + std::to_string(dim), {w, 1, 1});
+  std::vector<Buffer<f32>> inputs;  // x, or gate and up
+  for (const char* input : options.relu2_gate_up_input ? std::vector{"gate", "up"} : std::vector{"x"})
+    inputs.push_back(k.buffer<f32>(input, Access::Read));
+  std::optional<Buffer<f32>> norm_weight;
+  if (options.rms_norm) norm_weight = k.buffer<f32>("norm_weight", Access::Read);
+  auto q = k.buffer<u32>("q", Access::Write);
+  auto act = k.buffer<u32>("act", Access::Write);
+  std::optional<Buffer<f32>> normalized;
+  if (options.write_normalized) normalized = k.buffer<f32>("normalized", Access::Write);
+  std::optional<Expr<f32>> eps;
+  if (options.rms_norm) eps = k.push<f32>("eps");
+
+  auto token = k.workgroup_id().x();
+  auto x_base = let("x_base", token * dim);
+  auto q_base = let("q_base", token * (dim / 4));
+  QuantizeBody body;
+  body.dim = dim;
+  body.workgroup = w;
+  if (options.relu2_gate_up_input) {
+    body.load_x = [&](Expr<u32> i) {
+      auto g = let("gate_relu", max(Expr<f32>(inputs[0][x_base + i]), 0.0f));
+      return (g * g) * Expr<f32>(inputs[1][x_base + i]);  // as golden::relu2_gate: (g * g) * up
+    };
+  } else {
+    body.load_x = [&](Expr<u32> i) { return Expr<f32>(inputs[0][x_base + i]); };
+  }
+  if (norm_weight) body.load_norm_weight = [&](Expr<u32> i) { return Expr<f32>((*norm_weight)[i]); };
+  body.eps = eps;
+  body.store_q = [&](Expr<u32> word, Expr<u32> packed) { q[q_base + word] = packed; };
+  if (normalized) body.store_normalized = [&](Expr<u32> i, Expr<f32> v) { (*normalized)[x_base + i] = v; };
+  const QuantizedTotals totals = emit_quantize_activations(k, body);
+  if_(k.local_index() == 0u, [&] {
+    act[token * 2u] = bitcast<u32>(totals.scale);
+    act[token * 2u + 1u] = bitcast<u32>(totals.sum);
+  });
+  return k.build();
+}
+
+}  // namespace bdsl::ops

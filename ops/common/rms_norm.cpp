@@ -1,0 +1,69 @@
+#include "ops/common/rms_norm.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dsl/dsl.h"
+#include "ops/common/matrix_support.h"
+
+namespace bdsl::ops {
+using namespace bdsl::dsl;
+
+uint32_t rms_norm_workgroup(const OpTarget& target) {
+  // 256 invocations (10 elements each at dim 2560), a whole number of subgroups.
+  const uint32_t wg = std::min(256u, target.max_workgroup_invocations);
+  return std::max(target.subgroup_size, wg / target.subgroup_size * target.subgroup_size);
+}
+
+RmsNormSlice emit_rms_norm_slice(KernelBuilder& k, const OpTarget& target, const Buffer<f32>& x, const Buffer<f32>& weight,
+                                 Expr<u32> base, Expr<f32> eps, uint32_t dim) {
+  const uint32_t wg = rms_norm_workgroup(target);
+  auto partial = k.shared<f32>("partial", wg);  // one per subgroup (workgroup_add's contract)
+  auto lid = k.local_index();
+
+  // Each invocation's elements lid, lid + wg, ... written out, not looped: all loads (x and the
+  // weight) in flight at once, the values kept for the output. Summed in the same order as a loop.
+  std::vector<Expr<u32>> at;
+  std::vector<std::optional<Expr<boolean>>> in;
+  std::vector<Expr<f32>> xs, ws;
+  std::optional<Expr<f32>> sum;
+  for (uint32_t u = 0; u * wg < dim; ++u) {
+    at.push_back(let("i", lid + u * wg));
+    const bool may_pass = (u + 1) * wg > dim;
+    in.push_back(may_pass ? std::optional<Expr<boolean>>(let("in_range", at.back() < dim)) : std::nullopt);
+    auto readable = may_pass ? min(at.back(), constant<u32>(dim - 1)) : at.back();
+    xs.push_back(let("xv", Expr<f32>(x[base + readable])));
+    ws.push_back(let("wv", Expr<f32>(weight[readable])));
+    Expr<f32> sq = xs.back() * xs.back();
+    if (may_pass) sq = select(*in.back(), sq, constant<f32>(0.0f));
+    sum = sum ? *sum + sq : sq;
+  }
+  // Subgroup partials in subgroup order (a sum of squares is never -0, so the same bits as
+  // adding them to 0.0).
+  auto total = workgroup_add<f32>(k, partial, let("sum_sq", *sum), "total");
+  auto inv = let("inv", 1.0f / sqrt(total / static_cast<float>(dim) + eps));
+  return {at, in, xs, ws, inv};
+}
+
+dsl::Kernel rms_norm(const OpTarget& target, uint32_t dim) {
+  const uint32_t wg = rms_norm_workgroup(target);
+  KernelBuilder k("rms_norm_f32_" + std::to_string(dim), {wg, 1, 1});
+  auto x = k.buffer<f32>("x", Access::Read);
+  auto weight = k.buffer<f32>("weight", Access::Read);
+  auto out = k.buffer<f32>("out", Access::Write);
+  auto eps = k.push<f32>("eps");
+  auto base = let("base", k.workgroup_id().x() * dim);
+  const RmsNormSlice s = emit_rms_norm_slice(k, target, x, weight, base, eps, dim);
+  for (size_t u = 0; u < s.at.size(); ++u) {
+    auto store = [&] { out[base + s.at[u]] = s.normalized(u); };
+    if (s.in[u])
+      if_(*s.in[u], store);
+    else
+      store();
+  }
+  return k.build();
+}
+
+}  // namespace bdsl::ops

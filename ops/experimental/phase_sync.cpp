@@ -1,0 +1,46 @@
+#include "ops/experimental/phase_sync.h"
+
+#include "ops/common/step_state.h"
+
+namespace bdsl::ops {
+using namespace bdsl::dsl;
+
+PhaseSync::PhaseSync(KernelBuilder& k, Buffer<u32> step, Buffer<u32> counters, uint32_t spin_limit)
+    : k_(k), step_(step), counters_(counters), spin_limit_(spin_limit) {}
+
+void PhaseSync::wait(Expr<u32> at, uint32_t count) const {
+  if_(k_.local_index() == 0u, [&] {
+    auto target = let("phase_target", step_[kStepEpoch] * count);
+    auto spins = k_.var<u32>("phase_spins", 0u);
+    auto reached = k_.var<u32>("phase_reached", 0u);
+    loop([&] {
+      // A volatile load: read again from memory on every pass.
+      if_(bitcast<i32>(Expr<u32>(counters_[at]) - target) >= 0, [&] {
+        reached = 1u;
+        break_();
+      });
+      spins += 1u;
+      if_((Expr<u32>(spins) & 31u) == 0u, [&] {
+        // Another wait gave up: so does every later one (checked now and then: it is rare).
+        if_(Expr<u32>(counters_[kPhaseError]) != 0u, [] { break_(); });
+        if_(Expr<u32>(spins) >= spin_limit_, [] { break_(); });
+      });
+    });
+    // Any way out of the loop but the target is a give-up, also one no break took: lavapipe
+    // leaves every loop of an invocation after 65,535 passes in all (gallivm's loop limiter),
+    // and the phase after would read data from before the wait (tests/device/phase_sync_test.cpp).
+    if_(Expr<u32>(reached) == 0u, [&] { atomic_or(counters_[kPhaseError], 1u); });
+  });
+  // With buffer memory semantics: a plain barrier orders shared memory only, so the loads after
+  // it could move before the wait. On an H100 this costs ~0.5 us a handoff: the memory barrier
+  // also waits for the weight loads still in flight.
+  barrier(true);
+}
+
+void PhaseSync::signal(Expr<u32> at) const {
+  memory_barrier_buffer();
+  barrier(true);
+  if_(k_.local_index() == 0u, [&] { atomic_add(counters_[at], 1u); });
+}
+
+}  // namespace bdsl::ops

@@ -1,0 +1,72 @@
+// Greedy decoding's LM head, exact with half the bytes: the argmax of the F16 head's logits
+// (lm_head.h), bit for bit with its ties, reading an int8 shadow of the table
+// (models/gpu/greedy_head.h) and only the few F16 rows that could win. Three dispatches:
+//
+// lm_head_input: the final norm x (bit for bit rms_norm's), x quantized to int8 once (x~ = xq sx,
+//   sx = max|x| / 127) and the norms ||x||_2, ||x - x~||_2 (each (1 + 1e-3) for its own rounding).
+// lm_head_bounds: every row's approximate logit a_r = s_r sx (q_r . xq) from packed int8 dot
+//   products, and, with m_r = c_r ||x||_2 + d_r ||x - x~||_2 + |a_r| 1e-6,
+//   upper_r = a_r + m_r >= logit_r >= a_r - m_r = lower_r: c_r bounds the shadow's error per unit
+//   of ||x|| and d_r = s_r ||q_r||_2 that of quantizing x.
+//   Writes upper[r] and each workgroup's largest lower_r.
+// lm_head_candidates: L = the largest lower bound. A row with upper_r < L cannot be the argmax
+//   (some row's logit is >= L > its own); every other row (the argmax and all its ties among
+//   them) gets its logit exactly as lm_head computes it, and each workgroup writes the argmax of
+//   those (value, index; index 0xffffffff where it had none) for argmax_final, or runs
+//   argmax_final itself in its last workgroup (final_advance below).
+// On the 2B shape: 328 MB read instead of 656, plus the candidates' rows. If the bounds are
+// loose (a flat distribution), more rows are candidates: slower, never wrong.
+//
+// lm_head_bounds(target, vocab, dim, rows_per_part):
+//   bindings  0 xq            uvec4 read   [dim / 16]  lm_head_input's int8 x
+//             1 stats         f32   read   [4]         lm_head_input's sx and norms
+//             2 .. parts + 1  uvec4 read   int8 rows of part p (dim / 16 per row)
+//             parts + 2 scale f32   read   [vocab]  s_r
+//             parts + 3 bound vec2  read   [vocab]  (c_r, d_r)
+//             parts + 4 upper f32   write  [vocab]
+//             parts + 5 lower f32   write  [lm_head_bounds_workgroups]
+//   grid: (lm_head_bounds_workgroups(target, vocab), 1, 1)
+// lm_head_candidates(target, vocab, dim, rows_per_part):
+//   bindings  0 x             as lm_head's x (lm_head_input's xn)
+//             1 .. parts      as lm_head's table parts
+//             parts + 1 upper f32   read   [vocab]
+//             parts + 2 lower f32   read   [lm_head_bounds_workgroups]
+//             parts + 3 part_values   f32 write [argmax_plan(target, vocab).groups]
+//             parts + 4 part_indices  u32 write [the same]
+//   grid: (argmax_plan(target, vocab).groups, 1, 1): argmax_final reads its partials as it reads
+//   argmax_partial's.
+// dim: a multiple of 16 (lm_head_pruned_supported).
+#pragma once
+#include <cstdint>
+#include <optional>
+
+#include "dsl/dsl.h"
+#include "ops/common/embedding_lookup.h"
+#include "ops/target.h"
+
+namespace bdsl::ops {
+
+bool lm_head_pruned_supported(uint32_t dim);
+uint32_t lm_head_bounds_workgroups(const OpTarget& target, uint32_t vocab);
+dsl::Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part);
+// The final norm for the pruned head, once: xn exactly as rms_norm (ops/common/rms_norm.h) writes it (the
+// candidates read it), x~ = sx xq quantized as lm_head_bounds would, and the norms the bounds need.
+//   bindings  0 x       f32 read   [dim] (the residual stream)
+//             1 weight  f32 read   [dim] (output_norm)
+//             2 xn      f32 write  [dim]
+//             3 xq      u32 write  [dim / 4]  int8, element 4w + j in byte j of word w
+//             4 stats   f32 write  [4]  sx, ||xn||_2 (1 + 1e-3), ||xn - x~||_2 (1 + 1e-3) + 1e-30, 0
+//   push eps (f32); grid (1, 1, 1) of rms_norm_workgroup(target) invocations.
+dsl::Kernel lm_head_input(const OpTarget& target, uint32_t dim);
+// final_advance: the last workgroup to finish also runs argmax_final (ops/head/argmax.h) over every
+// workgroup's partial, with that advance_context (0: the token only), instead of a dispatch of
+// its own; bindings then add counter (u32 read-write [1], zero before the first dispatch and
+// left zero) and argmax_final's token [, step, generated] after part_indices.
+// embed_next (with final_advance): that workgroup also writes the chosen token's row of the F16
+// embedding table widened to f32, as embedding_lookup (ops/common/embedding_lookup.h) does: bindings
+// embed_table0 .. (u32 read, the shape's parts) and x_next (f32 write [dim]) come last.
+dsl::Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part,
+                               std::optional<uint32_t> final_advance = std::nullopt,
+                               std::optional<EmbeddingShape> embed_next = std::nullopt);
+
+}  // namespace bdsl::ops

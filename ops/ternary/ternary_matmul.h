@@ -1,0 +1,40 @@
+// Ternary (W1.58 A8) projections of a block of tokens for prefill: Y[tokens, rows] from I2_S
+// weights as stored and per-token int8 activations (quantize_activations with one workgroup per
+// token writes them). The same row dot, epilogues and fusions as ternary_matvec (see its header
+// for the weight and activation layouts); each weight uvec4 a lane loads serves
+// `tokens_per_workgroup` tokens, so the weights stream once per token tile instead of once per
+// token. Plain (any device) or packed-dot arithmetic, chosen as in ternary_matvec.
+// The tensor-core (cooperative-matrix) variant is ternary_matmul_coopmat.h; ternary_matmul_auto
+// there picks it where the device lists an int8 shape.
+// CPU twin: golden::bitlinear per token (golden::ternary_dot for the accumulators).
+//
+// Bindings, in order:
+//   weights       uvec4  read    one per tensor (QKV: w_q, w_k, w_v; gate/up: w_gate, w_up)
+//   x_q           uvec4  read    [tokens, cols / 16]: token t's packed int8 at uvec4 t * cols / 16
+//   x_act         u32    read    [tokens, 2]: s bits, sum(q) bits per token
+//   outputs       f32    write   [tokens, rows] token-major (read-write with add_residual)
+//   accumulators  i32    write   [tokens, rows] (only with write_accumulators)
+// Push constants: tokens (u32).
+// Grid: (ternary_matvec_workgroups(target, total_rows), ceil(tokens / tokens_per_workgroup), 1).
+#pragma once
+#include <cstdint>
+
+#include "dsl/dsl.h"
+#include "ops/target.h"
+#include "ops/ternary/ternary_matvec.h"
+
+namespace bdsl::ops {
+
+struct MatmulOptions {
+  MatvecOptions projection;           // input must stay Quantized
+  uint32_t tokens_per_workgroup = 8;  // tokens sharing each weight load (accumulators per lane)
+};
+
+dsl::Kernel ternary_matmul(const OpTarget& target, uint32_t rows, uint32_t cols, MatmulOptions options = {});
+dsl::Kernel ternary_matmul_qkv(const OpTarget& target, uint32_t q_rows, uint32_t k_rows, uint32_t v_rows,
+                               uint32_t cols, MatmulOptions options = {});
+dsl::Kernel ternary_matmul_relu2_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols,
+                                         MatmulOptions options = {});
+uint32_t ternary_matmul_token_tiles(uint32_t tokens, const MatmulOptions& options = {});
+
+}  // namespace bdsl::ops

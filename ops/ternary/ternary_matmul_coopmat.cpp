@@ -1,0 +1,281 @@
+#include "ops/ternary/ternary_matmul_coopmat.h"
+
+#include <algorithm>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ops/common/matrix_support.h"
+
+namespace bdsl::ops {
+using namespace bdsl::dsl;
+
+namespace {
+
+constexpr uint32_t kBlockCols = 128;  // one I2_S block: the columns staged per step
+// uvec4 per staged row (a weight row or a token): 8 hold its 128 int8, 1 is padding, so 8 rows
+// in a row start in 8 different 16-byte bank groups and a tensor-core load of 8 rows x 16 bytes
+// meets no bank conflict.
+constexpr uint32_t kRowWords = kBlockCols / 16 + 1;
+constexpr MatrixShape kShapes[] = {{16, 8, 32, ScalarKind::I8, ScalarKind::I32}, {16, 16, 32, ScalarKind::I8, ScalarKind::I32}};
+
+// Per workgroup, in rows, tokens, invocations and uvec4 words of the one shared array: while
+// multiplying, one stage (two with double_buffer) of staged weights (rows x kRowWords) then
+// staged activations (tokens x kRowWords); then the int32 accumulators, token-major (c_stride
+// words per token, padded by one word).
+struct Tiles {
+  uint32_t rows, tokens, invocations;
+  uint32_t a_words, b_words, stage_words, c_stride, shared_words;
+};
+
+Tiles tiles_of(const OpTarget& t, const MatrixShape& shape, const CoopMatmulOptions& o) {
+  if (o.row_subgroups == 0 || o.token_subgroups == 0 || o.row_tiles == 0 || o.token_tiles == 0)
+    throw std::invalid_argument("ternary_matmul_coopmat: subgroups and tiles per subgroup must be positive");
+  Tiles r{};
+  r.rows = o.row_subgroups * o.row_tiles * shape.m;
+  r.tokens = o.token_subgroups * o.token_tiles * shape.n;
+  r.invocations = o.row_subgroups * o.token_subgroups * t.subgroup_size;
+  r.a_words = r.rows * kRowWords;
+  r.b_words = r.tokens * kRowWords;
+  r.stage_words = r.a_words + r.b_words;
+  r.c_stride = r.rows / 4 + 1;
+  r.shared_words = std::max(r.stage_words * (o.double_buffer ? 2 : 1), r.tokens * r.c_stride);
+  return r;
+}
+
+MatrixShape shape_or_throw(const OpTarget& t) {
+  const auto shape = ternary_matmul_coopmat_shape(t);
+  if (!shape)
+    throw std::invalid_argument("ternary_matmul_coopmat: the target lists no cooperative-matrix shape 16x8x32 or "
+                                "16x16x32 i8*i8+i32 (use ternary_matmul)");
+  return *shape;
+}
+
+// Codes 0, 1, 2 at bit `shift` of each byte of an I2_S word, as int8 -1, 0, +1 in the same bytes:
+// per byte (code + 0x7f) ^ 0x80 = code - 1, with no carry between bytes (code + 0x7f < 0x100).
+Expr<u32> ternary_bytes(const Expr<u32>& word, uint32_t shift) {
+  return (((word >> shift) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u;
+}
+
+// Loads of one 128-column step, held in registers between the global read and the shared write,
+// so the next step's reads are in flight while the tensor cores work on this one.
+struct Staging {
+  std::vector<Var<uvec4>> w, x;  // per invocation: its weight and activation items
+};
+
+// Runs item(i, u) for this invocation's items i = local + u * invocations of `count`.
+void for_items(KernelBuilder& k, uint32_t count, uint32_t invocations, const std::function<void(Expr<u32>, uint32_t)>& item) {
+  for (uint32_t u = 0; u * invocations < count; ++u) {
+    auto i = let("item", k.local_index() + u * invocations);
+    if ((u + 1) * invocations <= count)
+      item(i, u);
+    else
+      if_(i < count, [&] { item(i, u); });
+  }
+}
+
+// Weight item i: row i / 2 of the workgroup's, uvec4 i % 2 of its 32-byte block (bytes 16h..16h+15,
+// each holding elements byte, 32 + byte, 64 + byte, 96 + byte at shifts 6, 4, 2, 0).
+// Activation item i: token i / 8, uvec4 i % 8 of its 128 int8 of the block.
+void fetch(KernelBuilder& k, Staging& st, const Buffer<uvec4>& w, const Buffer<uvec4>& x_q, Expr<u32> row0,
+           Expr<u32> token0, Expr<u32> tokens, Expr<u32> blk, uint32_t rows, uint32_t cols, const Tiles& t) {
+  for_items(k, t.rows * 2, t.invocations, [&](Expr<u32> i, uint32_t u) {
+    auto row = min(row0 + (i >> 1u), rows - 1u);  // rows past the end read the last one, written nowhere
+    st.w[u] = w[row * (cols / 64) + blk * 2u + (i & 1u)];
+  });
+  for_items(k, t.tokens * 8, t.invocations, [&](Expr<u32> i, uint32_t u) {
+    auto token = min(token0 + (i >> 3u), tokens - 1u);  // likewise: a column of B feeds only its own token
+    st.x[u] = x_q[token * (cols / 16) + blk * 8u + (i & 7u)];
+  });
+}
+
+// Registers -> shared: weights as int8 rows of 128 (element 32j + 16h + 4m + byte sits in word m of
+// uvec4 2j + h of the row, so one I2_S uvec4 gives four int8 uvec4), activations copied as they are.
+void stash(KernelBuilder& k, const Staging& st, const Shared<uvec4>& tile, Expr<u32> stage, const Tiles& t) {
+  for_items(k, t.rows * 2, t.invocations, [&](Expr<u32> i, uint32_t u) {
+    auto at = let("a_at", stage + (i >> 1u) * kRowWords + (i & 1u));
+    Expr<uvec4> v = st.w[u];
+    for (uint32_t j = 0; j < 4; ++j) {
+      const uint32_t shift = 6 - 2 * j;
+      tile[at + 2 * j] = make_vec<u32>(ternary_bytes(v.x(), shift), ternary_bytes(v.y(), shift),
+                                       ternary_bytes(v.z(), shift), ternary_bytes(v.w(), shift));
+    }
+  });
+  for_items(k, t.tokens * 8, t.invocations, [&](Expr<u32> i, uint32_t u) {
+    tile[stage + t.a_words + (i >> 3u) * kRowWords + (i & 7u)] = st.x[u];
+  });
+}
+
+template <uint32_t M, uint32_t N, uint32_t K>
+Kernel build(const OpTarget& target, uint32_t rows, uint32_t cols, const CoopMatmulOptions& o) {
+  const Tiles tl = tiles_of(target, {M, N, K}, o);
+  std::string name = "ternary_matmul_coopmat_" + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) +
+                     "_" + std::to_string(tl.rows) + "x" + std::to_string(tl.tokens) + "_sg" +
+                     std::to_string(o.row_subgroups) + "x" + std::to_string(o.token_subgroups) +
+                     (o.double_buffer ? "_db" : "") +
+                     (o.add_residual ? "_residual" : "") + (o.write_accumulators ? "_acc" : "") + "_" +
+                     std::to_string(rows) + "x" + std::to_string(cols);
+  KernelBuilder k(name, {tl.invocations, 1, 1});
+  auto w = k.buffer<uvec4>("w", Access::Read);
+  auto x_q = k.buffer<uvec4>("x_q", Access::Read);
+  auto x_act = k.buffer<u32>("x_act", Access::Read);
+  auto y = k.buffer<f32>("y", o.add_residual ? Access::ReadWrite : Access::Write);
+  std::optional<Buffer<i32>> acc_out;
+  if (o.write_accumulators) acc_out = k.buffer<i32>("acc", Access::Write);
+  auto tokens = k.push<u32>("tokens");
+  auto tile = k.shared<uvec4>("tile", tl.shared_words);
+
+  auto row0 = let("row0", k.workgroup_id().x() * tl.rows);
+  auto token0 = let("token0", k.workgroup_id().y() * tl.tokens);
+  auto scale = let("scale", bitcast<f32>(Expr<uvec4>(w[uint32_t(uint64_t(rows) * cols / 64)]).x()));
+  // This subgroup's row_tiles x token_tiles accumulators of the workgroup's.
+  auto a_at = let("a_base", (k.subgroup_id() % o.row_subgroups) * (o.row_tiles * M * kRowWords));
+  auto b_at = let("b_base", (k.subgroup_id() / o.row_subgroups) * (o.token_tiles * N * kRowWords) + tl.a_words);
+
+  std::vector<MatrixAcc<i32, M, N>> acc;
+  for (uint32_t i = 0; i < o.row_tiles * o.token_tiles; ++i)
+    acc.push_back(k.matrix<MatrixAcc<i32, M, N>>("acc" + std::to_string(i), 0));
+  std::vector<MatrixA<i8, M, K>> a;
+  std::vector<MatrixB<i8, K, N>> b;
+  for (uint32_t i = 0; i < o.row_tiles; ++i) a.push_back(k.matrix<MatrixA<i8, M, K>>("a" + std::to_string(i)));
+  for (uint32_t j = 0; j < o.token_tiles; ++j) b.push_back(k.matrix<MatrixB<i8, K, N>>("b" + std::to_string(j)));
+
+  Staging st;
+  for (uint32_t u = 0; u * tl.invocations < tl.rows * 2; ++u)
+    st.w.push_back(k.var<uvec4>("w_stage" + std::to_string(u), make_vec<u32>(0u, 0u, 0u, 0u)));
+  for (uint32_t u = 0; u * tl.invocations < tl.tokens * 8; ++u)
+    st.x.push_back(k.var<uvec4>("x_stage" + std::to_string(u), make_vec<u32>(0u, 0u, 0u, 0u)));
+  const uint32_t blocks = cols / kBlockCols;
+  auto next_fetch = [&](Expr<u32> blk) {
+    if_(blk < blocks, [&] { fetch(k, st, w, x_q, row0, token0, tokens, blk, rows, cols, tl); });
+  };
+  // This subgroup's products of the block staged at `stage`, K columns at a time.
+  auto multiply = [&](Expr<u32> stage) {
+    for (uint32_t kk = 0; kk < kBlockCols / 16; kk += K / 16) {
+      for (uint32_t i = 0; i < o.row_tiles; ++i)
+        a[i].load(tile, stage + a_at + (i * M * kRowWords + kk), kRowWords, MatrixLayout::RowMajor);
+      for (uint32_t j = 0; j < o.token_tiles; ++j)
+        b[j].load(tile, stage + b_at + (j * N * kRowWords + kk), kRowWords, MatrixLayout::ColumnMajor);
+      for (uint32_t i = 0; i < o.row_tiles; ++i)
+        for (uint32_t j = 0; j < o.token_tiles; ++j) acc[i * o.token_tiles + j].mul_add(a[i], b[j]);
+    }
+  };
+  fetch(k, st, w, x_q, row0, token0, tokens, constant<u32>(0u), rows, cols, tl);
+  if (o.double_buffer) {
+    // One barrier per block: block b + 1 is staged into the other half while block b is multiplied.
+    stash(k, st, tile, constant<u32>(0u), tl);
+    next_fetch(constant<u32>(1u));
+    barrier();
+    for_range(0u, blocks, [&](Expr<u32> blk) {
+      auto stage = let("stage", (blk & 1u) * tl.stage_words);
+      // The other stage: its last reads were before the previous barrier.
+      if_(blk + 1u < blocks, [&] { stash(k, st, tile, tl.stage_words - stage, tl); });
+      next_fetch(blk + 2u);
+      multiply(stage);
+      barrier();
+    }, "blk");
+  } else {
+    for_range(0u, blocks, [&](Expr<u32> blk) {
+      barrier();  // the previous step's tensor-core loads are done with the tile
+      stash(k, st, tile, constant<u32>(0u), tl);
+      barrier();
+      next_fetch(blk + 1u);
+      multiply(constant<u32>(0u));
+    }, "blk");
+  }
+
+  // The tile now holds the accumulators: word (token * c_stride + row / 4), lane row % 4.
+  barrier();
+  auto c_at = let("c_base", (k.subgroup_id() % o.row_subgroups) * (o.row_tiles * M / 4) +
+                                (k.subgroup_id() / o.row_subgroups) * (o.token_tiles * N * tl.c_stride));
+  for (uint32_t i = 0; i < o.row_tiles; ++i)
+    for (uint32_t j = 0; j < o.token_tiles; ++j)
+      acc[i * o.token_tiles + j].store(tile, c_at + (i * M / 4 + j * N * tl.c_stride), tl.c_stride, MatrixLayout::ColumnMajor);
+  barrier();
+  const uint32_t row_words = tl.rows / 4;
+  for_range(k.local_index(), row_words * tl.tokens, tl.invocations, [&](Expr<u32> i) {
+    auto local_token = let("local_token", i / row_words);
+    auto token = let("token", token0 + local_token);
+    if_(token < tokens, [&] {
+      auto words = let("c_words", Expr<uvec4>(tile[local_token * tl.c_stride + i % row_words]));
+      auto s = let("s", bitcast<f32>(Expr<u32>(x_act[token * 2u])));
+      auto first = let("first_row", row0 + (i % row_words) * 4u);
+      for (uint32_t l = 0; l < 4; ++l) {
+        auto row = first + l;
+        if_(row < rows, [&] {
+          auto dot = let("dot", bitcast<i32>(words.lane(l)));
+          auto v = let("proj", cast<f32>(dot) / s * scale);  // as ternary_matmul: acc / s * scale
+          auto at = let("at", token * rows + row);
+          if (o.add_residual)
+            y[at] = y[at] + v;
+          else
+            y[at] = v;
+          if (acc_out) (*acc_out)[at] = dot;
+        });
+      }
+    });
+  }, "out");
+  return k.build();
+}
+
+}  // namespace
+
+CoopMatmulOptions coop_tiles_for(uint32_t rows, uint32_t cols) {
+  // Measured on the H100 at 512 tokens (bench matmul/...): 128x64 tiles win at 2560x2560 (46 us
+  // against 59), 64x64 tiles (twice the workgroups) where the rows or the reduction are long
+  // (6912x2560: 76 us against 88; 2560x6912: 82 against 96).
+  CoopMatmulOptions o;
+  if (rows > 4096 || cols > 4096) o.row_tiles = 1;
+  return o;
+}
+
+std::optional<MatrixShape> ternary_matmul_coopmat_shape(const OpTarget& target) {
+  for (const MatrixShape& s : kShapes)
+    if (target.has_matrix_shape(s)) return s;
+  return std::nullopt;
+}
+
+Kernel ternary_matmul_coopmat(const OpTarget& target, uint32_t rows, uint32_t cols, CoopMatmulOptions options) {
+  const MatrixShape shape = shape_or_throw(target);
+  if (rows == 0 || cols == 0 || cols % kBlockCols != 0)
+    throw std::invalid_argument("ternary_matmul_coopmat: " + std::to_string(rows) + "x" + std::to_string(cols) +
+                                ": rows must be positive and cols a positive multiple of 128");
+  if (uint64_t(rows) * cols / 64 >= (1ull << 32))
+    throw std::invalid_argument("ternary_matmul_coopmat: the weights are too large for 32-bit indices");
+  const Tiles t = tiles_of(target, shape, options);
+  const uint64_t shared = uint64_t(t.shared_words) * 16;
+  if (shared > target.max_shared_bytes || t.invocations > target.max_workgroup_invocations)
+    throw std::invalid_argument("ternary_matmul_coopmat: " + std::to_string(t.rows) + " rows x " + std::to_string(t.tokens) +
+                                " tokens per workgroup need " + std::to_string(shared) + " bytes of shared memory and " +
+                                std::to_string(t.invocations) + " invocations: more than the target has");
+  if (shape.n == 8) return build<16, 8, 32>(target, rows, cols, options);
+  return build<16, 16, 32>(target, rows, cols, options);
+}
+
+uint32_t ternary_matmul_coopmat_row_groups(const OpTarget& target, uint32_t rows, const CoopMatmulOptions& options) {
+  return ceil_div(rows, tiles_of(target, shape_or_throw(target), options).rows);
+}
+
+uint32_t ternary_matmul_coopmat_token_groups(const OpTarget& target, uint32_t tokens, const CoopMatmulOptions& options) {
+  return ceil_div(tokens, tiles_of(target, shape_or_throw(target), options).tokens);
+}
+
+PrefillMatmul ternary_matmul_auto(const OpTarget& target, uint32_t rows, uint32_t cols, const MatmulOptions& options,
+                                  MatmulEngine engine) {
+  const bool cooperative = engine == MatmulEngine::CooperativeMatrix ||
+                           (engine == MatmulEngine::Auto && ternary_matmul_coopmat_shape(target).has_value());
+  if (!cooperative) {
+    return {ternary_matmul(target, rows, cols, options), false,
+            ternary_matvec_workgroups(target, rows, options.projection), options.tokens_per_workgroup};
+  }
+  if (options.projection.input != MatvecInput::Quantized)
+    throw std::invalid_argument("ternary_matmul_auto: the tensor-core variant takes quantized activations");
+  CoopMatmulOptions c = coop_tiles_for(rows, cols);
+  c.add_residual = options.projection.add_residual;
+  c.write_accumulators = options.projection.write_accumulators;
+  const Tiles t = tiles_of(target, shape_or_throw(target), c);
+  return {ternary_matmul_coopmat(target, rows, cols, c), true, ternary_matmul_coopmat_row_groups(target, rows, c), t.tokens};
+}
+
+}  // namespace bdsl::ops

@@ -1,0 +1,68 @@
+// Ternary (W1.58 A8) projection of a block of tokens on tensor cores: Y[tokens, rows] from I2_S
+// weights as stored and per-token int8 activations, with cooperative matrices (dsl/matrix.h,
+// VK_NV_cooperative_matrix s8 x s8 -> s32). The same bindings, push constant and results as
+// ternary_matmul (see ternary_matmul.h and ternary_matvec.h for the layouts); only the grid differs.
+// CPU twin: golden::ternary_dot per (token, row) for the accumulators, then acc / s * scale.
+//
+// A workgroup owns row_subgroups x token_subgroups subgroups; each multiplies row_tiles M-row
+// tiles by token_tiles N-token tiles (M, N, K: the shape the device lists, 16x8x32 or 16x16x32),
+// so by default 128 rows x 64 tokens per workgroup, 8 int32 accumulators per subgroup. Per
+// 128-column I2_S block, the workgroup writes the weights to shared memory as int8 -1/0/+1 a
+// 32-bit word at a time (4 codes per word with a few bit operations) and the tokens' int8
+// activations as they are, then each subgroup runs 4 K steps of row_tiles x token_tiles products;
+// the next block's global reads are in flight meanwhile. The int32 accumulators are exact (no
+// sum(q) correction), as ternary_dot's; they go through shared memory to the epilogue:
+// y = acc / s * scale (+ y with add_residual).
+// The device must run the target's subgroup size (NVIDIA: 32).
+//
+// Bindings, in order: w (uvec4, read), x_q (uvec4, read), x_act (u32, read), y (f32, write;
+// read-write with add_residual), acc (i32, write, with write_accumulators). Push: tokens (u32).
+// Grid: (ternary_matmul_coopmat_row_groups(rows), ternary_matmul_coopmat_token_groups(tokens), 1).
+#pragma once
+#include <cstdint>
+#include <optional>
+
+#include "dsl/dsl.h"
+#include "ops/target.h"
+#include "ops/ternary/ternary_matmul.h"
+
+namespace bdsl::ops {
+
+struct CoopMatmulOptions {
+  bool add_residual = false;        // y = y + proj, y bound read-write
+  bool write_accumulators = false;  // extra i32 output with the exact accumulators
+  uint32_t row_subgroups = 4;       // subgroups along the rows of a workgroup
+  uint32_t token_subgroups = 2;     // subgroups along its tokens
+  uint32_t row_tiles = 2;           // M-row tiles per subgroup
+  uint32_t token_tiles = 4;         // N-token tiles per subgroup (accumulators: row_tiles x token_tiles)
+  bool double_buffer = false;       // two stages in shared memory: one barrier per block, not two
+};
+
+// The int8 shape this op uses on the target (16x8x32, else 16x16x32), or none: then only the
+// plain ternary_matmul runs there.
+std::optional<MatrixShape> ternary_matmul_coopmat_shape(const OpTarget& target);
+
+// Throws std::invalid_argument when the target lists no usable shape.
+dsl::Kernel ternary_matmul_coopmat(const OpTarget& target, uint32_t rows, uint32_t cols, CoopMatmulOptions options = {});
+uint32_t ternary_matmul_coopmat_row_groups(const OpTarget& target, uint32_t rows, const CoopMatmulOptions& options = {});
+uint32_t ternary_matmul_coopmat_token_groups(const OpTarget& target, uint32_t tokens,
+                                             const CoopMatmulOptions& options = {});
+
+// The tile shape ternary_matmul_auto gives a rows x cols projection (128x64 or 64x64 tokens per
+// workgroup, as measured best on the H100).
+CoopMatmulOptions coop_tiles_for(uint32_t rows, uint32_t cols);
+
+// A single-tensor prefill projection whichever variant runs: tensor cores where the target has
+// them (Auto), else ternary_matmul (its dot product chosen by options.projection.dot).
+enum class MatmulEngine { Auto, CooperativeMatrix, Subgroup };
+struct PrefillMatmul {
+  dsl::Kernel kernel;
+  bool cooperative = false;
+  uint32_t row_groups = 0;        // grid x
+  uint32_t tokens_per_group = 0;  // grid y = token_groups(tokens)
+  uint32_t token_groups(uint32_t tokens) const { return (tokens + tokens_per_group - 1) / tokens_per_group; }
+};
+PrefillMatmul ternary_matmul_auto(const OpTarget& target, uint32_t rows, uint32_t cols, const MatmulOptions& options = {},
+                                  MatmulEngine engine = MatmulEngine::Auto);
+
+}  // namespace bdsl::ops
