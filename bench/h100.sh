@@ -7,6 +7,8 @@
 #   bench/h100.sh run [ARGS...]   # there, in the checkout root, with .h100 (and .gl, the Vulkan
 #                                 # loader .debs) carried: unpack the loader, run the bench; results
 #                                 # go to $OUT (or .h100/out) as JSON plus the console table
+#   bench/h100.sh run-tests       # there: the device suites, with the validation layer when .vl
+#                                 # (Debian's vulkan-validationlayers .deb) is carried too
 #
 # ARGS go to bitnet-dsl-bench (e.g. --benchmark_filter=decode). The synthetic 2B model is written
 # on the GPU machine's disk by the bench itself (1.2 GB, seconds), never shipped.
@@ -46,6 +48,13 @@ case "${1:-}" in
     for f in .gl/*.deb; do dpkg -x "$f" /; done
     ldconfig
     export LD_LIBRARY_PATH="$PWD/.h100/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    # The Khronos validation layer, where .vl holds Debian's vulkan-validationlayers .deb (carried):
+    # unpacked beside, not over /, and found through VK_LAYER_PATH. The suites fail on any message.
+    if compgen -G ".vl/*.deb" >/dev/null; then
+      mkdir -p /tmp/vl && dpkg -x .vl/*.deb /tmp/vl
+      export VK_LAYER_PATH=/tmp/vl/usr/share/vulkan/explicit_layer.d
+      export LD_LIBRARY_PATH="/tmp/vl/usr/lib/x86_64-linux-gnu:$LD_LIBRARY_PATH"
+    fi
     src=$(cat .h100/source_dir)
     [[ -e $src ]] || { mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"; }
     mkdir -p build/tools && cp .h100/bitnet-dsl build/tools/  # the CLI tests run the program

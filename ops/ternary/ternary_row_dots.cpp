@@ -2,6 +2,8 @@
 // lanes read a row's codes and pair them with q.
 #include "ops/ternary/ternary_row_dots.h"
 
+#include <stdexcept>
+
 #include <algorithm>
 #include <array>
 #include <string>
@@ -12,6 +14,7 @@ using namespace bdsl::dsl;
 namespace {
 
 Expr<i32> tree_sum(std::vector<Expr<i32>> v) {
+  if (v.empty()) throw std::logic_error("tree_sum of no terms");
   while (v.size() > 1) {
     std::vector<Expr<i32>> next;
     for (size_t i = 0; i + 1 < v.size(); i += 2) next.push_back(v[i] + v[i + 1]);
