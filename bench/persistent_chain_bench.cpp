@@ -15,8 +15,8 @@
 
 #include "bench/bench_registry.h"
 #include "dsl/dsl.h"
-#include "ops/experimental/phase_sync.h"
 #include "ops/common/step_state.h"
+#include "ops/experimental/phase_sync.h"
 #include "ops/ternary/ternary_matvec.h"
 #include "ops/ternary/ternary_projection.h"
 #include "runtime/buffer.h"

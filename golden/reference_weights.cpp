@@ -4,8 +4,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "models/numerics/half_float.h"
 #include "models/formats/i2s.h"
+#include "models/numerics/half_float.h"
 
 namespace bdsl::golden {
 

@@ -4,10 +4,10 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "models/numerics/half_float.h"
 #include "golden/splitmix.h"
 #include "golden/synthetic_vocab.h"
 #include "models/formats/i2s.h"
+#include "models/numerics/half_float.h"
 
 namespace bdsl::golden {
 

@@ -2,25 +2,25 @@
 
 #include <algorithm>
 
-#include "ops/head/argmax.h"
 #include "ops/attention/attention_decode.h"
 #include "ops/attention/attention_prefill.h"
 #include "ops/attention/attention_split_kv.h"
-#include "ops/experimental/decode_layer.h"
+#include "ops/attention/rope_kv_write.h"
 #include "ops/common/embedding_lookup.h"
-#include "ops/head/lm_head.h"
-#include "ops/head/lm_head_pruned.h"
 #include "ops/common/quantize_activations.h"
 #include "ops/common/rms_norm.h"
-#include "ops/attention/rope_kv_write.h"
 #include "ops/examples/saxpy.h"
 #include "ops/examples/stream_read.h"
 #include "ops/examples/subgroup_softmax.h"
+#include "ops/examples/workgroup_sum.h"
+#include "ops/experimental/decode_layer.h"
+#include "ops/head/argmax.h"
+#include "ops/head/lm_head.h"
+#include "ops/head/lm_head_pruned.h"
+#include "ops/head/top_k.h"
 #include "ops/ternary/ternary_matmul.h"
 #include "ops/ternary/ternary_matmul_coopmat.h"
 #include "ops/ternary/ternary_matvec.h"
-#include "ops/head/top_k.h"
-#include "ops/examples/workgroup_sum.h"
 
 namespace bdsl::ops {
 namespace {

@@ -9,9 +9,9 @@
 #include <random>
 
 #include "golden/npy.h"
-#include "models/tokenizer/chat_template.h"
 #include "models/formats/gguf.h"
 #include "models/gpu/generator.h"
+#include "models/tokenizer/chat_template.h"
 #include "models/tokenizer/token_stream.h"
 #include "models/tokenizer/tokenizer.h"
 #include "tools/command.h"

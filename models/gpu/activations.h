@@ -7,12 +7,12 @@
 
 #include "golden/reference_ops.h"
 #include "models/gpu/bitnet_model.h"
-#include "ops/attention/attention_split_kv.h"
-#include "ops/experimental/decode_layer.h"
-#include "ops/head/lm_head_pruned.h"
-#include "ops/experimental/phase_sync.h"
-#include "ops/common/step_state.h"
 #include "models/numerics/rope.h"
+#include "ops/attention/attention_split_kv.h"
+#include "ops/common/step_state.h"
+#include "ops/experimental/decode_layer.h"
+#include "ops/experimental/phase_sync.h"
+#include "ops/head/lm_head_pruned.h"
 
 namespace bdsl::bitnet {
 

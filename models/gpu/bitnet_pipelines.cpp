@@ -6,10 +6,10 @@
 
 #include "ops/attention/attention_decode.h"
 #include "ops/attention/attention_split_kv.h"
-#include "ops/common/embedding_lookup.h"
-#include "ops/head/lm_head_pruned.h"
-#include "ops/common/rms_norm.h"
 #include "ops/attention/rope_kv_write.h"
+#include "ops/common/embedding_lookup.h"
+#include "ops/common/rms_norm.h"
+#include "ops/head/lm_head_pruned.h"
 #include "ops/ternary/ternary_matvec.h"
 #include "runtime/kernel_pipeline.h"
 

@@ -6,9 +6,9 @@
 #include <fmt/format.h>
 
 #include "models/gpu/activations.h"
+#include "ops/attention/rope_kv_write.h"
 #include "ops/common/embedding_lookup.h"
 #include "ops/common/quantize_activations.h"
-#include "ops/attention/rope_kv_write.h"
 #include "ops/ternary/ternary_matmul.h"
 #include "ops/ternary/ternary_matvec.h"
 

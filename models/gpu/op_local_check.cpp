@@ -4,9 +4,9 @@
 
 #include <stdexcept>
 
-#include "models/numerics/half_float.h"
 #include "golden/matrix.h"
 #include "golden/reference_ops.h"
+#include "models/numerics/half_float.h"
 
 namespace bdsl::bitnet {
 namespace {

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "ops/head/argmax.h"
 #include "ops/common/embedding_lookup.h"
-#include "ops/head/lm_head.h"
 #include "ops/common/matrix_support.h"
 #include "ops/common/rms_norm.h"
+#include "ops/head/argmax.h"
+#include "ops/head/lm_head.h"
 
 namespace bdsl::ops {
 using namespace bdsl::dsl;

@@ -15,8 +15,8 @@
 #include "ops/attention/attention_split_kv.h"
 #include "ops/common/matrix_support.h"
 #include "ops/common/quantize_activations.h"
-#include "ops/ternary/rope_kv_epilogue.h"
 #include "ops/common/step_state.h"
+#include "ops/ternary/rope_kv_epilogue.h"
 #include "ops/ternary/ternary_row_dots.h"
 
 

@@ -4,8 +4,8 @@
 #include <numeric>
 
 #include "device_test.h"
-#include "ops/experimental/phase_sync.h"
 #include "ops/common/step_state.h"
+#include "ops/experimental/phase_sync.h"
 
 namespace bdsl::test {
 namespace {

@@ -6,12 +6,12 @@
 #include <random>
 
 #include "device_test.h"
-#include "models/numerics/half_float.h"
 #include "models/gpu/greedy_head.h"
+#include "models/numerics/half_float.h"
+#include "ops/common/rms_norm.h"
 #include "ops/head/argmax.h"
 #include "ops/head/lm_head.h"
 #include "ops/head/lm_head_pruned.h"
-#include "ops/common/rms_norm.h"
 
 namespace bdsl::test {
 namespace {

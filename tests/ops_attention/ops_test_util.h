@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "device_test.h"
-#include "models/numerics/half_float.h"
 #include "golden/splitmix.h"
+#include "models/numerics/half_float.h"
 #include "ops/common/step_state.h"
 #include "ops/target.h"
 

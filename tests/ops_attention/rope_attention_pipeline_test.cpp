@@ -4,12 +4,12 @@
 #include <cmath>
 
 #include "golden/reference_ops.h"
+#include "models/numerics/half_float.h"
+#include "models/numerics/rope.h"
 #include "ops/attention/attention_decode.h"
 #include "ops/attention/attention_prefill.h"
 #include "ops/attention/rope_kv_write.h"
 #include "ops_test_util.h"
-#include "models/numerics/half_float.h"
-#include "models/numerics/rope.h"
 
 namespace bdsl::test {
 namespace {

@@ -4,10 +4,10 @@
 #include <span>
 
 #include "golden/reference_ops.h"
-#include "ops/attention/rope_kv_write.h"
-#include "ops_test_util.h"
 #include "models/numerics/half_float.h"
 #include "models/numerics/rope.h"
+#include "ops/attention/rope_kv_write.h"
+#include "ops_test_util.h"
 
 namespace bdsl::test {
 namespace {

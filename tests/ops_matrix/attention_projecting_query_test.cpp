@@ -5,13 +5,13 @@
 // the consumer used is golden::attention's over the cache with row pos written, at positions
 // with no earlier row, one chunk, deferred chunks and attention's own combine, in one graph
 // replayed position after position.
-#include "models/numerics/half_float.h"
 #include "golden/reference_ops.h"
 #include "matrix_test.h"
+#include "models/numerics/half_float.h"
+#include "models/numerics/rope.h"
 #include "ops/attention/attention_decode.h"
 #include "ops/common/step_state.h"
 #include "ops/ternary/ternary_matvec.h"
-#include "models/numerics/rope.h"
 
 namespace bdsl::test {
 namespace {

@@ -6,9 +6,9 @@
 
 #include "golden/reference_ops.h"
 #include "matrix_test.h"
-#include "ops/experimental/phase_sync.h"
-#include "ops/common/step_state.h"
 #include "models/numerics/rope.h"
+#include "ops/common/step_state.h"
+#include "ops/experimental/phase_sync.h"
 
 namespace bdsl::test {
 namespace {

@@ -2,8 +2,8 @@
 // with the table split into several bindings.
 #include "ops/head/lm_head.h"
 
-#include "models/numerics/half_float.h"
 #include "matrix_test.h"
+#include "models/numerics/half_float.h"
 
 namespace bdsl::test {
 namespace {

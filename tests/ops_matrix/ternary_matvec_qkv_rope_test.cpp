@@ -4,10 +4,10 @@
 // Those two are each checked against the CPU reference (ternary_matvec_test, rope_kv_write_test).
 #include "golden/reference_ops.h"
 #include "matrix_test.h"
+#include "models/numerics/rope.h"
 #include "ops/attention/rope_kv_write.h"
 #include "ops/common/step_state.h"
 #include "ops/ternary/ternary_matvec.h"
-#include "models/numerics/rope.h"
 
 namespace bdsl::test {
 namespace {
