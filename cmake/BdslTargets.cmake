@@ -8,15 +8,11 @@ if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
   list(APPEND BDSL_WARNINGS -Wno-restrict)
 endif()
 
-# RECURSE: the sources of every folder below too (a library split into families, as ops/);
-# SUBDIRS: those of the named folders only (models/ holds libraries of its own beside them).
+# SUBDIRS: the sources of these folders below too (a library split into families, as ops/;
+# models/ also holds libraries of its own beside them).
 function(bdsl_library name)
-  cmake_parse_arguments(ARG "RECURSE" "" "DEPS;PRIVATE_DEPS;EXCLUDE;SUBDIRS" ${ARGN})
-  if(ARG_RECURSE)
-    file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
-  else()
-    file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
-  endif()
+  cmake_parse_arguments(ARG "" "" "DEPS;PRIVATE_DEPS;EXCLUDE;SUBDIRS" ${ARGN})
+  file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
   foreach(sub IN LISTS ARG_SUBDIRS)
     file(GLOB sub_sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${sub}/*.cpp)
     list(APPEND sources ${sub_sources})
