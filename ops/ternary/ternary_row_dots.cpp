@@ -11,6 +11,10 @@
 namespace bdsl::ops::detail {
 using namespace bdsl::dsl;
 
+Expr<u32> masked_field(const Expr<u32>& w, uint32_t j) {
+  return j == 0 ? (w >> 2u) & 0x30303030u : w & (0x03030303u << (6 - 2 * j));
+}
+
 namespace {
 
 Expr<i32> tree_sum(std::vector<Expr<i32>> v) {
@@ -34,15 +38,6 @@ Expr<i32> code_dot(const Expr<u32>& w, uint32_t shift, const Expr<u32>& q_word) 
   return tree_sum(terms);
 }
 
-// Field j's codes (bit 6 - 2j) of word w left in place, as bytes code * 4^(3 - j), not shifted
-// down to code: one AND instead of a shift and an AND. Field 0 (bit 6, code * 64 up to 128)
-// alone is shifted, to code * 16 like field 1, so that every byte is at most 32 and a signed
-// dot reads it right (a mixed-signedness dot, OpSUDotKHR, of field 0 in place measured ~0.5%
-// faster on the H100: not worth a second dot instruction). On the H100 the projections' dot
-// products are bound by their instruction count (bench/RESULTS.md run 10).
-Expr<u32> masked_field(const Expr<u32>& w, uint32_t j) {
-  return j == 0 ? (w >> 2u) & 0x30303030u : w & (0x03030303u << (6 - 2 * j));
-}
 
 // A weight uvec4's four code fields against their q uvec4s (qv[j] pairs with field j): result j
 // is the field's sum(code * q) times its scale (16, 16, 4, 1), exactly (|q| <= 128).

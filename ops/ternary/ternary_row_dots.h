@@ -19,6 +19,14 @@
 
 namespace bdsl::ops::detail {
 
+// Field j's codes (bit 6 - 2j) of word w left in place, as bytes code * 4^(3 - j), not shifted
+// down to code: one AND instead of a shift and an AND. Field 0 (bit 6, code * 64 up to 128)
+// alone is shifted, to code * 16 like field 1, so that every byte is at most 32 and a signed
+// dot reads it right (a mixed-signedness dot, OpSUDotKHR, of field 0 in place measured ~0.5%
+// faster on the H100: not worth a second dot instruction). On the H100 the projections' dot
+// products are bound by their instruction count (bench/RESULTS.md run 10).
+dsl::Expr<dsl::u32> masked_field(const dsl::Expr<dsl::u32>& w, uint32_t j);
+
 // q's uvec4 i of token t.
 using QuadLoader = std::function<dsl::Expr<dsl::uvec4>(dsl::Expr<dsl::u32>, dsl::Expr<dsl::u32>)>;
 

@@ -12,6 +12,7 @@
 #include <numeric>
 
 #include "device_test.h"
+#include "ops/ternary/ternary_row_dots.h"
 
 namespace bdsl::test {
 namespace {
@@ -20,11 +21,7 @@ using namespace dsl;
 constexpr uint32_t kWorkgroup = 64;
 constexpr uint32_t kChunks = 4;  // uvec4 chunks of the row: lanes 0..3 have one each
 
-// Field j of a word's codes left in place (ternary_row_dots.cpp's masked_field).
-Expr<u32> masked_field(const Expr<u32>& w, uint32_t j) {
-  return j == 0 ? (w >> 2u) & 0x30303030u : w & (0x03030303u << (6 - 2 * j));
-}
-
+// The CPU twin of ops::detail::masked_field.
 uint32_t field_bytes(uint32_t w, uint32_t j) { return j == 0 ? (w >> 2) & 0x30303030u : w & (0x03030303u << (6 - 2 * j)); }
 
 // Loop shapes: every lane runs the same passes (out-of-range chunks counted 0), or a lane runs
@@ -53,7 +50,7 @@ Kernel field_sums_after_loop(uint32_t accumulators, Shape shape) {
         auto qv = let("qv", Expr<uvec4>(q[cc * (accumulators / 4) + token]));
         for (uint32_t a = 4 * token; a < 4 * token + 4; ++a) {
           std::vector<Expr<i32>> terms;
-          for (uint32_t m = 0; m < 4; ++m) terms.push_back(sdot4x8(masked_field(wv.lane(m), a % 4), qv.lane(m)));
+          for (uint32_t m = 0; m < 4; ++m) terms.push_back(sdot4x8(ops::detail::masked_field(wv.lane(m), a % 4), qv.lane(m)));
           Expr<i32> dot = (terms[0] + terms[1]) + (terms[2] + terms[3]);
           acc[a] += valid ? select(*valid, dot, constant<i32>(0)) : dot;
         }

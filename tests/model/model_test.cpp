@@ -38,6 +38,27 @@ fs::path Model::dir_;
 
 std::vector<int32_t> golden_prompt() { return golden::read_npy_i32(kGolden / "prompt.npy").data; }
 
+// The separate kernels with the arithmetic fused layers do: attention's chunks combined in
+// attention, and one workgroup size for every phase (the norm's sum of squares is summed per
+// workgroup).
+bitnet::ModelOptions separate_kernels_as_fused() {
+  bitnet::ModelOptions o;
+  o.decode_tuning.defer_attention_combine = false;
+  o.decode_tuning.gate_up_workgroup = 0;
+  return o;
+}
+
+// The golden prompt, one step at a time on both: the same tokens, logits and KV cache bit for bit.
+void expect_same_steps(bitnet::BitNetModel& fused, bitnet::BitNetModel& separate, uint32_t n_layers) {
+  const auto prompt = golden_prompt();
+  for (uint32_t t = 0; t < prompt.size(); ++t) {
+    EXPECT_EQ(fused.step(prompt[t], t).argmax, separate.step(prompt[t], t).argmax) << "position " << t;
+    EXPECT_EQ(fused.logits(), separate.logits()) << "position " << t;
+  }
+  for (uint32_t l = 0; l < n_layers; ++l)
+    EXPECT_EQ(fused.kv_cache(l, uint32_t(prompt.size())), separate.kv_cache(l, uint32_t(prompt.size()))) << "layer " << l;
+}
+
 TEST_F(Model, EveryOpMatchesTheReferenceAtEveryPosition) {
   const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
   const auto report = bitnet::validate_against_golden(ctx(), file, kGolden);
@@ -147,11 +168,7 @@ TEST_F(Model, FusedLayersEqualTheSeparateKernels) {
   if (!workgroups_start_in_order()) GTEST_SKIP() << "needs workgroups that start in order (LP_NUM_THREADS=0 on lavapipe)";
   const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
-  bitnet::ModelOptions plain;  // fused layers combine attention's chunks in attention, as this
-  plain.decode_tuning.defer_attention_combine = false;
-  // and give every phase one workgroup size (the norm's sum of squares is summed per workgroup)
-  plain.decode_tuning.gate_up_workgroup = 0;
-  bitnet::BitNetModel separate(ctx(), file, config, plain);
+  bitnet::BitNetModel separate(ctx(), file, config, separate_kernels_as_fused());
   EXPECT_EQ(separate.stats().dispatches, 1 + 5 * 4 + 4u);
   for (auto mode : {bitnet::FusedLayers::All, bitnet::FusedLayers::FfnDownQkv}) {
     SCOPED_TRACE(mode == bitnet::FusedLayers::All ? "all" : "ffn_down + qkv");
@@ -162,13 +179,7 @@ TEST_F(Model, FusedLayersEqualTheSeparateKernels) {
     // embedding, QKV 0, per layer 2 (all) or 4 (attention, attn_output, gate/up, ffn_down + next
     // QKV; the last ffn_down alone), norm, head, argmax (2)
     EXPECT_EQ(fused.stats().dispatches, mode == bitnet::FusedLayers::All ? 1 + 1 + 2 * 4 + 4u : 1 + 1 + 4 * 4 + 4u);
-    const auto prompt = golden_prompt();
-    for (uint32_t t = 0; t < prompt.size(); ++t) {
-      EXPECT_EQ(fused.step(prompt[t], t).argmax, separate.step(prompt[t], t).argmax) << "position " << t;
-      EXPECT_EQ(fused.logits(), separate.logits()) << "position " << t;
-    }
-    for (uint32_t l = 0; l < config.n_layers; ++l)
-      EXPECT_EQ(fused.kv_cache(l, uint32_t(prompt.size())), separate.kv_cache(l, uint32_t(prompt.size()))) << "layer " << l;
+    expect_same_steps(fused, separate, config.n_layers);
     EXPECT_TRUE(fused.fused_layers()) << "no wait gave up";
   }
 }
@@ -180,19 +191,10 @@ TEST_F(Model, FusedLayersWhereWorkgroupsMayStartOutOfOrderGiveTheSeparateKernels
   if (workgroups_start_in_order()) GTEST_SKIP() << "this device starts workgroups in order (FusedLayersEqualTheSeparateKernels)";
   const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
-  bitnet::ModelOptions plain, on;
-  plain.decode_tuning.defer_attention_combine = false;
-  plain.decode_tuning.gate_up_workgroup = 0;
-  on.decode_tuning = plain.decode_tuning;  // a fallback then records the same separate kernels
+  bitnet::ModelOptions on = separate_kernels_as_fused();  // a fallback records these separate kernels
   on.fused_layers = bitnet::FusedLayers::All;
-  bitnet::BitNetModel separate(ctx(), file, config, plain), fused(ctx(), file, config, on);
-  const auto prompt = golden_prompt();
-  for (uint32_t t = 0; t < prompt.size(); ++t) {
-    EXPECT_EQ(fused.step(prompt[t], t).argmax, separate.step(prompt[t], t).argmax) << "position " << t;
-    EXPECT_EQ(fused.logits(), separate.logits()) << "position " << t;
-  }
-  for (uint32_t l = 0; l < config.n_layers; ++l)
-    EXPECT_EQ(fused.kv_cache(l, uint32_t(prompt.size())), separate.kv_cache(l, uint32_t(prompt.size()))) << "layer " << l;
+  bitnet::BitNetModel separate(ctx(), file, config, separate_kernels_as_fused()), fused(ctx(), file, config, on);
+  expect_same_steps(fused, separate, config.n_layers);
 }
 
 // A fused token whose waits give up (as where workgroups do not start in order) runs again with

@@ -26,6 +26,38 @@ class TernaryMatmul : public OpsMatrix, public ::testing::WithParamInterface<Dot
     return o;
   }
   static float project(int32_t acc, float s, float scale) { return static_cast<float>(acc) / s * scale; }
+
+  struct Mismatches {
+    uint32_t count = 0;
+    std::string first;  // "tensor m token t row r: got for want"
+  };
+  // The fused QKV matmul (cols 256; 40, 12 and 12 rows; 11 tokens, so a partial token tile) built
+  // for target `t`: every accumulator against golden::ternary_dot.
+  Mismatches fused_qkv_mismatches(const ops::OpTarget& t) {
+    const uint32_t cols = 256, q_rows = 40, kv_rows = 12, tokens = 11;
+    const Tokens x = quantize_tokens(tokens, cols, 77);
+    const I2sWeights ws[3] = {random_i2s(q_rows, cols, 1), random_i2s(kv_rows, cols, 2, 0.3f), random_i2s(kv_rows, cols, 3, 3.0f)};
+    rt::Buffer qb = buffer_of(x.words, "x_q"), ab = buffer_of(x.act, "x_act");
+    rt::Buffer w0 = buffer_of(ws[0].bytes, "wq"), w1 = buffer_of(ws[1].bytes, "wk"), w2 = buffer_of(ws[2].bytes, "wv");
+    rt::Buffer y[3] = {output(q_rows * tokens * 4, "yq"), output(kv_rows * tokens * 4, "yk"), output(kv_rows * tokens * 4, "yv")};
+    rt::Buffer a[3] = {output(q_rows * tokens * 4, "aq"), output(kv_rows * tokens * 4, "ak"), output(kv_rows * tokens * 4, "av")};
+    const ops::MatmulOptions o = options();
+    run2d(ops::ternary_matmul_qkv(t, q_rows, kv_rows, kv_rows, cols, o), {w0, w1, w2, qb, ab, y[0], y[1], y[2], a[0], a[1], a[2]},
+          ops::ternary_matvec_workgroups(t, q_rows + 2 * kv_rows), ops::ternary_matmul_token_tiles(tokens, o), rt::push(tokens));
+    Mismatches m;
+    for (int i = 0; i < 3; ++i) {
+      const auto got = a[i].download<int32_t>();
+      const size_t rows = ws[i].m.rows;
+      for (uint32_t tok = 0; tok < tokens; ++tok)
+        for (size_t r = 0; r < rows; ++r) {
+          const int32_t want = golden::ternary_dot(ws[i].m.row(r), x.q[tok].q);
+          if (got[tok * rows + r] != want && !m.count++)
+            m.first = "tensor " + std::to_string(i) + " token " + std::to_string(tok) + " row " + std::to_string(r) + ": " +
+                      std::to_string(got[tok * rows + r]) + " for " + std::to_string(want);
+        }
+    }
+    return m;
+  }
 };
 
 TEST_P(TernaryMatmul, EveryTokenMatchesGolden) {
@@ -57,26 +89,14 @@ TEST_P(TernaryMatmul, EveryTokenMatchesGolden) {
 }
 
 TEST_P(TernaryMatmul, FusedQkvAndRelu2GateUpPerToken) {
-  const uint32_t cols = 256, q_rows = 40, kv_rows = 12, tokens = 11;
+  const uint32_t cols = 256, tokens = 11;
   const Tokens x = quantize_tokens(tokens, cols, 77);
   rt::Buffer qb = buffer_of(x.words, "x_q"), ab = buffer_of(x.act, "x_act");
   const ops::MatmulOptions o = options();
   const uint32_t tiles = ops::ternary_matmul_token_tiles(tokens, o);
   {
-    I2sWeights ws[3] = {random_i2s(q_rows, cols, 1), random_i2s(kv_rows, cols, 2, 0.3f), random_i2s(kv_rows, cols, 3, 3.0f)};
-    rt::Buffer w0 = buffer_of(ws[0].bytes, "wq"), w1 = buffer_of(ws[1].bytes, "wk"), w2 = buffer_of(ws[2].bytes, "wv");
-    rt::Buffer y[3] = {output(q_rows * tokens * 4, "yq"), output(kv_rows * tokens * 4, "yk"), output(kv_rows * tokens * 4, "yv")};
-    rt::Buffer a[3] = {output(q_rows * tokens * 4, "aq"), output(kv_rows * tokens * 4, "ak"), output(kv_rows * tokens * 4, "av")};
-    run2d(ops::ternary_matmul_qkv(target(), q_rows, kv_rows, kv_rows, cols, o),
-          {w0, w1, w2, qb, ab, y[0], y[1], y[2], a[0], a[1], a[2]}, ops::ternary_matvec_workgroups(target(), q_rows + 2 * kv_rows),
-          tiles, rt::push(tokens));
-    for (int m = 0; m < 3; ++m) {
-      const auto got = a[m].download<int32_t>();
-      const size_t rows = ws[m].m.rows;
-      for (uint32_t t = 0; t < tokens; ++t)
-        for (size_t r = 0; r < rows; ++r)
-          ASSERT_EQ(got[t * rows + r], golden::ternary_dot(ws[m].m.row(r), x.q[t].q)) << m << " " << t << " " << r;
-    }
+    const Mismatches m = fused_qkv_mismatches(target());
+    ASSERT_EQ(m.count, 0u) << "wrong accumulators, first: " << m.first;
   }
   {
     const uint32_t rows = 70;
@@ -146,37 +166,15 @@ TEST_P(TernaryMatmul, SeveralRowsPerSubgroupAndTokenTiles) {
 // is noticed.
 TEST_P(TernaryMatmul, PerFieldAccumulatorsInTheChunkLoopOrTheKnownDriverBug) {
   if (GetParam() != DotProduct::Packed) GTEST_SKIP() << "code fields are a packed-dot form";
-  const uint32_t cols = 256, q_rows = 40, kv_rows = 12, tokens = 11;
-  const Tokens x = quantize_tokens(tokens, cols, 77);
-  I2sWeights ws[3] = {random_i2s(q_rows, cols, 1), random_i2s(kv_rows, cols, 2, 0.3f), random_i2s(kv_rows, cols, 3, 3.0f)};
-  rt::Buffer qb = buffer_of(x.words, "x_q"), ab = buffer_of(x.act, "x_act");
-  rt::Buffer w0 = buffer_of(ws[0].bytes, "wq"), w1 = buffer_of(ws[1].bytes, "wk"), w2 = buffer_of(ws[2].bytes, "wv");
-  rt::Buffer y[3] = {output(q_rows * tokens * 4, "yq"), output(kv_rows * tokens * 4, "yk"), output(kv_rows * tokens * 4, "yv")};
-  rt::Buffer a[3] = {output(q_rows * tokens * 4, "aq"), output(kv_rows * tokens * 4, "ak"), output(kv_rows * tokens * 4, "av")};
   ops::OpTarget t = target();
   t.field_accumulators_in_loops = true;
-  const ops::MatmulOptions o = options();
-  run2d(ops::ternary_matmul_qkv(t, q_rows, kv_rows, kv_rows, cols, o), {w0, w1, w2, qb, ab, y[0], y[1], y[2], a[0], a[1], a[2]},
-        ops::ternary_matvec_workgroups(t, q_rows + 2 * kv_rows), ops::ternary_matmul_token_tiles(tokens, o), rt::push(tokens));
-  uint32_t wrong = 0;
-  std::string first;
-  for (int m = 0; m < 3; ++m) {
-    const auto got = a[m].download<int32_t>();
-    const size_t rows = ws[m].m.rows;
-    for (uint32_t tok = 0; tok < tokens; ++tok)
-      for (size_t r = 0; r < rows; ++r) {
-        const int32_t want = golden::ternary_dot(ws[m].m.row(r), x.q[tok].q);
-        if (got[tok * rows + r] == want) continue;
-        if (!wrong++) first = "tensor " + std::to_string(m) + " token " + std::to_string(tok) + " row " + std::to_string(r) + ": " +
-                             std::to_string(got[tok * rows + r]) + " for " + std::to_string(want);
-      }
-  }
-  if (wrong == 0) return;
+  const Mismatches m = fused_qkv_mismatches(t);
+  if (m.count == 0) return;
   const auto& info = ctx().info();
-  ASSERT_EQ(info.vendor_id, 0x10deu) << wrong << " wrong accumulators on " << info.name << " (first: " << first
+  ASSERT_EQ(info.vendor_id, 0x10deu) << m.count << " wrong accumulators on " << info.name << " (first: " << m.first
                                      << "): a new device gets the per-field loop wrong";
-  std::cout << "[ driver bug ] " << info.name << " (" << info.driver_name << "): " << wrong
-            << " wrong accumulators with per-field accumulators in the chunk loop (first: " << first
+  std::cout << "[ driver bug ] " << info.name << " (" << info.driver_name << "): " << m.count
+            << " wrong accumulators with per-field accumulators in the chunk loop (first: " << m.first
             << "); the workaround stays (docs/driver-notes.md)\n";
 }
 
