@@ -8,8 +8,8 @@
 #include <string>
 
 #include "models/formats/gguf.h"
-#include "models/gpu/bitnet_pipelines.h"
-#include "models/gpu/prefill_pipelines.h"
+#include "models/bitnet/bitnet_pipelines.h"
+#include "models/bitnet/prefill_pipelines.h"
 #include "ops/target.h"
 #include "runtime/buffer.h"
 #include "runtime/context.h"

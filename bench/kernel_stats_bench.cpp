@@ -10,7 +10,7 @@
 
 #include "bench/bench_registry.h"
 #include "models/formats/gguf.h"
-#include "models/gpu/bitnet_pipelines.h"
+#include "models/bitnet/bitnet_pipelines.h"
 #include "runtime/kernel_pipeline.h"
 
 namespace bdsl::bench {

@@ -8,7 +8,7 @@
 #include <map>
 
 #include "bench/bench_registry.h"
-#include "models/gpu/bitnet_model.h"
+#include "models/bitnet/bitnet_model.h"
 
 namespace bdsl::bench {
 namespace {
@@ -75,7 +75,7 @@ std::map<std::string, double> bytes_per_call(const ModelState& m, uint32_t pos) 
           {p.lm_head.name(), double(c.vocab_size) * dim * 2},
           {p.argmax_partial.name(), c.vocab_size * 4.0}};
   if (p.top_k_partial) bytes[p.top_k_partial->name()] = c.vocab_size * 4.0;
-  // The greedy head's bounds pass: the int8 shadow and two bounds a row (models/gpu/greedy_head.h).
+  // The greedy head's bounds pass: the int8 shadow and two bounds a row (models/bitnet/greedy_head.h).
   if (p.lm_head_bounds) bytes[p.lm_head_bounds->name()] = double(c.vocab_size) * (dim + 8);
   if (p.layer) {  // the fused layer: its phases' bytes
     double tail = bytes[p.ffn_down.name()];

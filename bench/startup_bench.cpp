@@ -6,7 +6,7 @@
 #include <chrono>
 
 #include "bench/bench_registry.h"
-#include "models/gpu/bitnet_pipelines.h"
+#include "models/bitnet/bitnet_pipelines.h"
 
 namespace bdsl::bench {
 namespace {

@@ -9,8 +9,9 @@
 #include "codegen/shader_cache.h"
 #include "golden/golden_data.h"
 #include "golden/synthetic_model.h"
-#include "models/gpu/generator.h"
-#include "models/gpu/golden_check.h"
+#include "models/bitnet/bitnet_model.h"
+#include "models/bitnet/golden_check.h"
+#include "models/generator.h"
 #include "models/tokenizer/token_stream.h"
 #include "models/tokenizer/tokenizer.h"
 #include "ops/examples/saxpy.h"
@@ -105,8 +106,8 @@ bool demo_model(rt::Context& ctx) {
   const auto s = model.stats();
   std::printf("  one token = one recorded command buffer: %u dispatches, %u barrier-separated steps\n", s.dispatches,
               s.steps);
-  bitnet::Generator generator(model);
-  bitnet::GenerateOptions options;
+  models::Generator generator(model);
+  models::GenerateOptions options;
   options.max_new_tokens = 24;
   options.sampling.temperature = 0;
   models::TokenStreamDecoder stream(tokenizer);

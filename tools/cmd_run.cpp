@@ -9,8 +9,9 @@
 #include <random>
 
 #include "golden/npy.h"
+#include "models/bitnet/bitnet_model.h"
 #include "models/formats/gguf.h"
-#include "models/gpu/generator.h"
+#include "models/generator.h"
 #include "models/tokenizer/chat_template.h"
 #include "models/tokenizer/token_stream.h"
 #include "models/tokenizer/tokenizer.h"
@@ -31,10 +32,10 @@ void progress_bar(uint64_t done, uint64_t total) {
   if (done == total) std::fprintf(stderr, "\n");
 }
 
-void print_speed(const bitnet::GenerationResult& r) {
+void print_speed(const models::GenerationResult& r) {
   std::fprintf(stderr, "\nprompt: %u tokens in %.3f s (%.1f tokens/s) | generation: %zu tokens in %.3f s (%.1f tokens/s) | %s\n",
                r.prompt_tokens, r.prompt_seconds, r.prompt_tokens / std::max(r.prompt_seconds, 1e-9), r.tokens.size(),
-               r.generate_seconds, r.tokens.size() / std::max(r.generate_seconds, 1e-9), bitnet::to_string(r.reason));
+               r.generate_seconds, r.tokens.size() / std::max(r.generate_seconds, 1e-9), models::to_string(r.reason));
 }
 
 void write_logits(const std::string& path, const std::vector<std::vector<float>>& rows) {
@@ -44,8 +45,8 @@ void write_logits(const std::string& path, const std::vector<std::vector<float>>
   golden::write_npy(path, std::span<const float>(all), {rows.size(), cols});
 }
 
-int chat_loop(bitnet::BitNetModel& model, const models::Tokenizer& tok, bitnet::GenerateOptions gen) {
-  bitnet::Generator generator(model);
+int chat_loop(models::DecoderModel& model, const models::Tokenizer& tok, models::GenerateOptions gen) {
+  models::Generator generator(model);
   std::vector<models::ChatMessage> history;
   std::vector<int32_t> in_cache;  // the tokens the KV cache holds, in order
   std::string line;
@@ -74,8 +75,8 @@ int chat_loop(bitnet::BitNetModel& model, const models::Tokenizer& tok, bitnet::
     std::fputs((stream.flush() + "\n").c_str(), stdout);
     std::fflush(stdout);
     print_speed(r);
-    if (r.reason == bitnet::StopReason::ContextFull) {
-      std::fprintf(stderr, "the context is full (%u tokens): ending the chat\n", model.config().context_length);
+    if (r.reason == models::StopReason::ContextFull) {
+      std::fprintf(stderr, "the context is full (%u tokens): ending the chat\n", model.context_length());
       break;
     }
   }
@@ -112,7 +113,7 @@ int run_run(const Args& args) {
   mopts.dump = !o.dump_layers.empty();
   bitnet::BitNetModel model(ctx, file, config, mopts, progress_bar);
 
-  bitnet::GenerateOptions gen;
+  models::GenerateOptions gen;
   gen.max_new_tokens = o.n_predict;
   gen.sampling = o.sampling;
   if (tok) gen.is_end = [&](int32_t id) { return tok->is_end_of_generation(id); };
@@ -132,7 +133,7 @@ int run_run(const Args& args) {
       for (auto& [name, v] : model.dumps()) layers[name].insert(layers[name].end(), v.begin(), v.end());
     };
 
-  bitnet::Generator generator(model);
+  models::Generator generator(model);
   std::optional<models::TokenStreamDecoder> stream;
   if (tok && !o.print_ids) stream.emplace(*tok);
   const auto result = generator.generate(prompt, gen, [&](int32_t id) {
@@ -150,7 +151,7 @@ int run_run(const Args& args) {
   print_speed(result);
   std::fprintf(stderr, "one token: %u dispatches, %u barrier-separated steps, one submit\n", model.stats().dispatches,
                model.stats().steps);
-  if (result.reason == bitnet::StopReason::ContextFull)
+  if (result.reason == models::StopReason::ContextFull)
     std::fprintf(stderr, "stopped: the context of %u tokens is full\n", config.context_length);
   if (!o.dump_logits.empty()) write_logits(o.dump_logits, result.logits);
   if (!o.dump_layers.empty()) {

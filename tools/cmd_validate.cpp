@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "models/formats/gguf.h"
-#include "models/gpu/golden_check.h"
+#include "models/bitnet/golden_check.h"
 #include "tools/command.h"
 
 namespace bdsl::tools {

@@ -11,7 +11,7 @@
 // Why it cannot deadlock where workgroups start in index order (GPUs; lavapipe with one thread):
 // a workgroup waits only for lower indices, so the lowest unfinished one waits for nothing. Where
 // that fails, a wait gives up after `spin_limit` polls and sets the error word instead of
-// hanging; the host then runs the token again without fused phases (models/gpu/bitnet_model.cpp).
+// hanging; the host then runs the token again without fused phases (models/bitnet/bitnet_model.cpp).
 // A wait that leaves its loop any other way gives up too: lavapipe (Mesa's gallivm) ends every
 // loop of an invocation after 65,535 passes in all, without an error, so on lavapipe with several
 // threads (workgroups not in index order) a long wait used to fall through and read data from

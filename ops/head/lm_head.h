@@ -39,7 +39,7 @@ struct LmHeadSplit {
 // dim: even. Throws when one row does not fit in max_storage_buffer_range.
 LmHeadSplit lm_head_split(const OpTarget& target, uint32_t vocab, uint32_t dim);
 dsl::Kernel lm_head(const OpTarget& target, uint32_t vocab, uint32_t dim);
-// With the parts an uploader already chose (e.g. models/gpu's SplitMatrix::rows_per_part): each
+// With the parts an uploader already chose (e.g. models/bitnet's SplitMatrix::rows_per_part): each
 // part must still fit max_storage_buffer_range; part offsets in one buffer are then the caller's.
 dsl::Kernel lm_head(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part);
 uint32_t lm_head_workgroups(const OpTarget& target, uint32_t vocab);

@@ -1,6 +1,6 @@
 // Greedy decoding's LM head, exact with half the bytes: the argmax of the F16 head's logits
 // (lm_head.h), bit for bit with its ties, reading an int8 shadow of the table
-// (models/gpu/greedy_head.h) and only the few F16 rows that could win. Three dispatches:
+// (models/bitnet/greedy_head.h) and only the few F16 rows that could win. Three dispatches:
 //
 // lm_head_input: the final norm x (bit for bit rms_norm's), x quantized to int8 once (x~ = xq sx,
 //   sx = max|x| / 127) and the norms ||x||_2, ||x - x~||_2 (each (1 + 1e-3) for its own rounding).

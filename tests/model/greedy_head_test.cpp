@@ -1,4 +1,4 @@
-// The pruned greedy LM head (ops/head/lm_head_pruned.h over models/gpu/greedy_head.h's int8 shadow):
+// The pruned greedy LM head (ops/head/lm_head_pruned.h over models/bitnet/greedy_head.h's int8 shadow):
 // the shadow's bound holds, and the two kernels pick exactly the full head's argmax (lm_head, then
 // argmax_partial and argmax_final) on random rows, planted ties, a flat table where every row is
 // a candidate, a zero x, and a table in several parts.
@@ -6,7 +6,7 @@
 #include <random>
 
 #include "device_test.h"
-#include "models/gpu/greedy_head.h"
+#include "models/bitnet/greedy_head.h"
 #include "models/numerics/half_float.h"
 #include "ops/common/rms_norm.h"
 #include "ops/head/argmax.h"

@@ -10,9 +10,10 @@
 #include "golden/golden_data.h"
 #include "golden/npy.h"
 #include "golden/synthetic_model.h"
-#include "models/gpu/generator.h"
-#include "models/gpu/golden_check.h"
-#include "models/gpu/op_local_check.h"
+#include "models/bitnet/bitnet_model.h"
+#include "models/bitnet/golden_check.h"
+#include "models/bitnet/op_local_check.h"
+#include "models/generator.h"
 
 namespace bdsl::test {
 namespace {
@@ -225,8 +226,8 @@ TEST_F(Model, SamplingIsReproducibleWithASeed) {
   bitnet::ModelOptions with_top_k;
   with_top_k.top_k = 40;
   bitnet::BitNetModel model(ctx(), file, models::BitNetConfig::from_gguf(file), with_top_k);
-  bitnet::Generator gen(model);
-  bitnet::GenerateOptions o;
+  models::Generator gen(model);
+  models::GenerateOptions o;
   o.max_new_tokens = 20;
   o.sampling = {1.0f, 40, 0.95f, 1234};
   const auto a = gen.generate(golden_prompt(), o).tokens;
@@ -243,20 +244,20 @@ TEST_F(Model, SamplingIsReproducibleWithASeed) {
 TEST_F(Model, GenerationStopsAtEndOfGeneration) {
   const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
   bitnet::BitNetModel model(ctx(), file, models::BitNetConfig::from_gguf(file));
-  bitnet::Generator gen(model);
+  models::Generator gen(model);
   // This device's own greedy continuation (a tiny random model's continuation can change with
   // the last bit of a sum, so not the CPU's: `validate` checks the arithmetic op by op).
-  bitnet::GenerateOptions plain;
+  models::GenerateOptions plain;
   plain.sampling.temperature = 0;
   plain.max_new_tokens = 5;
-  const auto expected = bitnet::Generator(model).generate(golden_prompt(), plain).tokens;
+  const auto expected = models::Generator(model).generate(golden_prompt(), plain).tokens;
   ASSERT_EQ(expected.size(), 5u);
   ASSERT_EQ(std::count(expected.begin(), expected.end(), expected[4]), 1) << "the 5th token must be new";
-  bitnet::GenerateOptions o;
+  models::GenerateOptions o;
   o.sampling.temperature = 0;
   o.is_end = [&](int32_t id) { return id == expected[4]; };  // pretend the 5th greedy token is EOS
   const auto r = gen.generate(golden_prompt(), o);
-  EXPECT_EQ(r.reason, bitnet::StopReason::EndOfGeneration);
+  EXPECT_EQ(r.reason, models::StopReason::EndOfGeneration);
   EXPECT_EQ(r.tokens, std::vector<int32_t>(expected.begin(), expected.begin() + 5));
 }
 
@@ -299,12 +300,12 @@ TEST_F(Model, GreedyDecodingThatFeedsItselfEqualsStepByStep) {
 TEST_F(Model, GenerationStopsWhenTheContextIsFull) {
   const auto file = models::GgufFile::open(dir_ / "tiny-ctx16.gguf");
   bitnet::BitNetModel model(ctx(), file, models::BitNetConfig::from_gguf(file));
-  bitnet::Generator gen(model);
-  bitnet::GenerateOptions o;
+  models::Generator gen(model);
+  models::GenerateOptions o;
   o.max_new_tokens = 100;
   o.sampling.temperature = 0;
   const auto r = gen.generate(golden_prompt(), o);  // 8 prompt tokens in a context of 16
-  EXPECT_EQ(r.reason, bitnet::StopReason::ContextFull);
+  EXPECT_EQ(r.reason, models::StopReason::ContextFull);
   EXPECT_EQ(r.tokens.size(), 16u - 8u + 1u);  // the last one is chosen from position 15's logits
   EXPECT_EQ(gen.position(), 16u);
   EXPECT_THROW(gen.generate(golden_prompt(), o), std::length_error);
@@ -431,8 +432,8 @@ TEST_F(Model, SeparateProjectionsAddNoBarrier) {
 TEST_F(Model, GeneratorPrefillsThePromptAsABatch) {
   const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
   bitnet::BitNetModel model(ctx(), file, models::BitNetConfig::from_gguf(file));
-  bitnet::Generator gen(model);
-  bitnet::GenerateOptions o;
+  models::Generator gen(model);
+  models::GenerateOptions o;
   o.sampling.temperature = 0;
   o.max_new_tokens = 16;
   const auto r = gen.generate(golden_prompt(), o);

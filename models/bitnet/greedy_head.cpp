@@ -1,4 +1,4 @@
-#include "models/gpu/greedy_head.h"
+#include "models/bitnet/greedy_head.h"
 
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
 // Per-layer validation of the GPU model against the CPU reference, two ways:
 //  - op by op (the verdict): at every position of the stored prompt and of the greedy
 //    continuation, the reference recomputes each fused step of the decode graph from the GPU's
-//    own inputs to it (models/gpu/op_local_check.h) and each materialized tensor must match it
+//    own inputs to it (models/bitnet/op_local_check.h) and each materialized tensor must match it
 //    tightly; the GPU's greedy choice must be the reference LM head's argmax (up to a near tie).
 //  - end to end (drift): the GPU's run against golden data written by the CPU reference alone
 //    (golden/golden_data.h), which lets an early one-step int8 rounding difference travel; it

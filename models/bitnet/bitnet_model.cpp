@@ -1,6 +1,6 @@
-#include "models/gpu/bitnet_model.h"
+#include "models/bitnet/bitnet_model.h"
 
-#include "models/gpu/activations.h"
+#include "models/bitnet/activations.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "models/gpu/golden_check.h"
+#include "models/bitnet/golden_check.h"
 
 #include <fmt/format.h>
 
@@ -9,8 +9,8 @@
 #include "golden/npy.h"
 #include "golden/reference_model.h"
 #include "models/bitnet_config.h"
-#include "models/gpu/bitnet_model.h"
-#include "models/gpu/op_local_check.h"
+#include "models/bitnet/bitnet_model.h"
+#include "models/bitnet/op_local_check.h"
 
 namespace bdsl::bitnet {
 

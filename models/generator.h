@@ -1,4 +1,4 @@
-// Generation on the GPU model: feeds a prompt, then picks tokens (greedy or sampled) until EOS,
+// Generation on any DecoderModel: feeds a prompt, then picks tokens (greedy or sampled) until EOS,
 // a token limit or a full context, calling back with each one so the caller can stream it.
 #pragma once
 #include <algorithm>
@@ -6,17 +6,17 @@
 #include <span>
 #include <vector>
 
-#include "models/gpu/bitnet_model.h"
+#include "models/decoder_model.h"
 #include "models/sampler.h"
 
-namespace bdsl::bitnet {
+namespace bdsl::models {
 
 enum class StopReason { Limit, EndOfGeneration, ContextFull, Callback };
 const char* to_string(StopReason r);
 
 struct GenerateOptions {
   uint32_t max_new_tokens = 128;
-  models::SamplerOptions sampling;            // temperature 0: greedy
+  SamplerOptions sampling;            // temperature 0: greedy
   std::function<bool(int32_t)> is_end;        // e.g. Tokenizer::is_end_of_generation; may be empty
   bool keep_logits = false;                   // keep every step's logits (for --dump-logits)
   std::function<void(uint32_t)> after_prompt_token;  // called after prompt token i ran (dumps)
@@ -32,7 +32,7 @@ struct GenerationResult {
 
 class Generator {
  public:
-  explicit Generator(BitNetModel& model) : model_(model) {}
+  explicit Generator(DecoderModel& model) : model_(model) {}
 
   // Appends `prompt` after what the KV cache already holds (position `position()`), then generates.
   // `on_token` returns false to stop. Throws std::length_error when the prompt does not fit.
@@ -46,8 +46,8 @@ class Generator {
   void rewind(uint32_t pos) { pos_ = std::min(pos_, pos); }
 
  private:
-  BitNetModel& model_;
+  DecoderModel& model_;
   uint32_t pos_ = 0;
 };
 
-}  // namespace bdsl::bitnet
+}  // namespace bdsl::models

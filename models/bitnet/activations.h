@@ -1,12 +1,12 @@
 // The device buffers of one decode token (activations, the KV cache, what is read back): internal
-// to models/gpu, shared by the decode and the prefill recordings.
+// to models/bitnet, shared by the decode and the prefill recordings.
 #pragma once
 #include <fmt/format.h>
 
 #include <vector>
 
 #include "golden/reference_ops.h"
-#include "models/gpu/bitnet_model.h"
+#include "models/bitnet/bitnet_model.h"
 #include "models/numerics/rope.h"
 #include "ops/attention/attention_split_kv.h"
 #include "ops/common/step_state.h"

@@ -1,4 +1,4 @@
-#include "models/gpu/op_local_check.h"
+#include "models/bitnet/op_local_check.h"
 
 #include <fmt/format.h>
 

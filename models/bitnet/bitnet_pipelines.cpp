@@ -1,4 +1,4 @@
-#include "models/gpu/bitnet_pipelines.h"
+#include "models/bitnet/bitnet_pipelines.h"
 
 #include <cstdlib>
 #include <stdexcept>

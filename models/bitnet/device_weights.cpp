@@ -1,4 +1,4 @@
-#include "models/gpu/device_weights.h"
+#include "models/bitnet/device_weights.h"
 
 #include <fmt/format.h>
 

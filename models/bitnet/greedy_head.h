@@ -11,7 +11,7 @@
 #include <span>
 #include <vector>
 
-#include "models/gpu/device_weights.h"
+#include "models/bitnet/device_weights.h"
 
 namespace bdsl::bitnet {
 

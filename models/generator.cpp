@@ -1,10 +1,10 @@
-#include "models/gpu/generator.h"
+#include "models/generator.h"
 
 #include <chrono>
 #include <stdexcept>
 #include <string>
 
-namespace bdsl::bitnet {
+namespace bdsl::models {
 
 const char* to_string(StopReason r) {
   switch (r) {
@@ -24,16 +24,16 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 GenerationResult Generator::generate(std::span<const int32_t> prompt, const GenerateOptions& options,
                                      const std::function<bool(int32_t)>& on_token) {
-  const uint32_t context = model_.config().context_length;
+  const uint32_t context = model_.context_length();
   if (prompt.empty()) throw std::invalid_argument("empty prompt: nothing to continue");
   if (pos_ + prompt.size() > context)
     throw std::length_error("the prompt (" + std::to_string(prompt.size()) + " tokens after " + std::to_string(pos_) +
                             " in the cache) does not fit the context of " + std::to_string(context) + " tokens");
   GenerationResult result;
   result.prompt_tokens = uint32_t(prompt.size());
-  models::Sampler sampler(options.sampling);
-  if (options.sampling.temperature > 0 && model_.pipelines().top_k == 0)
-    throw std::invalid_argument("sampling needs a model built with ModelOptions::top_k > 0 (it is greedy-only)");
+  Sampler sampler(options.sampling);
+  if (options.sampling.temperature > 0 && model_.top_k() == 0)
+    throw std::invalid_argument("sampling needs a model built with candidates per step (this one is greedy-only)");
 
   auto t0 = std::chrono::steady_clock::now();
   StepOutput out;
@@ -95,4 +95,4 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Gene
   return result;
 }
 
-}  // namespace bdsl::bitnet
+}  // namespace bdsl::models

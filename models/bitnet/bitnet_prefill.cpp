@@ -5,7 +5,7 @@
 // QKV and gate/up are one dispatch each, or one per tensor side by side (prefill_pipelines.h).
 #include <fmt/format.h>
 
-#include "models/gpu/activations.h"
+#include "models/bitnet/activations.h"
 #include "ops/attention/rope_kv_write.h"
 #include "ops/common/embedding_lookup.h"
 #include "ops/common/quantize_activations.h"

@@ -1,4 +1,4 @@
-#include "models/gpu/prefill_pipelines.h"
+#include "models/bitnet/prefill_pipelines.h"
 
 #include "ops/attention/attention_prefill.h"
 #include "ops/common/embedding_lookup.h"

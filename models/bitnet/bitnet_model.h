@@ -16,11 +16,12 @@
 #include <vector>
 
 #include "models/bitnet_config.h"
+#include "models/decoder_model.h"
 #include "models/formats/gguf.h"
-#include "models/gpu/bitnet_pipelines.h"
-#include "models/gpu/device_weights.h"
-#include "models/gpu/greedy_head.h"
-#include "models/gpu/prefill_pipelines.h"
+#include "models/bitnet/bitnet_pipelines.h"
+#include "models/bitnet/device_weights.h"
+#include "models/bitnet/greedy_head.h"
+#include "models/bitnet/prefill_pipelines.h"
 #include "runtime/graph.h"
 
 namespace bdsl::bitnet {
@@ -45,20 +46,16 @@ struct ModelOptions {
   bool greedy_head = true;
 };
 
-struct StepOutput {
-  int32_t argmax = -1;                 // greedy choice (lowest id on ties)
-  std::vector<int32_t> top_ids;        // the top-k candidates, most likely first
-  std::vector<float> top_logits;
-};
+using models::StepOutput;
 
-class BitNetModel {
+class BitNetModel final : public models::DecoderModel {
  public:
   BitNetModel(rt::Context& ctx, const models::GgufFile& file, const models::BitNetConfig& config,
               const ModelOptions& options = {}, const UploadProgress& progress = {});
-  ~BitNetModel();
+  ~BitNetModel() override;
 
   // Decodes `token` at position `pos` (the KV cache must hold positions 0..pos-1).
-  StepOutput step(int32_t token, uint32_t pos);
+  StepOutput step(int32_t token, uint32_t pos) override;
   // Greedy decoding that feeds itself: decodes `token` at `pos`, then each step's argmax at the
   // next position, for up to `max_steps` steps (positions pos .. pos + max_steps - 1 must fit the
   // context). on_token gets each step's argmax in order and returns false to stop. The device
@@ -66,14 +63,18 @@ class BitNetModel {
   // GPU never waits for it; a stop may leave one step beyond it run (its cache row is past the
   // returned count, and logits() and dumps are those of the last step run). Returns the steps
   // whose tokens on_token received.
-  uint32_t decode_greedy(int32_t token, uint32_t pos, uint32_t max_steps, const std::function<bool(int32_t)>& on_token);
+  uint32_t decode_greedy(int32_t token, uint32_t pos, uint32_t max_steps,
+                         const std::function<bool(int32_t)>& on_token) override;
   // Runs a block of prompt tokens at positions pos..pos+n-1 as one batch (matrix-matrix
   // projections, causal attention over the block), fills the KV cache, and returns what step()
   // would return for the last token. The graph is recorded once per block length and replayed.
-  StepOutput prefill(std::span<const int32_t> tokens, uint32_t pos);
+  StepOutput prefill(std::span<const int32_t> tokens, uint32_t pos) override;
   static constexpr uint32_t kMaxPrefillBlock = 512;  // longer prompts run in blocks
 
-  std::vector<float> logits() const;  // of the last step
+  std::vector<float> logits() const override;  // of the last step
+  uint32_t context_length() const override { return config_.context_length; }
+  uint32_t vocab_size() const override { return config_.vocab_size; }
+  uint32_t top_k() const override { return pipelines_->top_k; }
   // The intermediates of the last step by llama.cpp's names (inp_embd, Qcur-N, ...), with dump.
   std::map<std::string, std::vector<float>> dumps() const;
   std::vector<std::string> dump_names() const;  // in graph order

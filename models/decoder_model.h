@@ -1,0 +1,38 @@
+// A decoder-only language model on a device, whatever its architecture: what the generator, the
+// command line, the bench and the server drive. One sequence: the model keeps its KV cache, and
+// the caller says at which position each token goes.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+namespace bdsl::models {
+
+struct StepOutput {
+  int32_t argmax = -1;                 // greedy choice (lowest id on ties)
+  std::vector<int32_t> top_ids;        // the top-k candidates, most likely first
+  std::vector<float> top_logits;
+};
+
+class DecoderModel {
+ public:
+  virtual ~DecoderModel() = default;
+
+  virtual uint32_t context_length() const = 0;
+  virtual uint32_t vocab_size() const = 0;
+  virtual uint32_t top_k() const = 0;  // candidates each step returns for sampling; 0: greedy only
+
+  // Decodes `token` at position `pos` (the KV cache must hold positions 0..pos-1).
+  virtual StepOutput step(int32_t token, uint32_t pos) = 0;
+  // Prompt tokens at positions pos..pos+n-1 as one batch; returns what step() would for the last.
+  virtual StepOutput prefill(std::span<const int32_t> tokens, uint32_t pos) = 0;
+  // Greedy decoding that feeds itself: `token` at `pos`, then each step's argmax at the next
+  // position, up to `max_steps` steps; on_token gets each argmax and returns false to stop.
+  // Returns the steps whose tokens on_token received.
+  virtual uint32_t decode_greedy(int32_t token, uint32_t pos, uint32_t max_steps,
+                                 const std::function<bool(int32_t)>& on_token) = 0;
+  virtual std::vector<float> logits() const = 0;  // of the last step
+};
+
+}  // namespace bdsl::models
