@@ -1,0 +1,38 @@
+// Many sequences at once, each in its own KV-cache slot: what the server's scheduler drives.
+// A decode step advances every sequence in the batch by one token in one submission, each at its
+// own position; a prefill puts a chunk of one sequence's prompt into its slot. Slots are the
+// caller's to assign: a slot's cache holds whatever was last written at each position.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "models/decoder_model.h"
+
+namespace bdsl::models {
+
+class BatchDecoder {
+ public:
+  struct Entry {
+    uint32_t slot = 0;   // distinct within a step
+    int32_t token = 0;   // decoded at `pos`: the slot's cache must hold positions 0..pos-1
+    uint32_t pos = 0;
+  };
+
+  virtual ~BatchDecoder() = default;
+
+  virtual uint32_t slots() const = 0;            // sequences at once
+  virtual uint32_t context_length() const = 0;   // positions in each slot
+  virtual uint32_t vocab_size() const = 0;
+  virtual uint32_t top_k() const = 0;            // candidates each output holds; 0: greedy only
+  virtual uint32_t max_prefill_chunk() const = 0;  // prompt tokens one prefill() takes at most
+  virtual uint64_t device_bytes() const = 0;     // device memory the slots' caches and activations take
+
+  // Prompt tokens into `slot` at positions pos..pos+n-1 (n <= max_prefill_chunk()); returns the
+  // output of the last one.
+  virtual StepOutput prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos) = 0;
+  // One decode step for every entry (1 <= size <= slots()); outputs in entry order.
+  virtual std::vector<StepOutput> decode(std::span<const Entry> batch) = 0;
+};
+
+}  // namespace bdsl::models
