@@ -11,6 +11,7 @@
 #include "bench/bench_registry.h"
 #include "models/formats/gguf.h"
 #include "models/bitnet/bitnet_pipelines.h"
+#include "ops/experimental/decode_layer.h"
 #include "runtime/kernel_pipeline.h"
 
 namespace bdsl::bench {
@@ -25,7 +26,8 @@ std::string counter_name(const std::string& s) {
 
 struct StatsState {
   std::unique_ptr<rt::Context> ctx;
-  std::unique_ptr<bitnet::BitNetPipelines> separate, fused, fused_down;
+  std::unique_ptr<bitnet::BitNetPipelines> separate;
+  std::unique_ptr<rt::Pipeline> fused, fused_down;  // ops/experimental/decode_layer.h
   std::unique_ptr<rt::Pipeline> down_alone;  // ffn_down as a one-phase decode_layer
   std::unique_ptr<rt::Pipeline> chain;       // persistent_chain/'s kernel, four phases
 };
@@ -44,21 +46,25 @@ void register_kernel_stats_benchmarks(BenchSession& s) {
   const auto file = models::GgufFile::open(s.model_path);
   const auto config = models::BitNetConfig::from_gguf(file);
   state->separate = std::make_unique<bitnet::BitNetPipelines>(*state->ctx, config, 0);
-  state->fused = std::make_unique<bitnet::BitNetPipelines>(*state->ctx, config, 0, codegen::default_shader_cache(),
-                                                           bitnet::DecodeTuning{}, bitnet::FusedLayers::All);
-  state->fused_down = std::make_unique<bitnet::BitNetPipelines>(*state->ctx, config, 0, codegen::default_shader_cache(),
-                                                                bitnet::DecodeTuning{}, bitnet::FusedLayers::FfnDownQkv);
-  ops::DecodeLayerShape alone{state->fused->dims, config.dim, config.ffn_dim, config.context_length, false, true};
-  state->down_alone = std::make_unique<rt::Pipeline>(
-      rt::make_pipeline(*state->ctx, ops::decode_layer(state->fused->target, alone, state->fused->layer_options)));
+  const auto& p = *state->separate;
+  // The fused decode layers with the separate kernels' shapes, as the model once recorded them.
+  ops::MatvecOptions gate_up = p.gate_up_options;
+  gate_up.workgroup = 0;  // the phases share one workgroup size
+  const ops::DecodeLayerOptions layer_options{p.residual_options, gate_up, p.qkv_options};
+  auto fused = [&](bool next_qkv, bool ffn_down_only) {
+    const ops::DecodeLayerShape shape{p.dims, config.dim, config.ffn_dim, config.context_length, next_qkv, ffn_down_only};
+    return std::make_unique<rt::Pipeline>(rt::make_pipeline(*state->ctx, ops::decode_layer(p.target, shape, layer_options)));
+  };
+  state->fused = fused(true, false);
+  state->fused_down = fused(true, true);
+  state->down_alone = fused(false, true);
   const auto chain_options = persistent_chain_options(false);
   state->chain = std::make_unique<rt::Pipeline>(rt::make_pipeline(
-      *state->ctx, persistent_chain_kernel(state->fused->target, chain_options, config.dim, 4,
-                                           ops::ternary_matvec_workgroups(state->fused->target, config.dim, chain_options))));
-  const auto& p = *state->separate;
+      *state->ctx, persistent_chain_kernel(p.target, chain_options, config.dim, 4,
+                                           ops::ternary_matvec_workgroups(p.target, config.dim, chain_options))));
   std::vector<const rt::Pipeline*> pipelines = {&p.embedding, &p.qkv, &p.attention, &p.attn_output, &p.gate_up, &p.ffn_down,
-                                                &p.output_norm, &p.lm_head, &p.argmax_partial, &*state->fused->layer,
-                                                &*state->fused_down->layer, state->down_alone.get(), state->chain.get()};
+                                                &p.output_norm, &p.lm_head, &p.argmax_partial, state->fused.get(),
+                                                state->fused_down.get(), state->down_alone.get(), state->chain.get()};
   for (const rt::Pipeline* pipeline : pipelines)
     benchmark::RegisterBenchmark(fmt::format("kernel/{}", pipeline->name()).c_str(),
                                  [state, pipeline](benchmark::State& st) {

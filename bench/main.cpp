@@ -48,7 +48,6 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
     else if (a == "--attention-head-split") o.decode_tuning.attention_head_split = uint32_t(std::stoul(value()));
     else if (a == "--attention-positions-per-pass") o.decode_tuning.attention_positions_per_pass = uint32_t(std::stoul(value()));
     else if (a == "--attention-defer") o.decode_tuning.attention_defer_chunks = uint32_t(std::stoul(value()));
-    else if (a == "--attention-query") o.decode_tuning.attention_projects_query = std::stoul(value()) != 0;
     else if (a == "--prefill-block") o.prefill_block = uint32_t(std::stoul(value()));
     else if (a == "--help" || a == "-h") {
       std::printf("usage: bitnet-dsl-bench [--quick] [--model FILE.gguf] [--device N|NAME]\n"
@@ -56,7 +55,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "                        [--matvec-rows N] [--matvec-workgroup N] [--qkv-workgroup N]\n"
                   "                        [--gate-up-workgroup N] [--gate-up-rows N] [--attention-head-split N]\n"
                   "                        [--attention-positions-per-pass N] [--attention-defer N]\n"
-                  "                        [--attention-query 0|1] [--attn-output-workgroup N] [--attn-output-rows N]\n"
+                  "                        [--attn-output-workgroup N] [--attn-output-rows N]\n"
                   "                        [--benchmark_...]\n"
                   "  default model: a synthetic BitNet b1.58 of the real 2B-4T shape (made once in the cache)\n"
                   "  --quick: the tiny model and small shapes (seconds on lavapipe)\n"
@@ -70,8 +69,6 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "    share of its query heads (default: one per query head)\n"
                   "  --attention-positions-per-pass: K/V positions each row group reads per pass (default 8)\n"
                   "  --attention-defer: up to how many chunks attn_output combines itself (default 4, 0: none)\n"
-                  "  --attention-query: 1: attention projects its own query beside a K/V-only projection\n"
-                  "    (4 steps a layer; needs --attention-defer > 0); 0 (default): QKV, then attention (5 steps)\n"
                   "  --prefill-block: tokens of the block the prefill_op/ table times (default 512)\n");
       benchmark::PrintDefaultHelp();
       std::exit(0);

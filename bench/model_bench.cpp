@@ -24,10 +24,9 @@ struct ModelState {
 };
 
 // The models a run builds: with per-dispatch GPU timestamps (the per-op tables), and without
-// (what `run` executes), with separate kernels (the default) or fused decode layers (to compare).
-// Model states by recording: with GPU timestamps; without (the default model); fused layers;
-// and without the pruned greedy head (decode_greedy then runs the full LM head).
-enum class Variant { Timed, Untimed, UntimedFused, UntimedFusedDown, UntimedFullHead };
+// (what `run` executes), and without the pruned greedy head (decode_greedy then runs the full LM
+// head).
+enum class Variant { Timed, Untimed, UntimedFullHead };
 
 ModelState& model_state(BenchSession& s, Variant variant = Variant::Timed) {
   auto& slot = s.model_states[static_cast<int>(variant)];
@@ -41,9 +40,6 @@ ModelState& model_state(BenchSession& s, Variant variant = Variant::Timed) {
     const auto t0 = Clock::now();
     bitnet::ModelOptions o;
     o.timestamps = timed;
-    o.fused_layers = variant == Variant::UntimedFused       ? bitnet::FusedLayers::All
-                     : variant == Variant::UntimedFusedDown ? bitnet::FusedLayers::FfnDownQkv
-                                                            : bitnet::FusedLayers::Off;
     o.greedy_head = variant != Variant::UntimedFullHead;
     o.prefill_projections = s.options.prefill_projections;
     o.decode_tuning = s.options.decode_tuning;
@@ -63,11 +59,9 @@ std::map<std::string, double> bytes_per_call(const ModelState& m, uint32_t pos) 
   const auto& c = m.config;
   const auto& p = m.model->pipelines();
   const double q = p.dims.q_width(), kv = p.dims.kv_width(), dim = c.dim, ffn = c.ffn_dim;
-  // With the query in attention, its workgroups each read their heads' q rows (counted once).
-  const double query_rows = p.query_in_attention ? q : 0;
   std::map<std::string, double> bytes = {{p.embedding.name(), dim * 2},
-          {p.qkv.name(), (q - query_rows + 2 * kv) * dim / 4 + dim * 8},
-          {p.attention.name(), double(pos + 1) * kv * 2 * 2 + q * 4 + query_rows * dim / 4},
+          {p.qkv.name(), (q + 2 * kv) * dim / 4 + dim * 8},
+          {p.attention.name(), double(pos + 1) * kv * 2 * 2 + q * 4},
           {p.attn_output.name(), dim * q / 4 + q * 4 + dim * 8},
           {p.gate_up.name(), 2 * ffn * dim / 4 + dim * 4},
           {p.ffn_down.name(), dim * ffn / 4 + ffn * 4 + dim * 8},
@@ -77,12 +71,6 @@ std::map<std::string, double> bytes_per_call(const ModelState& m, uint32_t pos) 
   if (p.top_k_partial) bytes[p.top_k_partial->name()] = c.vocab_size * 4.0;
   // The greedy head's bounds pass: the int8 shadow and two bounds a row (models/bitnet/greedy_head.h).
   if (p.lm_head_bounds) bytes[p.lm_head_bounds->name()] = double(c.vocab_size) * (dim + 8);
-  if (p.layer) {  // the fused layer: its phases' bytes
-    double tail = bytes[p.ffn_down.name()];
-    if (p.fused == bitnet::FusedLayers::All) tail += bytes[p.attn_output.name()] + bytes[p.gate_up.name()];
-    bytes[p.layer->name()] = tail + bytes[p.qkv.name()];
-    if (p.last_layer) bytes[p.last_layer->name()] = tail;
-  }
   return bytes;
 }
 
@@ -112,7 +100,6 @@ void decode_untimed(benchmark::State& st, BenchSession& s, uint32_t ctx_len, Var
   st.counters["tokens_per_s"] = double(st.iterations()) / wall;
   st.counters["dispatches"] = m.model->stats().dispatches;
   st.counters["steps"] = m.model->stats().steps;
-  st.counters["fused"] = m.model->fused_layers();
 }
 
 // Greedy generation as `bitnet-dsl run` does it (Generator -> decode_greedy): the device feeds
@@ -263,13 +250,9 @@ void register_model_benchmarks(BenchSession& s) {
                                  [&s, ctx](benchmark::State& st) { decode(st, s, ctx); })
         ->UseManualTime()->Iterations(iters)->Unit(benchmark::kMicrosecond);
   for (uint32_t ctx : quick ? std::vector<uint32_t>{64} : std::vector<uint32_t>{128, 512, 2048})
-    for (Variant v : {Variant::Untimed, Variant::UntimedFused, Variant::UntimedFusedDown}) {
-      if (v != Variant::Untimed && s.ctx->info().type == rt::DeviceType::Cpu) continue;  // needs in-order workgroups
-      const char* suffix = v == Variant::Untimed ? "" : v == Variant::UntimedFused ? "_fused" : "_fused_down_qkv";
-      benchmark::RegisterBenchmark(fmt::format("decode_untimed{}/ctx:{}", suffix, ctx).c_str(),
-                                   [&s, ctx, v](benchmark::State& st) { decode_untimed(st, s, ctx, v); })
-          ->UseManualTime()->Iterations(quick ? 3 : 200)->Unit(benchmark::kMicrosecond);
-    }
+    benchmark::RegisterBenchmark(fmt::format("decode_untimed/ctx:{}", ctx).c_str(),
+                                 [&s, ctx](benchmark::State& st) { decode_untimed(st, s, ctx, Variant::Untimed); })
+        ->UseManualTime()->Iterations(quick ? 3 : 200)->Unit(benchmark::kMicrosecond);
   for (uint32_t ctx : quick ? std::vector<uint32_t>{64} : std::vector<uint32_t>{128, 512, 2048})
     for (Variant v : {Variant::Untimed, Variant::UntimedFullHead})
       benchmark::RegisterBenchmark(fmt::format("decode_greedy{}/ctx:{}", v == Variant::Untimed ? "" : "_full_head", ctx).c_str(),

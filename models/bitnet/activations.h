@@ -5,13 +5,10 @@
 
 #include <vector>
 
-#include "golden/reference_ops.h"
 #include "models/bitnet/bitnet_model.h"
 #include "models/numerics/rope.h"
 #include "ops/attention/attention_split_kv.h"
 #include "ops/common/step_state.h"
-#include "ops/experimental/decode_layer.h"
-#include "ops/experimental/phase_sync.h"
 #include "ops/head/lm_head_pruned.h"
 
 namespace bdsl::bitnet {
@@ -40,15 +37,9 @@ struct BitNetModel::Activations {
       k_cache.emplace_back(ctx, cache_bytes, rt::BufferOptions{false, fmt::format("k cache {}", l)});
       v_cache.emplace_back(ctx, cache_bytes, rt::BufferOptions{false, fmt::format("v cache {}", l)});
     }
-    // With the query in attention, one more slot: attention's own combine, beyond the deferred chunks.
-    const uint32_t slots = p.attention_chunks + (p.query_in_attention ? 1 : 0);
-    partials = rt::Buffer(ctx, ops::attention_partials_bytes(d, slots, 1), {false, "attention partials"});
+    partials = rt::Buffer(ctx, ops::attention_partials_bytes(d, p.attention_chunks, 1), {false, "attention partials"});
     counters = rt::Buffer(ctx, ops::attention_counters_bytes(d, 1), {false, "attention counters"});
     counters.fill(0);
-    // The fused layers' phase counters (ops/experimental/phase_sync.h): the error word, then each layer's.
-    phases = rt::Buffer(ctx, 4ull * (ops::kPhaseCounterStride + uint64_t{c.n_layers} * ops::decode_layer_counter_words()),
-                        {true, "phase counters", true});
-    phases.upload(std::vector<uint32_t>(phases.size() / 4, 0u));
     arg_values = f32(p.argmax_plan.groups, "argmax partial values");
     arg_indices = f32(p.argmax_plan.groups, "argmax partial indices");
     token = rt::Buffer(ctx, 4, {true, "argmax token"});
@@ -78,7 +69,7 @@ struct BitNetModel::Activations {
 
   rt::Buffer step, rope_table, x, q, k, v, attn, attn_used, ffn, xn, logits;
   std::vector<rt::Buffer> k_cache, v_cache;
-  rt::Buffer partials, counters, phases;
+  rt::Buffer partials, counters;
   rt::Buffer arg_values, arg_indices, token, generated, upper, lower, head_counter, xq, head_stats;
   rt::Buffer top_part_values, top_part_indices, top_values, top_indices;
   rt::Buffer dumps;

@@ -22,7 +22,7 @@ BitNetModel::BitNetModel(rt::Context& ctx, const models::GgufFile& file, const m
     : ctx_(ctx), config_(config), options_(options) {
   if (options.top_k > ops::kMaxTopK)
     throw std::invalid_argument(fmt::format("top-k must be at most {}, got {}", ops::kMaxTopK, options.top_k));
-  pipelines_ = make_pipelines(options.dump ? FusedLayers::Off : options.fused_layers);
+  pipelines_ = make_pipelines();
   const bool greedy_head = pipelines_->lm_head_bounds.has_value();
   weights_ = upload_weights(ctx, file, config, pipelines_->split.rows_per_part,
                             Activations::bytes(config) + (greedy_head ? greedy_head_bytes(config) : 0), progress);
@@ -33,10 +33,10 @@ BitNetModel::BitNetModel(rt::Context& ctx, const models::GgufFile& file, const m
 
 BitNetModel::~BitNetModel() = default;
 
-std::unique_ptr<BitNetPipelines> BitNetModel::make_pipelines(FusedLayers fused) const {
-  const bool greedy_head = options_.greedy_head && !options_.dump && fused == FusedLayers::Off;
+std::unique_ptr<BitNetPipelines> BitNetModel::make_pipelines() const {
+  const bool greedy_head = options_.greedy_head && !options_.dump;
   return std::make_unique<BitNetPipelines>(ctx_, config_, std::min(options_.top_k, config_.vocab_size),
-                                           codegen::default_shader_cache(), options_.decode_tuning, fused, greedy_head);
+                                           codegen::default_shader_cache(), options_.decode_tuning, greedy_head);
 }
 
 // With options.dump, copies `floats` of `src` into the dump buffer right after they were produced
@@ -53,15 +53,10 @@ std::vector<rt::BufferSlice> BitNetModel::layer_bindings(uint32_t l, LayerOp op)
   const auto& a = *act_;
   switch (op) {
     case LayerOp::Qkv:
-      if (pipelines_->query_in_attention) return {w.attn_k, w.attn_v, a.x, w.attn_norm, a.step, a.rope_table, a.k_cache[l], a.v_cache[l]};
       return {w.attn_q, w.attn_k, w.attn_v, a.x, w.attn_norm, a.step, a.rope_table, a.q, a.k_cache[l], a.v_cache[l]};
     case LayerOp::Attention:
-      if (pipelines_->query_in_attention)
-        return {a.step, a.k_cache[l], a.v_cache[l], a.partials, a.counters, a.q, w.attn_q, a.x, w.attn_norm, a.rope_table};
       return {a.step, a.q, a.k_cache[l], a.v_cache[l], a.partials, a.counters, a.attn};
     case LayerOp::AttnOutput:
-      if (pipelines_->query_in_attention)
-        return {w.attn_output, a.attn, w.attn_sub_norm, a.x, a.step, a.partials, a.attn_used, a.q, a.k_cache[l], a.v_cache[l]};
       if (pipelines_->attention_tuning.defer_combine) return {w.attn_output, a.attn, w.attn_sub_norm, a.x, a.step, a.partials, a.attn_used};
       return {w.attn_output, a.attn, w.attn_sub_norm, a.x};
     case LayerOp::GateUp: return {w.ffn_gate, w.ffn_up, a.x, w.ffn_norm, a.ffn};
@@ -80,19 +75,11 @@ void BitNetModel::record_op(uint32_t l, LayerOp op) {
   const auto b = layer_bindings(l, op);
   switch (op) {
     case LayerOp::Qkv:
-      if (p.query_in_attention)
-        return g.dispatch(p.qkv, b, rt::push(eps), rt::Grid{ops::ternary_matvec_kv_rope_workgroups(p.target, d, p.qkv_options)});
       g.dispatch(p.qkv, b, rt::push(eps),
                  rt::Grid{ops::ternary_matvec_qkv_rope_workgroups(p.target, d, p.qkv_options)});
       return dump(a.q, d.q_width(), fmt::format("Qcur-{}", l));
     case LayerOp::Attention: {
       const rt::Grid grid{d.n_kv_heads * p.attention_tuning.head_split, p.attention_chunks, 1};
-      if (p.query_in_attention) {
-        // Its cache reads (positions 0..pos-1) are not the K/V projection's writes (position pos).
-        const uint32_t caches[] = {1, 2};
-        g.dispatch(p.attention, b, rt::push(eps), grid, caches);
-        return dump(a.q, d.q_width(), fmt::format("Qcur-{}", l));
-      }
       g.dispatch(p.attention, b, rt::push(), grid);
       // With the combine deferred, attention's output exists only once attn_output has read it.
       if (!p.attention_tuning.defer_combine) dump(a.attn, d.q_width(), fmt::format("kqv_out-{}", l));
@@ -113,41 +100,6 @@ void BitNetModel::record_op(uint32_t l, LayerOp op) {
 
 void BitNetModel::record_layer(uint32_t l) {
   for (LayerOp op : {LayerOp::Qkv, LayerOp::Attention, LayerOp::AttnOutput, LayerOp::GateUp, LayerOp::FfnDown}) record_op(l, op);
-}
-
-// Attention, then attn_output, gate/up, ffn_down and the next layer's QKV as the phases of one
-// dispatch (ops/experimental/decode_layer.h), or (FfnDownQkv) attn_output and gate/up on their own and ffn_down
-// with the next QKV; layer 0's QKV runs before, on its own, and FfnDownQkv's last ffn_down too.
-// The fused kernel takes its phases' bindings one after the other.
-void BitNetModel::record_fused_layer(uint32_t l) {
-  const auto& p = *pipelines_;
-  if (l == 0) record_op(l, LayerOp::Qkv);
-  record_op(l, LayerOp::Attention);
-  const bool next = l + 1 < config_.n_layers;
-  const bool all = p.fused == FusedLayers::All;
-  std::vector<rt::BufferSlice> b = {act_->step, act_->phases};
-  auto append = [&](uint32_t layer, LayerOp op) {
-    const auto more = layer_bindings(layer, op);
-    b.insert(b.end(), more.begin(), more.end());
-  };
-  if (all) {
-    append(l, LayerOp::AttnOutput);
-    append(l, LayerOp::GateUp);
-  } else {
-    record_op(l, LayerOp::AttnOutput);
-    record_op(l, LayerOp::GateUp);
-    if (!next) return record_op(l, LayerOp::FfnDown);
-  }
-  append(l, LayerOp::FfnDown);
-  if (next) {
-    append(l + 1, LayerOp::Qkv);
-    b.erase(b.end() - 5);  // QKV's step state: the fused kernel's first binding serves its phase
-  }
-  const float eps = config_.rms_norm_eps;
-  const uint32_t base = ops::kPhaseCounterStride + l * ops::decode_layer_counter_words();
-  const ops::DecodeLayerShape shape{p.dims, config_.dim, config_.ffn_dim, config_.context_length, next, !all};
-  const rt::Grid grid{ops::decode_layer_workgroups(p.target, shape, p.layer_options)};
-  graph_->dispatch(next ? *p.layer : *p.last_layer, b, rt::push(eps, base), grid);
 }
 
 void BitNetModel::record() {
@@ -185,7 +137,7 @@ void BitNetModel::record_token(bool greedy) {
   // The greedy recording's embedding comes from the replay before it (record_tail).
   if (!greedy) record_embedding(g);
   dump(a.x, config_.dim, "inp_embd");
-  for (uint32_t l = 0; l < config_.n_layers; ++l) p.layer ? record_fused_layer(l) : record_layer(l);
+  for (uint32_t l = 0; l < config_.n_layers; ++l) record_layer(l);
   record_tail(g, greedy);
   g.finish();
 }
@@ -252,18 +204,7 @@ StepOutput BitNetModel::step(int32_t token, uint32_t pos) {
   wait_idle();  // nothing of an earlier decode_greedy may still read the step state
   ++epoch_;
   write_step_state(uint32_t(token), pos);
-  if (fail_next_fused_ && fused_layers()) {
-    act_->phases.upload(std::vector<uint32_t>{1u}, ops::kPhaseError * 4);
-    fail_next_fused_ = false;
-  }
   graph_->submit_and_wait();
-  if (fused_token_gave_up()) {
-    // What this token wrote is scratch or the KV cache rows at `pos`: running it again with the
-    // separate kernels overwrites all of it.
-    ++epoch_;
-    write_step_state(uint32_t(token), pos);
-    graph_->submit_and_wait();
-  }
   return read_step_output();
 }
 
@@ -274,7 +215,7 @@ uint32_t BitNetModel::decode_greedy(int32_t token, uint32_t pos, uint32_t max_st
   if (uint64_t{pos} + max_steps > config_.context_length)
     throw std::out_of_range(fmt::format("{} steps from position {} go past the context length {}", max_steps, pos,
                                         config_.context_length));
-  if (fused_layers() || options_.dump) {  // the fallback check and the dumps need the host after every step
+  if (options_.dump) {  // the dumps need the host after every step
     for (uint32_t i = 0; i < max_steps; ++i) {
       token = step(token, pos + i).argmax;
       if (!on_token(token)) return i + 1;
@@ -330,21 +271,6 @@ uint32_t BitNetModel::greedy_candidate_rows() const {
 void BitNetModel::wait_idle() {
   for (rt::Graph* g : {graph_.get(), greedy_graph_.get(), embed_graph_.get()})
     if (g) g->wait(g->last_ticket());
-}
-
-// A phase wait gives up (ops/experimental/phase_sync.h) only where workgroups do not start in index order;
-// the token's results are then not valid. From then on: the separate kernels.
-bool BitNetModel::fused_token_gave_up() {
-  if (!fused_layers() || act_->phases.download<uint32_t>(ops::kPhaseError * 4, 1)[0] == 0) return false;
-  fmt::print(stderr, "bitnet-dsl: a fused decode layer on {} waited too long; recording the separate kernels instead "
-                     "(slower, same results)\n", ctx_.info().name);
-  graph_.reset();  // the recordings use the pipelines replaced below
-  prefill_.reset();
-  pipelines_ = make_pipelines(FusedLayers::Off);
-  act_->phases.upload(std::vector<uint32_t>(act_->phases.size() / 4, 0u));
-  epoch_ = 0;
-  record();
-  return true;
 }
 
 StepOutput BitNetModel::read_step_output() const {

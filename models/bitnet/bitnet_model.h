@@ -32,17 +32,9 @@ struct ModelOptions {
   bool timestamps = false;    // GPU time per dispatch
   PrefillProjections prefill_projections = PrefillProjections::Auto;  // see prefill_pipelines.h
   DecodeTuning decode_tuning;  // kernel shapes of the decode projections (bitnet_pipelines.h)
-  // attn_output, gate/up, ffn_down and the next layer's QKV as phases of one dispatch
-  // (ops/experimental/decode_layer.h: two dispatches per layer instead of five; FfnDownQkv: only ffn_down and
-  // the next QKV, four). Off by default: slower on the H100 (472 and 585 vs 623-632 tokens/s at ctx
-  // 512, bench/RESULTS.md run 5). Not with dump (the op-by-op check needs every intermediate).
-  // Fast only where workgroups start in index order (any GPU; lavapipe with LP_NUM_THREADS=0):
-  // if a token ever reports a phase wait that gave up (as on lavapipe with several threads), the
-  // model records the separate kernels for good and runs that token again (a note on stderr).
-  FusedLayers fused_layers = FusedLayers::Off;
   // decode_greedy picks each token from the LM head's int8 shadow and the few F16 rows that may
   // win (ops/head/lm_head_pruned.h): the same token as the full head, half its bytes; the shadow takes
-  // vocab x (dim + 12) more bytes of device memory. Not with fused layers or dump.
+  // vocab x (dim + 12) more bytes of device memory. Not with dump.
   bool greedy_head = true;
 };
 
@@ -83,10 +75,6 @@ class BitNetModel final : public models::DecoderModel {
 
   const models::BitNetConfig& config() const { return config_; }
   const BitNetPipelines& pipelines() const { return *pipelines_; }
-  bool fused_layers() const { return pipelines_->layer.has_value(); }  // false after a fallback
-  // Test hook: the next fused token finds its waits already given up, as after a timeout (the
-  // fallback to separate kernels then runs it again).
-  void fail_next_fused_token() { fail_next_fused_ = true; }
   rt::GraphStats stats() const { return graph_->stats(); }
   std::vector<double> timestamps_ns() const { return graph_->timestamps_ns(); }
   double gpu_span_ns() const { return graph_->span_ns(); }  // the last token's GPU time
@@ -127,10 +115,8 @@ class BitNetModel final : public models::DecoderModel {
   std::vector<rt::BufferSlice> layer_bindings(uint32_t l, LayerOp op) const;
   void record_op(uint32_t l, LayerOp op);
   void record_layer(uint32_t l);
-  void record_fused_layer(uint32_t l);
-  bool fused_token_gave_up();  // after a token: did a phase wait give up? (then falls back)
   void write_step_state(uint32_t token, uint32_t pos);
-  std::unique_ptr<BitNetPipelines> make_pipelines(FusedLayers fused) const;
+  std::unique_ptr<BitNetPipelines> make_pipelines() const;
   void dump(const rt::Buffer& src, uint64_t floats, std::string name);
 
   rt::Context& ctx_;
@@ -150,7 +136,6 @@ class BitNetModel final : public models::DecoderModel {
   std::vector<DumpSlot> dump_slots_;
   uint64_t dump_floats_ = 0;
   uint32_t epoch_ = 0;  // decode submissions so far (StepState::epoch)
-  bool fail_next_fused_ = false;
 };
 
 }  // namespace bdsl::bitnet

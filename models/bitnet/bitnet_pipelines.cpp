@@ -16,10 +16,9 @@
 namespace bdsl::bitnet {
 namespace {
 
-// `t` with one kernel's own workgroup size (never in fused layers) and rows per subgroup, where
-// it has them.
-DecodeTuning own_workgroup(DecodeTuning t, uint32_t workgroup, FusedLayers fused, uint32_t rows = 0) {
-  if (workgroup && fused == FusedLayers::Off) t.workgroup = workgroup;
+// `t` with one kernel's own workgroup size and rows per subgroup, where it has them.
+DecodeTuning own_workgroup(DecodeTuning t, uint32_t workgroup, uint32_t rows = 0) {
+  if (workgroup) t.workgroup = workgroup;
   if (rows) t.rows_per_subgroup = rows;
   return t;
 }
@@ -36,34 +35,19 @@ ops::MatvecOptions normalized(bool add_residual, const DecodeTuning& t) {
 }
 
 ops::MatvecOptions attn_output_kernel_options(const ops::OpTarget& t, const ops::AttentionDims& d, const models::BitNetConfig& c,
-                                              uint32_t chunks, const ops::SplitKvTuning& a, bool query_in_attention,
-                                              ops::MatvecOptions o) {
+                                              uint32_t chunks, const ops::SplitKvTuning& a, ops::MatvecOptions o) {
   if (a.defer_combine)
-    o.attention_partials = ops::AttentionPartialsInput{d, c.context_length, chunks,
-                                                       ops::attention_pass(t, d, a, query_in_attention ? c.dim : 0),
-                                                       a.defer_combine, query_in_attention};
+    o.attention_partials = ops::AttentionPartialsInput{d, c.context_length, chunks, ops::attention_pass(t, d, a), a.defer_combine};
   return o;
-}
-
-dsl::Kernel first_projection(const ops::OpTarget& t, const ops::AttentionDims& d, const models::BitNetConfig& c,
-                             bool query_in_attention, const ops::MatvecOptions& o) {
-  if (query_in_attention) return ops::ternary_matvec_kv_rope(t, d, c.dim, c.context_length, o);
-  return ops::ternary_matvec_qkv_rope(t, d, c.dim, c.context_length, o);
-}
-
-dsl::Kernel decode_attention(const ops::OpTarget& t, const ops::AttentionDims& d, const models::BitNetConfig& c, uint32_t chunks,
-                             const ops::SplitKvTuning& a, bool query_in_attention, const ops::MatvecOptions& q_options) {
-  if (query_in_attention) return ops::attention_decode_projecting_query(t, d, c.dim, c.context_length, chunks, a, q_options);
-  return ops::attention_decode(t, d, c.context_length, chunks, a);
 }
 
 // Decode attention as the tuning asks: attn_output does the combine of up to
 // attention_defer_chunks chunks (4 covers every token up to 4 passes of positions, 512 at the 2B
-// shape on an H100, with 36 partial loads per invocation), not with fused layers.
-ops::SplitKvTuning decode_attention_tuning(const DecodeTuning& t, const ops::AttentionDims& d, FusedLayers fused) {
+// shape with 32-wide subgroups, with 36 partial loads per invocation).
+ops::SplitKvTuning decode_attention_tuning(const DecodeTuning& t, const ops::AttentionDims& d) {
   ops::SplitKvTuning a;
   a.positions_per_pass = t.attention_positions_per_pass;
-  a.defer_combine = t.defer_attention_combine && fused == FusedLayers::Off ? t.attention_defer_chunks : 0u;
+  a.defer_combine = t.defer_attention_combine ? t.attention_defer_chunks : 0u;
   a.head_split = t.attention_head_split ? t.attention_head_split : d.group();
   return a;
 }
@@ -75,8 +59,7 @@ rt::Pipeline make(rt::Context& ctx, codegen::ShaderCache& cache, const dsl::Kern
 }  // namespace
 
 BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c, uint32_t k,
-                                 codegen::ShaderCache& cache, const DecodeTuning& tuning, FusedLayers fused_layers,
-                                 bool greedy_head)
+                                 codegen::ShaderCache& cache, const DecodeTuning& tuning, bool greedy_head)
     : target(ops::OpTarget::from(ctx.info())),
       dims{c.n_heads, c.n_kv_heads, c.head_dim},
       split(ops::lm_head_split(target, c.vocab_size, c.dim)),
@@ -84,18 +67,16 @@ BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c
       top_k_plan(k ? ops::top_k_plan(target, c.vocab_size, k) : ops::TopKPlan{}),
       top_k(k),
       attention_chunks(ops::attention_chunks(target, dims, c.context_length)),
-      attention_tuning(decode_attention_tuning(tuning, dims, fused_layers)),
+      attention_tuning(decode_attention_tuning(tuning, dims)),
       residual_options(normalized(true, tuning)),
-      gate_up_options(normalized(false, own_workgroup(tuning, tuning.gate_up_workgroup, fused_layers, tuning.gate_up_rows_per_subgroup))),
-      qkv_options(normalized(false, {4, own_workgroup(tuning, tuning.qkv_workgroup, fused_layers).workgroup})),
-      attn_output_options(normalized(true, own_workgroup(tuning, tuning.attn_output_workgroup, fused_layers,
-                                                         tuning.attn_output_rows_per_subgroup))),
+      gate_up_options(normalized(false, own_workgroup(tuning, tuning.gate_up_workgroup, tuning.gate_up_rows_per_subgroup))),
+      qkv_options(normalized(false, {4, own_workgroup(tuning, tuning.qkv_workgroup).workgroup})),
+      attn_output_options(normalized(true, own_workgroup(tuning, tuning.attn_output_workgroup, tuning.attn_output_rows_per_subgroup))),
       embedding(make(ctx, cache, ops::embedding_lookup(target, {c.dim, split.rows_per_part, split.parts}))),
-      query_in_attention(tuning.attention_projects_query && attention_tuning.defer_combine > 0),
-      qkv(make(ctx, cache, first_projection(target, dims, c, query_in_attention, qkv_options))),
+      qkv(make(ctx, cache, ops::ternary_matvec_qkv_rope(target, dims, c.dim, c.context_length, qkv_options))),
       rope_kv(make(ctx, cache, ops::rope_kv_write(target, dims, c.context_length))),
-      attention(make(ctx, cache, decode_attention(target, dims, c, attention_chunks, attention_tuning, query_in_attention, qkv_options))),
-      attn_output(make(ctx, cache, ops::ternary_matvec(target, c.dim, dims.q_width(), attn_output_kernel_options(target, dims, c, attention_chunks, attention_tuning, query_in_attention, attn_output_options)))),
+      attention(make(ctx, cache, ops::attention_decode(target, dims, c.context_length, attention_chunks, attention_tuning))),
+      attn_output(make(ctx, cache, ops::ternary_matvec(target, c.dim, dims.q_width(), attn_output_kernel_options(target, dims, c, attention_chunks, attention_tuning, attn_output_options)))),
       gate_up(make(ctx, cache, ops::ternary_matvec_relu2_gate_up(target, c.ffn_dim, c.dim, gate_up_options))),
       ffn_down(make(ctx, cache, ops::ternary_matvec(target, c.dim, c.ffn_dim, residual_options))),
       output_norm(make(ctx, cache, ops::rms_norm(target, c.dim))),
@@ -112,18 +93,6 @@ BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c
     lm_head_bounds.emplace(make(ctx, cache, ops::lm_head_bounds(target, c.vocab_size, c.dim, split.rows_per_part)));
     lm_head_candidates.emplace(make(ctx, cache, ops::lm_head_candidates(target, c.vocab_size, c.dim, split.rows_per_part, c.context_length,
                                                                             ops::EmbeddingShape{c.dim, split.rows_per_part, split.parts})));
-  }
-  layer_options = {residual_options, gate_up_options, qkv_options};
-  this->fused = fused_layers;
-  const bool fusing = fused_layers != FusedLayers::Off;
-  ops::DecodeLayerShape shape{dims, c.dim, c.ffn_dim, c.context_length, true, fused_layers == FusedLayers::FfnDownQkv};
-  if (fusing && !ops::decode_layer_fits(target, shape, layer_options))
-    throw std::invalid_argument("fused decode layers: their shared memory does not fit in " +
-                                std::to_string(target.max_shared_bytes) + " bytes on " + ctx.info().name);
-  if (fusing) {
-    layer.emplace(make(ctx, cache, ops::decode_layer(target, shape, layer_options)));
-    shape.next_qkv = false;
-    if (fused_layers == FusedLayers::All) last_layer.emplace(make(ctx, cache, ops::decode_layer(target, shape, layer_options)));
   }
 }
 

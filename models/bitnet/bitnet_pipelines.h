@@ -6,7 +6,6 @@
 #include "models/bitnet_config.h"
 #include "ops/head/argmax.h"
 #include "ops/attention/attention_split_kv.h"
-#include "ops/experimental/decode_layer.h"
 #include "ops/attention/attention_dims.h"
 #include "ops/head/lm_head.h"
 #include "ops/target.h"
@@ -23,7 +22,7 @@ namespace bdsl::bitnet {
 struct DecodeTuning {
   uint32_t rows_per_subgroup = 0;
   uint32_t workgroup = 0;
-  // The same for QKV and gate/up alone, where set (not with fused layers: their phases share one).
+  // The same for QKV and gate/up alone, where set.
   // gate/up: 128 invocations (864 lighter workgroups); H100, two A/B pairs in one run:
   // decode_greedy 715-716 vs 707-708 tokens/s at ctx 512 (bench/RESULTS.md run 7).
   uint32_t qkv_workgroup = 0, gate_up_workgroup = 128;
@@ -35,7 +34,7 @@ struct DecodeTuning {
   // projections read whole words, run 8).
   uint32_t attn_output_workgroup = 0, attn_output_rows_per_subgroup = 4;
   // Attention leaves its chunk combine to attn_output's norm prologue where a token's positions
-  // take 2 to 4 chunks (ops::SplitKvTuning::defer_combine). Not with fused layers.
+  // take 2 to 4 chunks (ops::SplitKvTuning::defer_combine).
   bool defer_attention_combine = true;
   uint32_t attention_defer_chunks = 4;  // up to how many chunks' combine attn_output does
   // Positions each row group of attention reads per pass (ops::SplitKvTuning::positions_per_pass).
@@ -44,24 +43,12 @@ struct DecodeTuning {
   // head. H100, 2B shape (4 query heads a KV head), one run: attention 9.9 / 7.4 / 7.0 us with
   // 1 / 2 / 4, decode_greedy 670 / 703 / 714 tokens/s at ctx 512.
   uint32_t attention_head_split = 0;
-  // Attention projects its own query heads and runs beside a K/V-only projection, reading
-  // positions 0..pos-1; attn_output merges position pos in (ops::attention_decode_projecting_query):
-  // four dependent steps a layer instead of five. Needs the deferred combine; not with fused
-  // layers. Off: on an H100 the 128 q rows a workgroup projects cost ~11 us inside attention
-  // (18 vs 6.9 us), 647 vs 731 tokens/s at ctx 512 (bench/RESULTS.md run 8).
-  bool attention_projects_query = false;
 };
-
-// Decode projections run as phases of one dispatch (ops/experimental/decode_layer.h): none; ffn_down with the
-// next layer's QKV (4 dispatches a layer); or attn_output, gate/up, ffn_down and the next QKV (2).
-enum class FusedLayers { Off, FfnDownQkv, All };
-
-
 
 struct BitNetPipelines {
   BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& config, uint32_t top_k,
                   codegen::ShaderCache& cache = codegen::default_shader_cache(), const DecodeTuning& tuning = {},
-                  FusedLayers fused_layers = FusedLayers::Off, bool greedy_head = false);
+                  bool greedy_head = false);
 
   ops::OpTarget target;
   ops::AttentionDims dims;
@@ -76,10 +63,7 @@ struct BitNetPipelines {
   ops::MatvecOptions residual_options, gate_up_options, qkv_options, attn_output_options;  // the grids need them too
 
   rt::Pipeline embedding;
-  // The layer's first step: attn_norm fused in front, RoPE + KV-cache write in the epilogue; with
-  // query_in_attention K and V only, and `attention` projects the query itself beside it.
-  bool query_in_attention;
-  rt::Pipeline qkv;
+  rt::Pipeline qkv;            // attn_norm fused in front, RoPE + KV-cache write in the epilogue
   rt::Pipeline rope_kv;        // prefill only
   rt::Pipeline attention;
   rt::Pipeline attn_output;    // attn_sub_norm fused in front, residual added after
@@ -94,10 +78,6 @@ struct BitNetPipelines {
   // Greedy decoding's exact LM head from the int8 shadow (ops/head/lm_head_pruned.h), with greedy_head
   // where the shape allows it.
   std::optional<rt::Pipeline> lm_head_input, lm_head_bounds, lm_head_candidates;
-  // Fused layers (ops/experimental/decode_layer.h): with the next layer's QKV; the last layer's without (All only).
-  std::optional<rt::Pipeline> layer, last_layer;
-  ops::DecodeLayerOptions layer_options;
-  FusedLayers fused;
   std::optional<rt::Pipeline> top_k_partial, top_k_merge;  // only when top_k > 0 (sampling)
 };
 

@@ -19,13 +19,4 @@ dsl::Kernel attention_decode(const OpTarget& target, const AttentionDims& dims, 
   return attention_split_kv(name, target, dims, context, chunks, /*batch=*/false, tuning);
 }
 
-dsl::Kernel attention_decode_projecting_query(const OpTarget& target, const AttentionDims& dims, uint32_t dim,
-                                              uint32_t context, uint32_t chunks, const SplitKvTuning& tuning,
-                                              const MatvecOptions& q_options) {
-  QueryProjection query{dim, q_options};
-  query.options.input = MatvecInput::NormalizeInWorkgroup;
-  return attention_split_kv(kernel_name("attention_decode_f16kv_query", tuning), target, dims, context, chunks,
-                            /*batch=*/false, tuning, &query);
-}
-
 }  // namespace bdsl::ops

@@ -28,19 +28,4 @@ namespace bdsl::ops {
 dsl::Kernel attention_decode(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks,
                              const SplitKvTuning& tuning = {});
 
-// The same with the query projected in the kernel (QueryProjection in ops/attention/attention_split_kv.h):
-// beside ternary_matvec_kv_rope in one step, instead of after ternary_matvec_qkv_rope in the next,
-// so a decode layer takes four dependent steps instead of five. Positions 0..pos-1 only; the
-// consumer (MatvecOptions::attention_partials with current_position) merges in position pos.
-// Bindings: step (read, u32), k_cache, v_cache (read), partials (read-write, u32,
-// attention_partials_bytes(dims, chunks + 1, 1)), counters (read-write, u32 [n_kv_heads], zeroed
-// once), q (write, f32 [n_heads*head_dim]: after RoPE), w_q (read, the I2_S q weights as uvec4),
-// x (read, f32 [dim]), norm_weight (read, f32 [dim]: attn_norm), rope_table (read, vec2). Push:
-// eps (f32). Grid: (n_kv_heads * tuning.head_split, chunks, 1). tuning.defer_combine >= 1.
-// Recorded right after the K/V projection, the cache bindings (1 and 2) are disjoint from its
-// writes (rt::Graph::dispatch's `disjoint`).
-dsl::Kernel attention_decode_projecting_query(const OpTarget& target, const AttentionDims& dims, uint32_t dim,
-                                              uint32_t context, uint32_t chunks, const SplitKvTuning& tuning,
-                                              const MatvecOptions& q_options = {});
-
 }  // namespace bdsl::ops

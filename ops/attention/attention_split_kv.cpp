@@ -28,15 +28,9 @@ struct Layout {
   uint32_t vw, nvec, lanes, per, subgroups, wg, rows;
 };
 
-// Shared memory a projected query of width query_dim takes first: its int8 x, the reductions'
-// scratch, the heads.
-uint32_t query_shared_bytes(const AttentionDims& d, uint32_t query_dim) {
-  return query_dim ? query_dim + 3 * kMaxWorkgroup * 4 + 4 * d.group() * d.head_dim : 0;
-}
-
 // The same for any head_split (its workgroups hold fewer heads in the same layout), so a
 // consumer of the partials finds the same pass whatever the split.
-Layout layout(const OpTarget& target, const AttentionDims& d, uint32_t max_lanes = 0, uint32_t query_dim = 0) {
+Layout layout(const OpTarget& target, const AttentionDims& d, uint32_t max_lanes = 0) {
   Layout l{};
   const uint32_t words = d.head_dim / 2;
   l.vw = words % 4 == 0 ? 4 : 2;
@@ -46,7 +40,7 @@ Layout layout(const OpTarget& target, const AttentionDims& d, uint32_t max_lanes
   l.per = (l.nvec + l.lanes - 1) / l.lanes;
   // One merged partial per subgroup in shared memory: as many subgroups as fit, up to 256 lanes.
   const uint32_t per_subgroup = 4 * d.group() * (d.head_dim + 4);
-  const uint32_t reserved = 64 + query_shared_bytes(d, query_dim);
+  const uint32_t reserved = 64;
   const uint32_t fit = target.max_shared_bytes > reserved ? (target.max_shared_bytes - reserved) / per_subgroup : 0;
   l.subgroups = std::max(1u, std::min({std::max(1u, std::min(kMaxWorkgroup, target.max_workgroup_invocations) / sg), fit}));
   l.wg = l.subgroups * sg;
@@ -70,8 +64,8 @@ uint32_t attention_head_split(const AttentionDims& dims, const SplitKvTuning& tu
   return split;
 }
 
-uint32_t attention_pass(const OpTarget& target, const AttentionDims& dims, const SplitKvTuning& tuning, uint32_t query_dim) {
-  return layout(target, dims, tuning.max_lanes_per_row, query_dim).rows * std::max(1u, tuning.positions_per_pass);
+uint32_t attention_pass(const OpTarget& target, const AttentionDims& dims, const SplitKvTuning& tuning) {
+  return layout(target, dims, tuning.max_lanes_per_row).rows * std::max(1u, tuning.positions_per_pass);
 }
 
 namespace {
@@ -129,20 +123,20 @@ class SplitKv {
 
  public:
   SplitKv(const std::string& name, const OpTarget& target, const AttentionDims& d, uint32_t context, uint32_t chunks,
-          bool batch, const SplitKvTuning& tuning, const QueryProjection* query)
-      : name_(name), target_(target), query_(query ? std::optional<QueryProjection>(*query) : std::nullopt), d_(d),
-        split_(attention_head_split(d, tuning)), l_(layout(target, d, tuning.max_lanes_per_row, query ? query->dim : 0)), context_(context),
-        chunks_(chunks), slots_(chunks + (query ? 1 : 0)), hd_(d.head_dim), group_(d.group()), hg_(group_ / split_),
+          bool batch, const SplitKvTuning& tuning)
+      : name_(name), target_(target), d_(d),
+        split_(attention_head_split(d, tuning)), l_(layout(target, d, tuning.max_lanes_per_row)), context_(context),
+        chunks_(chunks), hd_(d.head_dim), group_(d.group()), hg_(group_ / split_),
         unroll_(std::max(1u, tuning.positions_per_pass)), combine_unroll_(std::max(1u, tuning.combine_unroll)),
         defer_(batch ? 0u : tuning.defer_combine),
         k_(name, {l_.wg, 1, 1}),
         step_(k_.buffer<u32>("step", Access::Read)),
-        q_(query ? std::nullopt : std::optional(k_.buffer<vec4>("q", Access::Read))),
+        q_(k_.buffer<vec4>("q", Access::Read)),
         k_cache_(k_.buffer<V>("k_cache", Access::Read)),
         v_cache_(k_.buffer<V>("v_cache", Access::Read)),
         partials_(k_.coherent_buffer<vec2>("partials", Access::ReadWrite)),
         counters_(k_.buffer<u32>("counters", Access::ReadWrite)),
-        out_(query ? std::nullopt : std::optional(k_.buffer<vec2>("out", Access::Write))),
+        out_(k_.buffer<vec2>("out", Access::Write)),
         n_(batch ? k_.push<u32>("n") : constant<u32>(1)),
         o_sh_(k_.shared<f32>("o_subgroups", l_.subgroups * hg_ * hd_)),
         stats_sh_(k_.shared<f32>("stats_subgroups", l_.subgroups * hg_ * 2)),
@@ -150,24 +144,10 @@ class SplitKv {
         lid_(k_.local_index()), kv_(split_ == 1 ? k_.workgroup_id().x() : k_.workgroup_id().x() / split_),
         part_(split_ == 1 ? zero() : k_.workgroup_id().x() % split_), c_(k_.workgroup_id().y()), t_(k_.workgroup_id().z()) {
     if (kVw != l_.vw) throw std::logic_error("attention_split_kv: vector width mismatch");
-    if (query_ && (batch || defer_ == 0))
-      throw std::invalid_argument(name + ": a projected query is for decode, with the combine deferred (defer_combine > 0)");
   }
 
   Kernel build() {
-    if (!query_) {
-      attend();
-      return k_.build();
-    }
-    // Only the workgroups of chunks in use project the query (and chunk 0's always: the consumer
-    // reads its q): a grid sized for the longest context must not compute it 16 times a head.
-    auto pos = let("query_pos", step_[kStepPos]);
-    auto active = attention_active_chunks(min(max(pos, constant<u32>(1u)) - 1u, constant<u32>(context_ - 1)),
-                                          l_.rows * unroll_, chunks_);
-    if_(c_ == 0u || (pos > 0u && c_ < active), [&] {
-      project_query();
-      attend();
-    });
+    attend();
     return k_.build();
   }
 
@@ -181,15 +161,12 @@ class SplitKv {
       lane_ = let("lane", sg_lane_ % l_.lanes);
       row_group_ = let("row_group", k_.subgroup_id() * (target_subgroup() / l_.lanes) + sg_lane_ / l_.lanes);
       load_query();
-      // This token sees n = last + 1 positions (with a projected query, positions 0..pos-1: none
-      // at pos 0). Up to one pass of the workgroup they are one chunk
+      // This token sees n = last + 1 positions. Up to one pass of the workgroup they are one chunk
       // (no combine at all); past that, chunks of at least half a pass: twice the workgroups
       // reading half as much each, for the same one-round combine (on an H100 at n = 512, 8
       // chunks of 64 took ~0.7 us less than 4 of 128). `active` chunks, each non-empty, chunk c
       // holding [start, start + count).
-      if (!query_) return scan_chunks(let("last", min(step_[kStepPos] + t_, constant<u32>(context_ - 1))));
-      auto pos = let("pos", step_[kStepPos]);
-      if_(pos > 0u, [&] { scan_chunks(let("last", min(pos - 1u, constant<u32>(context_ - 1)))); });
+      scan_chunks(let("last", min(step_[kStepPos] + t_, constant<u32>(context_ - 1))));
     });
   }
 
@@ -209,35 +186,6 @@ class SplitKv {
       barrier();
       merge_subgroups_and_finish();
     });
-  }
-
-  // This workgroup's query heads, rows first_head * head_dim .. of the q projection, into q_sh_
-  // (and, from chunk 0's workgroups, into q_out_): ternary_matvec_qkv_rope's body and epilogue
-  // for those rows only. Ends with a barrier.
-  void project_query() {
-    MatvecOptions o = query_->options;
-    if (o.input != MatvecInput::NormalizeInWorkgroup || o.attention_partials || o.add_residual || o.write_accumulators)
-      throw std::invalid_argument(name_ + ": the projected query reads x with the norm fused in front, nothing else");
-    o.rows_per_subgroup = 4;
-    o.workgroup = l_.wg;
-    q_out_ = k_.buffer<f32>("q", Access::Write);
-    q_sh_ = k_.shared<f32>("q_heads", hg_ * hd_);
-    auto first_row = let("q_first_row", k_.workgroup_id().x() * (hg_ * hd_));
-    detail::RopeKvEpilogue rope{d_, context_};
-    rope.kv = false;
-    rope.store_q = [&](Expr<u32> row, Expr<f32> value) {
-      (*q_sh_)[row - first_row] = value;
-      if_(c_ == 0u, [&] { (*q_out_)[row] = value; });
-    };
-    detail::ProjectionSite site{&k_, k_.workgroup_id().x()};
-    site.step = step_;
-    site.rows_per_workgroup = hg_ * hd_;
-    // Every row group's weights in flight before the norm prologue: passes one after the other
-    // would each wait a memory round trip.
-    site.prefetch_passes = (hg_ * hd_ + l_.subgroups * 4 - 1) / (l_.subgroups * 4);
-    detail::emit_ternary_projection(site, target_, name_ + "_query", {{"q", d_.q_width()}}, query_->dim,
-                                    detail::ProjectionCombine::Separate, o, &rope);
-    barrier();
   }
 
   uint32_t target_subgroup() const { return l_.wg / l_.subgroups; }
@@ -260,8 +208,7 @@ class SplitKv {
         auto at = (q_row_ + g * hd_ + vec_index(p) * (2 * kVw)) / 4u;  // vec4 index
         std::vector<Expr<vec2>> pairs;
         for (uint32_t h = 0; h < kVw / 2; ++h) {
-          auto four = let("q4", query_ ? shared_query(g * hd_ + vec_index(p) * (2 * kVw) + 4 * h) * scale
-                                       : Expr<vec4>((*q_)[at + h]) * scale);
+          auto four = let("q4", Expr<vec4>(q_[at + h]) * scale);
           pairs.push_back(make_vec<f32>(four.x(), four.y()));
           pairs.push_back(make_vec<f32>(four.z(), four.w()));
         }
@@ -270,10 +217,6 @@ class SplitKv {
         qh_.back().push_back(pairs);
       }
     }
-  }
-
-  Expr<vec4> shared_query(Expr<u32> i) const {
-    return make_vec<f32>((*q_sh_)[i], (*q_sh_)[i + 1u], (*q_sh_)[i + 2u], (*q_sh_)[i + 3u]);
   }
 
   Expr<u32> vector_at(Expr<u32> position, uint32_t p) const {
@@ -386,7 +329,7 @@ class SplitKv {
   }
 
   // Partial (t, kv, chunk) in vec2 units: [group][head_dim / 2] outputs, then [group] (m, l).
-  Expr<u32> block(Expr<u32> chunk) const { return partials_block(d_, slots_, t_, kv_, chunk); }
+  Expr<u32> block(Expr<u32> chunk) const { return partials_block(d_, chunks_, t_, kv_, chunk); }
 
   // The workgroup's partial from the subgroups' (one output pair per invocation and step); with
   // a single active chunk it is the answer, otherwise it goes out and the last workgroup of
@@ -439,11 +382,10 @@ class SplitKv {
       else
         combine_here();
     };
-    if (query_) return write_partials();  // the consumer merges position pos in
     if_(active_ == 1u, [&] {
       for_range(lid_, constant<u32>(pairs), l_.wg, [&](Expr<u32> i) {
         merged(i, [&](Expr<u32>, Expr<f32>, Expr<f32>, Expr<vec2> o) {
-          (*out_)[q_row_ / 2u + i] = o;
+          out_[q_row_ / 2u + i] = o;
         });
       }, "i");
     }).else_(write_partials);
@@ -471,31 +413,22 @@ class SplitKv {
       big = next.max;
     }, "c");
     auto result = Expr<vec2>(o) / make_vec<f32>(Expr<f32>(total), Expr<f32>(total));
-    if (!query_) {
-      (*out_)[group_row_ / 2u + i] = result;
-      return;
-    }
-    // A partial again, in the slot after the chunks', for the consumer's merge with position pos.
-    partials_[block(constant<u32>(chunks_)) + i] = result;
-    if_(i % (hd_ / 2) == 0u, [&] { partials_[block(constant<u32>(chunks_)) + pairs + g] = make_vec<f32>(Expr<f32>(big), Expr<f32>(total)); });
+    out_[group_row_ / 2u + i] = result;
   }
 
   const std::string name_;
   const OpTarget target_;
-  const std::optional<QueryProjection> query_;
   const AttentionDims d_;
   const uint32_t split_;  // workgroups per KV head, each hg_ of its group_ query heads
   const Layout l_;
-  const uint32_t context_, chunks_, slots_, hd_, group_, hg_, unroll_, combine_unroll_, defer_;
+  const uint32_t context_, chunks_, hd_, group_, hg_, unroll_, combine_unroll_, defer_;
   KernelBuilder k_;
   Buffer<u32> step_;
-  std::optional<Buffer<vec4>> q_;
+  Buffer<vec4> q_;
   Buffer<V> k_cache_, v_cache_;
   Buffer<vec2> partials_;
   Buffer<u32> counters_;
-  std::optional<Buffer<vec2>> out_;
-  std::optional<Buffer<f32>> q_out_;  // with a projected query
-  std::optional<Shared<f32>> q_sh_;
+  Buffer<vec2> out_;
   Expr<u32> n_;
   Shared<f32> o_sh_, stats_sh_;
   Shared<u32> last_sh_;
@@ -512,17 +445,16 @@ class SplitKv {
 }  // namespace
 
 dsl::Kernel attention_split_kv(const std::string& name, const OpTarget& target, const AttentionDims& d,
-                               uint32_t context, uint32_t chunks, bool batch, const SplitKvTuning& tuning,
-                               const QueryProjection* query) {
+                               uint32_t context, uint32_t chunks, bool batch, const SplitKvTuning& tuning) {
   d.check(name.c_str());
   if (chunks == 0 || context == 0) throw std::invalid_argument(name + ": need chunks > 0 and context > 0");
   const uint32_t heads = d.group() / attention_head_split(d, tuning);
-  const Layout l = layout(target, d, tuning.max_lanes_per_row, query ? query->dim : 0);
-  if (shared_bytes(d, l, heads) + query_shared_bytes(d, query ? query->dim : 0) > target.max_shared_bytes)
+  const Layout l = layout(target, d, tuning.max_lanes_per_row);
+  if (shared_bytes(d, l, heads) > target.max_shared_bytes)
     throw std::invalid_argument(name + ": " + std::to_string(d.group()) + " heads of " + std::to_string(d.head_dim) +
                                 " need more shared memory than the device has");
-  if (l.vw == 4) return SplitKv<uvec4>(name, target, d, context, chunks, batch, tuning, query).build();
-  return SplitKv<uvec2>(name, target, d, context, chunks, batch, tuning, query).build();
+  if (l.vw == 4) return SplitKv<uvec4>(name, target, d, context, chunks, batch, tuning).build();
+  return SplitKv<uvec2>(name, target, d, context, chunks, batch, tuning).build();
 }
 
 }  // namespace bdsl::ops

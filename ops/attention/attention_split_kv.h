@@ -5,16 +5,16 @@
 // Grid (n_kv_heads * head_split, chunks, tokens): workgroup (kv * head_split + part, c, t) serves
 // part `part` of the `group` query heads that share KV head kv (all of them with head_split 1,
 // one with head_split = group), for query token t. The workgroups of one KV head read the same
-// K/V rows; more of them, each with fewer heads in registers, finish sooner (H100: 9.9 us with
-// 1, 7.0 with 4 at the 2B shape, bench/RESULTS.md run 7). Token t sees n = pos + t + 1 positions, where a pass is
+// K/V rows; more of them, each with fewer heads in registers, finish sooner (bench/RESULTS.md
+// run 7). Token t sees n = pos + t + 1 positions, where a pass is
 // what one workgroup reads at once (rows x positions_per_pass positions): up to one pass they are
 // one chunk (no combine); beyond, `active` = min(chunks, ceil(n / (pass / 2))) equal non-empty
 // chunks at run time. Short contexts use few workgroups and a short combine, long ones all
 // `chunks`, and the grid never depends on pos.
 // Workgroups past `active` return at once.
 //
-// Inside a workgroup (256 invocations on the H100): a K/V row of one KV head (head_dim halves,
-// 256 bytes at 128) is read by `lanes` lanes of a subgroup (16 on the H100, one uvec4 each), so a
+// Inside a workgroup (up to 256 invocations): a K/V row of one KV head (head_dim halves, 256
+// bytes at 128) is read by `lanes` lanes of a subgroup (one uvec4 each; 16 at head_dim 128), so a
 // subgroup of 32 reads two rows per load; the workgroup's row groups take positions_per_pass
 // consecutive positions each per pass, every K and V load of the pass issued before any
 // arithmetic. Each lane keeps its slice of the group's query heads in registers (pre-scaled by
@@ -28,21 +28,8 @@
 // done on an atomic counter per (t, kv); the last of the `active` workgroups merges all partials
 // (online, combine_unroll chunks' loads in flight per invocation), writes the output and puts the
 // counter back to zero for the next replay. One dispatch, one barrier-separated step: a separate
-// combine dispatch would cost another ~2.2 us per layer on the H100.
+// combine dispatch would cost another barrier-separated step per layer.
 //
-// H100, 2B shape (20/5 heads, head_dim 128, context 4096), bitnet-dsl-bench `attention/` (one
-// dispatch alone, median of 64 in a barrier chain, cache cold), us at pos 0/100/511/2047/4095:
-//   this kernel (8 positions a pass, 16 chunks)      6.9   6.9   9.4  10.1  13.8
-//   the same with barriers per pass (before)          7.8   7.9  10.2  10.9  15.7
-//   2 / 4 / 16 positions a pass                       5.7 / 6.3 / 9.1 at pos 0, 9.1 / 8.6 / 11.4 at 511,
-//                                                     18.1 / 15.0 / 13.9 at 4095
-//   4 positions a pass, 32 chunks (before)            6.9   8.7   9.3  12.1  15.8
-//   8 positions a pass, 32 chunks (2 waves at 4095)   -     7.9  10.0  11.0  19.4
-//   the kernel before (atomics, fixed chunk length)  14.1  14.9  15.3  19.0  26.4
-// In the model (`op/attention_decode_f16kv`, per layer, decode graph): 9.8-10.1 us at pos 100,
-// 10.5-13.6 at 511, 19.6-20.7 at 4095 over the configurations above (18.9 at 511 before).
-// What is left is fixed latency: ~7 us at pos 0 for a chain of step/q load, K/V load, three
-// barriers and the output; the chunk combine (partials, counter, reload) adds ~1-2 us.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -65,8 +52,8 @@ struct SplitKvTuning {
   // Decode: with 1 < active <= defer_combine chunks, leave the combine to the consumer (each
   // chunk's partial stays in `partials` and `out` is not written; MatvecOptions::
   // attention_partials in ternary_matvec.h) and cut chunks a whole pass long. It saves the
-  // counter, the last workgroup's reload and a write: on an H100 +1.8% decode at ctx 512
-  // (bench/RESULTS.md run 5). 0: combine here, always.
+  // counter, the last workgroup's reload and a write (bench/RESULTS.md run 5). 0: combine here,
+  // always.
   uint32_t defer_combine = 0;
   // Workgroups per KV head, each serving group / head_split of its query heads (it must divide
   // the group): more, lighter workgroups reading the same K/V rows (the second from the L2). The
@@ -75,25 +62,11 @@ struct SplitKvTuning {
 };
 
 // Positions one workgroup reads at once (the chunk unit): what a consumer of deferred partials
-// needs to find the same `active` (attention_active_chunks); query_dim: a projected query's
-// width (QueryProjection::dim; its shared memory can leave fewer subgroups), 0 without.
-uint32_t attention_pass(const OpTarget& target, const AttentionDims& dims, const SplitKvTuning& tuning = {},
-                        uint32_t query_dim = 0);
+// needs to find the same `active` (attention_active_chunks).
+uint32_t attention_pass(const OpTarget& target, const AttentionDims& dims, const SplitKvTuning& tuning = {});
 // The chunks in use for a token that sees last + 1 positions, with chunks of whole passes (the
 // split defer_combine uses).
 dsl::Expr<dsl::u32> attention_active_chunks(dsl::Expr<dsl::u32> last, uint32_t pass, uint32_t chunks);
-
-// Decode attention that projects its own query heads (attention_decode_projecting_query): each
-// workgroup computes its heads' q rows from the residual stream x (RMSNorm fused in front, RoPE
-// after: ternary_matvec_qkv_rope's arithmetic, the same bits), keeps them in shared memory and
-// writes them out (chunk 0's workgroups, for the consumer), then reads positions 0..pos-1 only:
-// position pos is written by ternary_matvec_kv_rope in the same step, with no barrier between
-// the two. It always leaves partials (defer_combine chunks, or its own combine in slot `chunks`)
-// and the consumer merges position pos in (AttentionPartialsInput::current_position).
-struct QueryProjection {
-  uint32_t dim = 0;       // x's width: the projection's columns
-  MatvecOptions options;  // NormalizeInWorkgroup; rows per subgroup and workgroup are the kernel's
-};
 
 // Bindings: step (read, u32: pos), q (read, f32 [tokens, n_heads*head_dim]),
 // k_cache, v_cache (read, u32 [context, kv_words]), partials (read-write, u32
@@ -101,13 +74,8 @@ struct QueryProjection {
 // [tokens * n_kv_heads], zero before the first dispatch; left zero by every dispatch),
 // out (write, f32 [tokens, n_heads*head_dim]). Push: n (u32) when `batch`, none otherwise.
 // Grid: (n_kv_heads * head_split, chunks, tokens).
-// With `query` (decode only): bindings step, k_cache, v_cache, partials (chunks + 1 slots:
-// attention_partials_bytes(dims, chunks + 1, 1)), counters, q (write, f32 [n_heads*head_dim]:
-// the query after RoPE), then the projection's w (uvec4 read: I2_S q weights), x (f32 read),
-// norm_weight (f32 read), rope_table (vec2 read); push eps (f32).
 dsl::Kernel attention_split_kv(const std::string& name, const OpTarget& target, const AttentionDims& dims,
-                               uint32_t context, uint32_t chunks, bool batch, const SplitKvTuning& tuning = {},
-                               const QueryProjection* query = nullptr);
+                               uint32_t context, uint32_t chunks, bool batch, const SplitKvTuning& tuning = {});
 
 uint32_t attention_workgroup(const OpTarget& target, const AttentionDims& dims);
 // tuning.head_split (at least 1), checked against the group: the grid's x is n_kv_heads times it.
@@ -126,18 +94,9 @@ dsl::Expr<dsl::u32> partials_block(const AttentionDims& dims, uint32_t chunks, d
 // 4w .. 4w + 3) of decode attention's output, from x where attention wrote it or combined from
 // the partials where it left them; `workgroup` 0 also writes it to `used`. For a kernel's norm
 // prologue (QuantizeBody::load_word).
-// With a.current_position: the query and the cache rows position pos is merged in from. The
-// loader's set-up then computes every head's score at pos into shared memory (a barrier), unless
-// a subgroup of target_subgroup lanes holds one head's words (the loader then sums the score
-// over its subgroup; the kernel's words go to invocations in strides of workgroup_size).
-struct AttentionCurrentPosition {
-  dsl::Buffer<dsl::f32> q;
-  dsl::Buffer<dsl::u32> k_cache, v_cache;
-};
 std::function<std::array<dsl::Expr<dsl::f32>, 4>(dsl::Expr<dsl::u32>)> attention_word_loader(
     dsl::KernelBuilder& k, const AttentionPartialsInput& a, const dsl::Buffer<dsl::f32>& x, const dsl::Buffer<dsl::u32>& step,
     const dsl::Buffer<dsl::vec2>& partials, const dsl::Buffer<dsl::f32>& used, dsl::Expr<dsl::u32> workgroup,
-    const std::optional<AttentionCurrentPosition>& current = std::nullopt, uint32_t target_subgroup = 0,
     uint32_t workgroup_size = 0);
 
 uint64_t attention_counters_bytes(const AttentionDims& dims, uint32_t tokens);

@@ -1,6 +1,6 @@
-// The RoPE + KV-cache epilogue of the decode QKV projections (ternary_matvec_qkv_rope,
-// ternary_matvec_kv_rope, and the query attention projects itself): which head a subgroup's quad
-// of rows belongs to, its rotations and its stores. Internal to ops/ternary/ternary_projection.cpp.
+// The RoPE + KV-cache epilogue of the decode QKV projection (ternary_matvec_qkv_rope and the
+// fused decode layer's QKV phase): which head a subgroup's quad of rows belongs to, its rotations
+// and its stores. Internal to ops/ternary/ternary_projection.cpp.
 #pragma once
 #include <optional>
 #include <string>
@@ -15,9 +15,9 @@
 namespace bdsl::ops::detail {
 using namespace bdsl::dsl;
 
-// The head of RoPE quad row / 4 among q's, k's and v's heads (in that order; the tensors may
-// start at k's) and, for each kind of head the tensors hold, `use(t, local_head)` in its branch
-// (t: 0 q, 1 k, 2 v; local_head: the head within its tensor).
+// The head of RoPE quad row / 4 among q's, k's and v's heads (in that order) and, for each kind
+// of head, `use(t, local_head)` in its branch (t: 0 q, 1 k, 2 v; local_head: the head within its
+// tensor).
 template <class Use>
 void rope_head_branches(const RopeKvEpilogue& r, Expr<u32> head, const std::string& tag, Use&& use) {
   const AttentionDims& d = r.dims;
@@ -25,18 +25,13 @@ void rope_head_branches(const RopeKvEpilogue& r, Expr<u32> head, const std::stri
     auto kv = let(tag + "kv", (head - d.n_heads) % d.n_kv_heads);
     if_(head < d.n_heads + d.n_kv_heads, [&] { use(1, kv); }).else_([&] { use(2, kv); });
   };
-  if (!r.kv)
-    use(0, head);
-  else if (!r.q)
-    kv_branches();
-  else
-    if_(head < d.n_heads, [&] { use(0, head); }).else_(kv_branches);
+  if_(head < d.n_heads, [&] { use(0, head); }).else_(kv_branches);
 }
 
 // Quad row / 4's head: p / (hd / 4), counted from q's first head.
 inline Expr<u32> rope_quad_head(const RopeKvEpilogue& r, Expr<u32> row, const std::string& tag) {
   auto head = (row / 4u) / (r.dims.head_dim / 4);
-  return let(tag + "head", r.q ? head : head + r.dims.n_heads);
+  return let(tag + "head", head);
 }
 
 // The tensor (0 q, 1 k, 2 v) and the four rows of RoPE quad row / 4 (see emit_rope_kv_quad),
@@ -90,10 +85,7 @@ void emit_rope_kv_quad(const RopeKvEpilogue& r, Expr<u32> row, Project&& project
     if (t == 0) {
       if_(lane0, [&] {
         auto [a, b] = turned(v);
-        auto store = [&](Expr<u32> i, Expr<f32> value) {
-          if (r.store_q) r.store_q(i, value);
-          else (*y_q)[i] = value;
-        };
+        auto store = [&](Expr<u32> i, Expr<f32> value) { (*y_q)[i] = value; };
         store(at, a.x());
         store(at + half, a.y());
         store(at + 1u, b.x());

@@ -58,21 +58,6 @@ uint32_t ternary_matvec_qkv_rope_workgroups(const OpTarget& target, const Attent
   return ternary_matvec_workgroups(target, dims.q_width() + 2 * dims.kv_width(), options);
 }
 
-Kernel ternary_matvec_kv_rope(const OpTarget& target, const AttentionDims& dims, uint32_t cols, uint32_t context,
-                              MatvecOptions options) {
-  dims.check("ternary_matvec_kv_rope");
-  options.rows_per_subgroup = 4;
-  detail::RopeKvEpilogue rope{dims, context};
-  rope.q = false;
-  return detail::build_ternary_projection(target, "ternary_matvec_kv", {{"k", dims.kv_width()}, {"v", dims.kv_width()}}, cols,
-                                          Combine::Separate, options, 0, &rope);
-}
-
-uint32_t ternary_matvec_kv_rope_workgroups(const OpTarget& target, const AttentionDims& dims, MatvecOptions options) {
-  options.rows_per_subgroup = 4;
-  return ternary_matvec_workgroups(target, 2 * dims.kv_width(), options);
-}
-
 Kernel ternary_matvec_relu2_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols, MatvecOptions options) {
   return detail::build_ternary_projection(target, "ternary_matvec_relu2_gate_up", {{"gate", rows}, {"up", rows}}, cols,
                                           Combine::Relu2Product, options, 0);

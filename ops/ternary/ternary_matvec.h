@@ -64,15 +64,9 @@ enum class MatvecInput { Quantized, NormalizeInWorkgroup };
 // prologue combines the chunks itself where attention left them, and reads its output otherwise.
 // The fields are the attention kernel's: its dims and context, its grid's chunks, attention_pass
 // and defer_combine.
-// With current_position (attention_decode_projecting_query), attention covered positions
-// 0..pos-1 only and always left partials (its own combine, beyond `defer` chunks, in one more
-// slot); position pos is merged in here from the query attention wrote and the cache row the K/V
-// projection beside it wrote: the kernel then also binds attention_q (f32 read),
-// attention_k_cache and attention_v_cache (u32 read) after attention_used.
 struct AttentionPartialsInput {
   AttentionDims dims;
   uint32_t context = 0, chunks = 0, pass = 0, defer = 0;
-  bool current_position = false;
 };
 
 struct MatvecOptions {
@@ -115,14 +109,6 @@ dsl::Kernel ternary_matvec_qkv(const OpTarget& target, uint32_t q_rows, uint32_t
 dsl::Kernel ternary_matvec_qkv_rope(const OpTarget& target, const AttentionDims& dims, uint32_t cols, uint32_t context,
                                     MatvecOptions options = {});
 uint32_t ternary_matvec_qkv_rope_workgroups(const OpTarget& target, const AttentionDims& dims, MatvecOptions options = {});
-
-// The same for K and V only (decode attention that projects its own query beside it:
-// ops/attention/attention_decode.h): the K and V rows, bit for bit those ternary_matvec_qkv_rope writes.
-// Bindings: w_k, w_v, the activations, step, rope_table, k_cache, v_cache (no y_q).
-// Grid: (ternary_matvec_kv_rope_workgroups(target, dims, options), 1, 1).
-dsl::Kernel ternary_matvec_kv_rope(const OpTarget& target, const AttentionDims& dims, uint32_t cols, uint32_t context,
-                                   MatvecOptions options = {});
-uint32_t ternary_matvec_kv_rope_workgroups(const OpTarget& target, const AttentionDims& dims, MatvecOptions options = {});
 
 // y[r] = relu(gate[r])^2 * up[r], gate = W_gate x, up = W_up x: one subgroup computes row r of
 // both (sharing the activation loads) and writes the product. Accumulators: gate's, then up's.

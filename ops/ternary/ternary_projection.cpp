@@ -78,7 +78,6 @@ ProjectionPlan plan_projection(const OpTarget& target, const std::string& what, 
   check_shapes(what, tensors, cols);
   if (rope && (tokens_per_wg > 0 || o.rows_per_subgroup != 4 || o.add_residual || o.write_accumulators))
     throw std::invalid_argument(what + ": the RoPE epilogue is for one token, 4 rows per subgroup, no residual or accumulators");
-  if (rope && !rope->q && !rope->kv) throw std::invalid_argument(what + ": the RoPE epilogue needs q's heads or k's and v's");
   const bool packed = o.dot == DotProduct::Auto ? target.int_dot_product : o.dot == DotProduct::Packed;
   const bool norm = o.input == MatvecInput::NormalizeInWorkgroup;
   const bool batched = tokens_per_wg > 0;
@@ -132,11 +131,9 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
   if (rope) {
     step = site.step ? *site.step : k.buffer<u32>("step", Access::Read);
     rope_table = k.buffer<vec2>("rope_table", Access::Read);
-    if (rope->q && !rope->store_q) y_q = activation("y_q", Access::Write, f32{});
-    if (rope->kv) {
-      k_cache = activation("k_cache", Access::Write, u32{});
-      v_cache = activation("v_cache", Access::Write, u32{});
-    }
+    y_q = activation("y_q", Access::Write, f32{});
+    k_cache = activation("k_cache", Access::Write, u32{});
+    v_cache = activation("v_cache", Access::Write, u32{});
   } else if (combine == Combine::Relu2Product || tensors.size() == 1)
     y.push_back(activation("y", out_access, f32{}));
   else
@@ -148,15 +145,11 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
   std::optional<Buffer<u32>> attn_step;
   std::optional<Buffer<vec2>> attn_partials;
   std::optional<Buffer<f32>> attn_used;
-  std::optional<AttentionCurrentPosition> attn_current;
   if (o.attention_partials) {
     if (!norm || batched || site.coherent) throw std::invalid_argument(what + ": attention partials are a decode, norm-fused input of a kernel of its own");
     attn_step = k.buffer<u32>("attention_step", Access::Read);
     attn_partials = k.buffer<vec2>("attention_partials", Access::Read);
     attn_used = k.buffer<f32>("attention_used", Access::Write);
-    if (o.attention_partials->current_position)
-      attn_current = AttentionCurrentPosition{k.buffer<f32>("attention_q", Access::Read), k.buffer<u32>("attention_k_cache", Access::Read),
-                                              k.buffer<u32>("attention_v_cache", Access::Read)};
   }
   std::optional<Expr<f32>> eps;
   if (norm) eps = site.eps ? *site.eps : k.push<f32>("eps");
@@ -170,7 +163,6 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
                                             : Expr<uvec4>(std::get<Buffer<uvec4>>(w[t])[uint32_t(uint64_t(tensors[t].rows) * cols / 64)]).x())));
 
   // RoPE's head kind (0 q, 1 k, 2 v) as an index into the tensors, which may start at k.
-  auto rope_tensor = [&](size_t t) { return rope && !rope->q ? t - 1 : t; };
   std::vector<uint32_t> offsets{0};
   for (const Tensor& t : tensors) offsets.push_back(offsets.back() + t.rows);
   // Gate and up share their rows: a row of the grid is one row of both.
@@ -223,7 +215,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
       rope_quad_rows(*rope, readable, [&](size_t t, const std::vector<Expr<u32>>& rows) {
         std::vector<Expr<u32>> bases;
         for (const auto& r : rows) bases.push_back(r * units);
-        fill_prefetch(k, *pre, std::vector<WeightBuffer>(4, w[rope_tensor(t)]), bases, units);
+        fill_prefetch(k, *pre, std::vector<WeightBuffer>(4, w[t]), bases, units);
       });
     } else if (combine == Combine::Relu2Product) {
       const auto [ws, bases] = gate_up_rows(rows_of(0, readable).first);
@@ -279,8 +271,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
     body.load_x = [&](Expr<u32> i) { return Expr<f32>((*x)[i]); };
     body.load_norm_weight = [&](Expr<u32> i) { return Expr<f32>((*norm_weight)[i]); };
     if (o.attention_partials)
-      body.load_word = attention_word_loader(k, *o.attention_partials, *x, *attn_step, *attn_partials, *attn_used, site.workgroup,
-                                             attn_current, target.subgroup_size, wg);
+      body.load_word = attention_word_loader(k, *o.attention_partials, *x, *attn_step, *attn_partials, *attn_used, site.workgroup, wg);
     body.eps = eps;
     body.store_q = [&](Expr<u32> word, Expr<u32> v) { q_words[words ? swizzled_q_word(word) : word] = v; };
     const QuantizedTotals totals = emit_quantize_activations(k, body);  // ends with a barrier
@@ -344,9 +335,9 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
       emit_rope_kv_quad(*rope, row, [&](size_t t, const std::vector<Expr<u32>>& rows) {
         std::vector<Expr<u32>> bases;
         for (const auto& r : rows) bases.push_back(r * units);
-        auto dots = row_dots(std::vector<WeightBuffer>(4, w[rope_tensor(t)]), bases, p);
+        auto dots = row_dots(std::vector<WeightBuffer>(4, w[t]), bases, p);
         std::vector<Expr<f32>> v;
-        for (uint32_t r = 0; r < 4; ++r) v.push_back(let("proj", project(dots[r][0], rope_tensor(t), 0)));
+        for (uint32_t r = 0; r < 4; ++r) v.push_back(let("proj", project(dots[r][0], t, 0)));
         return v;
       }, *step, *rope_table, y_q, k_cache, v_cache, lane0, rotations);
       return;

@@ -23,10 +23,6 @@ enum class ProjectionCombine { Separate, Relu2Product };
 struct RopeKvEpilogue {
   AttentionDims dims;
   uint32_t context = 0;
-  bool q = true, kv = true;  // which heads the tensors hold: q's, then k's and v's
-  // Where q's rotated value of row i goes, in lane 0 (instead of a y_q binding): a kernel that
-  // projects its own query keeps it (decode attention, ops/attention/attention_split_kv.h).
-  std::function<void(dsl::Expr<dsl::u32>, dsl::Expr<dsl::f32>)> store_q;
 };
 
 struct ProjectionTensor {

@@ -39,27 +39,6 @@ fs::path Model::dir_;
 
 std::vector<int32_t> golden_prompt() { return golden::read_npy_i32(kGolden / "prompt.npy").data; }
 
-// The separate kernels with the arithmetic fused layers do: attention's chunks combined in
-// attention, and one workgroup size for every phase (the norm's sum of squares is summed per
-// workgroup).
-bitnet::ModelOptions separate_kernels_as_fused() {
-  bitnet::ModelOptions o;
-  o.decode_tuning.defer_attention_combine = false;
-  o.decode_tuning.gate_up_workgroup = 0;
-  return o;
-}
-
-// The golden prompt, one step at a time on both: the same tokens, logits and KV cache bit for bit.
-void expect_same_steps(bitnet::BitNetModel& fused, bitnet::BitNetModel& separate, uint32_t n_layers) {
-  const auto prompt = golden_prompt();
-  for (uint32_t t = 0; t < prompt.size(); ++t) {
-    EXPECT_EQ(fused.step(prompt[t], t).argmax, separate.step(prompt[t], t).argmax) << "position " << t;
-    EXPECT_EQ(fused.logits(), separate.logits()) << "position " << t;
-  }
-  for (uint32_t l = 0; l < n_layers; ++l)
-    EXPECT_EQ(fused.kv_cache(l, uint32_t(prompt.size())), separate.kv_cache(l, uint32_t(prompt.size()))) << "layer " << l;
-}
-
 TEST_F(Model, EveryOpMatchesTheReferenceAtEveryPosition) {
   const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
   const auto report = bitnet::validate_against_golden(ctx(), file, kGolden);
@@ -101,18 +80,10 @@ TEST_F(Model, ReplayingTheRecordingIsDeterministic) {
   }
   EXPECT_EQ(model.stats().steps, 1 + 5 * 4 + 4u) << "embedding, 5 per layer, norm, head, argmax (2)";
   EXPECT_EQ(model.stats().dispatches, 1 + 5 * 4 + 4u);
-  // With the query projected in attention: the K/V projection beside attention, one step.
-  bitnet::ModelOptions query;
-  query.decode_tuning.attention_projects_query = true;
-  bitnet::BitNetModel projecting(ctx(), file, models::BitNetConfig::from_gguf(file), query);
-  EXPECT_EQ(projecting.stats().steps, 1 + 4 * 4 + 4u) << "embedding, 4 per layer, norm, head, argmax (2)";
-  EXPECT_EQ(projecting.stats().dispatches, 1 + 5 * 4 + 4u);
 }
 
-// Long positions, where a token's positions take several attention chunks, in every attention
-// mode: attention projecting its own query beside the K/V projection with attn_output merging
-// position pos in, the combine deferred to attn_output (the default), and the combine in
-// attention. Each dumped op at each position must match the op-local reference (the CPU
+// Long positions, where a token's positions take several attention chunks, in both attention
+// modes: the combine deferred to attn_output (the default) and the combine in attention. Each dumped op at each position must match the op-local reference (the CPU
 // recomputing it from the GPU's own inputs) within validate's tolerance: the modes round
 // differently (other summation orders), and one int8 flip travels far through a random model, so
 // end-to-end logits are not comparable between them.
@@ -125,12 +96,11 @@ TEST_F(Model, LongPositionsMatchTheOpLocalReferenceInEveryAttentionMode) {
   const bitnet::OpLocalReference reference(file);
   std::vector<int32_t> prompt(600);
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t((i * 7919 + 13) % config.vocab_size);
-  bitnet::ModelOptions query, deferring, combining;
-  query.dump = deferring.dump = combining.dump = true;
-  query.decode_tuning.attention_projects_query = true;
+  bitnet::ModelOptions deferring, combining;
+  deferring.dump = combining.dump = true;
   combining.decode_tuning.defer_attention_combine = false;
-  for (const auto* options : {&query, &deferring, &combining}) {
-    SCOPED_TRACE(options == &query ? "query in attention" : options == &deferring ? "deferred combine" : "combine in attention");
+  for (const auto* options : {&deferring, &combining}) {
+    SCOPED_TRACE(options == &deferring ? "deferred combine" : "combine in attention");
     bitnet::BitNetModel model(ctx(), file, config, *options);
     model.prefill(prompt, 0);
     // A pass of the attention kernel is at most 256 positions on the devices the tests run on, so
@@ -161,64 +131,6 @@ TEST_F(Model, LongPositionsMatchTheOpLocalReferenceInEveryAttentionMode) {
       }
     }
   }
-}
-
-// The fused decode graph (attn_output .. next QKV as phases of one dispatch, ops/experimental/decode_layer.h)
-// runs the same arithmetic as the separate kernels: the same logits and KV cache bit for bit.
-TEST_F(Model, FusedLayersEqualTheSeparateKernels) {
-  if (!workgroups_start_in_order()) GTEST_SKIP() << "needs workgroups that start in order (LP_NUM_THREADS=0 on lavapipe)";
-  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
-  const auto config = models::BitNetConfig::from_gguf(file);
-  bitnet::BitNetModel separate(ctx(), file, config, separate_kernels_as_fused());
-  EXPECT_EQ(separate.stats().dispatches, 1 + 5 * 4 + 4u);
-  for (auto mode : {bitnet::FusedLayers::All, bitnet::FusedLayers::FfnDownQkv}) {
-    SCOPED_TRACE(mode == bitnet::FusedLayers::All ? "all" : "ffn_down + qkv");
-    bitnet::ModelOptions on;
-    on.fused_layers = mode;
-    bitnet::BitNetModel fused(ctx(), file, config, on);
-    ASSERT_TRUE(fused.fused_layers());
-    // embedding, QKV 0, per layer 2 (all) or 4 (attention, attn_output, gate/up, ffn_down + next
-    // QKV; the last ffn_down alone), norm, head, argmax (2)
-    EXPECT_EQ(fused.stats().dispatches, mode == bitnet::FusedLayers::All ? 1 + 1 + 2 * 4 + 4u : 1 + 1 + 4 * 4 + 4u);
-    expect_same_steps(fused, separate, config.n_layers);
-    EXPECT_TRUE(fused.fused_layers()) << "no wait gave up";
-  }
-}
-
-// Where workgroups may not start in order (lavapipe with several threads), a fused token whose
-// wait gives up (lavapipe also ends a long wait's loop early: ops/experimental/phase_sync.h) runs again with
-// the separate kernels: every answer is the separate kernels', never a silently wrong one.
-TEST_F(Model, FusedLayersWhereWorkgroupsMayStartOutOfOrderGiveTheSeparateKernelsAnswers) {
-  if (workgroups_start_in_order()) GTEST_SKIP() << "this device starts workgroups in order (FusedLayersEqualTheSeparateKernels)";
-  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
-  const auto config = models::BitNetConfig::from_gguf(file);
-  bitnet::ModelOptions on = separate_kernels_as_fused();  // a fallback records these separate kernels
-  on.fused_layers = bitnet::FusedLayers::All;
-  bitnet::BitNetModel separate(ctx(), file, config, separate_kernels_as_fused()), fused(ctx(), file, config, on);
-  expect_same_steps(fused, separate, config.n_layers);
-}
-
-// A fused token whose waits give up (as where workgroups do not start in order) runs again with
-// the separate kernels, and the model keeps them: the answer is still right.
-TEST_F(Model, AFusedTokenThatGivesUpRunsAgainWithSeparateKernels) {
-  if (!workgroups_start_in_order()) GTEST_SKIP() << "needs workgroups that start in order (LP_NUM_THREADS=0 on lavapipe)";
-  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
-  const auto config = models::BitNetConfig::from_gguf(file);
-  bitnet::ModelOptions on, off;
-  on.fused_layers = bitnet::FusedLayers::All;
-  bitnet::BitNetModel fused(ctx(), file, config, on), separate(ctx(), file, config, off);
-  const auto prompt = golden_prompt();
-  fused.step(prompt[0], 0);
-  separate.step(prompt[0], 0);
-  fused.fail_next_fused_token();
-  EXPECT_EQ(fused.step(prompt[1], 1).argmax, separate.step(prompt[1], 1).argmax);
-  EXPECT_FALSE(fused.fused_layers());
-  EXPECT_EQ(fused.logits(), separate.logits());
-  fused.step(prompt[2], 2);
-  separate.step(prompt[2], 2);
-  EXPECT_EQ(fused.logits(), separate.logits());
-  // The prefill graph is recorded again with the new pipelines.
-  EXPECT_EQ(fused.prefill(std::span(prompt).first(3), 0).argmax, separate.prefill(std::span(prompt).first(3), 0).argmax);
 }
 
 TEST_F(Model, SamplingIsReproducibleWithASeed) {
