@@ -32,7 +32,7 @@ BufferSlice::BufferSlice(const Buffer& b, uint64_t offset_, uint64_t bytes_)
 VkBuffer BufferSlice::handle() const { return buffer ? buffer->handle() : VK_NULL_HANDLE; }
 
 Buffer::Buffer(Context& ctx, uint64_t bytes, BufferOptions options)
-    : ctx_(&ctx), bytes_(bytes), name_(std::move(options.name)) {
+    : ctx_(&ctx), bytes_(bytes), name_(std::move(options.name)), holds_(options.holds) {
   const DeviceInfo& info = ctx.info();
   if (bytes == 0) throw std::invalid_argument(label(name_) + ": size 0 is not allowed");
   if (info.max_memory_allocation && bytes > info.max_memory_allocation)
@@ -94,6 +94,7 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
   bytes_ = std::exchange(other.bytes_, 0);
   mapped_ = std::exchange(other.mapped_, nullptr);
   name_ = std::move(other.name_);
+  holds_ = other.holds_;
   return *this;
 }
 

@@ -6,10 +6,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
+
+#include "dsl/type.h"
 
 namespace bdsl::rt {
 
@@ -24,6 +27,10 @@ struct BufferOptions {
   // GPU reads in every dispatch (the step state): in system memory each of those reads is a
   // round trip over the bus (PCIe) on a discrete GPU.
   bool gpu_reads_often = false;
+  // The scalar kind of the buffer's elements, where it has one: a dispatch that binds it where a
+  // kernel reads another kind (f32 where it reads u32) is refused. Unset: any kind (raw words,
+  // packed weights read as u32 or uvec4).
+  std::optional<ScalarKind> holds;
 };
 
 // A byte range of a buffer, as bound to a kernel. A Buffer converts to its whole range.
@@ -53,6 +60,7 @@ class Buffer {
   VkBuffer handle() const { return buffer_; }
   bool host_visible() const { return mapped_ != nullptr; }
   const std::string& name() const { return name_; }
+  std::optional<ScalarKind> holds() const { return holds_; }
   explicit operator bool() const { return buffer_ != VK_NULL_HANDLE; }
 
   // `bytes` at `offset` of this buffer; throws when the range is outside it.
@@ -95,6 +103,7 @@ class Buffer {
   uint64_t bytes_ = 0;
   std::byte* mapped_ = nullptr;
   std::string name_;
+  std::optional<ScalarKind> holds_;
 };
 
 }  // namespace bdsl::rt

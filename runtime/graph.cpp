@@ -39,6 +39,9 @@ void check_binding(const KernelInterface& iface, const BindingInfo& info, const 
     throw std::invalid_argument(where + ": " + std::to_string(s.bytes) +
                                 " bytes exceed the device's maxStorageBufferRange of " +
                                 std::to_string(device.max_storage_buffer_range));
+  if (s.buffer->holds() && *s.buffer->holds() != info.element.kind)
+    throw std::invalid_argument(where + " reads " + to_string(info.element) + " but buffer '" + s.buffer->name() +
+                                "' holds " + to_string(Type{*s.buffer->holds(), 1}));
   if (s.bytes % info.element.align())
     throw std::invalid_argument(where + ": " + std::to_string(s.bytes) +
                                 " bytes is not a whole number of " + to_string(info.element) +
@@ -151,6 +154,29 @@ void Graph::dispatch(const Pipeline& pipeline, std::span<const BufferSlice> bind
   }
   ++stats_.dispatches;
   add(std::move(op), accesses);
+}
+
+void Graph::dispatch(const Pipeline& pipeline, std::span<const Arg> args, const PushConstants& push_constants,
+                     Grid grid) {
+  const KernelInterface& iface = pipeline.iface();
+  std::vector<BufferSlice> bindings(iface.bindings.size());
+  std::vector<bool> given(iface.bindings.size(), false);
+  for (const Arg& a : args) {
+    const auto it = std::find_if(iface.bindings.begin(), iface.bindings.end(),
+                                 [&](const BindingInfo& b) { return b.name == a.name; });
+    if (it == iface.bindings.end())
+      throw std::invalid_argument(kernel_label(iface) + " has no binding '" + a.name + "' (its bindings: " +
+                                  describe_bindings(iface) + ")");
+    const size_t i = size_t(it - iface.bindings.begin());
+    if (given[i]) throw std::invalid_argument(kernel_label(iface) + ": binding '" + a.name + "' given twice");
+    given[i] = true;
+    bindings[i] = a.slice;
+  }
+  for (size_t i = 0; i < given.size(); ++i)
+    if (!given[i])
+      throw std::invalid_argument(kernel_label(iface) + ": no buffer for binding '" + iface.bindings[i].name +
+                                  "' (its bindings: " + describe_bindings(iface) + ")");
+  dispatch(pipeline, std::span<const BufferSlice>(bindings), push_constants, grid);
 }
 
 void Graph::fill(BufferSlice dst, uint32_t word) {

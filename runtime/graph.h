@@ -25,6 +25,12 @@ struct Grid {
   uint32_t x = 1, y = 1, z = 1;  // workgroups in each dimension
 };
 
+// A buffer for the kernel binding of that name (the name its DSL buffer was given).
+struct Arg {
+  std::string name;
+  BufferSlice slice;
+};
+
 struct GraphOptions {
   bool timestamps = false;  // GPU time per recorded operation (needs device support)
   std::string name = "graph";
@@ -58,6 +64,16 @@ class Graph {
   }
   void dispatch(const Pipeline& pipeline, std::initializer_list<BufferSlice> bindings, Grid grid) {
     dispatch(pipeline, bindings, PushConstants{}, grid);
+  }
+  // Bindings by name, in any order: each of the kernel's bindings exactly once. A name the kernel
+  // does not have, one given twice or one missing is refused, naming the kernel and its bindings;
+  // so is a buffer whose kind (BufferOptions::holds) is not what the binding reads.
+  void dispatch(const Pipeline& pipeline, std::span<const Arg> args, const PushConstants& push_constants, Grid grid);
+  void dispatch(const Pipeline& pipeline, std::initializer_list<Arg> args, const PushConstants& push_constants, Grid grid) {
+    dispatch(pipeline, std::span<const Arg>(args.begin(), args.size()), push_constants, grid);
+  }
+  void dispatch(const Pipeline& pipeline, std::initializer_list<Arg> args, Grid grid) {
+    dispatch(pipeline, args, PushConstants{}, grid);
   }
   // Transfer operations, ordered against dispatches like any other access.
   void fill(BufferSlice dst, uint32_t word);

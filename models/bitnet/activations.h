@@ -17,11 +17,15 @@ inline uint32_t ceil_div(uint64_t a, uint64_t b) { return static_cast<uint32_t>(
 
 struct BitNetModel::Activations {
   Activations(rt::Context& ctx, const models::BitNetConfig& c, const BitNetPipelines& p) {
-    auto f32 = [&](uint64_t n, const char* name) { return rt::Buffer(ctx, n * 4, {false, name}); };
+    auto f32 = [&](uint64_t n, const char* name) { return rt::Buffer(ctx, n * 4, {.name = name, .holds = ScalarKind::F32}); };
+    auto u32 = [&](uint64_t n, const char* name, bool host_visible = false) {
+      return rt::Buffer(ctx, n * 4, {.host_visible = host_visible, .name = name, .holds = ScalarKind::U32});
+    };
     const auto& d = p.dims;
-    step = rt::Buffer(ctx, sizeof(ops::StepState), {true, "step state", true});  // read by ~60 dispatches
+    step = rt::Buffer(ctx, sizeof(ops::StepState),  // read by ~60 dispatches
+                      {.host_visible = true, .name = "step state", .gpu_reads_often = true, .holds = ScalarKind::U32});
     // RoPE's (cos, sin) for every position, as the CPU reference rounds them (ops/common/rope_rotation.h).
-    rope_table = rt::Buffer(ctx, uint64_t{c.context_length} * d.head_dim * 4, {false, "rope table"});
+    rope_table = f32(uint64_t{c.context_length} * d.head_dim, "rope table");
     rope_table.upload(numerics::rope_table(c.context_length, d.head_dim, c.rope_freq_base));
     x = f32(c.dim, "x (residual)");
     q = f32(d.q_width(), "q");
@@ -34,29 +38,29 @@ struct BitNetModel::Activations {
     logits = f32(c.vocab_size, "logits");
     const uint64_t cache_bytes = uint64_t{c.context_length} * d.kv_words() * 4;
     for (uint32_t l = 0; l < c.n_layers; ++l) {
-      k_cache.emplace_back(ctx, cache_bytes, rt::BufferOptions{false, fmt::format("k cache {}", l)});
-      v_cache.emplace_back(ctx, cache_bytes, rt::BufferOptions{false, fmt::format("v cache {}", l)});
+      k_cache.emplace_back(ctx, cache_bytes, rt::BufferOptions{.name = fmt::format("k cache {}", l), .holds = ScalarKind::U32});
+      v_cache.emplace_back(ctx, cache_bytes, rt::BufferOptions{.name = fmt::format("v cache {}", l), .holds = ScalarKind::U32});
     }
-    partials = rt::Buffer(ctx, ops::attention_partials_bytes(d, p.attention_chunks, 1), {false, "attention partials"});
-    counters = rt::Buffer(ctx, ops::attention_counters_bytes(d, 1), {false, "attention counters"});
+    partials = rt::Buffer(ctx, ops::attention_partials_bytes(d, p.attention_chunks, 1), {.name = "attention partials", .holds = ScalarKind::F32});
+    counters = u32(ops::attention_counters_bytes(d, 1) / 4, "attention counters");
     counters.fill(0);
     arg_values = f32(p.argmax_plan.groups, "argmax partial values");
-    arg_indices = f32(p.argmax_plan.groups, "argmax partial indices");
-    token = rt::Buffer(ctx, 4, {true, "argmax token"});
-    generated = rt::Buffer(ctx, uint64_t{c.context_length} * 4, {true, "greedy token of each position"});
+    arg_indices = u32(p.argmax_plan.groups, "argmax partial indices");
+    token = u32(1, "argmax token", true);
+    generated = u32(c.context_length, "greedy token of each position", true);
     if (p.lm_head_bounds) {
       upper = f32(c.vocab_size, "greedy head upper bounds");
       lower = f32(ops::lm_head_bounds_workgroups(p.target, c.vocab_size), "greedy head lower bounds");
-      head_counter = rt::Buffer(ctx, 4, {false, "greedy head's finished workgroups"});
-      xq = rt::Buffer(ctx, c.dim, {false, "greedy head's int8 x"});
+      head_counter = u32(1, "greedy head's finished workgroups");
+      xq = rt::Buffer(ctx, c.dim, {.name = "greedy head's int8 x"});
       head_stats = f32(4, "greedy head's x scale and norms");
       head_counter.fill(0);  // lm_head_candidates leaves it zero
     }
     if (p.top_k) {
       top_part_values = f32(uint64_t{p.top_k_plan.groups} * p.top_k, "top-k partial values");
-      top_part_indices = f32(uint64_t{p.top_k_plan.groups} * p.top_k, "top-k partial indices");
-      top_values = rt::Buffer(ctx, p.top_k * 4, {true, "top-k values"});
-      top_indices = rt::Buffer(ctx, p.top_k * 4, {true, "top-k indices"});
+      top_part_indices = u32(uint64_t{p.top_k_plan.groups} * p.top_k, "top-k partial indices");
+      top_values = rt::Buffer(ctx, p.top_k * 4, {.host_visible = true, .name = "top-k values", .holds = ScalarKind::F32});
+      top_indices = u32(p.top_k, "top-k indices", true);
     }
   }
 

@@ -48,22 +48,37 @@ void BitNetModel::dump(const rt::Buffer& src, uint64_t floats, std::string name)
   dump_floats_ += floats;
 }
 
-std::vector<rt::BufferSlice> BitNetModel::layer_bindings(uint32_t l, LayerOp op) const {
+std::vector<rt::Arg> BitNetModel::layer_args(uint32_t l, LayerOp op) const {
   const auto& w = weights_.layers[l];
   const auto& a = *act_;
   switch (op) {
     case LayerOp::Qkv:
-      return {w.attn_q, w.attn_k, w.attn_v, a.x, w.attn_norm, a.step, a.rope_table, a.q, a.k_cache[l], a.v_cache[l]};
+      return {{"w_q", w.attn_q}, {"w_k", w.attn_k}, {"w_v", w.attn_v}, {"x", a.x}, {"norm_weight", w.attn_norm},
+              {"step", a.step}, {"rope_table", a.rope_table}, {"y_q", a.q}, {"k_cache", a.k_cache[l]}, {"v_cache", a.v_cache[l]}};
     case LayerOp::Attention:
-      return {a.step, a.q, a.k_cache[l], a.v_cache[l], a.partials, a.counters, a.attn};
-    case LayerOp::AttnOutput:
-      if (pipelines_->attention_tuning.defer_combine) return {w.attn_output, a.attn, w.attn_sub_norm, a.x, a.step, a.partials, a.attn_used};
-      return {w.attn_output, a.attn, w.attn_sub_norm, a.x};
-    case LayerOp::GateUp: return {w.ffn_gate, w.ffn_up, a.x, w.ffn_norm, a.ffn};
-    case LayerOp::FfnDown: return {w.ffn_down, a.ffn, w.ffn_sub_norm, a.x};
+      return {{"step", a.step}, {"q", a.q}, {"k_cache", a.k_cache[l]}, {"v_cache", a.v_cache[l]},
+              {"partials", a.partials}, {"counters", a.counters}, {"out", a.attn}};
+    case LayerOp::AttnOutput: {
+      std::vector<rt::Arg> args = {{"w", w.attn_output}, {"x", a.attn}, {"norm_weight", w.attn_sub_norm}, {"y", a.x}};
+      if (pipelines_->attention_tuning.defer_combine)
+        args.insert(args.end(), {{"attention_step", a.step}, {"attention_partials", a.partials}, {"attention_used", a.attn_used}});
+      return args;
+    }
+    case LayerOp::GateUp:
+      return {{"w_gate", w.ffn_gate}, {"w_up", w.ffn_up}, {"x", a.x}, {"norm_weight", w.ffn_norm}, {"y", a.ffn}};
+    case LayerOp::FfnDown:
+      return {{"w", w.ffn_down}, {"x", a.ffn}, {"norm_weight", w.ffn_sub_norm}, {"y", a.x}};
   }
   throw std::logic_error("layer op");
 }
+
+namespace {
+// A split table's parts as the bindings prefix0, prefix1, ... (prefix_0, ... with `separator`).
+void append_parts(std::vector<rt::Arg>& args, const std::string& prefix, const SplitMatrix& table,
+                  const std::string& separator = "") {
+  for (size_t p = 0; p < table.parts.size(); ++p) args.push_back({prefix + separator + std::to_string(p), table.parts[p]});
+}
+}  // namespace
 
 // Layer l's op as its own dispatch, then (with dump) a copy of what it produced.
 void BitNetModel::record_op(uint32_t l, LayerOp op) {
@@ -72,7 +87,7 @@ void BitNetModel::record_op(uint32_t l, LayerOp op) {
   auto& a = *act_;
   const float eps = config_.rms_norm_eps;
   const auto& d = p.dims;
-  const auto b = layer_bindings(l, op);
+  const auto b = layer_args(l, op);
   switch (op) {
     case LayerOp::Qkv:
       g.dispatch(p.qkv, b, rt::push(eps),
@@ -117,9 +132,8 @@ void BitNetModel::record() {
 
 void BitNetModel::record_embedding(rt::Graph& g) {
   const auto& p = *pipelines_;
-  std::vector<rt::BufferSlice> embedding = {act_->step};
-  for (const auto& part : weights_.token_embd.parts) embedding.push_back(part);
-  embedding.push_back(act_->x);
+  std::vector<rt::Arg> embedding = {{"step", act_->step}, {"x", act_->x}};
+  append_parts(embedding, "table", weights_.token_embd, "_");
   g.dispatch(p.embedding, embedding, rt::push(), rt::Grid{ceil_div(config_.dim, ops::embedding_workgroup(p.target))});
 }
 
@@ -145,41 +159,49 @@ void BitNetModel::record_token(bool greedy) {
 void BitNetModel::record_tail(rt::Graph& g, bool greedy) {
   const auto& p = *pipelines_;
   auto& a = *act_;
-  const auto& table = weights_.lm_head().parts;
+  const SplitMatrix& table = weights_.lm_head();
   if (greedy) {
     // The argmax without every logit: the final norm with x quantized once, bounds from the int8
     // shadow, then the rows that may win.
-    g.dispatch(*p.lm_head_input, {a.x, weights_.output_norm, a.xn, a.xq, a.head_stats}, rt::push(config_.rms_norm_eps),
-               rt::Grid{1});
-    std::vector<rt::BufferSlice> bounds = {a.xq, a.head_stats};
-    for (const auto& part : greedy_head_->parts) bounds.push_back(part);
-    bounds.insert(bounds.end(), {greedy_head_->scale, greedy_head_->bound, a.upper, a.lower});
+    g.dispatch(*p.lm_head_input, {{"x", a.x}, {"weight", weights_.output_norm}, {"xn", a.xn}, {"xq", a.xq}, {"stats", a.head_stats}},
+               rt::push(config_.rms_norm_eps), rt::Grid{1});
+    std::vector<rt::Arg> bounds = {{"xq", a.xq}, {"stats", a.head_stats}, {"scale", greedy_head_->scale},
+                                   {"bound", greedy_head_->bound}, {"upper", a.upper}, {"lower", a.lower}};
+    for (size_t i = 0; i < greedy_head_->parts.size(); ++i) bounds.push_back({"table" + std::to_string(i), greedy_head_->parts[i]});
     g.dispatch(*p.lm_head_bounds, bounds, rt::push(), rt::Grid{ops::lm_head_bounds_workgroups(p.target, config_.vocab_size)});
-    std::vector<rt::BufferSlice> candidates = {a.xn};
-    for (const auto& part : table) candidates.push_back(part);
     // Its last workgroup also runs argmax_final, moves the step state on and writes the chosen
     // token's embedding into x for the next replay (decode_greedy).
-    candidates.insert(candidates.end(), {a.upper, a.lower, a.arg_values, a.arg_indices, a.head_counter, a.token, a.step, a.generated});
-    for (const auto& part : weights_.token_embd.parts) candidates.push_back(part);
-    candidates.push_back(a.x);
+    std::vector<rt::Arg> candidates = {{"x", a.xn}, {"upper", a.upper}, {"lower", a.lower}, {"part_values", a.arg_values},
+                                       {"part_indices", a.arg_indices}, {"counter", a.head_counter}, {"token", a.token},
+                                       {"step", a.step}, {"generated", a.generated}, {"x_next", a.x}};
+    append_parts(candidates, "table", table);
+    append_parts(candidates, "embed_table", weights_.token_embd);
     g.dispatch(*p.lm_head_candidates, candidates, rt::push(), rt::Grid{p.argmax_plan.groups});
     return;
   }
-  g.dispatch(p.output_norm, {a.x, weights_.output_norm, a.xn}, rt::push(config_.rms_norm_eps), rt::Grid{1});
+  g.dispatch(p.output_norm, {{"x", a.x}, {"weight", weights_.output_norm}, {"out", a.xn}}, rt::push(config_.rms_norm_eps), rt::Grid{1});
   if (&g == graph_.get()) dump(a.xn, config_.dim, "result_norm");
-  std::vector<rt::BufferSlice> head = {a.xn};
-  for (const auto& part : table) head.push_back(part);
-  head.push_back(a.logits);
+  std::vector<rt::Arg> head = {{"x", a.xn}, {"logits", a.logits}};
+  append_parts(head, "table", table);
   g.dispatch(p.lm_head, head, rt::push(), rt::Grid{ops::lm_head_workgroups(p.target, config_.vocab_size)});
   if (&g == graph_.get()) dump(a.logits, config_.vocab_size, "result_output");
   // Greedy and sampling candidates read the same logits: no barrier between the two chains.
-  g.dispatch(p.argmax_partial, {a.logits, a.arg_values, a.arg_indices}, rt::Grid{p.argmax_plan.groups});
-  if (p.top_k) g.dispatch(*p.top_k_partial, {a.logits, a.top_part_values, a.top_part_indices}, rt::Grid{p.top_k_plan.groups});
-  if (&g == graph_.get())  // decode: the step state moves on to this choice (decode_greedy)
-    g.dispatch(p.argmax_final_advance, {a.arg_values, a.arg_indices, a.token, a.step, a.generated}, rt::Grid{1});
-  else
-    g.dispatch(p.argmax_final, {a.arg_values, a.arg_indices, a.token}, rt::Grid{1});
-  if (p.top_k) g.dispatch(*p.top_k_merge, {a.top_part_values, a.top_part_indices, a.top_values, a.top_indices}, rt::Grid{1});
+  g.dispatch(p.argmax_partial, {{"values", a.logits}, {"part_values", a.arg_values}, {"part_indices", a.arg_indices}},
+             rt::Grid{p.argmax_plan.groups});
+  if (p.top_k)
+    g.dispatch(*p.top_k_partial, {{"values", a.logits}, {"part_values", a.top_part_values}, {"part_indices", a.top_part_indices}},
+               rt::Grid{p.top_k_plan.groups});
+  const std::vector<rt::Arg> final_args = {{"part_values", a.arg_values}, {"part_indices", a.arg_indices}, {"token", a.token}};
+  if (&g == graph_.get()) {  // decode: the step state moves on to this choice (decode_greedy)
+    std::vector<rt::Arg> advance = final_args;
+    advance.insert(advance.end(), {{"step", a.step}, {"generated", a.generated}});
+    g.dispatch(p.argmax_final_advance, advance, rt::push(), rt::Grid{1});
+  } else {
+    g.dispatch(p.argmax_final, final_args, rt::push(), rt::Grid{1});
+  }
+  if (p.top_k)
+    g.dispatch(*p.top_k_merge, {{"part_values", a.top_part_values}, {"part_indices", a.top_part_indices},
+                                {"top_values", a.top_values}, {"top_indices", a.top_indices}}, rt::Grid{1});
 }
 
 void BitNetModel::check_tokens(std::span<const int32_t> tokens, uint32_t pos) const {

@@ -112,7 +112,7 @@ class BitNetModel final : public models::DecoderModel {
   void check_tokens(std::span<const int32_t> tokens, uint32_t pos) const;
   // A decode layer's ops in order (QKV with RoPE and the cache write, ... ffn_down).
   enum class LayerOp { Qkv, Attention, AttnOutput, GateUp, FfnDown };
-  std::vector<rt::BufferSlice> layer_bindings(uint32_t l, LayerOp op) const;
+  std::vector<rt::Arg> layer_args(uint32_t l, LayerOp op) const;
   void record_op(uint32_t l, LayerOp op);
   void record_layer(uint32_t l);
   void write_step_state(uint32_t token, uint32_t pos);

@@ -152,6 +152,29 @@ TEST_F(GraphTest, WrongBindingCountIsRefusedWithTheKernelName) {
   EXPECT_EQ(g.stats().dispatches, 0u);
 }
 
+// Bindings by name: any order works; an unknown, repeated or missing name is refused naming the
+// kernel and its bindings, and so is a buffer of another kind than the binding reads.
+TEST_F(GraphTest, BindingsByNameInAnyOrderAndBadNamesOrKindsAreRefused) {
+  Pipeline scale = pipeline(test_kernels::scale());
+  Buffer src(ctx(), kN * 4, {.name = "source", .holds = ScalarKind::F32});
+  Buffer dst(ctx(), kN * 4, {.name = "destination", .holds = ScalarKind::F32});
+  Buffer ids(ctx(), kN * 4, {.name = "ids", .holds = ScalarKind::U32});
+  src.upload(std::vector<float>(kN, 1.5f));
+  Graph g(ctx());
+  g.dispatch(scale, {{"dst", dst}, {"src", src}}, push(kN, 2.0f), kGrid);
+  std::string m = error_of([&] { g.dispatch(scale, {{"src", src}, {"out", dst}}, push(kN, 2.0f), kGrid); });
+  EXPECT_NE(m.find("kernel 'scale' has no binding 'out' (its bindings: src: read, dst: write)"), std::string::npos) << m;
+  m = error_of([&] { g.dispatch(scale, {{"src", src}, {"src", dst}}, push(kN, 2.0f), kGrid); });
+  EXPECT_NE(m.find("binding 'src' given twice"), std::string::npos) << m;
+  m = error_of([&] { g.dispatch(scale, {{"src", src}}, push(kN, 2.0f), kGrid); });
+  EXPECT_NE(m.find("no buffer for binding 'dst'"), std::string::npos) << m;
+  m = error_of([&] { g.dispatch(scale, {{"src", ids}, {"dst", dst}}, push(kN, 2.0f), kGrid); });
+  EXPECT_NE(m.find("binding 0 ('src') of kernel 'scale' reads f32 but buffer 'ids' holds u32"), std::string::npos) << m;
+  EXPECT_EQ(g.stats().dispatches, 1u);
+  g.submit_and_wait();
+  EXPECT_EQ(dst.download<float>(), std::vector<float>(kN, 3.0f));
+}
+
 TEST_F(GraphTest, WrongPushConstantTypesAreRefusedWithTheKernelName) {
   Pipeline scale = pipeline(test_kernels::scale());
   Buffer a = words(ctx(), kN, 0), b = words(ctx(), kN, 0);
