@@ -47,7 +47,10 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
     else if (a == "--attn-output-rows") o.decode_tuning.attn_output_rows_per_subgroup = uint32_t(std::stoul(value()));
     else if (a == "--attention-head-split") o.decode_tuning.attention_head_split = uint32_t(std::stoul(value()));
     else if (a == "--attention-positions-per-pass") o.decode_tuning.attention_positions_per_pass = uint32_t(std::stoul(value()));
-    else if (a == "--attention-defer") o.decode_tuning.attention_defer_chunks = uint32_t(std::stoul(value()));
+    else if (a == "--attention-defer") {
+      o.decode_tuning.attention_defer_chunks = uint32_t(std::stoul(value()));
+      o.decode_tuning.defer_attention_combine = o.decode_tuning.attention_defer_chunks > 0;
+    }
     else if (a == "--prefill-block") o.prefill_block = uint32_t(std::stoul(value()));
     else if (a == "--help" || a == "-h") {
       std::printf("usage: bitnet-dsl-bench [--quick] [--model FILE.gguf] [--device N|NAME]\n"
@@ -61,14 +64,14 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "  --quick: the tiny model and small shapes (seconds on lavapipe)\n"
                   "  --prefill-projections: QKV and gate/up in prefill as one dispatch each (fused) or one\n"
                   "    per tensor (separate, tensor cores where the device has them); auto: the model's choice\n"
+                  "  the decode kernel shapes below default to the device's row of ops/tuning.h (0: the same)\n"
                   "  --matvec-rows, --matvec-workgroup: rows per subgroup and workgroup size of the decode\n"
-                  "    projections (default 2 and 256); --qkv-workgroup, --gate-up-workgroup, --gate-up-rows:\n"
-                  "    one kernel's own (gate/up: 128 invocations by default); --attn-output-workgroup,\n"
-                  "    --attn-output-rows: attn_output's own (default: 4 rows, ffn_down's workgroup)\n"
+                  "    projections; --qkv-workgroup, --gate-up-workgroup, --gate-up-rows: one kernel's own;\n"
+                  "    --attn-output-workgroup, --attn-output-rows: attn_output's own\n"
                   "  --attention-head-split: workgroups per KV head in decode attention, each serving that\n"
-                  "    share of its query heads (default: one per query head)\n"
-                  "  --attention-positions-per-pass: K/V positions each row group reads per pass (default 8)\n"
-                  "  --attention-defer: up to how many chunks attn_output combines itself (default 4, 0: none)\n"
+                  "    share of its query heads\n"
+                  "  --attention-positions-per-pass: K/V positions each row group reads per pass\n"
+                  "  --attention-defer: up to how many chunks attn_output combines itself (0: none)\n"
                   "  --prefill-block: tokens of the block the prefill_op/ table times (default 512)\n");
       benchmark::PrintDefaultHelp();
       std::exit(0);

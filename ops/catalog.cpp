@@ -72,6 +72,17 @@ const std::vector<CatalogEntry>& catalog() {
        [](T t) { return ternary_matvec_qkv_rope(t, kHeads, kDim, kContext, normalized(false)); }},
       {"attn_output", "attn_sub_norm + attn_output + residual (decode)",
        [](T t) { return ternary_matvec(t, kDim, kHeads.q_width(), normalized(true)); }},
+      {"attn_output_deferred", "the same merging attention's deferred chunks in its norm prologue (the model's)",
+       [](T t) {
+         SplitKvTuning tuning;
+         tuning.head_split = kHeads.group();
+         tuning.defer_combine = 4;
+         MatvecOptions o = normalized(true);
+         o.rows_per_subgroup = 4;
+         o.attention_partials =
+             AttentionPartialsInput{kHeads, kContext, attention_chunks(t, kHeads, kContext), attention_pass(t, kHeads, tuning), 4};
+         return ternary_matvec(t, kDim, kHeads.q_width(), o);
+       }},
       {"gate_up", "ffn_norm + gate, up, relu(gate)^2 * up (decode)",
        [](T t) { return ternary_matvec_relu2_gate_up(t, kFfn, kDim, normalized(false)); }},
       {"ffn_down", "ffn_sub_norm + ffn_down + residual (decode)", [](T t) { return ternary_matvec(t, kDim, kFfn, normalized(true)); }},

@@ -3,6 +3,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "runtime/device_info.h"
@@ -10,6 +11,7 @@
 namespace bdsl::ops {
 
 struct OpTarget {
+  std::string device_name;  // for the tuning table (ops/tuning.h) only: it never changes a result
   uint32_t subgroup_size = 32;
   uint32_t max_workgroup_invocations = 256;
   uint32_t max_shared_bytes = 16384;
@@ -34,6 +36,7 @@ struct OpTarget {
 
   static OpTarget from(const rt::DeviceInfo& device) {
     OpTarget t;
+    t.device_name = device.name;
     t.subgroup_size = device.subgroup_size;
     t.max_workgroup_invocations = device.max_workgroup_invocations;
     t.max_shared_bytes = device.max_shared_memory;

@@ -11,6 +11,7 @@
 #include "ops/common/rms_norm.h"
 #include "ops/head/lm_head_pruned.h"
 #include "ops/ternary/ternary_matvec.h"
+#include "ops/tuning.h"
 #include "runtime/kernel_pipeline.h"
 
 namespace bdsl::bitnet {
@@ -23,13 +24,24 @@ DecodeTuning own_workgroup(DecodeTuning t, uint32_t workgroup, uint32_t rows = 0
   return t;
 }
 
-// Norm-fused projections take 2 rows per subgroup by default (H100, decode ctx 512: 2.01 ms per
-// token with 2, 2.09 with 4, 2.48 with 8; bench/RESULTS.md run 3).
+DecodeTuning with_table(DecodeTuning t, const ops::Tuning& table) {
+  auto fill = [](uint32_t& v, uint32_t from_table) {
+    if (!v) v = from_table;
+  };
+  fill(t.rows_per_subgroup, table.matvec_rows_per_subgroup);
+  fill(t.gate_up_workgroup, table.gate_up_workgroup);
+  fill(t.attn_output_rows_per_subgroup, table.attn_output_rows_per_subgroup);
+  fill(t.attention_defer_chunks, table.attention_defer_chunks);
+  fill(t.attention_positions_per_pass, table.attention_positions_per_pass);
+  fill(t.attention_head_split, table.attention_head_split);
+  return t;
+}
+
 ops::MatvecOptions normalized(bool add_residual, const DecodeTuning& t) {
   ops::MatvecOptions o;
   o.input = ops::MatvecInput::NormalizeInWorkgroup;
   o.add_residual = add_residual;
-  o.rows_per_subgroup = t.rows_per_subgroup ? t.rows_per_subgroup : 2;
+  o.rows_per_subgroup = t.rows_per_subgroup;
   o.workgroup = t.workgroup;
   return o;
 }
@@ -42,8 +54,7 @@ ops::MatvecOptions attn_output_kernel_options(const ops::OpTarget& t, const ops:
 }
 
 // Decode attention as the tuning asks: attn_output does the combine of up to
-// attention_defer_chunks chunks (4 covers every token up to 4 passes of positions, 512 at the 2B
-// shape with 32-wide subgroups, with 36 partial loads per invocation).
+// attention_defer_chunks chunks.
 ops::SplitKvTuning decode_attention_tuning(const DecodeTuning& t, const ops::AttentionDims& d) {
   ops::SplitKvTuning a;
   a.positions_per_pass = t.attention_positions_per_pass;
@@ -59,8 +70,9 @@ rt::Pipeline make(rt::Context& ctx, codegen::ShaderCache& cache, const dsl::Kern
 }  // namespace
 
 BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c, uint32_t k,
-                                 codegen::ShaderCache& cache, const DecodeTuning& tuning, bool greedy_head)
+                                 codegen::ShaderCache& cache, const DecodeTuning& requested, bool greedy_head)
     : target(ops::OpTarget::from(ctx.info())),
+      tuning(with_table(requested, ops::tuning_for(target))),
       dims{c.n_heads, c.n_kv_heads, c.head_dim},
       split(ops::lm_head_split(target, c.vocab_size, c.dim)),
       argmax_plan(ops::argmax_plan(target, c.vocab_size)),

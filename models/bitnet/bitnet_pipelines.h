@@ -16,41 +16,32 @@
 
 namespace bdsl::bitnet {
 
-// The decode projections' kernel shape (ops::MatvecOptions): rows per subgroup and workgroup
-// size of the four norm-fused projections; 0 keeps each one's default. For comparing shapes on
-// a device (bitnet-dsl-bench --matvec-rows / --matvec-workgroup).
+// Overrides of the device's tuning (ops/tuning.h) for the decode kernels, to compare shapes on a
+// device (bitnet-dsl-bench --matvec-rows, ...). 0: the tuning table's value.
 struct DecodeTuning {
-  uint32_t rows_per_subgroup = 0;
-  uint32_t workgroup = 0;
-  // The same for QKV and gate/up alone, where set.
-  // gate/up: 128 invocations (864 lighter workgroups); H100, two A/B pairs in one run:
-  // decode_greedy 715-716 vs 707-708 tokens/s at ctx 512 (bench/RESULTS.md run 7).
-  uint32_t qkv_workgroup = 0, gate_up_workgroup = 128;
+  uint32_t rows_per_subgroup = 0;  // the four norm-fused projections' (ops::MatvecOptions)
+  uint32_t workgroup = 0;          // their workgroup size (0 here and in the table: 256)
+  // One kernel's own shape, where set.
+  uint32_t qkv_workgroup = 0, gate_up_workgroup = 0;
   uint32_t gate_up_rows_per_subgroup = 0;  // 0: rows_per_subgroup
-  // attn_output's own shape, where set (it merges attention's deferred chunks in every
-  // workgroup: fewer, larger workgroups merge them fewer times). 0: as ffn_down.
-  // 4 rows per subgroup (80 workgroups): H100, alternating in one call, decode_greedy 852-854 vs
-  // 836-841 tokens/s at ctx 512 with 2 (bench/RESULTS.md run 10; 2 was better before the
-  // projections read whole words, run 8).
-  uint32_t attn_output_workgroup = 0, attn_output_rows_per_subgroup = 4;
+  // attn_output's (it merges attention's deferred chunks in every workgroup: fewer, larger
+  // workgroups merge them fewer times).
+  uint32_t attn_output_workgroup = 0, attn_output_rows_per_subgroup = 0;
   // Attention leaves its chunk combine to attn_output's norm prologue where a token's positions
-  // take 2 to 4 chunks (ops::SplitKvTuning::defer_combine).
+  // take 2 to attention_defer_chunks chunks (ops::SplitKvTuning::defer_combine).
   bool defer_attention_combine = true;
-  uint32_t attention_defer_chunks = 4;  // up to how many chunks' combine attn_output does
-  // Positions each row group of attention reads per pass (ops::SplitKvTuning::positions_per_pass).
-  uint32_t attention_positions_per_pass = 8;
-  // Workgroups per KV head in decode attention (ops::SplitKvTuning::head_split); 0: one per query
-  // head. H100, 2B shape (4 query heads a KV head), one run: attention 9.9 / 7.4 / 7.0 us with
-  // 1 / 2 / 4, decode_greedy 670 / 703 / 714 tokens/s at ctx 512.
-  uint32_t attention_head_split = 0;
+  uint32_t attention_defer_chunks = 0;
+  uint32_t attention_positions_per_pass = 0;  // ops::SplitKvTuning::positions_per_pass
+  uint32_t attention_head_split = 0;          // ops::SplitKvTuning::head_split (table 0: per query head)
 };
 
 struct BitNetPipelines {
   BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& config, uint32_t top_k,
-                  codegen::ShaderCache& cache = codegen::default_shader_cache(), const DecodeTuning& tuning = {},
+                  codegen::ShaderCache& cache = codegen::default_shader_cache(), const DecodeTuning& requested = {},
                   bool greedy_head = false);
 
   ops::OpTarget target;
+  DecodeTuning tuning;  // what was asked, with the tuning table's values where it asked nothing
   ops::AttentionDims dims;
   ops::LmHeadSplit split;
   ops::ArgmaxPlan argmax_plan;

@@ -22,8 +22,8 @@ namespace bdsl::bitnet {
 // summation order (RMSNorm, attention, LM head: ~1e-6 relative). The int8 quantization in front
 // of each projection can turn such a nudge into one quantization step for a value that sat exactly
 // on a rounding boundary: it moves every output of the projection by up to scale / s (seen: 2e-4
-// of the tensor), and in relu(gate)^2 * up both factors move (seen: 1.0e-3 in ffn_out on an
-// H100). 4e-3 leaves room for one such step and fails any real bug (a wrong scale, sign, head or
+// of the tensor), and in relu(gate)^2 * up both factors move (seen: 1.0e-3 in ffn_out on a
+// GPU). 4e-3 leaves room for one such step and fails any real bug (a wrong scale, sign, head or
 // position is off by O(1)); the cosine bound catches a spread of small errors.
 inline constexpr double kGpuTolerance = 4e-3;
 inline constexpr double kGpuMinCosine = 0.99999;

@@ -44,8 +44,9 @@ std::function<std::array<Expr<f32>, 4>(Expr<u32>)> attention_word_loader(KernelB
       std::vector<std::vector<Expr<vec2>>> parts(2);
       for (uint32_t c = 0; c < a.defer; ++c) {
         Expr<u32> chunk = min(Expr<u32>(active) - 1u, constant<u32>(c));
+        Expr<boolean> in_use = active > c;  // built before the block: the GLSL keeps its order
         auto block = let("attn_block", partials_block(a.dims, a.chunks, constant<u32>(0u), kv, chunk));
-        valid.push_back(active > c);
+        valid.push_back(in_use);
         stats.push_back(let("attn_stats", Expr<vec2>(partials[block + pairs + g])));
         for (uint32_t p = 0; p < 2; ++p) parts[p].push_back(let("attn_o", Expr<vec2>(partials[block + g * (hd / 2) + p0 + p])));
       }

@@ -15,7 +15,7 @@ using namespace bdsl::dsl;
 namespace {
 
 constexpr float kLowest = -3.402823466e38f;
-// Position chunks: enough workgroups to fill a large GPU (an H100 has 132 SMs) when a block has
+// Position chunks: enough workgroups to fill a large GPU (100+ multiprocessors) when a block has
 // few token tiles; a 512-token block has 320 at the 2B shape and takes one chunk.
 constexpr uint32_t kWantedWorkgroups = 256;
 constexpr uint32_t kMaxChunks = 16;

@@ -23,20 +23,7 @@
 // as the positions need, chosen at run time), and the last chunk's workgroup to finish merges
 // the partials (atomic count, as attention_split_kv does). A 512-token block takes one chunk.
 //
-// H100, 2B shape, bitnet-dsl-bench `attention_prefill/`, us per dispatch (block of n at pos):
-//                                    n 512 @ 0   512 @ 512   512 @ 3584   64 @ 0   16 @ 2000
-//   split-KV (one wg per token)          385        820         2730        31        64
-//   this kernel (16 lanes, 2 keys, 8 tok)  81        244         1214        14        66
-//   without position chunks                82        248         1242        11.5     222
-//   32 lanes x 1 key (256 invocations)     91        274         1370        12        55
-//   4 tokens per workgroup                153        429         2088        14        69
-//   16 tokens, 16-position K/V tiles       95-102     265-269     1235-1247   18-26     65-95
-//   K tile converted to f32 in shared      85        261         1303        14        67
-// ~16 TFLOP/s (QK^T and PV counted) at 512 @ 0, a quarter of the f32 FMA peak. In the model:
-// 84 us per layer for a 512-token block at position 0 (2.5 ms of a 128 ms prefill).
-//
-// Not yet done: tensor cores (f16 operands would need q and the weights split into two halves
-// each to keep f32 accuracy).
+// Why this shape: the alternatives it was measured against are in bench/RESULTS.md, "Behind the code".
 #pragma once
 #include <array>
 #include <cstdint>

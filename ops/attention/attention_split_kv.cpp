@@ -163,8 +163,8 @@ class SplitKv {
       load_query();
       // This token sees n = last + 1 positions. Up to one pass of the workgroup they are one chunk
       // (no combine at all); past that, chunks of at least half a pass: twice the workgroups
-      // reading half as much each, for the same one-round combine (on an H100 at n = 512, 8
-      // chunks of 64 took ~0.7 us less than 4 of 128). `active` chunks, each non-empty, chunk c
+      // reading half as much each, for the same one-round combine (faster: bench/RESULTS.md, "Behind the code").
+      // `active` chunks, each non-empty, chunk c
       // holding [start, start + count).
       scan_chunks(let("last", min(step_[kStepPos] + t_, constant<u32>(context_ - 1))));
     });

@@ -6,8 +6,8 @@
 // upper midpoint, x * 2^24 - (2c + 1) * dm (x / dm the significands' quotient), is an exact
 // int32 from wrapping 32-bit products wherever it is small, which an f32 approximation of it
 // checks; R is then c + 1 + floor(residual / 2dm) (division has no ties). ~20 operations, mostly
-// independent (on an H100 the eight-candidate test before it cost ~100 us a token over the 120
-// norm prologues, bench/RESULTS.md run 8). Where the estimate is further off than the residual's
+// independent (the eight-candidate test before it cost ~100 us a token over the 120 norm
+// prologues, bench/RESULTS.md run 8). Where the estimate is further off than the residual's
 // range (~8 units; a device worse than the spec), a uniform branch falls back to the long
 // division, so the answer is exact whatever the estimate.
 //

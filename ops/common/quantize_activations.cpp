@@ -11,8 +11,8 @@
 namespace bdsl::ops {
 using namespace bdsl::dsl;
 
-// 256 invocations: on an H100, 1024 was slower (7.7 us vs 6.2 us per barrier-separated
-// dispatch for dim 2560), the extra subgroup partials outweighing the shorter passes.
+// 256 invocations: 1024 was slower (bench/RESULTS.md, "Behind the code"), the extra subgroup partials outweighing
+// the shorter passes.
 uint32_t quantize_activations_workgroup(const OpTarget& target, const QuantizeOptions& options) {
   if (options.workgroup == 0) return subgroup_multiple_workgroup(target, 256);
   if (options.workgroup > target.max_workgroup_invocations || options.workgroup % std::max(1u, target.subgroup_size) != 0)
@@ -22,8 +22,8 @@ uint32_t quantize_activations_workgroup(const OpTarget& target, const QuantizeOp
 }
 
 // Every invocation takes the words lid, lid + w, ... (written out, not a loop: all its loads are
-// issued at once and the values stay in registers for the three passes). On an H100 the looped
-// form paid a memory round trip per element per pass.
+// issued at once and the values stay in registers for the three passes). The looped form pays
+// a memory round trip per element per pass.
 QuantizedTotals emit_quantize_activations(KernelBuilder& k, const QuantizeBody& b) {
   const uint32_t w = b.workgroup;
   const uint32_t words = b.dim / 4;
@@ -97,8 +97,8 @@ QuantizedTotals emit_quantize_activations(KernelBuilder& k, const QuantizeBody& 
   // q = roundEven(v * s) needs no clamp to [-128, 127] here (docs/format.md's formula has one): |v| <=
   // absmax for these very values and s = 127 / absmax correctly rounded, so |v * s| <= 127 (1 +
   // 2^-24) rounds to at most 127 + 1 ulp and then to 127 (and below absmax 1e-5, |v * s| < 127).
-  // The same q for every finite input; on the H100 the two comparisons an element cost 1.9% of
-  // decode (bench/RESULTS.md run 10).
+  // The same q for every finite input; the two comparisons an element cost 1.9% of decode
+  // (bench/RESULTS.md run 10).
   std::optional<Expr<i32>> local_sum;
   for (size_t u = 0; u < slots.size(); ++u) {
     const Slot& s = slots[u];

@@ -2,7 +2,7 @@
 // epilogue (ternary_matvec_qkv_rope). The (cos, sin) pairs come from a table the host computes
 // once, numerics::rope_table: [pos][pair] exactly as the CPU reference rounds them, so the kernels
 // turn by the reference's own bits, and a token's rotation is one load instead of a chain of
-// wide-precision square roots and a range reduction (~1.4 us on an H100's QKV critical path).
+// wide-precision square roots and a range reduction (~1.4 us on the QKV critical path).
 // Emits DSL code; not an op.
 #pragma once
 #include <cstdint>

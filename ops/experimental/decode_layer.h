@@ -3,8 +3,8 @@
 // last layer, the next layer's QKV with RoPE and the KV-cache write. Each is a range of the
 // grid's workgroups running the same code as its standalone kernel (ternary_matvec.h); a phase
 // loads its weights, then waits for the phase before it through a counter (ops/experimental/phase_sync.h)
-// instead of a pipeline barrier: three or four handoffs of ~1.1-1.6 us instead of barriers of
-// ~3 us on an H100, and the weight loads overlap the wait.
+// instead of a pipeline barrier: three or four handoffs cheaper than barriers (bench
+// `grid_sync/`), and the weight loads overlap the wait.
 //
 // Bindings, in order: step (u32 read: the step state), counters (u32 read-write: PhaseSync's),
 // then each phase's bindings as its standalone kernel declares them (from_ffn_down: ffn_down's

@@ -32,8 +32,8 @@ void PhaseSync::wait(Expr<u32> at, uint32_t count) const {
     if_(Expr<u32>(reached) == 0u, [&] { atomic_or(counters_[kPhaseError], 1u); });
   });
   // With buffer memory semantics: a plain barrier orders shared memory only, so the loads after
-  // it could move before the wait. On an H100 this costs ~0.5 us a handoff: the memory barrier
-  // also waits for the weight loads still in flight.
+  // it could move before the wait. It costs ~0.5 us a handoff (bench `grid_sync/`): the memory
+  // barrier also waits for the weight loads still in flight.
   barrier(true);
 }
 

@@ -1,7 +1,7 @@
 // Phases of one dispatch handing their results to each other through counters in device memory.
 //
-// On an H100 a pipeline barrier between dispatches costs ~3 us of wall time per step; one
-// device-wide handoff inside a dispatch costs ~1.1-1.6 us (bench `grid_sync/`). A kernel whose
+// A pipeline barrier between dispatches costs a few us of wall time per step; one device-wide
+// handoff inside a dispatch costs less (bench `grid_sync/`, bench/RESULTS.md run 4). A kernel whose
 // workgroup ranges are consecutive phases (ops/experimental/decode_layer.h) lets a phase's workgroups load
 // their weights, then wait until every workgroup of the phase before has counted itself done,
 // then read its results through coherent buffers. (Counters between *dispatches* do not help
@@ -17,7 +17,7 @@
 // threads (workgroups not in index order) a long wait used to fall through and read data from
 // before it (tests/device/phase_sync_test.cpp, docs/driver-notes.md).
 //
-// Measured on the H100 (bench/RESULTS.md runs 4 and 5): the fused decode layers built on this are
+// Measured (bench/RESULTS.md runs 4 and 5): the fused decode layers built on this are
 // slower than separate kernels, because the union kernel takes more registers than its phases;
 // and even one projection repeated in one dispatch with every workgroup resident (bench
 // `persistent_chain/`) takes longer per phase than barrier-separated dispatches: the handoff
@@ -36,7 +36,7 @@ namespace bdsl::ops {
 
 inline constexpr uint32_t kPhaseError = 0;                 // non-zero: a wait gave up in this submission
 inline constexpr uint32_t kPhaseCounterStride = 32;        // words between counters: one per 128-byte line
-inline constexpr uint32_t kPhaseSpinLimit = 1u << 20;      // polls before a wait gives up (~1 s on an H100)
+inline constexpr uint32_t kPhaseSpinLimit = 1u << 20;      // polls before a wait gives up (about a second on a GPU)
 
 class PhaseSync {
  public:

@@ -84,9 +84,7 @@ ArgmaxPlan argmax_plan(const OpTarget& target, uint32_t n) {
   ArgmaxPlan p;
   p.workgroup = subgroup_multiple_workgroup(target, 256);
   // 2 values per invocation: ~250 workgroups for a 128K vocabulary, so the greedy head's candidate
-  // rows (lm_head_candidates, which uses this plan) spread over the whole GPU. H100, 2B head, one
-  // run, values per invocation 16 / 8 / 4 / 2 / 1: lm_head_candidates 26.9 / 25.0 / 17.7 / 14.6 /
-  // 14.8 us (356 candidate rows), argmax_partial 5.4 / 4.5 / 4.0 / 4.3 / 4.9 us.
+  // rows (lm_head_candidates, which uses this plan) spread over the whole GPU (bench/RESULTS.md, "Behind the code").
   p.chunk = p.workgroup * 2;
   p.groups = ceil_div(n, p.chunk);
   return p;

@@ -18,13 +18,10 @@ using namespace bdsl::dsl;
 
 namespace {
 // Rows per subgroup of lm_head_bounds. With x quantized by lm_head_input the pass starts with its
-// dot products, and more, lighter workgroups keep more of the table in flight. H100, 2B head, one
-// run, 16 / 8 / 4 / 2 rows: 129.7 / 114.8 / 111.5 / 110.8 us (95% of the peak read bandwidth);
-// quantizing x in every subgroup instead, 8 rows were best (129.7 us; 2 rows: 187 us).
+// dot products, and more, lighter workgroups keep more of the table in flight (bench/RESULTS.md, "Behind the code").
 constexpr uint32_t kRowsPerSubgroup = 2;
-// Rows whose shadow loads a subgroup issues before their arithmetic (one table part only). H100,
-// 2B head, 8 rows per subgroup, op/lm_head_bounds in one run: 134 us (1 row at a time), 129 (2),
-// 131 (4), 135 (8).
+// Rows whose shadow loads a subgroup issues before their arithmetic (one table part only;
+// bench/RESULTS.md, "Behind the code").
 constexpr uint32_t kRowsAtOnce = 2;
 
 void check(uint32_t vocab, uint32_t dim) {
@@ -232,10 +229,7 @@ std::vector<Expr<u32>> lowest_pending_ids(Expr<u32> lane, const std::vector<Var<
   return ids;
 }
 
-// Candidate rows a subgroup computes together. H100, 2B head, synthetic model (403 candidate
-// rows), lm_head_candidates with its final pass: 20.6 us one at a time; 19.9 / 19.9 / 17.4 /
-// 23.9 us for 1 / 2 / 4 / 8 at once (bench/RESULTS.md run 9). The same pass written out instead
-// of looped: 18.2 / 19.6 / 21.4 / 23.5 us for 1 / 2 / 3 / 4.
+// Candidate rows a subgroup computes together (bench/RESULTS.md run 9).
 constexpr uint32_t kCandidatesAtOnce = 4;
 }  // namespace
 

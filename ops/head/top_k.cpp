@@ -7,6 +7,7 @@
 #include <string>
 
 #include "ops/common/matrix_support.h"
+#include "ops/tuning.h"
 
 namespace bdsl::ops {
 using namespace bdsl::dsl;
@@ -75,7 +76,7 @@ TopKPlan top_k_plan(const OpTarget& target, uint32_t n, uint32_t k) {
     throw std::invalid_argument("top_k: k " + std::to_string(k) + " must be in 1.." + std::to_string(kMaxTopK) +
                                 " and at most n " + std::to_string(n));
   TopKPlan p;
-  p.workgroup = subgroup_multiple_workgroup(target, 1024);  // H100: 40.5 us per sort pass vs 48 at 256
+  p.workgroup = subgroup_multiple_workgroup(target, tuning_for(target).top_k_workgroup);
   p.chunk = std::bit_floor(std::min<uint32_t>(4096, target.max_shared_bytes / 8));
   if (p.chunk < 2 * k)
     throw std::invalid_argument("top_k: " + std::to_string(target.max_shared_bytes) +

@@ -18,7 +18,7 @@
 //             3 top_indices   u32 write  [k]
 //   push constants: none.   grid: (1, 1, 1)
 // The chunk is the largest power of two whose (value, index) pairs fit the shared memory, at most
-// 4096 and at least 2k (16 KiB: 2048; lavapipe's 32 KiB and an H100's 48 KiB: 4096).
+// 4096 and at least 2k (16 KiB: 2048; 32 KiB or more: 4096).
 #pragma once
 #include <cstdint>
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ops/common/matrix_support.h"
+#include "ops/tuning.h"
 
 namespace bdsl::ops {
 using namespace bdsl::dsl;
@@ -221,12 +222,11 @@ Kernel build(const OpTarget& target, uint32_t rows, uint32_t cols, const CoopMat
 
 }  // namespace
 
-CoopMatmulOptions coop_tiles_for(uint32_t rows, uint32_t cols) {
-  // Measured on the H100 at 512 tokens (bench matmul/...): 128x64 tiles win at 2560x2560 (46 us
-  // against 59), 64x64 tiles (twice the workgroups) where the rows or the reduction are long
-  // (6912x2560: 76 us against 88; 2560x6912: 82 against 96).
+CoopMatmulOptions coop_tiles_for(const OpTarget& target, uint32_t rows, uint32_t cols) {
+  // 64x64 tiles (twice the workgroups) where the rows or the reduction are long, 128x64 otherwise.
   CoopMatmulOptions o;
-  if (rows > 4096 || cols > 4096) o.row_tiles = 1;
+  const uint32_t past = tuning_for(target).coop_short_tiles_past;
+  if (rows > past || cols > past) o.row_tiles = 1;
   return o;
 }
 
@@ -271,7 +271,7 @@ PrefillMatmul ternary_matmul_auto(const OpTarget& target, uint32_t rows, uint32_
   }
   if (options.projection.input != MatvecInput::Quantized)
     throw std::invalid_argument("ternary_matmul_auto: the tensor-core variant takes quantized activations");
-  CoopMatmulOptions c = coop_tiles_for(rows, cols);
+  CoopMatmulOptions c = coop_tiles_for(target, rows, cols);
   c.add_residual = options.projection.add_residual;
   c.write_accumulators = options.projection.write_accumulators;
   const Tiles t = tiles_of(target, shape_or_throw(target), c);

@@ -49,8 +49,8 @@ uint32_t ternary_matmul_coopmat_token_groups(const OpTarget& target, uint32_t to
                                              const CoopMatmulOptions& options = {});
 
 // The tile shape ternary_matmul_auto gives a rows x cols projection (128x64 or 64x64 tokens per
-// workgroup, as measured best on the H100).
-CoopMatmulOptions coop_tiles_for(uint32_t rows, uint32_t cols);
+// workgroup, as ops/tuning.h says for the device).
+CoopMatmulOptions coop_tiles_for(const OpTarget& target, uint32_t rows, uint32_t cols);
 
 // A single-tensor prefill projection whichever variant runs: tensor cores where the target has
 // them (Auto), else ternary_matmul (its dot product chosen by options.projection.dot).

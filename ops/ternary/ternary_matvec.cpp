@@ -14,8 +14,8 @@ using Combine = detail::ProjectionCombine;
 
 uint32_t ternary_matvec_workgroup(const OpTarget& target) { return ternary_matvec_workgroup(target, MatvecOptions{}); }
 
-// 256 invocations for both inputs: on an H100, 1024-invocation workgroups for the in-workgroup
-// norm (fewer workgroups re-reading x) measured slower (attn_output 10.5 vs 9.2 us).
+// 256 invocations for both inputs: 1024-invocation workgroups for the in-workgroup norm (fewer
+// workgroups re-reading x) measured slower (bench/RESULTS.md, "Behind the code").
 uint32_t ternary_matvec_workgroup(const OpTarget& target, const MatvecOptions& options) {
   if (options.workgroup == 0) return subgroup_multiple_workgroup(target, 256);
   if (options.workgroup > target.max_workgroup_invocations || options.workgroup % std::max(1u, target.subgroup_size) != 0)

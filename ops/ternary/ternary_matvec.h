@@ -12,8 +12,7 @@
 // A lane takes a row's uvec4s lane, lane + subgroup, ...; a normed decode projection on a device
 // of the target's subgroup size whose rows are whole words per lane (2,560 codes: 160 words over
 // 32 lanes) takes single words instead, so that no lane idles in a pass (40 uvec4s over 32 lanes
-// leave 24 idle in the second): on the H100, QKV 7.76 -> 7.36 us and gate/up 9.93 -> 9.55
-// (bench/RESULTS.md run 10). In every form
+// leave 24 idle in the second; bench/RESULTS.md run 10). In every form
 //   acc = sum(code * q) - sum(q)   (exact int32: sum((code - 1) * q)),   y = acc / s * scale.
 //
 // Activations (input = Quantized): q (uvec4 view of quantize_activations' packed int8 words,
@@ -21,14 +20,11 @@
 // the i32 sum of q), as quantize_activations writes them for token 0.
 // Activations (input = NormalizeInWorkgroup): the f32 vector x and an RMSNorm weight; every
 // workgroup recomputes RMSNorm + int8 quantization of x into shared memory before its rows (eps
-// is a push constant). It exists to save the barrier-separated step (~2.2 us on an H100) between
+// is a push constant). It exists to save the barrier-separated step (a few us) between
 // a norm+quantize dispatch and the projection: attn_sub_norm -> attn_output and
 // ffn_sub_norm -> ffn_down (and attn_norm -> QKV, ffn_norm -> gate/up) become one dispatch each,
-// at the price of every workgroup reading the (10-27 KB, cache-resident) vector again.
-// Measured on an H100 (per barrier-separated dispatch, sdot, 2 rows per subgroup), fused vs
-// norm+quantize dispatch + projection: attn_norm+QKV 8.9 vs 6.1 + 5.4 us; ffn_norm+gate/up 12.5
-// vs 6.1 + 8.5; attn_sub_norm+attn_output 8.9 vs 6.1 + 4.8; ffn_sub_norm+ffn_down 14.1 vs
-// 8.5 + 6.9. The fusion wins in all four places.
+// at the price of every workgroup reading the (10-27 KB, cache-resident) vector again. The
+// fusion wins in all four places (bench/RESULTS.md, "Behind the code").
 //
 // Bindings, in order:
 //   weights           uvec4  read        one per tensor (QKV: w_q, w_k, w_v; gate/up: w_gate, w_up)
@@ -82,8 +78,7 @@ struct MatvecOptions {
   DotProduct dot = DotProduct::Auto;
   // Rows a subgroup computes at once, sharing each activation load (QKV: must divide q_rows and
   // k_rows). The grid depends on it: pass the same options to ternary_matvec_workgroups (the
-  // two-argument one assumes the default). H100, sdot, per barrier-separated dispatch:
-  // 6912x2560 6.8 us (1) / 6.4 (2) / 7.4 (4) / 11.6 (8); 2560x2560 5.1 / 4.8 / 6.5 / 11.1.
+  // two-argument one assumes the default). The model takes the device's from ops/tuning.h.
   uint32_t rows_per_subgroup = 2;
   // Invocations per workgroup (whole subgroups, within the device's limit); 0: 256.
   uint32_t workgroup = 0;

@@ -23,8 +23,8 @@ namespace bdsl::ops::detail {
 // down to code: one AND instead of a shift and an AND. Field 0 (bit 6, code * 64 up to 128)
 // alone is shifted, to code * 16 like field 1, so that every byte is at most 32 and a signed
 // dot reads it right (a mixed-signedness dot, OpSUDotKHR, of field 0 in place measured ~0.5%
-// faster on the H100: not worth a second dot instruction). On the H100 the projections' dot
-// products are bound by their instruction count (bench/RESULTS.md run 10).
+// faster: not worth a second dot instruction). The projections' dot products are bound by their
+// instruction count (bench/RESULTS.md run 10).
 dsl::Expr<dsl::u32> masked_field(const dsl::Expr<dsl::u32>& w, uint32_t j);
 
 // q's uvec4 i of token t.
@@ -78,7 +78,7 @@ std::vector<std::vector<dsl::Expr<dsl::i32>>> emit_row_word_dots(dsl::KernelBuil
 // each token: result[t][s]. row_base[t] is the uvec4 index where tensor t's row starts. Each
 // weight uvec4 is loaded once and used for every token. Every lane gets the sums.
 // A lane's chunks (lane, lane + subgroup size, ...) are written out, not looped over: all its
-// weight loads are in flight at once (on an H100 a loop paid one memory round trip per chunk).
+// weight loads are in flight at once (a loop pays one memory round trip per chunk).
 // The outer loop only runs again where the device picks a smaller subgroup than the target's.
 // pre: the first pass's weights, already loaded. zero_quad: a q uvec4 index whose quads +0, 2, 4,
 // 6 read zeros (q in shared memory), so that a chunk slot past the row's end counts 0 with no

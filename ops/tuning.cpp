@@ -1,0 +1,32 @@
+#include "ops/tuning.h"
+
+#include <string_view>
+
+namespace bdsl::ops {
+namespace {
+
+struct Row {
+  std::string_view device;  // a prefix of the Vulkan device name; empty: every other device
+  Tuning tuning;
+};
+
+// Every value below was measured on an NVIDIA H100 80GB HBM3 with bitnet-dsl-bench at the 2B-4T
+// shape (bench/RESULTS.md): rows per subgroup run 3; gate/up's 128 invocations, positions per
+// pass and the head split run 7; the deferred combine run 5; attn_output's 4 rows run 10; top-k's
+// 1024 invocations and the tensor-core tiles in the runs that introduced them. No other device
+// has been measured yet, so it is also the default row; a device that differs gets a row of its
+// own above it, with the run that shows why.
+constexpr Row kTable[] = {
+    {"NVIDIA H100", Tuning{}},
+    {"", Tuning{}},
+};
+
+}  // namespace
+
+const Tuning& tuning_for(const OpTarget& target) {
+  for (const Row& row : kTable)
+    if (std::string_view(target.device_name).starts_with(row.device)) return row.tuning;
+  return kTable[std::size(kTable) - 1].tuning;
+}
+
+}  // namespace bdsl::ops

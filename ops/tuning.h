@@ -1,0 +1,30 @@
+// Kernel shapes that change how fast an op runs, never what it computes: one table for every
+// device, the only place in the library that names one. Ops and the model read their defaults
+// from tuning_for(target); bitnet-dsl-bench overrides them to compare shapes on a device.
+#pragma once
+#include <cstdint>
+
+#include "ops/target.h"
+
+namespace bdsl::ops {
+
+struct Tuning {
+  // Decode projections with the norm fused in front (ops/ternary/ternary_matvec.h).
+  uint32_t matvec_rows_per_subgroup = 2;
+  uint32_t gate_up_workgroup = 128;           // gate/up's own workgroup size (0: as the others)
+  uint32_t attn_output_rows_per_subgroup = 4;
+  // Decode attention (ops/attention/attention_split_kv.h, SplitKvTuning).
+  uint32_t attention_positions_per_pass = 8;
+  uint32_t attention_defer_chunks = 4;        // chunks whose combine attn_output does
+  uint32_t attention_head_split = 0;          // workgroups per KV head; 0: one per query head
+  // Top-k's workgroup (ops/head/top_k.h).
+  uint32_t top_k_workgroup = 1024;
+  // Tensor-core projections take 64-row tiles where the rows or the reduction are longer than
+  // this, 128-row tiles otherwise (ops/ternary/ternary_matmul_coopmat.h).
+  uint32_t coop_short_tiles_past = 4096;
+};
+
+// The row of the table for this device (by name), or the default row.
+const Tuning& tuning_for(const OpTarget& target);
+
+}  // namespace bdsl::ops
