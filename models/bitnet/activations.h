@@ -7,7 +7,7 @@
 
 #include "models/bitnet/bitnet_model.h"
 #include "models/numerics/rope.h"
-#include "ops/attention/attention_split_kv.h"
+#include "ops/attention/attention_decode.h"
 #include "ops/common/step_state.h"
 #include "ops/head/lm_head_pruned.h"
 

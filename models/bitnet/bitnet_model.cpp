@@ -9,7 +9,7 @@
 #include <stdexcept>
 
 #include "models/numerics/half_float.h"
-#include "ops/attention/attention_split_kv.h"
+#include "ops/attention/attention_decode.h"
 #include "ops/common/embedding_lookup.h"
 #include "ops/common/step_state.h"
 #include "ops/ternary/ternary_matvec.h"
@@ -91,7 +91,7 @@ void BitNetModel::record_op(uint32_t l, LayerOp op) {
   switch (op) {
     case LayerOp::Qkv:
       g.dispatch(p.qkv, b, rt::push(eps),
-                 rt::Grid{ops::ternary_matvec_qkv_rope_workgroups(p.target, d, p.qkv_options)});
+                 p.qkv_grid);
       return dump(a.q, d.q_width(), fmt::format("Qcur-{}", l));
     case LayerOp::Attention: {
       const rt::Grid grid{d.n_kv_heads * p.attention_tuning.head_split, p.attention_chunks, 1};
@@ -101,14 +101,14 @@ void BitNetModel::record_op(uint32_t l, LayerOp op) {
       return;
     }
     case LayerOp::AttnOutput:
-      g.dispatch(p.attn_output, b, rt::push(eps), rt::Grid{ops::ternary_matvec_workgroups(p.target, config_.dim, p.attn_output_options)});
+      g.dispatch(p.attn_output, b, rt::push(eps), p.attn_output_grid);
       if (p.attention_tuning.defer_combine) dump(a.attn_used, d.q_width(), fmt::format("kqv_out-{}", l));
       return dump(a.x, config_.dim, fmt::format("ffn_inp-{}", l));
     case LayerOp::GateUp:
-      g.dispatch(p.gate_up, b, rt::push(eps), rt::Grid{ops::ternary_matvec_workgroups(p.target, config_.ffn_dim, p.gate_up_options)});
+      g.dispatch(p.gate_up, b, rt::push(eps), p.gate_up_grid);
       return dump(a.ffn, config_.ffn_dim, fmt::format("ffn_out-{}", l));
     case LayerOp::FfnDown:
-      g.dispatch(p.ffn_down, b, rt::push(eps), rt::Grid{ops::ternary_matvec_workgroups(p.target, config_.dim, p.residual_options)});
+      g.dispatch(p.ffn_down, b, rt::push(eps), p.ffn_down_grid);
       return dump(a.x, config_.dim, fmt::format("l_out-{}", l));
   }
 }

@@ -5,7 +5,6 @@
 #include <string>
 
 #include "ops/attention/attention_decode.h"
-#include "ops/attention/attention_split_kv.h"
 #include "ops/attention/rope_kv_write.h"
 #include "ops/common/embedding_lookup.h"
 #include "ops/common/rms_norm.h"
@@ -67,6 +66,12 @@ rt::Pipeline make(rt::Context& ctx, codegen::ShaderCache& cache, const dsl::Kern
   return rt::make_pipeline(ctx, kernel, cache);
 }
 
+// The plan's pipeline; its grid goes to `grid`.
+rt::Pipeline make(rt::Context& ctx, codegen::ShaderCache& cache, const ops::Plan& plan, rt::Grid& grid) {
+  grid = plan.grid;
+  return rt::make_pipeline(ctx, plan.kernel, cache);
+}
+
 }  // namespace
 
 BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c, uint32_t k,
@@ -85,12 +90,15 @@ BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c
       qkv_options(normalized(false, {4, own_workgroup(tuning, tuning.qkv_workgroup).workgroup})),
       attn_output_options(normalized(true, own_workgroup(tuning, tuning.attn_output_workgroup, tuning.attn_output_rows_per_subgroup))),
       embedding(make(ctx, cache, ops::embedding_lookup(target, {c.dim, split.rows_per_part, split.parts}))),
-      qkv(make(ctx, cache, ops::ternary_matvec_qkv_rope(target, dims, c.dim, c.context_length, qkv_options))),
+      qkv(make(ctx, cache, ops::plan_ternary_matvec_qkv_rope(target, dims, c.dim, c.context_length, qkv_options), qkv_grid)),
       rope_kv(make(ctx, cache, ops::rope_kv_write(target, dims, c.context_length))),
       attention(make(ctx, cache, ops::attention_decode(target, dims, c.context_length, attention_chunks, attention_tuning))),
-      attn_output(make(ctx, cache, ops::ternary_matvec(target, c.dim, dims.q_width(), attn_output_kernel_options(target, dims, c, attention_chunks, attention_tuning, attn_output_options)))),
-      gate_up(make(ctx, cache, ops::ternary_matvec_relu2_gate_up(target, c.ffn_dim, c.dim, gate_up_options))),
-      ffn_down(make(ctx, cache, ops::ternary_matvec(target, c.dim, c.ffn_dim, residual_options))),
+      attn_output(make(ctx, cache,
+                       ops::plan_ternary_matvec(target, c.dim, dims.q_width(),
+                                                attn_output_kernel_options(target, dims, c, attention_chunks, attention_tuning, attn_output_options)),
+                       attn_output_grid)),
+      gate_up(make(ctx, cache, ops::plan_ternary_matvec_relu2_gate_up(target, c.ffn_dim, c.dim, gate_up_options), gate_up_grid)),
+      ffn_down(make(ctx, cache, ops::plan_ternary_matvec(target, c.dim, c.ffn_dim, residual_options), ffn_down_grid)),
       output_norm(make(ctx, cache, ops::rms_norm(target, c.dim))),
       lm_head(make(ctx, cache, ops::lm_head(target, c.vocab_size, c.dim))),
       argmax_partial(make(ctx, cache, ops::argmax_partial(target, c.vocab_size))),

@@ -4,13 +4,13 @@
 
 #include "codegen/shader_cache.h"
 #include "models/bitnet_config.h"
-#include "ops/head/argmax.h"
-#include "ops/attention/attention_split_kv.h"
+#include "ops/attention/attention_decode.h"
 #include "ops/attention/attention_dims.h"
+#include "ops/head/argmax.h"
 #include "ops/head/lm_head.h"
+#include "ops/head/top_k.h"
 #include "ops/target.h"
 #include "ops/ternary/ternary_matvec.h"
-#include "ops/head/top_k.h"
 #include "runtime/context.h"
 #include "runtime/pipeline.h"
 
@@ -51,7 +51,9 @@ struct BitNetPipelines {
   // What attention was built with: with defer_combine, attn_output binds step, partials and
   // attn_used; attention's grid is n_kv_heads * head_split.
   ops::SplitKvTuning attention_tuning;
-  ops::MatvecOptions residual_options, gate_up_options, qkv_options, attn_output_options;  // the grids need them too
+  ops::MatvecOptions residual_options, gate_up_options, qkv_options, attn_output_options;
+  // The decode projections' grids, planned with their kernels (ops/plan.h).
+  rt::Grid qkv_grid, attn_output_grid, gate_up_grid, ffn_down_grid;
 
   rt::Pipeline embedding;
   rt::Pipeline qkv;            // attn_norm fused in front, RoPE + KV-cache write in the epilogue

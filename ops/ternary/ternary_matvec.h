@@ -45,6 +45,7 @@
 
 #include "dsl/dsl.h"
 #include "ops/attention/attention_dims.h"
+#include "ops/plan.h"
 #include "ops/target.h"
 
 namespace bdsl::ops {
@@ -109,6 +110,13 @@ uint32_t ternary_matvec_qkv_rope_workgroups(const OpTarget& target, const Attent
 // both (sharing the activation loads) and writes the product. Accumulators: gate's, then up's.
 dsl::Kernel ternary_matvec_relu2_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols,
                                          MatvecOptions options = {});
+
+// The same kernels with their grids (ops/plan.h): what a recorder dispatches.
+Plan plan_ternary_matvec(const OpTarget& target, uint32_t rows, uint32_t cols, const MatvecOptions& options = {});
+Plan plan_ternary_matvec_qkv_rope(const OpTarget& target, const AttentionDims& dims, uint32_t cols, uint32_t context,
+                                  const MatvecOptions& options = {});
+Plan plan_ternary_matvec_relu2_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols,
+                                       const MatvecOptions& options = {});
 
 uint32_t ternary_matvec_workgroup(const OpTarget& target);  // invocations per workgroup, default options
 uint32_t ternary_matvec_workgroup(const OpTarget& target, const MatvecOptions& options);
