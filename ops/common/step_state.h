@@ -6,7 +6,7 @@
 //   word 1  pos     decode: the position of that token; prefill: the position of the block's
 //                   first token (token t of the block is at pos + t)
 //   word 2  zero    always 0: a zero the shader compilers cannot see, for kernels that must keep
-//                   arithmetic from being folded away (tests/device/phase_sync_test.cpp)
+//                   arithmetic from being folded away (tests/ops_experimental/phase_sync_test.cpp)
 //   word 3  epoch   the number of this submission of the decode graph (1, 2, ...): phases of
 //                   one dispatch wait for epoch * workgroups on the counter of the phase before
 //                   (ops/experimental/phase_sync.h). The buffer is 16 bytes, one minimal slice.

@@ -28,7 +28,7 @@ void PhaseSync::wait(Expr<u32> at, uint32_t count) const {
     });
     // Any way out of the loop but the target is a give-up, also one no break took: lavapipe
     // leaves every loop of an invocation after 65,535 passes in all (gallivm's loop limiter),
-    // and the phase after would read data from before the wait (tests/device/phase_sync_test.cpp).
+    // and the phase after would read data from before the wait (tests/ops_experimental/phase_sync_test.cpp).
     if_(Expr<u32>(reached) == 0u, [&] { atomic_or(counters_[kPhaseError], 1u); });
   });
   // With buffer memory semantics: a plain barrier orders shared memory only, so the loads after

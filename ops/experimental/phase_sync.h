@@ -15,7 +15,7 @@
 // A wait that leaves its loop any other way gives up too: lavapipe (Mesa's gallivm) ends every
 // loop of an invocation after 65,535 passes in all, without an error, so on lavapipe with several
 // threads (workgroups not in index order) a long wait used to fall through and read data from
-// before it (tests/device/phase_sync_test.cpp, docs/driver-notes.md).
+// before it (tests/ops_experimental/phase_sync_test.cpp, docs/driver-notes.md).
 //
 // Measured (bench/RESULTS.md runs 4 and 5): the fused decode layers built on this are
 // slower than separate kernels, because the union kernel takes more registers than its phases;

@@ -3,7 +3,7 @@
 // fixed grid: each workgroup of top_k_partial bitonic-sorts one chunk of the values in shared
 // memory and keeps its first k; top_k_merge sorts the groups' candidates in one workgroup, a
 // shared-memory window at a time (keep the best k, refill the rest, sort again).
-// CPU twin: a std::partial_sort with the same order (tests/ops_matrix/argmax_top_k_test.cpp); golden/
+// CPU twin: a std::partial_sort with the same order (tests/ops_head/argmax_top_k_test.cpp); golden/
 // has none. NaN values are not expected and not ordered.
 //
 // top_k_partial(target, n, k):

@@ -11,7 +11,7 @@
 #include "models/tokenizer/chat_template.h"
 #include "models/tokenizer/token_stream.h"
 #include "models/tokenizer/tokenizer.h"
-#include "tests/golden/tokenizer_test_util.h"
+#include "tests/tokenizer/tokenizer_test_util.h"
 
 namespace bdsl::models {
 namespace {
