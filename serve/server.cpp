@@ -89,11 +89,15 @@ Server::Server(Scheduler& scheduler, const models::Tokenizer& tokenizer, ServerO
       http_(std::make_unique<httplib::Server>()),
       created_(unix_now()) {
   // A thread per connection that may be waiting or streaming at once, with room to spare for
-  // /health and /metrics and for clients' idle keep-alive connections.
+  // /health and /metrics.
   const SchedulerStats s = scheduler_.stats();
   const uint32_t threads = std::max<uint32_t>(32, s.slots + s.queue_capacity + 8);
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  http_->set_keep_alive_timeout(2);
+  // One request per connection. An idle keep-alive connection holds a worker thread, and a
+  // stop waits for it to time out; a client (the openai package keeps idle sockets 4 s) may also
+  // reuse a socket the server is just closing. A loopback or LAN connect costs nothing next to
+  // generating a completion.
+  http_->set_keep_alive_max_count(1);
   http_->set_payload_max_length(kMaxBodyBytes);
   routes();
 }
