@@ -20,6 +20,7 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr size_t kMaxBodyBytes = 8 << 20;
+constexpr uint32_t kMaxHttpThreads = 1024;
 constexpr auto kStreamPoll = 250ms;       // how long a stream waits for text before looking again
 constexpr auto kKeepAliveAfter = 1000ms;  // an SSE comment after this much silence finds closed clients
 
@@ -89,9 +90,9 @@ Server::Server(Scheduler& scheduler, const models::Tokenizer& tokenizer, ServerO
       http_(std::make_unique<httplib::Server>()),
       created_(unix_now()) {
   // A thread per connection that may be waiting or streaming at once, with room to spare for
-  // /health and /metrics.
+  // /health and /metrics. Past the cap, connections wait in httplib's queue before being read.
   const SchedulerStats s = scheduler_.stats();
-  const uint32_t threads = std::max<uint32_t>(32, s.slots + s.queue_capacity + 8);
+  const uint32_t threads = std::clamp<uint32_t>(s.slots + s.queue_capacity + 8, 32, kMaxHttpThreads);
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   // One request per connection. An idle keep-alive connection holds a worker thread, and a
   // stop waits for it to time out; a client (the openai package keeps idle sockets 4 s) may also
