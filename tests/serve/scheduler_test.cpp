@@ -1,126 +1,13 @@
 // The scheduler on a real device (lavapipe in CI): a SequentialDecoder over the tiny synthetic
 // model, the same path `bitnet-dsl serve` takes. No HTTP here: requests go straight to submit().
-#include <unistd.h>
-
-#include <chrono>
-#include <condition_variable>
-#include <filesystem>
-#include <mutex>
-
-#include "device_test.h"
-#include "golden/synthetic_model.h"
-#include "models/bitnet/bitnet_model.h"
 #include "models/generator.h"
-#include "models/sequential_decoder.h"
 #include "models/tokenizer/token_stream.h"
-#include "serve/scheduler.h"
+#include "scheduler_fixture.h"
 
 namespace bdsl::test {
 namespace {
-namespace fs = std::filesystem;
-using namespace std::chrono_literals;
-using serve::FinishReason;
 
-// One request's text and end, filled by the scheduler's callbacks. `hold` makes on_text block
-// until release(): the worker stays inside this request, so the test decides what happens next.
-struct Collector {
-  std::mutex m;
-  std::condition_variable cv;
-  std::string text;
-  std::vector<std::string> pieces;
-  std::optional<FinishReason> reason;
-  serve::Usage usage;
-  bool hold = false, in_callback = false;
-
-  void attach(serve::GenerationRequest& r) {
-    r.on_text = [this](std::string_view t) {
-      std::unique_lock lock(m);
-      text += t;
-      pieces.emplace_back(t);
-      in_callback = true;
-      cv.notify_all();
-      cv.wait(lock, [&] { return !hold; });
-      in_callback = false;
-    };
-    r.on_finish = [this](FinishReason f, const serve::Usage& u) {
-      std::lock_guard lock(m);
-      reason = f;
-      usage = u;
-      cv.notify_all();
-    };
-  }
-  bool wait_end(std::chrono::seconds limit = 60s) {
-    std::unique_lock lock(m);
-    return cv.wait_for(lock, limit, [&] { return reason.has_value(); });
-  }
-  bool wait_in_callback() {
-    std::unique_lock lock(m);
-    return cv.wait_for(lock, 60s, [&] { return in_callback; });
-  }
-  void release() {
-    std::lock_guard lock(m);
-    hold = false;
-    cv.notify_all();
-  }
-};
-
-class Scheduler : public DeviceTest {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("bdsl-serve-test-" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-    golden::write_synthetic_model(golden::synthetic_preset("tiny"), dir_ / "tiny.gguf");
-  }
-  static void TearDownTestSuite() { fs::remove_all(dir_); }
-
-  void SetUp() override {
-    DeviceTest::SetUp();
-    file_.emplace(models::GgufFile::open(dir_ / "tiny.gguf"));
-    tokenizer_.emplace(models::Tokenizer::from_gguf(*file_));
-  }
-  void TearDown() override {
-    decoder_.reset();
-    model_.reset();
-    DeviceTest::TearDown();
-  }
-
-  // The model as `serve` builds it (top-k candidates for sampling), as one slot.
-  models::BatchDecoder& decoder(uint32_t context = 0, uint32_t prefill_chunk = 512) {
-    auto config = models::BitNetConfig::from_gguf(*file_);
-    if (context) config.context_length = context;
-    bitnet::ModelOptions o;
-    o.top_k = 128;
-    model_ = std::make_unique<bitnet::BitNetModel>(ctx(), *file_, config, o);
-    decoder_ = std::make_unique<models::SequentialDecoder>(*model_, prefill_chunk, 0);
-    return *decoder_;
-  }
-
-  serve::GenerationRequest request(const std::string& prompt, uint32_t max_tokens, float temperature = 0,
-                                   uint64_t seed = 0) {
-    serve::GenerationRequest r;
-    r.prompt = tokenizer_->encode(prompt, true);
-    r.max_tokens = max_tokens;
-    r.sampling = {temperature, 0, 1.0f, 0.0f, seed};
-    return r;
-  }
-
-  // Submits and waits for the end.
-  Collector& generate(serve::Scheduler& s, serve::GenerationRequest r) {
-    collectors_.push_back(std::make_unique<Collector>());
-    collectors_.back()->attach(r);
-    s.submit(std::move(r));
-    EXPECT_TRUE(collectors_.back()->wait_end());
-    return *collectors_.back();
-  }
-
-  static fs::path dir_;
-  std::optional<models::GgufFile> file_;
-  std::optional<models::Tokenizer> tokenizer_;
-  std::unique_ptr<bitnet::BitNetModel> model_;
-  std::unique_ptr<models::BatchDecoder> decoder_;
-  std::vector<std::unique_ptr<Collector>> collectors_;
-};
-fs::path Scheduler::dir_;
+using Scheduler = SchedulerTest;
 
 const std::string kPrompt = "The model reads the prompt and writes";
 
