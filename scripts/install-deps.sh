@@ -28,9 +28,11 @@ else
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-# `npm ci` installs exactly the lock file; skipped when node_modules already matches it.
+# `npm ci` installs exactly the lock file; skipped when node_modules was installed from this one.
 client=tests/serve/client
-if ! cmp -s "$client/package-lock.json" "$client/node_modules/.package-lock.json" 2>/dev/null; then
+stamp=$client/node_modules/.installed-from-lock
+if [[ "$(sha256sum < "$client/package-lock.json")" != "$(cat "$stamp" 2>/dev/null)" ]]; then
   echo "install-deps: npm ci in $client"
-  (cd "$client" && npm ci --no-audit --no-fund --loglevel=error)
+  (cd "$client" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  sha256sum < "$client/package-lock.json" > "$stamp"
 fi
