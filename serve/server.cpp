@@ -100,6 +100,12 @@ Server::Server(Scheduler& scheduler, const models::Tokenizer& tokenizer, ServerO
   // generating a completion.
   http_->set_keep_alive_max_count(1);
   http_->set_payload_max_length(kMaxBodyBytes);
+  // SO_REUSEADDR only: httplib's default also sets SO_REUSEPORT, with which a second server
+  // binds the same port and the kernel splits connections between the two.
+  http_->set_socket_options([](socket_t sock) {
+    const int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   routes();
 }
 
