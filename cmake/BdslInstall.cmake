@@ -6,7 +6,7 @@ install(TARGETS ${BDSL_LIBRARIES} bitnet_dsl EXPORT bitnet_dsl_targets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/bitnet_dsl)
-foreach(dir dsl codegen runtime ops models golden)
+foreach(dir dsl codegen runtime ops models golden serve)
   install(DIRECTORY ${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/bitnet_dsl/${dir}
     FILES_MATCHING PATTERN "*.h")
 endforeach()

@@ -13,6 +13,8 @@ Sampler::Sampler(const SamplerOptions& options) : options_(options), state_(opti
     throw std::invalid_argument("temperature must be >= 0, got " + std::to_string(options.temperature));
   if (!(options.top_p > 0.0f && options.top_p <= 1.0f))
     throw std::invalid_argument("top-p must be in (0, 1], got " + std::to_string(options.top_p));
+  if (!(options.min_p >= 0.0f && options.min_p <= 1.0f))
+    throw std::invalid_argument("min-p must be in [0, 1], got " + std::to_string(options.min_p));
 }
 
 double Sampler::next_uniform() {  // splitmix64: tiny, fast, identical everywhere
@@ -30,6 +32,13 @@ int32_t Sampler::sample(std::span<const int32_t> ids, std::span<const float> log
   if (options_.temperature == 0.0f) return ids[0];
   size_t n = ids.size();
   if (options_.top_k > 0) n = std::min<size_t>(n, options_.top_k);
+  // Min-p (as llama.cpp, on the logits before the temperature): p_i / p_0 >= min_p.
+  if (options_.min_p > 0.0f) {
+    const double floor = double(logits[0]) + std::log(double(options_.min_p));
+    size_t kept = 1;
+    while (kept < n && double(logits[kept]) >= floor) ++kept;
+    n = kept;
+  }
   // Softmax at the temperature, in double so tiny tails stay ordered.
   std::vector<double> p(n);
   double sum = 0;

@@ -1,0 +1,41 @@
+// An error a client caused (or a server state it must wait out), as OpenAI reports it:
+// HTTP status plus {"error": {"message", "type", "param", "code"}}.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace bdsl::serve {
+
+struct ApiError : std::runtime_error {
+  ApiError(int http_status, std::string message, std::optional<std::string> field = std::nullopt,
+           std::string error_code = "invalid_value", std::string error_type = "invalid_request_error")
+      : std::runtime_error(std::move(message)),
+        status(http_status),
+        param(std::move(field)),
+        code(std::move(error_code)),
+        type(std::move(error_type)) {}
+
+  nlohmann::json to_json() const {
+    return {{"error",
+             {{"message", what()},
+              {"type", type},
+              {"param", param ? nlohmann::json(*param) : nlohmann::json(nullptr)},
+              {"code", code}}}};
+  }
+
+  int status;
+  std::optional<std::string> param;  // the request field at fault
+  std::string code;
+  std::string type;
+};
+
+// 400 for a field of the request body.
+inline ApiError bad_field(const std::string& param, const std::string& message,
+                          const std::string& code = "invalid_value") {
+  return ApiError(400, message, param, code);
+}
+
+}  // namespace bdsl::serve

@@ -1,0 +1,36 @@
+// The bodies of POST /v1/chat/completions and POST /v1/completions, parsed and checked. Every
+// problem is an ApiError naming the field (OpenAI's error shape); fields a client may send that
+// do not change generation here (user, logit_bias, ...) are ignored.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "models/sampler.h"
+#include "models/tokenizer/chat_template.h"
+
+namespace bdsl::serve {
+
+// What the server knows when it checks a request.
+struct ServedModel {
+  std::string name;             // the id clients pass as "model"
+  uint32_t context_length = 0;  // tokens of prompt and completion together
+  uint32_t candidates = 0;      // top-k candidates each step returns for sampling (<= 128)
+};
+
+struct CompletionParams {
+  bool chat = false;
+  std::vector<models::ChatMessage> messages;  // chat
+  std::string prompt;                         // completion
+  models::SamplerOptions sampling;
+  uint32_t max_tokens = 0;                    // 0: until the context is full
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool include_usage = false;                 // stream_options.include_usage
+};
+
+CompletionParams parse_chat_request(std::string_view body, const ServedModel& model);
+CompletionParams parse_completion_request(std::string_view body, const ServedModel& model);
+
+}  // namespace bdsl::serve

@@ -1,0 +1,35 @@
+// What the scheduler takes and gives back for one generation: token ids in, sampling and stop
+// conditions, and the callbacks through which text and the end arrive.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "models/sampler.h"
+
+namespace bdsl::serve {
+
+// Why a sequence ended, as OpenAI names it ("stop", "length"), plus the ends a client never sees
+// as a finish_reason: it went away, the server is shutting down, or the device step failed.
+enum class FinishReason { Stop, Length, Cancelled, Shutdown, Error };
+const char* to_string(FinishReason r);
+
+struct Usage {
+  uint32_t prompt_tokens = 0;
+  uint32_t completion_tokens = 0;  // tokens sampled, the end-of-generation token included
+};
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;            // token ids, BOS included if the model wants one
+  models::SamplerOptions sampling;        // temperature 0: greedy (the step's argmax)
+  uint32_t max_tokens = 16;               // >= 1
+  std::vector<std::string> stop;          // text that ends generation; not returned itself
+  // Both are called on the scheduler's thread and must return quickly (queue the text, wake a
+  // waiter). on_text gets UTF-8-safe pieces in order; on_finish is called exactly once, last.
+  std::function<void(std::string_view text)> on_text;
+  std::function<void(FinishReason, const Usage&)> on_finish;
+};
+
+}  // namespace bdsl::serve

@@ -1,0 +1,263 @@
+#include "serve/scheduler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "models/tokenizer/token_stream.h"
+#include "serve/stop_matcher.h"
+
+namespace bdsl::serve {
+
+const char* to_string(FinishReason r) {
+  switch (r) {
+    case FinishReason::Stop: return "stop";
+    case FinishReason::Length: return "length";
+    case FinishReason::Cancelled: return "cancelled";
+    case FinishReason::Shutdown: return "shutdown";
+    case FinishReason::Error: return "error";
+  }
+  return "?";
+}
+
+// A request in a slot: where its prompt and generation stand, and its own sampler and text state.
+struct Scheduler::Sequence {
+  Sequence(std::shared_ptr<Ticket> t, const models::Tokenizer& tok, uint64_t order)
+      : ticket(std::move(t)), sampler(ticket->request_.sampling), text(tok), stop(ticket->request_.stop),
+        admitted(order) {}
+
+  const GenerationRequest& request() const { return ticket->request_; }
+  bool prefilling() const { return prefilled < request().prompt.size(); }
+
+  std::shared_ptr<Ticket> ticket;
+  models::Sampler sampler;
+  models::TokenStreamDecoder text;
+  StopMatcher stop;
+  uint64_t admitted;
+  uint32_t prefilled = 0;  // prompt tokens in the slot's cache
+  uint32_t pos = 0;        // where `next` is decoded: the cache holds positions 0..pos-1
+  int32_t next = -1;       // sampled and not yet decoded
+  uint32_t generated = 0;
+};
+
+namespace {
+uint64_t nanoseconds_since(std::chrono::steady_clock::time_point t0) {
+  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+}
+}  // namespace
+
+Scheduler::Scheduler(models::BatchDecoder& decoder, const models::Tokenizer& tokenizer, SchedulerOptions options)
+    : decoder_(decoder),
+      tokenizer_(tokenizer),
+      slots_(decoder.slots()),
+      context_(decoder.context_length()),
+      queue_capacity_(options.queue_capacity ? options.queue_capacity : 4 * decoder.slots()),
+      running_(decoder.slots()) {
+  worker_ = std::thread([this] { run(); });
+}
+
+Scheduler::~Scheduler() { shutdown(); }
+
+void Scheduler::validate(const GenerationRequest& r) const {
+  if (r.prompt.empty()) throw std::invalid_argument("the prompt is empty");
+  if (r.prompt.size() >= context_)
+    throw std::length_error("the prompt has " + std::to_string(r.prompt.size()) +
+                            " tokens; the context holds " + std::to_string(context_) +
+                            " (prompt and completion together)");
+  for (int32_t id : r.prompt)
+    if (id < 0 || uint32_t(id) >= decoder_.vocab_size())
+      throw std::invalid_argument("token id " + std::to_string(id) + " is outside the vocabulary");
+  if (r.max_tokens == 0) throw std::invalid_argument("max_tokens must be at least 1");
+  if (r.sampling.temperature > 0 && decoder_.top_k() == 0)
+    throw std::invalid_argument("this model was loaded for greedy decoding only (temperature 0)");
+  models::Sampler check(r.sampling);  // throws for options out of range
+}
+
+std::shared_ptr<Scheduler::Ticket> Scheduler::submit(GenerationRequest request) {
+  validate(request);
+  std::shared_ptr<Ticket> ticket(new Ticket(std::move(request)));
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) throw ShuttingDown("the server is shutting down");
+    if (queue_.size() >= queue_capacity_) {
+      ++rejected_;
+      throw QueueFull("all " + std::to_string(slots_) + " slots are busy and " + std::to_string(queue_capacity_) +
+                      " requests are waiting");
+    }
+    queue_.push_back(ticket);
+    queued_ = uint32_t(queue_.size());
+  }
+  wake_.notify_one();
+  return ticket;
+}
+
+void Scheduler::shutdown() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_one();
+  if (worker_.joinable()) worker_.join();
+}
+
+SchedulerStats Scheduler::stats() const {
+  SchedulerStats s;
+  s.slots = slots_;
+  s.active_slots = active_;
+  s.queue_length = queued_;
+  s.queue_capacity = queue_capacity_;
+  s.prompt_tokens = prompt_tokens_;
+  s.generated_tokens = generated_;
+  s.requests_finished = finished_;
+  s.requests_cancelled = cancelled_;
+  s.requests_rejected = rejected_;
+  s.busy_seconds = double(busy_ns_) * 1e-9;
+  return s;
+}
+
+void Scheduler::run() {
+  for (;;) {
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || active_ > 0; });
+      if (stopping_) break;
+    }
+    admit();
+    drop_cancelled();
+    prefill_one();
+    decode_all();
+  }
+  // Shutting down: every request still here ends now.
+  drop_cancelled();
+  for (uint32_t s = 0; s < slots_; ++s)
+    if (running_[s]) finish(s, FinishReason::Shutdown);
+  std::deque<std::shared_ptr<Ticket>> left;
+  {
+    std::lock_guard lock(mutex_);
+    left.swap(queue_);
+    queued_ = 0;
+  }
+  for (auto& t : left) {
+    ++finished_;
+    if (t->request_.on_finish) t->request_.on_finish(FinishReason::Shutdown, {uint32_t(t->request_.prompt.size()), 0});
+  }
+}
+
+void Scheduler::admit() {
+  std::lock_guard lock(mutex_);
+  for (uint32_t s = 0; s < slots_ && !queue_.empty(); ++s) {
+    if (running_[s]) continue;
+    running_[s] = std::make_unique<Sequence>(std::move(queue_.front()), tokenizer_, admitted_++);
+    queue_.pop_front();
+    ++active_;
+  }
+  queued_ = uint32_t(queue_.size());
+}
+
+// Cancelled requests leave at once, whether running or still waiting (a waiting one would
+// otherwise hold a queue place until a slot frees).
+void Scheduler::drop_cancelled() {
+  for (uint32_t s = 0; s < slots_; ++s)
+    if (running_[s] && running_[s]->ticket->cancelled_) finish(s, FinishReason::Cancelled);
+  std::vector<std::shared_ptr<Ticket>> dropped;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto it = queue_.begin(); it != queue_.end();)
+      if ((*it)->cancelled_) dropped.push_back(std::move(*it)), it = queue_.erase(it);
+      else ++it;
+    queued_ = uint32_t(queue_.size());
+  }
+  for (auto& t : dropped) {
+    ++finished_, ++cancelled_;
+    if (t->request_.on_finish) t->request_.on_finish(FinishReason::Cancelled, {uint32_t(t->request_.prompt.size()), 0});
+  }
+}
+
+void Scheduler::prefill_one() {
+  std::optional<uint32_t> oldest;
+  for (uint32_t s = 0; s < slots_; ++s)
+    if (running_[s] && running_[s]->prefilling() && (!oldest || running_[s]->admitted < running_[*oldest]->admitted))
+      oldest = s;
+  if (!oldest) return;
+  Sequence& seq = *running_[*oldest];
+  const auto& prompt = seq.request().prompt;
+  const uint32_t n = std::min<uint32_t>(decoder_.max_prefill_chunk(), uint32_t(prompt.size()) - seq.prefilled);
+  const auto t0 = std::chrono::steady_clock::now();
+  models::StepOutput out;
+  try {
+    out = decoder_.prefill(*oldest, std::span(prompt).subspan(seq.prefilled, n), seq.prefilled);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "serve: prefill failed: %s\n", e.what());
+    finish(*oldest, FinishReason::Error);
+    return;
+  }
+  busy_ns_ += nanoseconds_since(t0);
+  prompt_tokens_ += n;
+  seq.prefilled += n;
+  if (seq.prefilling()) return;
+  seq.pos = seq.prefilled;
+  const bool greedy = seq.request().sampling.temperature == 0;
+  accept(*oldest, greedy ? out.argmax : seq.sampler.sample(out.top_ids, out.top_logits));
+}
+
+void Scheduler::decode_all() {
+  std::vector<models::BatchDecoder::Entry> batch;
+  for (uint32_t s = 0; s < slots_; ++s)
+    if (running_[s] && !running_[s]->prefilling()) batch.push_back({s, running_[s]->next, running_[s]->pos});
+  if (batch.empty()) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<models::StepOutput> outs;
+  try {
+    outs = decoder_.decode(batch);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "serve: decode failed: %s\n", e.what());
+    for (const auto& entry : batch) finish(entry.slot, FinishReason::Error);
+    return;
+  }
+  busy_ns_ += nanoseconds_since(t0);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    Sequence& seq = *running_[batch[i].slot];
+    ++seq.pos;
+    const bool greedy = seq.request().sampling.temperature == 0;
+    accept(batch[i].slot, greedy ? outs[i].argmax : seq.sampler.sample(outs[i].top_ids, outs[i].top_logits));
+  }
+}
+
+// A sampled token: text out, then the checks that may end the sequence (the same order as
+// models::Generator: end of generation, stop string, token limit, full context).
+void Scheduler::accept(uint32_t slot, int32_t token) {
+  Sequence& seq = *running_[slot];
+  ++seq.generated;
+  ++generated_;
+  if (tokenizer_.is_end_of_generation(token)) return finish(slot, FinishReason::Stop);
+  const auto piece = seq.stop.push(seq.text.push(token));
+  emit(seq, piece.text);
+  if (piece.stopped) return finish(slot, FinishReason::Stop, false);
+  if (seq.generated >= seq.request().max_tokens || seq.pos >= context_) return finish(slot, FinishReason::Length);
+  seq.next = token;
+}
+
+void Scheduler::emit(Sequence& seq, const std::string& text) {
+  if (!text.empty() && seq.request().on_text) seq.request().on_text(text);
+}
+
+// Ends the sequence in `slot` and frees the slot. With `release_held`, text still held back (an
+// unfinished UTF-8 character, a possible start of a stop string) goes out first, for the ends
+// that complete an answer; after a stop string there is nothing more to send.
+void Scheduler::finish(uint32_t slot, FinishReason reason, bool release_held) {
+  auto seq = std::move(running_[slot]);
+  --active_;
+  ++finished_;
+  if (reason == FinishReason::Cancelled) ++cancelled_;
+  if (release_held && (reason == FinishReason::Length || reason == FinishReason::Stop)) {
+    const auto tail = seq->stop.push(seq->text.flush());
+    emit(*seq, tail.text);
+    if (!tail.stopped) emit(*seq, seq->stop.flush());
+  }
+  if (seq->request().on_finish)
+    seq->request().on_finish(reason, {uint32_t(seq->request().prompt.size()), seq->generated});
+}
+
+}  // namespace bdsl::serve

@@ -1,0 +1,117 @@
+// Continuous batching over a BatchDecoder. Requests wait in a bounded queue, take a free slot
+// (a KV-cache slot of the decoder) as soon as one frees up, and leave it the moment they end.
+// Each turn of the worker thread:
+//   1. admits waiting requests into free slots and drops cancelled ones (their slot is free at once);
+//   2. runs ONE prefill chunk (<= max_prefill_chunk tokens) of one sequence still reading its
+//      prompt, oldest first, so a long prompt delays the streams already decoding by one chunk;
+//   3. runs ONE decode() over every sequence that is generating.
+// Tokens are picked on the host from each step's candidates by a Sampler seeded per request, so
+// a request gives the same text whether it runs alone or beside others.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "models/batch_decoder.h"
+#include "models/tokenizer/tokenizer.h"
+#include "serve/request.h"
+
+namespace bdsl::serve {
+
+// submit() when the wait queue is full: the caller should try again later (HTTP 503).
+struct QueueFull : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// submit() after shutdown() began.
+struct ShuttingDown : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct SchedulerOptions {
+  uint32_t queue_capacity = 0;  // requests waiting for a slot; 0: 4 per slot
+};
+
+// Counters since start, for /metrics. Read while the worker runs: each value is atomic on its own.
+struct SchedulerStats {
+  uint32_t slots = 0;
+  uint32_t active_slots = 0;
+  uint32_t queue_length = 0;
+  uint32_t queue_capacity = 0;
+  uint64_t prompt_tokens = 0;       // prefilled
+  uint64_t generated_tokens = 0;    // sampled
+  uint64_t requests_finished = 0;   // every end, cancellations included
+  uint64_t requests_cancelled = 0;
+  uint64_t requests_rejected = 0;   // queue full
+  double busy_seconds = 0;          // spent in prefill() and decode()
+};
+
+class Scheduler {
+ public:
+  // A submitted request; cancel() ends it (on_finish gets Cancelled) and frees its slot at the
+  // worker's next turn. Safe from any thread, also after the request ended.
+  class Ticket {
+   public:
+    void cancel() { cancelled_ = true; }
+
+   private:
+    friend class Scheduler;
+    explicit Ticket(GenerationRequest r) : request_(std::move(r)) {}
+    GenerationRequest request_;
+    std::atomic<bool> cancelled_{false};
+  };
+
+  Scheduler(models::BatchDecoder& decoder, const models::Tokenizer& tokenizer, SchedulerOptions options = {});
+  ~Scheduler();  // shutdown()
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues a request. Throws QueueFull, ShuttingDown, std::length_error (the prompt leaves no room
+  // in the context) or std::invalid_argument (empty prompt, an id outside the vocabulary, max_tokens
+  // 0, sampling options the sampler or the decoder cannot do).
+  std::shared_ptr<Ticket> submit(GenerationRequest request);
+  // Stops taking requests, ends every queued and running one (on_finish gets Shutdown) and joins
+  // the worker. Idempotent.
+  void shutdown();
+
+  SchedulerStats stats() const;
+  uint32_t slots() const { return slots_; }
+  uint32_t context_length() const { return context_; }
+
+ private:
+  struct Sequence;
+  void run();
+  void admit();
+  void drop_cancelled();
+  void prefill_one();
+  void decode_all();
+  void accept(uint32_t slot, int32_t token);
+  void finish(uint32_t slot, FinishReason reason, bool release_held = true);
+  void emit(Sequence& seq, const std::string& text);
+  void validate(const GenerationRequest& r) const;
+
+  models::BatchDecoder& decoder_;
+  const models::Tokenizer& tokenizer_;
+  const uint32_t slots_;
+  const uint32_t context_;
+  const uint32_t queue_capacity_;
+
+  mutable std::mutex mutex_;  // guards queue_ and stopping_
+  std::condition_variable wake_;
+  std::deque<std::shared_ptr<Ticket>> queue_;
+  bool stopping_ = false;
+
+  std::vector<std::unique_ptr<Sequence>> running_;  // by slot; null: free. The worker's alone.
+  uint64_t admitted_ = 0;                           // admission order, for prefill fairness
+
+  std::atomic<uint32_t> active_{0}, queued_{0};
+  std::atomic<uint64_t> prompt_tokens_{0}, generated_{0}, finished_{0}, cancelled_{0}, rejected_{0}, busy_ns_{0};
+  std::thread worker_;
+};
+
+}  // namespace bdsl::serve

@@ -1,0 +1,142 @@
+// The scheduler with several slots. Until the batched decode step lands, a BatchDecoder of N
+// slots is built here from N copies of the tiny model (one per slot, each with its own KV cache):
+// a real decoder whose outputs are those of the model, which also records the calls the
+// scheduler makes, so the tests see how it interleaves prefill chunks and batched decode steps.
+#include <algorithm>
+
+#include "scheduler_fixture.h"
+
+namespace bdsl::test {
+namespace {
+
+class ModelPerSlotDecoder final : public models::BatchDecoder {
+ public:
+  struct Call {
+    bool prefill;
+    uint32_t slot_or_batch;  // prefill: the slot; decode: the batch size
+  };
+
+  ModelPerSlotDecoder(std::vector<std::unique_ptr<bitnet::BitNetModel>> models, uint32_t chunk)
+      : models_(std::move(models)), chunk_(chunk) {}
+
+  uint32_t slots() const override { return uint32_t(models_.size()); }
+  uint32_t context_length() const override { return models_[0]->context_length(); }
+  uint32_t vocab_size() const override { return models_[0]->vocab_size(); }
+  uint32_t top_k() const override { return models_[0]->top_k(); }
+  uint32_t max_prefill_chunk() const override { return chunk_; }
+  uint64_t device_bytes() const override { return 0; }
+
+  models::StepOutput prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos) override {
+    EXPECT_LE(tokens.size(), chunk_);
+    record({true, slot});
+    return models_.at(slot)->prefill(tokens, pos);
+  }
+  std::vector<models::StepOutput> decode(std::span<const Entry> batch) override {
+    EXPECT_TRUE(!batch.empty() && batch.size() <= slots());
+    record({false, uint32_t(batch.size())});
+    std::vector<models::StepOutput> out;
+    for (const auto& e : batch) out.push_back(models_.at(e.slot)->step(e.token, e.pos));
+    return out;
+  }
+
+  std::vector<Call> calls() {
+    std::lock_guard lock(m_);
+    return calls_;
+  }
+  void clear_calls() {
+    std::lock_guard lock(m_);
+    calls_.clear();
+  }
+
+ private:
+  void record(Call c) {
+    std::lock_guard lock(m_);
+    calls_.push_back(c);
+  }
+  std::vector<std::unique_ptr<bitnet::BitNetModel>> models_;
+  uint32_t chunk_;
+  std::mutex m_;
+  std::vector<Call> calls_;
+};
+
+class BatchedScheduler : public SchedulerTest {
+ protected:
+  ModelPerSlotDecoder& decoder_of(uint32_t slots, uint32_t chunk = 512) {
+    std::vector<std::unique_ptr<bitnet::BitNetModel>> models;
+    for (uint32_t i = 0; i < slots; ++i) models.push_back(make_model());
+    batched_ = std::make_unique<ModelPerSlotDecoder>(std::move(models), chunk);
+    return *batched_;
+  }
+  void TearDown() override {
+    batched_.reset();
+    SchedulerTest::TearDown();
+  }
+  std::unique_ptr<ModelPerSlotDecoder> batched_;
+};
+
+const std::string kPrompt = "The model reads the prompt and writes";
+const std::string kOther = "There were three ships in the harbour";
+
+TEST_F(BatchedScheduler, StreamsDecodeInOneStepAndGiveTheTextTheyGiveAlone) {
+  auto& d = decoder_of(2);
+  serve::Scheduler s(d, *tokenizer_);
+  const std::string a_alone = generate(s, request(kPrompt, 10, 0.9f, 1)).text;
+  const std::string b_alone = generate(s, request(kOther, 10, 0.9f, 2)).text;
+  d.clear_calls();
+  Collector a, b;
+  auto ra = request(kPrompt, 10, 0.9f, 1), rb = request(kOther, 10, 0.9f, 2);
+  a.attach(ra), b.attach(rb);
+  s.submit(std::move(ra));
+  s.submit(std::move(rb));
+  ASSERT_TRUE(a.wait_end() && b.wait_end());
+  EXPECT_EQ(a.text, a_alone);
+  EXPECT_EQ(b.text, b_alone);
+  const auto calls = d.calls();
+  const auto both = std::count_if(calls.begin(), calls.end(), [](auto c) { return !c.prefill && c.slot_or_batch == 2; });
+  EXPECT_GE(both, 8) << "both sequences advance in the same decode() while both run";
+}
+
+TEST_F(BatchedScheduler, ALongPromptIsPrefilledBetweenDecodeSteps) {
+  auto& d = decoder_of(2, 2);  // two prompt tokens per prefill chunk
+  serve::Scheduler s(d, *tokenizer_);
+  Collector a, b;
+  a.hold = true;
+  auto ra = request("Hi", 40), rb = request(kPrompt + " " + kOther, 2);
+  a.attach(ra), b.attach(rb);
+  s.submit(std::move(ra));
+  ASSERT_TRUE(a.wait_in_callback());  // the first sequence is generating
+  d.clear_calls();
+  s.submit(std::move(rb));
+  a.release();
+  ASSERT_TRUE(b.wait_end() && a.wait_end());
+  // While the long prompt is read, chunk by chunk, every turn also decodes the other sequence.
+  const auto calls = d.calls();
+  const auto chunks = std::count_if(calls.begin(), calls.end(), [](auto c) { return c.prefill; });
+  EXPECT_GE(chunks, 8);
+  for (size_t i = 1; i < calls.size(); ++i)
+    EXPECT_FALSE(calls[i].prefill && calls[i - 1].prefill) << "two prefill chunks in a row at call " << i;
+}
+
+TEST_F(BatchedScheduler, CancellingOneStreamLeavesTheOtherAndFreesItsSlot) {
+  auto& d = decoder_of(2);
+  serve::Scheduler s(d, *tokenizer_, {4});
+  const std::string b_alone = generate(s, request(kOther, 20, 0.9f, 5)).text;
+  Collector a, b, c;
+  a.hold = true;
+  auto ra = request(kPrompt, 200), rb = request(kOther, 20, 0.9f, 5), rc = request("Next", 3);
+  a.attach(ra), b.attach(rb), c.attach(rc);
+  auto ticket = s.submit(std::move(ra));
+  ASSERT_TRUE(a.wait_in_callback());
+  s.submit(std::move(rb));
+  s.submit(std::move(rc));  // waits: both slots are taken
+  ticket->cancel();
+  a.release();
+  ASSERT_TRUE(a.wait_end() && b.wait_end() && c.wait_end());
+  EXPECT_EQ(a.reason, FinishReason::Cancelled);
+  EXPECT_EQ(b.text, b_alone);
+  EXPECT_EQ(c.reason, FinishReason::Length);
+  EXPECT_EQ(s.stats().active_slots, 0u);
+}
+
+}  // namespace
+}  // namespace bdsl::test

@@ -1,0 +1,238 @@
+// The real `bitnet-dsl serve` on loopback, driven by the official `openai` npm package (and by
+// fetch and curl where a client would not send such a request): completions and chat, whole and
+// streamed, seeds, cancellation, every kind of bad input, a full queue, and a graceful stop.
+import { spawnSync } from 'node:child_process';
+import {
+  assert, assertOpenAIError, deadline, importOpenAI, makeModel, options, post, postRaw, runTests, startServer, test,
+} from './harness.mjs';
+
+const OpenAI = await importOpenAI();
+const { bin, work } = options();
+const model = makeModel(bin, work);
+const server = await startServer(bin, model);
+deadline(100, server.kill);
+const client = new OpenAI({ baseURL: `${server.base}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 30000 });
+const MODEL = 'tiny';
+const hello = [{ role: 'user', content: 'Hello, who are you?' }];
+
+async function streamText(stream) {
+  let text = '';
+  let finish = null;
+  let usage = null;
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    for (const c of chunk.choices) {
+      text += c.delta?.content ?? c.text ?? '';
+      if (c.finish_reason) finish = c.finish_reason;
+    }
+  }
+  return { text, finish, usage };
+}
+
+const chatStream = (seed, max_tokens = 12) =>
+  client.chat.completions
+    .create({ model: MODEL, messages: hello, max_tokens, temperature: 0.9, seed, stream: true })
+    .then(streamText);
+
+test('chat completion (whole)', async () => {
+  const r = await client.chat.completions.create({ model: MODEL, messages: hello, max_tokens: 8, temperature: 0 });
+  assert.equal(r.object, 'chat.completion');
+  assert.match(r.id, /^chatcmpl-/);
+  assert.equal(r.model, MODEL);
+  assert.equal(typeof r.created, 'number');
+  assert.equal(r.choices.length, 1);
+  assert.equal(r.choices[0].index, 0);
+  assert.equal(r.choices[0].message.role, 'assistant');
+  assert.equal(typeof r.choices[0].message.content, 'string');
+  assert.ok(['stop', 'length'].includes(r.choices[0].finish_reason));
+  assert.ok(r.usage.prompt_tokens > 0 && r.usage.completion_tokens <= 8);
+  assert.equal(r.usage.total_tokens, r.usage.prompt_tokens + r.usage.completion_tokens);
+});
+
+test('chat completion streamed is the same text as whole', async () => {
+  const params = { model: MODEL, messages: hello, max_tokens: 10, temperature: 0 };
+  const whole = await client.chat.completions.create(params);
+  const stream = await client.chat.completions.create({ ...params, stream: true });
+  let first = true;
+  let text = '';
+  let finish = null;
+  for await (const chunk of stream) {
+    assert.equal(chunk.object, 'chat.completion.chunk');
+    assert.match(chunk.id, /^chatcmpl-/);
+    if (first) assert.equal(chunk.choices[0].delta.role, 'assistant');
+    first = false;
+    text += chunk.choices[0].delta.content ?? '';
+    if (chunk.choices[0].finish_reason) finish = chunk.choices[0].finish_reason;
+  }
+  assert.equal(text, whole.choices[0].message.content);
+  assert.equal(finish, whole.choices[0].finish_reason);
+});
+
+test('text completion, whole and streamed with usage', async () => {
+  const params = { model: MODEL, prompt: 'The model reads the prompt', max_tokens: 6, temperature: 0 };
+  const whole = await client.completions.create(params);
+  assert.equal(whole.object, 'text_completion');
+  assert.match(whole.id, /^cmpl-/);
+  assert.equal(typeof whole.choices[0].text, 'string');
+  const stream = await client.completions.create({ ...params, stream: true, stream_options: { include_usage: true } });
+  const s = await streamText(stream);
+  assert.equal(s.text, whole.choices[0].text);
+  assert.equal(s.finish, whole.choices[0].finish_reason);
+  assert.deepEqual(s.usage, whole.usage);
+});
+
+test('a stop string ends the text and is not returned', async () => {
+  const params = { model: MODEL, prompt: 'The model reads the prompt', max_tokens: 24, temperature: 0 };
+  const full = (await client.completions.create(params)).choices[0].text;
+  const m = full.slice(1).match(/[A-Za-z]{2}/);
+  assert.ok(m, `no two letters in ${JSON.stringify(full)}`);
+  const stop = m[0];
+  const r = await client.completions.create({ ...params, stop: [stop] });
+  assert.equal(r.choices[0].finish_reason, 'stop');
+  assert.equal(r.choices[0].text, full.slice(0, full.indexOf(stop)));
+});
+
+test('two concurrent streams with different seeds each give their text alone', async () => {
+  const a = await chatStream(1);
+  const b = await chatStream(2);
+  assert.notEqual(a.text, b.text);
+  const [a2, b2] = await Promise.all([chatStream(1), chatStream(2)]);
+  assert.equal(a2.text, a.text);
+  assert.equal(b2.text, b.text);
+});
+
+test('the model list', async () => {
+  const list = await client.models.list();
+  assert.deepEqual(list.data.map((m) => m.id), [MODEL]);
+});
+
+async function metric(name) {
+  const text = await (await fetch(`${server.base}/metrics`)).text();
+  const m = text.match(new RegExp(`^${name} (\\S+)$`, 'm'));
+  assert.ok(m, `no ${name} in /metrics`);
+  return Number(m[1]);
+}
+
+test('an aborted stream frees its slot', async () => {
+  const cancelled = await metric('bdsl_requests_cancelled_total');
+  const controller = new AbortController();
+  const stream = await client.chat.completions.create(
+    { model: MODEL, messages: hello, max_tokens: 200, temperature: 0, stream: true },
+    { signal: controller.signal },
+  );
+  let chunks = 0;
+  try {
+    for await (const _ of stream) if (++chunks === 3) controller.abort();
+  } catch (e) {
+    assert.ok(e instanceof OpenAI.APIUserAbortError || e.name === 'AbortError', String(e));
+  }
+  // 200 tokens would take many seconds: the next request completes at once only if the slot is free.
+  const t0 = Date.now();
+  const r = await client.completions.create({ model: MODEL, prompt: 'Next', max_tokens: 3, temperature: 0 });
+  assert.ok(Date.now() - t0 < 4000, `the next request took ${Date.now() - t0} ms`);
+  assert.equal(r.choices[0].finish_reason === 'length' || r.choices[0].finish_reason === 'stop', true);
+  assert.equal(await metric('bdsl_requests_cancelled_total'), cancelled + 1);
+  assert.equal(await metric('bdsl_active_slots'), 0);
+});
+
+// [route, body, status, param, code]: each must be refused with OpenAI's error shape.
+const longPrompt = 'the model reads '.repeat(200);
+const badInputs = [
+  ['/v1/chat/completions', '{"messages": [', 400, null, 'invalid_json'],
+  ['/v1/chat/completions', '[1, 2]', 400, null, 'invalid_json'],
+  ['/v1/chat/completions', { model: MODEL }, 400, 'messages', 'missing_required_parameter'],
+  ['/v1/chat/completions', { messages: 'hi' }, 400, 'messages', 'invalid_type'],
+  ['/v1/chat/completions', { messages: [] }, 400, 'messages', 'empty_array'],
+  ['/v1/chat/completions', { messages: [{ role: 'user' }] }, 400, 'messages[0].content', 'missing_required_parameter'],
+  ['/v1/chat/completions', { messages: [{ role: 'wizard', content: 'x' }] }, 400, 'messages[0].role', 'invalid_value'],
+  ['/v1/chat/completions', { messages: hello, max_tokens: -1 }, 400, 'max_tokens', 'invalid_value'],
+  ['/v1/chat/completions', { messages: hello, max_tokens: 1e9 }, 400, 'max_tokens', 'invalid_value'],
+  ['/v1/chat/completions', { messages: hello, max_tokens: '5' }, 400, 'max_tokens', 'invalid_type'],
+  ['/v1/chat/completions', { messages: hello, temperature: 5 }, 400, 'temperature', 'invalid_value'],
+  ['/v1/chat/completions', { messages: hello, temperature: 'hot' }, 400, 'temperature', 'invalid_type'],
+  ['/v1/chat/completions', { messages: hello, top_p: 1.5 }, 400, 'top_p', 'invalid_value'],
+  ['/v1/chat/completions', { messages: hello, stream: 'yes' }, 400, 'stream', 'invalid_type'],
+  ['/v1/chat/completions', { messages: [{ role: 'user', content: longPrompt }] }, 400, 'messages', 'context_length_exceeded'],
+  ['/v1/chat/completions', { model: 'gpt-4o', messages: hello }, 404, 'model', 'model_not_found'],
+  ['/v1/completions', { max_tokens: 3 }, 400, 'prompt', 'missing_required_parameter'],
+  ['/v1/completions', { prompt: 42 }, 400, 'prompt', 'invalid_type'],
+  ['/v1/completions', { prompt: longPrompt }, 400, 'prompt', 'context_length_exceeded'],
+  ['/v1/completions', { prompt: 'x', stop: ['a', 'b', 'c', 'd', 'e'] }, 400, 'stop', 'invalid_value'],
+  ['/v1/completions', { prompt: 'x', n: 2 }, 400, 'n', 'invalid_value'],
+  ['/v1/nothing-here', { prompt: 'x' }, 404, null, 'unknown_url'],
+];
+
+test('bad input is a 4xx with an OpenAI error, and the server keeps serving', async () => {
+  for (const [route, body, status, param, code] of badInputs) {
+    const r = typeof body === 'string' ? await postRaw(server.base, route, body) : await post(server.base, route, body);
+    assert.equal(r.status, status, `${route} ${JSON.stringify(body).slice(0, 80)}: ${r.text}`);
+    assertOpenAIError(r.json, { param, code });
+    assert.equal((await fetch(`${server.base}/health`)).status, 200);
+  }
+  // Bytes that are not UTF-8 inside a JSON string.
+  const bytes = Buffer.concat([Buffer.from('{"prompt": "caf'), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from('"}')]);
+  const r = await postRaw(server.base, '/v1/completions', bytes);
+  assert.equal(r.status, 400, r.text);
+  assertOpenAIError(r.json, { code: 'invalid_utf8' });
+  // The client surfaces them as its own error classes.
+  await assert.rejects(client.chat.completions.create({ model: MODEL, messages: hello, temperature: 3 }), (e) => {
+    assert.ok(e instanceof OpenAI.BadRequestError);
+    assert.equal(e.status, 400);
+    assert.equal(e.param, 'temperature');
+    return true;
+  });
+  await assert.rejects(client.completions.create({ model: 'nope', prompt: 'x' }), OpenAI.NotFoundError);
+  const ok = await client.completions.create({ model: MODEL, prompt: 'Still there?', max_tokens: 2, temperature: 0 });
+  assert.equal(ok.choices.length, 1);
+});
+
+test('a full queue is a 503 with Retry-After', async () => {
+  // One slot and a queue of 4 (the defaults): of 8 requests at once, 5 get in and 3 are refused.
+  const body = { model: MODEL, prompt: 'Queue', max_tokens: 12, temperature: 0 };
+  const results = await Promise.all(Array.from({ length: 8 }, () => post(server.base, '/v1/completions', body)));
+  const refused = results.filter((r) => r.status === 503);
+  assert.equal(results.filter((r) => r.status === 200).length + refused.length, 8, results.map((r) => r.status).join());
+  assert.ok(refused.length >= 1, results.map((r) => r.status).join());
+  for (const r of refused) {
+    assert.equal(r.headers.get('retry-after'), '1');
+    assertOpenAIError(r.json, { code: 'queue_full' });
+  }
+  assert.ok((await metric('bdsl_requests_rejected_total')) >= refused.length);
+});
+
+test('curl: a completion, a stream and the metrics', () => {
+  const curl = (...args) => {
+    const r = spawnSync('curl', ['-sS', '--fail-with-body', '--max-time', '30', ...args], { encoding: 'utf8' });
+    assert.equal(r.status, 0, `curl ${args.join(' ')}: ${r.stderr}${r.stdout}`);
+    return r.stdout;
+  };
+  const json = curl(`${server.base}/v1/chat/completions`, '-H', 'Content-Type: application/json',
+    '-d', JSON.stringify({ model: MODEL, messages: hello, max_tokens: 4, temperature: 0 }));
+  assert.equal(JSON.parse(json).object, 'chat.completion');
+  const sse = curl('-N', `${server.base}/v1/completions`, '-H', 'Content-Type: application/json',
+    '-d', JSON.stringify({ prompt: 'Stream', max_tokens: 3, stream: true }));
+  assert.match(sse, /^data: \{.*"object":"text_completion"/m);
+  assert.ok(sse.endsWith('data: [DONE]\n\n'), sse);
+  assert.match(curl(`${server.base}/metrics`), /^bdsl_generated_tokens_total \d+/m);
+  assert.match(curl(`${server.base}/health`), /"status":"ok"/);
+});
+
+test('SIGTERM ends a running stream and exits 0 within seconds', async () => {
+  const stream = await client.chat.completions.create({ model: MODEL, messages: hello, max_tokens: 200, temperature: 0, stream: true });
+  let chunks = 0;
+  let stopped;
+  const read = (async () => {
+    for await (const _ of stream) if (++chunks === 2) stopped = server.stop();
+  })();
+  // The stream ends with OpenAI's error event, which the client raises.
+  await assert.rejects(read, /shutting down/);
+  assert.ok(chunks >= 2);
+  const { code, signal, seconds } = await stopped;
+  assert.equal(signal, null);
+  assert.equal(code, 0, server.stderr());
+  assert.ok(seconds < 5, `took ${seconds} s`);
+});
+
+const failed = await runTests();
+if (server.proc.exitCode === null) server.kill();
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,125 @@
+// `bitnet-dsl serve`: an OpenAI-compatible HTTP server (serve/) over one model. Flags only; the
+// server, the scheduler and the endpoints live in serve/.
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
+
+#include "models/bitnet/bitnet_model.h"
+#include "models/formats/gguf.h"
+#include "models/sequential_decoder.h"
+#include "models/tokenizer/tokenizer.h"
+#include "serve/scheduler.h"
+#include "serve/server.h"
+#include "serve/stop_signals.h"
+#include "tools/command.h"
+
+namespace bdsl::tools {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: bitnet-dsl serve -m MODEL.gguf [options]\n"
+    "OpenAI-compatible endpoints: POST /v1/chat/completions, POST /v1/completions (\"stream\": true for\n"
+    "server-sent events), GET /v1/models, GET /health, GET /metrics (Prometheus). SIGINT or SIGTERM stops it.\n"
+    "  --host ADDR       address to listen on (default 127.0.0.1)\n"
+    "  --port N          port (default 8080; 0: any free port, printed at start)\n"
+    "  --parallel N      sequences decoded at once (default 1)\n"
+    "  --ctx-size N      context of each sequence, at most the trained one (default: the trained one)\n"
+    "  --queue N         requests that may wait for a sequence slot; more get 503 (default 4 per slot)\n"
+    "  --alias NAME      the model id clients pass (default: the file name without .gguf)\n"
+    "  --device N|NAME   the Vulkan device (see `bitnet-dsl devices`)\n";
+
+struct ServeOptions {
+  std::string model, host = "127.0.0.1", alias, device;
+  int port = 8080;
+  uint32_t parallel = 1, ctx_size = 0, queue = 0;
+  bool help = false;
+};
+
+template <class T>
+T number(const std::string& flag, const std::string& text, T lo, T hi) {
+  T value{};
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end) throw UsageError(flag + " expects a number, got '" + text + "'");
+  if (value < lo || value > hi)
+    throw UsageError(flag + " must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + text);
+  return value;
+}
+
+ServeOptions parse(const Args& args) {
+  ServeOptions o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> const std::string& {
+      if (i + 1 >= args.size()) throw UsageError(a + " needs a value");
+      return args[++i];
+    };
+    if (a == "-m" || a == "--model") o.model = value();
+    else if (a == "--host") o.host = value();
+    else if (a == "--port") o.port = number<int>(a, value(), 0, 65535);
+    else if (a == "--parallel" || a == "-np") o.parallel = number<uint32_t>(a, value(), 1, 1024);
+    else if (a == "--ctx-size" || a == "-c") o.ctx_size = number<uint32_t>(a, value(), 1, 1u << 24);
+    else if (a == "--queue") o.queue = number<uint32_t>(a, value(), 1, 1u << 16);
+    else if (a == "--alias") o.alias = value();
+    else if (a == "--device") o.device = value();
+    else if (a == "-h" || a == "--help") o.help = true;
+    else throw UsageError("unknown flag '" + a + "' (try --help)");
+  }
+  return o;
+}
+
+int run_serve(const Args& args) {
+  const ServeOptions o = parse(args);
+  if (o.help) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (o.model.empty()) throw UsageError("no model given: pass -m MODEL.gguf (`bitnet-dsl make-model tiny.gguf` makes one)");
+  if (!std::filesystem::exists(o.model)) throw UsageError("model file '" + o.model + "' does not exist");
+  serve::block_stop_signals();  // before the Vulkan driver starts any thread
+
+  const auto file = models::GgufFile::open(o.model);
+  auto config = models::BitNetConfig::from_gguf(file);
+  if (o.ctx_size) config.context_length = std::min(o.ctx_size, config.context_length);
+  const auto tokenizer = models::Tokenizer::from_gguf(file);
+  rt::ContextOptions copts;
+  copts.device = o.device;
+  rt::Context ctx(copts);
+  std::fprintf(stderr, "device: %s\n", ctx.info().summary().c_str());
+  bitnet::ModelOptions mopts;
+  mopts.top_k = 128;  // candidates for host sampling; greedy requests take the argmax
+  bitnet::BitNetModel model(ctx, file, config, mopts);
+  if (o.parallel > 1)
+    std::fprintf(stderr, "--parallel %u: this model runs one sequence at a time (no batched decode step yet); "
+                 "requests beyond it wait in the queue\n", o.parallel);
+  // The slot's device memory beyond the weights: its KV cache (K and V, F16, every layer).
+  const uint64_t kv_bytes = 2ull * config.n_layers * config.context_length * config.kv_dim() * 2;
+  models::SequentialDecoder decoder(model, bitnet::BitNetModel::kMaxPrefillBlock, kv_bytes);
+  std::fprintf(stderr, "slots: %u of %u tokens, %.1f MiB of device memory (weights: %.1f MiB)\n", decoder.slots(),
+               decoder.context_length(), double(decoder.device_bytes()) / (1 << 20),
+               double(model.weight_bytes()) / (1 << 20));
+
+  serve::Scheduler scheduler(decoder, tokenizer, {o.queue});
+  serve::ServerOptions sopts;
+  sopts.host = o.host;
+  sopts.port = o.port;
+  sopts.model_name = o.alias.empty() ? std::filesystem::path(o.model).stem().string() : o.alias;
+  sopts.candidates = decoder.top_k();
+  serve::Server server(scheduler, tokenizer, sopts);
+  const int port = server.bind();
+  std::printf("listening on http://%s:%d (model '%s')\n", o.host.c_str(), port, sopts.model_name.c_str());
+  std::fflush(stdout);
+  serve::StopSignalWatcher watcher([&](int sig) {
+    std::fprintf(stderr, "signal %d: stopping\n", sig);
+    server.stop();
+  });
+  const bool ok = server.serve();
+  scheduler.shutdown();
+  return ok ? 0 : 1;
+}
+
+const Command serve("serve", "an OpenAI-compatible HTTP server for a BitNet GGUF model (-m MODEL)", run_serve);
+
+}  // namespace
+}  // namespace bdsl::tools
