@@ -141,7 +141,7 @@ TEST_F(Model, SamplingIsReproducibleWithASeed) {
   models::Generator gen(model);
   models::GenerateOptions o;
   o.max_new_tokens = 20;
-  o.sampling = {1.0f, 40, 0.95f, 1234};
+  o.sampling = {.temperature = 1.0f, .top_k = 40, .top_p = 0.95f, .seed = 1234};
   const auto a = gen.generate(golden_prompt(), o).tokens;
   gen.reset();
   const auto b = gen.generate(golden_prompt(), o).tokens;
