@@ -96,6 +96,7 @@ class BitNetModel final : public models::DecoderModel {
   rt::GraphStats prefill_stats() const;
 
  private:
+  friend class BitNetBatchDecoder;  // steps many sequences over these weights (batch_decoder.h)
   struct Activations;
   struct PrefillBlock;
   struct DumpSlot {

@@ -1,0 +1,363 @@
+#include "models/bitnet/batch_decoder.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <stdexcept>
+
+#include "models/bitnet/activations.h"
+#include "ops/attention/attention_decode.h"
+#include "ops/attention/rope_kv_write.h"
+#include "ops/common/embedding_lookup.h"
+#include "ops/common/rms_norm.h"
+#include "ops/common/step_state.h"
+#include "ops/head/lm_head.h"
+#include "ops/ternary/ternary_matmul.h"
+#include "ops/ternary/ternary_matvec.h"
+#include "runtime/kernel_pipeline.h"
+
+namespace bdsl::bitnet {
+namespace {
+
+uint64_t round_up(uint64_t bytes, uint64_t align) { return (bytes + align - 1) / align * align; }
+
+// Decode attention as the model's, but combining its chunks itself: the batch's attn_sub_norm
+// runs as its own dispatch (the prompt path's), which reads the output, not deferred partials.
+ops::SplitKvTuning combined(ops::SplitKvTuning t) {
+  t.defer_combine = 0;
+  return t;
+}
+
+}  // namespace
+
+// Every buffer of the batch, laid out lane by lane. Per-lane ranges start at multiples of the
+// device's storage buffer alignment, so that each lane's dispatches can bind its own slice.
+struct BitNetBatchDecoder::Lanes {
+  // Bytes of one lane's range of `bytes`, padded to the alignment.
+  uint64_t align = 1;
+  uint64_t stride(uint64_t bytes) const { return round_up(bytes, align); }
+
+  rt::Buffer tokens, steps, x, q8, act, q, k, v, attn, ffn, up, xn;
+  std::vector<rt::Buffer> k_cache, v_cache;  // per layer: [slots][context][kv_words]
+  rt::Buffer partials, counters, logits, arg_values, arg_indices, chosen, top_part_values, top_part_indices,
+      top_values, top_indices;
+  uint64_t step_stride = 0, partials_stride = 0, counters_stride = 0, logits_stride = 0, arg_stride = 0,
+           chosen_stride = 0, top_part_stride = 0, top_stride = 0, cache_slot_bytes = 0;
+  uint64_t bytes = 0;  // everything above
+};
+
+BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uint32_t slots)
+    : ctx_(ctx),
+      model_(model),
+      slots_(slots),
+      pp_(std::make_unique<PrefillPipelines>(ctx, model.config(), model.pipelines().target,
+                                             model.pipelines().split.rows_per_part, model.pipelines().split.parts,
+                                             model.options_.prefill_projections)),
+      attention_(rt::make_pipeline(ctx, ops::attention_decode(model.pipelines().target, model.pipelines().dims,
+                                                              model.context_length(), model.pipelines().attention_chunks,
+                                                              combined(model.pipelines().attention_tuning)))) {
+  if (slots == 0) throw std::invalid_argument("a batch decoder needs at least one slot");
+  const auto& c = model.config();
+  const auto& p = model.pipelines();
+  const auto& d = p.dims;
+  lanes_ = std::make_unique<Lanes>();
+  Lanes& L = *lanes_;
+  L.align = std::max<uint64_t>(ctx.info().min_storage_buffer_offset_alignment, 4);
+  // Rows the batched kernels write densely ([lanes, width]) are bound lane by lane: each row
+  // must start at an aligned offset.
+  for (const auto& [what, width] : {std::pair{"q", d.q_width()}, {"k", d.kv_width()}, {"x", c.dim}})
+    if ((uint64_t{width} * 4) % L.align)
+      throw std::invalid_argument(fmt::format("batched decode: a row of {} ({} bytes) is not a multiple of {}'s storage "
+                                              "buffer alignment ({} bytes)", what, width * 4, ctx.info().name, L.align));
+  const uint64_t n = slots;
+  auto make = [&](uint64_t bytes, const std::string& name, std::optional<ScalarKind> holds, bool host = false) {
+    L.bytes += bytes;
+    return rt::Buffer(ctx, bytes, {.host_visible = host, .name = "batch " + name, .gpu_reads_often = host, .holds = holds});
+  };
+  const auto f32 = ScalarKind::F32, u32 = ScalarKind::U32;
+  // Bytes the caches take, checked before anything is allocated.
+  L.cache_slot_bytes = uint64_t{c.context_length} * d.kv_words() * 4;
+  const uint64_t cache_bytes = 2ull * c.n_layers * n * L.cache_slot_bytes;
+  const uint64_t heap = ctx.info().device_local_bytes;
+  if (heap && cache_bytes > heap)
+    throw std::invalid_argument(fmt::format("batched decode: {} slots of {} positions need {:.1f} GiB of KV cache, more "
+                                            "than the device's {:.1f} GiB (lower --parallel or --ctx-size)",
+                                            slots, c.context_length, cache_bytes / 1073741824.0, heap / 1073741824.0));
+  const uint64_t largest = ctx.info().max_memory_allocation;
+  if (largest && n * L.cache_slot_bytes > largest)
+    throw std::invalid_argument(fmt::format("batched decode: one layer's K cache for {} slots of {} positions is {:.1f} MiB, "
+                                            "more than {} allocates at once ({:.1f} MiB; lower --parallel or --ctx-size)",
+                                            slots, c.context_length, n * L.cache_slot_bytes / 1048576.0, ctx.info().name,
+                                            largest / 1048576.0));
+  L.tokens = make(4 * n, "tokens", u32, true);
+  L.step_stride = L.stride(sizeof(ops::StepState));
+  L.steps = make(L.step_stride * n, "step states", u32, true);
+  L.x = make(4 * n * c.dim, "x", f32);
+  L.q8 = make(n * std::max(c.dim, c.ffn_dim), "int8 activations", std::nullopt);
+  L.act = make(8 * n, "activation scales", u32);
+  L.q = make(4 * n * d.q_width(), "q", f32);
+  L.k = make(4 * n * d.kv_width(), "k", f32);
+  L.v = make(4 * n * d.kv_width(), "v", f32);
+  L.attn = make(4 * n * d.q_width(), "attention out", f32);
+  L.ffn = make(4 * n * c.ffn_dim, pp_->separate ? "gate" : "ffn", f32);
+  if (pp_->separate) L.up = make(4 * n * c.ffn_dim, "up", f32);
+  L.xn = make(4 * n * c.dim, "output norm", f32);
+  for (uint32_t l = 0; l < c.n_layers; ++l) {
+    L.k_cache.push_back(make(n * L.cache_slot_bytes, fmt::format("k cache {}", l), u32));
+    L.v_cache.push_back(make(n * L.cache_slot_bytes, fmt::format("v cache {}", l), u32));
+  }
+  L.partials_stride = L.stride(ops::attention_partials_bytes(d, p.attention_chunks, 1));
+  L.partials = make(L.partials_stride * n, "attention partials", f32);
+  L.counters_stride = L.stride(ops::attention_counters_bytes(d, 1));
+  L.counters = make(L.counters_stride * n, "attention counters", u32);
+  L.counters.fill(0);
+  L.logits_stride = L.stride(4ull * c.vocab_size);
+  L.logits = make(L.logits_stride * n, "logits", f32);
+  L.arg_stride = L.stride(4ull * p.argmax_plan.groups);
+  L.arg_values = make(L.arg_stride * n, "argmax partial values", f32);
+  L.arg_indices = make(L.arg_stride * n, "argmax partial indices", u32);
+  L.chosen_stride = L.stride(4);
+  L.chosen = make(L.chosen_stride * n, "argmax tokens", u32, true);
+  if (p.top_k) {
+    L.top_part_stride = L.stride(4ull * p.top_k_plan.groups * p.top_k);
+    L.top_part_values = make(L.top_part_stride * n, "top-k partial values", f32);
+    L.top_part_indices = make(L.top_part_stride * n, "top-k partial indices", u32);
+    L.top_stride = L.stride(4ull * p.top_k);
+    L.top_values = make(L.top_stride * n, "top-k values", f32, true);
+    L.top_indices = make(L.top_stride * n, "top-k indices", u32, true);
+  }
+  device_bytes_ = L.bytes;
+}
+
+BitNetBatchDecoder::~BitNetBatchDecoder() {
+  for (auto& s : steps_)
+    if (s.graph && s.graph->last_ticket()) s.graph->wait(s.graph->last_ticket());
+}
+
+uint32_t BitNetBatchDecoder::bucket_for(uint32_t highest) const {
+  if (highest >= slots_) throw std::out_of_range(fmt::format("slot {} of a {}-slot decoder", highest, slots_));
+  return std::min(std::bit_ceil(highest + 1), slots_);
+}
+
+BitNetBatchDecoder::Step& BitNetBatchDecoder::step_for(uint32_t lanes) {
+  for (auto& s : steps_)
+    if (s.lanes == lanes) return s;
+  steps_.push_back({lanes, record_step(lanes)});
+  return steps_.back();
+}
+
+std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes) {
+  const auto& c = model_.config();
+  const auto& p = model_.pipelines();
+  const auto& d = p.dims;
+  const auto& pp = *pp_;
+  const auto& w = model_.weights_;
+  const auto& a = *model_.act_;
+  Lanes& L = *lanes_;
+  auto graph = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{timestamps_, fmt::format("batch of {}", lanes)});
+  rt::Graph& g = *graph;
+  const float eps = c.rms_norm_eps;
+  const rt::Grid rows_grid{lanes};
+  auto row = [](const rt::Buffer& b, uint64_t lane, uint64_t bytes) { return b.slice(lane * bytes, bytes); };
+  auto matmul_grid = [&](uint32_t rows) {
+    return rt::Grid{ops::ternary_matvec_workgroups(p.target, rows), ops::ternary_matmul_token_tiles(lanes)};
+  };
+  auto project = [&](const PrefillProjection& proj, const rt::Buffer& weights, const rt::Buffer& out) {
+    g.dispatch(proj.pipeline, {{"w", weights}, {"x_q", L.q8}, {"x_act", L.act}, {"y", out}}, rt::push(lanes), proj.grid(lanes));
+  };
+  auto norm_quantize = [&](const rt::Buffer& x, const rt::Buffer& norm_weight) {
+    g.dispatch(pp.norm_quantize, {{"x", x}, {"norm_weight", norm_weight}, {"q", L.q8}, {"act", L.act}}, rt::push(eps), rows_grid);
+  };
+
+  std::vector<rt::Arg> embedding = {{"tokens", L.tokens}, {"x", L.x}};
+  for (size_t i = 0; i < w.token_embd.parts.size(); ++i)
+    embedding.push_back({"table_" + std::to_string(i), w.token_embd.parts[i]});
+  g.dispatch(pp.embedding, embedding, rt::push(lanes), rt::Grid{ceil_div(c.dim, ops::embedding_workgroup(p.target)), lanes});
+  const rt::Grid rope_grid{ceil_div((d.n_heads + 2 * d.n_kv_heads) * d.head_dim / 4, ops::rope_kv_write_workgroup(p.target)), 1};
+  const rt::Grid attention_grid{d.n_kv_heads * p.attention_tuning.head_split, p.attention_chunks, 1};
+  for (uint32_t l = 0; l < c.n_layers; ++l) {
+    const auto& lw = w.layers[l];
+    norm_quantize(L.x, lw.attn_norm);
+    if (pp.separate) {  // three dispatches in one step: they write different buffers
+      project(*pp.q_proj, lw.attn_q, L.q);
+      project(*pp.kv_proj, lw.attn_k, L.k);
+      project(*pp.kv_proj, lw.attn_v, L.v);
+    } else {
+      g.dispatch(*pp.qkv, {{"w_q", lw.attn_q}, {"w_k", lw.attn_k}, {"w_v", lw.attn_v}, {"x_q", L.q8}, {"x_act", L.act},
+                           {"y_q", L.q}, {"y_k", L.k}, {"y_v", L.v}},
+                 rt::push(lanes), matmul_grid(d.q_width() + 2 * d.kv_width()));
+    }
+    // Each lane: RoPE and its row of its slot's cache, then attention over that cache.
+    for (uint32_t t = 0; t < lanes; ++t) {
+      const auto k_slot = row(L.k_cache[l], t, L.cache_slot_bytes), v_slot = row(L.v_cache[l], t, L.cache_slot_bytes);
+      g.dispatch(p.rope_kv, {{"step", row(L.steps, t, L.step_stride)}, {"rope_table", a.rope_table},
+                             {"q", row(L.q, t, 4ull * d.q_width())}, {"k", row(L.k, t, 4ull * d.kv_width())},
+                             {"v", row(L.v, t, 4ull * d.kv_width())}, {"k_cache", k_slot}, {"v_cache", v_slot}},
+                 rt::push(1u), rope_grid);
+    }
+    for (uint32_t t = 0; t < lanes; ++t)
+      g.dispatch(attention_, {{"step", row(L.steps, t, L.step_stride)}, {"q", row(L.q, t, 4ull * d.q_width())},
+                              {"k_cache", row(L.k_cache[l], t, L.cache_slot_bytes)},
+                              {"v_cache", row(L.v_cache[l], t, L.cache_slot_bytes)},
+                              {"partials", row(L.partials, t, L.partials_stride)},
+                              {"counters", row(L.counters, t, L.counters_stride)}, {"out", row(L.attn, t, 4ull * d.q_width())}},
+                 rt::push(), attention_grid);
+    norm_quantize(L.attn, lw.attn_sub_norm);
+    project(pp.attn_output, lw.attn_output, L.x);
+    norm_quantize(L.x, lw.ffn_norm);
+    if (pp.separate) {
+      project(*pp.gate_up_proj, lw.ffn_gate, L.ffn);
+      project(*pp.gate_up_proj, lw.ffn_up, L.up);
+      g.dispatch(pp.norm_quantize_ffn,
+                 {{"gate", L.ffn}, {"up", L.up}, {"norm_weight", lw.ffn_sub_norm}, {"q", L.q8}, {"act", L.act}},
+                 rt::push(eps), rows_grid);
+    } else {
+      g.dispatch(*pp.gate_up, {{"w_gate", lw.ffn_gate}, {"w_up", lw.ffn_up}, {"x_q", L.q8}, {"x_act", L.act}, {"y", L.ffn}},
+                 rt::push(lanes), matmul_grid(c.ffn_dim));
+      g.dispatch(pp.norm_quantize_ffn, {{"x", L.ffn}, {"norm_weight", lw.ffn_sub_norm}, {"q", L.q8}, {"act", L.act}},
+                 rt::push(eps), rows_grid);
+    }
+    project(pp.ffn_down, lw.ffn_down, L.x);
+  }
+
+  // The tail, as the single-sequence graph runs it, lane by lane after one norm over all rows.
+  g.dispatch(p.output_norm, {{"x", L.x}, {"weight", w.output_norm}, {"out", L.xn}}, rt::push(eps), rows_grid);
+  const SplitMatrix& table = w.lm_head();
+  for (uint32_t t = 0; t < lanes; ++t) {
+    std::vector<rt::Arg> head = {{"x", row(L.xn, t, 4ull * c.dim)}, {"logits", L.logits.slice(t * L.logits_stride, 4ull * c.vocab_size)}};
+    for (size_t i = 0; i < table.parts.size(); ++i) head.push_back({"table" + std::to_string(i), table.parts[i]});
+    g.dispatch(p.lm_head, head, rt::push(), rt::Grid{ops::lm_head_workgroups(p.target, c.vocab_size)});
+  }
+  for (uint32_t t = 0; t < lanes; ++t) {
+    const auto logits = L.logits.slice(t * L.logits_stride, 4ull * c.vocab_size);
+    g.dispatch(p.argmax_partial, {{"values", logits}, {"part_values", row(L.arg_values, t, L.arg_stride)},
+                                  {"part_indices", row(L.arg_indices, t, L.arg_stride)}},
+               rt::Grid{p.argmax_plan.groups});
+    if (p.top_k)
+      g.dispatch(*p.top_k_partial, {{"values", logits}, {"part_values", row(L.top_part_values, t, L.top_part_stride)},
+                                    {"part_indices", row(L.top_part_indices, t, L.top_part_stride)}},
+                 rt::Grid{p.top_k_plan.groups});
+  }
+  for (uint32_t t = 0; t < lanes; ++t) {
+    g.dispatch(p.argmax_final, {{"part_values", row(L.arg_values, t, L.arg_stride)},
+                                {"part_indices", row(L.arg_indices, t, L.arg_stride)},
+                                {"token", L.chosen.slice(t * L.chosen_stride, 4)}},
+               rt::push(), rt::Grid{1});
+    if (p.top_k)
+      g.dispatch(*p.top_k_merge, {{"part_values", row(L.top_part_values, t, L.top_part_stride)},
+                                  {"part_indices", row(L.top_part_indices, t, L.top_part_stride)},
+                                  {"top_values", L.top_values.slice(t * L.top_stride, 4ull * p.top_k)},
+                                  {"top_indices", L.top_indices.slice(t * L.top_stride, 4ull * p.top_k)}},
+                 rt::Grid{1});
+  }
+  g.finish();
+  return graph;
+}
+
+void BitNetBatchDecoder::copy_rows(bool into_slot, uint32_t slot, uint32_t first, uint32_t count) {
+  if (count == 0) return;
+  const auto& c = model_.config();
+  const uint64_t row_bytes = uint64_t{model_.pipelines().dims.kv_words()} * 4;
+  const Lanes& L = *lanes_;
+  const auto& a = *model_.act_;
+  rt::Graph g(ctx_, {false, "slot cache copy"});
+  for (uint32_t l = 0; l < c.n_layers; ++l)
+    for (int kv = 0; kv < 2; ++kv) {
+      const rt::Buffer& model_cache = kv ? a.v_cache[l] : a.k_cache[l];
+      const rt::Buffer& slot_cache = kv ? L.v_cache[l] : L.k_cache[l];
+      const auto in_model = model_cache.slice(first * row_bytes, count * row_bytes);
+      const auto in_slot = slot_cache.slice(slot * L.cache_slot_bytes + first * row_bytes, count * row_bytes);
+      into_slot ? g.copy(in_model, in_slot) : g.copy(in_slot, in_model);
+    }
+  g.submit_and_wait();
+}
+
+models::StepOutput BitNetBatchDecoder::prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos) {
+  if (slot >= slots_) throw std::out_of_range(fmt::format("slot {} of a {}-slot decoder", slot, slots_));
+  if (tokens.empty()) throw std::invalid_argument("prefill: no tokens");
+  if (uint64_t{pos} + tokens.size() > context_length())
+    throw std::out_of_range(fmt::format("prefill of {} tokens at position {} goes past the context length {}", tokens.size(),
+                                        pos, context_length()));
+  // The model's cache must hold this slot's positions 0..pos-1 for the chunk's attention.
+  if (model_slot_ != slot || model_rows_ < pos) copy_rows(false, slot, 0, pos);
+  model_slot_ = UINT32_MAX;  // until the prefill has run
+  const models::StepOutput out = model_.prefill(tokens, pos);
+  copy_rows(true, slot, pos, uint32_t(tokens.size()));
+  model_slot_ = slot;
+  model_rows_ = pos + uint32_t(tokens.size());
+  return out;
+}
+
+std::vector<models::StepOutput> BitNetBatchDecoder::decode(std::span<const Entry> batch) {
+  if (batch.empty() || batch.size() > slots_)
+    throw std::invalid_argument(fmt::format("a decode step takes 1 to {} sequences, got {}", slots_, batch.size()));
+  std::vector<bool> seen(slots_, false);
+  uint32_t highest = 0;
+  for (const Entry& e : batch) {
+    if (e.slot >= slots_) throw std::out_of_range(fmt::format("slot {} of a {}-slot decoder", e.slot, slots_));
+    if (seen[e.slot]) throw std::invalid_argument(fmt::format("slot {} twice in one decode step", e.slot));
+    seen[e.slot] = true;
+    if (e.token < 0 || uint32_t(e.token) >= vocab_size())
+      throw std::out_of_range(fmt::format("token id {} outside the vocabulary of {}", e.token, vocab_size()));
+    if (e.pos >= context_length())
+      throw std::out_of_range(fmt::format("position {} is past the context length {}", e.pos, context_length()));
+    highest = std::max(highest, e.slot);
+  }
+  Step& step = step_for(bucket_for(highest));
+  Lanes& L = *lanes_;
+  // Lanes without a sequence run at a position past the context: they write no cache row.
+  std::vector<uint32_t> tokens(step.lanes, 0);
+  std::vector<std::byte> states(L.step_stride * step.lanes);
+  for (uint32_t t = 0; t < step.lanes; ++t) {
+    ops::StepState s;
+    s.pos = context_length();
+    std::memcpy(states.data() + t * L.step_stride, &s, sizeof s);
+  }
+  for (const Entry& e : batch) {
+    tokens[e.slot] = uint32_t(e.token);
+    ops::StepState s;
+    s.token = uint32_t(e.token);
+    s.pos = e.pos;
+    std::memcpy(states.data() + e.slot * L.step_stride, &s, sizeof s);
+  }
+  if (step.graph->last_ticket()) step.graph->wait(step.graph->last_ticket());
+  L.tokens.upload(tokens);
+  L.steps.upload_bytes(states);
+  step.graph->submit_and_wait();
+  // A decode step writes rows past what a prefill left in the model's cache for its slot only in
+  // the slot's cache: the model's copy stays valid for the rows it has.
+  const uint32_t k = top_k();
+  std::vector<models::StepOutput> out(batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const uint32_t t = batch[i].slot;
+    out[i].argmax = int32_t(L.chosen.download<uint32_t>(t * L.chosen_stride, 1)[0]);
+    if (k) {
+      const auto ids = L.top_indices.download<uint32_t>(t * L.top_stride, k);
+      out[i].top_ids.assign(ids.begin(), ids.end());
+      out[i].top_logits = L.top_values.download<float>(t * L.top_stride, k);
+    }
+  }
+  return out;
+}
+
+rt::GraphStats BitNetBatchDecoder::step_stats(uint32_t bucket) const {
+  for (const auto& s : steps_)
+    if (s.lanes == bucket) return s.graph->stats();
+  return {};
+}
+
+std::vector<double> BitNetBatchDecoder::step_timestamps_ns(uint32_t bucket) const {
+  for (const auto& s : steps_)
+    if (s.lanes == bucket) return s.graph->timestamps_ns();
+  return {};
+}
+
+double BitNetBatchDecoder::step_gpu_span_ns(uint32_t bucket) const {
+  for (const auto& s : steps_)
+    if (s.lanes == bucket) return s.graph->span_ns();
+  return 0;
+}
+
+}  // namespace bdsl::bitnet

@@ -1,0 +1,81 @@
+// BitNet b1.58 decoding many sequences at once (models::BatchDecoder) over one BitNetModel's
+// weights. A step of B sequences is one recorded command buffer, replayed: the token ids and
+// positions live in host-visible buffers, so nothing is re-recorded.
+//
+// In a step the projections run as the prompt path does (bitnet_prefill.cpp): RMSNorm + int8 per
+// token, then every weight is read once for the whole batch by the matrix-matrix kernels. RoPE,
+// the KV-cache write, attention over the sequence's own cache, the final norm, the LM head,
+// argmax and top-k run per sequence, each its own dispatch over its own slices, with no barrier
+// between the sequences' dispatches. Every sequence's arithmetic is the same whatever else is in
+// the batch, so its tokens are too.
+//
+// Slot s is lane s of the recorded batch: the recording for a bucket of B lanes serves slots
+// 0..B-1, and a step runs the smallest bucket that covers its highest slot (the scheduler hands
+// out the lowest free slot first). Lanes without a sequence this step compute at a position past
+// the context, which writes no cache row.
+//
+// A prompt chunk runs through the model's own prefill graph (its single-sequence cache), and the
+// rows it wrote are copied into the slot's cache; the slot's earlier rows are copied in first
+// when the model's cache holds another sequence.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "models/batch_decoder.h"
+#include "models/bitnet/bitnet_model.h"
+#include "models/bitnet/prefill_pipelines.h"
+#include "runtime/graph.h"
+#include "runtime/pipeline.h"
+
+namespace bdsl::bitnet {
+
+class BitNetBatchDecoder final : public models::BatchDecoder {
+ public:
+  // `slots` sequences of up to the model's context each. Throws, naming the sizes, when their
+  // caches do not fit next to what the device already holds.
+  BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uint32_t slots);
+  ~BitNetBatchDecoder() override;
+
+  uint32_t slots() const override { return slots_; }
+  uint32_t context_length() const override { return model_.context_length(); }
+  uint32_t vocab_size() const override { return model_.vocab_size(); }
+  uint32_t top_k() const override { return model_.top_k(); }
+  uint32_t max_prefill_chunk() const override { return BitNetModel::kMaxPrefillBlock; }
+  uint64_t device_bytes() const override { return device_bytes_; }
+
+  models::StepOutput prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos) override;
+  std::vector<models::StepOutput> decode(std::span<const Entry> batch) override;
+
+  // The recorded step of the bucket that a batch whose highest slot is `highest` runs.
+  uint32_t bucket_for(uint32_t highest) const;
+  rt::GraphStats step_stats(uint32_t bucket) const;
+  std::vector<double> step_timestamps_ns(uint32_t bucket) const;
+  double step_gpu_span_ns(uint32_t bucket) const;
+
+  // GPU timestamps in the step recordings (bitnet-dsl-bench); before the first decode().
+  void set_timestamps(bool on) { timestamps_ = on; }
+
+ private:
+  struct Lanes;  // the batch's device buffers (all slots)
+  struct Step {
+    uint32_t lanes = 0;
+    std::unique_ptr<rt::Graph> graph;
+  };
+  Step& step_for(uint32_t lanes);
+  std::unique_ptr<rt::Graph> record_step(uint32_t lanes);
+  void copy_rows(bool into_slot, uint32_t slot, uint32_t first, uint32_t count);
+
+  rt::Context& ctx_;
+  BitNetModel& model_;
+  uint32_t slots_;
+  uint64_t device_bytes_ = 0;
+  bool timestamps_ = false;
+  std::unique_ptr<PrefillPipelines> pp_;
+  rt::Pipeline attention_;  // decode attention with its combine inside (no deferred partials)
+  std::unique_ptr<Lanes> lanes_;
+  std::vector<Step> steps_;  // recorded buckets, by lane count
+  // Whose rows the model's own cache holds: slot and how many positions (none: UINT32_MAX).
+  uint32_t model_slot_ = UINT32_MAX, model_rows_ = 0;
+};
+
+}  // namespace bdsl::bitnet
