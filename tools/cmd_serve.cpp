@@ -4,7 +4,9 @@
 #include <charconv>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 
+#include "models/bitnet/batch_decoder.h"
 #include "models/bitnet/bitnet_model.h"
 #include "models/formats/gguf.h"
 #include "models/sequential_decoder.h"
@@ -90,22 +92,25 @@ int run_serve(const Args& args) {
   bitnet::ModelOptions mopts;
   mopts.top_k = 128;  // candidates for host sampling; greedy requests take the argmax
   bitnet::BitNetModel model(ctx, file, config, mopts);
-  if (o.parallel > 1)
-    std::fprintf(stderr, "--parallel %u: this model runs one sequence at a time (no batched decode step yet); "
-                 "requests beyond it wait in the queue\n", o.parallel);
-  // The slot's device memory beyond the weights: its KV cache (K and V, F16, every layer).
-  const uint64_t kv_bytes = 2ull * config.n_layers * config.context_length * config.kv_dim() * 2;
-  models::SequentialDecoder decoder(model, bitnet::BitNetModel::kMaxPrefillBlock, kv_bytes);
-  std::fprintf(stderr, "slots: %u of %u tokens, %.1f MiB of device memory (weights: %.1f MiB)\n", decoder.slots(),
-               decoder.context_length(), double(decoder.device_bytes()) / (1 << 20),
+  // One sequence: the single-sequence graph (the fastest for one). Several: one decode step
+  // advances them all, each weight read once per step.
+  std::unique_ptr<models::BatchDecoder> decoder;
+  if (o.parallel == 1) {
+    const uint64_t kv_bytes = 2ull * config.n_layers * config.context_length * config.kv_dim() * 2;
+    decoder = std::make_unique<models::SequentialDecoder>(model, bitnet::BitNetModel::kMaxPrefillBlock, kv_bytes);
+  } else {
+    decoder = std::make_unique<bitnet::BitNetBatchDecoder>(ctx, model, o.parallel);
+  }
+  std::fprintf(stderr, "slots: %u of %u tokens, %.1f MiB of device memory (weights: %.1f MiB)\n", decoder->slots(),
+               decoder->context_length(), double(decoder->device_bytes()) / (1 << 20),
                double(model.weight_bytes()) / (1 << 20));
 
-  serve::Scheduler scheduler(decoder, tokenizer, {o.queue});
+  serve::Scheduler scheduler(*decoder, tokenizer, {o.queue});
   serve::ServerOptions sopts;
   sopts.host = o.host;
   sopts.port = o.port;
   sopts.model_name = o.alias.empty() ? std::filesystem::path(o.model).stem().string() : o.alias;
-  sopts.candidates = decoder.top_k();
+  sopts.candidates = decoder->top_k();
   serve::Server server(scheduler, tokenizer, sopts);
   const int port = server.bind();
   std::printf("listening on http://%s:%d (model '%s')\n", o.host.c_str(), port, sopts.model_name.c_str());

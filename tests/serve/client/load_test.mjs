@@ -6,7 +6,7 @@ import { assert, deadline, makeModel, options, startServer } from './harness.mjs
 
 const { bin, work } = options();
 const model = makeModel(bin, work);
-const server = await startServer(bin, model, ['--queue', '256']);
+const server = await startServer(bin, model, ['--parallel', '8', '--queue', '256']);
 deadline(100, server.kill);
 
 const TOTAL = 200;

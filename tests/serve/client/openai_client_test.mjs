@@ -9,7 +9,7 @@ import {
 const OpenAI = await importOpenAI();
 const { bin, work } = options();
 const model = makeModel(bin, work);
-const server = await startServer(bin, model);
+const server = await startServer(bin, model, ['--parallel', '4', '--queue', '4']);
 deadline(100, server.kill);
 const client = new OpenAI({ baseURL: `${server.base}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 30000 });
 const MODEL = 'tiny';
@@ -187,11 +187,11 @@ test('bad input is a 4xx with an OpenAI error, and the server keeps serving', as
 });
 
 test('a full queue is a 503 with Retry-After', async () => {
-  // One slot and a queue of 4 (the defaults): of 8 requests at once, 5 get in and 3 are refused.
+  // Four slots and a queue of 4: of 16 requests at once, at most 8 get in and the rest are refused.
   const body = { model: MODEL, prompt: 'Queue', max_tokens: 12, temperature: 0 };
-  const results = await Promise.all(Array.from({ length: 8 }, () => post(server.base, '/v1/completions', body)));
+  const results = await Promise.all(Array.from({ length: 16 }, () => post(server.base, '/v1/completions', body)));
   const refused = results.filter((r) => r.status === 503);
-  assert.equal(results.filter((r) => r.status === 200).length + refused.length, 8, results.map((r) => r.status).join());
+  assert.equal(results.filter((r) => r.status === 200).length + refused.length, 16, results.map((r) => r.status).join());
   assert.ok(refused.length >= 1, results.map((r) => r.status).join());
   for (const r of refused) {
     assert.equal(r.headers.get('retry-after'), '1');
