@@ -14,6 +14,7 @@ void register_matmul_benchmarks(BenchSession& s);
 void register_attention_benchmarks(BenchSession& s);
 void register_attention_prefill_benchmarks(BenchSession& s);
 void register_model_benchmarks(BenchSession& s);
+void register_batch_benchmarks(BenchSession& s);
 void register_startup_benchmarks(BenchSession& s);
 void register_grid_sync_benchmarks(BenchSession& s);
 void register_persistent_chain_benchmarks(BenchSession& s);

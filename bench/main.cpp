@@ -98,6 +98,7 @@ int main(int argc, char** argv) {
     bdsl::bench::register_attention_benchmarks(session);
     bdsl::bench::register_attention_prefill_benchmarks(session);
     bdsl::bench::register_model_benchmarks(session);
+    bdsl::bench::register_batch_benchmarks(session);
     bdsl::bench::register_startup_benchmarks(session);
     bdsl::bench::register_kernel_stats_benchmarks(session);
     benchmark::RunSpecifiedBenchmarks();

@@ -1,0 +1,149 @@
+// Many sequences at once: decode_batch/ times one decode step of B sequences (each at position
+// ctx - 1 of its own cache) on the batched decoder, and serve/ drives the real HTTP server on
+// loopback with C concurrent clients, as a user's load would.
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "bench/bench_registry.h"
+#include "models/bitnet/batch_decoder.h"
+#include "models/bitnet/bitnet_model.h"
+#include "models/tokenizer/tokenizer.h"
+#include "serve/scheduler.h"
+#include "serve/server.h"
+
+namespace bdsl::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A model capped at `context` positions (the batch's caches take slots x context rows) with
+// `slots` sequences, each prefilled to `filled` positions.
+struct BatchState {
+  models::GgufFile file;
+  models::BitNetConfig config;
+  std::unique_ptr<bitnet::BitNetModel> model;
+  std::unique_ptr<bitnet::BitNetBatchDecoder> decoder;
+  uint32_t filled = 0;
+};
+
+constexpr int kBatchState = 100;  // BenchSession::model_states key
+
+BatchState& batch_state(BenchSession& s, uint32_t slots, uint32_t context, uint32_t top_k) {
+  auto& slot = s.model_states[kBatchState];
+  auto state = std::static_pointer_cast<BatchState>(slot);
+  if (!state) {
+    auto file = models::GgufFile::open(s.model_path);
+    auto config = models::BitNetConfig::from_gguf(file);
+    config.context_length = std::min(config.context_length, context);
+    state.reset(new BatchState{std::move(file), config, nullptr, nullptr});
+    bitnet::ModelOptions o;
+    o.top_k = top_k;
+    o.prefill_projections = s.options.prefill_projections;
+    o.decode_tuning = s.options.decode_tuning;
+    state->model = std::make_unique<bitnet::BitNetModel>(*s.ctx, state->file, state->config, o);
+    state->decoder = std::make_unique<bitnet::BitNetBatchDecoder>(*s.ctx, *state->model, slots);
+    slot = state;
+  }
+  return *state;
+}
+
+void fill_slots(BatchState& b, uint32_t positions) {
+  if (b.filled >= positions) return;
+  std::vector<int32_t> prompt(positions);
+  for (uint32_t slot = 0; slot < b.decoder->slots(); ++slot) {
+    for (uint32_t i = 0; i < positions; ++i) prompt[i] = int32_t((i * 7919 + slot * 104729 + 1) % b.config.vocab_size);
+    b.decoder->prefill(slot, prompt, 0);
+  }
+  b.filled = positions;
+}
+
+void decode_batch(benchmark::State& st, BenchSession& s, uint32_t batch, uint32_t slots, uint32_t ctx_len) {
+  auto& b = batch_state(s, slots, ctx_len, 0);
+  fill_slots(b, ctx_len - 1);
+  std::vector<models::BatchDecoder::Entry> entries;
+  for (uint32_t i = 0; i < batch; ++i) entries.push_back({i, int32_t(i + 1), ctx_len - 1});
+  b.decoder->decode(entries);  // records the bucket's step once
+  double wall = 0;
+  for (auto _ : st) {
+    const auto t0 = Clock::now();
+    b.decoder->decode(entries);
+    const double w = std::chrono::duration<double>(Clock::now() - t0).count();
+    st.SetIterationTime(w);
+    wall += w;
+  }
+  const double steps = double(st.iterations());
+  const auto stats = b.decoder->step_stats(b.decoder->bucket_for(batch - 1));
+  st.counters["tokens_per_s"] = steps * batch / wall;
+  st.counters["ms_per_step"] = wall / steps * 1e3;
+  st.counters["dispatches"] = stats.dispatches;
+  st.counters["steps"] = stats.steps;
+}
+
+// `clients` threads each send `requests` completions (greedy, `max_tokens` each) to the server.
+void serve_load(benchmark::State& st, BenchSession& s, uint32_t clients, uint32_t ctx_len, uint32_t requests,
+                uint32_t max_tokens) {
+  auto& b = batch_state(s, clients, ctx_len, 0);
+  const auto tokenizer = models::Tokenizer::from_gguf(b.file);
+  serve::Scheduler scheduler(*b.decoder, tokenizer, {clients * 2});
+  serve::Server server(scheduler, tokenizer, {"127.0.0.1", 0, "bench", 0});
+  const int port = server.bind();
+  std::thread serving([&] { server.serve(); });
+  for (auto _ : st) {
+    std::atomic<uint64_t> tokens{0}, done{0}, failed{0};
+    const auto t0 = Clock::now();
+    std::vector<std::thread> threads;
+    for (uint32_t c = 0; c < clients; ++c)
+      threads.emplace_back([&, c] {
+        httplib::Client client("127.0.0.1", port);
+        client.set_read_timeout(600);
+        for (uint32_t r = 0; r < requests; ++r) {
+          const nlohmann::json body = {{"model", "bench"},
+                                       {"prompt", fmt::format("Request {} of client {}: tell a story", r, c)},
+                                       {"max_tokens", max_tokens},
+                                       {"temperature", 0}};
+          const auto res = client.Post("/v1/completions", body.dump(), "application/json");
+          if (!res || res->status != 200) {
+            ++failed;
+            continue;
+          }
+          tokens += nlohmann::json::parse(res->body)["usage"]["completion_tokens"].get<uint64_t>();
+          ++done;
+        }
+      });
+    for (auto& t : threads) t.join();
+    const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+    st.SetIterationTime(wall);
+    st.counters["tokens_per_s"] = double(tokens) / wall;
+    st.counters["requests_per_s"] = double(done) / wall;
+    st.counters["failed"] = double(failed);
+  }
+  server.stop();
+  serving.join();
+  scheduler.shutdown();
+}
+
+}  // namespace
+
+void register_batch_benchmarks(BenchSession& s) {
+  const bool quick = s.options.quick;
+  const uint32_t slots = quick ? 4 : 64, ctx = quick ? 32 : 512;
+  for (uint32_t batch : quick ? std::vector<uint32_t>{1, 4} : std::vector<uint32_t>{1, 4, 16, 64})
+    benchmark::RegisterBenchmark(fmt::format("decode_batch/B:{}", batch).c_str(),
+                                 [&s, batch, slots, ctx](benchmark::State& st) { decode_batch(st, s, batch, slots, ctx); })
+        ->UseManualTime()->Iterations(quick ? 2 : 20)->Unit(benchmark::kMillisecond);
+  const uint32_t clients = slots;  // one slot each
+  benchmark::RegisterBenchmark(fmt::format("serve/clients:{}", clients).c_str(),
+                               [&s, clients, ctx, quick](benchmark::State& st) {
+                                 serve_load(st, s, clients, ctx, quick ? 2 : 4, quick ? 8 : 128);
+                               })
+      ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+}
+
+}  // namespace bdsl::bench
