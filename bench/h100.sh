@@ -23,11 +23,13 @@ case "${1:-}" in
     strip .h100/bitnet-dsl-bench .h100/bitnet-dsl
     # The device test suites too, when this checkout's build/ has them (they find golden data
     # under the source path they were built in: `run-tests` links it there).
-    for t in device runtime codegen ops_common ops_ternary ops_attention ops_head ops_experimental bitnet; do
+    for t in device runtime codegen ops_common ops_ternary ops_attention ops_head ops_experimental bitnet serve; do
       [[ -x build/tests/$t/bdsl_${t}_tests ]] && cp build/tests/$t/bdsl_${t}_tests .h100/ && strip .h100/bdsl_${t}_tests
     done
     echo "$PWD" > .h100/source_dir
-    for lib in $(ldd .h100/bitnet-dsl-bench | awk '/libfmt|libbenchmark/ {print $3}'); do cp -L "$lib" .h100/lib/; done
+    for lib in $(ldd .h100/bitnet-dsl-bench | awk '/libfmt|libbenchmark|libcpp-httplib|libbrotli|libssl|libcrypto|libz\./ {print $3}'); do
+      cp -L "$lib" .h100/lib/
+    done
     grep -qx '/.h100/' .git/info/exclude 2>/dev/null || echo '/.h100/' >> .git/info/exclude
     du -sh .h100
     ;;
