@@ -16,6 +16,7 @@
 #include "ops/experimental/decode_layer.h"
 #include "ops/head/argmax.h"
 #include "ops/head/lm_head.h"
+#include "ops/head/lm_head_batch.h"
 #include "ops/head/lm_head_pruned.h"
 #include "ops/head/top_k.h"
 #include "ops/ternary/ternary_matmul.h"
@@ -118,6 +119,8 @@ const std::vector<CatalogEntry>& catalog() {
       {"attention_prefill", "causal attention of a block over the cache",
        [](T t) { return attention_prefill(t, kHeads, kContext); }},
       {"lm_head", "logits from the tied F16 embedding", [](T t) { return lm_head(t, kVocab, kDim); }},
+      {"lm_head_batch", "the same for a batch of tokens, the table read once (batched decode)",
+       [](T t) { return lm_head_batch(t, kVocab, kDim, lm_head_split(t, kVocab, kDim).rows_per_part); }},
       {"lm_head_input", "greedy head: the final norm with x quantized once for the bounds",
        [](T t) { return lm_head_input(t, kDim); }},
       {"lm_head_bounds", "greedy head: int8 shadow logits and their bounds",

@@ -13,7 +13,7 @@
 #include "ops/common/embedding_lookup.h"
 #include "ops/common/rms_norm.h"
 #include "ops/common/step_state.h"
-#include "ops/head/lm_head.h"
+#include "ops/head/lm_head_batch.h"
 #include "ops/ternary/ternary_matmul.h"
 #include "ops/ternary/ternary_matvec.h"
 #include "runtime/kernel_pipeline.h"
@@ -57,7 +57,9 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
                                              model.options_.prefill_projections)),
       attention_(rt::make_pipeline(ctx, ops::attention_decode(model.pipelines().target, model.pipelines().dims,
                                                               model.context_length(), model.pipelines().attention_chunks,
-                                                              combined(model.pipelines().attention_tuning)))) {
+                                                              combined(model.pipelines().attention_tuning)))),
+      lm_head_(rt::make_pipeline(ctx, ops::lm_head_batch(model.pipelines().target, model.vocab_size(), model.config().dim,
+                                                         model.pipelines().split.rows_per_part))) {
   if (slots == 0) throw std::invalid_argument("a batch decoder needs at least one slot");
   const auto& c = model.config();
   const auto& p = model.pipelines();
@@ -224,12 +226,12 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes) {
 
   // The tail, as the single-sequence graph runs it, lane by lane after one norm over all rows.
   g.dispatch(p.output_norm, {{"x", L.x}, {"weight", w.output_norm}, {"out", L.xn}}, rt::push(eps), rows_grid);
+  // The LM head reads the table once for every lane.
   const SplitMatrix& table = w.lm_head();
-  for (uint32_t t = 0; t < lanes; ++t) {
-    std::vector<rt::Arg> head = {{"x", row(L.xn, t, 4ull * c.dim)}, {"logits", L.logits.slice(t * L.logits_stride, 4ull * c.vocab_size)}};
-    for (size_t i = 0; i < table.parts.size(); ++i) head.push_back({"table" + std::to_string(i), table.parts[i]});
-    g.dispatch(p.lm_head, head, rt::push(), rt::Grid{ops::lm_head_workgroups(p.target, c.vocab_size)});
-  }
+  std::vector<rt::Arg> head = {{"x", L.xn}, {"logits", L.logits}};
+  for (size_t i = 0; i < table.parts.size(); ++i) head.push_back({"table" + std::to_string(i), table.parts[i]});
+  g.dispatch(lm_head_, head, rt::push(lanes, uint32_t(L.logits_stride / 4)),
+             rt::Grid{ops::lm_head_batch_workgroups(p.target, c.vocab_size)});
   for (uint32_t t = 0; t < lanes; ++t) {
     const auto logits = L.logits.slice(t * L.logits_stride, 4ull * c.vocab_size);
     g.dispatch(p.argmax_partial, {{"values", logits}, {"part_values", row(L.arg_values, t, L.arg_stride)},

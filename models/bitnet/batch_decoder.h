@@ -4,9 +4,9 @@
 //
 // In a step the projections run as the prompt path does (bitnet_prefill.cpp): RMSNorm + int8 per
 // token, then every weight is read once for the whole batch by the matrix-matrix kernels. RoPE,
-// the KV-cache write, attention over the sequence's own cache, the final norm, the LM head,
-// argmax and top-k run per sequence, each its own dispatch over its own slices, with no barrier
-// between the sequences' dispatches. Every sequence's arithmetic is the same whatever else is in
+// the KV-cache write, attention over the sequence's own cache, argmax and top-k run per sequence,
+// each its own dispatch over its own slices, with no barrier between the sequences' dispatches;
+// the final norm and the LM head (ops/head/lm_head_batch.h) serve every sequence in one dispatch. Every sequence's arithmetic is the same whatever else is in
 // the batch, so its tokens are too.
 //
 // Slot s is lane s of the recorded batch: the recording for a bucket of B lanes serves slots
@@ -72,6 +72,7 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   bool timestamps_ = false;
   std::unique_ptr<PrefillPipelines> pp_;
   rt::Pipeline attention_;  // decode attention with its combine inside (no deferred partials)
+  rt::Pipeline lm_head_;    // every lane's logits from one read of the table
   std::unique_ptr<Lanes> lanes_;
   std::vector<Step> steps_;  // recorded buckets, by lane count
   // Whose rows the model's own cache holds: slot and how many positions (none: UINT32_MAX).

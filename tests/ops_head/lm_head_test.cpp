@@ -1,6 +1,7 @@
 // lm_head against golden's F16 row dot (DenseRows::dot_row: f16 -> f32, sequential f32 sum),
 // with the table split into several bindings.
 #include "ops/head/lm_head.h"
+#include "ops/head/lm_head_batch.h"
 
 #include "matrix_test.h"
 #include "models/numerics/half_float.h"
@@ -84,6 +85,62 @@ TEST_F(LmHead, RefusesARowLargerThanTheRange) {
   ops::OpTarget t = target();
   t.max_storage_buffer_range = 100;
   EXPECT_THROW(ops::lm_head(t, 10, 256), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace bdsl::test
+
+namespace bdsl::test {
+namespace {
+
+// lm_head_batch gives every token the logits lm_head gives it alone, bit for bit, whatever the
+// batch: token counts below, at and past the tile, rows not a workgroup multiple, a split table.
+class LmHeadBatch : public OpsMatrix {
+ protected:
+  void check(uint32_t vocab, uint32_t dim, uint32_t tokens, const ops::OpTarget& t) {
+    SCOPED_TRACE(testing::Message() << vocab << "x" << dim << ", " << tokens << " tokens");
+    std::mt19937 rng(vocab + dim + tokens);
+    std::normal_distribution<float> d(0.0f, 0.05f);
+    std::vector<uint16_t> table(size_t(vocab) * dim);
+    for (uint16_t& h : table) h = numerics::f32_to_f16(d(rng));
+    const ops::LmHeadSplit split = ops::lm_head_split(t, vocab, dim);
+    std::vector<rt::Buffer> parts;
+    for (uint32_t p = 0; p < split.parts; ++p) {
+      const size_t begin = size_t(p) * split.rows_per_part * dim, n = size_t(split.rows_in_part(p, vocab)) * dim;
+      parts.push_back(buffer_of(std::vector<uint16_t>(table.begin() + begin, table.begin() + begin + n), "table part"));
+    }
+    const auto x = random_floats(size_t(tokens) * dim, dim + tokens, 1.5f);
+    const uint32_t stride = vocab + 3;  // a padded row of logits per token
+    rt::Buffer xs = buffer_of(x, "x"), batch = output(uint64_t(tokens) * stride * 4, "logits");
+    rt::Pipeline batched = pipeline(ops::lm_head_batch(t, vocab, dim, split.rows_per_part));
+    rt::Pipeline single = pipeline(ops::lm_head(t, vocab, dim, split.rows_per_part));
+    std::vector<rt::Buffer> alone;
+    rt::Graph g(ctx());
+    std::vector<rt::Arg> args = {{"x", xs}, {"logits", batch}};
+    for (uint32_t p = 0; p < split.parts; ++p) args.push_back({"table" + std::to_string(p), parts[p]});
+    g.dispatch(batched, args, rt::push(tokens, stride), rt::Grid{ops::lm_head_batch_workgroups(t, vocab)});
+    for (uint32_t tok = 0; tok < tokens; ++tok) {
+      alone.push_back(output(vocab * 4, "logits alone"));
+      std::vector<rt::Arg> one = {{"x", xs.slice(uint64_t(tok) * dim * 4, uint64_t(dim) * 4)}, {"logits", alone.back()}};
+      for (uint32_t p = 0; p < split.parts; ++p) one.push_back({"table" + std::to_string(p), parts[p]});
+      g.dispatch(single, one, rt::push(), rt::Grid{ops::lm_head_workgroups(t, vocab)});
+    }
+    g.submit_and_wait();
+    const auto got = batch.download<float>();
+    for (uint32_t tok = 0; tok < tokens; ++tok) {
+      const auto want = alone[tok].download<float>();
+      for (uint32_t r = 0; r < vocab; ++r) ASSERT_EQ(got[size_t(tok) * stride + r], want[r]) << "token " << tok << " row " << r;
+    }
+  }
+};
+
+TEST_F(LmHeadBatch, EveryTokensLogitsAreLmHeadsForThatTokenAlone) {
+  check(1000, 256, 1, target());
+  check(1000, 256, 11, target());
+  check(77, 2560, 3, target());  // fewer rows than one workgroup's
+  ops::OpTarget t = target();
+  t.max_storage_buffer_range = 300 * 512 + 100;  // 4 parts of 300 rows
+  check(1000, 256, 5, t);
 }
 
 }  // namespace

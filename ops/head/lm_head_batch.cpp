@@ -1,0 +1,108 @@
+#include "ops/head/lm_head_batch.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ops/common/matrix_support.h"
+#include "ops/head/lm_head.h"
+
+namespace bdsl::ops {
+using namespace bdsl::dsl;
+
+namespace {
+
+constexpr uint32_t kRowsPerSubgroup = 2;  // rows a subgroup keeps in registers
+constexpr uint32_t kMaxTileTokens = 8;
+
+uint32_t workgroup_of(const OpTarget& t) { return subgroup_multiple_workgroup(t, 256); }
+uint32_t subgroups_of(const OpTarget& t) { return workgroup_of(t) / std::max(1u, t.subgroup_size); }
+
+// Tokens whose x rows fit the shared memory at once (at least one).
+uint32_t tile_tokens(const OpTarget& t, uint32_t dim) {
+  const uint32_t fit = std::max<uint32_t>(t.max_shared_bytes / 2 / (dim * 4), 1);
+  return std::min(fit, kMaxTileTokens);
+}
+
+}  // namespace
+
+uint32_t lm_head_batch_workgroups(const OpTarget& target, uint32_t vocab) {
+  return ceil_div(vocab, subgroups_of(target) * kRowsPerSubgroup);
+}
+
+Kernel lm_head_batch(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part) {
+  if (dim % 8 != 0) throw std::invalid_argument("lm_head_batch: dim " + std::to_string(dim) + " is not a multiple of 8");
+  const LmHeadSplit split = lm_head_split(target, vocab, dim, rows_per_part);
+  if (uint64_t(dim) * 4 > target.max_shared_bytes / 2)
+    throw std::invalid_argument("lm_head_batch: one x row of " + std::to_string(dim) + " floats does not fit half the shared memory");
+  const uint32_t wg = workgroup_of(target), sg = std::max(1u, target.subgroup_size);
+  const uint32_t quads = dim / 8, x_vecs = dim / 4, tile = tile_tokens(target, dim);
+  const uint32_t slots = ceil_div(quads, sg);  // quads per lane
+  KernelBuilder k("lm_head_batch_" + std::to_string(vocab) + "x" + std::to_string(dim) + "_parts" + std::to_string(split.parts) +
+                      "_t" + std::to_string(tile),
+                  {wg, 1, 1});
+  auto x = k.buffer<vec4>("x", Access::Read);
+  std::vector<Buffer<uvec4>> table;
+  for (uint32_t p = 0; p < split.parts; ++p) table.push_back(k.buffer<uvec4>("table" + std::to_string(p), Access::Read));
+  auto logits = k.buffer<f32>("logits", Access::Write);
+  auto tokens = k.push<u32>("tokens");
+  auto stride = k.push<u32>("stride");
+  auto xs = k.shared<vec4>("x_tile", tile * x_vecs);
+
+  auto lane = k.subgroup_invocation();
+  auto lid = k.local_index();
+  // The subgroup's rows (clamped for the loads; only real rows are written).
+  std::vector<Expr<u32>> rows;
+  for (uint32_t j = 0; j < kRowsPerSubgroup; ++j)
+    rows.push_back(let("row", (k.workgroup_id().x() * subgroups_of(target) + k.subgroup_id()) * kRowsPerSubgroup + j));
+  // Quad i = lane + q * sg of each row, in registers for the whole kernel (0 past the row's end).
+  std::vector<std::vector<Var<uvec4>>> h(kRowsPerSubgroup);
+  for (uint32_t j = 0; j < kRowsPerSubgroup; ++j) {
+    for (uint32_t q = 0; q < slots; ++q) h[j].push_back(k.var<uvec4>("h", make_vec<u32>(0u, 0u, 0u, 0u)));
+    for_row_part(split, min(rows[j], constant<u32>(vocab - 1)), [&](uint32_t p, Expr<u32> local) {
+      for (uint32_t q = 0; q < slots; ++q) {
+        auto i = lane + q * sg;
+        if (quads % sg == 0)
+          h[j][q] = table[p][local * quads + i];
+        else
+          if_(i < quads, [&] { h[j][q] = table[p][local * quads + i]; });
+      }
+    });
+  }
+  for_range(constant<u32>(0), tokens, constant<u32>(tile), [&](Expr<u32> t0) {
+    barrier();  // the previous tile's reads are done
+    for_range(lid, constant<u32>(tile * x_vecs), wg, [&](Expr<u32> i) {
+      auto t = let("tile_token", t0 + i / x_vecs);
+      xs[i] = select(t < tokens, Expr<vec4>(x[min(t, tokens - 1u) * x_vecs + i % x_vecs]), make_vec<f32>(0.0f, 0.0f, 0.0f, 0.0f));
+    }, "i");
+    barrier();
+    for (uint32_t tt = 0; tt < tile; ++tt) {
+      if_(t0 + tt < tokens, [&] {  // uniform over the workgroup
+        for (uint32_t j = 0; j < kRowsPerSubgroup; ++j) {
+          // lm_head's sum: each lane its quads in ascending order, then the subgroup.
+          auto acc = k.var<f32>("acc", 0.0f);
+          for (uint32_t q = 0; q < slots; ++q) {
+            auto i = lane + q * sg;
+            auto body = [&] {
+              Expr<uvec4> t = h[j][q];
+              auto a = let("h01", unpack_half2x16(t.x())), b = let("h23", unpack_half2x16(t.y()));
+              auto c = let("h45", unpack_half2x16(t.z())), d = let("h67", unpack_half2x16(t.w()));
+              acc += dot(make_vec<f32>(a.x(), a.y(), b.x(), b.y()), Expr<vec4>(xs[tt * x_vecs + i * 2u])) +
+                     dot(make_vec<f32>(c.x(), c.y(), d.x(), d.y()), Expr<vec4>(xs[tt * x_vecs + i * 2u + 1u]));
+            };
+            if (quads % sg == 0)
+              body();
+            else
+              if_(i < quads, body);
+          }
+          auto v = let("logit", subgroup_add(Expr<f32>(acc)));
+          if_(lane == 0u && rows[j] < vocab, [&] { logits[(t0 + tt) * stride + rows[j]] = v; });
+        }
+      });
+    }
+  }, "t0");
+  return k.build();
+}
+
+}  // namespace bdsl::ops
