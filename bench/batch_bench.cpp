@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
 
 #include "bench/bench_registry.h"
@@ -97,6 +98,8 @@ void serve_load(benchmark::State& st, BenchSession& s, uint32_t clients, uint32_
   std::thread serving([&] { server.serve(); });
   for (auto _ : st) {
     std::atomic<uint64_t> tokens{0}, done{0}, failed{0};
+    std::mutex failures_mutex;
+    std::vector<std::string> failures;  // the first few, on stderr after the run
     const auto t0 = Clock::now();
     std::vector<std::thread> threads;
     for (uint32_t c = 0; c < clients; ++c)
@@ -111,6 +114,10 @@ void serve_load(benchmark::State& st, BenchSession& s, uint32_t clients, uint32_
           const auto res = client.Post("/v1/completions", body.dump(), "application/json");
           if (!res || res->status != 200) {
             ++failed;
+            const std::lock_guard lock(failures_mutex);
+            if (failures.size() < 5)
+              failures.push_back(res ? fmt::format("HTTP {}: {}", res->status, res->body.substr(0, 200))
+                                     : httplib::to_string(res.error()));
             continue;
           }
           tokens += nlohmann::json::parse(res->body)["usage"]["completion_tokens"].get<uint64_t>();
@@ -123,6 +130,7 @@ void serve_load(benchmark::State& st, BenchSession& s, uint32_t clients, uint32_
     st.counters["tokens_per_s"] = double(tokens) / wall;
     st.counters["requests_per_s"] = double(done) / wall;
     st.counters["failed"] = double(failed);
+    for (const auto& f : failures) fmt::print(stderr, "serve/: a request failed: {}\n", f);
   }
   server.stop();
   serving.join();

@@ -23,27 +23,20 @@ namespace {
 
 uint64_t round_up(uint64_t bytes, uint64_t align) { return (bytes + align - 1) / align * align; }
 
-// Decode attention as the model's, but combining its chunks itself: the batch's attn_sub_norm
-// runs as its own dispatch (the prompt path's), which reads the output, not deferred partials.
-ops::SplitKvTuning combined(ops::SplitKvTuning t) {
-  t.defer_combine = 0;
-  return t;
-}
-
 }  // namespace
 
-// Every buffer of the batch, laid out lane by lane. Per-lane ranges start at multiples of the
-// device's storage buffer alignment, so that each lane's dispatches can bind its own slice.
+// Every buffer of the batch. The ones bound lane by lane (logits and what argmax and top-k make
+// of them) start each lane's range at a multiple of the device's storage buffer alignment.
 struct BitNetBatchDecoder::Lanes {
-  // Bytes of one lane's range of `bytes`, padded to the alignment.
+  // One lane's range of `size` bytes, padded to the alignment.
   uint64_t align = 1;
-  uint64_t stride(uint64_t bytes) const { return round_up(bytes, align); }
+  uint64_t stride(uint64_t size) const { return round_up(size, align); }
 
-  rt::Buffer tokens, steps, x, q8, act, q, k, v, attn, ffn, up, xn;
+  rt::Buffer tokens, sequences, x, q8, act, q, k, v, attn, ffn, up, xn;
   std::vector<rt::Buffer> k_cache, v_cache;  // per layer: [slots][context][kv_words]
   rt::Buffer partials, counters, logits, arg_values, arg_indices, chosen, top_part_values, top_part_indices,
       top_values, top_indices;
-  uint64_t step_stride = 0, partials_stride = 0, counters_stride = 0, logits_stride = 0, arg_stride = 0,
+  uint64_t logits_stride = 0, arg_stride = 0,
            chosen_stride = 0, top_part_stride = 0, top_stride = 0, cache_slot_bytes = 0;
   uint64_t bytes = 0;  // everything above
 };
@@ -55,9 +48,11 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
       pp_(std::make_unique<PrefillPipelines>(ctx, model.config(), model.pipelines().target,
                                              model.pipelines().split.rows_per_part, model.pipelines().split.parts,
                                              model.options_.prefill_projections)),
-      attention_(rt::make_pipeline(ctx, ops::attention_decode(model.pipelines().target, model.pipelines().dims,
-                                                              model.context_length(), model.pipelines().attention_chunks,
-                                                              combined(model.pipelines().attention_tuning)))),
+      rope_kv_(rt::make_pipeline(ctx, ops::rope_kv_write_sequences(model.pipelines().target, model.pipelines().dims,
+                                                                   model.context_length()))),
+      attention_(rt::make_pipeline(ctx, ops::attention_decode_sequences(model.pipelines().target, model.pipelines().dims,
+                                                                        model.context_length(), model.pipelines().attention_chunks,
+                                                                        model.pipelines().attention_tuning))),
       lm_head_(rt::make_pipeline(ctx, ops::lm_head_batch(model.pipelines().target, model.vocab_size(), model.config().dim,
                                                          model.pipelines().split.rows_per_part))) {
   if (slots == 0) throw std::invalid_argument("a batch decoder needs at least one slot");
@@ -67,12 +62,6 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
   lanes_ = std::make_unique<Lanes>();
   Lanes& L = *lanes_;
   L.align = std::max<uint64_t>(ctx.info().min_storage_buffer_offset_alignment, 4);
-  // Rows the batched kernels write densely ([lanes, width]) are bound lane by lane: each row
-  // must start at an aligned offset.
-  for (const auto& [what, width] : {std::pair{"q", d.q_width()}, {"k", d.kv_width()}, {"x", c.dim}})
-    if ((uint64_t{width} * 4) % L.align)
-      throw std::invalid_argument(fmt::format("batched decode: a row of {} ({} bytes) is not a multiple of {}'s storage "
-                                              "buffer alignment ({} bytes)", what, width * 4, ctx.info().name, L.align));
   const uint64_t n = slots;
   auto make = [&](uint64_t bytes, const std::string& name, std::optional<ScalarKind> holds, bool host = false) {
     L.bytes += bytes;
@@ -88,14 +77,18 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
                                             "than the device's {:.1f} GiB (lower --parallel or --ctx-size)",
                                             slots, c.context_length, cache_bytes / 1073741824.0, heap / 1073741824.0));
   const uint64_t largest = ctx.info().max_memory_allocation;
+  if (n * L.cache_slot_bytes > ctx.info().max_storage_buffer_range)
+    throw std::invalid_argument(fmt::format("batched decode: one layer's K cache for {} slots of {} positions is {:.1f} MiB, "
+                                            "more than {} binds at once ({:.1f} MiB; lower --parallel or --ctx-size)",
+                                            slots, c.context_length, n * L.cache_slot_bytes / 1048576.0, ctx.info().name,
+                                            ctx.info().max_storage_buffer_range / 1048576.0));
   if (largest && n * L.cache_slot_bytes > largest)
     throw std::invalid_argument(fmt::format("batched decode: one layer's K cache for {} slots of {} positions is {:.1f} MiB, "
                                             "more than {} allocates at once ({:.1f} MiB; lower --parallel or --ctx-size)",
                                             slots, c.context_length, n * L.cache_slot_bytes / 1048576.0, ctx.info().name,
                                             largest / 1048576.0));
   L.tokens = make(4 * n, "tokens", u32, true);
-  L.step_stride = L.stride(sizeof(ops::StepState));
-  L.steps = make(L.step_stride * n, "step states", u32, true);
+  L.sequences = make(sizeof(ops::SequenceState) * n, "sequence states", u32, true);
   L.x = make(4 * n * c.dim, "x", f32);
   L.q8 = make(n * std::max(c.dim, c.ffn_dim), "int8 activations", std::nullopt);
   L.act = make(8 * n, "activation scales", u32);
@@ -110,10 +103,8 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
     L.k_cache.push_back(make(n * L.cache_slot_bytes, fmt::format("k cache {}", l), u32));
     L.v_cache.push_back(make(n * L.cache_slot_bytes, fmt::format("v cache {}", l), u32));
   }
-  L.partials_stride = L.stride(ops::attention_partials_bytes(d, p.attention_chunks, 1));
-  L.partials = make(L.partials_stride * n, "attention partials", f32);
-  L.counters_stride = L.stride(ops::attention_counters_bytes(d, 1));
-  L.counters = make(L.counters_stride * n, "attention counters", u32);
+  L.partials = make(ops::attention_partials_bytes(d, p.attention_chunks, slots), "attention partials", f32);
+  L.counters = make(ops::attention_counters_bytes(d, slots), "attention counters", u32);
   L.counters.fill(0);
   L.logits_stride = L.stride(4ull * c.vocab_size);
   L.logits = make(L.logits_stride * n, "logits", f32);
@@ -177,8 +168,9 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes) {
   for (size_t i = 0; i < w.token_embd.parts.size(); ++i)
     embedding.push_back({"table_" + std::to_string(i), w.token_embd.parts[i]});
   g.dispatch(pp.embedding, embedding, rt::push(lanes), rt::Grid{ceil_div(c.dim, ops::embedding_workgroup(p.target)), lanes});
-  const rt::Grid rope_grid{ceil_div((d.n_heads + 2 * d.n_kv_heads) * d.head_dim / 4, ops::rope_kv_write_workgroup(p.target)), 1};
-  const rt::Grid attention_grid{d.n_kv_heads * p.attention_tuning.head_split, p.attention_chunks, 1};
+  const rt::Grid rope_grid{ceil_div((d.n_heads + 2 * d.n_kv_heads) * d.head_dim / 4, ops::rope_kv_write_workgroup(p.target)),
+                           lanes};
+  const rt::Grid attention_grid{d.n_kv_heads * p.attention_tuning.head_split, p.attention_chunks, lanes};
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     const auto& lw = w.layers[l];
     norm_quantize(L.x, lw.attn_norm);
@@ -191,21 +183,13 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes) {
                            {"y_q", L.q}, {"y_k", L.k}, {"y_v", L.v}},
                  rt::push(lanes), matmul_grid(d.q_width() + 2 * d.kv_width()));
     }
-    // Each lane: RoPE and its row of its slot's cache, then attention over that cache.
-    for (uint32_t t = 0; t < lanes; ++t) {
-      const auto k_slot = row(L.k_cache[l], t, L.cache_slot_bytes), v_slot = row(L.v_cache[l], t, L.cache_slot_bytes);
-      g.dispatch(p.rope_kv, {{"step", row(L.steps, t, L.step_stride)}, {"rope_table", a.rope_table},
-                             {"q", row(L.q, t, 4ull * d.q_width())}, {"k", row(L.k, t, 4ull * d.kv_width())},
-                             {"v", row(L.v, t, 4ull * d.kv_width())}, {"k_cache", k_slot}, {"v_cache", v_slot}},
-                 rt::push(1u), rope_grid);
-    }
-    for (uint32_t t = 0; t < lanes; ++t)
-      g.dispatch(attention_, {{"step", row(L.steps, t, L.step_stride)}, {"q", row(L.q, t, 4ull * d.q_width())},
-                              {"k_cache", row(L.k_cache[l], t, L.cache_slot_bytes)},
-                              {"v_cache", row(L.v_cache[l], t, L.cache_slot_bytes)},
-                              {"partials", row(L.partials, t, L.partials_stride)},
-                              {"counters", row(L.counters, t, L.counters_stride)}, {"out", row(L.attn, t, 4ull * d.q_width())}},
-                 rt::push(), attention_grid);
+    // Every lane's RoPE and cache row, then its attention over its own slot's rows.
+    g.dispatch(rope_kv_, {{"sequences", L.sequences}, {"rope_table", a.rope_table}, {"q", L.q}, {"k", L.k}, {"v", L.v},
+                          {"k_cache", L.k_cache[l]}, {"v_cache", L.v_cache[l]}},
+               rt::push(lanes), rope_grid);
+    g.dispatch(attention_, {{"sequences", L.sequences}, {"q", L.q}, {"k_cache", L.k_cache[l]}, {"v_cache", L.v_cache[l]},
+                            {"partials", L.partials}, {"counters", L.counters}, {"out", L.attn}},
+               rt::push(lanes), attention_grid);
     norm_quantize(L.attn, lw.attn_sub_norm);
     project(pp.attn_output, lw.attn_output, L.x);
     norm_quantize(L.x, lw.ffn_norm);
@@ -311,22 +295,19 @@ std::vector<models::StepOutput> BitNetBatchDecoder::decode(std::span<const Entry
   Lanes& L = *lanes_;
   // Lanes without a sequence run at a position past the context: they write no cache row.
   std::vector<uint32_t> tokens(step.lanes, 0);
-  std::vector<std::byte> states(L.step_stride * step.lanes);
+  std::vector<ops::SequenceState> states(step.lanes);
   for (uint32_t t = 0; t < step.lanes; ++t) {
-    ops::StepState s;
-    s.pos = context_length();
-    std::memcpy(states.data() + t * L.step_stride, &s, sizeof s);
+    states[t].pos = context_length();
+    states[t].first_row = t * context_length();
   }
   for (const Entry& e : batch) {
     tokens[e.slot] = uint32_t(e.token);
-    ops::StepState s;
-    s.token = uint32_t(e.token);
-    s.pos = e.pos;
-    std::memcpy(states.data() + e.slot * L.step_stride, &s, sizeof s);
+    states[e.slot].token = uint32_t(e.token);
+    states[e.slot].pos = e.pos;
   }
   if (step.graph->last_ticket()) step.graph->wait(step.graph->last_ticket());
   L.tokens.upload(tokens);
-  L.steps.upload_bytes(states);
+  L.sequences.upload(states);
   step.graph->submit_and_wait();
   // A decode step writes rows past what a prefill left in the model's cache for its slot only in
   // the slot's cache: the model's copy stays valid for the rows it has.

@@ -3,10 +3,11 @@
 // positions live in host-visible buffers, so nothing is re-recorded.
 //
 // In a step the projections run as the prompt path does (bitnet_prefill.cpp): RMSNorm + int8 per
-// token, then every weight is read once for the whole batch by the matrix-matrix kernels. RoPE,
-// the KV-cache write, attention over the sequence's own cache, argmax and top-k run per sequence,
-// each its own dispatch over its own slices, with no barrier between the sequences' dispatches;
-// the final norm and the LM head (ops/head/lm_head_batch.h) serve every sequence in one dispatch. Every sequence's arithmetic is the same whatever else is in
+// token, then every weight is read once for the whole batch by the matrix-matrix kernels. RoPE
+// with the KV-cache write and attention take each token's position and cache rows from its
+// sequence record (ops/common/step_state.h), one dispatch for all; so do the final norm and the
+// LM head (ops/head/lm_head_batch.h). Argmax and top-k run per sequence on its slice of the
+// logits, with no barrier between the sequences' dispatches. Every sequence's arithmetic is the same whatever else is in
 // the batch, so its tokens are too.
 //
 // Slot s is lane s of the recorded batch: the recording for a bucket of B lanes serves slots
@@ -71,7 +72,8 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   uint64_t device_bytes_ = 0;
   bool timestamps_ = false;
   std::unique_ptr<PrefillPipelines> pp_;
-  rt::Pipeline attention_;  // decode attention with its combine inside (no deferred partials)
+  rt::Pipeline rope_kv_;    // every lane's RoPE and cache row (ops::rope_kv_write_sequences)
+  rt::Pipeline attention_;  // every lane over its own slot's rows (ops::attention_decode_sequences)
   rt::Pipeline lm_head_;    // every lane's logits from one read of the table
   std::unique_ptr<Lanes> lanes_;
   std::vector<Step> steps_;  // recorded buckets, by lane count

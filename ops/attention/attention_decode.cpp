@@ -19,4 +19,10 @@ dsl::Kernel attention_decode(const OpTarget& target, const AttentionDims& dims, 
   return attention_split_kv(name, target, dims, context, chunks, /*batch=*/false, tuning);
 }
 
+dsl::Kernel attention_decode_sequences(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks,
+                                       const SplitKvTuning& tuning) {
+  return attention_split_kv(kernel_name("attention_decode_sequences_f16kv", tuning), target, dims, context, chunks,
+                            /*batch=*/true, tuning, /*sequences=*/true);
+}
+
 }  // namespace bdsl::ops

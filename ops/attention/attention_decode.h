@@ -28,4 +28,16 @@ namespace bdsl::ops {
 dsl::Kernel attention_decode(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks,
                              const SplitKvTuning& tuning = {});
 
+// Decode of many sequences in one dispatch (batched decode): token t of the grid is the next token
+// of its own sequence, at the position and cache rows its record says (SequenceState,
+// ops/common/step_state.h). Bindings: sequences (read, u32 [tokens][4]), q (read, f32 [tokens,
+// n_heads*head_dim], after RoPE), k_cache, v_cache (read, u32 [rows, kv_words]: every sequence's
+// rows, token t's positions 0..pos at rows first_row..first_row + pos), partials (read-write,
+// attention_partials_bytes(dims, chunks, tokens)), counters (read-write, u32 [tokens *
+// n_kv_heads], zeroed once), out (write, f32 [tokens, n_heads*head_dim]). Push: n (u32, tokens).
+// Grid: (n_kv_heads * tuning.head_split, chunks, tokens). `context`: the positions a sequence
+// may have; the combine always runs here (tuning.defer_combine is ignored).
+dsl::Kernel attention_decode_sequences(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks,
+                                       const SplitKvTuning& tuning = {});
+
 }  // namespace bdsl::ops

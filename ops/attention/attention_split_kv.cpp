@@ -123,14 +123,14 @@ class SplitKv {
 
  public:
   SplitKv(const std::string& name, const OpTarget& target, const AttentionDims& d, uint32_t context, uint32_t chunks,
-          bool batch, const SplitKvTuning& tuning)
-      : name_(name), target_(target), d_(d),
+          bool batch, const SplitKvTuning& tuning, bool sequences)
+      : name_(name), target_(target), sequences_(sequences), d_(d),
         split_(attention_head_split(d, tuning)), l_(layout(target, d, tuning.max_lanes_per_row)), context_(context),
         chunks_(chunks), hd_(d.head_dim), group_(d.group()), hg_(group_ / split_),
         unroll_(std::max(1u, tuning.positions_per_pass)), combine_unroll_(std::max(1u, tuning.combine_unroll)),
         defer_(batch ? 0u : tuning.defer_combine),
         k_(name, {l_.wg, 1, 1}),
-        step_(k_.buffer<u32>("step", Access::Read)),
+        step_(k_.buffer<u32>(sequences ? "sequences" : "step", Access::Read)),
         q_(k_.buffer<vec4>("q", Access::Read)),
         k_cache_(k_.buffer<V>("k_cache", Access::Read)),
         v_cache_(k_.buffer<V>("v_cache", Access::Read)),
@@ -166,7 +166,9 @@ class SplitKv {
       // reading half as much each, for the same one-round combine (faster: bench/RESULTS.md, "Behind the code").
       // `active` chunks, each non-empty, chunk c
       // holding [start, start + count).
-      scan_chunks(let("last", min(step_[kStepPos] + t_, constant<u32>(context_ - 1))));
+      if (!sequences_) return scan_chunks(let("last", min(step_[kStepPos] + t_, constant<u32>(context_ - 1))));
+      row_base_ = let("row_base", step_[t_ * kSequenceWords + kSequenceFirstRow]);
+      scan_chunks(let("last", min(step_[t_ * kSequenceWords + kSequencePos], constant<u32>(context_ - 1))));
     });
   }
 
@@ -220,6 +222,7 @@ class SplitKv {
   }
 
   Expr<u32> vector_at(Expr<u32> position, uint32_t p) const {
+    if (sequences_) position = row_base_ + position;
     return position * (d_.kv_words() / kVw) + kv_ * l_.nvec + vec_index(p);
   }
 
@@ -418,6 +421,7 @@ class SplitKv {
 
   const std::string name_;
   const OpTarget target_;
+  const bool sequences_;  // each token its own sequence (SequenceState records)
   const AttentionDims d_;
   const uint32_t split_;  // workgroups per KV head, each hg_ of its group_ query heads
   const Layout l_;
@@ -433,6 +437,7 @@ class SplitKv {
   Shared<f32> o_sh_, stats_sh_;
   Shared<u32> last_sh_;
   Expr<u32> lid_, kv_, part_, c_, t_;
+  Expr<u32> row_base_ = zero();
   Expr<u32> last_ = zero(), active_ = zero(), start_ = zero(), count_ = zero(), group_row_ = zero(), q_row_ = zero(), sg_lane_ = zero(),
             lane_ = zero(), row_group_ = zero();
   std::vector<std::vector<std::vector<Expr<vec2>>>> qh_;  // [head][slot][pair]
@@ -445,7 +450,8 @@ class SplitKv {
 }  // namespace
 
 dsl::Kernel attention_split_kv(const std::string& name, const OpTarget& target, const AttentionDims& d,
-                               uint32_t context, uint32_t chunks, bool batch, const SplitKvTuning& tuning) {
+                               uint32_t context, uint32_t chunks, bool batch, const SplitKvTuning& tuning, bool sequences) {
+  if (sequences && !batch) throw std::invalid_argument(name + ": sequences are a batch of tokens");
   d.check(name.c_str());
   if (chunks == 0 || context == 0) throw std::invalid_argument(name + ": need chunks > 0 and context > 0");
   const uint32_t heads = d.group() / attention_head_split(d, tuning);
@@ -453,8 +459,8 @@ dsl::Kernel attention_split_kv(const std::string& name, const OpTarget& target, 
   if (shared_bytes(d, l, heads) > target.max_shared_bytes)
     throw std::invalid_argument(name + ": " + std::to_string(d.group()) + " heads of " + std::to_string(d.head_dim) +
                                 " need more shared memory than the device has");
-  if (l.vw == 4) return SplitKv<uvec4>(name, target, d, context, chunks, batch, tuning).build();
-  return SplitKv<uvec2>(name, target, d, context, chunks, batch, tuning).build();
+  if (l.vw == 4) return SplitKv<uvec4>(name, target, d, context, chunks, batch, tuning, sequences).build();
+  return SplitKv<uvec2>(name, target, d, context, chunks, batch, tuning, sequences).build();
 }
 
 }  // namespace bdsl::ops

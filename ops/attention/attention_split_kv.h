@@ -75,7 +75,8 @@ dsl::Expr<dsl::u32> attention_active_chunks(dsl::Expr<dsl::u32> last, uint32_t p
 // out (write, f32 [tokens, n_heads*head_dim]). Push: n (u32) when `batch`, none otherwise.
 // Grid: (n_kv_heads * head_split, chunks, tokens).
 dsl::Kernel attention_split_kv(const std::string& name, const OpTarget& target, const AttentionDims& dims,
-                               uint32_t context, uint32_t chunks, bool batch, const SplitKvTuning& tuning = {});
+                               uint32_t context, uint32_t chunks, bool batch, const SplitKvTuning& tuning = {},
+                               bool sequences = false);
 
 uint32_t attention_workgroup(const OpTarget& target, const AttentionDims& dims);
 // tuning.head_split (at least 1), checked against the group: the grid's x is n_kv_heads times it.

@@ -14,11 +14,13 @@ using rope::rotate;
 
 uint32_t rope_kv_write_workgroup(const OpTarget& target) { return std::min(128u, target.max_workgroup_invocations); }
 
-dsl::Kernel rope_kv_write(const OpTarget& target, const AttentionDims& dims, uint32_t context) {
+namespace {
+
+dsl::Kernel build(const OpTarget& target, const AttentionDims& dims, uint32_t context, bool sequences) {
   dims.check("rope_kv_write");
   const uint32_t hd = dims.head_dim, half = hd / 2, quarter = hd / 4;
-  KernelBuilder k("rope_neox_kv_write_f16", {rope_kv_write_workgroup(target), 1, 1});
-  auto step = k.buffer<u32>("step", Access::Read);
+  KernelBuilder k(sequences ? "rope_neox_kv_write_f16_sequences" : "rope_neox_kv_write_f16", {rope_kv_write_workgroup(target), 1, 1});
+  auto step = k.buffer<u32>(sequences ? "sequences" : "step", Access::Read);
   auto table = k.buffer<vec2>("rope_table", Access::Read);
   auto q = k.buffer<f32>("q", Access::ReadWrite);
   auto kk = k.buffer<f32>("k", Access::Read);
@@ -33,7 +35,9 @@ dsl::Kernel rope_kv_write(const OpTarget& target, const AttentionDims& dims, uin
   auto t = k.workgroup_id().y();
   auto head = let("head", u / quarter);
   auto i0 = let("i0", (u % quarter) * 2u);
-  auto pos = let("pos", step[kStepPos] + t);
+  auto pos = let("pos", sequences ? Expr<u32>(step[t * kSequenceWords + kSequencePos]) : step[kStepPos] + t);
+  // The cache row of the token's position: its sequence's first row + pos.
+  auto row = sequences ? let("row", step[t * kSequenceWords + kSequenceFirstRow] + pos) : pos;
   if_(t < n && head < dims.n_heads + 2 * dims.n_kv_heads, [&] {
     auto rotation = [&](Expr<u32> i) { return rope::table_rotation(table, pos, i, context, hd); };
     if_(head < dims.n_heads, [&] {
@@ -46,7 +50,7 @@ dsl::Kernel rope_kv_write(const OpTarget& target, const AttentionDims& dims, uin
     }).else_([&] {
       auto kv = let("kv", (head - dims.n_heads) % dims.n_kv_heads);
       auto at = let("kv_at", t * dims.kv_width() + kv * hd + i0);
-      auto word = let("word", (pos * dims.kv_width() + kv * hd + i0) / 2u);
+      auto word = let("word", (row * dims.kv_width() + kv * hd + i0) / 2u);
       if_(pos < context, [&] {
         if_(head < dims.n_heads + dims.n_kv_heads, [&] {
           auto a = let("a", rotate(kk[at], kk[at + half], rotation(i0)));
@@ -61,6 +65,16 @@ dsl::Kernel rope_kv_write(const OpTarget& target, const AttentionDims& dims, uin
     });
   });
   return k.build();
+}
+
+}  // namespace
+
+dsl::Kernel rope_kv_write(const OpTarget& target, const AttentionDims& dims, uint32_t context) {
+  return build(target, dims, context, false);
+}
+
+dsl::Kernel rope_kv_write_sequences(const OpTarget& target, const AttentionDims& dims, uint32_t context) {
+  return build(target, dims, context, true);
 }
 
 }  // namespace bdsl::ops

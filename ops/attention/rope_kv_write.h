@@ -33,4 +33,10 @@ dsl::Kernel rope_kv_write(const OpTarget& target, const AttentionDims& dims, uin
 
 uint32_t rope_kv_write_workgroup(const OpTarget& target);
 
+// The same for many sequences in one dispatch (batched decode): token t is at the position and
+// cache rows its record says (SequenceState, ops/common/step_state.h): binding `sequences` (read,
+// u32 [n][4]) instead of step; its k and v go to row first_row + pos of k_cache and v_cache
+// (every sequence's rows). `context`: the positions a sequence may have.
+dsl::Kernel rope_kv_write_sequences(const OpTarget& target, const AttentionDims& dims, uint32_t context);
+
 }  // namespace bdsl::ops

@@ -28,4 +28,17 @@ inline constexpr uint32_t kStepPos = 1;    // word index of `pos`
 inline constexpr uint32_t kStepZero = 2;   // word index of `zero`
 inline constexpr uint32_t kStepEpoch = 3;  // word index of `epoch`
 
+// Batched decode (several sequences in one step, each token its own): one record per token, four
+// words apart. The token's cache rows are rows first_row + 0..pos of the cache buffers.
+struct SequenceState {
+  uint32_t token = 0;
+  uint32_t pos = 0;
+  uint32_t first_row = 0;
+  uint32_t unused = 0;
+};
+static_assert(sizeof(SequenceState) == 16);
+inline constexpr uint32_t kSequenceWords = 4;
+inline constexpr uint32_t kSequencePos = 1;       // word index of `pos` in a record
+inline constexpr uint32_t kSequenceFirstRow = 2;  // word index of `first_row`
+
 }  // namespace bdsl::ops

@@ -3,9 +3,12 @@
 #include <cmath>
 
 #include "golden/reference_ops.h"
+#include "models/numerics/rope.h"
 #include "ops/attention/attention_decode.h"
 #include "ops/attention/attention_prefill.h"
 #include "ops/attention/attention_split_kv.h"
+#include "ops/attention/rope_kv_write.h"
+#include "ops/common/step_state.h"
 #include "ops_test_util.h"
 
 namespace bdsl::test {
@@ -227,6 +230,91 @@ TEST_F(Attention, PrefillWithOtherTilings) {
         EXPECT_LT(prefill_error(d, 300, 5, 29, l), kTolerance)
             << "lanes " << l.lanes << " keys " << keys << " tokens " << l.tokens << " head_dim " << d.head_dim;
     }
+  }
+}
+
+}  // namespace
+}  // namespace bdsl::test
+
+namespace bdsl::test {
+namespace {
+
+// Batched decode: RoPE with the cache write and attention for several sequences in one dispatch
+// each (rope_kv_write_sequences, attention_decode_sequences) give every sequence, bit for bit,
+// what rope_kv_write and attention_decode give it alone over its own cache, at its own position
+// and rows; a sequence at a position past the context writes no cache row.
+class Sequences : public OpsTest {};
+
+TEST_F(Sequences, EachTokenGetsWhatItsSequenceGetsAlone) {
+  const ops::AttentionDims d{8, 2, 64};
+  const uint32_t context = 300, seqs = 3, chunks = ops::attention_chunks(target(), d, context);
+  const std::vector<uint32_t> pos = {0, 299, 130};
+  const uint64_t slot_words = uint64_t(context) * d.kv_words();
+  const auto k_init = pack_f16(f16_rounded(random_floats(slot_words * seqs * 2, 11, 1.0f)));
+  const auto v_init = pack_f16(f16_rounded(random_floats(slot_words * seqs * 2, 12, 1.0f)));
+  const auto q = random_floats(size_t(seqs) * d.q_width(), 13, 8.0f);
+  const auto k = random_floats(size_t(seqs) * d.kv_width(), 14, 1.0f), v = random_floats(size_t(seqs) * d.kv_width(), 15, 1.0f);
+  const auto table = numerics::rope_table(context, d.head_dim, 10000.0f);
+  rt::Buffer rope = buffer_of(table, "rope_table");
+  const ops::SplitKvTuning tuning;
+
+  // Together: the caches hold every sequence's rows (sequence s at rows s * context ..).
+  std::vector<ops::SequenceState> states(seqs + 1);
+  for (uint32_t s = 0; s < seqs; ++s) states[s] = {0, pos[s], s * context, 0};
+  states[seqs] = {0, context, seqs * context, 0};  // past the context: writes nothing
+  rt::Buffer sb = buffer_of(std::vector<uint32_t>(reinterpret_cast<const uint32_t*>(states.data()),
+                                                  reinterpret_cast<const uint32_t*>(states.data()) + 4 * states.size()),
+                            "sequences");
+  const uint32_t n = seqs + 1;
+  auto padded = [&](std::vector<float> rows, size_t width) {
+    rows.resize(size_t(n) * width, 0.5f);
+    return rows;
+  };
+  rt::Buffer qb = buffer_of(padded(q, d.q_width()), "q"), kb = buffer_of(padded(k, d.kv_width()), "k"),
+             vb = buffer_of(padded(v, d.kv_width()), "v");
+  rt::Buffer kc = buffer_of(k_init, "k_cache"), vc = buffer_of(v_init, "v_cache");
+  rt::Buffer out(ctx(), uint64_t(n) * d.q_width() * 4, {false, "out"});
+  rt::Buffer partials(ctx(), ops::attention_partials_bytes(d, chunks, n), {false, "partials"});
+  rt::Buffer counters = buffer_of(std::vector<uint32_t>(n * d.n_kv_heads, 0), "counters");
+  rt::Pipeline rope_all = pipeline(ops::rope_kv_write_sequences(target(), d, context));
+  rt::Pipeline attend_all = pipeline(ops::attention_decode_sequences(target(), d, context, chunks, tuning));
+  const uint32_t rope_groups = (d.n_heads + 2 * d.n_kv_heads) * d.head_dim / 4 / ops::rope_kv_write_workgroup(target()) + 1;
+  rt::Graph together(ctx());
+  together.dispatch(rope_all, {{"sequences", sb}, {"rope_table", rope}, {"q", qb}, {"k", kb}, {"v", vb}, {"k_cache", kc}, {"v_cache", vc}},
+                    rt::push(n), rt::Grid{rope_groups, n});
+  together.dispatch(attend_all, {{"sequences", sb}, {"q", qb}, {"k_cache", kc}, {"v_cache", vc}, {"partials", partials},
+                                 {"counters", counters}, {"out", out}},
+                    rt::push(n), rt::Grid{d.n_kv_heads, chunks, n});
+  together.submit_and_wait();
+  const auto got = out.download<float>();
+  const auto k_after = kc.download<uint32_t>(), v_after = vc.download<uint32_t>();
+  // The row past the context is untouched.
+  EXPECT_TRUE(std::equal(k_after.begin() + seqs * slot_words, k_after.end(), k_init.begin() + seqs * slot_words));
+
+  // Alone: each sequence with its own cache, the single-sequence kernels.
+  rt::Pipeline rope_one = pipeline(ops::rope_kv_write(target(), d, context));
+  rt::Pipeline attend_one = pipeline(ops::attention_decode(target(), d, context, chunks, tuning));
+  for (uint32_t s = 0; s < seqs; ++s) {
+    SCOPED_TRACE(testing::Message() << "sequence " << s << " at " << pos[s]);
+    auto slot = [&](const std::vector<uint32_t>& all) {
+      return std::vector<uint32_t>(all.begin() + s * slot_words, all.begin() + (s + 1) * slot_words);
+    };
+    rt::Buffer step = step_buffer(0, pos[s]);
+    rt::Buffer q1 = buffer_of(std::vector<float>(q.begin() + s * d.q_width(), q.begin() + (s + 1) * d.q_width()), "q");
+    rt::Buffer k1 = buffer_of(std::vector<float>(k.begin() + s * d.kv_width(), k.begin() + (s + 1) * d.kv_width()), "k");
+    rt::Buffer v1 = buffer_of(std::vector<float>(v.begin() + s * d.kv_width(), v.begin() + (s + 1) * d.kv_width()), "v");
+    rt::Buffer kc1 = buffer_of(slot(k_init), "k_cache"), vc1 = buffer_of(slot(v_init), "v_cache");
+    rt::Buffer out1(ctx(), d.q_width() * 4, {false, "out"});
+    rt::Buffer partials1(ctx(), ops::attention_partials_bytes(d, chunks, 1), {false, "partials"});
+    rt::Buffer counters1 = buffer_of(std::vector<uint32_t>(d.n_kv_heads, 0), "counters");
+    rt::Graph alone(ctx());
+    alone.dispatch(rope_one, {step, rope, q1, k1, v1, kc1, vc1}, rt::push(1u), rt::Grid{rope_groups, 1});
+    alone.dispatch(attend_one, {step, q1, kc1, vc1, partials1, counters1, out1}, rt::push(), rt::Grid{d.n_kv_heads, chunks, 1});
+    alone.submit_and_wait();
+    EXPECT_EQ(slot(k_after), kc1.download<uint32_t>());
+    EXPECT_EQ(slot(v_after), vc1.download<uint32_t>());
+    const auto want = out1.download<float>();
+    EXPECT_EQ(std::vector<float>(got.begin() + s * d.q_width(), got.begin() + (s + 1) * d.q_width()), want);
   }
 }
 
