@@ -102,9 +102,10 @@ Server::Server(Scheduler& scheduler, const models::Tokenizer& tokenizer, ServerO
   http_->set_payload_max_length(kMaxBodyBytes);
   // SO_REUSEADDR only: httplib's default also sets SO_REUSEPORT, with which a second server
   // binds the same port and the kernel splits connections between the two.
-  http_->set_socket_options([](socket_t sock) {
+  http_->set_socket_options([this](socket_t sock) {
     const int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    listen_socket_ = sock;
   });
   routes();
 }
@@ -117,6 +118,11 @@ int Server::bind() {
   if (port < 0)
     throw std::runtime_error("cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
                              " (in use, or not an address of this machine)");
+  // Debian's cpp-httplib 0.11 listens with a backlog of 5: a burst of clients connecting at once
+  // (64 streams starting together) overflows it and some connections are reset before their
+  // request is read. Listening again on the bound socket only raises the backlog.
+  if (listen_socket_ >= 0 && ::listen(listen_socket_, SOMAXCONN) != 0)
+    throw std::runtime_error("cannot raise the listen backlog on " + options_.host + ":" + std::to_string(port));
   return port;
 }
 

@@ -55,6 +55,7 @@ class Server {
   ServerOptions options_;
   ServedModel model_;
   std::unique_ptr<httplib::Server> http_;
+  int listen_socket_ = -1;  // the bound socket (its backlog is raised in bind())
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   const int64_t created_;  // unix time of the start, for /v1/models
   std::atomic<bool> draining_{false};
