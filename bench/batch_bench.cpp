@@ -7,8 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -34,10 +36,10 @@ struct BatchState {
   uint32_t filled = 0;
 };
 
-constexpr int kBatchState = 100;  // BenchSession::model_states key
+constexpr int kBatchState = 100, kTimedBatchState = 101;  // BenchSession::model_states keys
 
-BatchState& batch_state(BenchSession& s, uint32_t slots, uint32_t context, uint32_t top_k) {
-  auto& slot = s.model_states[kBatchState];
+BatchState& batch_state(BenchSession& s, uint32_t slots, uint32_t context, uint32_t top_k, bool timed = false) {
+  auto& slot = s.model_states[timed ? kTimedBatchState : kBatchState];
   auto state = std::static_pointer_cast<BatchState>(slot);
   if (!state) {
     auto file = models::GgufFile::open(s.model_path);
@@ -50,6 +52,7 @@ BatchState& batch_state(BenchSession& s, uint32_t slots, uint32_t context, uint3
     o.decode_tuning = s.options.decode_tuning;
     state->model = std::make_unique<bitnet::BitNetModel>(*s.ctx, state->file, state->config, o);
     state->decoder = std::make_unique<bitnet::BitNetBatchDecoder>(*s.ctx, *state->model, slots);
+    state->decoder->set_timestamps(timed);
     slot = state;
   }
   return *state;
@@ -85,6 +88,35 @@ void decode_batch(benchmark::State& st, BenchSession& s, uint32_t batch, uint32_
   st.counters["ms_per_step"] = wall / steps * 1e3;
   st.counters["dispatches"] = stats.dispatches;
   st.counters["steps"] = stats.steps;
+}
+
+// Where a step of B sequences goes: GPU time per kernel (summed over its dispatches), largest
+// first, on stderr; the counters hold the step's GPU span.
+void decode_batch_ops(benchmark::State& st, BenchSession& s, uint32_t batch, uint32_t slots, uint32_t ctx_len) {
+  auto& b = batch_state(s, slots, ctx_len, 0, true);
+  fill_slots(b, ctx_len - 1);
+  std::vector<models::BatchDecoder::Entry> entries;
+  for (uint32_t i = 0; i < batch; ++i) entries.push_back({i, int32_t(i + 1), ctx_len - 1});
+  const uint32_t bucket = b.decoder->bucket_for(batch - 1);
+  std::map<std::string, double> ns;
+  std::map<std::string, uint32_t> calls;
+  double span = 0;
+  for (auto _ : st) {
+    b.decoder->decode(entries);
+    const auto names = b.decoder->step_operation_names(bucket);
+    const auto times = b.decoder->step_timestamps_ns(bucket);
+    calls.clear();
+    for (size_t i = 0; i < names.size() && i < times.size(); ++i) ns[names[i]] += times[i], ++calls[names[i]];
+    span += b.decoder->step_gpu_span_ns(bucket);
+    st.SetIterationTime(b.decoder->step_gpu_span_ns(bucket) * 1e-9);
+  }
+  const double n = double(st.iterations());
+  std::vector<std::pair<double, std::string>> order;
+  for (const auto& [name, t] : ns) order.push_back({t / n, name});
+  std::sort(order.rbegin(), order.rend());
+  fmt::print(stderr, "decode_batch_ops/B:{}: GPU us per step by kernel (calls), span {:.0f} us\n", batch, span / n / 1e3);
+  for (const auto& [t, name] : order) fmt::print(stderr, "  {:>9.1f}  {} ({})\n", t / 1e3, name, calls[name]);
+  st.counters["span_us"] = span / n / 1e3;
 }
 
 // `clients` threads each send `requests` completions (greedy, `max_tokens` each) to the server.
@@ -146,6 +178,10 @@ void register_batch_benchmarks(BenchSession& s) {
     benchmark::RegisterBenchmark(fmt::format("decode_batch/B:{}", batch).c_str(),
                                  [&s, batch, slots, ctx](benchmark::State& st) { decode_batch(st, s, batch, slots, ctx); })
         ->UseManualTime()->Iterations(quick ? 2 : 20)->Unit(benchmark::kMillisecond);
+  for (uint32_t batch : quick ? std::vector<uint32_t>{4} : std::vector<uint32_t>{1, 64})
+    benchmark::RegisterBenchmark(fmt::format("decode_batch_ops/B:{}", batch).c_str(),
+                                 [&s, batch, slots, ctx](benchmark::State& st) { decode_batch_ops(st, s, batch, slots, ctx); })
+        ->UseManualTime()->Iterations(quick ? 1 : 5)->Unit(benchmark::kMillisecond);
   const uint32_t clients = slots;  // one slot each
   benchmark::RegisterBenchmark(fmt::format("serve/clients:{}", clients).c_str(),
                                [&s, clients, ctx, quick](benchmark::State& st) {

@@ -337,6 +337,12 @@ std::vector<double> BitNetBatchDecoder::step_timestamps_ns(uint32_t bucket) cons
   return {};
 }
 
+std::vector<std::string> BitNetBatchDecoder::step_operation_names(uint32_t bucket) const {
+  for (const auto& s : steps_)
+    if (s.lanes == bucket) return s.graph->operation_names();
+  return {};
+}
+
 double BitNetBatchDecoder::step_gpu_span_ns(uint32_t bucket) const {
   for (const auto& s : steps_)
     if (s.lanes == bucket) return s.graph->span_ns();

@@ -52,6 +52,7 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   rt::GraphStats step_stats(uint32_t bucket) const;
   std::vector<double> step_timestamps_ns(uint32_t bucket) const;
   double step_gpu_span_ns(uint32_t bucket) const;
+  std::vector<std::string> step_operation_names(uint32_t bucket) const;
 
   // GPU timestamps in the step recordings (bitnet-dsl-bench); before the first decode().
   void set_timestamps(bool on) { timestamps_ = on; }
