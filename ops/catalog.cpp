@@ -119,11 +119,7 @@ const std::vector<CatalogEntry>& catalog() {
       {"rope_kv_write_sequences", "the same for many sequences, each at its own position and cache rows (batched decode)",
        [](T t) { return rope_kv_write_sequences(t, kHeads, kContext); }},
       {"attention_decode_sequences", "decode attention of many sequences, each over its own cache rows (batched decode)",
-       [](T t) {
-         SplitKvTuning tuning;
-         tuning.head_split = kHeads.group();
-         return attention_decode_sequences(t, kHeads, kContext, attention_chunks(t, kHeads, kContext), tuning);
-       }},
+       [](T t) { return attention_decode_sequences(t, kHeads, kContext, attention_chunks(t, kHeads, kContext)); }},
       {"attention_prefill", "causal attention of a block over the cache",
        [](T t) { return attention_prefill(t, kHeads, kContext); }},
       {"lm_head", "logits from the tied F16 embedding", [](T t) { return lm_head(t, kVocab, kDim); }},

@@ -17,6 +17,11 @@ struct Tuning {
   uint32_t attention_positions_per_pass = 8;
   uint32_t attention_defer_chunks = 4;        // chunks whose combine attn_output does
   uint32_t attention_head_split = 0;          // workgroups per KV head; 0: one per query head
+  // Batched decode's attention (attention_decode_sequences): the batch's tokens fill the GPU, so
+  // one workgroup per KV head reads its rows once for the whole group.
+  uint32_t sequences_attention_head_split = 1;
+  // The batched LM head's workgroup (ops/head/lm_head_batch.h): more rows share each x tile.
+  uint32_t lm_head_batch_workgroup = 1024;
   // Top-k's workgroup (ops/head/top_k.h).
   uint32_t top_k_workgroup = 1024;
   // Tensor-core projections take 64-row tiles where the rows or the reduction are longer than

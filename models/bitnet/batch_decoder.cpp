@@ -16,12 +16,21 @@
 #include "ops/head/lm_head_batch.h"
 #include "ops/ternary/ternary_matmul.h"
 #include "ops/ternary/ternary_matvec.h"
+#include "ops/tuning.h"
 #include "runtime/kernel_pipeline.h"
 
 namespace bdsl::bitnet {
 namespace {
 
 uint64_t round_up(uint64_t bytes, uint64_t align) { return (bytes + align - 1) / align * align; }
+
+// The model's attention shape, with the head split the tuning table gives batched decode.
+ops::SplitKvTuning sequences_tuning(const BitNetPipelines& p) {
+  ops::SplitKvTuning t = p.attention_tuning;
+  t.head_split = std::max(1u, ops::tuning_for(p.target).sequences_attention_head_split);
+  if (p.dims.group() % t.head_split != 0) t.head_split = 1;
+  return t;
+}
 
 }  // namespace
 
@@ -50,9 +59,10 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
                                              model.options_.prefill_projections)),
       rope_kv_(rt::make_pipeline(ctx, ops::rope_kv_write_sequences(model.pipelines().target, model.pipelines().dims,
                                                                    model.context_length()))),
+      attention_tuning_(sequences_tuning(model.pipelines())),
       attention_(rt::make_pipeline(ctx, ops::attention_decode_sequences(model.pipelines().target, model.pipelines().dims,
                                                                         model.context_length(), model.pipelines().attention_chunks,
-                                                                        model.pipelines().attention_tuning))),
+                                                                        attention_tuning_))),
       lm_head_(rt::make_pipeline(ctx, ops::lm_head_batch(model.pipelines().target, model.vocab_size(), model.config().dim,
                                                          model.pipelines().split.rows_per_part))) {
   if (slots == 0) throw std::invalid_argument("a batch decoder needs at least one slot");
@@ -170,7 +180,7 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes) {
   g.dispatch(pp.embedding, embedding, rt::push(lanes), rt::Grid{ceil_div(c.dim, ops::embedding_workgroup(p.target)), lanes});
   const rt::Grid rope_grid{ceil_div((d.n_heads + 2 * d.n_kv_heads) * d.head_dim / 4, ops::rope_kv_write_workgroup(p.target)),
                            lanes};
-  const rt::Grid attention_grid{d.n_kv_heads * p.attention_tuning.head_split, p.attention_chunks, lanes};
+  const rt::Grid attention_grid{d.n_kv_heads * attention_tuning_.head_split, p.attention_chunks, lanes};
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     const auto& lw = w.layers[l];
     norm_quantize(L.x, lw.attn_norm);

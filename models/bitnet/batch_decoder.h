@@ -25,6 +25,7 @@
 #include "models/batch_decoder.h"
 #include "models/bitnet/bitnet_model.h"
 #include "models/bitnet/prefill_pipelines.h"
+#include "ops/attention/attention_decode.h"
 #include "runtime/graph.h"
 #include "runtime/pipeline.h"
 
@@ -74,6 +75,7 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   bool timestamps_ = false;
   std::unique_ptr<PrefillPipelines> pp_;
   rt::Pipeline rope_kv_;    // every lane's RoPE and cache row (ops::rope_kv_write_sequences)
+  ops::SplitKvTuning attention_tuning_;
   rt::Pipeline attention_;  // every lane over its own slot's rows (ops::attention_decode_sequences)
   rt::Pipeline lm_head_;    // every lane's logits from one read of the table
   std::unique_ptr<Lanes> lanes_;
