@@ -20,8 +20,9 @@ struct Tuning {
   // Batched decode's attention (attention_decode_sequences): the batch's tokens fill the GPU, so
   // one workgroup per KV head reads its rows once for the whole group.
   uint32_t sequences_attention_head_split = 1;
-  // The batched LM head's workgroup (ops/head/lm_head_batch.h): more rows share each x tile.
-  uint32_t lm_head_batch_workgroup = 1024;
+  // The batched LM head's workgroup (ops/head/lm_head_batch.h). 1024 spilled its rows' registers
+  // on the H100 (46 ms against 5.7 at B = 64, bench/RESULTS.md run 12).
+  uint32_t lm_head_batch_workgroup = 256;
   // Top-k's workgroup (ops/head/top_k.h).
   uint32_t top_k_workgroup = 1024;
   // Tensor-core projections take 64-row tiles where the rows or the reduction are longer than

@@ -17,7 +17,6 @@ namespace {
 constexpr uint32_t kRowsPerSubgroup = 2;  // rows a subgroup keeps in registers
 constexpr uint32_t kMaxTileTokens = 8;
 
-// Large workgroups: each tile of x, loaded once into shared memory, serves more rows.
 uint32_t workgroup_of(const OpTarget& t) { return subgroup_multiple_workgroup(t, tuning_for(t).lm_head_batch_workgroup); }
 uint32_t subgroups_of(const OpTarget& t) { return workgroup_of(t) / std::max(1u, t.subgroup_size); }
 
@@ -79,29 +78,31 @@ Kernel lm_head_batch(const OpTarget& target, uint32_t vocab, uint32_t dim, uint3
       xs[i] = select(t < tokens, Expr<vec4>(x[min(t, tokens - 1u) * x_vecs + i % x_vecs]), make_vec<f32>(0.0f, 0.0f, 0.0f, 0.0f));
     }, "i");
     barrier();
-    for (uint32_t tt = 0; tt < tile; ++tt) {
-      if_(t0 + tt < tokens, [&] {  // uniform over the workgroup
-        for (uint32_t j = 0; j < kRowsPerSubgroup; ++j) {
-          // lm_head's sum: each lane its quads in ascending order, then the subgroup.
-          auto acc = k.var<f32>("acc", 0.0f);
-          for (uint32_t q = 0; q < slots; ++q) {
-            auto i = lane + q * sg;
-            auto body = [&] {
-              Expr<uvec4> t = h[j][q];
-              auto a = let("h01", unpack_half2x16(t.x())), b = let("h23", unpack_half2x16(t.y()));
-              auto c = let("h45", unpack_half2x16(t.z())), d = let("h67", unpack_half2x16(t.w()));
-              acc += dot(make_vec<f32>(a.x(), a.y(), b.x(), b.y()), Expr<vec4>(xs[tt * x_vecs + i * 2u])) +
-                     dot(make_vec<f32>(c.x(), c.y(), d.x(), d.y()), Expr<vec4>(xs[tt * x_vecs + i * 2u + 1u]));
-            };
-            if (quads % sg == 0)
-              body();
-            else
-              if_(i < quads, body);
-          }
-          auto v = let("logit", subgroup_add(Expr<f32>(acc)));
-          if_(lane == 0u && rows[j] < vocab, [&] { logits[(t0 + tt) * stride + rows[j]] = v; });
-        }
-      });
+    // Each row's quads are unpacked once for the whole tile; every (row, token) sum still runs
+    // over the lane's quads in ascending order, then over the subgroup: lm_head's arithmetic.
+    for (uint32_t j = 0; j < kRowsPerSubgroup; ++j) {
+      std::vector<Var<f32>> acc;
+      for (uint32_t tt = 0; tt < tile; ++tt) acc.push_back(k.var<f32>("acc", 0.0f));
+      for (uint32_t q = 0; q < slots; ++q) {
+        auto i = lane + q * sg;
+        auto body = [&] {
+          Expr<uvec4> t = h[j][q];
+          auto a = let("h01", unpack_half2x16(t.x())), b = let("h23", unpack_half2x16(t.y()));
+          auto c = let("h45", unpack_half2x16(t.z())), d = let("h67", unpack_half2x16(t.w()));
+          auto lo = let("w_lo", make_vec<f32>(a.x(), a.y(), b.x(), b.y()));
+          auto hi = let("w_hi", make_vec<f32>(c.x(), c.y(), d.x(), d.y()));
+          for (uint32_t tt = 0; tt < tile; ++tt)
+            acc[tt] += dot(lo, Expr<vec4>(xs[tt * x_vecs + i * 2u])) + dot(hi, Expr<vec4>(xs[tt * x_vecs + i * 2u + 1u]));
+        };
+        if (quads % sg == 0)
+          body();
+        else
+          if_(i < quads, body);
+      }
+      for (uint32_t tt = 0; tt < tile; ++tt) {
+        auto v = let("logit", subgroup_add(Expr<f32>(acc[tt])));
+        if_(lane == 0u && rows[j] < vocab && t0 + tt < tokens, [&] { logits[(t0 + tt) * stride + rows[j]] = v; });
+      }
     }
   }, "t0");
   return k.build();

@@ -4,7 +4,8 @@
 // the subgroup sum), so a token's logits do not depend on the other tokens of the batch.
 //
 // A workgroup holds its subgroups' rows in registers and walks the tokens a tile at a time: the
-// tile's x rows go to shared memory once, and every subgroup dots its rows with them.
+// tile's x rows go to shared memory once, and every subgroup unpacks each of its quads once for
+// the whole tile and dots it with every token's x.
 //
 // Bindings, by name:
 //   x        vec4   read   [tokens, dim / 4]
