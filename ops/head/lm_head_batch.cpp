@@ -20,9 +20,11 @@ constexpr uint32_t kMaxTileTokens = 8;
 uint32_t workgroup_of(const OpTarget& t) { return subgroup_multiple_workgroup(t, tuning_for(t).lm_head_batch_workgroup); }
 uint32_t subgroups_of(const OpTarget& t) { return workgroup_of(t) / std::max(1u, t.subgroup_size); }
 
-// Tokens whose x rows fit most of the shared memory at once (at least one).
+// Tokens whose x rows fit half the shared memory at once (at least one): with more, fewer
+// workgroups fit a multiprocessor (on the H100 4 tokens of 2560 took 7.3 ms at B = 64, 2 took
+// 5.7; bench/RESULTS.md run 12).
 uint32_t tile_tokens(const OpTarget& t, uint32_t dim) {
-  const uint32_t fit = std::max<uint32_t>(t.max_shared_bytes * 7 / 8 / (dim * 4), 1);
+  const uint32_t fit = std::max<uint32_t>(t.max_shared_bytes / 2 / (dim * 4), 1);
   return std::min(fit, kMaxTileTokens);
 }
 
@@ -35,8 +37,8 @@ uint32_t lm_head_batch_workgroups(const OpTarget& target, uint32_t vocab) {
 Kernel lm_head_batch(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part) {
   if (dim % 8 != 0) throw std::invalid_argument("lm_head_batch: dim " + std::to_string(dim) + " is not a multiple of 8");
   const LmHeadSplit split = lm_head_split(target, vocab, dim, rows_per_part);
-  if (uint64_t(dim) * 4 > uint64_t(target.max_shared_bytes) * 7 / 8)
-    throw std::invalid_argument("lm_head_batch: one x row of " + std::to_string(dim) + " floats does not fit the shared memory");
+  if (uint64_t(dim) * 4 > target.max_shared_bytes / 2)
+    throw std::invalid_argument("lm_head_batch: one x row of " + std::to_string(dim) + " floats does not fit half the shared memory");
   const uint32_t wg = workgroup_of(target), sg = std::max(1u, target.subgroup_size);
   const uint32_t quads = dim / 8, x_vecs = dim / 4, tile = tile_tokens(target, dim);
   const uint32_t slots = ceil_div(quads, sg);  // quads per lane
