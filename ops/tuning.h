@@ -20,6 +20,8 @@ struct Tuning {
   // Batched decode's attention (attention_decode_sequences): the batch's tokens fill the GPU, so
   // one workgroup per KV head reads its rows once for the whole group.
   uint32_t sequences_attention_head_split = 1;
+  // ... and its positions in fewer, longer chunks than one token's decode needs to fill the GPU.
+  uint32_t sequences_attention_chunks = 2;
   // The batched LM head's workgroup (ops/head/lm_head_batch.h). 1024 spilled its rows' registers
   // on the H100 (46 ms against 5.7 at B = 64, bench/RESULTS.md run 12).
   uint32_t lm_head_batch_workgroup = 256;

@@ -60,8 +60,10 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
       rope_kv_(rt::make_pipeline(ctx, ops::rope_kv_write_sequences(model.pipelines().target, model.pipelines().dims,
                                                                    model.context_length()))),
       attention_tuning_(sequences_tuning(model.pipelines())),
+      attention_chunks_(std::clamp(ops::tuning_for(model.pipelines().target).sequences_attention_chunks, 1u,
+                                   model.pipelines().attention_chunks)),
       attention_(rt::make_pipeline(ctx, ops::attention_decode_sequences(model.pipelines().target, model.pipelines().dims,
-                                                                        model.context_length(), model.pipelines().attention_chunks,
+                                                                        model.context_length(), attention_chunks_,
                                                                         attention_tuning_))),
       lm_head_(rt::make_pipeline(ctx, ops::lm_head_batch(model.pipelines().target, model.vocab_size(), model.config().dim,
                                                          model.pipelines().split.rows_per_part))) {
@@ -113,7 +115,7 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
     L.k_cache.push_back(make(n * L.cache_slot_bytes, fmt::format("k cache {}", l), u32));
     L.v_cache.push_back(make(n * L.cache_slot_bytes, fmt::format("v cache {}", l), u32));
   }
-  L.partials = make(ops::attention_partials_bytes(d, p.attention_chunks, slots), "attention partials", f32);
+  L.partials = make(ops::attention_partials_bytes(d, attention_chunks_, slots), "attention partials", f32);
   L.counters = make(ops::attention_counters_bytes(d, slots), "attention counters", u32);
   L.counters.fill(0);
   L.logits_stride = L.stride(4ull * c.vocab_size);
@@ -180,7 +182,7 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes) {
   g.dispatch(pp.embedding, embedding, rt::push(lanes), rt::Grid{ceil_div(c.dim, ops::embedding_workgroup(p.target)), lanes});
   const rt::Grid rope_grid{ceil_div((d.n_heads + 2 * d.n_kv_heads) * d.head_dim / 4, ops::rope_kv_write_workgroup(p.target)),
                            lanes};
-  const rt::Grid attention_grid{d.n_kv_heads * attention_tuning_.head_split, p.attention_chunks, lanes};
+  const rt::Grid attention_grid{d.n_kv_heads * attention_tuning_.head_split, attention_chunks_, lanes};
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     const auto& lw = w.layers[l];
     norm_quantize(L.x, lw.attn_norm);

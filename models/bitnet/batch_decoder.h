@@ -76,6 +76,7 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   std::unique_ptr<PrefillPipelines> pp_;
   rt::Pipeline rope_kv_;    // every lane's RoPE and cache row (ops::rope_kv_write_sequences)
   ops::SplitKvTuning attention_tuning_;
+  uint32_t attention_chunks_;  // each sequence's positions in at most this many chunks
   rt::Pipeline attention_;  // every lane over its own slot's rows (ops::attention_decode_sequences)
   rt::Pipeline lm_head_;    // every lane's logits from one read of the table
   std::unique_ptr<Lanes> lanes_;
