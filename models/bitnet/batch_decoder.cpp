@@ -54,9 +54,7 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
     : ctx_(ctx),
       model_(model),
       slots_(slots),
-      pp_(std::make_unique<PrefillPipelines>(ctx, model.config(), model.pipelines().target,
-                                             model.pipelines().split.rows_per_part, model.pipelines().split.parts,
-                                             model.options_.prefill_projections)),
+      pp_(model.prefill_pipelines()),
       rope_kv_(rt::make_pipeline(ctx, ops::rope_kv_write_sequences(model.pipelines().target, model.pipelines().dims,
                                                                    model.context_length()))),
       attention_tuning_(sequences_tuning(model.pipelines())),
@@ -108,8 +106,8 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
   L.k = make(4 * n * d.kv_width(), "k", f32);
   L.v = make(4 * n * d.kv_width(), "v", f32);
   L.attn = make(4 * n * d.q_width(), "attention out", f32);
-  L.ffn = make(4 * n * c.ffn_dim, pp_->separate ? "gate" : "ffn", f32);
-  if (pp_->separate) L.up = make(4 * n * c.ffn_dim, "up", f32);
+  L.ffn = make(4 * n * c.ffn_dim, pp_.separate ? "gate" : "ffn", f32);
+  if (pp_.separate) L.up = make(4 * n * c.ffn_dim, "up", f32);
   L.xn = make(4 * n * c.dim, "output norm", f32);
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     L.k_cache.push_back(make(n * L.cache_slot_bytes, fmt::format("k cache {}", l), u32));
@@ -157,7 +155,7 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes) {
   const auto& c = model_.config();
   const auto& p = model_.pipelines();
   const auto& d = p.dims;
-  const auto& pp = *pp_;
+  const auto& pp = pp_;
   const auto& w = model_.weights_;
   const auto& a = *model_.act_;
   Lanes& L = *lanes_;
@@ -337,28 +335,30 @@ std::vector<models::StepOutput> BitNetBatchDecoder::decode(std::span<const Entry
   return out;
 }
 
-rt::GraphStats BitNetBatchDecoder::step_stats(uint32_t bucket) const {
+const rt::Graph* BitNetBatchDecoder::recorded(uint32_t bucket) const {
   for (const auto& s : steps_)
-    if (s.lanes == bucket) return s.graph->stats();
-  return {};
+    if (s.lanes == bucket) return s.graph.get();
+  return nullptr;
+}
+
+rt::GraphStats BitNetBatchDecoder::step_stats(uint32_t bucket) const {
+  const rt::Graph* g = recorded(bucket);
+  return g ? g->stats() : rt::GraphStats{};
 }
 
 std::vector<double> BitNetBatchDecoder::step_timestamps_ns(uint32_t bucket) const {
-  for (const auto& s : steps_)
-    if (s.lanes == bucket) return s.graph->timestamps_ns();
-  return {};
+  const rt::Graph* g = recorded(bucket);
+  return g ? g->timestamps_ns() : std::vector<double>{};
 }
 
 std::vector<std::string> BitNetBatchDecoder::step_operation_names(uint32_t bucket) const {
-  for (const auto& s : steps_)
-    if (s.lanes == bucket) return s.graph->operation_names();
-  return {};
+  const rt::Graph* g = recorded(bucket);
+  return g ? g->operation_names() : std::vector<std::string>{};
 }
 
 double BitNetBatchDecoder::step_gpu_span_ns(uint32_t bucket) const {
-  for (const auto& s : steps_)
-    if (s.lanes == bucket) return s.graph->span_ns();
-  return 0;
+  const rt::Graph* g = recorded(bucket);
+  return g ? g->span_ns() : 0.0;
 }
 
 }  // namespace bdsl::bitnet

@@ -65,6 +65,7 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
     std::unique_ptr<rt::Graph> graph;
   };
   Step& step_for(uint32_t lanes);
+  const rt::Graph* recorded(uint32_t bucket) const;  // the bucket's recording, if made yet
   std::unique_ptr<rt::Graph> record_step(uint32_t lanes);
   void copy_rows(bool into_slot, uint32_t slot, uint32_t first, uint32_t count);
 
@@ -73,7 +74,7 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   uint32_t slots_;
   uint64_t device_bytes_ = 0;
   bool timestamps_ = false;
-  std::unique_ptr<PrefillPipelines> pp_;
+  const PrefillPipelines& pp_;  // the model's own: the same kernels as its prompt blocks
   rt::Pipeline rope_kv_;    // every lane's RoPE and cache row (ops::rope_kv_write_sequences)
   ops::SplitKvTuning attention_tuning_;
   uint32_t attention_chunks_;  // each sequence's positions in at most this many chunks

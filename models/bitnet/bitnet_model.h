@@ -109,6 +109,7 @@ class BitNetModel final : public models::DecoderModel {
   void record_tail(rt::Graph& g, bool greedy = false);  // final norm, LM head, argmax (+ top-k) on the x buffer
   void wait_idle();  // for every replay of any recording
   std::unique_ptr<PrefillBlock> make_prefill_block(uint32_t n);
+  const PrefillPipelines& prefill_pipelines();  // built at the first prompt block (or batched step)
   StepOutput read_step_output() const;
   void check_tokens(std::span<const int32_t> tokens, uint32_t pos) const;
   // A decode layer's ops in order (QKV with RoPE and the cache write, ... ffn_down).

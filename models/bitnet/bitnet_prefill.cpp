@@ -14,14 +14,19 @@
 
 namespace bdsl::bitnet {
 
+const PrefillPipelines& BitNetModel::prefill_pipelines() {
+  const auto& p = *pipelines_;
+  if (!prefill_pipelines_)
+    prefill_pipelines_ = std::make_unique<PrefillPipelines>(ctx_, config_, p.target, p.split.rows_per_part, p.split.parts,
+                                                            options_.prefill_projections);
+  return *prefill_pipelines_;
+}
+
 std::unique_ptr<BitNetModel::PrefillBlock> BitNetModel::make_prefill_block(uint32_t n) {
   const auto& c = config_;
   const auto& p = *pipelines_;
   const auto& d = p.dims;
-  if (!prefill_pipelines_)
-    prefill_pipelines_ = std::make_unique<PrefillPipelines>(ctx_, c, p.target, p.split.rows_per_part, p.split.parts,
-                                                            options_.prefill_projections);
-  const auto& pp = *prefill_pipelines_;
+  const auto& pp = prefill_pipelines();
   auto b = std::make_unique<PrefillBlock>();
   b->n = n;
   auto f32 = [&](uint64_t count, const char* name) { return rt::Buffer(ctx_, count * 4, {.name = name, .holds = ScalarKind::F32}); };
