@@ -51,7 +51,7 @@ BatchState& batch_state(BenchSession& s, uint32_t slots, uint32_t context, uint3
     o.prefill_projections = s.options.prefill_projections;
     o.decode_tuning = s.options.decode_tuning;
     state->model = std::make_unique<bitnet::BitNetModel>(*s.ctx, state->file, state->config, o);
-    state->decoder = std::make_unique<bitnet::BitNetBatchDecoder>(*s.ctx, *state->model, slots);
+    state->decoder = std::make_unique<bitnet::BitNetBatchDecoder>(*s.ctx, *state->model, slots, s.options.batch);
     state->decoder->set_timestamps(timed);
     slot = state;
   }

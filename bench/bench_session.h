@@ -8,6 +8,7 @@
 #include <string>
 
 #include "models/formats/gguf.h"
+#include "models/bitnet/batch_decoder.h"
 #include "models/bitnet/bitnet_pipelines.h"
 #include "models/bitnet/prefill_pipelines.h"
 #include "ops/target.h"
@@ -26,6 +27,7 @@ struct BenchOptions {
   bitnet::PrefillProjections prefill_projections = bitnet::PrefillProjections::Auto;  // to compare layouts
   bitnet::DecodeTuning decode_tuning;  // to compare decode kernel shapes
   uint32_t prefill_block = 512;         // tokens of the prefill per-op table (not with --quick)
+  bitnet::BatchOptions batch;           // to compare batched-decode kernel choices
 };
 
 struct BenchSession {

@@ -30,6 +30,13 @@ struct Tuning {
   // Tensor-core projections take 64-row tiles where the rows or the reduction are longer than
   // this, 128-row tiles otherwise (ops/ternary/ternary_matmul_coopmat.h).
   uint32_t coop_short_tiles_past = 4096;
+  // Batched decode's projections (models/bitnet/batch_decoder.h): steps of up to this many tokens
+  // run the subgroup matmul (the matvec's row dot, one token tile), larger ones the tensor cores
+  // with tiles of step_coop_row_subgroups x 16 rows and step_coop_token_subgroups subgroups
+  // across the step's tokens: small tiles, so that a step of 64 tokens still fills the GPU.
+  uint32_t step_subgroup_max_tokens = 8;
+  uint32_t step_coop_row_subgroups = 2;
+  uint32_t step_coop_token_subgroups = 2;
 };
 
 // The row of the table for this device (by name), or the default row.

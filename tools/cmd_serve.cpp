@@ -100,7 +100,9 @@ int run_serve(const Args& args) {
     const uint64_t kv_bytes = 2ull * config.n_layers * config.context_length * config.kv_dim() * 2;
     decoder = std::make_unique<models::SequentialDecoder>(model, bitnet::BitNetModel::kMaxPrefillBlock, kv_bytes);
   } else {
-    decoder = std::make_unique<bitnet::BitNetBatchDecoder>(ctx, model, o.parallel);
+    auto batch = std::make_unique<bitnet::BitNetBatchDecoder>(ctx, model, o.parallel);
+    batch->record_all_buckets();  // every bucket's kernels now: no request waits for a compile
+    decoder = std::move(batch);
   }
   std::fprintf(stderr, "slots: %u of %u tokens, %.1f MiB of device memory (weights: %.1f MiB)\n", decoder->slots(),
                decoder->context_length(), double(decoder->device_bytes()) / (1 << 20),

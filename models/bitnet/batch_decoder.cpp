@@ -13,7 +13,9 @@
 #include "ops/common/embedding_lookup.h"
 #include "ops/common/rms_norm.h"
 #include "ops/common/step_state.h"
+#include "ops/common/pack_half.h"
 #include "ops/head/lm_head_batch.h"
+#include "ops/head/lm_head_coopmat.h"
 #include "ops/ternary/ternary_matmul.h"
 #include "ops/ternary/ternary_matvec.h"
 #include "ops/tuning.h"
@@ -41,7 +43,7 @@ struct BitNetBatchDecoder::Lanes {
   uint64_t align = 1;
   uint64_t stride(uint64_t size) const { return round_up(size, align); }
 
-  rt::Buffer tokens, sequences, x, q8, act, q, k, v, attn, ffn, up, xn;
+  rt::Buffer tokens, sequences, x, q8, act, q, k, v, attn, ffn, up, xn, xh;
   std::vector<rt::Buffer> k_cache, v_cache;  // per layer: [slots][context][kv_words]
   rt::Buffer partials, counters, logits, arg_values, arg_indices, chosen, top_part_values, top_part_indices,
       top_values, top_indices;
@@ -50,10 +52,12 @@ struct BitNetBatchDecoder::Lanes {
   uint64_t bytes = 0;  // everything above
 };
 
-BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uint32_t slots)
+BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uint32_t slots, const BatchOptions& options)
     : ctx_(ctx),
       model_(model),
       slots_(slots),
+      options_(options),
+      layout_(options.projections ? *options.projections : model.options_.prefill_projections),
       pp_(model.prefill_pipelines()),
       rope_kv_(rt::make_pipeline(ctx, ops::rope_kv_write_sequences(model.pipelines().target, model.pipelines().dims,
                                                                    model.context_length()))),
@@ -63,8 +67,14 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
       attention_(rt::make_pipeline(ctx, ops::attention_decode_sequences(model.pipelines().target, model.pipelines().dims,
                                                                         model.context_length(), attention_chunks_,
                                                                         attention_tuning_))),
-      lm_head_(rt::make_pipeline(ctx, ops::lm_head_batch(model.pipelines().target, model.vocab_size(), model.config().dim,
-                                                         model.pipelines().split.rows_per_part))) {
+      head_on_tensor_cores_(options.tensor_core_head &&
+                            ops::lm_head_coopmat_fits(model.pipelines().target, model.vocab_size(), model.config().dim,
+                                                      model.pipelines().split.parts)) {
+  if (head_on_tensor_cores_)
+    pack_half_.emplace(rt::make_pipeline(ctx, ops::pack_half(model.pipelines().target)));
+  else
+    lm_head_.emplace(rt::make_pipeline(ctx, ops::lm_head_batch(model.pipelines().target, model.vocab_size(), model.config().dim,
+                                                               model.pipelines().split.rows_per_part)));
   if (slots == 0) throw std::invalid_argument("a batch decoder needs at least one slot");
   const auto& c = model.config();
   const auto& p = model.pipelines();
@@ -73,6 +83,8 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
   Lanes& L = *lanes_;
   L.align = std::max<uint64_t>(ctx.info().min_storage_buffer_offset_alignment, 4);
   const uint64_t n = slots;
+  // Rows the tensor-core LM head reads and writes: the lanes rounded up to its token tile.
+  const uint64_t head_rows = head_on_tensor_cores_ ? std::max<uint64_t>(n, ops::lm_head_coopmat_tokens(p.target, slots)) : n;
   auto make = [&](uint64_t bytes, const std::string& name, std::optional<ScalarKind> holds, bool host = false) {
     L.bytes += bytes;
     return rt::Buffer(ctx, bytes, {.host_visible = host, .name = "batch " + name, .gpu_reads_often = host, .holds = holds});
@@ -106,9 +118,11 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
   L.k = make(4 * n * d.kv_width(), "k", f32);
   L.v = make(4 * n * d.kv_width(), "v", f32);
   L.attn = make(4 * n * d.q_width(), "attention out", f32);
-  L.ffn = make(4 * n * c.ffn_dim, pp_.separate ? "gate" : "ffn", f32);
-  if (pp_.separate) L.up = make(4 * n * c.ffn_dim, "up", f32);
-  L.xn = make(4 * n * c.dim, "output norm", f32);
+  L.ffn = make(4 * n * c.ffn_dim, "gate or ffn", f32);
+  L.up = make(4 * n * c.ffn_dim, "up", f32);  // for the buckets that run gate and up apart
+  L.xn = make(4 * head_rows * c.dim, "output norm", f32);
+  L.xn.fill(0);  // rows past the lanes feed only logits nobody reads: keep them finite
+  if (head_on_tensor_cores_) L.xh = make(2 * head_rows * c.dim, "output norm in f16", std::nullopt);
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     L.k_cache.push_back(make(n * L.cache_slot_bytes, fmt::format("k cache {}", l), u32));
     L.v_cache.push_back(make(n * L.cache_slot_bytes, fmt::format("v cache {}", l), u32));
@@ -116,8 +130,9 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
   L.partials = make(ops::attention_partials_bytes(d, attention_chunks_, slots), "attention partials", f32);
   L.counters = make(ops::attention_counters_bytes(d, slots), "attention counters", u32);
   L.counters.fill(0);
-  L.logits_stride = L.stride(4ull * c.vocab_size);
-  L.logits = make(L.logits_stride * n, "logits", f32);
+  // A multiple of 64 bytes: the tensor-core head stores whole columns of 16 rows at a time.
+  L.logits_stride = round_up(4ull * c.vocab_size, std::max<uint64_t>(L.align, 64));
+  L.logits = make(L.logits_stride * head_rows, "logits", f32);
   L.arg_stride = L.stride(4ull * p.argmax_plan.groups);
   L.arg_values = make(L.arg_stride * n, "argmax partial values", f32);
   L.arg_indices = make(L.arg_stride * n, "argmax partial indices", u32);
@@ -144,14 +159,30 @@ uint32_t BitNetBatchDecoder::bucket_for(uint32_t highest) const {
   return std::min(std::bit_ceil(highest + 1), slots_);
 }
 
+void BitNetBatchDecoder::record_all_buckets() {
+  for (uint32_t lanes = 1;; lanes = std::min(lanes * 2, slots_)) {
+    step_for(lanes);
+    if (lanes == slots_) break;
+  }
+}
+
 BitNetBatchDecoder::Step& BitNetBatchDecoder::step_for(uint32_t lanes) {
   for (auto& s : steps_)
     if (s.lanes == lanes) return s;
-  steps_.push_back({lanes, record_step(lanes)});
+  Step s{lanes, std::make_unique<BlockProjections>(ctx_, model_.config(), model_.pipelines().target,
+                                                   ProjectionChoice{layout_, lanes, options_.subgroup_max_tokens,
+                                                                    options_.coop_row_subgroups, options_.coop_token_subgroups}),
+         std::nullopt, nullptr};
+  const auto& p = model_.pipelines();
+  if (head_on_tensor_cores_)
+    s.head.emplace(rt::make_pipeline(ctx_, ops::lm_head_coopmat(p.target, model_.vocab_size(), model_.config().dim, lanes)));
+  s.graph = record_step(lanes, *s.projections, s.head ? &*s.head : nullptr);
+  steps_.push_back(std::move(s));
   return steps_.back();
 }
 
-std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes) {
+std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes, const BlockProjections& proj,
+                                                           const rt::Pipeline* head) {
   const auto& c = model_.config();
   const auto& p = model_.pipelines();
   const auto& d = p.dims;
@@ -164,16 +195,6 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes) {
   const float eps = c.rms_norm_eps;
   const rt::Grid rows_grid{lanes};
   auto row = [](const rt::Buffer& b, uint64_t lane, uint64_t bytes) { return b.slice(lane * bytes, bytes); };
-  auto matmul_grid = [&](uint32_t rows) {
-    return rt::Grid{ops::ternary_matvec_workgroups(p.target, rows), ops::ternary_matmul_token_tiles(lanes)};
-  };
-  auto project = [&](const PrefillProjection& proj, const rt::Buffer& weights, const rt::Buffer& out) {
-    g.dispatch(proj.pipeline, {{"w", weights}, {"x_q", L.q8}, {"x_act", L.act}, {"y", out}}, rt::push(lanes), proj.grid(lanes));
-  };
-  auto norm_quantize = [&](const rt::Buffer& x, const rt::Buffer& norm_weight) {
-    g.dispatch(pp.norm_quantize, {{"x", x}, {"norm_weight", norm_weight}, {"q", L.q8}, {"act", L.act}}, rt::push(eps), rows_grid);
-  };
-
   std::vector<rt::Arg> embedding = {{"tokens", L.tokens}, {"x", L.x}};
   for (size_t i = 0; i < w.token_embd.parts.size(); ++i)
     embedding.push_back({"table_" + std::to_string(i), w.token_embd.parts[i]});
@@ -181,51 +202,35 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes) {
   const rt::Grid rope_grid{ceil_div((d.n_heads + 2 * d.n_kv_heads) * d.head_dim / 4, ops::rope_kv_write_workgroup(p.target)),
                            lanes};
   const rt::Grid attention_grid{d.n_kv_heads * attention_tuning_.head_split, attention_chunks_, lanes};
+  const BlockActivations acts{L.x, L.q8, L.act, L.q, L.k, L.v, L.attn, L.ffn, proj.separate ? &L.up : nullptr};
   for (uint32_t l = 0; l < c.n_layers; ++l) {
-    const auto& lw = w.layers[l];
-    norm_quantize(L.x, lw.attn_norm);
-    if (pp.separate) {  // three dispatches in one step: they write different buffers
-      project(*pp.q_proj, lw.attn_q, L.q);
-      project(*pp.kv_proj, lw.attn_k, L.k);
-      project(*pp.kv_proj, lw.attn_v, L.v);
-    } else {
-      g.dispatch(*pp.qkv, {{"w_q", lw.attn_q}, {"w_k", lw.attn_k}, {"w_v", lw.attn_v}, {"x_q", L.q8}, {"x_act", L.act},
-                           {"y_q", L.q}, {"y_k", L.k}, {"y_v", L.v}},
-                 rt::push(lanes), matmul_grid(d.q_width() + 2 * d.kv_width()));
-    }
-    // Every lane's RoPE and cache row, then its attention over its own slot's rows.
-    g.dispatch(rope_kv_, {{"sequences", L.sequences}, {"rope_table", a.rope_table}, {"q", L.q}, {"k", L.k}, {"v", L.v},
-                          {"k_cache", L.k_cache[l]}, {"v_cache", L.v_cache[l]}},
-               rt::push(lanes), rope_grid);
-    g.dispatch(attention_, {{"sequences", L.sequences}, {"q", L.q}, {"k_cache", L.k_cache[l]}, {"v_cache", L.v_cache[l]},
-                            {"partials", L.partials}, {"counters", L.counters}, {"out", L.attn}},
-               rt::push(lanes), attention_grid);
-    norm_quantize(L.attn, lw.attn_sub_norm);
-    project(pp.attn_output, lw.attn_output, L.x);
-    norm_quantize(L.x, lw.ffn_norm);
-    if (pp.separate) {
-      project(*pp.gate_up_proj, lw.ffn_gate, L.ffn);
-      project(*pp.gate_up_proj, lw.ffn_up, L.up);
-      g.dispatch(pp.norm_quantize_ffn,
-                 {{"gate", L.ffn}, {"up", L.up}, {"norm_weight", lw.ffn_sub_norm}, {"q", L.q8}, {"act", L.act}},
-                 rt::push(eps), rows_grid);
-    } else {
-      g.dispatch(*pp.gate_up, {{"w_gate", lw.ffn_gate}, {"w_up", lw.ffn_up}, {"x_q", L.q8}, {"x_act", L.act}, {"y", L.ffn}},
-                 rt::push(lanes), matmul_grid(c.ffn_dim));
-      g.dispatch(pp.norm_quantize_ffn, {{"x", L.ffn}, {"norm_weight", lw.ffn_sub_norm}, {"q", L.q8}, {"act", L.act}},
-                 rt::push(eps), rows_grid);
-    }
-    project(pp.ffn_down, lw.ffn_down, L.x);
+    record_block_layer(g, proj, pp.norm_quantize, w.layers[l], acts, lanes, eps, [&] {
+      // Every lane's RoPE and cache row, then its attention over its own slot's rows.
+      g.dispatch(rope_kv_, {{"sequences", L.sequences}, {"rope_table", a.rope_table}, {"q", L.q}, {"k", L.k}, {"v", L.v},
+                            {"k_cache", L.k_cache[l]}, {"v_cache", L.v_cache[l]}},
+                 rt::push(lanes), rope_grid);
+      g.dispatch(attention_, {{"sequences", L.sequences}, {"q", L.q}, {"k_cache", L.k_cache[l]}, {"v_cache", L.v_cache[l]},
+                              {"partials", L.partials}, {"counters", L.counters}, {"out", L.attn}},
+                 rt::push(lanes), attention_grid);
+    });
   }
 
   // The tail, as the single-sequence graph runs it, lane by lane after one norm over all rows.
   g.dispatch(p.output_norm, {{"x", L.x}, {"weight", w.output_norm}, {"out", L.xn}}, rt::push(eps), rows_grid);
   // The LM head reads the table once for every lane.
   const SplitMatrix& table = w.lm_head();
-  std::vector<rt::Arg> head = {{"x", L.xn}, {"logits", L.logits}};
-  for (size_t i = 0; i < table.parts.size(); ++i) head.push_back({"table" + std::to_string(i), table.parts[i]});
-  g.dispatch(lm_head_, head, rt::push(lanes, uint32_t(L.logits_stride / 4)),
-             rt::Grid{ops::lm_head_batch_workgroups(p.target, c.vocab_size)});
+  if (head) {
+    const uint32_t rows = ops::lm_head_coopmat_tokens(p.target, lanes), vec4s = rows * c.dim / 4;
+    g.dispatch(*pack_half_, {{"x", L.xn.slice(0, 16ull * vec4s)}, {"y", L.xh.slice(0, 8ull * vec4s)}}, rt::push(vec4s),
+               rt::Grid{ceil_div(vec4s, ops::pack_half_workgroup(p.target))});
+    g.dispatch(*head, {{"x", L.xh}, {"table0", table.parts[0]}, {"logits", L.logits}}, rt::push(uint32_t(L.logits_stride / 4)),
+               rt::Grid{ops::lm_head_coopmat_workgroups(p.target, c.vocab_size)});
+  } else {
+    std::vector<rt::Arg> args = {{"x", L.xn}, {"logits", L.logits}};
+    for (size_t i = 0; i < table.parts.size(); ++i) args.push_back({"table" + std::to_string(i), table.parts[i]});
+    g.dispatch(*lm_head_, args, rt::push(lanes, uint32_t(L.logits_stride / 4)),
+               rt::Grid{ops::lm_head_batch_workgroups(p.target, c.vocab_size)});
+  }
   for (uint32_t t = 0; t < lanes; ++t) {
     const auto logits = L.logits.slice(t * L.logits_stride, 4ull * c.vocab_size);
     g.dispatch(p.argmax_partial, {{"values", logits}, {"part_values", row(L.arg_values, t, L.arg_stride)},

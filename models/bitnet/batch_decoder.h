@@ -2,11 +2,12 @@
 // weights. A step of B sequences is one recorded command buffer, replayed: the token ids and
 // positions live in host-visible buffers, so nothing is re-recorded.
 //
-// In a step the projections run as the prompt path does (bitnet_prefill.cpp): RMSNorm + int8 per
-// token, then every weight is read once for the whole batch by the matrix-matrix kernels. RoPE
+// In a step the projections run as the prompt path does (record_block_layer): RMSNorm + int8 per
+// token, then every weight is read once for the whole batch by the matrix-matrix kernels, sized
+// for the bucket (ProjectionChoice: the subgroup matmul for a few lanes, tensor cores for many). RoPE
 // with the KV-cache write and attention take each token's position and cache rows from its
 // sequence record (ops/common/step_state.h), one dispatch for all; so do the final norm and the
-// LM head (ops/head/lm_head_batch.h). Argmax and top-k run per sequence on its slice of the
+// LM head (ops/head/lm_head_coopmat.h on tensor cores, else ops/head/lm_head_batch.h). Argmax and top-k run per sequence on its slice of the
 // logits, with no barrier between the sequences' dispatches. Every sequence's arithmetic is the same whatever else is in
 // the batch, so its tokens are too.
 //
@@ -20,6 +21,7 @@
 // when the model's cache holds another sequence.
 #pragma once
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "models/batch_decoder.h"
@@ -31,11 +33,24 @@
 
 namespace bdsl::bitnet {
 
+struct BatchOptions {
+  // The layout of every bucket's projections; none: the model's prefill layout (ModelOptions).
+  std::optional<PrefillProjections> projections;
+  // Buckets of up to this many lanes run the subgroup matmul, larger ones the tensor cores where
+  // the device has them; 0: ops/tuning.h's step_subgroup_max_tokens.
+  uint32_t subgroup_max_tokens = 0;
+  uint32_t coop_row_subgroups = 0, coop_token_subgroups = 0;  // tensor-core tiles (0: ops/tuning.h's)
+  // The LM head on tensor cores (ops/head/lm_head_coopmat.h: x rounded to F16, as bitnet.cpp's
+  // CPU path does) where the device has them; else, or with false, lm_head_batch (lm_head's f32
+  // arithmetic, bit for bit).
+  bool tensor_core_head = true;
+};
+
 class BitNetBatchDecoder final : public models::BatchDecoder {
  public:
   // `slots` sequences of up to the model's context each. Throws, naming the sizes, when their
   // caches do not fit next to what the device already holds.
-  BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uint32_t slots);
+  BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uint32_t slots, const BatchOptions& options = {});
   ~BitNetBatchDecoder() override;
 
   uint32_t slots() const override { return slots_; }
@@ -48,6 +63,9 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   models::StepOutput prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos) override;
   std::vector<models::StepOutput> decode(std::span<const Entry> batch) override;
 
+  // Builds and records every bucket's step now (else each is made at its first step): a server
+  // calls it before it takes requests, so that none waits for a compile.
+  void record_all_buckets();
   // The recorded step of the bucket that a batch whose highest slot is `highest` runs.
   uint32_t bucket_for(uint32_t highest) const;
   rt::GraphStats step_stats(uint32_t bucket) const;
@@ -62,24 +80,30 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   struct Lanes;  // the batch's device buffers (all slots)
   struct Step {
     uint32_t lanes = 0;
+    std::unique_ptr<BlockProjections> projections;  // sized for this bucket (ProjectionChoice)
+    std::optional<rt::Pipeline> head;               // the tensor-core LM head for this many lanes
     std::unique_ptr<rt::Graph> graph;
   };
   Step& step_for(uint32_t lanes);
   const rt::Graph* recorded(uint32_t bucket) const;  // the bucket's recording, if made yet
-  std::unique_ptr<rt::Graph> record_step(uint32_t lanes);
+  std::unique_ptr<rt::Graph> record_step(uint32_t lanes, const BlockProjections& projections, const rt::Pipeline* head);
   void copy_rows(bool into_slot, uint32_t slot, uint32_t first, uint32_t count);
 
   rt::Context& ctx_;
   BitNetModel& model_;
   uint32_t slots_;
+  BatchOptions options_;
+  PrefillProjections layout_;
   uint64_t device_bytes_ = 0;
   bool timestamps_ = false;
-  const PrefillPipelines& pp_;  // the model's own: the same kernels as its prompt blocks
+  const PrefillPipelines& pp_;  // the model's own: its embedding and norm + quantize
   rt::Pipeline rope_kv_;    // every lane's RoPE and cache row (ops::rope_kv_write_sequences)
   ops::SplitKvTuning attention_tuning_;
   uint32_t attention_chunks_;  // each sequence's positions in at most this many chunks
   rt::Pipeline attention_;  // every lane over its own slot's rows (ops::attention_decode_sequences)
-  rt::Pipeline lm_head_;    // every lane's logits from one read of the table
+  bool head_on_tensor_cores_;
+  std::optional<rt::Pipeline> pack_half_;  // xn -> F16 for the tensor-core head
+  std::optional<rt::Pipeline> lm_head_;    // else every lane's logits from one read of the table (lm_head_batch)
   std::unique_ptr<Lanes> lanes_;
   std::vector<Step> steps_;  // recorded buckets, by lane count
   // Whose rows the model's own cache holds: slot and how many positions (none: UINT32_MAX).

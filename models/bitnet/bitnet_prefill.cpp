@@ -40,8 +40,8 @@ std::unique_ptr<BitNetModel::PrefillBlock> BitNetModel::make_prefill_block(uint3
   b->k = f32(uint64_t{n} * d.kv_width(), "prefill k");
   b->v = f32(uint64_t{n} * d.kv_width(), "prefill v");
   b->attn = f32(uint64_t{n} * d.q_width(), "prefill attention out");
-  b->ffn = f32(uint64_t{n} * c.ffn_dim, pp.separate ? "prefill gate" : "prefill ffn");
-  if (pp.separate) b->up = f32(uint64_t{n} * c.ffn_dim, "prefill up");
+  b->ffn = f32(uint64_t{n} * c.ffn_dim, pp.projections.separate ? "prefill gate" : "prefill ffn");
+  if (pp.projections.separate) b->up = f32(uint64_t{n} * c.ffn_dim, "prefill up");
   const auto& al = pp.attention_layout;
   b->partials = rt::Buffer(ctx_, ops::attention_prefill_partials_bytes(d, al, n, ops::attention_prefill_chunks(d, al, n)),
                            {.name = "prefill partials", .holds = ScalarKind::F32});
@@ -51,61 +51,24 @@ std::unique_ptr<BitNetModel::PrefillBlock> BitNetModel::make_prefill_block(uint3
   b->graph = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{options_.timestamps, fmt::format("prefill {}", n)});
   rt::Graph& g = *b->graph;
   auto& a = *act_;
-  const float eps = c.rms_norm_eps;
-  const rt::Grid tokens_grid{n};
   const auto ag = ops::attention_prefill_grid(d, pp.attention_layout, n);
   const rt::Grid attention_grid{ag[0], ag[1], ag[2]};
-  auto matmul_grid = [&](uint32_t rows) {
-    return rt::Grid{ops::ternary_matvec_workgroups(p.target, rows), ops::ternary_matmul_token_tiles(n)};
-  };
-  // A single-tensor projection of the quantized block into `out` (or added to it, with a residual).
-  auto project = [&](const PrefillProjection& proj, const rt::BufferSlice& weights, const rt::Buffer& out) {
-    g.dispatch(proj.pipeline, {{"w", weights}, {"x_q", b->q8}, {"x_act", b->act}, {"y", out}}, rt::push(n), proj.grid(n));
-  };
-  // RMSNorm of the block's rows of `x`, quantized to int8 for the next projection.
-  auto norm_quantize = [&](const rt::Buffer& x, const rt::Buffer& norm_weight) {
-    g.dispatch(pp.norm_quantize, {{"x", x}, {"norm_weight", norm_weight}, {"q", b->q8}, {"act", b->act}}, rt::push(eps), tokens_grid);
-  };
   std::vector<rt::Arg> embedding = {{"tokens", b->tokens}, {"x", b->x}};
   for (size_t i = 0; i < weights_.token_embd.parts.size(); ++i)
     embedding.push_back({"table_" + std::to_string(i), weights_.token_embd.parts[i]});
   g.dispatch(pp.embedding, embedding, rt::push(n), rt::Grid{ceil_div(c.dim, ops::embedding_workgroup(p.target)), n});
+  const BlockActivations acts{b->x, b->q8, b->act, b->q, b->k, b->v, b->attn, b->ffn, pp.projections.separate ? &b->up : nullptr};
   for (uint32_t l = 0; l < c.n_layers; ++l) {
-    const auto& w = weights_.layers[l];
-    norm_quantize(b->x, w.attn_norm);
-    if (pp.separate) {  // three dispatches in one step: they write different buffers
-      project(*pp.q_proj, w.attn_q, b->q);
-      project(*pp.kv_proj, w.attn_k, b->k);
-      project(*pp.kv_proj, w.attn_v, b->v);
-    } else {
-      g.dispatch(*pp.qkv, {{"w_q", w.attn_q}, {"w_k", w.attn_k}, {"w_v", w.attn_v}, {"x_q", b->q8}, {"x_act", b->act},
-                           {"y_q", b->q}, {"y_k", b->k}, {"y_v", b->v}},
-                 rt::push(n), matmul_grid(d.q_width() + 2 * d.kv_width()));
-    }
-    g.dispatch(p.rope_kv, {{"step", a.step}, {"rope_table", a.rope_table}, {"q", b->q}, {"k", b->k}, {"v", b->v},
-                           {"k_cache", a.k_cache[l]}, {"v_cache", a.v_cache[l]}},
-               rt::push(n),
-               rt::Grid{ceil_div((d.n_heads + 2 * d.n_kv_heads) * d.head_dim / 4, ops::rope_kv_write_workgroup(p.target)),
-                        n});
-    g.dispatch(pp.attention, {{"step", a.step}, {"q", b->q}, {"k_cache", a.k_cache[l]}, {"v_cache", a.v_cache[l]},
-                              {"partials", b->partials}, {"counters", b->counters}, {"out", b->attn}},
-               rt::push(n), attention_grid);
-    norm_quantize(b->attn, w.attn_sub_norm);
-    project(pp.attn_output, w.attn_output, b->x);
-    norm_quantize(b->x, w.ffn_norm);
-    if (pp.separate) {  // relu(gate)^2 * up is formed by ffn_sub_norm's quantize below
-      project(*pp.gate_up_proj, w.ffn_gate, b->ffn);
-      project(*pp.gate_up_proj, w.ffn_up, b->up);
-      g.dispatch(pp.norm_quantize_ffn,
-                 {{"gate", b->ffn}, {"up", b->up}, {"norm_weight", w.ffn_sub_norm}, {"q", b->q8}, {"act", b->act}},
-                 rt::push(eps), tokens_grid);
-    } else {
-      g.dispatch(*pp.gate_up, {{"w_gate", w.ffn_gate}, {"w_up", w.ffn_up}, {"x_q", b->q8}, {"x_act", b->act}, {"y", b->ffn}},
-                 rt::push(n), matmul_grid(c.ffn_dim));
-      g.dispatch(pp.norm_quantize_ffn, {{"x", b->ffn}, {"norm_weight", w.ffn_sub_norm}, {"q", b->q8}, {"act", b->act}},
-                 rt::push(eps), tokens_grid);
-    }
-    project(pp.ffn_down, w.ffn_down, b->x);
+    record_block_layer(g, pp.projections, pp.norm_quantize, weights_.layers[l], acts, n, c.rms_norm_eps, [&] {
+      g.dispatch(p.rope_kv, {{"step", a.step}, {"rope_table", a.rope_table}, {"q", b->q}, {"k", b->k}, {"v", b->v},
+                             {"k_cache", a.k_cache[l]}, {"v_cache", a.v_cache[l]}},
+                 rt::push(n),
+                 rt::Grid{ceil_div((d.n_heads + 2 * d.n_kv_heads) * d.head_dim / 4, ops::rope_kv_write_workgroup(p.target)),
+                          n});
+      g.dispatch(pp.attention, {{"step", a.step}, {"q", b->q}, {"k_cache", a.k_cache[l]}, {"v_cache", a.v_cache[l]},
+                                {"partials", b->partials}, {"counters", b->counters}, {"out", b->attn}},
+                 rt::push(n), attention_grid);
+    });
   }
   // The last token continues through the decode graph's tail.
   g.copy(b->x.slice(uint64_t{n - 1} * c.dim * 4, c.dim * 4ull), a.x);

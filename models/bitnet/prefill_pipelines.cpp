@@ -1,27 +1,53 @@
 #include "models/bitnet/prefill_pipelines.h"
 
+#include <algorithm>
+
 #include "ops/attention/attention_prefill.h"
 #include "ops/common/embedding_lookup.h"
 #include "ops/common/quantize_activations.h"
 #include "ops/ternary/ternary_matmul.h"
 #include "ops/ternary/ternary_matmul_coopmat.h"
+#include "ops/tuning.h"
 #include "runtime/kernel_pipeline.h"
 
 namespace bdsl::bitnet {
 namespace {
 
-// A projection with whichever engine the target runs best (tensor cores where it lists an int8 shape).
-PrefillProjection projection(rt::Context& ctx, codegen::ShaderCache& cache, const ops::OpTarget& t, uint32_t rows,
-                             uint32_t cols, bool residual) {
-  ops::MatmulOptions o;
-  o.projection.add_residual = residual;
-  ops::PrefillMatmul m = ops::ternary_matmul_auto(t, rows, cols, o);
-  return {rt::make_pipeline(ctx, m.kernel, cache), m.row_groups, m.tokens_per_group};
+// The engine and token tile a choice gives its kernels.
+struct Engine {
+  ops::MatmulEngine engine = ops::MatmulEngine::Auto;
+  ops::MatmulOptions options;
+  bool cooperative = false;
+  bool separate = false;
+};
+
+Engine engine_for(const ops::OpTarget& t, const ProjectionChoice& choice) {
+  Engine e;
+  const bool tensor_cores = ops::ternary_matmul_coopmat_shape(t).has_value();
+  const uint32_t subgroup_max = choice.subgroup_max_tokens ? choice.subgroup_max_tokens : ops::tuning_for(t).step_subgroup_max_tokens;
+  bool cooperative = tensor_cores;
+  if (choice.step_tokens) {
+    e.options.step_tokens = choice.step_tokens;
+    e.options.step_row_subgroups = choice.coop_row_subgroups;
+    e.options.step_token_subgroups = choice.coop_token_subgroups;
+    if (choice.step_tokens <= subgroup_max) {
+      cooperative = false;
+      e.engine = ops::MatmulEngine::Subgroup;
+      e.options.tokens_per_workgroup = std::min(e.options.tokens_per_workgroup, choice.step_tokens);
+    }
+  }
+  e.cooperative = cooperative;
+  e.separate = choice.layout == PrefillProjections::Auto ? cooperative : choice.layout == PrefillProjections::Separate;
+  return e;
 }
 
-bool separate_layout(const ops::OpTarget& t, PrefillProjections layout) {
-  if (layout == PrefillProjections::Auto) return ops::ternary_matmul_coopmat_shape(t).has_value();
-  return layout == PrefillProjections::Separate;
+// A single-tensor projection with the choice's engine.
+PrefillProjection projection(rt::Context& ctx, codegen::ShaderCache& cache, const ops::OpTarget& t, const Engine& e,
+                             uint32_t rows, uint32_t cols, bool residual) {
+  ops::MatmulOptions o = e.options;
+  o.projection.add_residual = residual;
+  ops::PrefillMatmul m = ops::ternary_matmul_auto(t, rows, cols, o, e.engine);
+  return {rt::make_pipeline(ctx, m.kernel, cache), m.row_groups, m.tokens_per_group};
 }
 
 ops::QuantizeOptions ffn_sub_norm_quantize(bool separate) {
@@ -33,30 +59,81 @@ ops::QuantizeOptions ffn_sub_norm_quantize(bool separate) {
 
 }  // namespace
 
+BlockProjections::BlockProjections(rt::Context& ctx, const models::BitNetConfig& c, const ops::OpTarget& t,
+                                   const ProjectionChoice& choice, codegen::ShaderCache& cache)
+    : tensor_cores(engine_for(t, choice).cooperative),
+      separate(engine_for(t, choice).separate),
+      norm_quantize_ffn(rt::make_pipeline(ctx, ops::quantize_activations(t, c.ffn_dim, ffn_sub_norm_quantize(separate)), cache)),
+      attn_output(projection(ctx, cache, t, engine_for(t, choice), c.dim, c.n_heads * c.head_dim, true)),
+      ffn_down(projection(ctx, cache, t, engine_for(t, choice), c.dim, c.ffn_dim, true)) {
+  if (c.n_heads * c.head_dim != c.dim)
+    throw std::invalid_argument("prefill: attn_sub_norm is applied over dim, so n_heads * head_dim must equal dim");
+  const Engine e = engine_for(t, choice);
+  if (separate) {
+    q_proj = projection(ctx, cache, t, e, c.n_heads * c.head_dim, c.dim, false);
+    kv_proj = projection(ctx, cache, t, e, c.kv_dim(), c.dim, false);
+    gate_up_proj = projection(ctx, cache, t, e, c.ffn_dim, c.dim, false);
+  } else {
+    qkv = rt::make_pipeline(ctx, ops::ternary_matmul_qkv(t, c.n_heads * c.head_dim, c.kv_dim(), c.kv_dim(), c.dim, e.options), cache);
+    gate_up = rt::make_pipeline(ctx, ops::ternary_matmul_relu2_gate_up(t, c.ffn_dim, c.dim, e.options), cache);
+    qkv_row_groups = ops::ternary_matvec_workgroups(t, c.n_heads * c.head_dim + 2 * c.kv_dim());
+    gate_up_row_groups = ops::ternary_matvec_workgroups(t, c.ffn_dim);
+    fused_tokens_per_group = e.options.tokens_per_workgroup;
+  }
+}
+
 PrefillPipelines::PrefillPipelines(rt::Context& ctx, const models::BitNetConfig& c, const ops::OpTarget& t,
                                    uint32_t rows_per_part, uint32_t parts,
                                    PrefillProjections layout, codegen::ShaderCache& cache)
-    : tensor_cores(ops::ternary_matmul_coopmat_shape(t).has_value()),
-      separate(separate_layout(t, layout)),
-      attention_layout(ops::attention_prefill_layout(t, {c.n_heads, c.n_kv_heads, c.head_dim})),
+    : attention_layout(ops::attention_prefill_layout(t, {c.n_heads, c.n_kv_heads, c.head_dim})),
       embedding(rt::make_pipeline(ctx, ops::embedding_lookup_batch(t, {c.dim, rows_per_part, parts}), cache)),
       norm_quantize(rt::make_pipeline(ctx, ops::quantize_activations(t, c.dim, {true}), cache)),
-      norm_quantize_ffn(rt::make_pipeline(ctx, ops::quantize_activations(t, c.ffn_dim, ffn_sub_norm_quantize(separate)),
-                                          cache)),
       attention(rt::make_pipeline(
           ctx, ops::attention_prefill(t, {c.n_heads, c.n_kv_heads, c.head_dim}, c.context_length, attention_layout), cache)),
-      attn_output(projection(ctx, cache, t, c.dim, c.n_heads * c.head_dim, true)),
-      ffn_down(projection(ctx, cache, t, c.dim, c.ffn_dim, true)) {
-  if (c.n_heads * c.head_dim != c.dim)
-    throw std::invalid_argument("prefill: attn_sub_norm is applied over dim, so n_heads * head_dim must equal dim");
-  if (separate) {
-    q_proj = projection(ctx, cache, t, c.n_heads * c.head_dim, c.dim, false);
-    kv_proj = projection(ctx, cache, t, c.kv_dim(), c.dim, false);
-    gate_up_proj = projection(ctx, cache, t, c.ffn_dim, c.dim, false);
+      projections(ctx, c, t, {layout}, cache) {}
+
+void record_block_layer(rt::Graph& g, const BlockProjections& pp, const rt::Pipeline& norm_quantize,
+                        const LayerWeights& w, const BlockActivations& b, uint32_t n, float eps,
+                        const std::function<void()>& attend) {
+  const rt::Grid tokens_grid{n};
+  auto fused_grid = [&](uint32_t row_groups) {
+    return rt::Grid{row_groups, (n + pp.fused_tokens_per_group - 1) / pp.fused_tokens_per_group};
+  };
+  // A single-tensor projection of the quantized block into `out` (or added to it, with a residual).
+  auto project = [&](const PrefillProjection& proj, const rt::Buffer& weights, const rt::Buffer& out) {
+    g.dispatch(proj.pipeline, {{"w", weights}, {"x_q", b.q8}, {"x_act", b.act}, {"y", out}}, rt::push(n), proj.grid(n));
+  };
+  // RMSNorm of the block's rows of `x`, quantized to int8 for the next projection.
+  auto norm_quantize_rows = [&](const rt::Buffer& x, const rt::Buffer& norm_weight) {
+    g.dispatch(norm_quantize, {{"x", x}, {"norm_weight", norm_weight}, {"q", b.q8}, {"act", b.act}}, rt::push(eps), tokens_grid);
+  };
+  norm_quantize_rows(b.x, w.attn_norm);
+  if (pp.separate) {  // three dispatches in one step: they write different buffers
+    project(*pp.q_proj, w.attn_q, b.q);
+    project(*pp.kv_proj, w.attn_k, b.k);
+    project(*pp.kv_proj, w.attn_v, b.v);
   } else {
-    qkv = rt::make_pipeline(ctx, ops::ternary_matmul_qkv(t, c.n_heads * c.head_dim, c.kv_dim(), c.kv_dim(), c.dim), cache);
-    gate_up = rt::make_pipeline(ctx, ops::ternary_matmul_relu2_gate_up(t, c.ffn_dim, c.dim), cache);
+    g.dispatch(*pp.qkv, {{"w_q", w.attn_q}, {"w_k", w.attn_k}, {"w_v", w.attn_v}, {"x_q", b.q8}, {"x_act", b.act},
+                         {"y_q", b.q}, {"y_k", b.k}, {"y_v", b.v}},
+               rt::push(n), fused_grid(pp.qkv_row_groups));
   }
+  attend();
+  norm_quantize_rows(b.attn, w.attn_sub_norm);
+  project(pp.attn_output, w.attn_output, b.x);
+  norm_quantize_rows(b.x, w.ffn_norm);
+  if (pp.separate) {  // relu(gate)^2 * up is formed by ffn_sub_norm's quantize below
+    project(*pp.gate_up_proj, w.ffn_gate, b.ffn);
+    project(*pp.gate_up_proj, w.ffn_up, *b.up);
+    g.dispatch(pp.norm_quantize_ffn,
+               {{"gate", b.ffn}, {"up", *b.up}, {"norm_weight", w.ffn_sub_norm}, {"q", b.q8}, {"act", b.act}},
+               rt::push(eps), tokens_grid);
+  } else {
+    g.dispatch(*pp.gate_up, {{"w_gate", w.ffn_gate}, {"w_up", w.ffn_up}, {"x_q", b.q8}, {"x_act", b.act}, {"y", b.ffn}},
+               rt::push(n), fused_grid(pp.gate_up_row_groups));
+    g.dispatch(pp.norm_quantize_ffn, {{"x", b.ffn}, {"norm_weight", w.ffn_sub_norm}, {"q", b.q8}, {"act", b.act}},
+               rt::push(eps), tokens_grid);
+  }
+  project(pp.ffn_down, w.ffn_down, b.x);
 }
 
 }  // namespace bdsl::bitnet

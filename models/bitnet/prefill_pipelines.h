@@ -1,16 +1,20 @@
-// The pipelines of the batched prompt path (prefill): every projection as a matrix-matrix product
-// over a block of tokens (each weight load serves a tile of tokens), RMSNorm + int8 quantization
-// per token, RoPE + KV write and causal attention over the block.
+// The pipelines of the batched paths: a block of tokens whose projections read every weight once
+// for many tokens. BlockProjections is the projection set (prompt blocks, or the decode steps of
+// a batch of sequences); PrefillPipelines adds what a prompt block needs besides (embedding,
+// RMSNorm + int8 per token, causal attention over the block).
 //
 // QKV and gate/up run in one of two layouts. Fused: one subgroup-matmul dispatch for Q, K and V
 // and one for gate and up (relu(gate)^2 * up in its epilogue). Separate: one dispatch per tensor,
 // so each can run on tensor cores (ternary_matmul_auto); the dispatches of a step share no
 // written buffer, so they run with no barrier between them, and ffn_sub_norm's quantize reads
-// gate and up and forms relu(gate)^2 * up itself.
+// gate and up and forms relu(gate)^2 * up itself. Either way a token's projections are exact
+// int32 accumulators through the same epilogue, so its results do not depend on the set.
 #pragma once
+#include <functional>
 #include <optional>
 
 #include "codegen/shader_cache.h"
+#include "models/bitnet/device_weights.h"
 #include "models/bitnet_config.h"
 #include "ops/attention/attention_dims.h"
 #include "ops/attention/attention_prefill.h"
@@ -32,25 +36,56 @@ struct PrefillProjection {
   rt::Grid grid(uint32_t tokens) const { return {row_groups, (tokens + tokens_per_group - 1) / tokens_per_group}; }
 };
 
+// Which projection kernels a block runs. step_tokens == 0: prompt blocks (up to 512 tokens,
+// tensor cores where the device has them). step_tokens > 0: decode steps of up to that many
+// tokens: the subgroup matmul with one token tile up to ops/tuning.h's step_subgroup_max_tokens,
+// past it the tensor cores with tiles for the step (ops::coop_tiles_for_step).
+struct ProjectionChoice {
+  PrefillProjections layout = PrefillProjections::Auto;
+  uint32_t step_tokens = 0;
+  uint32_t subgroup_max_tokens = 0;  // 0: the tuning table's step_subgroup_max_tokens
+  uint32_t coop_row_subgroups = 0, coop_token_subgroups = 0;  // the step's tensor-core tiles; 0: the table's
+};
+
+struct BlockProjections {
+  BlockProjections(rt::Context& ctx, const models::BitNetConfig& config, const ops::OpTarget& target,
+                   const ProjectionChoice& choice = {}, codegen::ShaderCache& cache = codegen::default_shader_cache());
+
+  bool tensor_cores = false;  // the single-tensor projections run on tensor cores
+  bool separate = false;      // the layout chosen (Separate)
+  rt::Pipeline norm_quantize_ffn;  // RMSNorm + int8 over ffn_dim (ffn_sub_norm); Separate: reads gate and up
+  std::optional<rt::Pipeline> qkv, gate_up;  // Fused
+  uint32_t qkv_row_groups = 0, gate_up_row_groups = 0, fused_tokens_per_group = 0;  // Fused grids
+  // Separate: Q; K and V (one shape); gate and up (one shape).
+  std::optional<PrefillProjection> q_proj, kv_proj, gate_up_proj;
+  PrefillProjection attn_output;  // residual added
+  PrefillProjection ffn_down;     // residual added
+};
+
 struct PrefillPipelines {
   PrefillPipelines(rt::Context& ctx, const models::BitNetConfig& config, const ops::OpTarget& target,
                    uint32_t rows_per_part, uint32_t parts,
                    PrefillProjections layout = PrefillProjections::Auto,
                    codegen::ShaderCache& cache = codegen::default_shader_cache());
 
-  bool tensor_cores = false;  // the single-tensor projections run on tensor cores
-  bool separate = false;      // the layout chosen (Separate)
   ops::PrefillAttentionLayout attention_layout;  // how `attention` tiles a block (sets its grid)
-
   rt::Pipeline embedding;       // token ids -> rows of the F16 table
   rt::Pipeline norm_quantize;   // RMSNorm + int8, over dim (attn_norm, ffn_norm, attn_sub_norm)
-  rt::Pipeline norm_quantize_ffn;  // over ffn_dim (ffn_sub_norm); Separate: reads gate and up
-  std::optional<rt::Pipeline> qkv, gate_up;  // Fused
-  // Separate: Q; K and V (one shape); gate and up (one shape).
-  std::optional<PrefillProjection> q_proj, kv_proj, gate_up_proj;
   rt::Pipeline attention;       // causal, block of tokens against the cache
-  PrefillProjection attn_output;  // residual added
-  PrefillProjection ffn_down;     // residual added
+  BlockProjections projections;
 };
+
+// The activations of a block of n tokens, token-major. `up` only with the Separate layout.
+struct BlockActivations {
+  const rt::Buffer &x, &q8, &act, &q, &k, &v, &attn, &ffn;
+  const rt::Buffer* up = nullptr;
+};
+
+// Layer `w` of a block of n tokens into g: norm+quantize, QKV, attend() (RoPE, the cache rows
+// and attention into b.attn, recorded by the caller), norm+quantize, attn_output (+ residual),
+// norm+quantize, gate/up, norm+quantize, ffn_down (+ residual).
+void record_block_layer(rt::Graph& g, const BlockProjections& pp, const rt::Pipeline& norm_quantize,
+                        const LayerWeights& w, const BlockActivations& b, uint32_t n, float eps,
+                        const std::function<void()>& attend);
 
 }  // namespace bdsl::bitnet

@@ -28,6 +28,10 @@ namespace bdsl::ops {
 struct MatmulOptions {
   MatvecOptions projection;           // input must stay Quantized
   uint32_t tokens_per_workgroup = 8;  // tokens sharing each weight load (accumulators per lane)
+  // > 0: the kernel serves decode steps of up to this many tokens, not prompt blocks: the
+  // tensor-core variant takes tiles sized for it (coop_tiles_for_step).
+  uint32_t step_tokens = 0;
+  uint32_t step_row_subgroups = 0, step_token_subgroups = 0;  // its tiles; 0: ops/tuning.h's
 };
 
 dsl::Kernel ternary_matmul(const OpTarget& target, uint32_t rows, uint32_t cols, MatmulOptions options = {});

@@ -230,6 +230,19 @@ CoopMatmulOptions coop_tiles_for(const OpTarget& target, uint32_t rows, uint32_t
   return o;
 }
 
+CoopMatmulOptions coop_tiles_for_step(const OpTarget& target, uint32_t tokens, uint32_t row_subgroups,
+                                      uint32_t token_subgroups) {
+  const MatrixShape shape = shape_or_throw(target);
+  const Tuning& tu = tuning_for(target);
+  CoopMatmulOptions o;
+  o.row_subgroups = std::max(1u, row_subgroups ? row_subgroups : tu.step_coop_row_subgroups);
+  o.row_tiles = 1;
+  const uint32_t token_tiles = ceil_div(std::max(tokens, 1u), shape.n);
+  o.token_subgroups = std::clamp(token_subgroups ? token_subgroups : tu.step_coop_token_subgroups, 1u, token_tiles);
+  o.token_tiles = ceil_div(token_tiles, o.token_subgroups);
+  return o;
+}
+
 std::optional<MatrixShape> ternary_matmul_coopmat_shape(const OpTarget& target) {
   for (const MatrixShape& s : kShapes)
     if (target.has_matrix_shape(s)) return s;
@@ -271,7 +284,9 @@ PrefillMatmul ternary_matmul_auto(const OpTarget& target, uint32_t rows, uint32_
   }
   if (options.projection.input != MatvecInput::Quantized)
     throw std::invalid_argument("ternary_matmul_auto: the tensor-core variant takes quantized activations");
-  CoopMatmulOptions c = coop_tiles_for(target, rows, cols);
+  CoopMatmulOptions c = options.step_tokens ? coop_tiles_for_step(target, options.step_tokens, options.step_row_subgroups,
+                                                                 options.step_token_subgroups)
+                                          : coop_tiles_for(target, rows, cols);
   c.add_residual = options.projection.add_residual;
   c.write_accumulators = options.projection.write_accumulators;
   const Tiles t = tiles_of(target, shape_or_throw(target), c);

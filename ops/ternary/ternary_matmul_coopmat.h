@@ -51,6 +51,11 @@ uint32_t ternary_matmul_coopmat_token_groups(const OpTarget& target, uint32_t to
 // The tile shape ternary_matmul_auto gives a rows x cols projection (128x64 or 64x64 tokens per
 // workgroup, as ops/tuning.h says for the device).
 CoopMatmulOptions coop_tiles_for(const OpTarget& target, uint32_t rows, uint32_t cols);
+// The tiles for a decode step of `tokens` tokens (1..): one token group covering them all, and
+// small row tiles (ops/tuning.h, step_coop_*) so that the few tokens still give many workgroups.
+// row_subgroups, token_subgroups: 0 takes the table's.
+CoopMatmulOptions coop_tiles_for_step(const OpTarget& target, uint32_t tokens, uint32_t row_subgroups = 0,
+                                      uint32_t token_subgroups = 0);
 
 // A single-tensor prefill projection whichever variant runs: tensor cores where the target has
 // them (Auto), else ternary_matmul (its dot product chosen by options.projection.dot).

@@ -1,6 +1,7 @@
 // Many sequences in one decode step (BitNetBatchDecoder) on the tiny model: a sequence's greedy
 // tokens are the same alone or beside others, in any slot, after the slot served another
 // sequence; and a bad step is refused, naming what is wrong.
+#include <bit>
 #include <filesystem>
 #include <set>
 
@@ -35,6 +36,7 @@ struct Stream {
   uint32_t slot;
   std::vector<int32_t> prompt;
   std::vector<int32_t> tokens;  // generated
+  std::vector<std::vector<float>> top_logits;  // each decode step's candidates (with a top-k model)
 };
 
 // Prefills every stream (in chunks of `chunk`), then decodes them together for `steps` steps.
@@ -53,7 +55,10 @@ void run_together(bitnet::BitNetBatchDecoder& dec, std::vector<Stream>& streams,
       batch.push_back({s.slot, s.tokens.back(), uint32_t(s.prompt.size() + s.tokens.size() - 1)});
     const auto outs = dec.decode(batch);
     ASSERT_EQ(outs.size(), streams.size());
-    for (size_t j = 0; j < streams.size(); ++j) streams[j].tokens.push_back(outs[j].argmax);
+    for (size_t j = 0; j < streams.size(); ++j) {
+      streams[j].tokens.push_back(outs[j].argmax);
+      streams[j].top_logits.push_back(outs[j].top_logits);
+    }
   }
 }
 
@@ -105,6 +110,36 @@ TEST_F(BatchDecoder, GreedyTokensAreTheSingleSequenceModels) {
     });
     EXPECT_EQ(s.tokens, expected) << "slot " << s.slot;
     EXPECT_GT(std::set<int32_t>(s.tokens.begin(), s.tokens.end()).size(), 3u) << "a continuation that varies";
+  }
+}
+
+// Stronger than the tokens: the candidates' logits are the same bits in a bucket of one lane and
+// in a bucket of four, and with the projections fused (QKV in one dispatch, relu(gate)^2 * up in
+// gate/up's epilogue) or separate (one dispatch a tensor, the product formed by the quantizer),
+// each bucket with its own token tile.
+TEST_F(BatchDecoder, CandidateLogitsAreTheSameBitsInEveryBucketAndLayout) {
+  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto config = models::BitNetConfig::from_gguf(file);
+  bitnet::ModelOptions o;
+  o.top_k = 8;
+  bitnet::BitNetModel fused_model(ctx(), file, config, o), separate_model(ctx(), file, config, o);
+  bitnet::BitNetBatchDecoder fused(ctx(), fused_model, 4, {bitnet::PrefillProjections::Fused});
+  bitnet::BitNetBatchDecoder separate(ctx(), separate_model, 4, {bitnet::PrefillProjections::Separate, 1});
+  const uint32_t v = config.vocab_size, steps = 6;
+  std::vector<Stream> alone = {{0, prompt_of(8, 7, v), {}, {}}};
+  run_together(fused, alone, steps);
+  for (auto* dec : {&fused, &separate}) {
+    std::vector<Stream> crowd = {{0, prompt_of(9, 5, v), {}, {}}, {1, prompt_of(10, 2, v), {}, {}},
+                                 {3, prompt_of(8, 7, v), {}, {}}};
+    run_together(*dec, crowd, steps);
+    EXPECT_EQ(crowd[2].tokens, alone[0].tokens);
+    ASSERT_EQ(crowd[2].top_logits.size(), alone[0].top_logits.size());
+    for (size_t i = 0; i < alone[0].top_logits.size(); ++i) {
+      ASSERT_EQ(alone[0].top_logits[i].size(), 8u);
+      for (size_t j = 0; j < 8; ++j)
+        EXPECT_EQ(std::bit_cast<uint32_t>(crowd[2].top_logits[i][j]), std::bit_cast<uint32_t>(alone[0].top_logits[i][j]))
+            << (dec == &fused ? "fused" : "separate") << " step " << i << " candidate " << j;
+    }
   }
 }
 
