@@ -14,6 +14,8 @@
 #include "ops/common/rms_norm.h"
 #include "ops/common/step_state.h"
 #include "ops/common/pack_half.h"
+#include "ops/head/argmax.h"
+#include "ops/head/top_k.h"
 #include "ops/head/lm_head_batch.h"
 #include "ops/head/lm_head_coopmat.h"
 #include "ops/ternary/ternary_matmul.h"
@@ -47,8 +49,7 @@ struct BitNetBatchDecoder::Lanes {
   std::vector<rt::Buffer> k_cache, v_cache;  // per layer: [slots][context][kv_words]
   rt::Buffer partials, counters, logits, arg_values, arg_indices, chosen, top_part_values, top_part_indices,
       top_values, top_indices;
-  uint64_t logits_stride = 0, arg_stride = 0,
-           chosen_stride = 0, top_part_stride = 0, top_stride = 0, cache_slot_bytes = 0;
+  uint64_t logits_stride = 0, cache_slot_bytes = 0;
   uint64_t bytes = 0;  // everything above
 };
 
@@ -62,14 +63,23 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
       rope_kv_(rt::make_pipeline(ctx, ops::rope_kv_write_sequences(model.pipelines().target, model.pipelines().dims,
                                                                    model.context_length()))),
       attention_tuning_(sequences_tuning(model.pipelines())),
-      attention_chunks_(std::clamp(ops::tuning_for(model.pipelines().target).sequences_attention_chunks, 1u,
-                                   model.pipelines().attention_chunks)),
+      attention_chunks_(std::clamp(options.attention_chunks ? options.attention_chunks
+                                                            : ops::tuning_for(model.pipelines().target).sequences_attention_chunks,
+                                   1u, model.pipelines().attention_chunks)),
       attention_(rt::make_pipeline(ctx, ops::attention_decode_sequences(model.pipelines().target, model.pipelines().dims,
                                                                         model.context_length(), attention_chunks_,
                                                                         attention_tuning_))),
       head_on_tensor_cores_(options.tensor_core_head &&
                             ops::lm_head_coopmat_fits(model.pipelines().target, model.vocab_size(), model.config().dim,
-                                                      model.pipelines().split.parts)) {
+                                                      model.pipelines().split.parts)),
+      argmax_partial_(rt::make_pipeline(ctx, ops::argmax_partial(model.pipelines().target, model.vocab_size(), true))),
+      argmax_final_(rt::make_pipeline(ctx, ops::argmax_final(model.pipelines().target, model.vocab_size(), 0, true))) {
+  const auto& t = model.pipelines().target;
+  const uint32_t vocab = model.vocab_size(), k = model.pipelines().top_k;
+  if (k) {
+    top_k_partial_.emplace(rt::make_pipeline(ctx, ops::top_k_partial(t, vocab, k, true)));
+    top_k_merge_.emplace(rt::make_pipeline(ctx, ops::top_k_merge(t, vocab, k, true)));
+  }
   if (head_on_tensor_cores_)
     pack_half_.emplace(rt::make_pipeline(ctx, ops::pack_half(model.pipelines().target)));
   else
@@ -133,18 +143,14 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
   // A multiple of 64 bytes: the tensor-core head stores whole columns of 16 rows at a time.
   L.logits_stride = round_up(4ull * c.vocab_size, std::max<uint64_t>(L.align, 64));
   L.logits = make(L.logits_stride * head_rows, "logits", f32);
-  L.arg_stride = L.stride(4ull * p.argmax_plan.groups);
-  L.arg_values = make(L.arg_stride * n, "argmax partial values", f32);
-  L.arg_indices = make(L.arg_stride * n, "argmax partial indices", u32);
-  L.chosen_stride = L.stride(4);
-  L.chosen = make(L.chosen_stride * n, "argmax tokens", u32, true);
+  L.arg_values = make(4ull * p.argmax_plan.groups * n, "argmax partial values", f32);
+  L.arg_indices = make(4ull * p.argmax_plan.groups * n, "argmax partial indices", u32);
+  L.chosen = make(4 * n, "argmax tokens", u32, true);
   if (p.top_k) {
-    L.top_part_stride = L.stride(4ull * p.top_k_plan.groups * p.top_k);
-    L.top_part_values = make(L.top_part_stride * n, "top-k partial values", f32);
-    L.top_part_indices = make(L.top_part_stride * n, "top-k partial indices", u32);
-    L.top_stride = L.stride(4ull * p.top_k);
-    L.top_values = make(L.top_stride * n, "top-k values", f32, true);
-    L.top_indices = make(L.top_stride * n, "top-k indices", u32, true);
+    L.top_part_values = make(4ull * p.top_k_plan.groups * p.top_k * n, "top-k partial values", f32);
+    L.top_part_indices = make(4ull * p.top_k_plan.groups * p.top_k * n, "top-k partial indices", u32);
+    L.top_values = make(4ull * p.top_k * n, "top-k values", f32, true);
+    L.top_indices = make(4ull * p.top_k * n, "top-k indices", u32, true);
   }
   device_bytes_ = L.bytes;
 }
@@ -194,7 +200,6 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes, const
   rt::Graph& g = *graph;
   const float eps = c.rms_norm_eps;
   const rt::Grid rows_grid{lanes};
-  auto row = [](const rt::Buffer& b, uint64_t lane, uint64_t bytes) { return b.slice(lane * bytes, bytes); };
   std::vector<rt::Arg> embedding = {{"tokens", L.tokens}, {"x", L.x}};
   for (size_t i = 0; i < w.token_embd.parts.size(); ++i)
     embedding.push_back({"table_" + std::to_string(i), w.token_embd.parts[i]});
@@ -231,28 +236,19 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes, const
     g.dispatch(*lm_head_, args, rt::push(lanes, uint32_t(L.logits_stride / 4)),
                rt::Grid{ops::lm_head_batch_workgroups(p.target, c.vocab_size)});
   }
-  for (uint32_t t = 0; t < lanes; ++t) {
-    const auto logits = L.logits.slice(t * L.logits_stride, 4ull * c.vocab_size);
-    g.dispatch(p.argmax_partial, {{"values", logits}, {"part_values", row(L.arg_values, t, L.arg_stride)},
-                                  {"part_indices", row(L.arg_indices, t, L.arg_stride)}},
-               rt::Grid{p.argmax_plan.groups});
-    if (p.top_k)
-      g.dispatch(*p.top_k_partial, {{"values", logits}, {"part_values", row(L.top_part_values, t, L.top_part_stride)},
-                                    {"part_indices", row(L.top_part_indices, t, L.top_part_stride)}},
-                 rt::Grid{p.top_k_plan.groups});
-  }
-  for (uint32_t t = 0; t < lanes; ++t) {
-    g.dispatch(p.argmax_final, {{"part_values", row(L.arg_values, t, L.arg_stride)},
-                                {"part_indices", row(L.arg_indices, t, L.arg_stride)},
-                                {"token", L.chosen.slice(t * L.chosen_stride, 4)}},
-               rt::push(), rt::Grid{1});
-    if (p.top_k)
-      g.dispatch(*p.top_k_merge, {{"part_values", row(L.top_part_values, t, L.top_part_stride)},
-                                  {"part_indices", row(L.top_part_indices, t, L.top_part_stride)},
-                                  {"top_values", L.top_values.slice(t * L.top_stride, 4ull * p.top_k)},
-                                  {"top_indices", L.top_indices.slice(t * L.top_stride, 4ull * p.top_k)}},
-                 rt::Grid{1});
-  }
+  // Every lane's argmax (and candidates) in one dispatch per pass, a row of the grid per lane.
+  const uint32_t stride = uint32_t(L.logits_stride / 4);
+  g.dispatch(argmax_partial_, {{"values", L.logits}, {"part_values", L.arg_values}, {"part_indices", L.arg_indices}},
+             rt::push(stride), rt::Grid{p.argmax_plan.groups, lanes});
+  if (p.top_k)
+    g.dispatch(*top_k_partial_, {{"values", L.logits}, {"part_values", L.top_part_values}, {"part_indices", L.top_part_indices}},
+               rt::push(stride), rt::Grid{p.top_k_plan.groups, lanes});
+  g.dispatch(argmax_final_, {{"part_values", L.arg_values}, {"part_indices", L.arg_indices}, {"token", L.chosen}}, rt::push(),
+             rt::Grid{1, lanes});
+  if (p.top_k)
+    g.dispatch(*top_k_merge_, {{"part_values", L.top_part_values}, {"part_indices", L.top_part_indices},
+                               {"top_values", L.top_values}, {"top_indices", L.top_indices}},
+               rt::push(), rt::Grid{1, lanes});
   g.finish();
   return graph;
 }
@@ -330,11 +326,11 @@ std::vector<models::StepOutput> BitNetBatchDecoder::decode(std::span<const Entry
   std::vector<models::StepOutput> out(batch.size());
   for (size_t i = 0; i < batch.size(); ++i) {
     const uint32_t t = batch[i].slot;
-    out[i].argmax = int32_t(L.chosen.download<uint32_t>(t * L.chosen_stride, 1)[0]);
+    out[i].argmax = int32_t(L.chosen.download<uint32_t>(t * 4ull, 1)[0]);
     if (k) {
-      const auto ids = L.top_indices.download<uint32_t>(t * L.top_stride, k);
+      const auto ids = L.top_indices.download<uint32_t>(uint64_t{t} * k * 4, k);
       out[i].top_ids.assign(ids.begin(), ids.end());
-      out[i].top_logits = L.top_values.download<float>(t * L.top_stride, k);
+      out[i].top_logits = L.top_values.download<float>(uint64_t{t} * k * 4, k);
     }
   }
   return out;

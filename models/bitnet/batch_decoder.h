@@ -7,8 +7,8 @@
 // for the bucket (ProjectionChoice: the subgroup matmul for a few lanes, tensor cores for many). RoPE
 // with the KV-cache write and attention take each token's position and cache rows from its
 // sequence record (ops/common/step_state.h), one dispatch for all; so do the final norm and the
-// LM head (ops/head/lm_head_coopmat.h on tensor cores, else ops/head/lm_head_batch.h). Argmax and top-k run per sequence on its slice of the
-// logits, with no barrier between the sequences' dispatches. Every sequence's arithmetic is the same whatever else is in
+// LM head (ops/head/lm_head_coopmat.h on tensor cores, else ops/head/lm_head_batch.h), argmax and
+// top-k (a grid row per sequence). Every sequence's arithmetic is the same whatever else is in
 // the batch, so its tokens are too.
 //
 // Slot s is lane s of the recorded batch: the recording for a bucket of B lanes serves slots
@@ -40,6 +40,7 @@ struct BatchOptions {
   // the device has them; 0: ops/tuning.h's step_subgroup_max_tokens.
   uint32_t subgroup_max_tokens = 0;
   uint32_t coop_row_subgroups = 0, coop_token_subgroups = 0;  // tensor-core tiles (0: ops/tuning.h's)
+  uint32_t attention_chunks = 0;  // each sequence's positions in at most this many chunks (0: ops/tuning.h's)
   // The LM head on tensor cores (ops/head/lm_head_coopmat.h: x rounded to F16, as bitnet.cpp's
   // CPU path does) where the device has them; else, or with false, lm_head_batch (lm_head's f32
   // arithmetic, bit for bit).
@@ -104,6 +105,8 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   bool head_on_tensor_cores_;
   std::optional<rt::Pipeline> pack_half_;  // xn -> F16 for the tensor-core head
   std::optional<rt::Pipeline> lm_head_;    // else every lane's logits from one read of the table (lm_head_batch)
+  rt::Pipeline argmax_partial_, argmax_final_;           // a grid row per lane
+  std::optional<rt::Pipeline> top_k_partial_, top_k_merge_;  // with the model's top-k
   std::unique_ptr<Lanes> lanes_;
   std::vector<Step> steps_;  // recorded buckets, by lane count
   // Whose rows the model's own cache holds: slot and how many positions (none: UINT32_MAX).

@@ -90,20 +90,25 @@ ArgmaxPlan argmax_plan(const OpTarget& target, uint32_t n) {
   return p;
 }
 
-Kernel argmax_partial(const OpTarget& target, uint32_t n) {
+Kernel argmax_partial(const OpTarget& target, uint32_t n, bool rows) {
   const ArgmaxPlan p = argmax_plan(target, n);
-  KernelBuilder k("argmax_partial_" + std::to_string(n), {p.workgroup, 1, 1});
+  KernelBuilder k("argmax_partial_" + std::to_string(n) + (rows ? "_rows" : ""), {p.workgroup, 1, 1});
   auto values = k.buffer<f32>("values", Access::Read);
   auto part_values = k.buffer<f32>("part_values", Access::Write);
   auto part_indices = k.buffer<u32>("part_indices", Access::Write);
+  // With rows: row y's values start at y * stride, its partials at y * groups.
+  std::optional<Expr<u32>> first;
+  if (rows) first = let("row_start", k.workgroup_id().y() * k.push<u32>("stride"));
   auto g = k.workgroup_id().x();
+  auto out = rows ? let("part", k.workgroup_id().y() * p.groups + g) : g;
   auto begin = let("begin", g * p.chunk);
   auto end = let("end", min(begin + p.chunk, n));
-  auto [v, i] = workgroup_argmax(k, p.workgroup, begin, end, [&](Expr<u32> j) { return Expr<f32>(values[j]); },
+  auto [v, i] = workgroup_argmax(k, p.workgroup, begin, end,
+                                 [&](Expr<u32> j) { return Expr<f32>(values[first ? *first + j : j]); },
                                  [](Expr<u32> j) { return j; });
   if_(k.local_index() == 0u, [&] {
-    part_values[g] = v;
-    part_indices[g] = i;
+    part_values[out] = v;
+    part_indices[out] = i;
   });
   return k.build();
 }
@@ -119,9 +124,12 @@ ArgmaxFinalBindings declare_argmax_final(KernelBuilder& k, uint32_t advance_cont
 
 namespace {
 
-// The argmax `i` written as the token, the step state moved on (advance_context).
-void store_argmax(const ArgmaxFinalBindings& b, Expr<u32> i) {
-  b.token[0u] = i;
+// The argmax `i` written as the token (of `row`), the step state moved on (advance_context).
+void store_argmax(const ArgmaxFinalBindings& b, Expr<u32> i, std::optional<Expr<u32>> row = std::nullopt) {
+  if (row)
+    b.token[*row] = i;
+  else
+    b.token[0u] = i;
   if (!b.advance_context) return;
   auto pos = let("pos", Expr<u32>((*b.step)[kStepPos]));
   (*b.step)[kStepToken] = i;
@@ -132,13 +140,26 @@ void store_argmax(const ArgmaxFinalBindings& b, Expr<u32> i) {
 
 }  // namespace
 
+namespace {
+
+// row: none for one row (the token at token[0]).
+void emit_argmax_final_rows(KernelBuilder& k, uint32_t wg, uint32_t groups, const Buffer<f32>& part_values,
+                            const Buffer<u32>& part_indices, const ArgmaxFinalBindings& b, std::optional<Expr<u32>> row) {
+  std::optional<Expr<u32>> first;
+  if (row) first = let("first_part", *row * groups);
+  auto at = [&](Expr<u32> j) { return first ? *first + j : j; };
+  auto [v, i] = workgroup_argmax(k, wg, constant<u32>(0u), constant<u32>(groups),
+                                 [&](Expr<u32> j) { return Expr<f32>(part_values[at(j)]); },
+                                 [&](Expr<u32> j) { return Expr<u32>(part_indices[at(j)]); });
+  (void)v;
+  if_(k.local_index() == 0u, [&] { row ? store_argmax(b, i, *row) : store_argmax(b, i); });
+}
+
+}  // namespace
+
 void emit_argmax_final(KernelBuilder& k, uint32_t wg, uint32_t groups, const Buffer<f32>& part_values,
                        const Buffer<u32>& part_indices, const ArgmaxFinalBindings& b) {
-  auto [v, i] = workgroup_argmax(k, wg, constant<u32>(0u), constant<u32>(groups),
-                                 [&](Expr<u32> j) { return Expr<f32>(part_values[j]); },
-                                 [&](Expr<u32> j) { return Expr<u32>(part_indices[j]); });
-  (void)v;
-  if_(k.local_index() == 0u, [&] { store_argmax(b, i); });
+  emit_argmax_final_rows(k, wg, groups, part_values, part_indices, b, std::nullopt);
 }
 
 Expr<u32> emit_argmax_final_in_subgroup(KernelBuilder& k, uint32_t groups, const Buffer<f32>& part_values,
@@ -153,14 +174,16 @@ Expr<u32> emit_argmax_final_in_subgroup(KernelBuilder& k, uint32_t groups, const
   return top_index;
 }
 
-Kernel argmax_final(const OpTarget& target, uint32_t n, uint32_t advance_context) {
+Kernel argmax_final(const OpTarget& target, uint32_t n, uint32_t advance_context, bool rows) {
+  if (rows && advance_context) throw std::invalid_argument("argmax_final: rows advance no step state");
   const ArgmaxPlan p = argmax_plan(target, n);
-  const std::string suffix = advance_context ? "_advance" : "";
+  const std::string suffix = advance_context ? "_advance" : rows ? "_rows" : "";
   KernelBuilder k("argmax_final_" + std::to_string(n) + suffix, {p.workgroup, 1, 1});
   auto part_values = k.buffer<f32>("part_values", Access::Read);
   auto part_indices = k.buffer<u32>("part_indices", Access::Read);
   const ArgmaxFinalBindings b = declare_argmax_final(k, advance_context);
-  emit_argmax_final(k, p.workgroup, p.groups, part_values, part_indices, b);
+  emit_argmax_final_rows(k, p.workgroup, p.groups, part_values, part_indices, b,
+                         rows ? std::optional<Expr<u32>>(k.workgroup_id().y()) : std::nullopt);
   return k.build();
 }
 

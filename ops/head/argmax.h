@@ -17,6 +17,9 @@
 //             4 generated     u32 write  [advance_context]: generated[pos] <- the argmax (pos in range)
 //   so the next replay decodes this step's choice with no host write in between.
 //   push constants: none.   grid: (1, 1, 1)
+// With rows (many sequences' logits in one buffer, one dispatch each for all): grid y = the rows;
+// argmax_partial takes push constant stride (u32: row y's values start at y * stride) and writes
+// row y's partials at y * plan.groups; argmax_final reads them there and writes token[y].
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -34,8 +37,8 @@ struct ArgmaxPlan {
 };
 
 ArgmaxPlan argmax_plan(const OpTarget& target, uint32_t n);
-dsl::Kernel argmax_partial(const OpTarget& target, uint32_t n);
-dsl::Kernel argmax_final(const OpTarget& target, uint32_t n, uint32_t advance_context = 0);
+dsl::Kernel argmax_partial(const OpTarget& target, uint32_t n, bool rows = false);
+dsl::Kernel argmax_final(const OpTarget& target, uint32_t n, uint32_t advance_context = 0, bool rows = false);
 
 // For kernels that end in an argmax of their own (ops/head/lm_head_pruned.h), with the same order:
 inline constexpr uint32_t kArgmaxNone = 0xffffffffu;  // no index yet: loses to any real candidate

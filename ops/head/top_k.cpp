@@ -3,6 +3,7 @@
 #include <bit>
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -87,38 +88,49 @@ TopKPlan top_k_plan(const OpTarget& target, uint32_t n, uint32_t k) {
   return p;
 }
 
-Kernel top_k_partial(const OpTarget& target, uint32_t n, uint32_t k) {
+Kernel top_k_partial(const OpTarget& target, uint32_t n, uint32_t k, bool rows) {
   const TopKPlan p = top_k_plan(target, n, k);
-  KernelBuilder kb("top_k_partial_" + std::to_string(n) + "_k" + std::to_string(k), {p.workgroup, 1, 1});
+  KernelBuilder kb("top_k_partial_" + std::to_string(n) + "_k" + std::to_string(k) + (rows ? "_rows" : ""), {p.workgroup, 1, 1});
   auto values = kb.buffer<f32>("values", Access::Read);
   auto part_values = kb.buffer<f32>("part_values", Access::Write);
   auto part_indices = kb.buffer<u32>("part_indices", Access::Write);
   auto sv = kb.shared<f32>("window_values", p.chunk);
   auto si = kb.shared<u32>("window_indices", p.chunk);
+  // With rows: row y's values start at y * stride, its candidates at y * groups * k.
+  std::optional<Expr<u32>> first;
+  if (rows) first = let("row_start", kb.workgroup_id().y() * kb.push<u32>("stride"));
+  auto at = [&](Expr<u32> j) { return first ? *first + j : j; };
   auto g = kb.workgroup_id().x();
+  auto out = rows ? let("out", (kb.workgroup_id().y() * p.groups + g) * k) : g * k;
   fill_window(kb, sv, si, 0, p.chunk, p.workgroup, let("begin", g * p.chunk), n,
-              [&](Expr<u32> j) { return Expr<f32>(values[j]); }, [](Expr<u32> j) { return j; });
+              [&](Expr<u32> j) { return Expr<f32>(values[at(j)]); }, [](Expr<u32> j) { return j; });
   barrier();
   bitonic_sort(kb, sv, si, p.chunk, p.workgroup);
   for_range(kb.local_index(), k, p.workgroup, [&](Expr<u32> r) {
-    part_values[g * k + r] = sv[r];
-    part_indices[g * k + r] = si[r];
+    part_values[out + r] = sv[r];
+    part_indices[out + r] = si[r];
   }, "r");
   return kb.build();
 }
 
-Kernel top_k_merge(const OpTarget& target, uint32_t n, uint32_t k) {
+Kernel top_k_merge(const OpTarget& target, uint32_t n, uint32_t k, bool rows) {
   const TopKPlan p = top_k_plan(target, n, k);
   const uint32_t candidates = p.groups * k;
-  KernelBuilder kb("top_k_merge_" + std::to_string(n) + "_k" + std::to_string(k), {p.workgroup, 1, 1});
+  KernelBuilder kb("top_k_merge_" + std::to_string(n) + "_k" + std::to_string(k) + (rows ? "_rows" : ""), {p.workgroup, 1, 1});
   auto part_values = kb.buffer<f32>("part_values", Access::Read);
   auto part_indices = kb.buffer<u32>("part_indices", Access::Read);
   auto top_values = kb.buffer<f32>("top_values", Access::Write);
   auto top_indices = kb.buffer<u32>("top_indices", Access::Write);
   auto sv = kb.shared<f32>("window_values", p.chunk);
   auto si = kb.shared<u32>("window_indices", p.chunk);
-  auto value = [&](Expr<u32> j) { return Expr<f32>(part_values[j]); };
-  auto index = [&](Expr<u32> j) { return Expr<u32>(part_indices[j]); };
+  // With rows: row y's candidates at y * groups * k, its top k at y * k.
+  std::optional<Expr<u32>> first, out;
+  if (rows) {
+    first = let("first", kb.workgroup_id().y() * candidates);
+    out = let("out", kb.workgroup_id().y() * k);
+  }
+  auto value = [&](Expr<u32> j) { return Expr<f32>(part_values[first ? *first + j : j]); };
+  auto index = [&](Expr<u32> j) { return Expr<u32>(part_indices[first ? *first + j : j]); };
   fill_window(kb, sv, si, 0, p.chunk, p.workgroup, constant<u32>(0u), candidates, value, index);
   barrier();
   // Round r > 0 keeps the best k and refills the other slots with the next chunk - k candidates.
@@ -130,8 +142,8 @@ Kernel top_k_merge(const OpTarget& target, uint32_t n, uint32_t k) {
     bitonic_sort(kb, sv, si, p.chunk, p.workgroup);
   }, "round");
   for_range(kb.local_index(), k, p.workgroup, [&](Expr<u32> r) {
-    top_values[r] = sv[r];
-    top_indices[r] = si[r];
+    top_values[out ? *out + r : r] = sv[r];
+    top_indices[out ? *out + r : r] = si[r];
   }, "r");
   return kb.build();
 }

@@ -17,6 +17,10 @@
 //             2 top_values    f32 write  [k]
 //             3 top_indices   u32 write  [k]
 //   push constants: none.   grid: (1, 1, 1)
+// With rows (many sequences' logits in one buffer, one dispatch each for all): grid y = the rows;
+// top_k_partial takes push constant stride (u32: row y's values start at y * stride) and writes
+// row y's candidates at y * plan.groups * k; top_k_merge reads them there and writes row y's k
+// pairs at y * k.
 // The chunk is the largest power of two whose (value, index) pairs fit the shared memory, at most
 // 4096 and at least 2k (16 KiB: 2048; 32 KiB or more: 4096).
 #pragma once
@@ -37,7 +41,7 @@ struct TopKPlan {
 inline constexpr uint32_t kMaxTopK = 128;
 
 TopKPlan top_k_plan(const OpTarget& target, uint32_t n, uint32_t k);
-dsl::Kernel top_k_partial(const OpTarget& target, uint32_t n, uint32_t k);
-dsl::Kernel top_k_merge(const OpTarget& target, uint32_t n, uint32_t k);
+dsl::Kernel top_k_partial(const OpTarget& target, uint32_t n, uint32_t k, bool rows = false);
+dsl::Kernel top_k_merge(const OpTarget& target, uint32_t n, uint32_t k, bool rows = false);
 
 }  // namespace bdsl::ops

@@ -86,7 +86,9 @@ TEST_F(BatchDecoder, GreedyTokensAreTheSameAloneOrBesideOthersInAnySlot) {
     EXPECT_EQ(one[0].tokens, crowd[i].tokens) << "slot " << crowd[i].slot;
   }
   EXPECT_EQ(dec.bucket_for(2), 4u);
-  EXPECT_GT(dec.step_stats(4).dispatches, dec.step_stats(1).dispatches);
+  // Every op is one dispatch for all the lanes, whatever the bucket.
+  EXPECT_GT(dec.step_stats(1).dispatches, 0u);
+  EXPECT_EQ(dec.step_stats(4).dispatches, dec.step_stats(1).dispatches);
 }
 
 // The batch's kernels are the prompt path's (norm and quantization per token, matrix-matrix

@@ -132,6 +132,49 @@ TEST_F(Sampling, TopKMergesInSeveralRoundsWithASmallWindow) {
   check_top_k(random_floats(128256, 6), 128, t);
 }
 
+// Many rows of values in one buffer (a padded stride apart), one dispatch per pass for all rows:
+// each row's argmax and top k are what the one-row kernels give it alone.
+TEST_F(Sampling, RowsGiveEachRowItsOwnArgmaxAndTopK) {
+  const uint32_t n = 5000, rows = 5, stride = 5008, k = 16;
+  std::vector<float> values(size_t(rows) * stride, 1e30f);  // the padding would win if it were read
+  for (uint32_t r = 0; r < rows; ++r) {
+    const auto row = random_floats(n, 100 + r, 5.0f);
+    std::copy(row.begin(), row.end(), values.begin() + size_t(r) * stride);
+  }
+  const ops::ArgmaxPlan ap = ops::argmax_plan(target(), n);
+  const ops::TopKPlan tp = ops::top_k_plan(target(), n, k);
+  rt::Buffer vb = buffer_of(values, "values");
+  rt::Buffer apv = output(4ull * ap.groups * rows, "argmax part values"), api = output(4ull * ap.groups * rows, "argmax part indices");
+  rt::Buffer tokens = output(4 * rows, "tokens");
+  rt::Buffer tpv = output(4ull * tp.groups * k * rows, "top part values"), tpi = output(4ull * tp.groups * k * rows, "top part indices");
+  rt::Buffer tv = output(4ull * k * rows, "top values"), ti = output(4ull * k * rows, "top indices");
+  rt::Pipeline a1 = pipeline(ops::argmax_partial(target(), n, true)), a2 = pipeline(ops::argmax_final(target(), n, 0, true));
+  rt::Pipeline t1 = pipeline(ops::top_k_partial(target(), n, k, true)), t2 = pipeline(ops::top_k_merge(target(), n, k, true));
+  rt::Graph g(ctx());
+  g.dispatch(a1, {{"values", vb}, {"part_values", apv}, {"part_indices", api}}, rt::push(stride), rt::Grid{ap.groups, rows});
+  g.dispatch(t1, {{"values", vb}, {"part_values", tpv}, {"part_indices", tpi}}, rt::push(stride), rt::Grid{tp.groups, rows});
+  g.dispatch(a2, {{"part_values", apv}, {"part_indices", api}, {"token", tokens}}, rt::push(), rt::Grid{1, rows});
+  g.dispatch(t2, {{"part_values", tpv}, {"part_indices", tpi}, {"top_values", tv}, {"top_indices", ti}}, rt::push(),
+             rt::Grid{1, rows});
+  g.submit_and_wait();
+  const auto got_tokens = tokens.download<uint32_t>();
+  const auto got_v = tv.download<float>();
+  const auto got_i = ti.download<uint32_t>();
+  for (uint32_t r = 0; r < rows; ++r) {
+    SCOPED_TRACE(testing::Message() << "row " << r);
+    const std::vector<float> row(values.begin() + size_t(r) * stride, values.begin() + size_t(r) * stride + n);
+    EXPECT_EQ(got_tokens[r], argmax(row));
+    std::vector<uint32_t> order(n);
+    std::iota(order.begin(), order.end(), 0u);
+    std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                      [&](uint32_t a, uint32_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+    for (uint32_t j = 0; j < k; ++j) {
+      ASSERT_EQ(got_i[r * k + j], order[j]) << "rank " << j;
+      ASSERT_EQ(got_v[r * k + j], row[order[j]]) << "rank " << j;
+    }
+  }
+}
+
 TEST_F(Sampling, TopKRefusesKOutOfRange) {
   EXPECT_THROW(ops::top_k_plan(target(), 100, 0), std::invalid_argument);
   EXPECT_THROW(ops::top_k_plan(target(), 100, 129), std::invalid_argument);

@@ -7,7 +7,7 @@ import { assert, deadline, makeModel, options, startServer } from './harness.mjs
 const { bin, work } = options();
 const model = makeModel(bin, work);
 const server = await startServer(bin, model, ['--parallel', '8', '--queue', '256']);
-deadline(100, server.kill);
+deadline(300, server.kill);  // a hang guard: on lavapipe with 2 cores the run takes about 2 minutes
 
 const TOTAL = 200;
 const CONCURRENCY = 32;
