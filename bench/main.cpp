@@ -42,6 +42,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
     else if (a == "--batch-coop-rows") o.batch.coop_row_subgroups = uint32_t(std::stoul(value()));
     else if (a == "--batch-coop-tokens") o.batch.coop_token_subgroups = uint32_t(std::stoul(value()));
     else if (a == "--batch-f32-head") o.batch.tensor_core_head = false;
+    else if (a == "--batch-coop-double-buffer") o.batch.coop_double_buffer = int(std::stoul(value()));
     else if (a == "--batch-attention-chunks") o.batch.attention_chunks = uint32_t(std::stoul(value()));
     else if (a == "--matvec-rows") o.decode_tuning.rows_per_subgroup = uint32_t(std::stoul(value()));
     else if (a == "--matvec-workgroup") o.decode_tuning.workgroup = uint32_t(std::stoul(value()));
@@ -65,7 +66,8 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "                        [--attention-positions-per-pass N] [--attention-defer N]\n"
                   "                        [--attn-output-workgroup N] [--attn-output-rows N]\n"
                   "                        [--batch-subgroup-max N] [--batch-coop-rows N] [--batch-coop-tokens N]\n"
-                  "                        [--batch-f32-head] [--batch-attention-chunks N] [--benchmark_...]\n"
+                  "                        [--batch-f32-head] [--batch-attention-chunks N]\n"
+                  "                        [--batch-coop-double-buffer 0|1] [--benchmark_...]\n"
                   "  default model: a synthetic BitNet b1.58 of the real 2B-4T shape (made once in the cache)\n"
                   "  --quick: the tiny model and small shapes (seconds on lavapipe)\n"
                   "  --prefill-projections: QKV and gate/up in prefill as one dispatch each (fused) or one\n"
@@ -82,7 +84,8 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "  batched decode (decode_batch/, serve/), 0 or absent: ops/tuning.h's choice:\n"
                   "  --batch-subgroup-max: steps of up to N tokens run the subgroup matmul, larger ones the\n"
                   "    tensor cores; --batch-coop-rows, --batch-coop-tokens: the tensor-core tile's subgroups\n"
-                  "    along the rows (16 rows each) and across the step's tokens\n"
+                  "    along the rows (16 rows each) and across the step's tokens; --batch-coop-double-buffer:\n"
+                  "    its two-stage variant (1) or not (0)\n"
                   "  --batch-f32-head: the LM head as lm_head_batch (f32 x) instead of on tensor cores\n"
                   "  --batch-attention-chunks: each sequence's positions in at most N chunks\n");
       benchmark::PrintDefaultHelp();

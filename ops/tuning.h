@@ -31,12 +31,16 @@ struct Tuning {
   // this, 128-row tiles otherwise (ops/ternary/ternary_matmul_coopmat.h).
   uint32_t coop_short_tiles_past = 4096;
   // Batched decode's projections (models/bitnet/batch_decoder.h): steps of up to this many tokens
-  // run the subgroup matmul (the matvec's row dot, one token tile), larger ones the tensor cores
-  // with tiles of step_coop_row_subgroups x 16 rows and step_coop_token_subgroups subgroups
-  // across the step's tokens: small tiles, so that a step of 64 tokens still fills the GPU.
+  // run the subgroup matmul (the matvec's row dot, one token tile; 16 tokens took 14.8 ms a step
+  // against 4.0 on tensor cores), larger ones the tensor cores with tiles of
+  // step_coop_row_subgroups x 16 rows and step_coop_token_subgroups subgroups across the step's
+  // tokens: small tiles, so that a step of 64 tokens still fills the GPU. Measured on an H200
+  // (bench/RESULTS.md run 13): 2 x 4 gave 6.71 ms at B = 64, 2 x 2 7.18, 4 x 2 6.81; the
+  // two-stage variant was slower at every B.
   uint32_t step_subgroup_max_tokens = 8;
   uint32_t step_coop_row_subgroups = 2;
-  uint32_t step_coop_token_subgroups = 2;
+  uint32_t step_coop_token_subgroups = 4;
+  bool step_coop_double_buffer = false;  // the tiles' two-stage variant (one barrier per block)
 };
 
 // The row of the table for this device (by name), or the default row.

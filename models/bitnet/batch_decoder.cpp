@@ -177,7 +177,8 @@ BitNetBatchDecoder::Step& BitNetBatchDecoder::step_for(uint32_t lanes) {
     if (s.lanes == lanes) return s;
   Step s{lanes, std::make_unique<BlockProjections>(ctx_, model_.config(), model_.pipelines().target,
                                                    ProjectionChoice{layout_, lanes, options_.subgroup_max_tokens,
-                                                                    options_.coop_row_subgroups, options_.coop_token_subgroups}),
+                                                                    options_.coop_row_subgroups, options_.coop_token_subgroups,
+                                                                    options_.coop_double_buffer}),
          std::nullopt, nullptr};
   const auto& p = model_.pipelines();
   if (head_on_tensor_cores_)

@@ -30,6 +30,7 @@ Engine engine_for(const ops::OpTarget& t, const ProjectionChoice& choice) {
     e.options.step_tokens = choice.step_tokens;
     e.options.step_row_subgroups = choice.coop_row_subgroups;
     e.options.step_token_subgroups = choice.coop_token_subgroups;
+    e.options.step_double_buffer = choice.coop_double_buffer;
     if (choice.step_tokens <= subgroup_max) {
       cooperative = false;
       e.engine = ops::MatmulEngine::Subgroup;

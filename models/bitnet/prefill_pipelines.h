@@ -45,6 +45,7 @@ struct ProjectionChoice {
   uint32_t step_tokens = 0;
   uint32_t subgroup_max_tokens = 0;  // 0: the tuning table's step_subgroup_max_tokens
   uint32_t coop_row_subgroups = 0, coop_token_subgroups = 0;  // the step's tensor-core tiles; 0: the table's
+  int coop_double_buffer = -1;  // 0 or 1; -1: the table's
 };
 
 struct BlockProjections {

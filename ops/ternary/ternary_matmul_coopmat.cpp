@@ -231,7 +231,7 @@ CoopMatmulOptions coop_tiles_for(const OpTarget& target, uint32_t rows, uint32_t
 }
 
 CoopMatmulOptions coop_tiles_for_step(const OpTarget& target, uint32_t tokens, uint32_t row_subgroups,
-                                      uint32_t token_subgroups) {
+                                      uint32_t token_subgroups, int double_buffer) {
   const MatrixShape shape = shape_or_throw(target);
   const Tuning& tu = tuning_for(target);
   CoopMatmulOptions o;
@@ -240,6 +240,7 @@ CoopMatmulOptions coop_tiles_for_step(const OpTarget& target, uint32_t tokens, u
   const uint32_t token_tiles = ceil_div(std::max(tokens, 1u), shape.n);
   o.token_subgroups = std::clamp(token_subgroups ? token_subgroups : tu.step_coop_token_subgroups, 1u, token_tiles);
   o.token_tiles = ceil_div(token_tiles, o.token_subgroups);
+  o.double_buffer = double_buffer < 0 ? tu.step_coop_double_buffer : double_buffer > 0;
   return o;
 }
 
@@ -285,7 +286,7 @@ PrefillMatmul ternary_matmul_auto(const OpTarget& target, uint32_t rows, uint32_
   if (options.projection.input != MatvecInput::Quantized)
     throw std::invalid_argument("ternary_matmul_auto: the tensor-core variant takes quantized activations");
   CoopMatmulOptions c = options.step_tokens ? coop_tiles_for_step(target, options.step_tokens, options.step_row_subgroups,
-                                                                 options.step_token_subgroups)
+                                                                 options.step_token_subgroups, options.step_double_buffer)
                                           : coop_tiles_for(target, rows, cols);
   c.add_residual = options.projection.add_residual;
   c.write_accumulators = options.projection.write_accumulators;

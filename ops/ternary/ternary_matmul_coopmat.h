@@ -55,7 +55,7 @@ CoopMatmulOptions coop_tiles_for(const OpTarget& target, uint32_t rows, uint32_t
 // small row tiles (ops/tuning.h, step_coop_*) so that the few tokens still give many workgroups.
 // row_subgroups, token_subgroups: 0 takes the table's.
 CoopMatmulOptions coop_tiles_for_step(const OpTarget& target, uint32_t tokens, uint32_t row_subgroups = 0,
-                                      uint32_t token_subgroups = 0);
+                                      uint32_t token_subgroups = 0, int double_buffer = -1);
 
 // A single-tensor prefill projection whichever variant runs: tensor cores where the target has
 // them (Auto), else ternary_matmul (its dot product chosen by options.projection.dot).
