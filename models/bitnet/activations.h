@@ -1,6 +1,7 @@
 // The device buffers of one decode token (activations, the KV cache, what is read back): internal
 // to models/bitnet, shared by the decode and the prefill recordings.
 #pragma once
+#include <map>
 #include <fmt/format.h>
 
 #include <vector>
@@ -80,11 +81,20 @@ struct BitNetModel::Activations {
 };
 
 // The buffers and the recording of one prompt block length (bitnet_prefill.cpp).
+// The prompt path's buffers, sized once for its longest block (every block length's recording
+// binds them), and the recorded graphs by block length.
 struct BitNetModel::PrefillBlock {
-  uint32_t n = 0;
+  uint32_t capacity = 0;  // tokens
   // ffn: relu(gate)^2 * up (fused layout) or gate (separate layout, up beside it).
   rt::Buffer tokens, x, q8, act, q, k, v, attn, ffn, up, partials, counters;
-  std::unique_ptr<rt::Graph> graph;
+  struct Recorded {
+    std::unique_ptr<rt::Graph> graph;
+    uint64_t last_used = 0;
+  };
+  std::map<uint32_t, Recorded> graphs;  // by block length, at most kMaxGraphs
+  static constexpr size_t kMaxGraphs = 32;
+  uint64_t uses = 0;
+  const rt::Graph* last = nullptr;  // the graph of the last block run
 };
 
 }  // namespace bdsl::bitnet

@@ -59,7 +59,8 @@ class BitNetModel final : public models::DecoderModel {
                          const std::function<bool(int32_t)>& on_token) override;
   // Runs a block of prompt tokens at positions pos..pos+n-1 as one batch (matrix-matrix
   // projections, causal attention over the block), fills the KV cache, and returns what step()
-  // would return for the last token. The graph is recorded once per block length and replayed.
+  // would return for the last token. The graph is recorded once per block length (the last 32
+  // lengths are kept) and replayed.
   StepOutput prefill(std::span<const int32_t> tokens, uint32_t pos) override;
   static constexpr uint32_t kMaxPrefillBlock = 512;  // longer prompts run in blocks
 
@@ -108,7 +109,8 @@ class BitNetModel final : public models::DecoderModel {
   void record_embedding(rt::Graph& g);  // x = the step state's token's embedding
   void record_tail(rt::Graph& g, bool greedy = false);  // final norm, LM head, argmax (+ top-k) on the x buffer
   void wait_idle();  // for every replay of any recording
-  std::unique_ptr<PrefillBlock> make_prefill_block(uint32_t n);
+  std::unique_ptr<PrefillBlock> make_prefill_buffers();
+  std::unique_ptr<rt::Graph> record_prefill_block(uint32_t n);  // on prefill_'s buffers
   const PrefillPipelines& prefill_pipelines();  // built at the first prompt block (or batched step)
   StepOutput read_step_output() const;
   void check_tokens(std::span<const int32_t> tokens, uint32_t pos) const;
@@ -134,7 +136,7 @@ class BitNetModel final : public models::DecoderModel {
   // greedy recording starts with layer 0; each replay leaves the next token's embedding in x).
   std::unique_ptr<rt::Graph> embed_graph_;
   std::unique_ptr<PrefillPipelines> prefill_pipelines_;
-  std::unique_ptr<PrefillBlock> prefill_;  // the graph of the last block length
+  std::unique_ptr<PrefillBlock> prefill_;  // the prompt path's buffers and recordings
   std::vector<DumpSlot> dump_slots_;
   uint64_t dump_floats_ = 0;
   uint32_t epoch_ = 0;  // decode submissions so far (StepState::epoch)

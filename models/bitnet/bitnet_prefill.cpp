@@ -22,13 +22,13 @@ const PrefillPipelines& BitNetModel::prefill_pipelines() {
   return *prefill_pipelines_;
 }
 
-std::unique_ptr<BitNetModel::PrefillBlock> BitNetModel::make_prefill_block(uint32_t n) {
+std::unique_ptr<BitNetModel::PrefillBlock> BitNetModel::make_prefill_buffers() {
   const auto& c = config_;
   const auto& p = *pipelines_;
   const auto& d = p.dims;
   const auto& pp = prefill_pipelines();
   auto b = std::make_unique<PrefillBlock>();
-  b->n = n;
+  const uint32_t n = b->capacity = std::min(kMaxPrefillBlock, c.context_length);
   auto f32 = [&](uint64_t count, const char* name) { return rt::Buffer(ctx_, count * 4, {.name = name, .holds = ScalarKind::F32}); };
   b->tokens = rt::Buffer(ctx_, n * 4ull,
                          {.host_visible = true, .name = "prefill tokens", .gpu_reads_often = true, .holds = ScalarKind::U32});
@@ -42,14 +42,27 @@ std::unique_ptr<BitNetModel::PrefillBlock> BitNetModel::make_prefill_block(uint3
   b->attn = f32(uint64_t{n} * d.q_width(), "prefill attention out");
   b->ffn = f32(uint64_t{n} * c.ffn_dim, pp.projections.separate ? "prefill gate" : "prefill ffn");
   if (pp.projections.separate) b->up = f32(uint64_t{n} * c.ffn_dim, "prefill up");
+  // The attention scratch of the longest block: a shorter one uses a prefix.
   const auto& al = pp.attention_layout;
-  b->partials = rt::Buffer(ctx_, ops::attention_prefill_partials_bytes(d, al, n, ops::attention_prefill_chunks(d, al, n)),
-                           {.name = "prefill partials", .holds = ScalarKind::F32});
-  b->counters = rt::Buffer(ctx_, ops::attention_prefill_counters_bytes(d, al, n), {.name = "prefill counters", .holds = ScalarKind::U32});
+  uint64_t partials = 4, counters = 4;
+  for (uint32_t len = 1; len <= n; ++len) {
+    partials = std::max(partials, ops::attention_prefill_partials_bytes(d, al, len, ops::attention_prefill_chunks(d, al, len)));
+    counters = std::max(counters, ops::attention_prefill_counters_bytes(d, al, len));
+  }
+  b->partials = rt::Buffer(ctx_, partials, {.name = "prefill partials", .holds = ScalarKind::F32});
+  b->counters = rt::Buffer(ctx_, counters, {.name = "prefill counters", .holds = ScalarKind::U32});
   b->counters.fill(0);
+  return b;
+}
 
-  b->graph = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{options_.timestamps, fmt::format("prefill {}", n)});
-  rt::Graph& g = *b->graph;
+std::unique_ptr<rt::Graph> BitNetModel::record_prefill_block(uint32_t n) {
+  const auto& c = config_;
+  const auto& p = *pipelines_;
+  const auto& d = p.dims;
+  const auto& pp = prefill_pipelines();
+  PrefillBlock* b = prefill_.get();
+  auto graph = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{options_.timestamps, fmt::format("prefill {}", n)});
+  rt::Graph& g = *graph;
   auto& a = *act_;
   const auto ag = ops::attention_prefill_grid(d, pp.attention_layout, n);
   const rt::Grid attention_grid{ag[0], ag[1], ag[2]};
@@ -74,7 +87,7 @@ std::unique_ptr<BitNetModel::PrefillBlock> BitNetModel::make_prefill_block(uint3
   g.copy(b->x.slice(uint64_t{n - 1} * c.dim * 4, c.dim * 4ull), a.x);
   record_tail(g);
   g.finish();
-  return b;
+  return graph;
 }
 
 StepOutput BitNetModel::prefill(std::span<const int32_t> tokens, uint32_t pos) {
@@ -84,25 +97,35 @@ StepOutput BitNetModel::prefill(std::span<const int32_t> tokens, uint32_t pos) {
   for (size_t first = 0; first < tokens.size(); first += kMaxPrefillBlock) {
     const auto block = tokens.subspan(first, std::min<size_t>(kMaxPrefillBlock, tokens.size() - first));
     const auto n = uint32_t(block.size());
-    if (!prefill_ || prefill_->n != n) {
-      prefill_.reset();  // one block's buffers at a time
-      prefill_ = make_prefill_block(n);
+    if (!prefill_) prefill_ = make_prefill_buffers();
+    auto& graphs = prefill_->graphs;
+    auto it = graphs.find(n);
+    if (it == graphs.end()) {
+      if (graphs.size() >= PrefillBlock::kMaxGraphs)  // the least recently used length goes
+        graphs.erase(std::min_element(graphs.begin(), graphs.end(), [](const auto& a, const auto& b) {
+          return a.second.last_used < b.second.last_used;
+        }));
+      it = graphs.emplace(n, PrefillBlock::Recorded{record_prefill_block(n), 0}).first;
     }
+    it->second.last_used = ++prefill_->uses;
+    prefill_->last = it->second.graph.get();
     prefill_->tokens.upload_bytes(std::as_bytes(block));
     write_step_state(0, pos + uint32_t(first));
-    prefill_->graph->submit_and_wait();
+    it->second.graph->submit_and_wait();
     out = read_step_output();
   }
   return out;
 }
 
 std::vector<double> BitNetModel::prefill_timestamps_ns() const {
-  return prefill_ ? prefill_->graph->timestamps_ns() : std::vector<double>{};
+  return prefill_ && prefill_->last ? prefill_->last->timestamps_ns() : std::vector<double>{};
 }
-double BitNetModel::prefill_gpu_span_ns() const { return prefill_ ? prefill_->graph->span_ns() : 0.0; }
+double BitNetModel::prefill_gpu_span_ns() const { return prefill_ && prefill_->last ? prefill_->last->span_ns() : 0.0; }
 std::vector<std::string> BitNetModel::prefill_operation_names() const {
-  return prefill_ ? prefill_->graph->operation_names() : std::vector<std::string>{};
+  return prefill_ && prefill_->last ? prefill_->last->operation_names() : std::vector<std::string>{};
 }
-rt::GraphStats BitNetModel::prefill_stats() const { return prefill_ ? prefill_->graph->stats() : rt::GraphStats{}; }
+rt::GraphStats BitNetModel::prefill_stats() const {
+  return prefill_ && prefill_->last ? prefill_->last->stats() : rt::GraphStats{};
+}
 
 }  // namespace bdsl::bitnet
