@@ -126,7 +126,7 @@ void Scheduler::run() {
     }
     admit();
     drop_cancelled();
-    prefill_one();
+    prefill_some();
     decode_all();
   }
   // Shutting down: every request still here ends now.
@@ -175,22 +175,35 @@ void Scheduler::drop_cancelled() {
   }
 }
 
-void Scheduler::prefill_one() {
-  std::optional<uint32_t> oldest;
-  for (uint32_t s = 0; s < slots_; ++s)
-    if (running_[s] && running_[s]->prefilling() && (!oldest || running_[s]->admitted < running_[*oldest]->admitted))
-      oldest = s;
-  if (!oldest) return;
-  Sequence& seq = *running_[*oldest];
+// Prompt chunks of the waiting sequences, oldest first, up to one chunk's worth of tokens
+// (max_prefill_chunk) and kMaxPrefillsPerStep chunks between two decode steps: many short prompts
+// start together, and the streams already decoding wait for at most that much prompt work.
+void Scheduler::prefill_some() {
+  uint32_t tokens = 0;
+  for (uint32_t chunks = 0; chunks < kMaxPrefillsPerStep; ++chunks) {
+    std::optional<uint32_t> oldest;
+    for (uint32_t s = 0; s < slots_; ++s)
+      if (running_[s] && running_[s]->prefilling() && (!oldest || running_[s]->admitted < running_[*oldest]->admitted))
+        oldest = s;
+    if (!oldest) return;
+    const uint32_t left = uint32_t(running_[*oldest]->request().prompt.size()) - running_[*oldest]->prefilled;
+    const uint32_t n = std::min(decoder_.max_prefill_chunk(), left);
+    if (tokens > 0 && tokens + n > decoder_.max_prefill_chunk()) return;
+    prefill_chunk(*oldest, n);
+    tokens += n;
+  }
+}
+
+void Scheduler::prefill_chunk(uint32_t slot, uint32_t n) {
+  Sequence& seq = *running_[slot];
   const auto& prompt = seq.request().prompt;
-  const uint32_t n = std::min<uint32_t>(decoder_.max_prefill_chunk(), uint32_t(prompt.size()) - seq.prefilled);
   const auto t0 = std::chrono::steady_clock::now();
   models::StepOutput out;
   try {
-    out = decoder_.prefill(*oldest, std::span(prompt).subspan(seq.prefilled, n), seq.prefilled);
+    out = decoder_.prefill(slot, std::span(prompt).subspan(seq.prefilled, n), seq.prefilled);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "serve: prefill failed: %s\n", e.what());
-    finish(*oldest, FinishReason::Error);
+    finish(slot, FinishReason::Error);
     return;
   }
   busy_ns_ += nanoseconds_since(t0);
@@ -199,7 +212,7 @@ void Scheduler::prefill_one() {
   if (seq.prefilling()) return;
   seq.pos = seq.prefilled;
   const bool greedy = seq.request().sampling.temperature == 0;
-  accept(*oldest, greedy ? out.argmax : seq.sampler.sample(out.top_ids, out.top_logits));
+  accept(slot, greedy ? out.argmax : seq.sampler.sample(out.top_ids, out.top_logits));
 }
 
 void Scheduler::decode_all() {

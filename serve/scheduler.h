@@ -2,8 +2,9 @@
 // (a KV-cache slot of the decoder) as soon as one frees up, and leave it the moment they end.
 // Each turn of the worker thread:
 //   1. admits waiting requests into free slots and drops cancelled ones (their slot is free at once);
-//   2. runs ONE prefill chunk (<= max_prefill_chunk tokens) of one sequence still reading its
-//      prompt, oldest first, so a long prompt delays the streams already decoding by one chunk;
+//   2. runs prompt chunks of the sequences still reading their prompts, oldest first, up to
+//      max_prefill_chunk tokens and kMaxPrefillsPerStep chunks in all: many short prompts start
+//      together, and a long prompt delays the streams already decoding by one chunk a step;
 //   3. runs ONE decode() over every sequence that is generating.
 // Tokens are picked on the host from each step's candidates by a Sampler seeded per request, so
 // a request gives the same text whether it runs alone or beside others.
@@ -88,7 +89,9 @@ class Scheduler {
   void run();
   void admit();
   void drop_cancelled();
-  void prefill_one();
+  void prefill_some();
+  void prefill_chunk(uint32_t slot, uint32_t n);
+  static constexpr uint32_t kMaxPrefillsPerStep = 16;
   void decode_all();
   void accept(uint32_t slot, int32_t token);
   void finish(uint32_t slot, FinishReason reason, bool release_held = true);
