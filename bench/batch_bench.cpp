@@ -162,6 +162,12 @@ void serve_load(benchmark::State& st, BenchSession& s, uint32_t clients, uint32_
     st.counters["tokens_per_s"] = double(tokens) / wall;
     st.counters["requests_per_s"] = double(done) / wall;
     st.counters["failed"] = double(failed);
+    // Where the scheduler's time went: prompt chunks, decode steps, the rest (its own work and waits).
+    const serve::SchedulerStats ss = scheduler.stats();
+    st.counters["prefill_s"] = ss.prefill_seconds;
+    st.counters["decode_s"] = ss.busy_seconds - ss.prefill_seconds;
+    st.counters["prefills"] = double(ss.prefills);
+    st.counters["decode_steps"] = double(ss.decode_steps);
     for (const auto& f : failures) fmt::print(stderr, "serve/: a request failed: {}\n", f);
   }
   server.stop();

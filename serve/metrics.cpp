@@ -23,6 +23,9 @@ std::string prometheus_text(const SchedulerStats& s, double uptime_seconds) {
   metric(out, "bdsl_requests_rejected_total", "counter", "Requests refused because the queue was full.",
          double(s.requests_rejected));
   metric(out, "bdsl_busy_seconds_total", "counter", "Seconds spent in prefill and decode steps.", s.busy_seconds);
+  metric(out, "bdsl_prefill_seconds_total", "counter", "Seconds spent in prompt chunks.", s.prefill_seconds);
+  metric(out, "bdsl_prefill_chunks_total", "counter", "Prompt chunks run.", double(s.prefills));
+  metric(out, "bdsl_decode_steps_total", "counter", "Decode steps run (each for every generating sequence).", double(s.decode_steps));
   // Speed while working (idle time left out), and over the server's whole life.
   metric(out, "bdsl_generation_tokens_per_second", "gauge", "Generated tokens per busy second.",
          s.busy_seconds > 0 ? double(s.generated_tokens) / s.busy_seconds : 0.0);

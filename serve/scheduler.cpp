@@ -114,6 +114,9 @@ SchedulerStats Scheduler::stats() const {
   s.requests_cancelled = cancelled_;
   s.requests_rejected = rejected_;
   s.busy_seconds = double(busy_ns_) * 1e-9;
+  s.prefill_seconds = double(prefill_ns_) * 1e-9;
+  s.prefills = prefills_;
+  s.decode_steps = decode_steps_;
   return s;
 }
 
@@ -206,7 +209,10 @@ void Scheduler::prefill_chunk(uint32_t slot, uint32_t n) {
     finish(slot, FinishReason::Error);
     return;
   }
-  busy_ns_ += nanoseconds_since(t0);
+  const uint64_t ns = nanoseconds_since(t0);
+  busy_ns_ += ns;
+  prefill_ns_ += ns;
+  ++prefills_;
   prompt_tokens_ += n;
   seq.prefilled += n;
   if (seq.prefilling()) return;
@@ -230,6 +236,7 @@ void Scheduler::decode_all() {
     return;
   }
   busy_ns_ += nanoseconds_since(t0);
+  ++decode_steps_;
   for (size_t i = 0; i < batch.size(); ++i) {
     Sequence& seq = *running_[batch[i].slot];
     ++seq.pos;

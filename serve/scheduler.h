@@ -50,6 +50,8 @@ struct SchedulerStats {
   uint64_t requests_cancelled = 0;
   uint64_t requests_rejected = 0;   // queue full
   double busy_seconds = 0;          // spent in prefill() and decode()
+  double prefill_seconds = 0;       // of which in prefill()
+  uint64_t prefills = 0, decode_steps = 0;
 };
 
 class Scheduler {
@@ -113,7 +115,7 @@ class Scheduler {
   uint64_t admitted_ = 0;                           // admission order, for prefill fairness
 
   std::atomic<uint32_t> active_{0}, queued_{0};
-  std::atomic<uint64_t> prompt_tokens_{0}, generated_{0}, finished_{0}, cancelled_{0}, rejected_{0}, busy_ns_{0};
+  std::atomic<uint64_t> prompt_tokens_{0}, generated_{0}, finished_{0}, cancelled_{0}, rejected_{0}, busy_ns_{0}, prefill_ns_{0}, prefills_{0}, decode_steps_{0};
   std::thread worker_;
 };
 

@@ -40,8 +40,9 @@ std::unique_ptr<BitNetModel::PrefillBlock> BitNetModel::make_prefill_buffers() {
   b->k = f32(uint64_t{n} * d.kv_width(), "prefill k");
   b->v = f32(uint64_t{n} * d.kv_width(), "prefill v");
   b->attn = f32(uint64_t{n} * d.q_width(), "prefill attention out");
-  b->ffn = f32(uint64_t{n} * c.ffn_dim, pp.projections.separate ? "prefill gate" : "prefill ffn");
-  if (pp.projections.separate) b->up = f32(uint64_t{n} * c.ffn_dim, "prefill up");
+  const bool separate = pp.projections.separate || pp.short_projections.separate;
+  b->ffn = f32(uint64_t{n} * c.ffn_dim, separate ? "prefill gate or ffn" : "prefill ffn");
+  if (separate) b->up = f32(uint64_t{n} * c.ffn_dim, "prefill up");
   // The attention scratch of the longest block: a shorter one uses a prefix.
   const auto& al = pp.attention_layout;
   uint64_t partials = 4, counters = 4;
@@ -70,9 +71,10 @@ std::unique_ptr<rt::Graph> BitNetModel::record_prefill_block(uint32_t n) {
   for (size_t i = 0; i < weights_.token_embd.parts.size(); ++i)
     embedding.push_back({"table_" + std::to_string(i), weights_.token_embd.parts[i]});
   g.dispatch(pp.embedding, embedding, rt::push(n), rt::Grid{ceil_div(c.dim, ops::embedding_workgroup(p.target)), n});
-  const BlockActivations acts{b->x, b->q8, b->act, b->q, b->k, b->v, b->attn, b->ffn, pp.projections.separate ? &b->up : nullptr};
+  const BlockProjections& proj = pp.projections_for(n);
+  const BlockActivations acts{b->x, b->q8, b->act, b->q, b->k, b->v, b->attn, b->ffn, proj.separate ? &b->up : nullptr};
   for (uint32_t l = 0; l < c.n_layers; ++l) {
-    record_block_layer(g, pp.projections, pp.norm_quantize, weights_.layers[l], acts, n, c.rms_norm_eps, [&] {
+    record_block_layer(g, proj, pp.norm_quantize, weights_.layers[l], acts, n, c.rms_norm_eps, [&] {
       g.dispatch(p.rope_kv, {{"step", a.step}, {"rope_table", a.rope_table}, {"q", b->q}, {"k", b->k}, {"v", b->v},
                              {"k_cache", a.k_cache[l]}, {"v_cache", a.v_cache[l]}},
                  rt::push(n),

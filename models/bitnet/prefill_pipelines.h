@@ -74,6 +74,13 @@ struct PrefillPipelines {
   rt::Pipeline norm_quantize;   // RMSNorm + int8, over dim (attn_norm, ffn_norm, attn_sub_norm)
   rt::Pipeline attention;       // causal, block of tokens against the cache
   BlockProjections projections;
+  // Blocks of up to kShortBlock tokens (a chat turn, a server's prompt): the projections with a
+  // decode step's tiles, many more workgroups than the prompt tiles give so few tokens.
+  static constexpr uint32_t kShortBlock = 64;
+  BlockProjections short_projections;
+  const BlockProjections& projections_for(uint32_t tokens) const {
+    return tokens <= kShortBlock ? short_projections : projections;
+  }
 };
 
 // The activations of a block of n tokens, token-major. `up` only with the Separate layout.
