@@ -1,7 +1,6 @@
 // `bitnet-dsl serve`: an OpenAI-compatible HTTP server (serve/) over one model. Flags only; the
 // server, the scheduler and the endpoints live in serve/.
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -15,6 +14,7 @@
 #include "serve/server.h"
 #include "serve/stop_signals.h"
 #include "tools/command.h"
+#include "tools/flag_number.h"
 
 namespace bdsl::tools {
 namespace {
@@ -39,17 +39,6 @@ struct ServeOptions {
   bool help = false;
 };
 
-template <class T>
-T number(const std::string& flag, const std::string& text, T lo, T hi) {
-  T value{};
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (ec != std::errc() || ptr != end) throw UsageError(flag + " expects a number, got '" + text + "'");
-  if (value < lo || value > hi)
-    throw UsageError(flag + " must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + text);
-  return value;
-}
-
 ServeOptions parse(const Args& args) {
   ServeOptions o;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -60,10 +49,10 @@ ServeOptions parse(const Args& args) {
     };
     if (a == "-m" || a == "--model") o.model = value();
     else if (a == "--host") o.host = value();
-    else if (a == "--port") o.port = number<int>(a, value(), 0, 65535);
-    else if (a == "--parallel" || a == "-np") o.parallel = number<uint32_t>(a, value(), 1, 1024);
-    else if (a == "--ctx-size" || a == "-c") o.ctx_size = number<uint32_t>(a, value(), 1, 1u << 24);
-    else if (a == "--queue") o.queue = number<uint32_t>(a, value(), 1, 1u << 16);
+    else if (a == "--port") o.port = flag_number<int>(a, value(), 0, 65535);
+    else if (a == "--parallel" || a == "-np") o.parallel = flag_number<uint32_t>(a, value(), 1, 1024);
+    else if (a == "--ctx-size" || a == "-c") o.ctx_size = flag_number<uint32_t>(a, value(), 1, 1u << 24);
+    else if (a == "--queue") o.queue = flag_number<uint32_t>(a, value(), 1, 1u << 16);
     else if (a == "--alias") o.alias = value();
     else if (a == "--device") o.device = value();
     else if (a == "-h" || a == "--help") o.help = true;

@@ -1,7 +1,8 @@
 #include "tools/run_options.h"
 
-#include <charconv>
 #include <cmath>
+
+#include "tools/flag_number.h"
 
 namespace bdsl::tools {
 
@@ -22,21 +23,12 @@ const char* const kRunUsage =
 
 namespace {
 
-template <class T>
-T number(const std::string& flag, const std::string& text) {
-  T value{};
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (ec != std::errc() || ptr != end) throw UsageError(flag + " expects a number, got '" + text + "'");
-  return value;
-}
-
 std::vector<int32_t> id_list(const std::string& text) {
   std::vector<int32_t> ids;
   size_t start = 0;
   while (start <= text.size()) {
     const size_t comma = std::min(text.find(',', start), text.size());
-    const int32_t id = number<int32_t>("--prompt-ids", text.substr(start, comma - start));
+    const int32_t id = flag_number<int32_t>("--prompt-ids", text.substr(start, comma - start));
     if (id < 0) throw UsageError("--prompt-ids: negative token id " + std::to_string(id));
     ids.push_back(id);
     start = comma + 1;
@@ -57,11 +49,11 @@ RunOptions parse_run_options(const Args& args) {
     if (a == "-m" || a == "--model") o.model = value();
     else if (a == "-p" || a == "--prompt") o.prompt = value();
     else if (a == "--prompt-ids") o.prompt_ids = id_list(value()), o.has_prompt_ids = true;
-    else if (a == "-n" || a == "--n-predict") o.n_predict = number<uint32_t>(a, value());
-    else if (a == "--temp") o.sampling.temperature = number<float>(a, value());
-    else if (a == "--top-k") o.sampling.top_k = number<uint32_t>(a, value());
-    else if (a == "--top-p") o.sampling.top_p = number<float>(a, value());
-    else if (a == "--seed") o.sampling.seed = number<uint64_t>(a, value()), o.seed_given = true;
+    else if (a == "-n" || a == "--n-predict") o.n_predict = flag_number<uint32_t>(a, value());
+    else if (a == "--temp") o.sampling.temperature = flag_number<float>(a, value());
+    else if (a == "--top-k") o.sampling.top_k = flag_number<uint32_t>(a, value());
+    else if (a == "--top-p") o.sampling.top_p = flag_number<float>(a, value());
+    else if (a == "--seed") o.sampling.seed = flag_number<uint64_t>(a, value()), o.seed_given = true;
     else if (a == "--chat") o.chat = true;
     else if (a == "-i" || a == "--interactive") o.interactive = true;
     else if (a == "--ids") o.print_ids = true;
