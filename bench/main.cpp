@@ -44,6 +44,8 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
     else if (a == "--batch-f32-head") o.batch.tensor_core_head = false;
     else if (a == "--batch-coop-double-buffer") o.batch.coop_double_buffer = int(std::stoul(value()));
     else if (a == "--batch-attention-chunks") o.batch.attention_chunks = uint32_t(std::stoul(value()));
+    else if (a == "--batch-attention-head-split") o.batch.attention_head_split = uint32_t(std::stoul(value()));
+    else if (a == "--batch-attention-positions") o.batch.attention_positions_per_pass = uint32_t(std::stoul(value()));
     else if (a == "--matvec-rows") o.decode_tuning.rows_per_subgroup = uint32_t(std::stoul(value()));
     else if (a == "--matvec-workgroup") o.decode_tuning.workgroup = uint32_t(std::stoul(value()));
     else if (a == "--qkv-workgroup") o.decode_tuning.qkv_workgroup = uint32_t(std::stoul(value()));
@@ -67,7 +69,8 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "                        [--attn-output-workgroup N] [--attn-output-rows N]\n"
                   "                        [--batch-subgroup-max N] [--batch-coop-rows N] [--batch-coop-tokens N]\n"
                   "                        [--batch-f32-head] [--batch-attention-chunks N]\n"
-                  "                        [--batch-coop-double-buffer 0|1] [--benchmark_...]\n"
+                  "                        [--batch-coop-double-buffer 0|1] [--batch-attention-head-split N]\n"
+                  "                        [--batch-attention-positions N] [--benchmark_...]\n"
                   "  default model: a synthetic BitNet b1.58 of the real 2B-4T shape (made once in the cache)\n"
                   "  --quick: the tiny model and small shapes (seconds on lavapipe)\n"
                   "  --prefill-projections: QKV and gate/up in prefill as one dispatch each (fused) or one\n"
@@ -87,7 +90,9 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "    along the rows (16 rows each) and across the step's tokens; --batch-coop-double-buffer:\n"
                   "    its two-stage variant (1) or not (0)\n"
                   "  --batch-f32-head: the LM head as lm_head_batch (f32 x) instead of on tensor cores\n"
-                  "  --batch-attention-chunks: each sequence's positions in at most N chunks\n");
+                  "  --batch-attention-chunks: each sequence's positions in at most N chunks;\n"
+                  "    --batch-attention-head-split: workgroups per KV head; --batch-attention-positions:\n"
+                  "    positions each row group reads per pass\n");
       benchmark::PrintDefaultHelp();
       std::exit(0);
     } else argv[out++] = argv[i];

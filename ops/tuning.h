@@ -18,8 +18,9 @@ struct Tuning {
   uint32_t attention_defer_chunks = 4;        // chunks whose combine attn_output does
   uint32_t attention_head_split = 0;          // workgroups per KV head; 0: one per query head
   // Batched decode's attention (attention_decode_sequences): the batch's tokens fill the GPU, so
-  // one workgroup per KV head reads its rows once for the whole group.
-  uint32_t sequences_attention_head_split = 1;
+  // few workgroups per KV head: 2 gave 6.69 ms a step at B = 64 against 6.89 with 1 and 6.95 with
+  // 4 on the H100, and was faster at B = 1 and 16 too (bench/RESULTS.md run 13, calls 9-10).
+  uint32_t sequences_attention_head_split = 2;
   // ... and its positions in fewer, longer chunks than one token's decode needs to fill the GPU.
   uint32_t sequences_attention_chunks = 2;
   // The batched LM head's workgroup (ops/head/lm_head_batch.h). 1024 spilled its rows' registers

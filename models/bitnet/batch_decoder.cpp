@@ -29,9 +29,11 @@ namespace {
 uint64_t round_up(uint64_t bytes, uint64_t align) { return (bytes + align - 1) / align * align; }
 
 // The model's attention shape, with the head split the tuning table gives batched decode.
-ops::SplitKvTuning sequences_tuning(const BitNetPipelines& p) {
+ops::SplitKvTuning sequences_tuning(const BitNetPipelines& p, const BatchOptions& o) {
   ops::SplitKvTuning t = p.attention_tuning;
-  t.head_split = std::max(1u, ops::tuning_for(p.target).sequences_attention_head_split);
+  t.head_split = std::max(1u, o.attention_head_split ? o.attention_head_split
+                                                     : ops::tuning_for(p.target).sequences_attention_head_split);
+  if (o.attention_positions_per_pass) t.positions_per_pass = o.attention_positions_per_pass;
   if (p.dims.group() % t.head_split != 0) t.head_split = 1;
   return t;
 }
@@ -62,7 +64,7 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
       pp_(model.prefill_pipelines()),
       rope_kv_(rt::make_pipeline(ctx, ops::rope_kv_write_sequences(model.pipelines().target, model.pipelines().dims,
                                                                    model.context_length()))),
-      attention_tuning_(sequences_tuning(model.pipelines())),
+      attention_tuning_(sequences_tuning(model.pipelines(), options)),
       attention_chunks_(std::clamp(options.attention_chunks ? options.attention_chunks
                                                             : ops::tuning_for(model.pipelines().target).sequences_attention_chunks,
                                    1u, model.pipelines().attention_chunks)),

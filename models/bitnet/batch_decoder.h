@@ -42,6 +42,8 @@ struct BatchOptions {
   uint32_t coop_row_subgroups = 0, coop_token_subgroups = 0;  // tensor-core tiles (0: ops/tuning.h's)
   int coop_double_buffer = -1;  // 0 or 1 (-1: ops/tuning.h's)
   uint32_t attention_chunks = 0;  // each sequence's positions in at most this many chunks (0: ops/tuning.h's)
+  uint32_t attention_head_split = 0;        // workgroups per KV head (0: ops/tuning.h's)
+  uint32_t attention_positions_per_pass = 0;  // (0: the model's decode attention's)
   // The LM head on tensor cores (ops/head/lm_head_coopmat.h: x rounded to F16, as bitnet.cpp's
   // CPU path does) where the device has them; else, or with false, lm_head_batch (lm_head's f32
   // arithmetic, bit for bit).
