@@ -40,12 +40,10 @@ ops::SplitKvTuning sequences_tuning(const BitNetPipelines& p, const BatchOptions
 
 }  // namespace
 
-// Every buffer of the batch. The ones bound lane by lane (logits and what argmax and top-k make
-// of them) start each lane's range at a multiple of the device's storage buffer alignment.
+// Every buffer of the batch. Each lane's logits start at a multiple of logits_stride (the
+// storage buffer alignment, at least 64 bytes); the kernels after them index rows themselves.
 struct BitNetBatchDecoder::Lanes {
-  // One lane's range of `size` bytes, padded to the alignment.
-  uint64_t align = 1;
-  uint64_t stride(uint64_t size) const { return round_up(size, align); }
+  uint64_t align = 1;  // the device's storage buffer offset alignment
 
   rt::Buffer tokens, sequences, x, q8, act, q, k, v, attn, ffn, up, xn, xh;
   std::vector<rt::Buffer> k_cache, v_cache;  // per layer: [slots][context][kv_words]
@@ -227,20 +225,20 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes, const
   g.dispatch(p.output_norm, {{"x", L.x}, {"weight", w.output_norm}, {"out", L.xn}}, rt::push(eps), rows_grid);
   // The LM head reads the table once for every lane.
   const SplitMatrix& table = w.lm_head();
+  const uint32_t stride = uint32_t(L.logits_stride / 4);  // floats between two lanes' logits
   if (head) {
     const uint32_t rows = ops::lm_head_coopmat_tokens(p.target, lanes), vec4s = rows * c.dim / 4;
     g.dispatch(*pack_half_, {{"x", L.xn.slice(0, 16ull * vec4s)}, {"y", L.xh.slice(0, 8ull * vec4s)}}, rt::push(vec4s),
                rt::Grid{ceil_div(vec4s, ops::pack_half_workgroup(p.target))});
-    g.dispatch(*head, {{"x", L.xh}, {"table0", table.parts[0]}, {"logits", L.logits}}, rt::push(uint32_t(L.logits_stride / 4)),
+    g.dispatch(*head, {{"x", L.xh}, {"table0", table.parts[0]}, {"logits", L.logits}}, rt::push(stride),
                rt::Grid{ops::lm_head_coopmat_workgroups(p.target, c.vocab_size)});
   } else {
     std::vector<rt::Arg> args = {{"x", L.xn}, {"logits", L.logits}};
     for (size_t i = 0; i < table.parts.size(); ++i) args.push_back({"table" + std::to_string(i), table.parts[i]});
-    g.dispatch(*lm_head_, args, rt::push(lanes, uint32_t(L.logits_stride / 4)),
+    g.dispatch(*lm_head_, args, rt::push(lanes, stride),
                rt::Grid{ops::lm_head_batch_workgroups(p.target, c.vocab_size)});
   }
   // Every lane's argmax (and candidates) in one dispatch per pass, a row of the grid per lane.
-  const uint32_t stride = uint32_t(L.logits_stride / 4);
   g.dispatch(argmax_partial_, {{"values", L.logits}, {"part_values", L.arg_values}, {"part_indices", L.arg_indices}},
              rt::push(stride), rt::Grid{p.argmax_plan.groups, lanes});
   if (p.top_k)
