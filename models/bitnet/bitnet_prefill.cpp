@@ -40,7 +40,7 @@ std::unique_ptr<BitNetModel::PrefillBlock> BitNetModel::make_prefill_buffers() {
   b->k = f32(uint64_t{n} * d.kv_width(), "prefill k");
   b->v = f32(uint64_t{n} * d.kv_width(), "prefill v");
   b->attn = f32(uint64_t{n} * d.q_width(), "prefill attention out");
-  const bool separate = pp.projections.separate || pp.short_projections.separate;
+  const bool separate = pp.projections.separate || (pp.short_projections && pp.short_projections->separate);
   b->ffn = f32(uint64_t{n} * c.ffn_dim, separate ? "prefill gate or ffn" : "prefill ffn");
   if (separate) b->up = f32(uint64_t{n} * c.ffn_dim, "prefill up");
   // The attention scratch of the longest block: a shorter one uses a prefix.

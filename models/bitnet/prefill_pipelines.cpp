@@ -91,8 +91,9 @@ PrefillPipelines::PrefillPipelines(rt::Context& ctx, const models::BitNetConfig&
       norm_quantize(rt::make_pipeline(ctx, ops::quantize_activations(t, c.dim, {true}), cache)),
       attention(rt::make_pipeline(
           ctx, ops::attention_prefill(t, {c.n_heads, c.n_kv_heads, c.head_dim}, c.context_length, attention_layout), cache)),
-      projections(ctx, c, t, {layout}, cache),
-      short_projections(ctx, c, t, {layout, kShortBlock}, cache) {}
+      projections(ctx, c, t, {layout}, cache) {
+  if (ops::ternary_matmul_coopmat_shape(t)) short_projections.emplace(ctx, c, t, ProjectionChoice{layout, kShortBlock}, cache);
+}
 
 void record_block_layer(rt::Graph& g, const BlockProjections& pp, const rt::Pipeline& norm_quantize,
                         const LayerWeights& w, const BlockActivations& b, uint32_t n, float eps,

@@ -75,11 +75,12 @@ struct PrefillPipelines {
   rt::Pipeline attention;       // causal, block of tokens against the cache
   BlockProjections projections;
   // Blocks of up to kShortBlock tokens (a chat turn, a server's prompt): the projections with a
-  // decode step's tiles, many more workgroups than the prompt tiles give so few tokens.
+  // decode step's tiles, many more workgroups than the prompt tiles give so few tokens. Only
+  // where the device has tensor cores: elsewhere both choices are the same subgroup kernels.
   static constexpr uint32_t kShortBlock = 64;
-  BlockProjections short_projections;
+  std::optional<BlockProjections> short_projections;
   const BlockProjections& projections_for(uint32_t tokens) const {
-    return tokens <= kShortBlock ? short_projections : projections;
+    return tokens <= kShortBlock && short_projections ? *short_projections : projections;
   }
 };
 
