@@ -62,8 +62,10 @@ void register_kernel_stats_benchmarks(BenchSession& s) {
   state->chain = std::make_unique<rt::Pipeline>(rt::make_pipeline(
       *state->ctx, persistent_chain_kernel(p.target, chain_options, config.dim, 4,
                                            ops::ternary_matvec_workgroups(p.target, config.dim, chain_options))));
-  std::vector<const rt::Pipeline*> pipelines = {&p.embedding, &p.qkv, &p.attention, &p.attn_output, &p.gate_up, &p.ffn_down,
-                                                &p.output_norm, &p.lm_head, &p.argmax_partial, state->fused.get(),
+  std::vector<const rt::Pipeline*> pipelines = {&p.embedding.pipeline, &p.qkv.pipeline, &p.attention.pipeline,
+                                                &p.attn_output.pipeline, &p.gate_up.pipeline, &p.ffn_down.pipeline,
+                                                &p.output_norm.pipeline, &p.lm_head.pipeline, &p.argmax_partial.pipeline,
+                                                state->fused.get(),
                                                 state->fused_down.get(), state->down_alone.get(), state->chain.get()};
   for (const rt::Pipeline* pipeline : pipelines)
     benchmark::RegisterBenchmark(fmt::format("kernel/{}", pipeline->name()).c_str(),

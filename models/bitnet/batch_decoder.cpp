@@ -60,30 +60,30 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
       options_(options),
       layout_(options.projections ? *options.projections : model.options_.prefill_projections),
       pp_(model.prefill_pipelines()),
-      rope_kv_(rt::make_pipeline(ctx, ops::rope_kv_write_sequences(model.pipelines().target, model.pipelines().dims,
+      rope_kv_(ops::make_pipeline(ctx, ops::plan_rope_kv_write_sequences(model.pipelines().target, model.pipelines().dims,
                                                                    model.context_length()))),
       attention_tuning_(sequences_tuning(model.pipelines(), options)),
       attention_chunks_(std::clamp(options.attention_chunks ? options.attention_chunks
                                                             : ops::tuning_for(model.pipelines().target).sequences_attention_chunks,
                                    1u, model.pipelines().attention_chunks)),
-      attention_(rt::make_pipeline(ctx, ops::attention_decode_sequences(model.pipelines().target, model.pipelines().dims,
+      attention_(ops::make_pipeline(ctx, ops::plan_attention_decode_sequences(model.pipelines().target, model.pipelines().dims,
                                                                         model.context_length(), attention_chunks_,
                                                                         attention_tuning_))),
       head_on_tensor_cores_(options.tensor_core_head &&
                             ops::lm_head_coopmat_fits(model.pipelines().target, model.vocab_size(), model.config().dim,
                                                       model.pipelines().split.parts)),
-      argmax_partial_(rt::make_pipeline(ctx, ops::argmax_partial(model.pipelines().target, model.vocab_size(), true))),
-      argmax_final_(rt::make_pipeline(ctx, ops::argmax_final(model.pipelines().target, model.vocab_size(), 0, true))) {
+      argmax_partial_(ops::make_pipeline(ctx, ops::plan_argmax_partial(model.pipelines().target, model.vocab_size(), true))),
+      argmax_final_(ops::make_pipeline(ctx, ops::plan_argmax_final(model.pipelines().target, model.vocab_size(), 0, true))) {
   const auto& t = model.pipelines().target;
   const uint32_t vocab = model.vocab_size(), k = model.pipelines().top_k;
   if (k) {
-    top_k_partial_.emplace(rt::make_pipeline(ctx, ops::top_k_partial(t, vocab, k, true)));
-    top_k_merge_.emplace(rt::make_pipeline(ctx, ops::top_k_merge(t, vocab, k, true)));
+    top_k_partial_.emplace(ops::make_pipeline(ctx, ops::plan_top_k_partial(t, vocab, k, true)));
+    top_k_merge_.emplace(ops::make_pipeline(ctx, ops::plan_top_k_merge(t, vocab, k, true)));
   }
   if (head_on_tensor_cores_)
-    pack_half_.emplace(rt::make_pipeline(ctx, ops::pack_half(model.pipelines().target)));
+    pack_half_.emplace(ops::make_pipeline(ctx, ops::plan_pack_half(model.pipelines().target)));
   else
-    lm_head_.emplace(rt::make_pipeline(ctx, ops::lm_head_batch(model.pipelines().target, model.vocab_size(), model.config().dim,
+    lm_head_.emplace(ops::make_pipeline(ctx, ops::plan_lm_head_batch(model.pipelines().target, model.vocab_size(), model.config().dim,
                                                                model.pipelines().split.rows_per_part)));
   if (slots == 0) throw std::invalid_argument("a batch decoder needs at least one slot");
   const auto& c = model.config();
@@ -182,17 +182,16 @@ BitNetBatchDecoder::Step& BitNetBatchDecoder::step_for(uint32_t lanes) {
          std::nullopt, nullptr};
   const auto& p = model_.pipelines();
   if (head_on_tensor_cores_)
-    s.head.emplace(rt::make_pipeline(ctx_, ops::lm_head_coopmat(p.target, model_.vocab_size(), model_.config().dim, lanes)));
+    s.head.emplace(ops::make_pipeline(ctx_, ops::plan_lm_head_coopmat(p.target, model_.vocab_size(), model_.config().dim, lanes)));
   s.graph = record_step(lanes, *s.projections, s.head ? &*s.head : nullptr);
   steps_.push_back(std::move(s));
   return steps_.back();
 }
 
 std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes, const BlockProjections& proj,
-                                                           const rt::Pipeline* head) {
+                                                           const ops::PlannedPipeline* head) {
   const auto& c = model_.config();
   const auto& p = model_.pipelines();
-  const auto& d = p.dims;
   const auto& pp = pp_;
   const auto& w = model_.weights_;
   const auto& a = *model_.act_;
@@ -200,56 +199,48 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes, const
   auto graph = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{timestamps_, fmt::format("batch of {}", lanes)});
   rt::Graph& g = *graph;
   const float eps = c.rms_norm_eps;
-  const rt::Grid rows_grid{lanes};
   std::vector<rt::Arg> embedding = {{"tokens", L.tokens}, {"x", L.x}};
   for (size_t i = 0; i < w.token_embd.parts.size(); ++i)
     embedding.push_back({"table_" + std::to_string(i), w.token_embd.parts[i]});
-  g.dispatch(pp.embedding, embedding, rt::push(lanes), rt::Grid{ceil_div(c.dim, ops::embedding_workgroup(p.target)), lanes});
-  const rt::Grid rope_grid{ceil_div((d.n_heads + 2 * d.n_kv_heads) * d.head_dim / 4, ops::rope_kv_write_workgroup(p.target)),
-                           lanes};
-  const rt::Grid attention_grid{d.n_kv_heads * attention_tuning_.head_split, attention_chunks_, lanes};
+  pp.embedding.dispatch(g, embedding, rt::push(lanes), lanes);
   const BlockActivations acts{L.x, L.q8, L.act, L.q, L.k, L.v, L.attn, L.ffn, proj.separate ? &L.up : nullptr};
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     record_block_layer(g, proj, pp.norm_quantize, w.layers[l], acts, lanes, eps, [&] {
       // Every lane's RoPE and cache row, then its attention over its own slot's rows.
-      g.dispatch(rope_kv_, {{"sequences", L.sequences}, {"rope_table", a.rope_table}, {"q", L.q}, {"k", L.k}, {"v", L.v},
+      rope_kv_.dispatch(g, {{"sequences", L.sequences}, {"rope_table", a.rope_table}, {"q", L.q}, {"k", L.k}, {"v", L.v},
                             {"k_cache", L.k_cache[l]}, {"v_cache", L.v_cache[l]}},
-                 rt::push(lanes), rope_grid);
-      g.dispatch(attention_, {{"sequences", L.sequences}, {"q", L.q}, {"k_cache", L.k_cache[l]}, {"v_cache", L.v_cache[l]},
+                        rt::push(lanes), lanes);
+      attention_.dispatch(g, {{"sequences", L.sequences}, {"q", L.q}, {"k_cache", L.k_cache[l]}, {"v_cache", L.v_cache[l]},
                               {"partials", L.partials}, {"counters", L.counters}, {"out", L.attn}},
-                 rt::push(lanes), attention_grid);
+                          rt::push(lanes), lanes);
     });
   }
 
   // The tail, as the single-sequence graph runs it, lane by lane after one norm over all rows.
-  g.dispatch(p.output_norm, {{"x", L.x}, {"weight", w.output_norm}, {"out", L.xn}}, rt::push(eps), rows_grid);
+  p.output_norm.dispatch(g, {{"x", L.x}, {"weight", w.output_norm}, {"out", L.xn}}, rt::push(eps), lanes);
   // The LM head reads the table once for every lane.
   const SplitMatrix& table = w.lm_head();
   const uint32_t stride = uint32_t(L.logits_stride / 4);  // floats between two lanes' logits
   if (head) {
     const uint32_t rows = ops::lm_head_coopmat_tokens(p.target, lanes), vec4s = rows * c.dim / 4;
-    g.dispatch(*pack_half_, {{"x", L.xn.slice(0, 16ull * vec4s)}, {"y", L.xh.slice(0, 8ull * vec4s)}}, rt::push(vec4s),
-               rt::Grid{ceil_div(vec4s, ops::pack_half_workgroup(p.target))});
-    g.dispatch(*head, {{"x", L.xh}, {"table0", table.parts[0]}, {"logits", L.logits}}, rt::push(stride),
-               rt::Grid{ops::lm_head_coopmat_workgroups(p.target, c.vocab_size)});
+    pack_half_->dispatch(g, {{"x", L.xn.slice(0, 16ull * vec4s)}, {"y", L.xh.slice(0, 8ull * vec4s)}}, rt::push(vec4s), vec4s);
+    head->dispatch(g, {{"x", L.xh}, {"table0", table.parts[0]}, {"logits", L.logits}}, rt::push(stride));
   } else {
     std::vector<rt::Arg> args = {{"x", L.xn}, {"logits", L.logits}};
     for (size_t i = 0; i < table.parts.size(); ++i) args.push_back({"table" + std::to_string(i), table.parts[i]});
-    g.dispatch(*lm_head_, args, rt::push(lanes, stride),
-               rt::Grid{ops::lm_head_batch_workgroups(p.target, c.vocab_size)});
+    lm_head_->dispatch(g, args, rt::push(lanes, stride));
   }
   // Every lane's argmax (and candidates) in one dispatch per pass, a row of the grid per lane.
-  g.dispatch(argmax_partial_, {{"values", L.logits}, {"part_values", L.arg_values}, {"part_indices", L.arg_indices}},
-             rt::push(stride), rt::Grid{p.argmax_plan.groups, lanes});
+  argmax_partial_.dispatch(g, {{"values", L.logits}, {"part_values", L.arg_values}, {"part_indices", L.arg_indices}},
+                           rt::push(stride), lanes);
   if (p.top_k)
-    g.dispatch(*top_k_partial_, {{"values", L.logits}, {"part_values", L.top_part_values}, {"part_indices", L.top_part_indices}},
-               rt::push(stride), rt::Grid{p.top_k_plan.groups, lanes});
-  g.dispatch(argmax_final_, {{"part_values", L.arg_values}, {"part_indices", L.arg_indices}, {"token", L.chosen}}, rt::push(),
-             rt::Grid{1, lanes});
+    top_k_partial_->dispatch(g, {{"values", L.logits}, {"part_values", L.top_part_values}, {"part_indices", L.top_part_indices}},
+                             rt::push(stride), lanes);
+  argmax_final_.dispatch(g, {{"part_values", L.arg_values}, {"part_indices", L.arg_indices}, {"token", L.chosen}}, {}, lanes);
   if (p.top_k)
-    g.dispatch(*top_k_merge_, {{"part_values", L.top_part_values}, {"part_indices", L.top_part_indices},
+    top_k_merge_->dispatch(g, {{"part_values", L.top_part_values}, {"part_indices", L.top_part_indices},
                                {"top_values", L.top_values}, {"top_indices", L.top_indices}},
-               rt::push(), rt::Grid{1, lanes});
+                           {}, lanes);
   g.finish();
   return graph;
 }

@@ -85,12 +85,13 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   struct Step {
     uint32_t lanes = 0;
     std::unique_ptr<BlockProjections> projections;  // sized for this bucket (ProjectionChoice)
-    std::optional<rt::Pipeline> head;               // the tensor-core LM head for this many lanes
+    std::optional<ops::PlannedPipeline> head;             // the tensor-core LM head for this many lanes
     std::unique_ptr<rt::Graph> graph;
   };
   Step& step_for(uint32_t lanes);
   const rt::Graph* recorded(uint32_t bucket) const;  // the bucket's recording, if made yet
-  std::unique_ptr<rt::Graph> record_step(uint32_t lanes, const BlockProjections& projections, const rt::Pipeline* head);
+  std::unique_ptr<rt::Graph> record_step(uint32_t lanes, const BlockProjections& projections,
+                                        const ops::PlannedPipeline* head);
   void copy_rows(bool into_slot, uint32_t slot, uint32_t first, uint32_t count);
 
   rt::Context& ctx_;
@@ -101,15 +102,15 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   uint64_t device_bytes_ = 0;
   bool timestamps_ = false;
   const PrefillPipelines& pp_;  // the model's own: its embedding and norm + quantize
-  rt::Pipeline rope_kv_;    // every lane's RoPE and cache row (ops::rope_kv_write_sequences)
+  ops::PlannedPipeline rope_kv_;    // every lane's RoPE and cache row (ops::rope_kv_write_sequences)
   ops::SplitKvTuning attention_tuning_;
   uint32_t attention_chunks_;  // each sequence's positions in at most this many chunks
-  rt::Pipeline attention_;  // every lane over its own slot's rows (ops::attention_decode_sequences)
+  ops::PlannedPipeline attention_;  // every lane over its own slot's rows (ops::attention_decode_sequences)
   bool head_on_tensor_cores_;
-  std::optional<rt::Pipeline> pack_half_;  // xn -> F16 for the tensor-core head
-  std::optional<rt::Pipeline> lm_head_;    // else every lane's logits from one read of the table (lm_head_batch)
-  rt::Pipeline argmax_partial_, argmax_final_;           // a grid row per lane
-  std::optional<rt::Pipeline> top_k_partial_, top_k_merge_;  // with the model's top-k
+  std::optional<ops::PlannedPipeline> pack_half_;  // xn -> F16 for the tensor-core head
+  std::optional<ops::PlannedPipeline> lm_head_;    // else every lane's logits from one read of the table (lm_head_batch)
+  ops::PlannedPipeline argmax_partial_, argmax_final_;           // a grid row per lane
+  std::optional<ops::PlannedPipeline> top_k_partial_, top_k_merge_;  // with the model's top-k
   std::unique_ptr<Lanes> lanes_;
   std::vector<Step> steps_;  // recorded buckets, by lane count
   // Whose rows the model's own cache holds: slot and how many positions (none: UINT32_MAX).

@@ -90,25 +90,23 @@ void BitNetModel::record_op(uint32_t l, LayerOp op) {
   const auto b = layer_args(l, op);
   switch (op) {
     case LayerOp::Qkv:
-      g.dispatch(p.qkv, b, rt::push(eps),
-                 p.qkv_grid);
+      p.qkv.dispatch(g, b, rt::push(eps));
       return dump(a.q, d.q_width(), fmt::format("Qcur-{}", l));
     case LayerOp::Attention: {
-      const rt::Grid grid{d.n_kv_heads * p.attention_tuning.head_split, p.attention_chunks, 1};
-      g.dispatch(p.attention, b, rt::push(), grid);
+      p.attention.dispatch(g, b);
       // With the combine deferred, attention's output exists only once attn_output has read it.
       if (!p.attention_tuning.defer_combine) dump(a.attn, d.q_width(), fmt::format("kqv_out-{}", l));
       return;
     }
     case LayerOp::AttnOutput:
-      g.dispatch(p.attn_output, b, rt::push(eps), p.attn_output_grid);
+      p.attn_output.dispatch(g, b, rt::push(eps));
       if (p.attention_tuning.defer_combine) dump(a.attn_used, d.q_width(), fmt::format("kqv_out-{}", l));
       return dump(a.x, config_.dim, fmt::format("ffn_inp-{}", l));
     case LayerOp::GateUp:
-      g.dispatch(p.gate_up, b, rt::push(eps), p.gate_up_grid);
+      p.gate_up.dispatch(g, b, rt::push(eps));
       return dump(a.ffn, config_.ffn_dim, fmt::format("ffn_out-{}", l));
     case LayerOp::FfnDown:
-      g.dispatch(p.ffn_down, b, rt::push(eps), p.ffn_down_grid);
+      p.ffn_down.dispatch(g, b, rt::push(eps));
       return dump(a.x, config_.dim, fmt::format("l_out-{}", l));
   }
 }
@@ -134,7 +132,7 @@ void BitNetModel::record_embedding(rt::Graph& g) {
   const auto& p = *pipelines_;
   std::vector<rt::Arg> embedding = {{"step", act_->step}, {"x", act_->x}};
   append_parts(embedding, "table", weights_.token_embd, "_");
-  g.dispatch(p.embedding, embedding, rt::push(), rt::Grid{ceil_div(config_.dim, ops::embedding_workgroup(p.target))});
+  p.embedding.dispatch(g, embedding);
 }
 
 void BitNetModel::record_token(bool greedy) {
@@ -163,12 +161,12 @@ void BitNetModel::record_tail(rt::Graph& g, bool greedy) {
   if (greedy) {
     // The argmax without every logit: the final norm with x quantized once, bounds from the int8
     // shadow, then the rows that may win.
-    g.dispatch(*p.lm_head_input, {{"x", a.x}, {"weight", weights_.output_norm}, {"xn", a.xn}, {"xq", a.xq}, {"stats", a.head_stats}},
-               rt::push(config_.rms_norm_eps), rt::Grid{1});
+    p.lm_head_input->dispatch(g, {{"x", a.x}, {"weight", weights_.output_norm}, {"xn", a.xn}, {"xq", a.xq}, {"stats", a.head_stats}},
+                              rt::push(config_.rms_norm_eps));
     std::vector<rt::Arg> bounds = {{"xq", a.xq}, {"stats", a.head_stats}, {"scale", greedy_head_->scale},
                                    {"bound", greedy_head_->bound}, {"upper", a.upper}, {"lower", a.lower}};
     for (size_t i = 0; i < greedy_head_->parts.size(); ++i) bounds.push_back({"table" + std::to_string(i), greedy_head_->parts[i]});
-    g.dispatch(*p.lm_head_bounds, bounds, rt::push(), rt::Grid{ops::lm_head_bounds_workgroups(p.target, config_.vocab_size)});
+    p.lm_head_bounds->dispatch(g, bounds);
     // Its last workgroup also runs argmax_final, moves the step state on and writes the chosen
     // token's embedding into x for the next replay (decode_greedy).
     std::vector<rt::Arg> candidates = {{"x", a.xn}, {"upper", a.upper}, {"lower", a.lower}, {"part_values", a.arg_values},
@@ -176,32 +174,30 @@ void BitNetModel::record_tail(rt::Graph& g, bool greedy) {
                                        {"step", a.step}, {"generated", a.generated}, {"x_next", a.x}};
     append_parts(candidates, "table", table);
     append_parts(candidates, "embed_table", weights_.token_embd);
-    g.dispatch(*p.lm_head_candidates, candidates, rt::push(), rt::Grid{p.argmax_plan.groups});
+    p.lm_head_candidates->dispatch(g, candidates);
     return;
   }
-  g.dispatch(p.output_norm, {{"x", a.x}, {"weight", weights_.output_norm}, {"out", a.xn}}, rt::push(config_.rms_norm_eps), rt::Grid{1});
+  p.output_norm.dispatch(g, {{"x", a.x}, {"weight", weights_.output_norm}, {"out", a.xn}}, rt::push(config_.rms_norm_eps));
   if (&g == graph_.get()) dump(a.xn, config_.dim, "result_norm");
   std::vector<rt::Arg> head = {{"x", a.xn}, {"logits", a.logits}};
   append_parts(head, "table", table);
-  g.dispatch(p.lm_head, head, rt::push(), rt::Grid{ops::lm_head_workgroups(p.target, config_.vocab_size)});
+  p.lm_head.dispatch(g, head);
   if (&g == graph_.get()) dump(a.logits, config_.vocab_size, "result_output");
   // Greedy and sampling candidates read the same logits: no barrier between the two chains.
-  g.dispatch(p.argmax_partial, {{"values", a.logits}, {"part_values", a.arg_values}, {"part_indices", a.arg_indices}},
-             rt::Grid{p.argmax_plan.groups});
+  p.argmax_partial.dispatch(g, {{"values", a.logits}, {"part_values", a.arg_values}, {"part_indices", a.arg_indices}});
   if (p.top_k)
-    g.dispatch(*p.top_k_partial, {{"values", a.logits}, {"part_values", a.top_part_values}, {"part_indices", a.top_part_indices}},
-               rt::Grid{p.top_k_plan.groups});
+    p.top_k_partial->dispatch(g, {{"values", a.logits}, {"part_values", a.top_part_values}, {"part_indices", a.top_part_indices}});
   const std::vector<rt::Arg> final_args = {{"part_values", a.arg_values}, {"part_indices", a.arg_indices}, {"token", a.token}};
   if (&g == graph_.get()) {  // decode: the step state moves on to this choice (decode_greedy)
     std::vector<rt::Arg> advance = final_args;
     advance.insert(advance.end(), {{"step", a.step}, {"generated", a.generated}});
-    g.dispatch(p.argmax_final_advance, advance, rt::push(), rt::Grid{1});
+    p.argmax_final_advance.dispatch(g, advance);
   } else {
-    g.dispatch(p.argmax_final, final_args, rt::push(), rt::Grid{1});
+    p.argmax_final.dispatch(g, final_args);
   }
   if (p.top_k)
-    g.dispatch(*p.top_k_merge, {{"part_values", a.top_part_values}, {"part_indices", a.top_part_indices},
-                                {"top_values", a.top_values}, {"top_indices", a.top_indices}}, rt::Grid{1});
+    p.top_k_merge->dispatch(g, {{"part_values", a.top_part_values}, {"part_indices", a.top_part_indices},
+                                {"top_values", a.top_values}, {"top_indices", a.top_indices}});
 }
 
 void BitNetModel::check_tokens(std::span<const int32_t> tokens, uint32_t pos) const {

@@ -8,10 +8,11 @@
 #include "ops/attention/rope_kv_write.h"
 #include "ops/common/embedding_lookup.h"
 #include "ops/common/rms_norm.h"
+#include "ops/head/argmax.h"
 #include "ops/head/lm_head_pruned.h"
+#include "ops/head/top_k.h"
 #include "ops/ternary/ternary_matvec.h"
 #include "ops/tuning.h"
-#include "runtime/kernel_pipeline.h"
 
 namespace bdsl::bitnet {
 namespace {
@@ -62,14 +63,8 @@ ops::SplitKvTuning decode_attention_tuning(const DecodeTuning& t, const ops::Att
   return a;
 }
 
-rt::Pipeline make(rt::Context& ctx, codegen::ShaderCache& cache, const dsl::Kernel& kernel) {
-  return rt::make_pipeline(ctx, kernel, cache);
-}
-
-// The plan's pipeline; its grid goes to `grid`.
-rt::Pipeline make(rt::Context& ctx, codegen::ShaderCache& cache, const ops::Plan& plan, rt::Grid& grid) {
-  grid = plan.grid;
-  return rt::make_pipeline(ctx, plan.kernel, cache);
+ops::PlannedPipeline make(rt::Context& ctx, codegen::ShaderCache& cache, const ops::Plan& plan) {
+  return ops::make_pipeline(ctx, plan, cache);
 }
 
 }  // namespace
@@ -89,30 +84,30 @@ BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c
       gate_up_options(normalized(false, own_workgroup(tuning, tuning.gate_up_workgroup, tuning.gate_up_rows_per_subgroup))),
       qkv_options(normalized(false, {4, own_workgroup(tuning, tuning.qkv_workgroup).workgroup})),
       attn_output_options(normalized(true, own_workgroup(tuning, tuning.attn_output_workgroup, tuning.attn_output_rows_per_subgroup))),
-      embedding(make(ctx, cache, ops::embedding_lookup(target, {c.dim, split.rows_per_part, split.parts}))),
-      qkv(make(ctx, cache, ops::plan_ternary_matvec_qkv_rope(target, dims, c.dim, c.context_length, qkv_options), qkv_grid)),
-      rope_kv(make(ctx, cache, ops::rope_kv_write(target, dims, c.context_length))),
-      attention(make(ctx, cache, ops::attention_decode(target, dims, c.context_length, attention_chunks, attention_tuning))),
+      embedding(make(ctx, cache, ops::plan_embedding_lookup(target, {c.dim, split.rows_per_part, split.parts}))),
+      qkv(make(ctx, cache, ops::plan_ternary_matvec_qkv_rope(target, dims, c.dim, c.context_length, qkv_options))),
+      rope_kv(make(ctx, cache, ops::plan_rope_kv_write(target, dims, c.context_length))),
+      attention(make(ctx, cache, ops::plan_attention_decode(target, dims, c.context_length, attention_chunks, attention_tuning))),
       attn_output(make(ctx, cache,
                        ops::plan_ternary_matvec(target, c.dim, dims.q_width(),
-                                                attn_output_kernel_options(target, dims, c, attention_chunks, attention_tuning, attn_output_options)),
-                       attn_output_grid)),
-      gate_up(make(ctx, cache, ops::plan_ternary_matvec_relu2_gate_up(target, c.ffn_dim, c.dim, gate_up_options), gate_up_grid)),
-      ffn_down(make(ctx, cache, ops::plan_ternary_matvec(target, c.dim, c.ffn_dim, residual_options), ffn_down_grid)),
-      output_norm(make(ctx, cache, ops::rms_norm(target, c.dim))),
-      lm_head(make(ctx, cache, ops::lm_head(target, c.vocab_size, c.dim))),
-      argmax_partial(make(ctx, cache, ops::argmax_partial(target, c.vocab_size))),
-      argmax_final(make(ctx, cache, ops::argmax_final(target, c.vocab_size))),
-      argmax_final_advance(make(ctx, cache, ops::argmax_final(target, c.vocab_size, c.context_length))) {
+                                                attn_output_kernel_options(target, dims, c, attention_chunks, attention_tuning, attn_output_options)))),
+      gate_up(make(ctx, cache, ops::plan_ternary_matvec_relu2_gate_up(target, c.ffn_dim, c.dim, gate_up_options))),
+      ffn_down(make(ctx, cache, ops::plan_ternary_matvec(target, c.dim, c.ffn_dim, residual_options))),
+      output_norm(make(ctx, cache, ops::plan_rms_norm(target, c.dim))),
+      lm_head(make(ctx, cache, ops::plan_lm_head(target, c.vocab_size, c.dim))),
+      argmax_partial(make(ctx, cache, ops::plan_argmax_partial(target, c.vocab_size))),
+      argmax_final(make(ctx, cache, ops::plan_argmax_final(target, c.vocab_size))),
+      argmax_final_advance(make(ctx, cache, ops::plan_argmax_final(target, c.vocab_size, c.context_length))) {
   if (k) {
-    top_k_partial.emplace(make(ctx, cache, ops::top_k_partial(target, c.vocab_size, k)));
-    top_k_merge.emplace(make(ctx, cache, ops::top_k_merge(target, c.vocab_size, k)));
+    top_k_partial.emplace(make(ctx, cache, ops::plan_top_k_partial(target, c.vocab_size, k)));
+    top_k_merge.emplace(make(ctx, cache, ops::plan_top_k_merge(target, c.vocab_size, k)));
   }
   if (greedy_head && ops::lm_head_pruned_supported(c.dim)) {
-    lm_head_input.emplace(make(ctx, cache, ops::lm_head_input(target, c.dim)));
-    lm_head_bounds.emplace(make(ctx, cache, ops::lm_head_bounds(target, c.vocab_size, c.dim, split.rows_per_part)));
-    lm_head_candidates.emplace(make(ctx, cache, ops::lm_head_candidates(target, c.vocab_size, c.dim, split.rows_per_part, c.context_length,
-                                                                            ops::EmbeddingShape{c.dim, split.rows_per_part, split.parts})));
+    lm_head_input.emplace(make(ctx, cache, ops::plan_lm_head_input(target, c.dim)));
+    lm_head_bounds.emplace(make(ctx, cache, ops::plan_lm_head_bounds(target, c.vocab_size, c.dim, split.rows_per_part)));
+    lm_head_candidates.emplace(make(ctx, cache, ops::plan_lm_head_candidates(target, c.vocab_size, c.dim, split.rows_per_part,
+                                                                                 c.context_length,
+                                                                                 ops::EmbeddingShape{c.dim, split.rows_per_part, split.parts})));
   }
 }
 

@@ -52,26 +52,25 @@ struct BitNetPipelines {
   // attn_used; attention's grid is n_kv_heads * head_split.
   ops::SplitKvTuning attention_tuning;
   ops::MatvecOptions residual_options, gate_up_options, qkv_options, attn_output_options;
-  // The decode projections' grids, planned with their kernels (ops/plan.h).
-  rt::Grid qkv_grid, attn_output_grid, gate_up_grid, ffn_down_grid;
 
-  rt::Pipeline embedding;
-  rt::Pipeline qkv;            // attn_norm fused in front, RoPE + KV-cache write in the epilogue
-  rt::Pipeline rope_kv;        // prefill only
-  rt::Pipeline attention;
-  rt::Pipeline attn_output;    // attn_sub_norm fused in front, residual added after
-  rt::Pipeline gate_up;        // ffn_norm fused in front, relu(gate)^2 * up after
-  rt::Pipeline ffn_down;       // ffn_sub_norm fused in front, residual added after
-  rt::Pipeline output_norm;
-  rt::Pipeline lm_head;
-  rt::Pipeline argmax_partial, argmax_final;
+  // Each with the grid it was planned with (ops/plan.h).
+  ops::PlannedPipeline embedding;
+  ops::PlannedPipeline qkv;            // attn_norm fused in front, RoPE + KV-cache write in the epilogue
+  ops::PlannedPipeline rope_kv;        // prefill only
+  ops::PlannedPipeline attention;
+  ops::PlannedPipeline attn_output;    // attn_sub_norm fused in front, residual added after
+  ops::PlannedPipeline gate_up;        // ffn_norm fused in front, relu(gate)^2 * up after
+  ops::PlannedPipeline ffn_down;       // ffn_sub_norm fused in front, residual added after
+  ops::PlannedPipeline output_norm;
+  ops::PlannedPipeline lm_head;
+  ops::PlannedPipeline argmax_partial, argmax_final;
   // The decode graph's argmax_final: it also advances the step state to the next position with
   // its choice as the token, so greedy steps can follow each other with no host in between.
-  rt::Pipeline argmax_final_advance;
+  ops::PlannedPipeline argmax_final_advance;
   // Greedy decoding's exact LM head from the int8 shadow (ops/head/lm_head_pruned.h), with greedy_head
   // where the shape allows it.
-  std::optional<rt::Pipeline> lm_head_input, lm_head_bounds, lm_head_candidates;
-  std::optional<rt::Pipeline> top_k_partial, top_k_merge;  // only when top_k > 0 (sampling)
+  std::optional<ops::PlannedPipeline> lm_head_input, lm_head_bounds, lm_head_candidates;
+  std::optional<ops::PlannedPipeline> top_k_partial, top_k_merge;  // only when top_k > 0 (sampling)
 };
 
 }  // namespace bdsl::bitnet

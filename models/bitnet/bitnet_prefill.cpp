@@ -59,30 +59,25 @@ std::unique_ptr<BitNetModel::PrefillBlock> BitNetModel::make_prefill_buffers() {
 std::unique_ptr<rt::Graph> BitNetModel::record_prefill_block(uint32_t n) {
   const auto& c = config_;
   const auto& p = *pipelines_;
-  const auto& d = p.dims;
   const auto& pp = prefill_pipelines();
   PrefillBlock* b = prefill_.get();
   auto graph = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{options_.timestamps, fmt::format("prefill {}", n)});
   rt::Graph& g = *graph;
   auto& a = *act_;
-  const auto ag = ops::attention_prefill_grid(d, pp.attention_layout, n);
-  const rt::Grid attention_grid{ag[0], ag[1], ag[2]};
   std::vector<rt::Arg> embedding = {{"tokens", b->tokens}, {"x", b->x}};
   for (size_t i = 0; i < weights_.token_embd.parts.size(); ++i)
     embedding.push_back({"table_" + std::to_string(i), weights_.token_embd.parts[i]});
-  g.dispatch(pp.embedding, embedding, rt::push(n), rt::Grid{ceil_div(c.dim, ops::embedding_workgroup(p.target)), n});
+  pp.embedding.dispatch(g, embedding, rt::push(n), n);
   const BlockProjections& proj = pp.projections_for(n);
   const BlockActivations acts{b->x, b->q8, b->act, b->q, b->k, b->v, b->attn, b->ffn, proj.separate ? &b->up : nullptr};
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     record_block_layer(g, proj, pp.norm_quantize, weights_.layers[l], acts, n, c.rms_norm_eps, [&] {
-      g.dispatch(p.rope_kv, {{"step", a.step}, {"rope_table", a.rope_table}, {"q", b->q}, {"k", b->k}, {"v", b->v},
+      p.rope_kv.dispatch(g, {{"step", a.step}, {"rope_table", a.rope_table}, {"q", b->q}, {"k", b->k}, {"v", b->v},
                              {"k_cache", a.k_cache[l]}, {"v_cache", a.v_cache[l]}},
-                 rt::push(n),
-                 rt::Grid{ceil_div((d.n_heads + 2 * d.n_kv_heads) * d.head_dim / 4, ops::rope_kv_write_workgroup(p.target)),
-                          n});
-      g.dispatch(pp.attention, {{"step", a.step}, {"q", b->q}, {"k_cache", a.k_cache[l]}, {"v_cache", a.v_cache[l]},
+                         rt::push(n), n);
+      pp.attention.dispatch(g, {{"step", a.step}, {"q", b->q}, {"k_cache", a.k_cache[l]}, {"v_cache", a.v_cache[l]},
                                 {"partials", b->partials}, {"counters", b->counters}, {"out", b->attn}},
-                 rt::push(n), attention_grid);
+                            rt::push(n), n);
     });
   }
   // The last token continues through the decode graph's tail.

@@ -8,7 +8,6 @@
 #include "ops/ternary/ternary_matmul.h"
 #include "ops/ternary/ternary_matmul_coopmat.h"
 #include "ops/tuning.h"
-#include "runtime/kernel_pipeline.h"
 
 namespace bdsl::bitnet {
 namespace {
@@ -43,12 +42,11 @@ Engine engine_for(const ops::OpTarget& t, const ProjectionChoice& choice) {
 }
 
 // A single-tensor projection with the choice's engine.
-PrefillProjection projection(rt::Context& ctx, codegen::ShaderCache& cache, const ops::OpTarget& t, const Engine& e,
-                             uint32_t rows, uint32_t cols, bool residual) {
+ops::PlannedPipeline projection(rt::Context& ctx, codegen::ShaderCache& cache, const ops::OpTarget& t, const Engine& e,
+                                uint32_t rows, uint32_t cols, bool residual) {
   ops::MatmulOptions o = e.options;
   o.projection.add_residual = residual;
-  ops::PrefillMatmul m = ops::ternary_matmul_auto(t, rows, cols, o, e.engine);
-  return {rt::make_pipeline(ctx, m.kernel, cache), m.row_groups, m.tokens_per_group};
+  return ops::make_pipeline(ctx, ops::plan_ternary_matmul_auto(t, rows, cols, o, e.engine), cache);
 }
 
 ops::QuantizeOptions ffn_sub_norm_quantize(bool separate) {
@@ -64,7 +62,7 @@ BlockProjections::BlockProjections(rt::Context& ctx, const models::BitNetConfig&
                                    const ProjectionChoice& choice, codegen::ShaderCache& cache)
     : tensor_cores(engine_for(t, choice).cooperative),
       separate(engine_for(t, choice).separate),
-      norm_quantize_ffn(rt::make_pipeline(ctx, ops::quantize_activations(t, c.ffn_dim, ffn_sub_norm_quantize(separate)), cache)),
+      norm_quantize_ffn(ops::make_pipeline(ctx, ops::plan_quantize_activations(t, c.ffn_dim, ffn_sub_norm_quantize(separate)), cache)),
       attn_output(projection(ctx, cache, t, engine_for(t, choice), c.dim, c.n_heads * c.head_dim, true)),
       ffn_down(projection(ctx, cache, t, engine_for(t, choice), c.dim, c.ffn_dim, true)) {
   if (c.n_heads * c.head_dim != c.dim)
@@ -75,11 +73,9 @@ BlockProjections::BlockProjections(rt::Context& ctx, const models::BitNetConfig&
     kv_proj = projection(ctx, cache, t, e, c.kv_dim(), c.dim, false);
     gate_up_proj = projection(ctx, cache, t, e, c.ffn_dim, c.dim, false);
   } else {
-    qkv = rt::make_pipeline(ctx, ops::ternary_matmul_qkv(t, c.n_heads * c.head_dim, c.kv_dim(), c.kv_dim(), c.dim, e.options), cache);
-    gate_up = rt::make_pipeline(ctx, ops::ternary_matmul_relu2_gate_up(t, c.ffn_dim, c.dim, e.options), cache);
-    qkv_row_groups = ops::ternary_matvec_workgroups(t, c.n_heads * c.head_dim + 2 * c.kv_dim());
-    gate_up_row_groups = ops::ternary_matvec_workgroups(t, c.ffn_dim);
-    fused_tokens_per_group = e.options.tokens_per_workgroup;
+    qkv = ops::make_pipeline(ctx, ops::plan_ternary_matmul_qkv(t, c.n_heads * c.head_dim, c.kv_dim(), c.kv_dim(), c.dim, e.options),
+                             cache);
+    gate_up = ops::make_pipeline(ctx, ops::plan_ternary_matmul_relu2_gate_up(t, c.ffn_dim, c.dim, e.options), cache);
   }
 }
 
@@ -87,28 +83,24 @@ PrefillPipelines::PrefillPipelines(rt::Context& ctx, const models::BitNetConfig&
                                    uint32_t rows_per_part, uint32_t parts,
                                    PrefillProjections layout, codegen::ShaderCache& cache)
     : attention_layout(ops::attention_prefill_layout(t, {c.n_heads, c.n_kv_heads, c.head_dim})),
-      embedding(rt::make_pipeline(ctx, ops::embedding_lookup_batch(t, {c.dim, rows_per_part, parts}), cache)),
-      norm_quantize(rt::make_pipeline(ctx, ops::quantize_activations(t, c.dim, {true}), cache)),
-      attention(rt::make_pipeline(
-          ctx, ops::attention_prefill(t, {c.n_heads, c.n_kv_heads, c.head_dim}, c.context_length, attention_layout), cache)),
+      embedding(ops::make_pipeline(ctx, ops::plan_embedding_lookup_batch(t, {c.dim, rows_per_part, parts}), cache)),
+      norm_quantize(ops::make_pipeline(ctx, ops::plan_quantize_activations(t, c.dim, {true}), cache)),
+      attention(ops::make_pipeline(
+          ctx, ops::plan_attention_prefill(t, {c.n_heads, c.n_kv_heads, c.head_dim}, c.context_length, attention_layout), cache)),
       projections(ctx, c, t, {layout}, cache) {
   if (ops::ternary_matmul_coopmat_shape(t)) short_projections.emplace(ctx, c, t, ProjectionChoice{layout, kShortBlock}, cache);
 }
 
-void record_block_layer(rt::Graph& g, const BlockProjections& pp, const rt::Pipeline& norm_quantize,
+void record_block_layer(rt::Graph& g, const BlockProjections& pp, const ops::PlannedPipeline& norm_quantize,
                         const LayerWeights& w, const BlockActivations& b, uint32_t n, float eps,
                         const std::function<void()>& attend) {
-  const rt::Grid tokens_grid{n};
-  auto fused_grid = [&](uint32_t row_groups) {
-    return rt::Grid{row_groups, (n + pp.fused_tokens_per_group - 1) / pp.fused_tokens_per_group};
-  };
   // A single-tensor projection of the quantized block into `out` (or added to it, with a residual).
-  auto project = [&](const PrefillProjection& proj, const rt::Buffer& weights, const rt::Buffer& out) {
-    g.dispatch(proj.pipeline, {{"w", weights}, {"x_q", b.q8}, {"x_act", b.act}, {"y", out}}, rt::push(n), proj.grid(n));
+  auto project = [&](const ops::PlannedPipeline& proj, const rt::Buffer& weights, const rt::Buffer& out) {
+    proj.dispatch(g, {{"w", weights}, {"x_q", b.q8}, {"x_act", b.act}, {"y", out}}, rt::push(n), n);
   };
   // RMSNorm of the block's rows of `x`, quantized to int8 for the next projection.
   auto norm_quantize_rows = [&](const rt::Buffer& x, const rt::Buffer& norm_weight) {
-    g.dispatch(norm_quantize, {{"x", x}, {"norm_weight", norm_weight}, {"q", b.q8}, {"act", b.act}}, rt::push(eps), tokens_grid);
+    norm_quantize.dispatch(g, {{"x", x}, {"norm_weight", norm_weight}, {"q", b.q8}, {"act", b.act}}, rt::push(eps), n);
   };
   norm_quantize_rows(b.x, w.attn_norm);
   if (pp.separate) {  // three dispatches in one step: they write different buffers
@@ -116,9 +108,9 @@ void record_block_layer(rt::Graph& g, const BlockProjections& pp, const rt::Pipe
     project(*pp.kv_proj, w.attn_k, b.k);
     project(*pp.kv_proj, w.attn_v, b.v);
   } else {
-    g.dispatch(*pp.qkv, {{"w_q", w.attn_q}, {"w_k", w.attn_k}, {"w_v", w.attn_v}, {"x_q", b.q8}, {"x_act", b.act},
+    pp.qkv->dispatch(g, {{"w_q", w.attn_q}, {"w_k", w.attn_k}, {"w_v", w.attn_v}, {"x_q", b.q8}, {"x_act", b.act},
                          {"y_q", b.q}, {"y_k", b.k}, {"y_v", b.v}},
-               rt::push(n), fused_grid(pp.qkv_row_groups));
+                     rt::push(n), n);
   }
   attend();
   norm_quantize_rows(b.attn, w.attn_sub_norm);
@@ -127,14 +119,13 @@ void record_block_layer(rt::Graph& g, const BlockProjections& pp, const rt::Pipe
   if (pp.separate) {  // relu(gate)^2 * up is formed by ffn_sub_norm's quantize below
     project(*pp.gate_up_proj, w.ffn_gate, b.ffn);
     project(*pp.gate_up_proj, w.ffn_up, *b.up);
-    g.dispatch(pp.norm_quantize_ffn,
-               {{"gate", b.ffn}, {"up", *b.up}, {"norm_weight", w.ffn_sub_norm}, {"q", b.q8}, {"act", b.act}},
-               rt::push(eps), tokens_grid);
+    pp.norm_quantize_ffn.dispatch(
+        g, {{"gate", b.ffn}, {"up", *b.up}, {"norm_weight", w.ffn_sub_norm}, {"q", b.q8}, {"act", b.act}}, rt::push(eps), n);
   } else {
-    g.dispatch(*pp.gate_up, {{"w_gate", w.ffn_gate}, {"w_up", w.ffn_up}, {"x_q", b.q8}, {"x_act", b.act}, {"y", b.ffn}},
-               rt::push(n), fused_grid(pp.gate_up_row_groups));
-    g.dispatch(pp.norm_quantize_ffn, {{"x", b.ffn}, {"norm_weight", w.ffn_sub_norm}, {"q", b.q8}, {"act", b.act}},
-               rt::push(eps), tokens_grid);
+    pp.gate_up->dispatch(g, {{"w_gate", w.ffn_gate}, {"w_up", w.ffn_up}, {"x_q", b.q8}, {"x_act", b.act}, {"y", b.ffn}},
+                         rt::push(n), n);
+    pp.norm_quantize_ffn.dispatch(g, {{"x", b.ffn}, {"norm_weight", w.ffn_sub_norm}, {"q", b.q8}, {"act", b.act}},
+                                  rt::push(eps), n);
   }
   project(pp.ffn_down, w.ffn_down, b.x);
 }

@@ -18,23 +18,16 @@
 #include "models/bitnet_config.h"
 #include "ops/attention/attention_dims.h"
 #include "ops/attention/attention_prefill.h"
+#include "ops/plan.h"
 #include "ops/target.h"
 #include "runtime/context.h"
 #include "runtime/graph.h"
-#include "runtime/pipeline.h"
 
 namespace bdsl::bitnet {
 
 // Auto: Separate where the device has int8 tensor cores, else Fused (the subgroup matmul is
 // faster fused: the activations are read once for all the tensors).
 enum class PrefillProjections { Auto, Fused, Separate };
-
-// A single-tensor projection and its grid, whichever engine runs it.
-struct PrefillProjection {
-  rt::Pipeline pipeline;
-  uint32_t row_groups = 0, tokens_per_group = 0;
-  rt::Grid grid(uint32_t tokens) const { return {row_groups, (tokens + tokens_per_group - 1) / tokens_per_group}; }
-};
 
 // Which projection kernels a block runs. step_tokens == 0: prompt blocks (up to 512 tokens,
 // tensor cores where the device has them). step_tokens > 0: decode steps of up to that many
@@ -54,13 +47,13 @@ struct BlockProjections {
 
   bool tensor_cores = false;  // the single-tensor projections run on tensor cores
   bool separate = false;      // the layout chosen (Separate)
-  rt::Pipeline norm_quantize_ffn;  // RMSNorm + int8 over ffn_dim (ffn_sub_norm); Separate: reads gate and up
-  std::optional<rt::Pipeline> qkv, gate_up;  // Fused
-  uint32_t qkv_row_groups = 0, gate_up_row_groups = 0, fused_tokens_per_group = 0;  // Fused grids
-  // Separate: Q; K and V (one shape); gate and up (one shape).
-  std::optional<PrefillProjection> q_proj, kv_proj, gate_up_proj;
-  PrefillProjection attn_output;  // residual added
-  PrefillProjection ffn_down;     // residual added
+  // Each with its grid for a block's tokens (ops/plan.h).
+  ops::PlannedPipeline norm_quantize_ffn;  // RMSNorm + int8 over ffn_dim (ffn_sub_norm); Separate: reads gate and up
+  std::optional<ops::PlannedPipeline> qkv, gate_up;  // Fused
+  // Separate: Q; K and V (one shape); gate and up (one shape). Either engine.
+  std::optional<ops::PlannedPipeline> q_proj, kv_proj, gate_up_proj;
+  ops::PlannedPipeline attn_output;  // residual added
+  ops::PlannedPipeline ffn_down;     // residual added
 };
 
 struct PrefillPipelines {
@@ -69,10 +62,10 @@ struct PrefillPipelines {
                    PrefillProjections layout = PrefillProjections::Auto,
                    codegen::ShaderCache& cache = codegen::default_shader_cache());
 
-  ops::PrefillAttentionLayout attention_layout;  // how `attention` tiles a block (sets its grid)
-  rt::Pipeline embedding;       // token ids -> rows of the F16 table
-  rt::Pipeline norm_quantize;   // RMSNorm + int8, over dim (attn_norm, ffn_norm, attn_sub_norm)
-  rt::Pipeline attention;       // causal, block of tokens against the cache
+  ops::PrefillAttentionLayout attention_layout;  // how `attention` tiles a block (its scratch sizes)
+  ops::PlannedPipeline embedding;       // token ids -> rows of the F16 table
+  ops::PlannedPipeline norm_quantize;   // RMSNorm + int8, over dim (attn_norm, ffn_norm, attn_sub_norm)
+  ops::PlannedPipeline attention;       // causal, block of tokens against the cache
   BlockProjections projections;
   // Blocks of up to kShortBlock tokens (a chat turn, a server's prompt): the projections with a
   // decode step's tiles, many more workgroups than the prompt tiles give so few tokens. Only
@@ -93,7 +86,7 @@ struct BlockActivations {
 // Layer `w` of a block of n tokens into g: norm+quantize, QKV, attend() (RoPE, the cache rows
 // and attention into b.attn, recorded by the caller), norm+quantize, attn_output (+ residual),
 // norm+quantize, gate/up, norm+quantize, ffn_down (+ residual).
-void record_block_layer(rt::Graph& g, const BlockProjections& pp, const rt::Pipeline& norm_quantize,
+void record_block_layer(rt::Graph& g, const BlockProjections& pp, const ops::PlannedPipeline& norm_quantize,
                         const LayerWeights& w, const BlockActivations& b, uint32_t n, float eps,
                         const std::function<void()>& attend);
 

@@ -25,4 +25,17 @@ dsl::Kernel attention_decode_sequences(const OpTarget& target, const AttentionDi
                             /*batch=*/true, tuning, /*sequences=*/true);
 }
 
+Plan plan_attention_decode(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks,
+                           const SplitKvTuning& tuning) {
+  return {attention_decode(target, dims, context, chunks, tuning),
+          fixed_grid({dims.n_kv_heads * attention_head_split(dims, tuning), chunks, 1})};
+}
+
+Plan plan_attention_decode_sequences(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks,
+                                     const SplitKvTuning& tuning) {
+  const uint32_t heads = dims.n_kv_heads * attention_head_split(dims, tuning);
+  return {attention_decode_sequences(target, dims, context, chunks, tuning),
+          [heads, chunks](uint32_t tokens) { return rt::Grid{heads, chunks, tokens}; }};
+}
+
 }  // namespace bdsl::ops

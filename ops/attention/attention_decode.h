@@ -12,6 +12,7 @@
 #include "dsl/builder.h"
 #include "ops/attention/attention_dims.h"
 #include "ops/attention/attention_split_kv.h"
+#include "ops/plan.h"
 #include "ops/target.h"
 
 namespace bdsl::ops {
@@ -39,5 +40,11 @@ dsl::Kernel attention_decode(const OpTarget& target, const AttentionDims& dims, 
 // may have; the combine always runs here (tuning.defer_combine is ignored).
 dsl::Kernel attention_decode_sequences(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks,
                                        const SplitKvTuning& tuning = {});
+
+// Both with their grids (ops/plan.h); the sequences' count is the tokens.
+Plan plan_attention_decode(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks,
+                           const SplitKvTuning& tuning = {});
+Plan plan_attention_decode_sequences(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks,
+                                     const SplitKvTuning& tuning = {});
 
 }  // namespace bdsl::ops

@@ -377,4 +377,12 @@ dsl::Kernel attention_prefill(const OpTarget& target, const AttentionDims& d, ui
   return attention_prefill(target, d, context, attention_prefill_layout(target, d));
 }
 
+Plan plan_attention_prefill(const OpTarget& target, const AttentionDims& d, uint32_t context,
+                            const PrefillAttentionLayout& layout) {
+  return {attention_prefill(target, d, context, layout), [d, layout](uint32_t n) {
+            const auto g = attention_prefill_grid(d, layout, n);
+            return rt::Grid{g[0], g[1], g[2]};
+          }};
+}
+
 }  // namespace bdsl::ops

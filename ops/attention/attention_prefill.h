@@ -30,6 +30,7 @@
 
 #include "dsl/builder.h"
 #include "ops/attention/attention_dims.h"
+#include "ops/plan.h"
 #include "ops/target.h"
 
 namespace bdsl::ops {
@@ -56,6 +57,9 @@ uint32_t attention_prefill_shared_bytes(const AttentionDims& dims, const Prefill
 dsl::Kernel attention_prefill(const OpTarget& target, const AttentionDims& dims, uint32_t context,
                               const PrefillAttentionLayout& layout);
 dsl::Kernel attention_prefill(const OpTarget& target, const AttentionDims& dims, uint32_t context);
+// With its grid (ops/plan.h): the count is the block's tokens n (attention_prefill_grid).
+Plan plan_attention_prefill(const OpTarget& target, const AttentionDims& dims, uint32_t context,
+                            const PrefillAttentionLayout& layout);
 
 // Workgroups (x, y, z) for a block of n tokens: (n_kv_heads, token tiles, chunks).
 uint32_t attention_prefill_chunks(const AttentionDims& dims, const PrefillAttentionLayout& layout, uint32_t n);

@@ -77,4 +77,20 @@ dsl::Kernel rope_kv_write_sequences(const OpTarget& target, const AttentionDims&
   return build(target, dims, context, true);
 }
 
+namespace {
+GridRule rope_kv_grid(const OpTarget& target, const AttentionDims& dims) {
+  const uint32_t wg = rope_kv_write_workgroup(target);
+  const uint32_t groups = ((dims.n_heads + 2 * dims.n_kv_heads) * dims.head_dim / 4 + wg - 1) / wg;
+  return [groups](uint32_t tokens) { return rt::Grid{groups, tokens}; };
+}
+}  // namespace
+
+Plan plan_rope_kv_write(const OpTarget& target, const AttentionDims& dims, uint32_t context) {
+  return {rope_kv_write(target, dims, context), rope_kv_grid(target, dims)};
+}
+
+Plan plan_rope_kv_write_sequences(const OpTarget& target, const AttentionDims& dims, uint32_t context) {
+  return {rope_kv_write_sequences(target, dims, context), rope_kv_grid(target, dims)};
+}
+
 }  // namespace bdsl::ops

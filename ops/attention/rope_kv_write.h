@@ -18,6 +18,7 @@
 
 #include "dsl/builder.h"
 #include "ops/attention/attention_dims.h"
+#include "ops/plan.h"
 #include "ops/target.h"
 
 namespace bdsl::ops {
@@ -38,5 +39,9 @@ uint32_t rope_kv_write_workgroup(const OpTarget& target);
 // u32 [n][4]) instead of step; its k and v go to row first_row + pos of k_cache and v_cache
 // (every sequence's rows). `context`: the positions a sequence may have.
 dsl::Kernel rope_kv_write_sequences(const OpTarget& target, const AttentionDims& dims, uint32_t context);
+
+// Both with their grids (ops/plan.h); the count is the tokens.
+Plan plan_rope_kv_write(const OpTarget& target, const AttentionDims& dims, uint32_t context);
+Plan plan_rope_kv_write_sequences(const OpTarget& target, const AttentionDims& dims, uint32_t context);
 
 }  // namespace bdsl::ops

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "dsl/dsl.h"
+#include "ops/common/matrix_support.h"
 #include "ops/common/step_state.h"
 
 namespace bdsl::ops {
@@ -63,6 +64,15 @@ dsl::Kernel embedding_lookup_batch(const OpTarget& target, const EmbeddingShape&
   auto row = k.workgroup_id().y();
   if_(row < n, [&] { gather_row(k, shape, parts, x, let("token", tokens[row]), row); });
   return k.build();
+}
+
+Plan plan_embedding_lookup(const OpTarget& target, const EmbeddingShape& shape) {
+  return {embedding_lookup(target, shape), fixed_grid({ceil_div(shape.dim, embedding_workgroup(target))})};
+}
+
+Plan plan_embedding_lookup_batch(const OpTarget& target, const EmbeddingShape& shape) {
+  const uint32_t groups = ceil_div(shape.dim, embedding_workgroup(target));
+  return {embedding_lookup_batch(target, shape), [groups](uint32_t tokens) { return rt::Grid{groups, tokens}; }};
 }
 
 }  // namespace bdsl::ops

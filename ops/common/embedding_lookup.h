@@ -9,6 +9,7 @@
 
 #include "dsl/builder.h"
 #include "dsl/dsl.h"
+#include "ops/plan.h"
 #include "ops/target.h"
 
 namespace bdsl::ops {
@@ -29,6 +30,10 @@ dsl::Kernel embedding_lookup(const OpTarget& target, const EmbeddingShape& shape
 dsl::Kernel embedding_lookup_batch(const OpTarget& target, const EmbeddingShape& shape);
 
 uint32_t embedding_workgroup(const OpTarget& target);
+
+// The same with their grids (ops/plan.h); the batch grid's count is the tokens.
+Plan plan_embedding_lookup(const OpTarget& target, const EmbeddingShape& shape);
+Plan plan_embedding_lookup_batch(const OpTarget& target, const EmbeddingShape& shape);
 
 // Runs body(p, token's row inside part p) for the part that holds `token`: the part boundaries
 // compared in a short if-chain (uniform where the token is).

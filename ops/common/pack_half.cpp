@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "ops/common/matrix_support.h"
+
 namespace bdsl::ops {
 using namespace bdsl::dsl;
 
@@ -18,6 +20,11 @@ Kernel pack_half(const OpTarget& target) {
     y[i] = make_vec<u32>(pack_half2x16(make_vec<f32>(v.x(), v.y())), pack_half2x16(make_vec<f32>(v.z(), v.w())));
   });
   return k.build();
+}
+
+Plan plan_pack_half(const OpTarget& target) {
+  const uint32_t wg = pack_half_workgroup(target);
+  return {pack_half(target), [wg](uint32_t vec4s) { return rt::Grid{ceil_div(vec4s, wg)}; }};
 }
 
 }  // namespace bdsl::ops

@@ -8,11 +8,14 @@
 #include <cstdint>
 
 #include "dsl/dsl.h"
+#include "ops/plan.h"
 #include "ops/target.h"
 
 namespace bdsl::ops {
 
 dsl::Kernel pack_half(const OpTarget& target);
 uint32_t pack_half_workgroup(const OpTarget& target);
+// With its grid (ops/plan.h); the count is the vec4s (push constant count).
+Plan plan_pack_half(const OpTarget& target);
 
 }  // namespace bdsl::ops

@@ -170,4 +170,8 @@ Kernel quantize_activations(const OpTarget& target, uint32_t dim, QuantizeOption
   return k.build();
 }
 
+Plan plan_quantize_activations(const OpTarget& target, uint32_t dim, const QuantizeOptions& options) {
+  return {quantize_activations(target, dim, options), [](uint32_t tokens) { return rt::Grid{tokens}; }};
+}
+
 }  // namespace bdsl::ops

@@ -27,6 +27,7 @@
 #include <optional>
 
 #include "dsl/dsl.h"
+#include "ops/plan.h"
 #include "ops/target.h"
 
 namespace bdsl::ops {
@@ -43,6 +44,8 @@ struct QuantizeOptions {
 // dim: a multiple of 4 (whole packed words).
 dsl::Kernel quantize_activations(const OpTarget& target, uint32_t dim, QuantizeOptions options = {});
 uint32_t quantize_activations_workgroup(const OpTarget& target, const QuantizeOptions& options = {});
+// With its grid (ops/plan.h); the count is the tokens.
+Plan plan_quantize_activations(const OpTarget& target, uint32_t dim, const QuantizeOptions& options = {});
 
 // The kernel body, reusable by a kernel that quantizes into shared memory (the sub-norm fused
 // matvec). Every invocation of the workgroup runs it; it contains barriers.

@@ -66,4 +66,8 @@ dsl::Kernel rms_norm(const OpTarget& target, uint32_t dim) {
   return k.build();
 }
 
+Plan plan_rms_norm(const OpTarget& target, uint32_t dim) {
+  return {rms_norm(target, dim), [](uint32_t rows) { return rt::Grid{rows}; }};
+}
+
 }  // namespace bdsl::ops

@@ -8,6 +8,7 @@
 
 #include "dsl/builder.h"
 #include "dsl/dsl.h"
+#include "ops/plan.h"
 #include "ops/target.h"
 
 namespace bdsl::ops {
@@ -33,5 +34,8 @@ RmsNormSlice emit_rms_norm_slice(dsl::KernelBuilder& k, const OpTarget& target, 
                                  uint32_t dim);
 
 uint32_t rms_norm_workgroup(const OpTarget& target);
+
+// rms_norm with its grid (ops/plan.h); the count is the rows.
+Plan plan_rms_norm(const OpTarget& target, uint32_t dim);
 
 }  // namespace bdsl::ops

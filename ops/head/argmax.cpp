@@ -187,4 +187,13 @@ Kernel argmax_final(const OpTarget& target, uint32_t n, uint32_t advance_context
   return k.build();
 }
 
+Plan plan_argmax_partial(const OpTarget& target, uint32_t n, bool rows) {
+  const uint32_t groups = argmax_plan(target, n).groups;
+  return {argmax_partial(target, n, rows), [groups](uint32_t count) { return rt::Grid{groups, count}; }};
+}
+
+Plan plan_argmax_final(const OpTarget& target, uint32_t n, uint32_t advance_context, bool rows) {
+  return {argmax_final(target, n, advance_context, rows), [](uint32_t count) { return rt::Grid{1, count}; }};
+}
+
 }  // namespace bdsl::ops

@@ -26,6 +26,7 @@
 #include <utility>
 
 #include "dsl/dsl.h"
+#include "ops/plan.h"
 #include "ops/target.h"
 
 namespace bdsl::ops {
@@ -39,6 +40,9 @@ struct ArgmaxPlan {
 ArgmaxPlan argmax_plan(const OpTarget& target, uint32_t n);
 dsl::Kernel argmax_partial(const OpTarget& target, uint32_t n, bool rows = false);
 dsl::Kernel argmax_final(const OpTarget& target, uint32_t n, uint32_t advance_context = 0, bool rows = false);
+// Both with their grids (ops/plan.h); the count is the rows (1 without rows).
+Plan plan_argmax_partial(const OpTarget& target, uint32_t n, bool rows = false);
+Plan plan_argmax_final(const OpTarget& target, uint32_t n, uint32_t advance_context = 0, bool rows = false);
 
 // For kernels that end in an argmax of their own (ops/head/lm_head_pruned.h), with the same order:
 inline constexpr uint32_t kArgmaxNone = 0xffffffffu;  // no index yet: loses to any real candidate

@@ -160,4 +160,8 @@ Kernel lm_head(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t ro
   return k.build();
 }
 
+Plan plan_lm_head(const OpTarget& target, uint32_t vocab, uint32_t dim) {
+  return {lm_head(target, vocab, dim), fixed_grid({lm_head_workgroups(target, vocab)})};
+}
+
 }  // namespace bdsl::ops

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "dsl/dsl.h"
+#include "ops/plan.h"
 #include "ops/target.h"
 
 namespace bdsl::ops {
@@ -43,6 +44,8 @@ dsl::Kernel lm_head(const OpTarget& target, uint32_t vocab, uint32_t dim);
 // part must still fit max_storage_buffer_range; part offsets in one buffer are then the caller's.
 dsl::Kernel lm_head(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part);
 uint32_t lm_head_workgroups(const OpTarget& target, uint32_t vocab);
+// lm_head (one table split as lm_head_split chooses) with its grid (ops/plan.h).
+Plan plan_lm_head(const OpTarget& target, uint32_t vocab, uint32_t dim);
 // The split with the uploader's rows_per_part, checked as lm_head does.
 LmHeadSplit lm_head_split(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part);
 

@@ -110,4 +110,8 @@ Kernel lm_head_batch(const OpTarget& target, uint32_t vocab, uint32_t dim, uint3
   return k.build();
 }
 
+Plan plan_lm_head_batch(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part) {
+  return {lm_head_batch(target, vocab, dim, rows_per_part), fixed_grid({lm_head_batch_workgroups(target, vocab)})};
+}
+
 }  // namespace bdsl::ops

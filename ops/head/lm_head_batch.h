@@ -17,11 +17,13 @@
 #include <cstdint>
 
 #include "dsl/dsl.h"
+#include "ops/plan.h"
 #include "ops/target.h"
 
 namespace bdsl::ops {
 
 dsl::Kernel lm_head_batch(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part);
 uint32_t lm_head_batch_workgroups(const OpTarget& target, uint32_t vocab);
+Plan plan_lm_head_batch(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part);  // ops/plan.h
 
 }  // namespace bdsl::ops

@@ -85,4 +85,8 @@ Kernel lm_head_coopmat(const OpTarget& target, uint32_t vocab, uint32_t dim, uin
   return build<16, 16, 16>(target, vocab, dim, token_tiles);
 }
 
+Plan plan_lm_head_coopmat(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t tokens) {
+  return {lm_head_coopmat(target, vocab, dim, tokens), fixed_grid({lm_head_coopmat_workgroups(target, vocab)})};
+}
+
 }  // namespace bdsl::ops

@@ -22,6 +22,7 @@
 #include <optional>
 
 #include "dsl/dsl.h"
+#include "ops/plan.h"
 #include "ops/target.h"
 
 namespace bdsl::ops {
@@ -34,5 +35,6 @@ bool lm_head_coopmat_fits(const OpTarget& target, uint32_t vocab, uint32_t dim, 
 dsl::Kernel lm_head_coopmat(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t tokens);
 uint32_t lm_head_coopmat_tokens(const OpTarget& target, uint32_t tokens);
 uint32_t lm_head_coopmat_workgroups(const OpTarget& target, uint32_t vocab);
+Plan plan_lm_head_coopmat(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t tokens);  // ops/plan.h
 
 }  // namespace bdsl::ops

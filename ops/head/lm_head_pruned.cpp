@@ -394,4 +394,16 @@ Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, 
   return k.build();
 }
 
+Plan plan_lm_head_input(const OpTarget& target, uint32_t dim) { return {lm_head_input(target, dim), fixed_grid({1})}; }
+
+Plan plan_lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part) {
+  return {lm_head_bounds(target, vocab, dim, rows_per_part), fixed_grid({lm_head_bounds_workgroups(target, vocab)})};
+}
+
+Plan plan_lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part,
+                             std::optional<uint32_t> final_advance, std::optional<EmbeddingShape> embed_next) {
+  return {lm_head_candidates(target, vocab, dim, rows_per_part, final_advance, embed_next),
+          fixed_grid({argmax_plan(target, vocab).groups})};
+}
+
 }  // namespace bdsl::ops

@@ -42,6 +42,7 @@
 
 #include "dsl/dsl.h"
 #include "ops/common/embedding_lookup.h"
+#include "ops/plan.h"
 #include "ops/target.h"
 
 namespace bdsl::ops {
@@ -68,5 +69,12 @@ dsl::Kernel lm_head_input(const OpTarget& target, uint32_t dim);
 dsl::Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part,
                                std::optional<uint32_t> final_advance = std::nullopt,
                                std::optional<EmbeddingShape> embed_next = std::nullopt);
+
+// The three with their grids (ops/plan.h).
+Plan plan_lm_head_input(const OpTarget& target, uint32_t dim);
+Plan plan_lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part);
+Plan plan_lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part,
+                             std::optional<uint32_t> final_advance = std::nullopt,
+                             std::optional<EmbeddingShape> embed_next = std::nullopt);
 
 }  // namespace bdsl::ops

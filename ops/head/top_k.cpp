@@ -148,4 +148,13 @@ Kernel top_k_merge(const OpTarget& target, uint32_t n, uint32_t k, bool rows) {
   return kb.build();
 }
 
+Plan plan_top_k_partial(const OpTarget& target, uint32_t n, uint32_t k, bool rows) {
+  const uint32_t groups = top_k_plan(target, n, k).groups;
+  return {top_k_partial(target, n, k, rows), [groups](uint32_t count) { return rt::Grid{groups, count}; }};
+}
+
+Plan plan_top_k_merge(const OpTarget& target, uint32_t n, uint32_t k, bool rows) {
+  return {top_k_merge(target, n, k, rows), [](uint32_t count) { return rt::Grid{1, count}; }};
+}
+
 }  // namespace bdsl::ops

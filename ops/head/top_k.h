@@ -27,6 +27,7 @@
 #include <cstdint>
 
 #include "dsl/dsl.h"
+#include "ops/plan.h"
 #include "ops/target.h"
 
 namespace bdsl::ops {
@@ -43,5 +44,8 @@ inline constexpr uint32_t kMaxTopK = 128;
 TopKPlan top_k_plan(const OpTarget& target, uint32_t n, uint32_t k);
 dsl::Kernel top_k_partial(const OpTarget& target, uint32_t n, uint32_t k, bool rows = false);
 dsl::Kernel top_k_merge(const OpTarget& target, uint32_t n, uint32_t k, bool rows = false);
+// Both with their grids (ops/plan.h); the count is the rows (1 without rows).
+Plan plan_top_k_partial(const OpTarget& target, uint32_t n, uint32_t k, bool rows = false);
+Plan plan_top_k_merge(const OpTarget& target, uint32_t n, uint32_t k, bool rows = false);
 
 }  // namespace bdsl::ops

@@ -35,4 +35,23 @@ dsl::Kernel ternary_matmul_relu2_gate_up(const OpTarget& target, uint32_t rows, 
                                           detail::ProjectionCombine::Relu2Product, options.projection, tile(options));
 }
 
+namespace {
+// Rows of the projection's tensors over matvec workgroups, tokens over token tiles.
+GridRule matmul_grid(const OpTarget& target, uint32_t total_rows, const MatmulOptions& options) {
+  const uint32_t row_groups = ternary_matvec_workgroups(target, total_rows, options.projection);
+  return [row_groups, options](uint32_t tokens) { return rt::Grid{row_groups, ternary_matmul_token_tiles(tokens, options)}; };
+}
+}  // namespace
+
+Plan plan_ternary_matmul_qkv(const OpTarget& target, uint32_t q_rows, uint32_t k_rows, uint32_t v_rows, uint32_t cols,
+                             const MatmulOptions& options) {
+  return {ternary_matmul_qkv(target, q_rows, k_rows, v_rows, cols, options),
+          matmul_grid(target, q_rows + k_rows + v_rows, options)};
+}
+
+// One subgroup computes row r of both gate and up: the grid covers `rows` rows.
+Plan plan_ternary_matmul_relu2_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols, const MatmulOptions& options) {
+  return {ternary_matmul_relu2_gate_up(target, rows, cols, options), matmul_grid(target, rows, options)};
+}
+
 }  // namespace bdsl::ops

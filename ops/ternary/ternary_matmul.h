@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include "dsl/dsl.h"
+#include "ops/plan.h"
 #include "ops/target.h"
 #include "ops/ternary/ternary_matvec.h"
 
@@ -41,5 +42,11 @@ dsl::Kernel ternary_matmul_qkv(const OpTarget& target, uint32_t q_rows, uint32_t
 dsl::Kernel ternary_matmul_relu2_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols,
                                          MatmulOptions options = {});
 uint32_t ternary_matmul_token_tiles(uint32_t tokens, const MatmulOptions& options = {});
+
+// The fused kernels with their grids (ops/plan.h); the grid's count is the block's tokens.
+Plan plan_ternary_matmul_qkv(const OpTarget& target, uint32_t q_rows, uint32_t k_rows, uint32_t v_rows, uint32_t cols,
+                             const MatmulOptions& options = {});
+Plan plan_ternary_matmul_relu2_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols,
+                                       const MatmulOptions& options = {});
 
 }  // namespace bdsl::ops

@@ -294,4 +294,12 @@ PrefillMatmul ternary_matmul_auto(const OpTarget& target, uint32_t rows, uint32_
   return {ternary_matmul_coopmat(target, rows, cols, c), true, ternary_matmul_coopmat_row_groups(target, rows, c), t.tokens};
 }
 
+Plan plan_ternary_matmul_auto(const OpTarget& target, uint32_t rows, uint32_t cols, const MatmulOptions& options,
+                              MatmulEngine engine) {
+  PrefillMatmul m = ternary_matmul_auto(target, rows, cols, options, engine);
+  const uint32_t row_groups = m.row_groups, per_group = m.tokens_per_group;
+  return {std::move(m.kernel),
+          [row_groups, per_group](uint32_t tokens) { return rt::Grid{row_groups, (tokens + per_group - 1) / per_group}; }};
+}
+
 }  // namespace bdsl::ops

@@ -69,18 +69,18 @@ Kernel ternary_matvec_relu2_gate_up(const OpTarget& target, uint32_t rows, uint3
 namespace bdsl::ops {
 
 Plan plan_ternary_matvec(const OpTarget& target, uint32_t rows, uint32_t cols, const MatvecOptions& options) {
-  return {ternary_matvec(target, rows, cols, options), rt::Grid{ternary_matvec_workgroups(target, rows, options)}};
+  return {ternary_matvec(target, rows, cols, options), fixed_grid({ternary_matvec_workgroups(target, rows, options)})};
 }
 
 Plan plan_ternary_matvec_qkv_rope(const OpTarget& target, const AttentionDims& dims, uint32_t cols, uint32_t context,
                                   const MatvecOptions& options) {
   return {ternary_matvec_qkv_rope(target, dims, cols, context, options),
-          rt::Grid{ternary_matvec_qkv_rope_workgroups(target, dims, options)}};
+          fixed_grid({ternary_matvec_qkv_rope_workgroups(target, dims, options)})};
 }
 
 // One subgroup computes row r of both gate and up: the grid covers `rows` rows.
 Plan plan_ternary_matvec_relu2_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols, const MatvecOptions& options) {
-  return {ternary_matvec_relu2_gate_up(target, rows, cols, options), rt::Grid{ternary_matvec_workgroups(target, rows, options)}};
+  return {ternary_matvec_relu2_gate_up(target, rows, cols, options), fixed_grid({ternary_matvec_workgroups(target, rows, options)})};
 }
 
 }  // namespace bdsl::ops
