@@ -8,9 +8,8 @@
 #include <chrono>
 
 #include "bench/bench_registry.h"
-#include "ops/attention/attention_prefill.h"
-#include "ops/attention/attention_split_kv.h"
-#include "ops/common/step_state.h"
+#include "ops/attention.h"
+#include "ops/common.h"
 #include "runtime/buffer.h"
 #include "runtime/graph.h"
 #include "runtime/kernel_pipeline.h"

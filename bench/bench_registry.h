@@ -3,7 +3,7 @@
 #include "bench/bench_session.h"
 #include "dsl/builder.h"
 #include "ops/target.h"
-#include "ops/ternary/ternary_matvec.h"
+#include "ops/ternary.h"
 
 namespace bdsl::bench {
 
@@ -19,10 +19,8 @@ void register_startup_benchmarks(BenchSession& s);
 void register_grid_sync_benchmarks(BenchSession& s);
 void register_persistent_chain_benchmarks(BenchSession& s);
 
-// persistent_chain/'s kernel: `phases` dim x dim projections in one dispatch, `groups` workgroups
-// waiting for each other between phases (also in kernel/, for its register count).
-dsl::Kernel persistent_chain_kernel(const ops::OpTarget& target, const ops::MatvecOptions& options, uint32_t dim,
-                                    uint32_t phases, uint32_t groups);
+// persistent_chain/'s matvec options (ops/experimental/persistent_chain.h; also in kernel/, for its
+// register count).
 ops::MatvecOptions persistent_chain_options(bool quick);
 void register_kernel_stats_benchmarks(BenchSession& s);
 

@@ -8,8 +8,8 @@
 
 #include "codegen/shader_cache.h"
 #include "golden/synthetic_model.h"
-#include "ops/common/step_state.h"
-#include "ops/examples/stream_read.h"
+#include "ops/common.h"
+#include "ops/examples.h"
 #include "runtime/buffer.h"
 #include "runtime/graph.h"
 #include "runtime/kernel_pipeline.h"

@@ -8,7 +8,7 @@
 
 #include "bench/bench_registry.h"
 #include "dsl/dsl.h"
-#include "ops/common/step_state.h"
+#include "ops/common.h"
 #include "runtime/buffer.h"
 #include "runtime/graph.h"
 #include "runtime/kernel_pipeline.h"

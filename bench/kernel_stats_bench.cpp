@@ -9,9 +9,9 @@
 #include <memory>
 
 #include "bench/bench_registry.h"
-#include "models/formats/gguf.h"
 #include "models/bitnet/bitnet_pipelines.h"
-#include "ops/experimental/decode_layer.h"
+#include "models/formats/gguf.h"
+#include "ops/experimental.h"
 #include "runtime/kernel_pipeline.h"
 
 namespace bdsl::bench {
@@ -60,7 +60,7 @@ void register_kernel_stats_benchmarks(BenchSession& s) {
   state->down_alone = fused(false, true);
   const auto chain_options = persistent_chain_options(false);
   state->chain = std::make_unique<rt::Pipeline>(rt::make_pipeline(
-      *state->ctx, persistent_chain_kernel(p.target, chain_options, config.dim, 4,
+      *state->ctx, ops::persistent_chain_kernel(p.target, chain_options, config.dim, 4,
                                            ops::ternary_matvec_workgroups(p.target, config.dim, chain_options))));
   std::vector<const rt::Pipeline*> pipelines = {&p.embedding.pipeline, &p.qkv.pipeline, &p.attention.pipeline,
                                                 &p.attn_output.pipeline, &p.gate_up.pipeline, &p.ffn_down.pipeline,

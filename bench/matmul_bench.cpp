@@ -8,7 +8,7 @@
 #include <optional>
 
 #include "bench/bench_registry.h"
-#include "ops/ternary/ternary_matmul_coopmat.h"
+#include "ops/ternary.h"
 #include "runtime/buffer.h"
 #include "runtime/graph.h"
 #include "runtime/kernel_pipeline.h"

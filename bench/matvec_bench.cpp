@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "bench/bench_registry.h"
-#include "ops/ternary/ternary_matvec.h"
+#include "ops/ternary.h"
 #include "runtime/buffer.h"
 #include "runtime/graph.h"
 #include "runtime/kernel_pipeline.h"

@@ -15,10 +15,9 @@
 
 #include "bench/bench_registry.h"
 #include "dsl/dsl.h"
-#include "ops/common/step_state.h"
-#include "ops/experimental/phase_sync.h"
-#include "ops/ternary/ternary_matvec.h"
-#include "ops/ternary/ternary_projection.h"
+#include "ops/common.h"
+#include "ops/experimental.h"
+#include "ops/ternary.h"
 #include "runtime/buffer.h"
 #include "runtime/graph.h"
 #include "runtime/kernel_pipeline.h"
@@ -34,29 +33,6 @@ ops::MatvecOptions persistent_chain_options(bool quick) {
   return o;
 }
 
-// Bindings: step, counters, then per phase w, x, norm_weight, y. Push: eps, phase_base.
-Kernel persistent_chain_kernel(const ops::OpTarget& target, const ops::MatvecOptions& o, uint32_t dim, uint32_t phases,
-                               uint32_t groups) {
-  KernelBuilder k(fmt::format("persistent_projection_chain_{}x{}_p{}", dim, dim, phases),
-                  {ops::ternary_matvec_workgroup(target, o), 1, 1});
-  auto step = k.buffer<u32>("step", Access::Read);
-  auto counters = k.volatile_buffer<u32>("counters", Access::ReadWrite);
-  auto eps = k.push<f32>("eps");
-  auto base = k.push<u32>("phase_base");
-  const ops::PhaseSync sync(k, step, counters, 1u << 16);
-  auto id = k.workgroup_id().x();
-  for (uint32_t p = 0; p < phases; ++p) {
-    ops::detail::ProjectionSite site{&k, id};
-    site.eps = eps;
-    site.step = step;
-    site.coherent = true;
-    if (p > 0) site.before_activations = [&, p] { sync.wait(base + ops::kPhaseCounterStride * (p - 1), groups); };
-    ops::detail::emit_ternary_projection(site, target, "chain", {{"w", dim}}, dim, ops::detail::ProjectionCombine::Separate, o);
-    if (p + 1 < phases) sync.signal(base + ops::kPhaseCounterStride * p);
-  }
-  return k.build();
-}
-
 namespace {
 
 constexpr int kDispatches = 8;
@@ -65,7 +41,7 @@ void persistent_chain(benchmark::State& st, BenchSession& s, uint32_t dim, uint3
   auto& ctx = *s.ctx;
   const ops::MatvecOptions o = persistent_chain_options(s.options.quick);
   const uint32_t groups = ops::ternary_matvec_workgroups(s.target, dim, o);
-  rt::Pipeline p = persistent ? rt::make_pipeline(ctx, persistent_chain_kernel(s.target, o, dim, phases, groups))
+  rt::Pipeline p = persistent ? rt::make_pipeline(ctx, ops::persistent_chain_kernel(s.target, o, dim, phases, groups))
                               : rt::make_pipeline(ctx, ops::ternary_matvec(s.target, dim, dim, o));
   // One weight copy per phase (more than the L2 holds across the chain), two activation buffers.
   std::vector<rt::Buffer> weights;

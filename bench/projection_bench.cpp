@@ -9,9 +9,9 @@
 #include <functional>
 
 #include "bench/bench_registry.h"
-#include "ops/common/step_state.h"
-#include "ops/examples/stream_read.h"
-#include "ops/ternary/ternary_matvec.h"
+#include "ops/common.h"
+#include "ops/examples.h"
+#include "ops/ternary.h"
 #include "runtime/buffer.h"
 #include "runtime/graph.h"
 #include "runtime/kernel_pipeline.h"

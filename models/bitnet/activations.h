@@ -8,9 +8,9 @@
 
 #include "models/bitnet/bitnet_model.h"
 #include "models/numerics/rope.h"
-#include "ops/attention/attention_decode.h"
-#include "ops/common/step_state.h"
-#include "ops/head/lm_head_pruned.h"
+#include "ops/attention.h"
+#include "ops/common.h"
+#include "ops/head.h"
 
 namespace bdsl::bitnet {
 

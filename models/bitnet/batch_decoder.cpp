@@ -8,18 +8,10 @@
 #include <stdexcept>
 
 #include "models/bitnet/activations.h"
-#include "ops/attention/attention_decode.h"
-#include "ops/attention/rope_kv_write.h"
-#include "ops/common/embedding_lookup.h"
-#include "ops/common/rms_norm.h"
-#include "ops/common/step_state.h"
-#include "ops/common/pack_half.h"
-#include "ops/head/argmax.h"
-#include "ops/head/top_k.h"
-#include "ops/head/lm_head_batch.h"
-#include "ops/head/lm_head_coopmat.h"
-#include "ops/ternary/ternary_matmul.h"
-#include "ops/ternary/ternary_matvec.h"
+#include "ops/attention.h"
+#include "ops/common.h"
+#include "ops/head.h"
+#include "ops/ternary.h"
 #include "ops/tuning.h"
 #include "runtime/kernel_pipeline.h"
 

@@ -27,7 +27,7 @@
 #include "models/batch_decoder.h"
 #include "models/bitnet/bitnet_model.h"
 #include "models/bitnet/prefill_pipelines.h"
-#include "ops/attention/attention_decode.h"
+#include "ops/attention.h"
 #include "runtime/graph.h"
 #include "runtime/pipeline.h"
 

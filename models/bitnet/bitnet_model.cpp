@@ -9,10 +9,9 @@
 #include <stdexcept>
 
 #include "models/numerics/half_float.h"
-#include "ops/attention/attention_decode.h"
-#include "ops/common/embedding_lookup.h"
-#include "ops/common/step_state.h"
-#include "ops/ternary/ternary_matvec.h"
+#include "ops/attention.h"
+#include "ops/common.h"
+#include "ops/ternary.h"
 
 namespace bdsl::bitnet {
 

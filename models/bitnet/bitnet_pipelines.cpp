@@ -4,14 +4,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "ops/attention/attention_decode.h"
-#include "ops/attention/rope_kv_write.h"
-#include "ops/common/embedding_lookup.h"
-#include "ops/common/rms_norm.h"
-#include "ops/head/argmax.h"
-#include "ops/head/lm_head_pruned.h"
-#include "ops/head/top_k.h"
-#include "ops/ternary/ternary_matvec.h"
+#include "ops/attention.h"
+#include "ops/common.h"
+#include "ops/head.h"
+#include "ops/ternary.h"
 #include "ops/tuning.h"
 
 namespace bdsl::bitnet {

@@ -4,13 +4,10 @@
 
 #include "codegen/shader_cache.h"
 #include "models/bitnet_config.h"
-#include "ops/attention/attention_decode.h"
-#include "ops/attention/attention_dims.h"
-#include "ops/head/argmax.h"
-#include "ops/head/lm_head.h"
-#include "ops/head/top_k.h"
+#include "ops/attention.h"
+#include "ops/head.h"
 #include "ops/target.h"
-#include "ops/ternary/ternary_matvec.h"
+#include "ops/ternary.h"
 #include "runtime/context.h"
 #include "runtime/pipeline.h"
 

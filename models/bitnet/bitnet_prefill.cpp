@@ -6,11 +6,9 @@
 #include <fmt/format.h>
 
 #include "models/bitnet/activations.h"
-#include "ops/attention/rope_kv_write.h"
-#include "ops/common/embedding_lookup.h"
-#include "ops/common/quantize_activations.h"
-#include "ops/ternary/ternary_matmul.h"
-#include "ops/ternary/ternary_matvec.h"
+#include "ops/attention.h"
+#include "ops/common.h"
+#include "ops/ternary.h"
 
 namespace bdsl::bitnet {
 

@@ -2,11 +2,9 @@
 
 #include <algorithm>
 
-#include "ops/attention/attention_prefill.h"
-#include "ops/common/embedding_lookup.h"
-#include "ops/common/quantize_activations.h"
-#include "ops/ternary/ternary_matmul.h"
-#include "ops/ternary/ternary_matmul_coopmat.h"
+#include "ops/attention.h"
+#include "ops/common.h"
+#include "ops/ternary.h"
 #include "ops/tuning.h"
 
 namespace bdsl::bitnet {

@@ -3,6 +3,6 @@
 #include <iostream>
 
 #include "codegen/glsl_printer.h"
-#include "ops/examples/saxpy.h"
+#include "ops/examples.h"
 
 int main() { std::cout << bdsl::codegen::print_glsl(bdsl::ops::saxpy()); }

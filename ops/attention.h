@@ -1,0 +1,13 @@
+// The attention family: RoPE and the F16 KV-cache write, decode attention (split-K over the
+// cache, one sequence or many) and prefill attention (a block against the cache). Internal to
+// ops/: attention_merge.h (the chunk combine).
+//
+// Code outside ops/ and its tests includes this header, not the family's files (checked by
+// tests/repository/public_headers_test.cpp).
+#pragma once
+
+#include "ops/attention/attention_decode.h"
+#include "ops/attention/attention_dims.h"
+#include "ops/attention/attention_prefill.h"
+#include "ops/attention/attention_split_kv.h"
+#include "ops/attention/rope_kv_write.h"
