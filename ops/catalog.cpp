@@ -48,31 +48,31 @@ EmbeddingShape embedding_shape(const OpTarget& t) {
 const std::vector<CatalogEntry>& catalog() {
   using T = const OpTarget&;
   static const std::vector<CatalogEntry> entries = {
-      {"embedding_lookup", "token row of the F16 table -> f32 (decode)", [](T t) { return embedding_lookup(t, embedding_shape(t)); }},
-      {"embedding_lookup_batch", "token rows -> f32 (prefill)", [](T t) { return embedding_lookup_batch(t, embedding_shape(t)); }},
-      {"rms_norm", "RMSNorm of rows, fp32", [](T t) { return rms_norm(t, kDim); }},
-      {"quantize_activations", "per-token int8 absmax quantization", [](T t) { return quantize_activations(t, kDim); }},
-      {"rms_norm_quantize", "RMSNorm then int8 quantization (prefill)", [](T t) { return quantize_activations(t, kDim, {true}); }},
+      {"embedding_lookup", "token row of the F16 table -> f32 (decode)", [](T t) { return plan_embedding_lookup(t, embedding_shape(t)).kernel; }},
+      {"embedding_lookup_batch", "token rows -> f32 (prefill)", [](T t) { return plan_embedding_lookup_batch(t, embedding_shape(t)).kernel; }},
+      {"rms_norm", "RMSNorm of rows, fp32", [](T t) { return plan_rms_norm(t, kDim).kernel; }},
+      {"quantize_activations", "per-token int8 absmax quantization", [](T t) { return plan_quantize_activations(t, kDim).kernel; }},
+      {"rms_norm_quantize", "RMSNorm then int8 quantization (prefill)", [](T t) { return plan_quantize_activations(t, kDim, {true}).kernel; }},
       {"rms_norm_quantize_relu2_gate_up", "relu(gate)^2 * up, RMSNorm, int8 (prefill's ffn_sub_norm)",
        [](T t) {
          QuantizeOptions o;
          o.rms_norm = true;
          o.relu2_gate_up_input = true;
-         return quantize_activations(t, kFfn, o);
+         return plan_quantize_activations(t, kFfn, o).kernel;
        }},
-      {"ternary_matvec", "y = W x, I2_S weights, int8 activations", [](T t) { return ternary_matvec(t, kDim, kDim); }},
+      {"ternary_matvec", "y = W x, I2_S weights, int8 activations", [](T t) { return plan_ternary_matvec(t, kDim, kDim).kernel; }},
       {"ternary_matvec_plain", "the same without the packed int8 dot product",
        [](T t) {
          MatvecOptions o;
          o.dot = DotProduct::PlainInteger;
-         return ternary_matvec(t, kDim, kDim, o);
+         return plan_ternary_matvec(t, kDim, kDim, o).kernel;
        }},
       {"qkv", "attn_norm + Q, K, V in one dispatch",
-       [](T t) { return ternary_matvec_qkv(t, kHeads.q_width(), kHeads.kv_width(), kHeads.kv_width(), kDim, normalized(false)); }},
+       [](T t) { return plan_ternary_matvec_qkv(t, kHeads.q_width(), kHeads.kv_width(), kHeads.kv_width(), kDim, normalized(false)).kernel; }},
       {"qkv_rope", "attn_norm + Q, K, V + RoPE + F16 KV-cache write in one dispatch (decode)",
-       [](T t) { return ternary_matvec_qkv_rope(t, kHeads, kDim, kContext, normalized(false)); }},
+       [](T t) { return plan_ternary_matvec_qkv_rope(t, kHeads, kDim, kContext, normalized(false)).kernel; }},
       {"attn_output", "attn_sub_norm + attn_output + residual (decode)",
-       [](T t) { return ternary_matvec(t, kDim, kHeads.q_width(), normalized(true)); }},
+       [](T t) { return plan_ternary_matvec(t, kDim, kHeads.q_width(), normalized(true)).kernel; }},
       {"attn_output_deferred", "the same merging attention's deferred chunks in its norm prologue (the model's)",
        [](T t) {
          SplitKvTuning tuning;
@@ -82,19 +82,19 @@ const std::vector<CatalogEntry>& catalog() {
          o.rows_per_subgroup = 4;
          o.attention_partials =
              AttentionPartialsInput{kHeads, kContext, attention_chunks(t, kHeads, kContext), attention_pass(t, kHeads, tuning), 4};
-         return ternary_matvec(t, kDim, kHeads.q_width(), o);
+         return plan_ternary_matvec(t, kDim, kHeads.q_width(), o).kernel;
        }},
       {"gate_up", "ffn_norm + gate, up, relu(gate)^2 * up (decode)",
-       [](T t) { return ternary_matvec_relu2_gate_up(t, kFfn, kDim, normalized(false)); }},
-      {"ffn_down", "ffn_sub_norm + ffn_down + residual (decode)", [](T t) { return ternary_matvec(t, kDim, kFfn, normalized(true)); }},
+       [](T t) { return plan_ternary_matvec_relu2_gate_up(t, kFfn, kDim, normalized(false)).kernel; }},
+      {"ffn_down", "ffn_sub_norm + ffn_down + residual (decode)", [](T t) { return plan_ternary_matvec(t, kDim, kFfn, normalized(true)).kernel; }},
       {"decode_layer", "attn_output, gate/up, ffn_down and the next QKV + RoPE as phases of one dispatch (decode)",
        [](T t) {
-         return decode_layer(t, {kHeads, kDim, kFfn, kContext, true}, {normalized(true), normalized(false), normalized(false)});
+         return plan_decode_layer(t, {kHeads, kDim, kFfn, kContext, true}, {normalized(true), normalized(false), normalized(false)}).kernel;
        }},
-      {"ternary_matmul", "Y = W X for a block of tokens (prefill)", [](T t) { return ternary_matmul(t, kDim, kDim); }},
+      {"ternary_matmul", "Y = W X for a block of tokens (prefill)", [](T t) { return plan_ternary_matmul(t, kDim, kDim).kernel; }},
       {"qkv_matmul", "Q, K, V for a block of tokens (prefill)",
-       [](T t) { return ternary_matmul_qkv(t, kHeads.q_width(), kHeads.kv_width(), kHeads.kv_width(), kDim); }},
-      {"gate_up_matmul", "gate, up, relu^2 product for a block (prefill)", [](T t) { return ternary_matmul_relu2_gate_up(t, kFfn, kDim); }},
+       [](T t) { return plan_ternary_matmul_qkv(t, kHeads.q_width(), kHeads.kv_width(), kHeads.kv_width(), kDim).kernel; }},
+      {"gate_up_matmul", "gate, up, relu^2 product for a block (prefill)", [](T t) { return plan_ternary_matmul_relu2_gate_up(t, kFfn, kDim).kernel; }},
       {"ternary_matmul_coopmat", "Y = W X on tensor cores, s8 x s8 -> s32 (shown for 16x8x32)",
        [](T t) {
          OpTarget with_tensor_cores = t;  // printable anywhere; runs where the device lists the shape
@@ -104,39 +104,39 @@ const std::vector<CatalogEntry>& catalog() {
            with_tensor_cores.max_shared_bytes = std::max(t.max_shared_bytes, 49152u);
            with_tensor_cores.max_workgroup_invocations = std::max(t.max_workgroup_invocations, 1024u);
          }
-         return ternary_matmul_coopmat(with_tensor_cores, kDim, kDim);
+         return plan_ternary_matmul_coopmat(with_tensor_cores, kDim, kDim).kernel;
        }},
-      {"rope_kv_write", "NeoX RoPE on q and k, k/v into the F16 cache", [](T t) { return rope_kv_write(t, kHeads, kContext); }},
+      {"rope_kv_write", "NeoX RoPE on q and k, k/v into the F16 cache", [](T t) { return plan_rope_kv_write(t, kHeads, kContext).kernel; }},
       {"attention_decode", "one token over the F16 KV cache, split-K",
-       [](T t) { return attention_decode(t, kHeads, kContext, attention_chunks(t, kHeads, kContext)); }},
+       [](T t) { return plan_attention_decode(t, kHeads, kContext, attention_chunks(t, kHeads, kContext)).kernel; }},
       {"attention_decode_per_head", "the same with a workgroup per query head, combine deferred (the model's)",
        [](T t) {
          SplitKvTuning tuning;
          tuning.head_split = kHeads.group();
          tuning.defer_combine = 4;
-         return attention_decode(t, kHeads, kContext, attention_chunks(t, kHeads, kContext), tuning);
+         return plan_attention_decode(t, kHeads, kContext, attention_chunks(t, kHeads, kContext), tuning).kernel;
        }},
       {"rope_kv_write_sequences", "the same for many sequences, each at its own position and cache rows (batched decode)",
-       [](T t) { return rope_kv_write_sequences(t, kHeads, kContext); }},
+       [](T t) { return plan_rope_kv_write_sequences(t, kHeads, kContext).kernel; }},
       {"attention_decode_sequences", "decode attention of many sequences, each over its own cache rows (batched decode)",
-       [](T t) { return attention_decode_sequences(t, kHeads, kContext, attention_chunks(t, kHeads, kContext)); }},
+       [](T t) { return plan_attention_decode_sequences(t, kHeads, kContext, attention_chunks(t, kHeads, kContext)).kernel; }},
       {"attention_prefill", "causal attention of a block over the cache",
-       [](T t) { return attention_prefill(t, kHeads, kContext); }},
-      {"lm_head", "logits from the tied F16 embedding", [](T t) { return lm_head(t, kVocab, kDim); }},
+       [](T t) { return plan_attention_prefill(t, kHeads, kContext, attention_prefill_layout(t, kHeads)).kernel; }},
+      {"lm_head", "logits from the tied F16 embedding", [](T t) { return plan_lm_head(t, kVocab, kDim).kernel; }},
       {"lm_head_batch", "the same for a batch of tokens, the table read once (batched decode)",
-       [](T t) { return lm_head_batch(t, kVocab, kDim, lm_head_split(t, kVocab, kDim).rows_per_part); }},
+       [](T t) { return plan_lm_head_batch(t, kVocab, kDim, lm_head_split(t, kVocab, kDim).rows_per_part).kernel; }},
       {"lm_head_input", "greedy head: the final norm with x quantized once for the bounds",
-       [](T t) { return lm_head_input(t, kDim); }},
+       [](T t) { return plan_lm_head_input(t, kDim).kernel; }},
       {"lm_head_bounds", "greedy head: int8 shadow logits and their bounds",
-       [](T t) { return lm_head_bounds(t, kVocab, kDim, lm_head_split(t, kVocab, kDim).rows_per_part); }},
+       [](T t) { return plan_lm_head_bounds(t, kVocab, kDim, lm_head_split(t, kVocab, kDim).rows_per_part).kernel; }},
       {"lm_head_candidates", "greedy head: exact logits of the rows that may win, argmax partials",
-       [](T t) { return lm_head_candidates(t, kVocab, kDim, lm_head_split(t, kVocab, kDim).rows_per_part); }},
+       [](T t) { return plan_lm_head_candidates(t, kVocab, kDim, lm_head_split(t, kVocab, kDim).rows_per_part).kernel; }},
       {"lm_head_candidates_final", "the same, its last workgroup picking the token and advancing the step (the model's)",
-       [](T t) { return lm_head_candidates(t, kVocab, kDim, lm_head_split(t, kVocab, kDim).rows_per_part, kContext); }},
-      {"argmax_partial", "argmax, first pass", [](T t) { return argmax_partial(t, kVocab); }},
-      {"argmax_final", "argmax, second pass", [](T t) { return argmax_final(t, kVocab); }},
-      {"top_k_partial", "top-40 candidates, first pass", [](T t) { return top_k_partial(t, kVocab, 40); }},
-      {"top_k_merge", "top-40 candidates, second pass", [](T t) { return top_k_merge(t, kVocab, 40); }},
+       [](T t) { return plan_lm_head_candidates(t, kVocab, kDim, lm_head_split(t, kVocab, kDim).rows_per_part, kContext).kernel; }},
+      {"argmax_partial", "argmax, first pass", [](T t) { return plan_argmax_partial(t, kVocab).kernel; }},
+      {"argmax_final", "argmax, second pass", [](T t) { return plan_argmax_final(t, kVocab).kernel; }},
+      {"top_k_partial", "top-40 candidates, first pass", [](T t) { return plan_top_k_partial(t, kVocab, 40).kernel; }},
+      {"top_k_merge", "top-40 candidates, second pass", [](T t) { return plan_top_k_merge(t, kVocab, 40).kernel; }},
       {"stream_read", "bandwidth probe of the bench", [](T t) { return stream_read(t); }},
       {"saxpy", "y = a * x + y (tutorial)", [](T) { return saxpy(); }},
       {"workgroup_sum", "partial sums through shared memory (tutorial)",

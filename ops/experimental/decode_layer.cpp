@@ -108,4 +108,9 @@ Kernel decode_layer(const OpTarget& target, const DecodeLayerShape& shape, const
   return k.build();
 }
 
+Plan plan_decode_layer(const OpTarget& target, const DecodeLayerShape& shape, const DecodeLayerOptions& options,
+                       uint32_t spin_limit) {
+  return {decode_layer(target, shape, options, spin_limit), fixed_grid({decode_layer_workgroups(target, shape, options)})};
+}
+
 }  // namespace bdsl::ops

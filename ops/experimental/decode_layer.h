@@ -22,6 +22,7 @@
 
 #include "dsl/builder.h"
 #include "ops/attention/attention_dims.h"
+#include "ops/plan.h"
 #include "ops/target.h"
 #include "ops/ternary/ternary_matvec.h"
 
@@ -44,6 +45,8 @@ struct DecodeLayerOptions {
 dsl::Kernel decode_layer(const OpTarget& target, const DecodeLayerShape& shape, const DecodeLayerOptions& options,
                          uint32_t spin_limit = 0);  // 0: kPhaseSpinLimit
 uint32_t decode_layer_workgroups(const OpTarget& target, const DecodeLayerShape& shape, const DecodeLayerOptions& options);
+Plan plan_decode_layer(const OpTarget& target, const DecodeLayerShape& shape, const DecodeLayerOptions& options,
+                       uint32_t spin_limit = 0);  // ops/plan.h
 // Counter words one dispatch uses, from its phase_base.
 uint32_t decode_layer_counter_words();
 // Shared memory of the kernel: every phase's arrays side by side.

@@ -164,4 +164,8 @@ Plan plan_lm_head(const OpTarget& target, uint32_t vocab, uint32_t dim) {
   return {lm_head(target, vocab, dim), fixed_grid({lm_head_workgroups(target, vocab)})};
 }
 
+Plan plan_lm_head(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part) {
+  return {lm_head(target, vocab, dim, rows_per_part), fixed_grid({lm_head_workgroups(target, vocab)})};
+}
+
 }  // namespace bdsl::ops

@@ -44,8 +44,9 @@ dsl::Kernel lm_head(const OpTarget& target, uint32_t vocab, uint32_t dim);
 // part must still fit max_storage_buffer_range; part offsets in one buffer are then the caller's.
 dsl::Kernel lm_head(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part);
 uint32_t lm_head_workgroups(const OpTarget& target, uint32_t vocab);
-// lm_head (one table split as lm_head_split chooses) with its grid (ops/plan.h).
+// lm_head with its grid (ops/plan.h): the table split as lm_head_split chooses, or the uploader's.
 Plan plan_lm_head(const OpTarget& target, uint32_t vocab, uint32_t dim);
+Plan plan_lm_head(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part);
 // The split with the uploader's rows_per_part, checked as lm_head does.
 LmHeadSplit lm_head_split(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part);
 

@@ -43,6 +43,10 @@ GridRule matmul_grid(const OpTarget& target, uint32_t total_rows, const MatmulOp
 }
 }  // namespace
 
+Plan plan_ternary_matmul(const OpTarget& target, uint32_t rows, uint32_t cols, const MatmulOptions& options) {
+  return {ternary_matmul(target, rows, cols, options), matmul_grid(target, rows, options)};
+}
+
 Plan plan_ternary_matmul_qkv(const OpTarget& target, uint32_t q_rows, uint32_t k_rows, uint32_t v_rows, uint32_t cols,
                              const MatmulOptions& options) {
   return {ternary_matmul_qkv(target, q_rows, k_rows, v_rows, cols, options),

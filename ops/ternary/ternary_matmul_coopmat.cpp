@@ -294,6 +294,13 @@ PrefillMatmul ternary_matmul_auto(const OpTarget& target, uint32_t rows, uint32_
   return {ternary_matmul_coopmat(target, rows, cols, c), true, ternary_matmul_coopmat_row_groups(target, rows, c), t.tokens};
 }
 
+Plan plan_ternary_matmul_coopmat(const OpTarget& target, uint32_t rows, uint32_t cols, const CoopMatmulOptions& options) {
+  const uint32_t row_groups = ternary_matmul_coopmat_row_groups(target, rows, options);
+  return {ternary_matmul_coopmat(target, rows, cols, options), [target, row_groups, options](uint32_t tokens) {
+            return rt::Grid{row_groups, ternary_matmul_coopmat_token_groups(target, tokens, options)};
+          }};
+}
+
 Plan plan_ternary_matmul_auto(const OpTarget& target, uint32_t rows, uint32_t cols, const MatmulOptions& options,
                               MatmulEngine engine) {
   PrefillMatmul m = ternary_matmul_auto(target, rows, cols, options, engine);

@@ -69,7 +69,8 @@ struct PrefillMatmul {
 };
 PrefillMatmul ternary_matmul_auto(const OpTarget& target, uint32_t rows, uint32_t cols, const MatmulOptions& options = {},
                                   MatmulEngine engine = MatmulEngine::Auto);
-// The same as a plan (ops/plan.h); the grid's count is the block's tokens.
+// As plans (ops/plan.h); the grid's count is the block's tokens.
+Plan plan_ternary_matmul_coopmat(const OpTarget& target, uint32_t rows, uint32_t cols, const CoopMatmulOptions& options = {});
 Plan plan_ternary_matmul_auto(const OpTarget& target, uint32_t rows, uint32_t cols, const MatmulOptions& options = {},
                               MatmulEngine engine = MatmulEngine::Auto);
 

@@ -72,6 +72,12 @@ Plan plan_ternary_matvec(const OpTarget& target, uint32_t rows, uint32_t cols, c
   return {ternary_matvec(target, rows, cols, options), fixed_grid({ternary_matvec_workgroups(target, rows, options)})};
 }
 
+Plan plan_ternary_matvec_qkv(const OpTarget& target, uint32_t q_rows, uint32_t k_rows, uint32_t v_rows, uint32_t cols,
+                             const MatvecOptions& options) {
+  return {ternary_matvec_qkv(target, q_rows, k_rows, v_rows, cols, options),
+          fixed_grid({ternary_matvec_workgroups(target, q_rows + k_rows + v_rows, options)})};
+}
+
 Plan plan_ternary_matvec_qkv_rope(const OpTarget& target, const AttentionDims& dims, uint32_t cols, uint32_t context,
                                   const MatvecOptions& options) {
   return {ternary_matvec_qkv_rope(target, dims, cols, context, options),

@@ -113,6 +113,8 @@ dsl::Kernel ternary_matvec_relu2_gate_up(const OpTarget& target, uint32_t rows, 
 
 // The same kernels with their grids (ops/plan.h): what a recorder dispatches.
 Plan plan_ternary_matvec(const OpTarget& target, uint32_t rows, uint32_t cols, const MatvecOptions& options = {});
+Plan plan_ternary_matvec_qkv(const OpTarget& target, uint32_t q_rows, uint32_t k_rows, uint32_t v_rows, uint32_t cols,
+                             const MatvecOptions& options = {});
 Plan plan_ternary_matvec_qkv_rope(const OpTarget& target, const AttentionDims& dims, uint32_t cols, uint32_t context,
                                   const MatvecOptions& options = {});
 Plan plan_ternary_matvec_relu2_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols,

@@ -70,24 +70,25 @@ TEST_F(DecodeLayer, PhasesInOneDispatchEqualTheKernelsBehindBarriers) {
 
   const float eps = 1e-5f;
   rt::Buffer table = buffer_of(numerics::rope_table(kContext, d.head_dim, 10000.0f), "rope_table");
-  rt::Pipeline p_out = pipeline(ops::ternary_matvec(t, kDim, d.q_width(), opts_.residual));
-  rt::Pipeline p_gu = pipeline(ops::ternary_matvec_relu2_gate_up(t, kFfn, kDim, opts_.gate_up));
-  rt::Pipeline p_down = pipeline(ops::ternary_matvec(t, kDim, kFfn, opts_.residual));
-  rt::Pipeline p_qkv = pipeline(ops::ternary_matvec_qkv_rope(t, d, kDim, kContext, opts_.qkv));
+  const ops::Plan out = ops::plan_ternary_matvec(t, kDim, d.q_width(), opts_.residual);
+  const ops::Plan gu = ops::plan_ternary_matvec_relu2_gate_up(t, kFfn, kDim, opts_.gate_up);
+  const ops::Plan down = ops::plan_ternary_matvec(t, kDim, kFfn, opts_.residual);
+  const ops::Plan qkv = ops::plan_ternary_matvec_qkv_rope(t, d, kDim, kContext, opts_.qkv);
+  rt::Pipeline p_out = pipeline(out.kernel), p_gu = pipeline(gu.kernel), p_down = pipeline(down.kernel), p_qkv = pipeline(qkv.kernel);
   rt::Graph separate(ctx());
-  separate.dispatch(p_out, {wo, sep.attn, n1, sep.x}, rt::push(eps), rt::Grid{ops::ternary_matvec_workgroups(t, kDim, opts_.residual)});
-  separate.dispatch(p_gu, {wg, wu, sep.x, n2, sep.ffn}, rt::push(eps), rt::Grid{ops::ternary_matvec_workgroups(t, kFfn, opts_.gate_up)});
-  separate.dispatch(p_down, {wd, sep.ffn, n3, sep.x}, rt::push(eps), rt::Grid{ops::ternary_matvec_workgroups(t, kDim, opts_.residual)});
-  separate.dispatch(p_qkv, {wq, wk, wv, sep.x, n4, step, table, sep.q, sep.k_cache, sep.v_cache}, rt::push(eps),
-                    rt::Grid{ops::ternary_matvec_qkv_rope_workgroups(t, d, opts_.qkv)});
+  separate.dispatch(p_out, {wo, sep.attn, n1, sep.x}, rt::push(eps), out.grid());
+  separate.dispatch(p_gu, {wg, wu, sep.x, n2, sep.ffn}, rt::push(eps), gu.grid());
+  separate.dispatch(p_down, {wd, sep.ffn, n3, sep.x}, rt::push(eps), down.grid());
+  separate.dispatch(p_qkv, {wq, wk, wv, sep.x, n4, step, table, sep.q, sep.k_cache, sep.v_cache}, rt::push(eps), qkv.grid());
   EXPECT_EQ(separate.stats().steps, 4u);
 
-  rt::Pipeline p_layer = pipeline(ops::decode_layer(t, shape, opts_));
+  const ops::Plan layer = ops::plan_decode_layer(t, shape, opts_);
+  rt::Pipeline p_layer = pipeline(layer.kernel);
   rt::Graph one(ctx());
   one.dispatch(p_layer,
                {step, counters, wo, fused.attn, n1, fused.x, wg, wu, fused.x, n2, fused.ffn, wd, fused.ffn, n3, fused.x, wq, wk, wv,
                 fused.x, n4, table, fused.q, fused.k_cache, fused.v_cache},
-               rt::push(eps, ops::kPhaseCounterStride), rt::Grid{ops::decode_layer_workgroups(t, shape, opts_)});
+               rt::push(eps, ops::kPhaseCounterStride), layer.grid());
   EXPECT_EQ(one.stats().dispatches, 1u);
 
   // Three tokens: the residual stream carries over, the cache fills at positions 0, 1, 2.

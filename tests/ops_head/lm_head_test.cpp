@@ -44,7 +44,8 @@ class LmHead : public OpsMatrix {
       for (const rt::Buffer& b : parts) bindings.emplace_back(b);
     }
     bindings.emplace_back(logits);
-    run(rows_per_part ? ops::lm_head(t, vocab, dim, rows_per_part) : ops::lm_head(t, vocab, dim), bindings, ops::lm_head_workgroups(t, vocab));
+    const ops::Plan plan = rows_per_part ? ops::plan_lm_head(t, vocab, dim, rows_per_part) : ops::plan_lm_head(t, vocab, dim);
+    run(plan.kernel, bindings, plan.grid().x);
     const auto got = logits.download<float>();
     for (size_t v = 0; v < vocab; ++v) {
       float want = 0.0f, magnitude = 0.0f;

@@ -25,22 +25,18 @@ class TernaryMatmulCoopmat : public OpsMatrix {
     ops::MatmulOptions o;
     o.projection.write_accumulators = true;
     o.projection.add_residual = residual;
-    const ops::PrefillMatmul m = ops::ternary_matmul_auto(target(), rows, cols, o, engine);
-    EXPECT_EQ(m.cooperative, engine != ops::MatmulEngine::Subgroup && ops::ternary_matmul_coopmat_shape(target()));
-    check(rows, cols, tokens, m, residual);
+    EXPECT_EQ(ops::ternary_matmul_auto(target(), rows, cols, o, engine).cooperative,
+              engine != ops::MatmulEngine::Subgroup && ops::ternary_matmul_coopmat_shape(target()));
+    check(rows, cols, tokens, ops::plan_ternary_matmul_auto(target(), rows, cols, o, engine), residual);
   }
   // The tensor-core kernel with a given tile shape.
   void check(uint32_t rows, uint32_t cols, uint32_t tokens, ops::CoopMatmulOptions o) {
     o.write_accumulators = true;
-    const auto shape = *ops::ternary_matmul_coopmat_shape(target());
     SCOPED_TRACE(testing::Message() << "subgroups " << o.row_subgroups << "x" << o.token_subgroups << " tiles "
                                     << o.row_tiles << "x" << o.token_tiles << (o.double_buffer ? " double buffer" : ""));
-    check(rows, cols, tokens,
-          {ops::ternary_matmul_coopmat(target(), rows, cols, o), true, ops::ternary_matmul_coopmat_row_groups(target(), rows, o),
-           o.token_subgroups * o.token_tiles * shape.n},
-          false);
+    check(rows, cols, tokens, ops::plan_ternary_matmul_coopmat(target(), rows, cols, o), false);
   }
-  void check(uint32_t rows, uint32_t cols, uint32_t tokens, const ops::PrefillMatmul& m, bool residual) {
+  void check(uint32_t rows, uint32_t cols, uint32_t tokens, const ops::Plan& m, bool residual) {
     SCOPED_TRACE(testing::Message() << rows << "x" << cols << " tokens " << tokens << (residual ? " residual" : ""));
     const I2sWeights w = random_i2s(rows, cols, rows + cols);
     const Tokens x = quantize_tokens(tokens, cols, cols + tokens, 7);
@@ -48,7 +44,7 @@ class TernaryMatmulCoopmat : public OpsMatrix {
     rt::Buffer wb = buffer_of(w.bytes, "w"), qb = buffer_of(x.words, "x_q"), ab = buffer_of(x.act, "x_act");
     rt::Buffer y = residual ? buffer_of(before, "y") : output(uint64_t(rows) * tokens * 4, "y");
     rt::Buffer acc = output(uint64_t(rows) * tokens * 4, "acc");
-    run2d(m.kernel, {wb, qb, ab, y, acc}, m.row_groups, m.token_groups(tokens), rt::push(tokens));
+    run2d(m.kernel, {wb, qb, ab, y, acc}, m.grid(tokens).x, m.grid(tokens).y, rt::push(tokens));
     const auto got_y = y.download<float>();
     const auto got_acc = acc.download<int32_t>();
     for (uint32_t t = 0; t < tokens; ++t)

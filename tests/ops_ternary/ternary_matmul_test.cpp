@@ -42,8 +42,9 @@ class TernaryMatmul : public OpsMatrix, public ::testing::WithParamInterface<Dot
     rt::Buffer y[3] = {output(q_rows * tokens * 4, "yq"), output(kv_rows * tokens * 4, "yk"), output(kv_rows * tokens * 4, "yv")};
     rt::Buffer a[3] = {output(q_rows * tokens * 4, "aq"), output(kv_rows * tokens * 4, "ak"), output(kv_rows * tokens * 4, "av")};
     const ops::MatmulOptions o = options();
-    run2d(ops::ternary_matmul_qkv(t, q_rows, kv_rows, kv_rows, cols, o), {w0, w1, w2, qb, ab, y[0], y[1], y[2], a[0], a[1], a[2]},
-          ops::ternary_matvec_workgroups(t, q_rows + 2 * kv_rows), ops::ternary_matmul_token_tiles(tokens, o), rt::push(tokens));
+    const ops::Plan plan = ops::plan_ternary_matmul_qkv(t, q_rows, kv_rows, kv_rows, cols, o);
+    run2d(plan.kernel, {w0, w1, w2, qb, ab, y[0], y[1], y[2], a[0], a[1], a[2]}, plan.grid(tokens).x, plan.grid(tokens).y,
+          rt::push(tokens));
     Mismatches m;
     for (int i = 0; i < 3; ++i) {
       const auto got = a[i].download<int32_t>();
@@ -71,10 +72,10 @@ TEST_P(TernaryMatmul, EveryTokenMatchesGolden) {
     rt::Buffer wb = buffer_of(w.bytes, "w"), qb = buffer_of(x.words, "x_q"), ab = buffer_of(x.act, "x_act");
     rt::Buffer y = output(c.rows * c.tokens * 4, "y"), acc = output(c.rows * c.tokens * 4, "acc");
     const ops::MatmulOptions o = options();
-    rt::Pipeline p = pipeline(ops::ternary_matmul(target(), c.rows, c.cols, o));
+    const ops::Plan plan = ops::plan_ternary_matmul(target(), c.rows, c.cols, o);
+    rt::Pipeline p = pipeline(plan.kernel);
     rt::Graph g(ctx());
-    g.dispatch(p, {wb, qb, ab, y, acc}, rt::push(c.tokens),
-               rt::Grid{ops::ternary_matvec_workgroups(target(), c.rows), ops::ternary_matmul_token_tiles(c.tokens, o)});
+    g.dispatch(p, {wb, qb, ab, y, acc}, rt::push(c.tokens), plan.grid(c.tokens));
     g.submit_and_wait();
     const auto got_y = y.download<float>();
     const auto got_acc = acc.download<int32_t>();
@@ -93,7 +94,6 @@ TEST_P(TernaryMatmul, FusedQkvAndRelu2GateUpPerToken) {
   const Tokens x = quantize_tokens(tokens, cols, 77);
   rt::Buffer qb = buffer_of(x.words, "x_q"), ab = buffer_of(x.act, "x_act");
   const ops::MatmulOptions o = options();
-  const uint32_t tiles = ops::ternary_matmul_token_tiles(tokens, o);
   {
     const Mismatches m = fused_qkv_mismatches(target());
     ASSERT_EQ(m.count, 0u) << "wrong accumulators, first: " << m.first;
@@ -103,8 +103,8 @@ TEST_P(TernaryMatmul, FusedQkvAndRelu2GateUpPerToken) {
     const I2sWeights wg = random_i2s(rows, cols, 4, 1.5f), wu = random_i2s(rows, cols, 5, 0.5f);
     rt::Buffer g = buffer_of(wg.bytes, "w_gate"), u = buffer_of(wu.bytes, "w_up");
     rt::Buffer y = output(rows * tokens * 4, "y"), ag = output(rows * tokens * 4, "ag"), au = output(rows * tokens * 4, "au");
-    run2d(ops::ternary_matmul_relu2_gate_up(target(), rows, cols, o), {g, u, qb, ab, y, ag, au},
-          ops::ternary_matvec_workgroups(target(), rows), tiles, rt::push(tokens));
+    const ops::Plan plan = ops::plan_ternary_matmul_relu2_gate_up(target(), rows, cols, o);
+    run2d(plan.kernel, {g, u, qb, ab, y, ag, au}, plan.grid(tokens).x, plan.grid(tokens).y, rt::push(tokens));
     const auto got = y.download<float>();
     const auto got_g = ag.download<int32_t>(), got_u = au.download<int32_t>();
     for (uint32_t t = 0; t < tokens; ++t)
@@ -129,8 +129,8 @@ TEST_P(TernaryMatmul, ResidualAddPerToken) {
   rt::Buffer wb = buffer_of(w.bytes, "w"), qb = buffer_of(x.words, "x_q"), ab = buffer_of(x.act, "x_act");
   rt::Buffer y = buffer_of(residual, "y"), acc = output(rows * tokens * 4, "acc");
   const ops::MatmulOptions o = options(true);
-  run2d(ops::ternary_matmul(target(), rows, cols, o), {wb, qb, ab, y, acc}, ops::ternary_matvec_workgroups(target(), rows),
-        ops::ternary_matmul_token_tiles(tokens, o), rt::push(tokens));
+  const ops::Plan plan = ops::plan_ternary_matmul(target(), rows, cols, o);
+  run2d(plan.kernel, {wb, qb, ab, y, acc}, plan.grid(tokens).x, plan.grid(tokens).y, rt::push(tokens));
   const auto got = y.download<float>();
   for (uint32_t t = 0; t < tokens; ++t)
     for (uint32_t r = 0; r < rows; ++r) {
@@ -150,9 +150,8 @@ TEST_P(TernaryMatmul, SeveralRowsPerSubgroupAndTokenTiles) {
   o.tokens_per_workgroup = 3;
   rt::Buffer wb = buffer_of(w.bytes, "w"), qb = buffer_of(x.words, "x_q"), ab = buffer_of(x.act, "x_act");
   rt::Buffer y = output(rows * tokens * 4, "y"), acc = output(rows * tokens * 4, "acc");
-  run2d(ops::ternary_matmul(target(), rows, cols, o), {wb, qb, ab, y, acc},
-        ops::ternary_matvec_workgroups(target(), rows, o.projection), ops::ternary_matmul_token_tiles(tokens, o),
-        rt::push(tokens));
+  const ops::Plan plan = ops::plan_ternary_matmul(target(), rows, cols, o);
+  run2d(plan.kernel, {wb, qb, ab, y, acc}, plan.grid(tokens).x, plan.grid(tokens).y, rt::push(tokens));
   const auto got = acc.download<int32_t>();
   for (uint32_t t = 0; t < tokens; ++t)
     for (uint32_t r = 0; r < rows; ++r)
