@@ -1,5 +1,5 @@
 // The experimental family: fused decode phases and the persistent projection chain, off the
-// default path (slower on the H100: bench/RESULTS.md runs 4 and 5), kept with their tests.
+// default path (slower than separate kernels: bench/RESULTS.md runs 4 and 5), kept with their tests.
 //
 // Code outside ops/ and its tests includes this header, not the family's files (checked by
 // tests/repository/public_headers_test.cpp).

@@ -21,8 +21,7 @@ uint32_t workgroup_of(const OpTarget& t) { return subgroup_multiple_workgroup(t,
 uint32_t subgroups_of(const OpTarget& t) { return workgroup_of(t) / std::max(1u, t.subgroup_size); }
 
 // Tokens whose x rows fit half the shared memory at once (at least one): with more, fewer
-// workgroups fit a multiprocessor (on the H100 4 tokens of 2560 took 7.3 ms at B = 64, 2 took
-// 5.7; bench/RESULTS.md run 12).
+// workgroups fit a multiprocessor and the head gets slower (bench/RESULTS.md run 12).
 uint32_t tile_tokens(const OpTarget& t, uint32_t dim) {
   const uint32_t fit = std::max<uint32_t>(t.max_shared_bytes / 2 / (dim * 4), 1);
   return std::min(fit, kMaxTileTokens);
