@@ -83,7 +83,7 @@ void decode_batch(benchmark::State& st, BenchSession& s, uint32_t batch, uint32_
     wall += w;
   }
   const double steps = double(st.iterations());
-  const auto stats = b.decoder->step_stats(b.decoder->bucket_for(batch - 1));
+  const auto stats = b.decoder->step_stats(b.decoder->bucket_for(batch));
   st.counters["tokens_per_s"] = steps * batch / wall;
   st.counters["ms_per_step"] = wall / steps * 1e3;
   st.counters["dispatches"] = stats.dispatches;
@@ -97,7 +97,7 @@ void decode_batch_ops(benchmark::State& st, BenchSession& s, uint32_t batch, uin
   fill_slots(b, ctx_len - 1);
   std::vector<models::BatchDecoder::Entry> entries;
   for (uint32_t i = 0; i < batch; ++i) entries.push_back({i, int32_t(i + 1), ctx_len - 1});
-  const uint32_t bucket = b.decoder->bucket_for(batch - 1);
+  const uint32_t bucket = b.decoder->bucket_for(batch);
   std::map<std::string, double> ns;
   std::map<std::string, uint32_t> calls;
   double span = 0;

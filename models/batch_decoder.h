@@ -1,7 +1,9 @@
 // Many sequences at once, each in its own KV-cache slot: what the server's scheduler drives.
 // A decode step advances every sequence in the batch by one token in one submission, each at its
-// own position; a prefill puts a chunk of one sequence's prompt into its slot. Slots are the
-// caller's to assign: a slot's cache holds whatever was last written at each position.
+// own position; a prefill puts a chunk of one sequence's prompt into its slot. A decoder whose
+// max_step_prompt() is not 0 also takes prompt tokens in a step, beside the decoding sequences:
+// a run of entries of one slot at consecutive positions. Slots are the caller's to assign: a
+// slot's cache holds whatever was last written at each position.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -27,11 +29,18 @@ class BatchDecoder {
   virtual uint32_t top_k() const = 0;            // candidates each output holds; 0: greedy only
   virtual uint32_t max_prefill_chunk() const = 0;  // prompt tokens one prefill() takes at most
   virtual uint64_t device_bytes() const = 0;     // device memory the slots' caches and activations take
+  // Entries one decode step takes at most (at least slots()).
+  virtual uint32_t step_capacity() const { return slots(); }
+  // Prompts of at most this many tokens may go through decode steps as runs of entries (their
+  // arithmetic is then the step's, whatever else the steps carry); 0: prompts go through prefill().
+  virtual uint32_t max_step_prompt() const { return 0; }
 
   // Prompt tokens into `slot` at positions pos..pos+n-1 (n <= max_prefill_chunk()); returns the
   // output of the last one.
   virtual StepOutput prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos) = 0;
-  // One decode step for every entry (1 <= size <= slots()); outputs in entry order.
+  // One decode step for every entry (1 <= size <= step_capacity()); outputs in entry order. A slot
+  // appears once, or (max_step_prompt() > 0) in a run at consecutive positions, in order: only the
+  // last entry of a slot has an output (the others' argmax is -1, with no candidates).
   virtual std::vector<StepOutput> decode(std::span<const Entry> batch) = 0;
 };
 

@@ -181,12 +181,17 @@ void Scheduler::drop_cancelled() {
 // Prompt chunks of the waiting sequences, oldest first, up to one chunk's worth of tokens
 // (max_prefill_chunk) and kMaxPrefillsPerStep chunks between two decode steps: many short prompts
 // start together, and the streams already decoding wait for at most that much prompt work.
+bool Scheduler::prompt_in_steps(const Sequence& seq) const {
+  return seq.request().prompt.size() <= decoder_.max_step_prompt();
+}
+
 void Scheduler::prefill_some() {
   uint32_t tokens = 0;
   for (uint32_t chunks = 0; chunks < kMaxPrefillsPerStep; ++chunks) {
     std::optional<uint32_t> oldest;
     for (uint32_t s = 0; s < slots_; ++s)
-      if (running_[s] && running_[s]->prefilling() && (!oldest || running_[s]->admitted < running_[*oldest]->admitted))
+      if (running_[s] && running_[s]->prefilling() && !prompt_in_steps(*running_[s]) &&
+          (!oldest || running_[s]->admitted < running_[*oldest]->admitted))
         oldest = s;
     if (!oldest) return;
     const uint32_t left = uint32_t(running_[*oldest]->request().prompt.size()) - running_[*oldest]->prefilled;
@@ -225,6 +230,18 @@ void Scheduler::decode_all() {
   std::vector<models::BatchDecoder::Entry> batch;
   for (uint32_t s = 0; s < slots_; ++s)
     if (running_[s] && !running_[s]->prefilling()) batch.push_back({s, running_[s]->next, running_[s]->pos});
+  // Short prompts take the step's spare entries, oldest first: a run of each one's next tokens.
+  std::vector<uint32_t> waiting;
+  for (uint32_t s = 0; s < slots_; ++s)
+    if (running_[s] && running_[s]->prefilling() && prompt_in_steps(*running_[s])) waiting.push_back(s);
+  std::sort(waiting.begin(), waiting.end(), [&](uint32_t a, uint32_t b) { return running_[a]->admitted < running_[b]->admitted; });
+  const size_t decoding = batch.size();
+  for (uint32_t s : waiting) {
+    const Sequence& seq = *running_[s];
+    const auto& prompt = seq.request().prompt;
+    for (uint32_t p = seq.prefilled; p < prompt.size() && batch.size() < decoder_.step_capacity(); ++p)
+      batch.push_back({s, prompt[p], p});
+  }
   if (batch.empty()) return;
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<models::StepOutput> outs;
@@ -232,14 +249,22 @@ void Scheduler::decode_all() {
     outs = decoder_.decode(batch);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "serve: decode failed: %s\n", e.what());
-    for (const auto& entry : batch) finish(entry.slot, FinishReason::Error);
+    for (const auto& entry : batch)
+      if (running_[entry.slot]) finish(entry.slot, FinishReason::Error);
     return;
   }
   busy_ns_ += nanoseconds_since(t0);
   ++decode_steps_;
   for (size_t i = 0; i < batch.size(); ++i) {
     Sequence& seq = *running_[batch[i].slot];
-    ++seq.pos;
+    if (i >= decoding) {  // a prompt token: the last one of the prompt gives the first sample
+      ++seq.prefilled;
+      ++prompt_tokens_;
+      if (seq.prefilling()) continue;
+      seq.pos = seq.prefilled;
+    } else {
+      ++seq.pos;
+    }
     const bool greedy = seq.request().sampling.temperature == 0;
     accept(batch[i].slot, greedy ? outs[i].argmax : seq.sampler.sample(outs[i].top_ids, outs[i].top_logits));
   }

@@ -2,10 +2,12 @@
 // (a KV-cache slot of the decoder) as soon as one frees up, and leave it the moment they end.
 // Each turn of the worker thread:
 //   1. admits waiting requests into free slots and drops cancelled ones (their slot is free at once);
-//   2. runs prompt chunks of the sequences still reading their prompts, oldest first, up to
-//      max_prefill_chunk tokens and kMaxPrefillsPerStep chunks in all: many short prompts start
-//      together, and a long prompt delays the streams already decoding by one chunk a step;
-//   3. runs ONE decode() over every sequence that is generating.
+//   2. runs prompt chunks of the sequences still reading prompts longer than the decoder's
+//      max_step_prompt, oldest first, up to max_prefill_chunk tokens and kMaxPrefillsPerStep
+//      chunks in all: a long prompt delays the streams already decoding by one chunk a step;
+//   3. runs ONE decode() over every sequence that is generating, with the tokens of the short
+//      prompts (up to max_step_prompt tokens each) in the step's spare entries, oldest first:
+//      many short prompts start together and cost the running streams little.
 // Tokens are picked on the host from each step's candidates by a Sampler seeded per request, so
 // a request gives the same text whether it runs alone or beside others.
 #pragma once
@@ -44,7 +46,7 @@ struct SchedulerStats {
   uint32_t active_slots = 0;
   uint32_t queue_length = 0;
   uint32_t queue_capacity = 0;
-  uint64_t prompt_tokens = 0;       // prefilled
+  uint64_t prompt_tokens = 0;       // prefilled or run in decode steps
   uint64_t generated_tokens = 0;    // sampled
   uint64_t requests_finished = 0;   // every end, cancellations included
   uint64_t requests_cancelled = 0;
@@ -95,6 +97,7 @@ class Scheduler {
   void prefill_chunk(uint32_t slot, uint32_t n);
   static constexpr uint32_t kMaxPrefillsPerStep = 16;
   void decode_all();
+  bool prompt_in_steps(const Sequence& seq) const;  // its prompt runs as entries of decode steps
   void accept(uint32_t slot, int32_t token);
   void finish(uint32_t slot, FinishReason reason, bool release_held = true);
   void emit(Sequence& seq, const std::string& text);

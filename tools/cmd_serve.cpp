@@ -29,13 +29,16 @@ constexpr const char* kUsage =
     "                    single-sequence graph); their KV caches take N x --ctx-size positions\n"
     "  --ctx-size N      context of each sequence, at most the trained one (default: the trained one)\n"
     "  --queue N         requests that may wait for a sequence slot; more get 503 (default 4 per slot)\n"
+    "  --prompt-lanes N  with --parallel > 1: prompt tokens a decode step carries beside the streams\n"
+    "                    it decodes; prompts of up to N tokens run in steps, longer ones in prompt\n"
+    "                    blocks between steps (default 64; 0: every prompt in blocks)\n"
     "  --alias NAME      the model id clients pass (default: the file name without .gguf)\n"
     "  --device N|NAME   the Vulkan device (see `bitnet-dsl devices`)\n";
 
 struct ServeOptions {
   std::string model, host = "127.0.0.1", alias, device;
   int port = 8080;
-  uint32_t parallel = 1, ctx_size = 0, queue = 0;
+  uint32_t parallel = 1, ctx_size = 0, queue = 0, prompt_lanes = bitnet::BatchOptions{}.prompt_lanes;
   bool help = false;
 };
 
@@ -53,6 +56,7 @@ ServeOptions parse(const Args& args) {
     else if (a == "--parallel" || a == "-np") o.parallel = flag_number<uint32_t>(a, value(), 1, 1024);
     else if (a == "--ctx-size" || a == "-c") o.ctx_size = flag_number<uint32_t>(a, value(), 1, 1u << 24);
     else if (a == "--queue") o.queue = flag_number<uint32_t>(a, value(), 1, 1u << 16);
+    else if (a == "--prompt-lanes") o.prompt_lanes = flag_number<uint32_t>(a, value(), 0, 4096);
     else if (a == "--alias") o.alias = value();
     else if (a == "--device") o.device = value();
     else if (a == "-h" || a == "--help") o.help = true;
@@ -89,7 +93,9 @@ int run_serve(const Args& args) {
     const uint64_t kv_bytes = 2ull * config.n_layers * config.context_length * config.kv_dim() * 2;
     decoder = std::make_unique<models::SequentialDecoder>(model, bitnet::BitNetModel::kMaxPrefillBlock, kv_bytes);
   } else {
-    auto batch = std::make_unique<bitnet::BitNetBatchDecoder>(ctx, model, o.parallel);
+    bitnet::BatchOptions bopts;
+    bopts.prompt_lanes = o.prompt_lanes;
+    auto batch = std::make_unique<bitnet::BitNetBatchDecoder>(ctx, model, o.parallel, bopts);
     batch->record_all_buckets();  // every bucket's kernels now: no request waits for a compile
     decoder = std::move(batch);
   }

@@ -50,6 +50,7 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
       model_(model),
       slots_(slots),
       options_(options),
+      capacity_(slots + options.prompt_lanes),
       layout_(options.projections ? *options.projections : model.options_.prefill_projections),
       pp_(model.prefill_pipelines()),
       rope_kv_(ops::make_pipeline(ctx, ops::plan_rope_kv_write_sequences(model.pipelines().target, model.pipelines().dims,
@@ -84,9 +85,11 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
   lanes_ = std::make_unique<Lanes>();
   Lanes& L = *lanes_;
   L.align = std::max<uint64_t>(ctx.info().min_storage_buffer_offset_alignment, 4);
-  const uint64_t n = slots;
-  // Rows the tensor-core LM head reads and writes: the lanes rounded up to its token tile.
-  const uint64_t head_rows = head_on_tensor_cores_ ? std::max<uint64_t>(n, ops::lm_head_coopmat_tokens(p.target, slots)) : n;
+  const uint64_t n = capacity_;  // lanes: activations are per lane, caches per slot
+  // The tail's rows: a step returns at most one output per slot. The tensor-core LM head reads
+  // and writes them rounded up to its token tile.
+  const uint64_t outs = slots;
+  const uint64_t head_rows = head_on_tensor_cores_ ? std::max<uint64_t>(outs, ops::lm_head_coopmat_tokens(p.target, slots)) : outs;
   auto make = [&](uint64_t bytes, const std::string& name, std::optional<ScalarKind> holds, bool host = false) {
     L.bytes += bytes;
     return rt::Buffer(ctx, bytes, {.host_visible = host, .name = "batch " + name, .gpu_reads_often = host, .holds = holds});
@@ -94,22 +97,23 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
   const auto f32 = ScalarKind::F32, u32 = ScalarKind::U32;
   // Bytes the caches take, checked before anything is allocated.
   L.cache_slot_bytes = uint64_t{c.context_length} * d.kv_words() * 4;
-  const uint64_t cache_bytes = 2ull * c.n_layers * n * L.cache_slot_bytes;
+  const uint64_t cache_bytes = 2ull * c.n_layers * slots * L.cache_slot_bytes;
   const uint64_t heap = ctx.info().device_local_bytes;
   if (heap && cache_bytes > heap)
     throw std::invalid_argument(fmt::format("batched decode: {} slots of {} positions need {:.1f} GiB of KV cache, more "
                                             "than the device's {:.1f} GiB (lower --parallel or --ctx-size)",
                                             slots, c.context_length, cache_bytes / 1073741824.0, heap / 1073741824.0));
   const uint64_t largest = ctx.info().max_memory_allocation;
-  if (n * L.cache_slot_bytes > ctx.info().max_storage_buffer_range)
+  const uint64_t layer_cache = uint64_t{slots} * L.cache_slot_bytes;
+  if (layer_cache > ctx.info().max_storage_buffer_range)
     throw std::invalid_argument(fmt::format("batched decode: one layer's K cache for {} slots of {} positions is {:.1f} MiB, "
                                             "more than {} binds at once ({:.1f} MiB; lower --parallel or --ctx-size)",
-                                            slots, c.context_length, n * L.cache_slot_bytes / 1048576.0, ctx.info().name,
+                                            slots, c.context_length, layer_cache / 1048576.0, ctx.info().name,
                                             ctx.info().max_storage_buffer_range / 1048576.0));
-  if (largest && n * L.cache_slot_bytes > largest)
+  if (largest && layer_cache > largest)
     throw std::invalid_argument(fmt::format("batched decode: one layer's K cache for {} slots of {} positions is {:.1f} MiB, "
                                             "more than {} allocates at once ({:.1f} MiB; lower --parallel or --ctx-size)",
-                                            slots, c.context_length, n * L.cache_slot_bytes / 1048576.0, ctx.info().name,
+                                            slots, c.context_length, layer_cache / 1048576.0, ctx.info().name,
                                             largest / 1048576.0));
   L.tokens = make(4 * n, "tokens", u32, true);
   L.sequences = make(sizeof(ops::SequenceState) * n, "sequence states", u32, true);
@@ -126,23 +130,23 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
   L.xn.fill(0);  // rows past the lanes feed only logits nobody reads: keep them finite
   if (head_on_tensor_cores_) L.xh = make(2 * head_rows * c.dim, "output norm in f16", std::nullopt);
   for (uint32_t l = 0; l < c.n_layers; ++l) {
-    L.k_cache.push_back(make(n * L.cache_slot_bytes, fmt::format("k cache {}", l), u32));
-    L.v_cache.push_back(make(n * L.cache_slot_bytes, fmt::format("v cache {}", l), u32));
+    L.k_cache.push_back(make(layer_cache, fmt::format("k cache {}", l), u32));
+    L.v_cache.push_back(make(layer_cache, fmt::format("v cache {}", l), u32));
   }
-  L.partials = make(ops::attention_partials_bytes(d, attention_chunks_, slots), "attention partials", f32);
-  L.counters = make(ops::attention_counters_bytes(d, slots), "attention counters", u32);
+  L.partials = make(ops::attention_partials_bytes(d, attention_chunks_, capacity_), "attention partials", f32);
+  L.counters = make(ops::attention_counters_bytes(d, capacity_), "attention counters", u32);
   L.counters.fill(0);
   // A multiple of 64 bytes: the tensor-core head stores whole columns of 16 rows at a time.
   L.logits_stride = round_up(4ull * c.vocab_size, std::max<uint64_t>(L.align, 64));
   L.logits = make(L.logits_stride * head_rows, "logits", f32);
-  L.arg_values = make(4ull * p.argmax_plan.groups * n, "argmax partial values", f32);
-  L.arg_indices = make(4ull * p.argmax_plan.groups * n, "argmax partial indices", u32);
-  L.chosen = make(4 * n, "argmax tokens", u32, true);
+  L.arg_values = make(4ull * p.argmax_plan.groups * outs, "argmax partial values", f32);
+  L.arg_indices = make(4ull * p.argmax_plan.groups * outs, "argmax partial indices", u32);
+  L.chosen = make(4 * outs, "argmax tokens", u32, true);
   if (p.top_k) {
-    L.top_part_values = make(4ull * p.top_k_plan.groups * p.top_k * n, "top-k partial values", f32);
-    L.top_part_indices = make(4ull * p.top_k_plan.groups * p.top_k * n, "top-k partial indices", u32);
-    L.top_values = make(4ull * p.top_k * n, "top-k values", f32, true);
-    L.top_indices = make(4ull * p.top_k * n, "top-k indices", u32, true);
+    L.top_part_values = make(4ull * p.top_k_plan.groups * p.top_k * outs, "top-k partial values", f32);
+    L.top_part_indices = make(4ull * p.top_k_plan.groups * p.top_k * outs, "top-k partial indices", u32);
+    L.top_values = make(4ull * p.top_k * outs, "top-k values", f32, true);
+    L.top_indices = make(4ull * p.top_k * outs, "top-k indices", u32, true);
   }
   device_bytes_ = L.bytes;
 }
@@ -150,17 +154,24 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
 BitNetBatchDecoder::~BitNetBatchDecoder() {
   for (auto& s : steps_)
     if (s.graph && s.graph->last_ticket()) s.graph->wait(s.graph->last_ticket());
+  for (auto& t : tails_)
+    if (t.graph && t.graph->last_ticket()) t.graph->wait(t.graph->last_ticket());
 }
 
-uint32_t BitNetBatchDecoder::bucket_for(uint32_t highest) const {
-  if (highest >= slots_) throw std::out_of_range(fmt::format("slot {} of a {}-slot decoder", highest, slots_));
-  return std::min(std::bit_ceil(highest + 1), slots_);
+uint32_t BitNetBatchDecoder::bucket_for(uint32_t entries) const {
+  if (entries == 0 || entries > capacity_)
+    throw std::out_of_range(fmt::format("a step of {} entries; this decoder's steps take 1 to {}", entries, capacity_));
+  return std::min(std::bit_ceil(entries), capacity_);
 }
 
 void BitNetBatchDecoder::record_all_buckets() {
-  for (uint32_t lanes = 1;; lanes = std::min(lanes * 2, slots_)) {
+  for (uint32_t lanes = 1;; lanes = std::min(lanes * 2, capacity_)) {
     step_for(lanes);
-    if (lanes == slots_) break;
+    if (lanes == capacity_) break;
+  }
+  for (uint32_t rows = 1;; rows = std::min(rows * 2, slots_)) {
+    tail_for(rows);
+    if (rows == slots_) break;
   }
 }
 
@@ -171,19 +182,26 @@ BitNetBatchDecoder::Step& BitNetBatchDecoder::step_for(uint32_t lanes) {
                                                    ProjectionChoice{layout_, lanes, options_.subgroup_max_tokens,
                                                                     options_.coop_row_subgroups, options_.coop_token_subgroups,
                                                                     options_.coop_double_buffer}),
-         std::nullopt, nullptr};
-  const auto& p = model_.pipelines();
-  if (head_on_tensor_cores_)
-    s.head.emplace(ops::make_pipeline(ctx_, ops::plan_lm_head_coopmat(p.target, model_.vocab_size(), model_.config().dim, lanes)));
-  s.graph = record_step(lanes, *s.projections, s.head ? &*s.head : nullptr);
+         nullptr};
+  s.graph = record_step(lanes, *s.projections);
   steps_.push_back(std::move(s));
   return steps_.back();
 }
 
-std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes, const BlockProjections& proj,
-                                                           const ops::PlannedPipeline* head) {
-  const auto& c = model_.config();
+BitNetBatchDecoder::Tail& BitNetBatchDecoder::tail_for(uint32_t rows) {
+  for (auto& t : tails_)
+    if (t.rows == rows) return t;
+  Tail t{rows, std::nullopt, nullptr};
   const auto& p = model_.pipelines();
+  if (head_on_tensor_cores_)
+    t.head.emplace(ops::make_pipeline(ctx_, ops::plan_lm_head_coopmat(p.target, model_.vocab_size(), model_.config().dim, rows)));
+  t.graph = record_tail(rows, t.head ? &*t.head : nullptr);
+  tails_.push_back(std::move(t));
+  return tails_.back();
+}
+
+std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes, const BlockProjections& proj) {
+  const auto& c = model_.config();
   const auto& pp = pp_;
   const auto& w = model_.weights_;
   const auto& a = *model_.act_;
@@ -207,32 +225,44 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes, const
                           rt::push(lanes), lanes);
     });
   }
+  g.finish();
+  return graph;
+}
 
-  // The tail, as the single-sequence graph runs it, lane by lane after one norm over all rows.
-  p.output_norm.dispatch(g, {{"x", L.x}, {"weight", w.output_norm}, {"out", L.xn}}, rt::push(eps), lanes);
-  // The LM head reads the table once for every lane.
+// The tail, as the single-sequence graph runs it, for the first `rows` lanes (the lanes whose
+// outputs the step returns come first), after one norm over all of them.
+std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_tail(uint32_t rows, const ops::PlannedPipeline* head) {
+  const auto& c = model_.config();
+  const auto& p = model_.pipelines();
+  const auto& w = model_.weights_;
+  Lanes& L = *lanes_;
+  auto graph = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{timestamps_, fmt::format("batch tail of {}", rows)});
+  rt::Graph& g = *graph;
+  const float eps = c.rms_norm_eps;
+  p.output_norm.dispatch(g, {{"x", L.x}, {"weight", w.output_norm}, {"out", L.xn}}, rt::push(eps), rows);
+  // The LM head reads the table once for every row.
   const SplitMatrix& table = w.lm_head();
-  const uint32_t stride = uint32_t(L.logits_stride / 4);  // floats between two lanes' logits
+  const uint32_t stride = uint32_t(L.logits_stride / 4);  // floats between two rows' logits
   if (head) {
-    const uint32_t rows = ops::lm_head_coopmat_tokens(p.target, lanes), vec4s = rows * c.dim / 4;
+    const uint32_t vec4s = ops::lm_head_coopmat_tokens(p.target, rows) * c.dim / 4;
     pack_half_->dispatch(g, {{"x", L.xn.slice(0, 16ull * vec4s)}, {"y", L.xh.slice(0, 8ull * vec4s)}}, rt::push(vec4s), vec4s);
     head->dispatch(g, {{"x", L.xh}, {"table0", table.parts[0]}, {"logits", L.logits}}, rt::push(stride));
   } else {
     std::vector<rt::Arg> args = {{"x", L.xn}, {"logits", L.logits}};
     for (size_t i = 0; i < table.parts.size(); ++i) args.push_back({"table" + std::to_string(i), table.parts[i]});
-    lm_head_->dispatch(g, args, rt::push(lanes, stride));
+    lm_head_->dispatch(g, args, rt::push(rows, stride));
   }
-  // Every lane's argmax (and candidates) in one dispatch per pass, a row of the grid per lane.
+  // Every row's argmax (and candidates) in one dispatch per pass, a row of the grid per row.
   argmax_partial_.dispatch(g, {{"values", L.logits}, {"part_values", L.arg_values}, {"part_indices", L.arg_indices}},
-                           rt::push(stride), lanes);
+                           rt::push(stride), rows);
   if (p.top_k)
     top_k_partial_->dispatch(g, {{"values", L.logits}, {"part_values", L.top_part_values}, {"part_indices", L.top_part_indices}},
-                             rt::push(stride), lanes);
-  argmax_final_.dispatch(g, {{"part_values", L.arg_values}, {"part_indices", L.arg_indices}, {"token", L.chosen}}, {}, lanes);
+                             rt::push(stride), rows);
+  argmax_final_.dispatch(g, {{"part_values", L.arg_values}, {"part_indices", L.arg_indices}, {"token", L.chosen}}, {}, rows);
   if (p.top_k)
     top_k_merge_->dispatch(g, {{"part_values", L.top_part_values}, {"part_indices", L.top_part_indices},
                                {"top_values", L.top_values}, {"top_indices", L.top_indices}},
-                           {}, lanes);
+                           {}, rows);
   g.finish();
   return graph;
 }
@@ -272,78 +302,122 @@ models::StepOutput BitNetBatchDecoder::prefill(uint32_t slot, std::span<const in
 }
 
 std::vector<models::StepOutput> BitNetBatchDecoder::decode(std::span<const Entry> batch) {
-  if (batch.empty() || batch.size() > slots_)
-    throw std::invalid_argument(fmt::format("a decode step takes 1 to {} sequences, got {}", slots_, batch.size()));
-  std::vector<bool> seen(slots_, false);
-  uint32_t highest = 0;
-  for (const Entry& e : batch) {
+  if (batch.empty() || batch.size() > capacity_)
+    throw std::invalid_argument(fmt::format("a decode step takes 1 to {} entries, got {}", capacity_, batch.size()));
+  // A slot's entries: one, or a prompt run at consecutive positions. `last[s]`: its last entry.
+  std::vector<int64_t> last(slots_, -1);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const Entry& e = batch[i];
     if (e.slot >= slots_) throw std::out_of_range(fmt::format("slot {} of a {}-slot decoder", e.slot, slots_));
-    if (seen[e.slot]) throw std::invalid_argument(fmt::format("slot {} twice in one decode step", e.slot));
-    seen[e.slot] = true;
     if (e.token < 0 || uint32_t(e.token) >= vocab_size())
       throw std::out_of_range(fmt::format("token id {} outside the vocabulary of {}", e.token, vocab_size()));
     if (e.pos >= context_length())
       throw std::out_of_range(fmt::format("position {} is past the context length {}", e.pos, context_length()));
-    highest = std::max(highest, e.slot);
+    if (last[e.slot] >= 0) {
+      const Entry& before = batch[size_t(last[e.slot])];
+      if (options_.prompt_lanes == 0)
+        throw std::invalid_argument(fmt::format("slot {} twice in one decode step", e.slot));
+      if (e.pos != before.pos + 1)
+        throw std::invalid_argument(fmt::format("slot {} at position {} after position {} in one step: a slot's entries "
+                                                "are a run of consecutive positions",
+                                                e.slot, e.pos, before.pos));
+    }
+    last[e.slot] = int64_t(i);
   }
-  Step& step = step_for(bucket_for(highest));
+  // Lanes: the entries with an output (each slot's last) first, in entry order, then the rest.
+  std::vector<uint32_t> lane_of(batch.size());
+  uint32_t outputs = 0;
+  for (size_t i = 0; i < batch.size(); ++i)
+    if (last[batch[i].slot] == int64_t(i)) lane_of[i] = outputs++;
+  for (uint32_t i = 0, rest = outputs; i < batch.size(); ++i)
+    if (last[batch[i].slot] != int64_t(i)) lane_of[i] = rest++;
+  Step& step = step_for(bucket_for(uint32_t(batch.size())));
+  Tail& tail = tail_for(std::min(std::bit_ceil(outputs), slots_));
   Lanes& L = *lanes_;
-  // Lanes without a sequence run at a position past the context: they write no cache row.
+  // Lanes without an entry run at a position past the context: they write no cache row.
   std::vector<uint32_t> tokens(step.lanes, 0);
   std::vector<ops::SequenceState> states(step.lanes);
-  for (uint32_t t = 0; t < step.lanes; ++t) {
-    states[t].pos = context_length();
-    states[t].first_row = t * context_length();
+  for (uint32_t t = 0; t < step.lanes; ++t) states[t].pos = context_length();
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const Entry& e = batch[i];
+    const uint32_t lane = lane_of[i];
+    tokens[lane] = uint32_t(e.token);
+    states[lane].token = uint32_t(e.token);
+    states[lane].pos = e.pos;
+    states[lane].first_row = e.slot * context_length();
+    // The model's copy of this slot (prefill) no longer holds the rows the step rewrites.
+    if (e.slot == model_slot_) model_rows_ = std::min(model_rows_, e.pos);
   }
-  for (const Entry& e : batch) {
-    tokens[e.slot] = uint32_t(e.token);
-    states[e.slot].token = uint32_t(e.token);
-    states[e.slot].pos = e.pos;
-  }
-  if (step.graph->last_ticket()) step.graph->wait(step.graph->last_ticket());
+  for (rt::Graph* g : {step.graph.get(), tail.graph.get()})
+    if (g->last_ticket()) g->wait(g->last_ticket());
   L.tokens.upload(tokens);
   L.sequences.upload(states);
-  step.graph->submit_and_wait();
-  // A decode step writes rows past what a prefill left in the model's cache for its slot only in
-  // the slot's cache: the model's copy stays valid for the rows it has.
+  // Back to back: each replay ends with a barrier to what follows, so the tail reads the layers' x.
+  const uint64_t layers = step.graph->submit();
+  tail.graph->submit_and_wait();
+  step.graph->wait(layers);  // done already; keeps the recording's own bookkeeping
   const uint32_t k = top_k();
   std::vector<models::StepOutput> out(batch.size());
   for (size_t i = 0; i < batch.size(); ++i) {
-    const uint32_t t = batch[i].slot;
-    out[i].argmax = int32_t(L.chosen.download<uint32_t>(t * 4ull, 1)[0]);
+    if (last[batch[i].slot] != int64_t(i)) {
+      out[i].argmax = -1;  // a prompt token with more of its run after it
+      continue;
+    }
+    const uint64_t row = lane_of[i];
+    out[i].argmax = int32_t(L.chosen.download<uint32_t>(row * 4, 1)[0]);
     if (k) {
-      const auto ids = L.top_indices.download<uint32_t>(uint64_t{t} * k * 4, k);
+      const auto ids = L.top_indices.download<uint32_t>(row * k * 4, k);
       out[i].top_ids.assign(ids.begin(), ids.end());
-      out[i].top_logits = L.top_values.download<float>(uint64_t{t} * k * 4, k);
+      out[i].top_logits = L.top_values.download<float>(row * k * 4, k);
     }
   }
   return out;
 }
 
-const rt::Graph* BitNetBatchDecoder::recorded(uint32_t bucket) const {
+std::pair<const rt::Graph*, const rt::Graph*> BitNetBatchDecoder::recorded(uint32_t bucket) const {
+  std::pair<const rt::Graph*, const rt::Graph*> r{nullptr, nullptr};
   for (const auto& s : steps_)
-    if (s.lanes == bucket) return s.graph.get();
-  return nullptr;
+    if (s.lanes == bucket) r.first = s.graph.get();
+  for (const auto& t : tails_)
+    if (t.rows == std::min(bucket, slots_)) r.second = t.graph.get();
+  return r;
 }
 
 rt::GraphStats BitNetBatchDecoder::step_stats(uint32_t bucket) const {
-  const rt::Graph* g = recorded(bucket);
-  return g ? g->stats() : rt::GraphStats{};
+  rt::GraphStats sum;
+  for (const rt::Graph* g : {recorded(bucket).first, recorded(bucket).second})
+    if (g) {
+      const rt::GraphStats s = g->stats();
+      sum.dispatches += s.dispatches, sum.transfers += s.transfers, sum.barriers += s.barriers, sum.steps += s.steps;
+    }
+  return sum;
 }
 
 std::vector<double> BitNetBatchDecoder::step_timestamps_ns(uint32_t bucket) const {
-  const rt::Graph* g = recorded(bucket);
-  return g ? g->timestamps_ns() : std::vector<double>{};
+  std::vector<double> ns;
+  for (const rt::Graph* g : {recorded(bucket).first, recorded(bucket).second})
+    if (g) {
+      const auto t = g->timestamps_ns();
+      ns.insert(ns.end(), t.begin(), t.end());
+    }
+  return ns;
 }
 
 std::vector<std::string> BitNetBatchDecoder::step_operation_names(uint32_t bucket) const {
-  const rt::Graph* g = recorded(bucket);
-  return g ? g->operation_names() : std::vector<std::string>{};
+  std::vector<std::string> names;
+  for (const rt::Graph* g : {recorded(bucket).first, recorded(bucket).second})
+    if (g) {
+      const auto n = g->operation_names();
+      names.insert(names.end(), n.begin(), n.end());
+    }
+  return names;
 }
 
 double BitNetBatchDecoder::step_gpu_span_ns(uint32_t bucket) const {
-  const rt::Graph* g = recorded(bucket);
-  return g ? g->span_ns() : 0.0;
+  double span = 0;
+  for (const rt::Graph* g : {recorded(bucket).first, recorded(bucket).second})
+    if (g) span += g->span_ns();
+  return span;
 }
 
 }  // namespace bdsl::bitnet

@@ -11,17 +11,24 @@
 // top-k (a grid row per sequence). Every sequence's arithmetic is the same whatever else is in
 // the batch, so its tokens are too.
 //
-// Slot s is lane s of the recorded batch: the recording for a bucket of B lanes serves slots
-// 0..B-1, and a step runs the smallest bucket that covers its highest slot (the scheduler hands
-// out the lowest free slot first). Lanes without a sequence this step compute at a position past
-// the context, which writes no cache row.
+// Entry i of a step is lane i of the recorded batch, whatever its slot: a step of n entries runs
+// the smallest bucket of at least n lanes. Lanes past the entries compute at a position past the
+// context, which writes no cache row.
 //
-// A prompt chunk runs through the model's own prefill graph (its single-sequence cache), and the
-// rows it wrote are copied into the slot's cache; the slot's earlier rows are copied in first
-// when the model's cache holds another sequence.
+// A short prompt (up to BatchOptions::prompt_lanes tokens) may run as lanes of decode steps,
+// beside the decoding sequences: its tokens are entries of its slot at consecutive positions.
+// RoPE writes every lane's cache row before attention reads any, so a prompt token attends to the
+// rows its run wrote in the same step; each token's arithmetic is a decode lane's, so a
+// sequence's results do not depend on how its prompt was split over steps or what ran beside it.
+// The steps have prompt_lanes lanes more than slots for them.
+//
+// A longer prompt chunk runs through the model's own prefill graph (its single-sequence cache),
+// and the rows it wrote are copied into the slot's cache; the slot's earlier rows are copied in
+// first when the model's cache holds another sequence.
 #pragma once
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "models/batch_decoder.h"
@@ -48,6 +55,9 @@ struct BatchOptions {
   // CPU path does) where the device has them; else, or with false, lm_head_batch (lm_head's f32
   // arithmetic, bit for bit).
   bool tensor_core_head = true;
+  // Lanes a step has beyond the slots, for prompt tokens; prompts of up to this many tokens may run
+  // in steps (max_step_prompt). 0: every prompt goes through prefill().
+  uint32_t prompt_lanes = 64;
 };
 
 class BitNetBatchDecoder final : public models::BatchDecoder {
@@ -63,6 +73,8 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   uint32_t top_k() const override { return model_.top_k(); }
   uint32_t max_prefill_chunk() const override { return BitNetModel::kMaxPrefillBlock; }
   uint64_t device_bytes() const override { return device_bytes_; }
+  uint32_t step_capacity() const override { return capacity_; }
+  uint32_t max_step_prompt() const override { return options_.prompt_lanes; }
 
   models::StepOutput prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos) override;
   std::vector<models::StepOutput> decode(std::span<const Entry> batch) override;
@@ -70,8 +82,10 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   // Builds and records every bucket's step now (else each is made at its first step): a server
   // calls it before it takes requests, so that none waits for a compile.
   void record_all_buckets();
-  // The recorded step of the bucket that a batch whose highest slot is `highest` runs.
-  uint32_t bucket_for(uint32_t highest) const;
+  // The bucket (lanes of the recorded step) that a step of `entries` entries runs.
+  uint32_t bucket_for(uint32_t entries) const;
+  // Of a bucket's step whose every lane returns an output (a decode step): both recordings'
+  // dispatches and barrier-separated steps, GPU times, names and spans, layers then tail.
   rt::GraphStats step_stats(uint32_t bucket) const;
   std::vector<double> step_timestamps_ns(uint32_t bucket) const;
   double step_gpu_span_ns(uint32_t bucket) const;
@@ -81,23 +95,32 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   void set_timestamps(bool on) { timestamps_ = on; }
 
  private:
-  struct Lanes;  // the batch's device buffers (all slots)
+  struct Lanes;  // the batch's device buffers (all lanes, all slots' caches)
+  // A step is two recordings submitted back to back: the layers of every lane, then the tail
+  // (final norm, LM head, argmax, top-k) of the lanes that return an output, which come first.
   struct Step {
     uint32_t lanes = 0;
     std::unique_ptr<BlockProjections> projections;  // sized for this bucket (ProjectionChoice)
-    std::optional<ops::PlannedPipeline> head;             // the tensor-core LM head for this many lanes
+    std::unique_ptr<rt::Graph> graph;               // embedding and layers
+  };
+  struct Tail {
+    uint32_t rows = 0;
+    std::optional<ops::PlannedPipeline> head;  // the tensor-core LM head for this many rows
     std::unique_ptr<rt::Graph> graph;
   };
   Step& step_for(uint32_t lanes);
-  const rt::Graph* recorded(uint32_t bucket) const;  // the bucket's recording, if made yet
-  std::unique_ptr<rt::Graph> record_step(uint32_t lanes, const BlockProjections& projections,
-                                        const ops::PlannedPipeline* head);
+  Tail& tail_for(uint32_t rows);
+  std::unique_ptr<rt::Graph> record_step(uint32_t lanes, const BlockProjections& projections);
+  std::unique_ptr<rt::Graph> record_tail(uint32_t rows, const ops::PlannedPipeline* head);
+  // The recordings a step of `bucket` lanes, all of them with outputs, runs (null: not made yet).
+  std::pair<const rt::Graph*, const rt::Graph*> recorded(uint32_t bucket) const;
   void copy_rows(bool into_slot, uint32_t slot, uint32_t first, uint32_t count);
 
   rt::Context& ctx_;
   BitNetModel& model_;
   uint32_t slots_;
   BatchOptions options_;
+  uint32_t capacity_;  // lanes of the largest bucket: slots_ + options_.prompt_lanes
   PrefillProjections layout_;
   uint64_t device_bytes_ = 0;
   bool timestamps_ = false;
@@ -113,6 +136,7 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   std::optional<ops::PlannedPipeline> top_k_partial_, top_k_merge_;  // with the model's top-k
   std::unique_ptr<Lanes> lanes_;
   std::vector<Step> steps_;  // recorded buckets, by lane count
+  std::vector<Tail> tails_;  // recorded tails, by row count (at most slots_)
   // Whose rows the model's own cache holds: slot and how many positions (none: UINT32_MAX).
   uint32_t model_slot_ = UINT32_MAX, model_rows_ = 0;
 };

@@ -1,6 +1,7 @@
 // Many sequences in one decode step (BitNetBatchDecoder) on the tiny model: a sequence's greedy
 // tokens are the same alone or beside others, in any slot, after the slot served another
-// sequence; and a bad step is refused, naming what is wrong.
+// sequence, with its prompt prefilled or run in the steps however split; and a bad step is
+// refused, naming what is wrong.
 #include <bit>
 #include <filesystem>
 #include <set>
@@ -37,6 +38,7 @@ struct Stream {
   std::vector<int32_t> prompt;
   std::vector<int32_t> tokens;  // generated
   std::vector<std::vector<float>> top_logits;  // each decode step's candidates (with a top-k model)
+  bool via_prefill = false;  // run_in_steps: the prompt goes through prefill() first
 };
 
 // Prefills every stream (in chunks of `chunk`), then decodes them together for `steps` steps.
@@ -58,6 +60,50 @@ void run_together(bitnet::BitNetBatchDecoder& dec, std::vector<Stream>& streams,
     for (size_t j = 0; j < streams.size(); ++j) {
       streams[j].tokens.push_back(outs[j].argmax);
       streams[j].top_logits.push_back(outs[j].top_logits);
+    }
+  }
+}
+
+// Every stream's prompt runs as entries of the decode steps, at most `per_step` of its tokens a
+// step (via_prefill: through prefill() first), beside the streams already decoding, until each
+// has `steps` tokens. A run's entries before its last have no output.
+void run_in_steps(bitnet::BitNetBatchDecoder& dec, std::vector<Stream>& streams, uint32_t steps, uint32_t per_step) {
+  std::vector<uint32_t> fed(streams.size(), 0);
+  for (size_t j = 0; j < streams.size(); ++j) {
+    auto& s = streams[j];
+    s.tokens.clear(), s.top_logits.clear();
+    if (!s.via_prefill) continue;
+    const auto out = dec.prefill(s.slot, s.prompt, 0);
+    fed[j] = uint32_t(s.prompt.size());
+    s.tokens = {out.argmax};
+    s.top_logits = {out.top_logits};
+  }
+  for (;;) {
+    std::vector<models::BatchDecoder::Entry> batch;
+    std::vector<size_t> owner;
+    std::vector<bool> prompt;
+    for (size_t j = 0; j < streams.size(); ++j) {
+      const auto& s = streams[j];
+      if (fed[j] < s.prompt.size()) {
+        for (uint32_t p = fed[j]; p < s.prompt.size() && p < fed[j] + per_step; ++p)
+          batch.push_back({s.slot, s.prompt[p], p}), owner.push_back(j), prompt.push_back(true);
+      } else if (s.tokens.size() < steps) {
+        batch.push_back({s.slot, s.tokens.back(), uint32_t(s.prompt.size() + s.tokens.size() - 1)});
+        owner.push_back(j), prompt.push_back(false);
+      }
+    }
+    if (batch.empty()) return;
+    const auto outs = dec.decode(batch);
+    ASSERT_EQ(outs.size(), batch.size());
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const size_t j = owner[i];
+      if (i + 1 < batch.size() && owner[i + 1] == j) {
+        EXPECT_EQ(outs[i].argmax, -1) << "a run's entry before its last";
+        EXPECT_TRUE(outs[i].top_logits.empty());
+      }
+      if (prompt[i] && ++fed[j] < streams[j].prompt.size()) continue;  // the prompt goes on
+      streams[j].tokens.push_back(outs[i].argmax);
+      streams[j].top_logits.push_back(outs[i].top_logits);
     }
   }
 }
@@ -85,7 +131,7 @@ TEST_F(BatchDecoder, GreedyTokensAreTheSameAloneOrBesideOthersInAnySlot) {
     run_together(dec, one, steps);
     EXPECT_EQ(one[0].tokens, crowd[i].tokens) << "slot " << crowd[i].slot;
   }
-  EXPECT_EQ(dec.bucket_for(2), 4u);
+  EXPECT_EQ(dec.bucket_for(3), 4u);
   // Every op is one dispatch for all the lanes, whatever the bucket.
   EXPECT_GT(dec.step_stats(1).dispatches, 0u);
   EXPECT_EQ(dec.step_stats(4).dispatches, dec.step_stats(1).dispatches);
@@ -145,6 +191,48 @@ TEST_F(BatchDecoder, CandidateLogitsAreTheSameBitsInEveryBucketAndLayout) {
   }
 }
 
+// A prompt run in the steps: each token is a lane of its own, so a sequence's candidates are the
+// same bits whether its prompt ran in one step or split over three beside other streams (one
+// decoding after prefill(), one with a prompt run of its own), and its tokens are the ones the
+// prefill path gives (other summation orders, the same greedy tokens on the tiny model).
+TEST_F(BatchDecoder, PromptRunsInStepsGiveTheSameBitsHoweverSplitAndBesideOthers) {
+  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto config = models::BitNetConfig::from_gguf(file);
+  bitnet::ModelOptions o;
+  o.top_k = 8;
+  bitnet::BitNetModel model(ctx(), file, config, o);
+  bitnet::BitNetBatchDecoder dec(ctx(), model, 4);
+  const uint32_t v = config.vocab_size, steps = 8;
+  std::vector<Stream> alone = {{2, prompt_of(11, 9, v), {}, {}}};
+  run_in_steps(dec, alone, steps, 9);
+  ASSERT_EQ(alone[0].tokens.size(), steps);
+
+  std::vector<Stream> crowd = {{0, prompt_of(12, 6, v), {}, {}, true}, {1, prompt_of(13, 3, v), {}, {}},
+                               {3, prompt_of(11, 9, v), {}, {}}};
+  run_in_steps(dec, crowd, steps, 4);
+  EXPECT_EQ(crowd[2].tokens, alone[0].tokens);
+  ASSERT_EQ(crowd[2].top_logits.size(), steps);
+  for (size_t i = 0; i < steps; ++i)
+    for (size_t j = 0; j < 8; ++j)
+      EXPECT_EQ(std::bit_cast<uint32_t>(crowd[2].top_logits[i][j]), std::bit_cast<uint32_t>(alone[0].top_logits[i][j]))
+          << "step " << i << " candidate " << j;
+
+  std::vector<Stream> prefilled = {{1, prompt_of(11, 9, v), {}}};
+  run_together(dec, prefilled, steps);
+  EXPECT_EQ(prefilled[0].tokens, alone[0].tokens);
+
+  // Slot 1 held a prefilled sequence (the model's own cache still has its rows); a new one whose
+  // prompt starts in a step and goes on through prefill() must not see the old rows.
+  std::vector<int32_t> tokens(crowd[1].prompt);  // any prompt of 3, then 6 more
+  const auto more = prompt_of(14, 6, v);
+  tokens.insert(tokens.end(), more.begin(), more.end());
+  dec.decode(std::vector<models::BatchDecoder::Entry>{{1, tokens[0], 0}, {1, tokens[1], 1}, {1, tokens[2], 2}});
+  const int32_t mixed = dec.prefill(1, std::span(tokens).subspan(3), 3).argmax;
+  std::vector<Stream> whole = {{2, tokens, {}}};
+  run_together(dec, whole, 1);
+  EXPECT_EQ(mixed, whole[0].tokens[0]);
+}
+
 TEST_F(BatchDecoder, BadStepsAreRefusedNamingTheProblem) {
   const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
@@ -158,11 +246,20 @@ TEST_F(BatchDecoder, BadStepsAreRefusedNamingTheProblem) {
     }
     return std::string();
   };
-  EXPECT_NE(message({{0, 1, 0}, {0, 2, 0}}).find("slot 0 twice"), std::string::npos);
+  EXPECT_NE(message({{0, 1, 0}, {0, 2, 0}}).find("slot 0 at position 0 after position 0"), std::string::npos);
+  EXPECT_NE(message({{0, 1, 3}, {1, 1, 0}, {0, 2, 5}}).find("a run of consecutive positions"), std::string::npos);
   EXPECT_NE(message({{2, 1, 0}}).find("slot 2 of a 2-slot decoder"), std::string::npos);
   EXPECT_NE(message({{0, int32_t(config.vocab_size), 0}}).find("outside the vocabulary"), std::string::npos);
   EXPECT_NE(message({{0, 1, config.context_length}}).find("past the context length"), std::string::npos);
-  EXPECT_NE(message({}).find("1 to 2 sequences"), std::string::npos);
+  EXPECT_NE(message({}).find("1 to 66 entries"), std::string::npos);
+  EXPECT_NE(message(std::vector<models::BatchDecoder::Entry>(67, {0, 1, 0})).find("1 to 66 entries"), std::string::npos);
+  bitnet::BitNetBatchDecoder no_runs(ctx(), model, 2, {.prompt_lanes = 0});
+  try {
+    no_runs.decode(std::vector<models::BatchDecoder::Entry>{{1, 1, 0}, {1, 2, 1}});
+    ADD_FAILURE() << "a run in a decoder without prompt lanes";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("slot 1 twice"), std::string::npos) << e.what();
+  }
   EXPECT_THROW(dec.prefill(0, std::vector<int32_t>(config.context_length + 1, 1), 0), std::out_of_range);
 }
 
