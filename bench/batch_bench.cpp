@@ -123,6 +123,7 @@ void decode_batch_ops(benchmark::State& st, BenchSession& s, uint32_t batch, uin
 void serve_load(benchmark::State& st, BenchSession& s, uint32_t clients, uint32_t ctx_len, uint32_t requests,
                 uint32_t max_tokens) {
   auto& b = batch_state(s, clients, ctx_len, 0);
+  b.decoder->record_all_buckets();  // as `bitnet-dsl serve` does before it listens: no compile in the timing
   const auto tokenizer = models::Tokenizer::from_gguf(b.file);
   serve::Scheduler scheduler(*b.decoder, tokenizer, {clients * 2});
   serve::Server server(scheduler, tokenizer, {"127.0.0.1", 0, "bench", 0});
