@@ -10,6 +10,7 @@
 #include "serve/api_error.h"
 #include "serve/metrics.h"
 #include "serve/openai_response.h"
+#include "serve/peer_watch.h"
 #include "serve/text_channel.h"
 
 namespace bdsl::serve {
@@ -40,6 +41,8 @@ ApiError server_error(const std::string& message, const std::string& code) {
 
 // The ends that are not an answer, as the error a client gets (HTTP status, or an SSE error event).
 ApiError unfinished(FinishReason r) {
+  if (r == FinishReason::Cancelled)  // nobody reads it: the client is gone
+    return ApiError(499, "the client closed the connection", std::nullopt, "client_closed", "invalid_request_error");
   if (r == FinishReason::Shutdown)
     return ApiError(503, "the server is shutting down", std::nullopt, "shutting_down", "server_error");
   return server_error("generation failed on the device", "generation_failed");
@@ -213,9 +216,17 @@ void Server::completion(const httplib::Request& req, httplib::Response& res, boo
     const ResponseHeader header{chat, (chat ? "chatcmpl-" : "cmpl-") + std::to_string(created_) + "-" +
                                           std::to_string(next_id_++), unix_now(), model_.name};
     if (!p.stream) {
-      const auto t = channel->take_all();
-      if (!is_answer(*t.end)) throw unfinished(*t.end);
-      send_json(res, 200, completion_json(header, t.text, *t.end, t.usage));
+      // The whole answer, unless the client goes away first: then its slot is freed at once.
+      const PeerWatch peer(req.remote_addr, req.remote_port, req.local_port);
+      std::optional<TextChannel::Taken> t;
+      while (!(t = channel->take_all(kStreamPoll)))
+        if (peer.gone()) {
+          ticket->cancel();
+          t = channel->take_all();  // the scheduler ends it at its next turn
+          break;
+        }
+      if (!is_answer(*t->end)) throw unfinished(*t->end);
+      send_json(res, 200, completion_json(header, t->text, *t->end, t->usage));
     } else {
       auto stream = std::make_shared<Stream>(Stream{channel, ticket, header, p.include_usage});
       res.set_header("Cache-Control", "no-cache");

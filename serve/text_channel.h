@@ -48,6 +48,12 @@ class TextChannel {
     ready_.wait(lock, [&] { return end_.has_value(); });
     return take_locked();
   }
+  // Waits for the end, at most `timeout`: none, or all the text.
+  std::optional<Taken> take_all(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    if (!ready_.wait_for(lock, timeout, [&] { return end_.has_value(); })) return std::nullopt;
+    return take_locked();
+  }
 
  private:
   Taken take_locked() {

@@ -135,6 +135,25 @@ test('an aborted stream frees its slot', async () => {
   assert.equal(await metric('bdsl_active_slots'), 0);
 });
 
+test('an aborted request that waits for its whole answer frees its slot', async () => {
+  const cancelled = await metric('bdsl_requests_cancelled_total');
+  const controller = new AbortController();
+  const pending = client.completions.create(
+    { model: MODEL, prompt: 'A long answer', max_tokens: 200, temperature: 0 },
+    { signal: controller.signal, maxRetries: 0 },
+  );
+  setTimeout(() => controller.abort(), 500);
+  await assert.rejects(pending, (e) => e instanceof OpenAI.APIUserAbortError || e.name === 'AbortError');
+  // The server notices the closed connection within a poll (250 ms) and the scheduler frees the slot.
+  const t0 = Date.now();
+  while ((await metric('bdsl_requests_cancelled_total')) === cancelled && Date.now() - t0 < 4000)
+    await new Promise((r) => setTimeout(r, 100));
+  assert.equal(await metric('bdsl_requests_cancelled_total'), cancelled + 1);
+  const r = await client.completions.create({ model: MODEL, prompt: 'Next', max_tokens: 3, temperature: 0 });
+  assert.ok(['length', 'stop'].includes(r.choices[0].finish_reason));
+  assert.equal(await metric('bdsl_active_slots'), 0);
+});
+
 // [route, body, status, param, code]: each must be refused with OpenAI's error shape.
 const longPrompt = 'the model reads '.repeat(200);
 const badInputs = [
