@@ -43,6 +43,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
     else if (a == "--batch-coop-tokens") o.batch.coop_token_subgroups = uint32_t(std::stoul(value()));
     else if (a == "--batch-f32-head") o.batch.tensor_core_head = false;
     else if (a == "--batch-prompt-lanes") o.batch.prompt_lanes = uint32_t(std::stoul(value()));
+    else if (a == "--batch-norm-fused-max") o.batch.norm_fused_max_tokens = std::stoi(value());
     else if (a == "--batch-coop-double-buffer") o.batch.coop_double_buffer = int(std::stoul(value()));
     else if (a == "--batch-attention-chunks") o.batch.attention_chunks = uint32_t(std::stoul(value()));
     else if (a == "--batch-attention-head-split") o.batch.attention_head_split = uint32_t(std::stoul(value()));
@@ -72,6 +73,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "                        [--batch-f32-head] [--batch-attention-chunks N]\n"
                   "                        [--batch-coop-double-buffer 0|1] [--batch-attention-head-split N]\n"
                   "                        [--batch-attention-positions N] [--batch-prompt-lanes N]\n"
+                  "                        [--batch-norm-fused-max N]\n"
                   "                        [--benchmark_...]\n"
                   "  default model: a synthetic BitNet b1.58 of the real 2B-4T shape (made once in the cache)\n"
                   "  --quick: the tiny model and small shapes (seconds on lavapipe)\n"
@@ -96,7 +98,9 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "    --batch-attention-head-split: workgroups per KV head; --batch-attention-positions:\n"
                   "    positions each row group reads per pass\n"
                   "  --batch-prompt-lanes: prompt tokens a step carries beside its streams (serve/; 0:\n"
-                  "    every prompt in blocks between steps)\n");
+                  "    every prompt in blocks between steps)\n"
+                  "  --batch-norm-fused-max: buckets of up to N lanes normalize inside the projections\n"
+                  "    (-1: never)\n");
       benchmark::PrintDefaultHelp();
       std::exit(0);
     } else argv[out++] = argv[i];

@@ -39,6 +39,12 @@ struct Tuning {
   // (bench/RESULTS.md run 13): 2 x 4 gave 6.71 ms at B = 64, 2 x 2 7.18, 4 x 2 6.81; the
   // two-stage variant was slower at every B.
   uint32_t step_subgroup_max_tokens = 8;
+  // Steps of up to this many tokens normalize and quantize each token inside every projection's
+  // workgroup (the decode graph's way), instead of a dispatch of their own before it: four
+  // barrier-separated dispatches fewer a layer. H100 (bench/RESULTS.md run 14): B = 1 2.21 ->
+  // 1.78 ms a step, but B = 4 2.80 -> 3.43 (every workgroup quantizes every token, one after
+  // the other).
+  uint32_t step_norm_fused_max_tokens = 1;
   uint32_t step_coop_row_subgroups = 2;
   uint32_t step_coop_token_subgroups = 4;
   bool step_coop_double_buffer = false;  // the tiles' two-stage variant (one barrier per block)

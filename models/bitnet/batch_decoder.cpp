@@ -181,7 +181,7 @@ BitNetBatchDecoder::Step& BitNetBatchDecoder::step_for(uint32_t lanes) {
   Step s{lanes, std::make_unique<BlockProjections>(ctx_, model_.config(), model_.pipelines().target,
                                                    ProjectionChoice{layout_, lanes, options_.subgroup_max_tokens,
                                                                     options_.coop_row_subgroups, options_.coop_token_subgroups,
-                                                                    options_.coop_double_buffer}),
+                                                                    options_.coop_double_buffer, options_.norm_fused_max_tokens}),
          nullptr};
   s.graph = record_step(lanes, *s.projections);
   steps_.push_back(std::move(s));

@@ -48,6 +48,9 @@ struct BatchOptions {
   uint32_t subgroup_max_tokens = 0;
   uint32_t coop_row_subgroups = 0, coop_token_subgroups = 0;  // tensor-core tiles (0: ops/tuning.h's)
   int coop_double_buffer = -1;  // 0 or 1 (-1: ops/tuning.h's)
+  // Buckets of up to this many lanes normalize inside the projections (0: ops/tuning.h's
+  // step_norm_fused_max_tokens; -1: never), the same bits either way.
+  int norm_fused_max_tokens = 0;
   uint32_t attention_chunks = 0;  // each sequence's positions in at most this many chunks (0: ops/tuning.h's)
   uint32_t attention_head_split = 0;        // workgroups per KV head (0: ops/tuning.h's)
   uint32_t attention_positions_per_pass = 0;  // (0: the model's decode attention's)

@@ -16,6 +16,7 @@ struct Engine {
   ops::MatmulOptions options;
   bool cooperative = false;
   bool separate = false;
+  bool normalized = false;
 };
 
 Engine engine_for(const ops::OpTarget& t, const ProjectionChoice& choice) {
@@ -36,6 +37,13 @@ Engine engine_for(const ops::OpTarget& t, const ProjectionChoice& choice) {
   }
   e.cooperative = cooperative;
   e.separate = choice.layout == PrefillProjections::Auto ? cooperative : choice.layout == PrefillProjections::Separate;
+  // In-workgroup norms where they give the standalone quantizer's bits: the same workgroup size.
+  const int fused_max =
+      choice.norm_fused_max_tokens ? choice.norm_fused_max_tokens : int(ops::tuning_for(t).step_norm_fused_max_tokens);
+  const ops::QuantizeOptions standalone{true};
+  e.normalized = choice.step_tokens && int(choice.step_tokens) <= fused_max && !cooperative && !e.separate &&
+                 ops::ternary_matvec_workgroup(t, e.options.projection) == ops::quantize_activations_workgroup(t, standalone);
+  if (e.normalized) e.options.projection.input = ops::MatvecInput::NormalizeInWorkgroup;
   return e;
 }
 
@@ -60,6 +68,7 @@ BlockProjections::BlockProjections(rt::Context& ctx, const models::BitNetConfig&
                                    const ProjectionChoice& choice, codegen::ShaderCache& cache)
     : tensor_cores(engine_for(t, choice).cooperative),
       separate(engine_for(t, choice).separate),
+      normalized(engine_for(t, choice).normalized),
       norm_quantize_ffn(ops::make_pipeline(ctx, ops::plan_quantize_activations(t, c.ffn_dim, ffn_sub_norm_quantize(separate)), cache)),
       attn_output(projection(ctx, cache, t, engine_for(t, choice), c.dim, c.n_heads * c.head_dim, true)),
       ffn_down(projection(ctx, cache, t, engine_for(t, choice), c.dim, c.ffn_dim, true)) {
@@ -100,6 +109,19 @@ void record_block_layer(rt::Graph& g, const BlockProjections& pp, const ops::Pla
   auto norm_quantize_rows = [&](const rt::Buffer& x, const rt::Buffer& norm_weight) {
     norm_quantize.dispatch(g, {{"x", x}, {"norm_weight", norm_weight}, {"q", b.q8}, {"act", b.act}}, rt::push(eps), n);
   };
+  if (pp.normalized) {  // each projection normalizes its own input: four dispatches a layer
+    pp.qkv->dispatch(g, {{"w_q", w.attn_q}, {"w_k", w.attn_k}, {"w_v", w.attn_v}, {"x", b.x}, {"norm_weight", w.attn_norm},
+                         {"y_q", b.q}, {"y_k", b.k}, {"y_v", b.v}},
+                     rt::push(eps, n), n);
+    attend();
+    pp.attn_output.dispatch(g, {{"w", w.attn_output}, {"x", b.attn}, {"norm_weight", w.attn_sub_norm}, {"y", b.x}},
+                            rt::push(eps, n), n);
+    pp.gate_up->dispatch(g, {{"w_gate", w.ffn_gate}, {"w_up", w.ffn_up}, {"x", b.x}, {"norm_weight", w.ffn_norm}, {"y", b.ffn}},
+                         rt::push(eps, n), n);
+    pp.ffn_down.dispatch(g, {{"w", w.ffn_down}, {"x", b.ffn}, {"norm_weight", w.ffn_sub_norm}, {"y", b.x}},
+                         rt::push(eps, n), n);
+    return;
+  }
   norm_quantize_rows(b.x, w.attn_norm);
   if (pp.separate) {  // three dispatches in one step: they write different buffers
     project(*pp.q_proj, w.attn_q, b.q);

@@ -38,6 +38,9 @@ struct ProjectionChoice {
   uint32_t subgroup_max_tokens = 0;  // 0: the tuning table's step_subgroup_max_tokens
   uint32_t coop_row_subgroups = 0, coop_token_subgroups = 0;  // the step's tensor-core tiles; 0: the table's
   int coop_double_buffer = -1;  // 0 or 1; -1: the table's
+  // Steps of up to this many tokens with the Fused layout normalize in the projections
+  // (BlockProjections::normalized); 0: the table's step_norm_fused_max_tokens; -1: never.
+  int norm_fused_max_tokens = 0;
 };
 
 struct BlockProjections {
@@ -46,6 +49,9 @@ struct BlockProjections {
 
   bool tensor_cores = false;  // the single-tensor projections run on tensor cores
   bool separate = false;      // the layout chosen (Separate)
+  // The four projections normalize and quantize their input themselves (bind x and norm_weight,
+  // push eps then tokens), bit for bit as norm_quantize would: no norm dispatches in the layer.
+  bool normalized = false;
   // Each with its grid for a block's tokens (ops/plan.h).
   ops::PlannedPipeline norm_quantize_ffn;  // RMSNorm + int8 over ffn_dim (ffn_sub_norm); Separate: reads gate and up
   std::optional<ops::PlannedPipeline> qkv, gate_up;  // Fused
@@ -84,7 +90,8 @@ struct BlockActivations {
 
 // Layer `w` of a block of n tokens into g: norm+quantize, QKV, attend() (RoPE, the cache rows
 // and attention into b.attn, recorded by the caller), norm+quantize, attn_output (+ residual),
-// norm+quantize, gate/up, norm+quantize, ffn_down (+ residual).
+// norm+quantize, gate/up, norm+quantize, ffn_down (+ residual); with pp.normalized, the
+// projections alone.
 void record_block_layer(rt::Graph& g, const BlockProjections& pp, const ops::PlannedPipeline& norm_quantize,
                         const LayerWeights& w, const BlockActivations& b, uint32_t n, float eps,
                         const std::function<void()>& attend);

@@ -27,7 +27,7 @@
 namespace bdsl::ops {
 
 struct MatmulOptions {
-  MatvecOptions projection;           // input must stay Quantized
+  MatvecOptions projection;  // input: Quantized, or NormalizeInWorkgroup (binds x and norm_weight, push eps then tokens)
   uint32_t tokens_per_workgroup = 8;  // tokens sharing each weight load (accumulators per lane)
   // > 0: the kernel serves decode steps of up to this many tokens, not prompt blocks: the
   // tensor-core variant takes tiles sized for it (coop_tiles_for_step).

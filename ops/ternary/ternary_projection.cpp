@@ -85,9 +85,11 @@ ProjectionPlan plan_projection(const OpTarget& target, const std::string& what, 
   const uint32_t rs = rows_per_subgroup(what, tensors, combine, o);
   const uint32_t rows_per_wg = rows_per_workgroup(target, wg) * rs;
   const uint32_t chunks = cols / 64;
-  if (norm && batched) throw std::invalid_argument(what + ": the in-workgroup norm is for one token");
-  if (norm && cols + kZeroQWords * 4 + 3 * wg * 4 > target.max_shared_bytes)
-    throw std::invalid_argument(what + ": " + std::to_string(cols) + " int8 activations and the reduction scratch do not fit in " +
+  // With the norm in the workgroup, each token of the tile has its own q words and reduction scratch.
+  const uint32_t tile = batched ? tokens_per_wg : 1;
+  if (norm && tile * (cols + kZeroQWords * 4 + 3 * wg * 4) > target.max_shared_bytes)
+    throw std::invalid_argument(what + ": " + std::to_string(tile) + " x " + std::to_string(cols) +
+                                " int8 activations and the reduction scratch do not fit in " +
                                 std::to_string(target.max_shared_bytes) + " bytes of shared memory");
   // Word units (emit_row_word_dots) where every lane of every pass has a word of the row.
   const bool words = norm && !batched && packed && target.subgroup_size_fixed &&
@@ -253,7 +255,42 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
   QuadLoader q;
   std::optional<uint32_t> zero_quad;  // with q in shared memory
   std::optional<Shared<u32>> q_shared;
-  if (norm) {
+  if (norm && batched) {
+    // Each token of the tile as the one-token case below, one after the other: its q words and
+    // kZeroQWords zeros in a region of its own, its scale and sum of q from the same arithmetic as
+    // quantize_activations' (so a token's q is the same bits whichever kernel quantized it).
+    const uint32_t region = cols / 4 + kZeroQWords;
+    auto q_words = k.shared<u32>("q_words", region * tokens_per_wg);
+    q_shared = q_words;
+    zero_quad = cols / 16;
+    for (uint32_t t = 0; t < tokens_per_wg; ++t)
+      for (uint32_t i = 0; i * wg < kZeroQWords; ++i) {
+        auto at = let("zero_at", k.local_index() + i * wg);
+        if_(at < kZeroQWords, [&] { q_words[at + t * region + cols / 4] = constant<u32>(0u); });
+      }
+    auto base = let("token_base", k.workgroup_id().y() * tokens_per_wg);
+    for (uint32_t t = 0; t < tokens_per_wg; ++t) {
+      const std::string n = std::to_string(t);
+      auto token = let("token" + n, base + t);
+      slots.push_back({token, token < *token_count});
+      // A token past the end quantizes the last token's row (never used): no read out of range.
+      auto row = let("x_row" + n, min(token, *token_count - 1u) * cols);
+      QuantizeBody body;
+      body.dim = cols;
+      body.workgroup = wg;
+      body.load_x = [&](Expr<u32> i) { return Expr<f32>((*x)[row + i]); };
+      body.load_norm_weight = [&](Expr<u32> i) { return Expr<f32>((*norm_weight)[i]); };
+      body.eps = eps;
+      body.store_q = [&](Expr<u32> word, Expr<u32> v) { q_words[word + t * region] = v; };
+      const QuantizedTotals totals = emit_quantize_activations(k, body);  // ends with a barrier
+      s.push_back(totals.scale);
+      q_sum.push_back(totals.sum);
+    }
+    q = [q_words, base, region](Expr<u32> token, Expr<u32> i) {
+      auto b = (token - base) * region + i * 4u;
+      return make_vec<u32>(q_words[b], q_words[b + 1u], q_words[b + 2u], q_words[b + 3u]);
+    };
+  } else if (norm) {
     // The q words, then kZeroQWords zeros: quads cols / 16 + 0, 2, 4, 6 (zero_quad) read zeros, so
     // a lane's chunk past the row's end counts 0 without a select per row.
     auto q_words = k.shared<u32>("q_words", cols / 4 + (words ? 0 : kZeroQWords));

@@ -132,9 +132,10 @@ TEST_F(BatchDecoder, GreedyTokensAreTheSameAloneOrBesideOthersInAnySlot) {
     EXPECT_EQ(one[0].tokens, crowd[i].tokens) << "slot " << crowd[i].slot;
   }
   EXPECT_EQ(dec.bucket_for(3), 4u);
-  // Every op is one dispatch for all the lanes, whatever the bucket.
+  // Every op is one dispatch for all the lanes, whatever the bucket; a bucket of one normalizes
+  // inside its projections (ops/tuning.h's step_norm_fused_max_tokens): four dispatches fewer a layer.
   EXPECT_GT(dec.step_stats(1).dispatches, 0u);
-  EXPECT_EQ(dec.step_stats(4).dispatches, dec.step_stats(1).dispatches);
+  EXPECT_EQ(dec.step_stats(4).dispatches, dec.step_stats(1).dispatches + 4 * config.n_layers);
 }
 
 // The batch's kernels are the prompt path's (norm and quantization per token, matrix-matrix
@@ -231,6 +232,36 @@ TEST_F(BatchDecoder, PromptRunsInStepsGiveTheSameBitsHoweverSplitAndBesideOthers
   std::vector<Stream> whole = {{2, tokens, {}}};
   run_together(dec, whole, 1);
   EXPECT_EQ(mixed, whole[0].tokens[0]);
+}
+
+// Small buckets normalize and quantize each token inside the projections' workgroups; the same
+// steps with the norms as dispatches of their own give the same bits, in buckets of 1, 2 and 4.
+TEST_F(BatchDecoder, NormsInsideTheProjectionsGiveTheSameBits) {
+  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto config = models::BitNetConfig::from_gguf(file);
+  bitnet::ModelOptions o;
+  o.top_k = 8;
+  bitnet::BitNetModel fused_model(ctx(), file, config, o), apart_model(ctx(), file, config, o);
+  bitnet::BitNetBatchDecoder fused(ctx(), fused_model, 4, {.norm_fused_max_tokens = 4});
+  bitnet::BitNetBatchDecoder apart(ctx(), apart_model, 4, {.norm_fused_max_tokens = -1});
+  const uint32_t v = config.vocab_size, steps = 5;
+  for (uint32_t streams : {1u, 2u, 3u}) {
+    std::vector<Stream> a, b;
+    for (uint32_t i = 0; i < streams; ++i) {
+      a.push_back({i, prompt_of(20 + i, 4 + 3 * i, v), {}, {}});
+      b.push_back(a.back());
+    }
+    run_in_steps(fused, a, steps, 1);  // one prompt token a step: every step in a small bucket
+    run_in_steps(apart, b, steps, 1);
+    for (uint32_t i = 0; i < streams; ++i) {
+      EXPECT_EQ(a[i].tokens, b[i].tokens);
+      for (size_t s = 0; s < steps; ++s)
+        for (size_t j = 0; j < 8; ++j)
+          ASSERT_EQ(std::bit_cast<uint32_t>(a[i].top_logits[s][j]), std::bit_cast<uint32_t>(b[i].top_logits[s][j]))
+              << streams << " streams, stream " << i << " step " << s << " candidate " << j;
+    }
+  }
+  EXPECT_LT(fused.step_stats(1).dispatches, apart.step_stats(1).dispatches) << "the norms are not dispatches";
 }
 
 TEST_F(BatchDecoder, BadStepsAreRefusedNamingTheProblem) {
