@@ -14,7 +14,7 @@ void metric(std::string& out, const char* name, const char* type, const char* he
 
 std::string prometheus_text(const SchedulerStats& s, double uptime_seconds) {
   std::string out;
-  metric(out, "bdsl_prompt_tokens_total", "counter", "Prompt tokens prefilled.", double(s.prompt_tokens));
+  metric(out, "bdsl_prompt_tokens_total", "counter", "Prompt tokens read, in prompt chunks or in decode steps.", double(s.prompt_tokens));
   metric(out, "bdsl_generated_tokens_total", "counter", "Tokens generated (sampled).", double(s.generated_tokens));
   metric(out, "bdsl_requests_finished_total", "counter", "Requests ended, cancellations included.",
          double(s.requests_finished));
@@ -23,9 +23,9 @@ std::string prometheus_text(const SchedulerStats& s, double uptime_seconds) {
   metric(out, "bdsl_requests_rejected_total", "counter", "Requests refused because the queue was full.",
          double(s.requests_rejected));
   metric(out, "bdsl_busy_seconds_total", "counter", "Seconds spent in prefill and decode steps.", s.busy_seconds);
-  metric(out, "bdsl_prefill_seconds_total", "counter", "Seconds spent in prompt chunks.", s.prefill_seconds);
+  metric(out, "bdsl_prefill_seconds_total", "counter", "Seconds spent in prompt chunks (prompts longer than the steps take).", s.prefill_seconds);
   metric(out, "bdsl_prefill_chunks_total", "counter", "Prompt chunks run.", double(s.prefills));
-  metric(out, "bdsl_decode_steps_total", "counter", "Decode steps run (each for every generating sequence).", double(s.decode_steps));
+  metric(out, "bdsl_decode_steps_total", "counter", "Decode steps run (each for every generating sequence and the short prompts' tokens).", double(s.decode_steps));
   // Speed while working (idle time left out), and over the server's whole life.
   metric(out, "bdsl_generation_tokens_per_second", "gauge", "Generated tokens per busy second.",
          s.busy_seconds > 0 ? double(s.generated_tokens) / s.busy_seconds : 0.0);

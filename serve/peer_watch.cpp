@@ -1,25 +1,29 @@
 #include "serve/peer_watch.h"
 
 #include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <string>
 #include <system_error>
 
 namespace bdsl::serve {
 namespace {
 
-// The port of a socket address, and its host as httplib writes remote_addr (numeric).
-bool port_and_host(const sockaddr_storage& a, socklen_t len, int& port, std::string& host) {
-  char h[NI_MAXHOST], s[NI_MAXSERV];
-  if (getnameinfo(reinterpret_cast<const sockaddr*>(&a), len, h, sizeof h, s, sizeof s, NI_NUMERICHOST | NI_NUMERICSERV))
-    return false;
-  port = std::atoi(s);
-  host = h;
-  return true;
+int port_of(const sockaddr_storage& a) {
+  if (a.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port);
+  if (a.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port);
+  return -1;
+}
+
+// The host of a socket address as httplib writes remote_addr (numeric).
+std::string host_of(const sockaddr_storage& a, socklen_t len) {
+  char h[NI_MAXHOST];
+  if (getnameinfo(reinterpret_cast<const sockaddr*>(&a), len, h, sizeof h, nullptr, 0, NI_NUMERICHOST)) return {};
+  return h;
 }
 
 }  // namespace
@@ -28,20 +32,16 @@ PeerWatch::PeerWatch(const std::string& remote_addr, int remote_port, int local_
   if (remote_port <= 0 || local_port <= 0) return;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    const std::string name = entry.path().filename().string();  // alive while `end` points into it
     char* end = nullptr;
-    const long fd = std::strtol(entry.path().filename().c_str(), &end, 10);
-    if (*end != '\0' || fd < 0) continue;
-    struct stat st;
-    if (fstat(int(fd), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
-    sockaddr_storage peer{}, self{};
-    socklen_t peer_len = sizeof peer, self_len = sizeof self;
-    if (getpeername(int(fd), reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0 ||
-        getsockname(int(fd), reinterpret_cast<sockaddr*>(&self), &self_len) != 0)
-      continue;
-    int pport = 0, sport = 0;
-    std::string phost, shost;
-    if (!port_and_host(peer, peer_len, pport, phost) || !port_and_host(self, self_len, sport, shost)) continue;
-    if (pport == remote_port && sport == local_port && phost == remote_addr) {
+    const long fd = std::strtol(name.c_str(), &end, 10);
+    if (name.empty() || *end != '\0' || fd < 0) continue;
+    // The ports first (one call each, failing at once for what is not a socket), the host last.
+    sockaddr_storage self{}, peer{};
+    socklen_t self_len = sizeof self, peer_len = sizeof peer;
+    if (getsockname(int(fd), reinterpret_cast<sockaddr*>(&self), &self_len) != 0 || port_of(self) != local_port) continue;
+    if (getpeername(int(fd), reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0 || port_of(peer) != remote_port) continue;
+    if (host_of(peer, peer_len) == remote_addr) {
       fd_ = int(fd);
       return;
     }

@@ -216,15 +216,18 @@ void Server::completion(const httplib::Request& req, httplib::Response& res, boo
     const ResponseHeader header{chat, (chat ? "chatcmpl-" : "cmpl-") + std::to_string(created_) + "-" +
                                           std::to_string(next_id_++), unix_now(), model_.name};
     if (!p.stream) {
-      // The whole answer, unless the client goes away first: then its slot is freed at once.
-      const PeerWatch peer(req.remote_addr, req.remote_port, req.local_port);
+      // The whole answer, unless the client goes away first: then its slot is freed at once. The
+      // socket is looked for only once an answer takes longer than a poll.
+      std::optional<PeerWatch> peer;
       std::optional<TextChannel::Taken> t;
-      while (!(t = channel->take_all(kStreamPoll)))
-        if (peer.gone()) {
+      while (!(t = channel->take_all(kStreamPoll))) {
+        if (!peer) peer.emplace(req.remote_addr, req.remote_port, req.local_port);
+        if (peer->gone()) {
           ticket->cancel();
           t = channel->take_all();  // the scheduler ends it at its next turn
           break;
         }
+      }
       if (!is_answer(*t->end)) throw unfinished(*t->end);
       send_json(res, 200, completion_json(header, t->text, *t->end, t->usage));
     } else {
