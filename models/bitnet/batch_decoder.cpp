@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstring>
 #include <stdexcept>
@@ -374,18 +375,18 @@ std::vector<models::StepOutput> BitNetBatchDecoder::decode(std::span<const Entry
   return out;
 }
 
-std::pair<const rt::Graph*, const rt::Graph*> BitNetBatchDecoder::recorded(uint32_t bucket) const {
-  std::pair<const rt::Graph*, const rt::Graph*> r{nullptr, nullptr};
+std::array<const rt::Graph*, 2> BitNetBatchDecoder::recorded(uint32_t bucket) const {
+  std::array<const rt::Graph*, 2> r{nullptr, nullptr};  // layers, tail
   for (const auto& s : steps_)
-    if (s.lanes == bucket) r.first = s.graph.get();
+    if (s.lanes == bucket) r[0] = s.graph.get();
   for (const auto& t : tails_)
-    if (t.rows == std::min(bucket, slots_)) r.second = t.graph.get();
+    if (t.rows == std::min(bucket, slots_)) r[1] = t.graph.get();
   return r;
 }
 
 rt::GraphStats BitNetBatchDecoder::step_stats(uint32_t bucket) const {
   rt::GraphStats sum;
-  for (const rt::Graph* g : {recorded(bucket).first, recorded(bucket).second})
+  for (const rt::Graph* g : recorded(bucket))
     if (g) {
       const rt::GraphStats s = g->stats();
       sum.dispatches += s.dispatches, sum.transfers += s.transfers, sum.barriers += s.barriers, sum.steps += s.steps;
@@ -395,7 +396,7 @@ rt::GraphStats BitNetBatchDecoder::step_stats(uint32_t bucket) const {
 
 std::vector<double> BitNetBatchDecoder::step_timestamps_ns(uint32_t bucket) const {
   std::vector<double> ns;
-  for (const rt::Graph* g : {recorded(bucket).first, recorded(bucket).second})
+  for (const rt::Graph* g : recorded(bucket))
     if (g) {
       const auto t = g->timestamps_ns();
       ns.insert(ns.end(), t.begin(), t.end());
@@ -405,7 +406,7 @@ std::vector<double> BitNetBatchDecoder::step_timestamps_ns(uint32_t bucket) cons
 
 std::vector<std::string> BitNetBatchDecoder::step_operation_names(uint32_t bucket) const {
   std::vector<std::string> names;
-  for (const rt::Graph* g : {recorded(bucket).first, recorded(bucket).second})
+  for (const rt::Graph* g : recorded(bucket))
     if (g) {
       const auto n = g->operation_names();
       names.insert(names.end(), n.begin(), n.end());
@@ -415,7 +416,7 @@ std::vector<std::string> BitNetBatchDecoder::step_operation_names(uint32_t bucke
 
 double BitNetBatchDecoder::step_gpu_span_ns(uint32_t bucket) const {
   double span = 0;
-  for (const rt::Graph* g : {recorded(bucket).first, recorded(bucket).second})
+  for (const rt::Graph* g : recorded(bucket))
     if (g) span += g->span_ns();
   return span;
 }

@@ -26,9 +26,9 @@
 // and the rows it wrote are copied into the slot's cache; the slot's earlier rows are copied in
 // first when the model's cache holds another sequence.
 #pragma once
+#include <array>
 #include <memory>
 #include <optional>
-#include <utility>
 #include <vector>
 
 #include "models/batch_decoder.h"
@@ -115,8 +115,9 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   Tail& tail_for(uint32_t rows);
   std::unique_ptr<rt::Graph> record_step(uint32_t lanes, const BlockProjections& projections);
   std::unique_ptr<rt::Graph> record_tail(uint32_t rows, const ops::PlannedPipeline* head);
-  // The recordings a step of `bucket` lanes, all of them with outputs, runs (null: not made yet).
-  std::pair<const rt::Graph*, const rt::Graph*> recorded(uint32_t bucket) const;
+  // The recordings a step of `bucket` lanes, all of them with outputs, runs: layers, tail (null:
+  // not made yet).
+  std::array<const rt::Graph*, 2> recorded(uint32_t bucket) const;
   void copy_rows(bool into_slot, uint32_t slot, uint32_t first, uint32_t count);
 
   rt::Context& ctx_;

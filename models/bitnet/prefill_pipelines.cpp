@@ -69,12 +69,13 @@ BlockProjections::BlockProjections(rt::Context& ctx, const models::BitNetConfig&
     : tensor_cores(engine_for(t, choice).cooperative),
       separate(engine_for(t, choice).separate),
       normalized(engine_for(t, choice).normalized),
-      norm_quantize_ffn(ops::make_pipeline(ctx, ops::plan_quantize_activations(t, c.ffn_dim, ffn_sub_norm_quantize(separate)), cache)),
       attn_output(projection(ctx, cache, t, engine_for(t, choice), c.dim, c.n_heads * c.head_dim, true)),
       ffn_down(projection(ctx, cache, t, engine_for(t, choice), c.dim, c.ffn_dim, true)) {
   if (c.n_heads * c.head_dim != c.dim)
     throw std::invalid_argument("prefill: attn_sub_norm is applied over dim, so n_heads * head_dim must equal dim");
   const Engine e = engine_for(t, choice);
+  if (!normalized)
+    norm_quantize_ffn = ops::make_pipeline(ctx, ops::plan_quantize_activations(t, c.ffn_dim, ffn_sub_norm_quantize(separate)), cache);
   if (separate) {
     q_proj = projection(ctx, cache, t, e, c.n_heads * c.head_dim, c.dim, false);
     kv_proj = projection(ctx, cache, t, e, c.kv_dim(), c.dim, false);
@@ -139,12 +140,12 @@ void record_block_layer(rt::Graph& g, const BlockProjections& pp, const ops::Pla
   if (pp.separate) {  // relu(gate)^2 * up is formed by ffn_sub_norm's quantize below
     project(*pp.gate_up_proj, w.ffn_gate, b.ffn);
     project(*pp.gate_up_proj, w.ffn_up, *b.up);
-    pp.norm_quantize_ffn.dispatch(
+    pp.norm_quantize_ffn->dispatch(
         g, {{"gate", b.ffn}, {"up", *b.up}, {"norm_weight", w.ffn_sub_norm}, {"q", b.q8}, {"act", b.act}}, rt::push(eps), n);
   } else {
     pp.gate_up->dispatch(g, {{"w_gate", w.ffn_gate}, {"w_up", w.ffn_up}, {"x_q", b.q8}, {"x_act", b.act}, {"y", b.ffn}},
                          rt::push(n), n);
-    pp.norm_quantize_ffn.dispatch(g, {{"x", b.ffn}, {"norm_weight", w.ffn_sub_norm}, {"q", b.q8}, {"act", b.act}},
+    pp.norm_quantize_ffn->dispatch(g, {{"x", b.ffn}, {"norm_weight", w.ffn_sub_norm}, {"q", b.q8}, {"act", b.act}},
                                   rt::push(eps), n);
   }
   project(pp.ffn_down, w.ffn_down, b.x);

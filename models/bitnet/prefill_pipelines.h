@@ -53,7 +53,8 @@ struct BlockProjections {
   // push eps then tokens), bit for bit as norm_quantize would: no norm dispatches in the layer.
   bool normalized = false;
   // Each with its grid for a block's tokens (ops/plan.h).
-  ops::PlannedPipeline norm_quantize_ffn;  // RMSNorm + int8 over ffn_dim (ffn_sub_norm); Separate: reads gate and up
+  // RMSNorm + int8 over ffn_dim (ffn_sub_norm; Separate: reads gate and up); not with `normalized`.
+  std::optional<ops::PlannedPipeline> norm_quantize_ffn;
   std::optional<ops::PlannedPipeline> qkv, gate_up;  // Fused
   // Separate: Q; K and V (one shape); gate and up (one shape). Either engine.
   std::optional<ops::PlannedPipeline> q_proj, kv_proj, gate_up_proj;

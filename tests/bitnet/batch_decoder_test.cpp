@@ -5,6 +5,7 @@
 #include <bit>
 #include <filesystem>
 #include <set>
+#include <string>
 
 #include "device_test.h"
 #include "golden/synthetic_model.h"
@@ -61,6 +62,19 @@ void run_together(bitnet::BitNetBatchDecoder& dec, std::vector<Stream>& streams,
       streams[j].tokens.push_back(outs[j].argmax);
       streams[j].top_logits.push_back(outs[j].top_logits);
     }
+  }
+}
+
+// The same tokens, and every step's 8 candidate logits the same bits.
+void expect_same_candidates(const Stream& got, const Stream& want, const std::string& what) {
+  EXPECT_EQ(got.tokens, want.tokens) << what;
+  ASSERT_EQ(got.top_logits.size(), want.top_logits.size()) << what;
+  for (size_t i = 0; i < want.top_logits.size(); ++i) {
+    ASSERT_EQ(want.top_logits[i].size(), 8u) << what;
+    ASSERT_EQ(got.top_logits[i].size(), 8u) << what;
+    for (size_t j = 0; j < 8; ++j)
+      EXPECT_EQ(std::bit_cast<uint32_t>(got.top_logits[i][j]), std::bit_cast<uint32_t>(want.top_logits[i][j]))
+          << what << " step " << i << " candidate " << j;
   }
 }
 
@@ -181,14 +195,7 @@ TEST_F(BatchDecoder, CandidateLogitsAreTheSameBitsInEveryBucketAndLayout) {
     std::vector<Stream> crowd = {{0, prompt_of(9, 5, v), {}, {}}, {1, prompt_of(10, 2, v), {}, {}},
                                  {3, prompt_of(8, 7, v), {}, {}}};
     run_together(*dec, crowd, steps);
-    EXPECT_EQ(crowd[2].tokens, alone[0].tokens);
-    ASSERT_EQ(crowd[2].top_logits.size(), alone[0].top_logits.size());
-    for (size_t i = 0; i < alone[0].top_logits.size(); ++i) {
-      ASSERT_EQ(alone[0].top_logits[i].size(), 8u);
-      for (size_t j = 0; j < 8; ++j)
-        EXPECT_EQ(std::bit_cast<uint32_t>(crowd[2].top_logits[i][j]), std::bit_cast<uint32_t>(alone[0].top_logits[i][j]))
-            << (dec == &fused ? "fused" : "separate") << " step " << i << " candidate " << j;
-    }
+    expect_same_candidates(crowd[2], alone[0], dec == &fused ? "fused" : "separate");
   }
 }
 
@@ -211,12 +218,8 @@ TEST_F(BatchDecoder, PromptRunsInStepsGiveTheSameBitsHoweverSplitAndBesideOthers
   std::vector<Stream> crowd = {{0, prompt_of(12, 6, v), {}, {}, true}, {1, prompt_of(13, 3, v), {}, {}},
                                {3, prompt_of(11, 9, v), {}, {}}};
   run_in_steps(dec, crowd, steps, 4);
-  EXPECT_EQ(crowd[2].tokens, alone[0].tokens);
   ASSERT_EQ(crowd[2].top_logits.size(), steps);
-  for (size_t i = 0; i < steps; ++i)
-    for (size_t j = 0; j < 8; ++j)
-      EXPECT_EQ(std::bit_cast<uint32_t>(crowd[2].top_logits[i][j]), std::bit_cast<uint32_t>(alone[0].top_logits[i][j]))
-          << "step " << i << " candidate " << j;
+  expect_same_candidates(crowd[2], alone[0], "split over steps");
 
   std::vector<Stream> prefilled = {{1, prompt_of(11, 9, v), {}}};
   run_together(dec, prefilled, steps);
@@ -254,11 +257,8 @@ TEST_F(BatchDecoder, NormsInsideTheProjectionsGiveTheSameBits) {
     run_in_steps(fused, a, steps, 1);  // one prompt token a step: every step in a small bucket
     run_in_steps(apart, b, steps, 1);
     for (uint32_t i = 0; i < streams; ++i) {
-      EXPECT_EQ(a[i].tokens, b[i].tokens);
-      for (size_t s = 0; s < steps; ++s)
-        for (size_t j = 0; j < 8; ++j)
-          ASSERT_EQ(std::bit_cast<uint32_t>(a[i].top_logits[s][j]), std::bit_cast<uint32_t>(b[i].top_logits[s][j]))
-              << streams << " streams, stream " << i << " step " << s << " candidate " << j;
+      ASSERT_EQ(a[i].top_logits.size(), steps);
+      expect_same_candidates(a[i], b[i], std::to_string(streams) + " streams, stream " + std::to_string(i));
     }
   }
   EXPECT_LT(fused.step_stats(1).dispatches, apart.step_stats(1).dispatches) << "the norms are not dispatches";
