@@ -3,13 +3,16 @@
 // own position; a prefill puts a chunk of one sequence's prompt into its slot. A decoder whose
 // max_step_prompt() is not 0 also takes prompt tokens in a step, beside the decoding sequences:
 // a run of entries of one slot at consecutive positions. Slots are the caller's to assign: a
-// slot's cache holds whatever was last written at each position.
+// slot's cache holds whatever was last written at each position. Each output's token is chosen
+// under its entry's sampling settings (models/sampler.h): by the device where it samples, else on
+// the host from the candidates, with the same arithmetic.
 #pragma once
 #include <cstdint>
 #include <span>
 #include <vector>
 
 #include "models/decoder_model.h"
+#include "models/sampler.h"
 
 namespace bdsl::models {
 
@@ -19,6 +22,7 @@ class BatchDecoder {
     uint32_t slot = 0;   // distinct within a step
     int32_t token = 0;   // decoded at `pos`: the slot's cache must hold positions 0..pos-1
     uint32_t pos = 0;
+    SamplerOptions sampling{};  // how the output's token is chosen (temperature 0: greedy)
   };
 
   virtual ~BatchDecoder() = default;
@@ -36,12 +40,20 @@ class BatchDecoder {
   virtual uint32_t max_step_prompt() const { return 0; }
 
   // Prompt tokens into `slot` at positions pos..pos+n-1 (n <= max_prefill_chunk()); returns the
-  // output of the last one.
-  virtual StepOutput prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos) = 0;
+  // output of the last one, its token chosen under `sampling`.
+  virtual StepOutput prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos,
+                             const SamplerOptions& sampling = {}) = 0;
   // One decode step for every entry (1 <= size <= step_capacity()); outputs in entry order. A slot
   // appears once, or (max_step_prompt() > 0) in a run at consecutive positions, in order: only the
   // last entry of a slot has an output (the others' argmax is -1, with no candidates).
   virtual std::vector<StepOutput> decode(std::span<const Entry> batch) = 0;
 };
+
+// The token `out` gives under `sampling` for position `counter`, picked on the host: the argmax,
+// or models::Sampler over the candidates (what the device sampler picks).
+inline int32_t choose_on_host(const StepOutput& out, const SamplerOptions& sampling, uint32_t counter) {
+  if (sampling.temperature == 0.0f) return out.argmax;
+  return Sampler(sampling).sample(out.top_ids, out.top_logits, counter);
+}
 
 }  // namespace bdsl::models

@@ -11,6 +11,7 @@ namespace bdsl::models {
 
 struct StepOutput {
   int32_t argmax = -1;                 // greedy choice (lowest id on ties)
+  int32_t token = -1;                  // BatchDecoder: the choice under the entry's sampling
   std::vector<int32_t> top_ids;        // the top-k candidates, most likely first
   std::vector<float> top_logits;
 };

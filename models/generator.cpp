@@ -52,7 +52,7 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Gene
 
   t0 = std::chrono::steady_clock::now();
   const bool greedy = options.sampling.temperature == 0.0f;
-  auto pick = [&](const StepOutput& o) { return greedy ? o.argmax : sampler.sample(o.top_ids, o.top_logits); };
+  auto pick = [&](const StepOutput& o) { return greedy ? o.argmax : sampler.sample(o.top_ids, o.top_logits, pos_); };
   // Takes a generated token; false when generation ends with it (result.reason says why).
   auto accept = [&](int32_t next) {
     result.tokens.push_back(next);

@@ -8,7 +8,18 @@
 
 namespace bdsl::models {
 
-Sampler::Sampler(const SamplerOptions& options) : options_(options), state_(options.seed) {
+std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> c, uint64_t key) {
+  uint32_t k0 = uint32_t(key), k1 = uint32_t(key >> 32);
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) k0 += 0x9E3779B9u, k1 += 0xBB67AE85u;
+    const uint64_t p0 = uint64_t(0xD2511F53u) * c[0], p1 = uint64_t(0xCD9E8D57u) * c[2];
+    const uint32_t n0 = uint32_t(p1 >> 32) ^ c[1] ^ k0, n2 = uint32_t(p0 >> 32) ^ c[3] ^ k1;
+    c[0] = n0, c[1] = uint32_t(p1), c[2] = n2, c[3] = uint32_t(p0);
+  }
+  return c;
+}
+
+Sampler::Sampler(const SamplerOptions& options) : options_(options) {
   if (!(options.temperature >= 0.0f) || !std::isfinite(options.temperature))
     throw std::invalid_argument("temperature must be >= 0, got " + std::to_string(options.temperature));
   if (!(options.top_p > 0.0f && options.top_p <= 1.0f))
@@ -17,41 +28,46 @@ Sampler::Sampler(const SamplerOptions& options) : options_(options), state_(opti
     throw std::invalid_argument("min-p must be in [0, 1], got " + std::to_string(options.min_p));
 }
 
-double Sampler::next_uniform() {  // splitmix64: tiny, fast, identical everywhere
-  uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z ^= z >> 31;
-  return double(z >> 11) * 0x1.0p-53;
+float Sampler::inverse_temperature() const {
+  return options_.temperature > 0.0f ? 1.0f / options_.temperature : 0.0f;
 }
 
-int32_t Sampler::sample(std::span<const int32_t> ids, std::span<const float> logits) {
+int32_t Sampler::sample(std::span<const int32_t> ids, std::span<const float> logits, uint32_t counter) const {
   if (ids.empty() || ids.size() != logits.size())
     throw std::invalid_argument("sampler: " + std::to_string(ids.size()) + " ids but " +
                                 std::to_string(logits.size()) + " logits");
-  if (options_.temperature == 0.0f) return ids[0];
+  // Every step below is ops::sample_candidates' arithmetic, in f32 and in its order.
+  const float best = logits[0];
   size_t n = ids.size();
   if (options_.top_k > 0) n = std::min<size_t>(n, options_.top_k);
-  // Min-p (as llama.cpp, on the logits before the temperature): p_i / p_0 >= min_p.
-  if (options_.min_p > 0.0f) {
-    const double floor = double(logits[0]) + std::log(double(options_.min_p));
-    size_t kept = 1;
-    while (kept < n && double(logits[kept]) >= floor) ++kept;
-    n = kept;
+  if (options_.top_p < 1.0f) {
+    std::vector<float> w(n);
+    float total = 0;
+    for (size_t i = 0; i < n; ++i) total += w[i] = std::exp(logits[i] - best);
+    const float goal = options_.top_p * total;
+    float mass = 0;
+    size_t m = 0;
+    while (m < n && mass < goal) mass += w[m++];
+    n = std::max<size_t>(m, 1);
   }
-  // Softmax at the temperature, in double so tiny tails stay ordered.
-  std::vector<double> p(n);
-  double sum = 0;
-  for (size_t i = 0; i < n; ++i) sum += p[i] = std::exp(double(logits[i] - logits[0]) / options_.temperature);
-  // Top-p: the smallest prefix whose mass reaches top_p (candidates are already sorted).
-  double mass = 0;
-  size_t keep = 0;
-  while (keep < n && mass < options_.top_p * sum) mass += p[keep++];
-  const double r = next_uniform() * mass;
-  double acc = 0;
-  for (size_t i = 0; i < keep; ++i)
-    if ((acc += p[i]) > r) return ids[i];
-  return ids[keep - 1];
+  if (options_.min_p > 0.0f) {
+    const float floor_value = best + std::log(options_.min_p);
+    size_t m = 1;
+    while (m < n && logits[m] >= floor_value) ++m;
+    n = m;
+  }
+  const float inverse_t = inverse_temperature();
+  if (inverse_t == 0.0f) n = 1;
+  size_t chosen = 0;
+  float chosen_score = -INFINITY;
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t bits = philox4x32_10({uint32_t(ids[i]), counter, 0, 0}, options_.seed)[0];
+    const float u = (float(bits >> 8) + 0.5f) * 0x1.0p-24f;
+    const float gumbel = -std::log(-std::log(u));
+    const float score = (logits[i] - best) * inverse_t + gumbel;
+    if (i == 0 || score > chosen_score) chosen = i, chosen_score = score;
+  }
+  return ids[chosen];
 }
 
 }  // namespace bdsl::models

@@ -1,7 +1,11 @@
-// Picks the next token from the GPU's top-k candidates (logits sorted descending, k <= 128):
-// greedy at temperature 0, else temperature, top-k, min-p, top-p and a seeded generator, so the
-// same seed gives the same text on every machine.
+// Picks the next token from the top-k candidates (logits sorted descending, ties by the lower id):
+// greedy at temperature 0, else llama.cpp's top-k, top-p and min-p, in that order, then the
+// temperature and one counter-based draw (Philox4x32-10), so the same seed gives the same text
+// on every machine, whatever else runs beside the sequence. This is the host twin of the device
+// sampler, ops::sample_candidates (ops/head/sample_candidates.h says the arithmetic): both pick the
+// same token from the same candidates.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <span>
 
@@ -15,18 +19,22 @@ struct SamplerOptions {
   uint64_t seed = 0;
 };
 
+// Philox4x32-10 of a 128-bit counter under a 64-bit key (low word first); the sampler draws the
+// first word at counter (token id, position, 0, 0) under the seed.
+std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> counter, uint64_t key);
+
 class Sampler {
  public:
-  explicit Sampler(const SamplerOptions& options);
+  explicit Sampler(const SamplerOptions& options);  // throws std::invalid_argument out of range
 
   // `ids` and `logits` describe the candidates, most likely first (ties: lower id first).
-  int32_t sample(std::span<const int32_t> ids, std::span<const float> logits);
+  // `counter` is the position the chosen token takes: each position draws afresh.
+  int32_t sample(std::span<const int32_t> ids, std::span<const float> logits, uint32_t counter) const;
+  const SamplerOptions& options() const { return options_; }
+  float inverse_temperature() const;  // 0 when greedy
 
  private:
-  double next_uniform();  // in [0, 1)
-
   SamplerOptions options_;
-  uint64_t state_;
 };
 
 }  // namespace bdsl::models

@@ -21,15 +21,20 @@ class SequentialDecoder final : public BatchDecoder {
   uint32_t max_prefill_chunk() const override { return chunk_; }
   uint64_t device_bytes() const override { return bytes_; }
 
-  StepOutput prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos) override {
+  StepOutput prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos,
+                     const SamplerOptions& sampling = {}) override {
     check_slot(slot);
-    return model_.prefill(tokens, pos);
+    StepOutput out = model_.prefill(tokens, pos);
+    out.token = choose_on_host(out, sampling, pos + uint32_t(tokens.size()));
+    return out;
   }
   std::vector<StepOutput> decode(std::span<const Entry> batch) override {
     if (batch.size() != 1) throw std::invalid_argument("a sequential decoder steps one sequence, got " +
                                                        std::to_string(batch.size()));
     check_slot(batch[0].slot);
-    return {model_.step(batch[0].token, batch[0].pos)};
+    StepOutput out = model_.step(batch[0].token, batch[0].pos);
+    out.token = choose_on_host(out, batch[0].sampling, batch[0].pos + 1);
+    return {out};
   }
 
  private:

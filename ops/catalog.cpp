@@ -18,6 +18,7 @@
 #include "ops/head/lm_head.h"
 #include "ops/head/lm_head_batch.h"
 #include "ops/head/lm_head_pruned.h"
+#include "ops/head/sample_candidates.h"
 #include "ops/head/top_k.h"
 #include "ops/ternary/ternary_matmul.h"
 #include "ops/ternary/ternary_matmul_coopmat.h"
@@ -137,6 +138,8 @@ const std::vector<CatalogEntry>& catalog() {
       {"argmax_final", "argmax, second pass", [](T t) { return plan_argmax_final(t, kVocab).kernel; }},
       {"top_k_partial", "top-40 candidates, first pass", [](T t) { return plan_top_k_partial(t, kVocab, 40).kernel; }},
       {"top_k_merge", "top-40 candidates, second pass", [](T t) { return plan_top_k_merge(t, kVocab, 40).kernel; }},
+      {"sample_candidates", "a token drawn from 128 candidates: top-k, top-p, min-p, temperature, Philox (a row per sequence)",
+       [](T t) { return plan_sample_candidates(t, kMaxTopK, true).kernel; }},
       {"stream_read", "bandwidth probe of the bench", [](T t) { return stream_read(t); }},
       {"saxpy", "y = a * x + y (tutorial)", [](T) { return saxpy(); }},
       {"workgroup_sum", "partial sums through shared memory (tutorial)",

@@ -1,5 +1,5 @@
 // The head family: the LM head (f32, batched, tensor cores, and the pruned greedy head), argmax
-// and top-k over the logits.
+// and top-k over the logits, and sampling from the top-k candidates.
 //
 // Code outside ops/ and its tests includes this header, not the family's files (checked by
 // tests/repository/public_headers_test.cpp).
@@ -10,4 +10,5 @@
 #include "ops/head/lm_head_batch.h"
 #include "ops/head/lm_head_coopmat.h"
 #include "ops/head/lm_head_pruned.h"
+#include "ops/head/sample_candidates.h"
 #include "ops/head/top_k.h"

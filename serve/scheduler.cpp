@@ -22,17 +22,16 @@ const char* to_string(FinishReason r) {
   return "?";
 }
 
-// A request in a slot: where its prompt and generation stand, and its own sampler and text state.
+// A request in a slot: where its prompt and generation stand, and its text state.
 struct Scheduler::Sequence {
   Sequence(std::shared_ptr<Ticket> t, const models::Tokenizer& tok, uint64_t order)
-      : ticket(std::move(t)), sampler(ticket->request_.sampling), text(tok), stop(ticket->request_.stop),
+      : ticket(std::move(t)), text(tok), stop(ticket->request_.stop),
         admitted(order) {}
 
   const GenerationRequest& request() const { return ticket->request_; }
   bool prefilling() const { return prefilled < request().prompt.size(); }
 
   std::shared_ptr<Ticket> ticket;
-  models::Sampler sampler;
   models::TokenStreamDecoder text;
   StopMatcher stop;
   uint64_t admitted;
@@ -208,7 +207,7 @@ void Scheduler::prefill_chunk(uint32_t slot, uint32_t n) {
   const auto t0 = std::chrono::steady_clock::now();
   models::StepOutput out;
   try {
-    out = decoder_.prefill(slot, std::span(prompt).subspan(seq.prefilled, n), seq.prefilled);
+    out = decoder_.prefill(slot, std::span(prompt).subspan(seq.prefilled, n), seq.prefilled, seq.request().sampling);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "serve: prefill failed: %s\n", e.what());
     finish(slot, FinishReason::Error);
@@ -222,14 +221,14 @@ void Scheduler::prefill_chunk(uint32_t slot, uint32_t n) {
   seq.prefilled += n;
   if (seq.prefilling()) return;
   seq.pos = seq.prefilled;
-  const bool greedy = seq.request().sampling.temperature == 0;
-  accept(slot, greedy ? out.argmax : seq.sampler.sample(out.top_ids, out.top_logits));
+  accept(slot, out.token);
 }
 
 void Scheduler::decode_all() {
   std::vector<models::BatchDecoder::Entry> batch;
   for (uint32_t s = 0; s < slots_; ++s)
-    if (running_[s] && !running_[s]->prefilling()) batch.push_back({s, running_[s]->next, running_[s]->pos});
+    if (running_[s] && !running_[s]->prefilling())
+      batch.push_back({s, running_[s]->next, running_[s]->pos, running_[s]->request().sampling});
   // Short prompts take the step's spare entries, oldest first: a run of each one's next tokens.
   std::vector<uint32_t> waiting;
   for (uint32_t s = 0; s < slots_; ++s)
@@ -240,7 +239,7 @@ void Scheduler::decode_all() {
     const Sequence& seq = *running_[s];
     const auto& prompt = seq.request().prompt;
     for (uint32_t p = seq.prefilled; p < prompt.size() && batch.size() < decoder_.step_capacity(); ++p)
-      batch.push_back({s, prompt[p], p});
+      batch.push_back({s, prompt[p], p, seq.request().sampling});
   }
   if (batch.empty()) return;
   const auto t0 = std::chrono::steady_clock::now();
@@ -265,8 +264,7 @@ void Scheduler::decode_all() {
     } else {
       ++seq.pos;
     }
-    const bool greedy = seq.request().sampling.temperature == 0;
-    accept(batch[i].slot, greedy ? outs[i].argmax : seq.sampler.sample(outs[i].top_ids, outs[i].top_logits));
+    accept(batch[i].slot, outs[i].token);
   }
 }
 

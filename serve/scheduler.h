@@ -8,7 +8,8 @@
 //   3. runs ONE decode() over every sequence that is generating, with the tokens of the short
 //      prompts (up to max_step_prompt tokens each) in the step's spare entries, oldest first:
 //      many short prompts start together and cost the running streams little.
-// Tokens are picked on the host from each step's candidates by a Sampler seeded per request, so
+// Each entry carries its request's sampling settings; the decoder picks the token (on the device
+// for the batched BitNet decoder), each draw a function of the seed and the token's position, so
 // a request gives the same text whether it runs alone or beside others.
 #pragma once
 #include <atomic>

@@ -41,7 +41,7 @@ struct BitNetBatchDecoder::Lanes {
   rt::Buffer tokens, sequences, x, q8, act, q, k, v, attn, ffn, up, xn, xh;
   std::vector<rt::Buffer> k_cache, v_cache;  // per layer: [slots][context][kv_words]
   rt::Buffer partials, counters, logits, arg_values, arg_indices, chosen, top_part_values, top_part_indices,
-      top_values, top_indices;
+      top_values, top_indices, sample_params, sampled;
   uint64_t logits_stride = 0, cache_slot_bytes = 0;
   uint64_t bytes = 0;  // everything above
 };
@@ -73,6 +73,7 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
   if (k) {
     top_k_partial_.emplace(ops::make_pipeline(ctx, ops::plan_top_k_partial(t, vocab, k, true)));
     top_k_merge_.emplace(ops::make_pipeline(ctx, ops::plan_top_k_merge(t, vocab, k, true)));
+    sample_.emplace(ops::make_pipeline(ctx, ops::plan_sample_candidates(t, k, true)));
   }
   if (head_on_tensor_cores_)
     pack_half_.emplace(ops::make_pipeline(ctx, ops::plan_pack_half(model.pipelines().target)));
@@ -148,6 +149,8 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
     L.top_part_indices = make(4ull * p.top_k_plan.groups * p.top_k * outs, "top-k partial indices", u32);
     L.top_values = make(4ull * p.top_k * outs, "top-k values", f32, true);
     L.top_indices = make(4ull * p.top_k * outs, "top-k indices", u32, true);
+    L.sample_params = make(4ull * ops::kSampleParamsWords * outs, "sampling settings", u32, true);
+    L.sampled = make(4 * outs, "sampled tokens", u32, true);
   }
   device_bytes_ = L.bytes;
 }
@@ -264,6 +267,10 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_tail(uint32_t rows, const 
     top_k_merge_->dispatch(g, {{"part_values", L.top_part_values}, {"part_indices", L.top_part_indices},
                                {"top_values", L.top_values}, {"top_indices", L.top_indices}},
                            {}, rows);
+  if (sample_)
+    sample_->dispatch(g, {{"top_values", L.top_values}, {"top_indices", L.top_indices}, {"params", L.sample_params},
+                          {"token", L.sampled}},
+                      {}, rows);
   g.finish();
   return graph;
 }
@@ -286,7 +293,14 @@ void BitNetBatchDecoder::copy_rows(bool into_slot, uint32_t slot, uint32_t first
   g.submit_and_wait();
 }
 
-models::StepOutput BitNetBatchDecoder::prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos) {
+void BitNetBatchDecoder::check_sampling(const models::SamplerOptions& sampling) const {
+  const models::Sampler check(sampling);  // throws for settings out of range
+  if (sampling.temperature > 0 && top_k() == 0)
+    throw std::invalid_argument("sampling (temperature > 0) needs a model loaded with candidates (top-k); this one is greedy-only");
+}
+
+models::StepOutput BitNetBatchDecoder::prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos,
+                                               const models::SamplerOptions& sampling) {
   if (slot >= slots_) throw std::out_of_range(fmt::format("slot {} of a {}-slot decoder", slot, slots_));
   if (tokens.empty()) throw std::invalid_argument("prefill: no tokens");
   if (uint64_t{pos} + tokens.size() > context_length())
@@ -295,7 +309,10 @@ models::StepOutput BitNetBatchDecoder::prefill(uint32_t slot, std::span<const in
   // The model's cache must hold this slot's positions 0..pos-1 for the chunk's attention.
   if (model_slot_ != slot || model_rows_ < pos) copy_rows(false, slot, 0, pos);
   model_slot_ = UINT32_MAX;  // until the prefill has run
-  const models::StepOutput out = model_.prefill(tokens, pos);
+  check_sampling(sampling);
+  models::StepOutput out = model_.prefill(tokens, pos);
+  // The model's prefill returns its candidates: the host twin of the device sampler picks.
+  out.token = models::choose_on_host(out, sampling, pos + uint32_t(tokens.size()));
   copy_rows(true, slot, pos, uint32_t(tokens.size()));
   model_slot_ = slot;
   model_rows_ = pos + uint32_t(tokens.size());
@@ -324,6 +341,7 @@ std::vector<models::StepOutput> BitNetBatchDecoder::decode(std::span<const Entry
                                                 e.slot, e.pos, before.pos));
     }
     last[e.slot] = int64_t(i);
+    check_sampling(e.sampling);
   }
   // Lanes: the entries with an output (each slot's last) first, in entry order, then the rest.
   std::vector<uint32_t> lane_of(batch.size());
@@ -353,6 +371,18 @@ std::vector<models::StepOutput> BitNetBatchDecoder::decode(std::span<const Entry
     if (g->last_ticket()) g->wait(g->last_ticket());
   L.tokens.upload(tokens);
   L.sequences.upload(states);
+  if (sample_) {
+    std::vector<uint32_t> params(size_t{ops::kSampleParamsWords} * outputs);
+    for (size_t i = 0; i < batch.size(); ++i)
+      if (lane_of[i] < outputs) {
+        const models::Sampler sampler(batch[i].sampling);
+        const ops::SampleParams sp{sampler.inverse_temperature(), batch[i].sampling.top_k, batch[i].sampling.top_p,
+                                   batch[i].sampling.min_p, batch[i].sampling.seed, batch[i].pos + 1};
+        const auto words = sp.pack();
+        std::copy(words.begin(), words.end(), params.begin() + size_t{lane_of[i]} * ops::kSampleParamsWords);
+      }
+    L.sample_params.upload(params);
+  }
   // Back to back: each replay ends with a barrier to what follows, so the tail reads the layers' x.
   const uint64_t layers = step.graph->submit();
   tail.graph->submit_and_wait();
@@ -366,7 +396,8 @@ std::vector<models::StepOutput> BitNetBatchDecoder::decode(std::span<const Entry
     }
     const uint64_t row = lane_of[i];
     out[i].argmax = int32_t(L.chosen.download<uint32_t>(row * 4, 1)[0]);
-    if (k) {
+    out[i].token = sample_ ? int32_t(L.sampled.download<uint32_t>(row * 4, 1)[0]) : out[i].argmax;
+    if (k && options_.return_candidates) {
       const auto ids = L.top_indices.download<uint32_t>(row * k * 4, k);
       out[i].top_ids.assign(ids.begin(), ids.end());
       out[i].top_logits = L.top_values.download<float>(row * k * 4, k);

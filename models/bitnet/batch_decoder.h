@@ -11,6 +11,9 @@
 // top-k (a grid row per sequence). Every sequence's arithmetic is the same whatever else is in
 // the batch, so its tokens are too.
 //
+// With the model's top-k, the tail samples every output on the device (ops/head/sample_candidates.h)
+// under its entry's settings; a step reads back one token per output.
+//
 // Entry i of a step is lane i of the recorded batch, whatever its slot: a step of n entries runs
 // the smallest bucket of at least n lanes. Lanes past the entries compute at a position past the
 // context, which writes no cache row.
@@ -61,6 +64,9 @@ struct BatchOptions {
   // Lanes a step has beyond the slots, for prompt tokens; prompts of up to this many tokens may run
   // in steps (max_step_prompt). 0: every prompt goes through prefill().
   uint32_t prompt_lanes = 64;
+  // decode() returns each output's top-k candidates too (StepOutput::top_ids/top_logits), not only
+  // the tokens the device chose: for tests and tools that look at them; a server needs none.
+  bool return_candidates = false;
 };
 
 class BitNetBatchDecoder final : public models::BatchDecoder {
@@ -79,7 +85,8 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   uint32_t step_capacity() const override { return capacity_; }
   uint32_t max_step_prompt() const override { return options_.prompt_lanes; }
 
-  models::StepOutput prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos) override;
+  models::StepOutput prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos,
+                             const models::SamplerOptions& sampling = {}) override;
   std::vector<models::StepOutput> decode(std::span<const Entry> batch) override;
 
   // Builds and records every bucket's step now (else each is made at its first step): a server
@@ -119,6 +126,8 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   // not made yet).
   std::array<const rt::Graph*, 2> recorded(uint32_t bucket) const;
   void copy_rows(bool into_slot, uint32_t slot, uint32_t first, uint32_t count);
+  // Throws std::invalid_argument for settings out of range, or sampling on a greedy-only model.
+  void check_sampling(const models::SamplerOptions& sampling) const;
 
   rt::Context& ctx_;
   BitNetModel& model_;
@@ -138,6 +147,7 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   std::optional<ops::PlannedPipeline> lm_head_;    // else every lane's logits from one read of the table (lm_head_batch)
   ops::PlannedPipeline argmax_partial_, argmax_final_;           // a grid row per lane
   std::optional<ops::PlannedPipeline> top_k_partial_, top_k_merge_;  // with the model's top-k
+  std::optional<ops::PlannedPipeline> sample_;  // each output's token under its entry's sampling
   std::unique_ptr<Lanes> lanes_;
   std::vector<Step> steps_;  // recorded buckets, by lane count
   std::vector<Tail> tails_;  // recorded tails, by row count (at most slots_)

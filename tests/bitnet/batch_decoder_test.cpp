@@ -40,6 +40,7 @@ struct Stream {
   std::vector<int32_t> tokens;  // generated
   std::vector<std::vector<float>> top_logits;  // each decode step's candidates (with a top-k model)
   bool via_prefill = false;  // run_in_steps: the prompt goes through prefill() first
+  models::SamplerOptions sampling{};  // greedy unless set
 };
 
 // Prefills every stream (in chunks of `chunk`), then decodes them together for `steps` steps.
@@ -48,18 +49,21 @@ void run_together(bitnet::BitNetBatchDecoder& dec, std::vector<Stream>& streams,
     models::StepOutput out;
     for (uint32_t first = 0; first < s.prompt.size(); first += chunk) {
       const uint32_t n = std::min<uint32_t>(chunk, uint32_t(s.prompt.size()) - first);
-      out = dec.prefill(s.slot, std::span(s.prompt).subspan(first, n), first);
+      out = dec.prefill(s.slot, std::span(s.prompt).subspan(first, n), first, s.sampling);
     }
-    s.tokens = {out.argmax};
+    s.tokens = {out.token};
   }
   for (uint32_t i = 1; i < steps; ++i) {
     std::vector<models::BatchDecoder::Entry> batch;
     for (const auto& s : streams)
-      batch.push_back({s.slot, s.tokens.back(), uint32_t(s.prompt.size() + s.tokens.size() - 1)});
+      batch.push_back({s.slot, s.tokens.back(), uint32_t(s.prompt.size() + s.tokens.size() - 1), s.sampling});
     const auto outs = dec.decode(batch);
     ASSERT_EQ(outs.size(), streams.size());
     for (size_t j = 0; j < streams.size(); ++j) {
-      streams[j].tokens.push_back(outs[j].argmax);
+      if (streams[j].sampling.temperature == 0) EXPECT_EQ(outs[j].token, outs[j].argmax);
+      if (!outs[j].top_ids.empty())  // the device's draw is the host twin's on the same candidates
+        EXPECT_EQ(outs[j].token, models::choose_on_host(outs[j], streams[j].sampling, batch[j].pos + 1)) << "step " << i;
+      streams[j].tokens.push_back(outs[j].token);
       streams[j].top_logits.push_back(outs[j].top_logits);
     }
   }
@@ -87,9 +91,9 @@ void run_in_steps(bitnet::BitNetBatchDecoder& dec, std::vector<Stream>& streams,
     auto& s = streams[j];
     s.tokens.clear(), s.top_logits.clear();
     if (!s.via_prefill) continue;
-    const auto out = dec.prefill(s.slot, s.prompt, 0);
+    const auto out = dec.prefill(s.slot, s.prompt, 0, s.sampling);
     fed[j] = uint32_t(s.prompt.size());
-    s.tokens = {out.argmax};
+    s.tokens = {out.token};
     s.top_logits = {out.top_logits};
   }
   for (;;) {
@@ -100,9 +104,9 @@ void run_in_steps(bitnet::BitNetBatchDecoder& dec, std::vector<Stream>& streams,
       const auto& s = streams[j];
       if (fed[j] < s.prompt.size()) {
         for (uint32_t p = fed[j]; p < s.prompt.size() && p < fed[j] + per_step; ++p)
-          batch.push_back({s.slot, s.prompt[p], p}), owner.push_back(j), prompt.push_back(true);
+          batch.push_back({s.slot, s.prompt[p], p, s.sampling}), owner.push_back(j), prompt.push_back(true);
       } else if (s.tokens.size() < steps) {
-        batch.push_back({s.slot, s.tokens.back(), uint32_t(s.prompt.size() + s.tokens.size() - 1)});
+        batch.push_back({s.slot, s.tokens.back(), uint32_t(s.prompt.size() + s.tokens.size() - 1), s.sampling});
         owner.push_back(j), prompt.push_back(false);
       }
     }
@@ -116,7 +120,7 @@ void run_in_steps(bitnet::BitNetBatchDecoder& dec, std::vector<Stream>& streams,
         EXPECT_TRUE(outs[i].top_logits.empty());
       }
       if (prompt[i] && ++fed[j] < streams[j].prompt.size()) continue;  // the prompt goes on
-      streams[j].tokens.push_back(outs[i].argmax);
+      streams[j].tokens.push_back(outs[i].token);
       streams[j].top_logits.push_back(outs[i].top_logits);
     }
   }
@@ -186,8 +190,11 @@ TEST_F(BatchDecoder, CandidateLogitsAreTheSameBitsInEveryBucketAndLayout) {
   bitnet::ModelOptions o;
   o.top_k = 8;
   bitnet::BitNetModel fused_model(ctx(), file, config, o), separate_model(ctx(), file, config, o);
-  bitnet::BitNetBatchDecoder fused(ctx(), fused_model, 4, {bitnet::PrefillProjections::Fused});
-  bitnet::BitNetBatchDecoder separate(ctx(), separate_model, 4, {bitnet::PrefillProjections::Separate, 1});
+  bitnet::BitNetBatchDecoder fused(ctx(), fused_model, 4,
+                                   {.projections = bitnet::PrefillProjections::Fused, .return_candidates = true});
+  bitnet::BitNetBatchDecoder separate(
+      ctx(), separate_model, 4,
+      {.projections = bitnet::PrefillProjections::Separate, .subgroup_max_tokens = 1, .return_candidates = true});
   const uint32_t v = config.vocab_size, steps = 6;
   std::vector<Stream> alone = {{0, prompt_of(8, 7, v), {}, {}}};
   run_together(fused, alone, steps);
@@ -209,7 +216,7 @@ TEST_F(BatchDecoder, PromptRunsInStepsGiveTheSameBitsHoweverSplitAndBesideOthers
   bitnet::ModelOptions o;
   o.top_k = 8;
   bitnet::BitNetModel model(ctx(), file, config, o);
-  bitnet::BitNetBatchDecoder dec(ctx(), model, 4);
+  bitnet::BitNetBatchDecoder dec(ctx(), model, 4, {.return_candidates = true});
   const uint32_t v = config.vocab_size, steps = 8;
   std::vector<Stream> alone = {{2, prompt_of(11, 9, v), {}, {}}};
   run_in_steps(dec, alone, steps, 9);
@@ -231,7 +238,7 @@ TEST_F(BatchDecoder, PromptRunsInStepsGiveTheSameBitsHoweverSplitAndBesideOthers
   const auto more = prompt_of(14, 6, v);
   tokens.insert(tokens.end(), more.begin(), more.end());
   dec.decode(std::vector<models::BatchDecoder::Entry>{{1, tokens[0], 0}, {1, tokens[1], 1}, {1, tokens[2], 2}});
-  const int32_t mixed = dec.prefill(1, std::span(tokens).subspan(3), 3).argmax;
+  const int32_t mixed = dec.prefill(1, std::span(tokens).subspan(3), 3).token;
   std::vector<Stream> whole = {{2, tokens, {}}};
   run_together(dec, whole, 1);
   EXPECT_EQ(mixed, whole[0].tokens[0]);
@@ -245,8 +252,8 @@ TEST_F(BatchDecoder, NormsInsideTheProjectionsGiveTheSameBits) {
   bitnet::ModelOptions o;
   o.top_k = 8;
   bitnet::BitNetModel fused_model(ctx(), file, config, o), apart_model(ctx(), file, config, o);
-  bitnet::BitNetBatchDecoder fused(ctx(), fused_model, 4, {.norm_fused_max_tokens = 4});
-  bitnet::BitNetBatchDecoder apart(ctx(), apart_model, 4, {.norm_fused_max_tokens = -1});
+  bitnet::BitNetBatchDecoder fused(ctx(), fused_model, 4, {.norm_fused_max_tokens = 4, .return_candidates = true});
+  bitnet::BitNetBatchDecoder apart(ctx(), apart_model, 4, {.norm_fused_max_tokens = -1, .return_candidates = true});
   const uint32_t v = config.vocab_size, steps = 5;
   for (uint32_t streams : {1u, 2u, 3u}) {
     std::vector<Stream> a, b;
@@ -262,6 +269,39 @@ TEST_F(BatchDecoder, NormsInsideTheProjectionsGiveTheSameBits) {
     }
   }
   EXPECT_LT(fused.step_stats(1).dispatches, apart.step_stats(1).dispatches) << "the norms are not dispatches";
+}
+
+// Sampling on the device: each output's token is the host twin's draw from the same candidates
+// (checked at every step by run_together), and a sequence sampled beside others, with other
+// seeds and settings, draws the same tokens as alone (its draws depend on its seed and positions
+// only); with another seed it draws others.
+TEST_F(BatchDecoder, SampledTokensAreTheSameAloneOrBesideOthers) {
+  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto config = models::BitNetConfig::from_gguf(file);
+  bitnet::ModelOptions o;
+  o.top_k = 32;
+  bitnet::BitNetModel model(ctx(), file, config, o);
+  bitnet::BitNetBatchDecoder dec(ctx(), model, 4, {.return_candidates = true});
+  const uint32_t v = config.vocab_size, steps = 16;
+  const models::SamplerOptions hot{1.5f, 0, 1.0f, 0.0f, 7};
+  std::vector<Stream> alone = {{1, prompt_of(30, 5, v), {}}};
+  alone[0].sampling = hot;
+  run_together(dec, alone, steps);
+
+  std::vector<Stream> crowd = {{0, prompt_of(31, 8, v), {}}, {2, prompt_of(30, 5, v), {}}, {3, prompt_of(32, 3, v), {}}};
+  crowd[0].sampling = {0.8f, 10, 0.9f, 0.05f, 8};
+  crowd[1].sampling = hot;
+  crowd[2].sampling = {1.5f, 0, 1.0f, 0.0f, 8};  // the same settings, another seed
+  run_together(dec, crowd, steps, 2);
+  EXPECT_EQ(crowd[1].tokens, alone[0].tokens);
+
+  std::vector<Stream> reseeded = {{1, prompt_of(30, 5, v), {}}};
+  reseeded[0].sampling = {1.5f, 0, 1.0f, 0.0f, 8};
+  run_together(dec, reseeded, steps);
+  EXPECT_NE(reseeded[0].tokens, alone[0].tokens) << "another seed draws another text";
+  std::vector<Stream> greedy = {{1, prompt_of(30, 5, v), {}}};
+  run_together(dec, greedy, steps);
+  EXPECT_NE(greedy[0].tokens, alone[0].tokens) << "a hot sampler leaves the greedy path";
 }
 
 TEST_F(BatchDecoder, BadStepsAreRefusedNamingTheProblem) {
@@ -292,6 +332,11 @@ TEST_F(BatchDecoder, BadStepsAreRefusedNamingTheProblem) {
     EXPECT_NE(std::string(e.what()).find("slot 1 twice"), std::string::npos) << e.what();
   }
   EXPECT_THROW(dec.prefill(0, std::vector<int32_t>(config.context_length + 1, 1), 0), std::out_of_range);
+  // A greedy-only model (no candidates) cannot sample.
+  models::BatchDecoder::Entry hot{0, 1, 0, {0.7f, 40, 0.95f, 0.0f, 1}};
+  EXPECT_NE(message({hot}).find("greedy-only"), std::string::npos);
+  hot.sampling.top_p = 0;
+  EXPECT_NE(message({hot}).find("top-p must be in (0, 1]"), std::string::npos);
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
-// The host sampler: greedy, seeded reproducibility, and min-p (which keeps only candidates at
-// least min_p times as likely as the best, on the logits before the temperature).
+// The host sampler, the twin of the device's (ops/head/sample_candidates.h): Philox against the
+// published answers, greedy, each filter's cut, seeded reproducibility, and that the draws follow
+// softmax(logit / temperature) over what the filters keep.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <vector>
@@ -23,22 +25,76 @@ Candidates falling(int n, float step) {
   return c;
 }
 
-std::set<int32_t> drawn(const SamplerOptions& o, const Candidates& c, int draws = 2000) {
-  Sampler s(o);
-  std::set<int32_t> seen;
-  for (int i = 0; i < draws; ++i) seen.insert(s.sample(c.ids, c.logits));
+// How often each id is drawn at positions 0..draws-1.
+std::map<int32_t, int> counts(const SamplerOptions& o, const Candidates& c, int draws = 4000) {
+  const Sampler s(o);
+  std::map<int32_t, int> seen;
+  for (int i = 0; i < draws; ++i) ++seen[s.sample(c.ids, c.logits, uint32_t(i))];
   return seen;
+}
+std::set<int32_t> drawn(const SamplerOptions& o, const Candidates& c) {
+  std::set<int32_t> ids;
+  for (const auto& [id, n] : counts(o, c)) ids.insert(id);
+  return ids;
+}
+
+TEST(Sampler, PhiloxGivesThePublishedAnswers) {
+  // Random123's known-answer vectors for philox4x32_10.
+  EXPECT_EQ(philox4x32_10({0, 0, 0, 0}, 0), (std::array<uint32_t, 4>{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}));
+  EXPECT_EQ(philox4x32_10({0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}, 0xffffffffffffffffull),
+            (std::array<uint32_t, 4>{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}));
+  EXPECT_EQ(philox4x32_10({0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, 0x299f31d0a4093822ull),
+            (std::array<uint32_t, 4>{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}));
 }
 
 TEST(Sampler, TemperatureZeroTakesTheFirstCandidate) {
-  const auto c = falling(8, 0.1f);
-  EXPECT_EQ(drawn({0.0f, 0, 1.0f, 0.0f, 7}, c), std::set<int32_t>{0});
+  EXPECT_EQ(drawn({0.0f, 0, 1.0f, 0.0f, 7}, falling(8, 0.1f)), std::set<int32_t>{0});
 }
 
-TEST(Sampler, SameSeedSameSequence) {
+TEST(Sampler, EachPositionDrawsAfreshAndTheSeedRepeatsIt) {
   const auto c = falling(32, 0.05f);
-  Sampler a({1.0f, 0, 1.0f, 0.0f, 42}), b({1.0f, 0, 1.0f, 0.0f, 42});
-  for (int i = 0; i < 100; ++i) EXPECT_EQ(a.sample(c.ids, c.logits), b.sample(c.ids, c.logits)) << "draw " << i;
+  const Sampler a({1.0f, 0, 1.0f, 0.0f, 42}), b({1.0f, 0, 1.0f, 0.0f, 42}), other({1.0f, 0, 1.0f, 0.0f, 43});
+  int same_as_other = 0;
+  std::set<int32_t> seen;
+  for (uint32_t pos = 0; pos < 200; ++pos) {
+    EXPECT_EQ(a.sample(c.ids, c.logits, pos), b.sample(c.ids, c.logits, pos)) << "position " << pos;
+    EXPECT_EQ(a.sample(c.ids, c.logits, pos), a.sample(c.ids, c.logits, pos)) << "no hidden state";
+    same_as_other += a.sample(c.ids, c.logits, pos) == other.sample(c.ids, c.logits, pos);
+    seen.insert(a.sample(c.ids, c.logits, pos));
+  }
+  EXPECT_LT(same_as_other, 40) << "another seed draws other tokens";
+  EXPECT_GT(seen.size(), 16u) << "positions draw afresh";
+}
+
+TEST(Sampler, DrawsFollowTheSoftmaxAtTheTemperature) {
+  Candidates c{{7, 3, 9, 1}, {2.0f, 1.5f, 1.0f, 0.0f}};
+  for (float t : {1.0f, 0.5f, 2.0f}) {
+    const int draws = 20000;
+    const auto seen = counts({t, 0, 1.0f, 0.0f, 5}, c, draws);
+    double z = 0;
+    for (float l : c.logits) z += std::exp(l / t);
+    for (size_t i = 0; i < c.ids.size(); ++i) {
+      const double expected = std::exp(c.logits[i] / t) / z;
+      const double got = seen.count(c.ids[i]) ? seen.at(c.ids[i]) / double(draws) : 0.0;
+      EXPECT_NEAR(got, expected, 0.012) << "id " << c.ids[i] << " at temperature " << t;
+    }
+  }
+}
+
+TEST(Sampler, TopKCutsTheCandidates) {
+  EXPECT_EQ(drawn({10.0f, 3, 1.0f, 0.0f, 1}, falling(16, 0.01f)), (std::set<int32_t>{0, 1, 2}));
+  EXPECT_EQ(drawn({10.0f, 0, 1.0f, 0.0f, 1}, falling(16, 0.01f)).size(), 16u) << "top-k 0: no cut";
+}
+
+TEST(Sampler, TopPKeepsTheSmallestPrefixWithTheMass) {
+  // Weights 1, 1/2, 1/4, 1/8, ... of 2 in all: the first two hold 75%, three 87.5%.
+  const auto c = falling(12, std::log(2.0f));
+  EXPECT_EQ(drawn({1.0f, 0, 0.75f, 0.0f, 2}, c), (std::set<int32_t>{0, 1}));
+  EXPECT_EQ(drawn({1.0f, 0, 0.8f, 0.0f, 2}, c), (std::set<int32_t>{0, 1, 2}));
+  EXPECT_EQ(drawn({1.0f, 0, 0.1f, 0.0f, 2}, c), std::set<int32_t>{0});
+  // The mass is over what top-k kept: of 1 + 1/2, the first holds 67%.
+  EXPECT_EQ(drawn({1.0f, 2, 0.6f, 0.0f, 2}, c), std::set<int32_t>{0});
+  EXPECT_EQ(drawn({1.0f, 2, 0.7f, 0.0f, 2}, c), (std::set<int32_t>{0, 1}));
 }
 
 TEST(Sampler, MinPKeepsOnlyCandidatesNearTheBest) {
@@ -51,22 +107,18 @@ TEST(Sampler, MinPKeepsOnlyCandidatesNearTheBest) {
 }
 
 TEST(Sampler, MinPZeroChangesNothing) {
-  // These draws are what the sampler gave before min-p existed (same options, seed 11).
-  const auto c = falling(32, 0.2f);
-  const std::vector<int32_t> before_min_p = {1, 1, 3, 2, 0, 3, 0, 5, 1, 8, 0, 1, 7, 9, 8, 1};
-  SamplerOptions defaults;
-  EXPECT_EQ(defaults.min_p, 0.0f);
-  Sampler off({0.9f, 20, 0.9f, 0.0f, 11});
-  for (size_t i = 0; i < before_min_p.size(); ++i) EXPECT_EQ(off.sample(c.ids, c.logits), before_min_p[i]) << "draw " << i;
   // With every candidate far above the floor, a tiny min_p draws exactly what min_p 0 does.
-  Sampler tiny({0.9f, 20, 0.9f, 1e-30f, 11}), zero({0.9f, 20, 0.9f, 0.0f, 11});
-  for (int i = 0; i < 200; ++i) EXPECT_EQ(tiny.sample(c.ids, c.logits), zero.sample(c.ids, c.logits));
+  const auto c = falling(32, 0.2f);
+  const Sampler tiny({0.9f, 20, 0.9f, 1e-30f, 11}), zero({0.9f, 20, 0.9f, 0.0f, 11});
+  for (uint32_t i = 0; i < 200; ++i) EXPECT_EQ(tiny.sample(c.ids, c.logits, i), zero.sample(c.ids, c.logits, i));
 }
 
-TEST(Sampler, RejectsMinPOutsideZeroToOne) {
+TEST(Sampler, RejectsSettingsOutOfRange) {
   EXPECT_THROW(Sampler({1.0f, 0, 1.0f, -0.1f, 0}), std::invalid_argument);
   EXPECT_THROW(Sampler({1.0f, 0, 1.0f, 1.5f, 0}), std::invalid_argument);
   EXPECT_THROW(Sampler({1.0f, 0, 1.0f, std::nanf(""), 0}), std::invalid_argument);
+  EXPECT_THROW(Sampler({-1.0f, 0, 1.0f, 0.0f, 0}), std::invalid_argument);
+  EXPECT_THROW(Sampler({1.0f, 0, 0.0f, 0.0f, 0}), std::invalid_argument);
 }
 
 }  // namespace

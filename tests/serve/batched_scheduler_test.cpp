@@ -26,16 +26,22 @@ class ModelPerSlotDecoder final : public models::BatchDecoder {
   uint32_t max_prefill_chunk() const override { return chunk_; }
   uint64_t device_bytes() const override { return 0; }
 
-  models::StepOutput prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos) override {
+  models::StepOutput prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos,
+                             const models::SamplerOptions& sampling = {}) override {
     EXPECT_LE(tokens.size(), chunk_);
     record({true, slot});
-    return models_.at(slot)->prefill(tokens, pos);
+    models::StepOutput out = models_.at(slot)->prefill(tokens, pos);
+    out.token = models::choose_on_host(out, sampling, pos + uint32_t(tokens.size()));
+    return out;
   }
   std::vector<models::StepOutput> decode(std::span<const Entry> batch) override {
     EXPECT_TRUE(!batch.empty() && batch.size() <= slots());
     record({false, uint32_t(batch.size())});
     std::vector<models::StepOutput> out;
-    for (const auto& e : batch) out.push_back(models_.at(e.slot)->step(e.token, e.pos));
+    for (const auto& e : batch) {
+      out.push_back(models_.at(e.slot)->step(e.token, e.pos));
+      out.back().token = models::choose_on_host(out.back(), e.sampling, e.pos + 1);
+    }
     return out;
   }
 

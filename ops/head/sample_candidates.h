@@ -1,0 +1,58 @@
+// Sampling on the device from the top-k candidates (ops/head/top_k.h: sorted descending, ties by
+// the lower index), so that a step reads back one token id, not the candidates. The filters are
+// llama.cpp's, in its order: top-k (0: no cut), top-p over what top-k kept, min-p; then the
+// temperature, and one draw. The draw is the Gumbel-max trick: the kept candidate with the largest
+// (logit - best logit) / temperature - log(-log(u)), u from Philox4x32-10 keyed by the seed at
+// counter (token id, the row's counter), is a sample of softmax(logit / temperature) over the kept
+// set. Every step's draw depends only on (seed, counter, id), never on what ran before or beside.
+// CPU twin: models::sample_candidates (models/sampler.h), the same arithmetic in f32 in the same
+// order (only exp and log may differ in the last bit, which can move a draw that falls within
+// rounding of a boundary).
+//
+// In detail, with l[0..K) the candidates' logits:
+//   n = K, or min(K, top_k) when top_k > 0; inverse_temperature == 0 (greedy): n = 1.
+//   top_p < 1: w[i] = exp(l[i] - l[0]); total = w[0] + ... + w[n-1] (in that order); n = the
+//              smallest m whose w[0] + ... + w[m-1] >= top_p * total (summed in order), at least 1.
+//   min_p > 0: n = the candidates i < n with l[i] >= l[0] + log(min_p) (a prefix, at least 1).
+//   token = ids[argmax over i < n of (l[i] - l[0]) * inverse_temperature + (-log(-log(u_i)))],
+//   the lowest i on ties; u_i = open_unit(philox(counter = (ids[i], counter, 0, 0), key = seed)).
+//
+// sample_candidates(target, k, rows, advance_context):
+//   bindings  0 top_values    f32 read   [rows * k]
+//             1 top_indices   u32 read   [rows * k]
+//             2 params        u32 read   [rows * kSampleParamsWords]: SampleParams::pack
+//             3 token         u32 write  [rows]
+//   with advance_context > 0 (one row; the decode graph feeding itself, ops/common/step_state.h):
+//             4 step          u32 read-write [4]: the counter is step.pos + 1 (the chosen token's
+//                             position) instead of the params'; token <- the choice, pos + 1, epoch + 1
+//             5 generated     u32 write  [advance_context]: generated[pos] <- the choice
+//   push constants: none.   grid: (1, rows, 1): workgroup y samples row y.
+#pragma once
+#include <array>
+#include <cstdint>
+
+#include "dsl/dsl.h"
+#include "ops/plan.h"
+#include "ops/target.h"
+
+namespace bdsl::ops {
+
+inline constexpr uint32_t kSampleParamsWords = 8;
+
+// One row's settings as the kernel reads them.
+struct SampleParams {
+  float inverse_temperature = 0;  // 1 / temperature; 0: greedy (the first candidate)
+  uint32_t top_k = 0;             // 0: every candidate
+  float top_p = 1;                // 1: off
+  float min_p = 0;                // 0: off
+  uint64_t seed = 0;
+  uint32_t counter = 0;           // the chosen token's position, so a sequence's draws never repeat
+
+  std::array<uint32_t, kSampleParamsWords> pack() const;
+};
+
+dsl::Kernel sample_candidates(const OpTarget& target, uint32_t k, bool rows = false, uint32_t advance_context = 0);
+// With its grid (ops/plan.h); the count is the rows (1 without rows).
+Plan plan_sample_candidates(const OpTarget& target, uint32_t k, bool rows = false, uint32_t advance_context = 0);
+
+}  // namespace bdsl::ops
