@@ -25,8 +25,8 @@ struct ModelState {
 
 // The models a run builds: with per-dispatch GPU timestamps (the per-op tables), and without
 // (what `run` executes), and without the pruned greedy head (decode_greedy then runs the full LM
-// head).
-enum class Variant { Timed, Untimed, UntimedFullHead };
+// head), and with 40 candidates a step for sampling, as `run` loads it at temperature > 0.
+enum class Variant { Timed, Untimed, UntimedFullHead, UntimedSampling };
 
 ModelState& model_state(BenchSession& s, Variant variant = Variant::Timed) {
   auto& slot = s.model_states[static_cast<int>(variant)];
@@ -41,6 +41,7 @@ ModelState& model_state(BenchSession& s, Variant variant = Variant::Timed) {
     bitnet::ModelOptions o;
     o.timestamps = timed;
     o.greedy_head = variant != Variant::UntimedFullHead;
+    if (variant == Variant::UntimedSampling) o.top_k = 40;
     o.prefill_projections = s.options.prefill_projections;
     o.decode_tuning = s.options.decode_tuning;
     state->model = std::make_unique<bitnet::BitNetModel>(*s.ctx, state->file, state->config, o);
@@ -115,6 +116,27 @@ void decode_greedy(benchmark::State& st, BenchSession& s, uint32_t ctx_len, Vari
   for (auto _ : st) {
     const auto t0 = Clock::now();
     m.model->decode_greedy(1, first, run, [](int32_t) { return true; });
+    const double w = std::chrono::duration<double>(Clock::now() - t0).count();
+    st.SetIterationTime(w / run);
+    wall += w;
+  }
+  st.counters["tokens_per_s"] = double(st.iterations()) * run / wall;
+  st.counters["steps"] = m.model->stats().steps;
+}
+
+// Sampled generation as `run` does it at its defaults (temperature 0.8, top-k 40, top-p 0.95):
+// decode_sampled, the device drawing each token from the step's candidates and feeding it on.
+// An iteration is a run of kGreedyRun steps ending at position ctx - 1; time per token.
+void decode_sampled(benchmark::State& st, BenchSession& s, uint32_t ctx_len) {
+  auto& m = model_state(s, Variant::UntimedSampling);
+  ctx_len = std::min(ctx_len, m.config.context_length);
+  const uint32_t run = std::min(kGreedyRun, ctx_len), first = ctx_len - run;
+  fill_cache(m, first);
+  const models::SamplerOptions sampling{0.8f, 40, 0.95f, 0.0f, 1234};
+  double wall = 0;
+  for (auto _ : st) {
+    const auto t0 = Clock::now();
+    m.model->decode_sampled(1, first, run, sampling, [](int32_t) { return true; });
     const double w = std::chrono::duration<double>(Clock::now() - t0).count();
     st.SetIterationTime(w / run);
     wall += w;
@@ -258,6 +280,10 @@ void register_model_benchmarks(BenchSession& s) {
       benchmark::RegisterBenchmark(fmt::format("decode_greedy{}/ctx:{}", v == Variant::Untimed ? "" : "_full_head", ctx).c_str(),
                                    [&s, ctx, v](benchmark::State& st) { decode_greedy(st, s, ctx, v); })
           ->UseManualTime()->Iterations(quick ? 2 : 20)->Unit(benchmark::kMicrosecond);
+  for (uint32_t ctx : quick ? std::vector<uint32_t>{64} : std::vector<uint32_t>{128, 512, 2048})
+    benchmark::RegisterBenchmark(fmt::format("decode_sampled/ctx:{}", ctx).c_str(),
+                                 [&s, ctx](benchmark::State& st) { decode_sampled(st, s, ctx); })
+        ->UseManualTime()->Iterations(quick ? 2 : 20)->Unit(benchmark::kMicrosecond);
   for (uint32_t n : quick ? std::vector<uint32_t>{16} : std::vector<uint32_t>{128, 512})
     benchmark::RegisterBenchmark(fmt::format("prefill/tokens:{}", n).c_str(),
                                  [&s, n](benchmark::State& st) { prefill(st, s, n); })

@@ -7,6 +7,8 @@
 #include <span>
 #include <vector>
 
+#include "models/sampler.h"
+
 namespace bdsl::models {
 
 struct StepOutput {
@@ -33,6 +35,10 @@ class DecoderModel {
   // Returns the steps whose tokens on_token received.
   virtual uint32_t decode_greedy(int32_t token, uint32_t pos, uint32_t max_steps,
                                  const std::function<bool(int32_t)>& on_token) = 0;
+  // The same with each token drawn under `sampling` (models/sampler.h; temperature 0: greedy),
+  // the draw of the token at position p with counter p; needs top_k() > 0 to sample.
+  virtual uint32_t decode_sampled(int32_t token, uint32_t pos, uint32_t max_steps, const SamplerOptions& sampling,
+                                  const std::function<bool(int32_t)>& on_token) = 0;
   virtual std::vector<float> logits() const = 0;  // of the last step
 };
 

@@ -77,10 +77,11 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Gene
   if (options.max_new_tokens == 0) {
     result.reason = StopReason::Limit;
   } else if (accept(pick(out))) {
-    if (greedy && !options.keep_logits) {
-      // The device feeds each choice to the next step itself; the host only takes the tokens.
+    if (!options.keep_logits) {
+      // The device feeds each choice (greedy or drawn) to the next step itself; the host only
+      // takes the tokens.
       const uint32_t steps = std::min<uint64_t>(options.max_new_tokens - result.tokens.size(), context - pos_);
-      model_.decode_greedy(result.tokens.back(), pos_, steps, [&](int32_t next) {
+      model_.decode_sampled(result.tokens.back(), pos_, steps, options.sampling, [&](int32_t next) {
         ++pos_;
         return accept(next);
       });

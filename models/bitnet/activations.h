@@ -62,6 +62,9 @@ struct BitNetModel::Activations {
       top_part_indices = u32(uint64_t{p.top_k_plan.groups} * p.top_k, "top-k partial indices");
       top_values = rt::Buffer(ctx, p.top_k * 4, {.host_visible = true, .name = "top-k values", .holds = ScalarKind::F32});
       top_indices = u32(p.top_k, "top-k indices", true);
+      sample_params = u32(ops::kSampleParamsWords, "sampling settings", true);
+      sample_params.fill(0);  // greedy until decode_sampled says otherwise
+      sampled = u32(1, "sampled token");
     }
   }
 
@@ -76,7 +79,7 @@ struct BitNetModel::Activations {
   std::vector<rt::Buffer> k_cache, v_cache;
   rt::Buffer partials, counters;
   rt::Buffer arg_values, arg_indices, token, generated, upper, lower, head_counter, xq, head_stats;
-  rt::Buffer top_part_values, top_part_indices, top_values, top_indices;
+  rt::Buffer top_part_values, top_part_indices, top_values, top_indices, sample_params, sampled;
   rt::Buffer dumps;
 };
 

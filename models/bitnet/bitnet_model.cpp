@@ -187,7 +187,8 @@ void BitNetModel::record_tail(rt::Graph& g, bool greedy) {
   if (p.top_k)
     p.top_k_partial->dispatch(g, {{"values", a.logits}, {"part_values", a.top_part_values}, {"part_indices", a.top_part_indices}});
   const std::vector<rt::Arg> final_args = {{"part_values", a.arg_values}, {"part_indices", a.arg_indices}, {"token", a.token}};
-  if (&g == graph_.get()) {  // decode: the step state moves on to this choice (decode_greedy)
+  const bool decode = &g == graph_.get();
+  if (decode && !p.top_k) {  // the step state moves on to this choice (decode_greedy)
     std::vector<rt::Arg> advance = final_args;
     advance.insert(advance.end(), {{"step", a.step}, {"generated", a.generated}});
     p.argmax_final_advance.dispatch(g, advance);
@@ -197,6 +198,9 @@ void BitNetModel::record_tail(rt::Graph& g, bool greedy) {
   if (p.top_k)
     p.top_k_merge->dispatch(g, {{"part_values", a.top_part_values}, {"part_indices", a.top_part_indices},
                                 {"top_values", a.top_values}, {"top_indices", a.top_indices}});
+  if (decode && p.top_k)  // the step state moves on to the draw (decode_sampled; greedy settings: the argmax)
+    p.sample_advance->dispatch(g, {{"top_values", a.top_values}, {"top_indices", a.top_indices}, {"params", a.sample_params},
+                                   {"token", a.sampled}, {"step", a.step}, {"generated", a.generated}});
 }
 
 void BitNetModel::check_tokens(std::span<const int32_t> tokens, uint32_t pos) const {
@@ -229,9 +233,7 @@ uint32_t BitNetModel::decode_greedy(int32_t token, uint32_t pos, uint32_t max_st
                                     const std::function<bool(int32_t)>& on_token) {
   if (max_steps == 0) return 0;
   check_tokens(std::span(&token, 1), pos);
-  if (uint64_t{pos} + max_steps > config_.context_length)
-    throw std::out_of_range(fmt::format("{} steps from position {} go past the context length {}", max_steps, pos,
-                                        config_.context_length));
+  check_steps(pos, max_steps);
   if (options_.dump) {  // the dumps need the host after every step
     for (uint32_t i = 0; i < max_steps; ++i) {
       token = step(token, pos + i).argmax;
@@ -240,13 +242,56 @@ uint32_t BitNetModel::decode_greedy(int32_t token, uint32_t pos, uint32_t max_st
     return max_steps;
   }
   wait_idle();
-  rt::Graph& graph = greedy_graph_ ? *greedy_graph_ : *graph_;
+  if (!greedy_graph_ && pipelines_->top_k) write_sampling({});  // the decode graph's draw: the argmax
+  return replay_feeding(greedy_graph_ ? *greedy_graph_ : *graph_, token, pos, max_steps, on_token);
+}
+
+uint32_t BitNetModel::decode_sampled(int32_t token, uint32_t pos, uint32_t max_steps, const models::SamplerOptions& sampling,
+                                     const std::function<bool(int32_t)>& on_token) {
+  if (sampling.temperature == 0.0f) return decode_greedy(token, pos, max_steps, on_token);
+  const models::Sampler sampler(sampling);  // throws for settings out of range
+  if (!pipelines_->top_k)
+    throw std::invalid_argument("sampling (temperature > 0) needs a model loaded with candidates (top-k); this one is greedy-only");
+  if (max_steps == 0) return 0;
+  check_tokens(std::span(&token, 1), pos);
+  check_steps(pos, max_steps);
+  if (options_.dump) {  // the dumps need the host after every step: the host twin draws
+    for (uint32_t i = 0; i < max_steps; ++i) {
+      const StepOutput out = step(token, pos + i);
+      token = sampler.sample(out.top_ids, out.top_logits, pos + i + 1);
+      if (!on_token(token)) return i + 1;
+    }
+    return max_steps;
+  }
+  wait_idle();
+  write_sampling(sampling);
+  return replay_feeding(*graph_, token, pos, max_steps, on_token);
+}
+
+void BitNetModel::check_steps(uint32_t pos, uint32_t max_steps) const {
+  if (uint64_t{pos} + max_steps > config_.context_length)
+    throw std::out_of_range(fmt::format("{} steps from position {} go past the context length {}", max_steps, pos,
+                                        config_.context_length));
+}
+
+void BitNetModel::write_sampling(const models::SamplerOptions& sampling) {
+  const models::Sampler sampler(sampling);
+  // The counter comes from the step state (the chosen token's position), not from here.
+  const ops::SampleParams params{sampler.inverse_temperature(), sampling.top_k, sampling.top_p, sampling.min_p,
+                                 sampling.seed, 0};
+  const auto words = params.pack();
+  act_->sample_params.upload(std::vector<uint32_t>(words.begin(), words.end()));
+}
+
+uint32_t BitNetModel::replay_feeding(rt::Graph& graph, int32_t token, uint32_t pos, uint32_t max_steps,
+                                     const std::function<bool(int32_t)>& on_token) {
   ++epoch_;
   write_step_state(uint32_t(token), pos);
-  // x for the first replay: queued ahead of it (each recording ends with a barrier that makes its
-  // writes visible to what the queue runs next), no wait.
-  if (embed_graph_) embed_graph_->submit();
-  // Every replay leaves the step state at the next position with its argmax as the token, so the
+  // x for the first replay of the greedy recording (which starts with layer 0): queued ahead of
+  // it (each recording ends with a barrier that makes its writes visible to what the queue runs
+  // next), no wait.
+  if (&graph == greedy_graph_.get()) embed_graph_->submit();
+  // Every replay leaves the step state at the next position with its choice as the token, so the
   // host only queues replays (Graph::kInFlight of them) and reads each token where it was put.
   std::deque<uint64_t> pending;
   struct Drain {  // on the way out, however it goes: nothing may still be running

@@ -57,6 +57,11 @@ class BitNetModel final : public models::DecoderModel {
   // whose tokens on_token received.
   uint32_t decode_greedy(int32_t token, uint32_t pos, uint32_t max_steps,
                          const std::function<bool(int32_t)>& on_token) override;
+  // The same with each token drawn on the device from the step's candidates under `sampling`
+  // (ops/head/sample_candidates.h: what models::Sampler draws; temperature 0: decode_greedy).
+  // Needs ModelOptions::top_k.
+  uint32_t decode_sampled(int32_t token, uint32_t pos, uint32_t max_steps, const models::SamplerOptions& sampling,
+                          const std::function<bool(int32_t)>& on_token) override;
   // Runs a block of prompt tokens at positions pos..pos+n-1 as one batch (matrix-matrix
   // projections, causal attention over the block), fills the KV cache, and returns what step()
   // would return for the last token. The graph is recorded once per block length (the last 32
@@ -120,6 +125,11 @@ class BitNetModel final : public models::DecoderModel {
   void record_op(uint32_t l, LayerOp op);
   void record_layer(uint32_t l);
   void write_step_state(uint32_t token, uint32_t pos);
+  void write_sampling(const models::SamplerOptions& sampling);  // the decode graph's draw settings
+  void check_steps(uint32_t pos, uint32_t max_steps) const;
+  // Replays `graph`, which feeds itself through the step state, from `token` at `pos`.
+  uint32_t replay_feeding(rt::Graph& graph, int32_t token, uint32_t pos, uint32_t max_steps,
+                          const std::function<bool(int32_t)>& on_token);
   std::unique_ptr<BitNetPipelines> make_pipelines() const;
   void dump(const rt::Buffer& src, uint64_t floats, std::string name);
 

@@ -97,6 +97,7 @@ BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c
   if (k) {
     top_k_partial.emplace(make(ctx, cache, ops::plan_top_k_partial(target, c.vocab_size, k)));
     top_k_merge.emplace(make(ctx, cache, ops::plan_top_k_merge(target, c.vocab_size, k)));
+    sample_advance.emplace(make(ctx, cache, ops::plan_sample_candidates(target, k, false, c.context_length)));
   }
   if (greedy_head && ops::lm_head_pruned_supported(c.dim)) {
     lm_head_input.emplace(make(ctx, cache, ops::plan_lm_head_input(target, c.dim)));

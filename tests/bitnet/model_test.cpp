@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <numeric>
+#include <set>
 
 #include "device_test.h"
 #include "golden/golden_compare.h"
@@ -209,6 +210,42 @@ TEST_F(Model, GreedyDecodingThatFeedsItselfEqualsStepByStep) {
   EXPECT_EQ(fed.decode_greedy(last, n, 0, [](int32_t) { return true; }), 0u);
 }
 
+// decode_sampled: the device draws each token from the step's candidates and feeds it to the
+// next step; the tokens are the host twin's draws (models::Sampler) step by step, counter = the
+// chosen token's position. The same recording then decodes greedily again (settings rewritten).
+TEST_F(Model, SampledDecodingThatFeedsItselfEqualsTheHostTwinStepByStep) {
+  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto config = models::BitNetConfig::from_gguf(file);
+  bitnet::ModelOptions o;
+  o.top_k = 32;
+  o.greedy_head = false;  // decode_greedy replays the same recording as decode_sampled
+  bitnet::BitNetModel by_step(ctx(), file, config, o), fed(ctx(), file, config, o);
+  const auto prompt = golden_prompt();
+  const uint32_t n = uint32_t(prompt.size()), steps = 16;
+  int32_t last = 0;
+  for (uint32_t t = 0; t < n; ++t) last = by_step.step(prompt[t], t).argmax, fed.step(prompt[t], t);
+  for (const models::SamplerOptions sampling : {models::SamplerOptions{1.2f, 0, 1.0f, 0.0f, 5},
+                                                models::SamplerOptions{0.8f, 20, 0.9f, 0.02f, 6}}) {
+    const models::Sampler twin(sampling);
+    std::vector<int32_t> want{last};
+    for (uint32_t i = 0; i < steps; ++i) {
+      const auto out = by_step.step(want.back(), n + i);
+      want.push_back(twin.sample(out.top_ids, out.top_logits, n + i + 1));
+    }
+    std::vector<int32_t> got{last};
+    EXPECT_EQ(fed.decode_sampled(last, n, steps, sampling, [&](int32_t t) { return got.push_back(t), true; }), steps);
+    EXPECT_EQ(got, want) << "temperature " << sampling.temperature;
+    EXPECT_GT(std::set<int32_t>(want.begin(), want.end()).size(), 4u);
+  }
+  std::vector<int32_t> greedy{last}, got{last};
+  for (uint32_t i = 0; i < steps; ++i) greedy.push_back(by_step.step(greedy.back(), n + i).argmax);
+  fed.decode_greedy(last, n, steps, [&](int32_t t) { return got.push_back(t), true; });
+  EXPECT_EQ(got, greedy) << "after sampling, the recording decodes greedily again";
+  bitnet::BitNetModel greedy_only(ctx(), file, config);
+  EXPECT_THROW(greedy_only.decode_sampled(last, n, 1, {1.0f, 0, 1.0f, 0.0f, 1}, [](int32_t) { return true; }),
+               std::invalid_argument);
+}
+
 TEST_F(Model, GenerationStopsWhenTheContextIsFull) {
   const auto file = models::GgufFile::open(dir_ / "tiny-ctx16.gguf");
   bitnet::BitNetModel model(ctx(), file, models::BitNetConfig::from_gguf(file));
@@ -247,7 +284,8 @@ TEST_F(Model, SamplingCandidatesAreTheLargestLogits) {
     EXPECT_EQ(out.top_logits[i], logits[order[i]]) << i;
   }
   EXPECT_EQ(out.argmax, order[0]);
-  EXPECT_EQ(model.stats().steps, 1 + 5 * 4 + 4u) << "top-k runs beside argmax, not after it";
+  // Embedding, five steps a layer, then norm, head, the partial passes, the final passes, the draw.
+  EXPECT_EQ(model.stats().steps, 1 + 5 * 4 + 5u) << "top-k runs beside argmax, not after it";
 }
 
 }  // namespace
