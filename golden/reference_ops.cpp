@@ -6,6 +6,7 @@
 #include <string>
 
 #include "golden/parallel.h"
+#include "models/numerics/half_float.h"
 #include "models/numerics/rope.h"
 
 namespace bdsl::golden {
@@ -95,12 +96,15 @@ namespace {
 void attend_one_head(std::span<const float> q, const MatrixF& k_cache, const MatrixF& v_cache, std::size_t pos,
                      std::size_t kv, std::size_t head_dim, std::span<float> out) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  // q rounded to F16 first: bitnet.cpp (ggml's CPU path) multiplies it with the F16 keys as F16.
+  std::vector<float> qh(head_dim);
+  for (std::size_t d = 0; d < head_dim; ++d) qh[d] = numerics::f16_to_f32(numerics::f32_to_f16(q[d]));
   std::vector<float> scores(pos + 1);
   float max_score = -INFINITY;
   for (std::size_t t = 0; t <= pos; ++t) {
     const float* k = k_cache.row(t).data() + kv * head_dim;
     float dot = 0.0f;
-    for (std::size_t d = 0; d < head_dim; ++d) dot += q[d] * k[d];
+    for (std::size_t d = 0; d < head_dim; ++d) dot += qh[d] * k[d];
     scores[t] = dot * scale;
     max_score = std::max(max_score, scores[t]);
   }

@@ -49,7 +49,8 @@ void relu2_gate(std::span<const float> gate, std::span<const float> up, std::spa
 // Causal grouped-query attention of the rows of q (at positions first_pos, first_pos + 1, ...)
 // over the cached keys and values of positions 0..pos (inclusive). q: [tokens, n_heads*head_dim],
 // k_cache / v_cache: [>= last pos + 1, n_kv_heads*head_dim]; query head h reads KV head
-// h / (n_heads / n_kv_heads); scores are scaled by 1/sqrt(head_dim); softmax in fp32.
+// h / (n_heads / n_kv_heads); q is rounded to F16 (as bitnet.cpp multiplies it with the F16
+// keys), scores are scaled by 1/sqrt(head_dim); softmax in fp32.
 struct AttentionShape {
   std::size_t n_heads;
   std::size_t n_kv_heads;
