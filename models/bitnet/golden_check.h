@@ -46,6 +46,10 @@ struct ValidationReport {
   std::vector<int32_t> expected_continuation, continuation;
   std::vector<std::string> argmax_mismatches;  // "position P: chose A, reference argmax B"
   std::vector<std::string> not_materialized;   // golden tensors the fused graph never writes
+  // The GPU's free-running prompt logits against the golden data's, per prompt position:
+  // KL(golden || GPU) and whether the top tokens agree (reported, not part of the verdict).
+  std::vector<double> logits_kl;
+  uint32_t top1_agree = 0;
   bool pass() const;
 };
 

@@ -49,6 +49,11 @@ TEST_F(Model, EveryOpMatchesTheReferenceAtEveryPosition) {
   for (const auto& t : report.tensors) EXPECT_TRUE(t.sane) << t.name << ": " << bitnet::format_report(report);
   EXPECT_GE(report.tensors.size(), 4u * 7 + 4);  // 7 per layer, embedding, norm, output, logits
   EXPECT_TRUE(report.pass()) << bitnet::format_report(report);
+  // Free running with bitnet.cpp's rounding points on both sides: the distributions agree closely.
+  ASSERT_EQ(report.logits_kl.size(), golden_prompt().size());
+  for (double kl : report.logits_kl) EXPECT_LT(kl, 1e-4);
+  EXPECT_EQ(report.top1_agree, golden_prompt().size());
+  EXPECT_NE(bitnet::format_report(report).find("mean KL divergence"), std::string::npos);
 }
 
 // The check can fail: a model with other weights (another seed) runs consistently op by op —
@@ -64,6 +69,9 @@ TEST_F(Model, ValidationFailsForAnotherModel) {
   for (const auto& t : report.tensors) insane += !t.sane;
   EXPECT_GT(insane, report.tensors.size() / 2) << bitnet::format_report(report);
   EXPECT_FALSE(report.pass());
+  double worst = 0;
+  for (double kl : report.logits_kl) worst = std::max(worst, kl);
+  EXPECT_GT(worst, 1e-2) << "another model's logits are another distribution";
 }
 
 TEST_F(Model, ReplayingTheRecordingIsDeterministic) {
