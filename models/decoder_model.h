@@ -30,6 +30,9 @@ class DecoderModel {
   virtual StepOutput step(int32_t token, uint32_t pos) = 0;
   // Prompt tokens at positions pos..pos+n-1 as one batch; returns what step() would for the last.
   virtual StepOutput prefill(std::span<const int32_t> tokens, uint32_t pos) = 0;
+  // The same, calling on_row(i, logits of tokens[i]) for every token in order (perplexity).
+  virtual void prefill_all_logits(std::span<const int32_t> tokens, uint32_t pos,
+                                  const std::function<void(uint32_t, std::span<const float>)>& on_row) = 0;
   // Greedy decoding that feeds itself: `token` at `pos`, then each step's argmax at the next
   // position, up to `max_steps` steps; on_token gets each argmax and returns false to stop.
   // Returns the steps whose tokens on_token received.

@@ -9,10 +9,15 @@ namespace bdsl::tools {
 const char* const kRunUsage =
     "usage: bitnet-dsl run -m MODEL.gguf [-p TEXT | --prompt-ids 1,2,3] [options]\n"
     "  -n N              tokens to generate (default 128)\n"
+    "  Sampling, with llama.cpp's meanings and order (top-k, top-p, min-p, then the temperature), drawn on\n"
+    "  the device from the step's candidates:\n"
     "  --temp T          temperature; 0 is greedy (default 0.8)\n"
-    "  --top-k K         sample among the K most likely tokens, 1..128, 0 = all 128 candidates (default 40)\n"
-    "  --top-p P         nucleus sampling mass in (0, 1] (default 0.95)\n"
-    "  --seed S          sampling seed: the same seed gives the same text (default: random)\n"
+    "  --top-k K         keep the K most likely tokens, 1..128; 0 = no cut beyond the 128 candidates the device\n"
+    "                    returns (llama.cpp: the whole vocabulary) (default 40)\n"
+    "  --top-p P         keep the fewest most likely tokens whose probability reaches P; 1 = off (default 0.95)\n"
+    "  --min-p P         keep tokens at least P times as likely as the most likely one; 0 = off (default 0)\n"
+    "  --seed S          the same seed gives the same text, on any device and beside any other streams\n"
+    "                    (default: random, printed)\n"
     "  --chat            wrap the prompt in the chat template the model was trained on\n"
     "  -i                interactive chat\n"
     "  --ids             print the generated token ids as one comma-separated line\n"
@@ -53,6 +58,7 @@ RunOptions parse_run_options(const Args& args) {
     else if (a == "--temp") o.sampling.temperature = flag_number<float>(a, value());
     else if (a == "--top-k") o.sampling.top_k = flag_number<uint32_t>(a, value());
     else if (a == "--top-p") o.sampling.top_p = flag_number<float>(a, value());
+    else if (a == "--min-p") o.sampling.min_p = flag_number<float>(a, value());
     else if (a == "--seed") o.sampling.seed = flag_number<uint64_t>(a, value()), o.seed_given = true;
     else if (a == "--chat") o.chat = true;
     else if (a == "-i" || a == "--interactive") o.interactive = true;
@@ -68,6 +74,7 @@ RunOptions parse_run_options(const Args& args) {
     throw UsageError("--temp must be >= 0");
   if (o.sampling.top_k > 128) throw UsageError("--top-k must be at most 128, got " + std::to_string(o.sampling.top_k));
   if (!(o.sampling.top_p > 0 && o.sampling.top_p <= 1)) throw UsageError("--top-p must be in (0, 1]");
+  if (!(o.sampling.min_p >= 0 && o.sampling.min_p <= 1)) throw UsageError("--min-p must be in [0, 1]");
   if (o.has_prompt_ids && !o.prompt.empty()) throw UsageError("give either -p or --prompt-ids, not both");
   if (o.interactive && (o.has_prompt_ids || !o.dump_layers.empty() || !o.dump_logits.empty()))
     throw UsageError("-i takes no --prompt-ids, --dump-logits or --dump-layers");

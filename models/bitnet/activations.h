@@ -2,6 +2,8 @@
 // to models/bitnet, shared by the decode and the prefill recordings.
 #pragma once
 #include <map>
+#include <optional>
+#include <utility>
 #include <fmt/format.h>
 
 #include <vector>
@@ -98,6 +100,13 @@ struct BitNetModel::PrefillBlock {
   static constexpr size_t kMaxGraphs = 32;
   uint64_t uses = 0;
   const rt::Graph* last = nullptr;  // the graph of the last block run
+  // prefill_all_logits: the final norm and the LM head (lm_head_batch) of kLogitRows rows of x at
+  // a time, one recording per (first row, rows).
+  static constexpr uint32_t kLogitRows = 32;
+  std::optional<ops::PlannedPipeline> lm_head_rows;
+  rt::Buffer xn_rows, logit_rows;
+  uint64_t logit_stride = 0;  // floats between two rows' logits
+  std::map<std::pair<uint32_t, uint32_t>, std::unique_ptr<rt::Graph>> logit_graphs;
 };
 
 }  // namespace bdsl::bitnet

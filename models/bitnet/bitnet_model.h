@@ -68,6 +68,10 @@ class BitNetModel final : public models::DecoderModel {
   // lengths are kept) and replayed.
   StepOutput prefill(std::span<const int32_t> tokens, uint32_t pos) override;
   static constexpr uint32_t kMaxPrefillBlock = 512;  // longer prompts run in blocks
+  // prefill() that also gives every token's logits (the single-sequence graph's f32 LM head):
+  // on_row(i, logits of tokens[i]) in order, vocab_size() floats each (perplexity).
+  void prefill_all_logits(std::span<const int32_t> tokens, uint32_t pos,
+                          const std::function<void(uint32_t, std::span<const float>)>& on_row) override;
 
   std::vector<float> logits() const override;  // of the last step
   uint32_t context_length() const override { return config_.context_length; }

@@ -112,6 +112,45 @@ StepOutput BitNetModel::prefill(std::span<const int32_t> tokens, uint32_t pos) {
   return out;
 }
 
+void BitNetModel::prefill_all_logits(std::span<const int32_t> tokens, uint32_t pos,
+                                     const std::function<void(uint32_t, std::span<const float>)>& on_row) {
+  if (tokens.empty()) throw std::invalid_argument("prefill: no tokens");
+  check_tokens(tokens, pos);
+  const auto& c = config_;
+  const auto& p = *pipelines_;
+  for (size_t first = 0; first < tokens.size(); first += kMaxPrefillBlock) {
+    const auto n = uint32_t(std::min<size_t>(kMaxPrefillBlock, tokens.size() - first));
+    prefill(tokens.subspan(first, n), pos + uint32_t(first));  // leaves the block's x in prefill_->x
+    PrefillBlock& b = *prefill_;
+    if (!b.lm_head_rows) {
+      b.lm_head_rows.emplace(ops::make_pipeline(ctx_, ops::plan_lm_head_batch(p.target, c.vocab_size, c.dim, p.split.rows_per_part)));
+      const uint64_t align = std::max<uint64_t>(ctx_.info().min_storage_buffer_offset_alignment, 4);
+      b.logit_stride = (4ull * c.vocab_size + align - 1) / align * align / 4;
+      b.xn_rows = rt::Buffer(ctx_, 4ull * PrefillBlock::kLogitRows * c.dim, {.name = "prefill normed rows", .holds = ScalarKind::F32});
+      b.logit_rows = rt::Buffer(ctx_, 4ull * PrefillBlock::kLogitRows * b.logit_stride,
+                                {.host_visible = true, .name = "prefill logits", .holds = ScalarKind::F32});
+    }
+    for (uint32_t row = 0; row < n; row += PrefillBlock::kLogitRows) {
+      const uint32_t rows = std::min(PrefillBlock::kLogitRows, n - row);
+      auto& graph = b.logit_graphs[{row, rows}];
+      if (!graph) {  // each token's logits exactly as the decode graph's lm_head computes them
+        graph = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{false, fmt::format("prefill logits {}+{}", row, rows)});
+        p.output_norm.dispatch(*graph, {{"x", b.x.slice(4ull * row * c.dim, 4ull * rows * c.dim)}, {"weight", weights_.output_norm},
+                                        {"out", b.xn_rows}},
+                               rt::push(c.rms_norm_eps), rows);
+        std::vector<rt::Arg> head = {{"x", b.xn_rows}, {"logits", b.logit_rows}};
+        const SplitMatrix& table = weights_.lm_head();
+        for (size_t i = 0; i < table.parts.size(); ++i) head.push_back({"table" + std::to_string(i), table.parts[i]});
+        b.lm_head_rows->dispatch(*graph, head, rt::push(rows, uint32_t(b.logit_stride)));
+        graph->finish();
+      }
+      graph->submit_and_wait();
+      for (uint32_t t = 0; t < rows; ++t)
+        on_row(uint32_t(first) + row + t, b.logit_rows.download<float>(4ull * t * b.logit_stride, c.vocab_size));
+    }
+  }
+}
+
 std::vector<double> BitNetModel::prefill_timestamps_ns() const {
   return prefill_ && prefill_->last ? prefill_->last->timestamps_ns() : std::vector<double>{};
 }

@@ -67,6 +67,8 @@ TEST(Cli, BadFlags) {
   expect_one_line_error(run("run --temp abc"), 2, "--temp expects a number, got 'abc'");
   expect_one_line_error(run("run --frobnicate"), 2, "unknown flag '--frobnicate'");
   expect_one_line_error(run("run --top-k 500 -m x"), 2, "--top-k must be at most 128");
+  expect_one_line_error(run("run --min-p 1.5 -m x"), 2, "--min-p must be in [0, 1]");
+  expect_one_line_error(run("run --top-p 0 -m x"), 2, "--top-p must be in (0, 1]");
   expect_one_line_error(run("run -m"), 2, "-m needs a value");
   expect_one_line_error(run("frobnicate"), 2, "unknown command 'frobnicate'");
 }
@@ -131,4 +133,55 @@ TEST(Cli, InspectPrintsTheTensorTableAsTextAndJson) {
   EXPECT_NE(json.output.find("\"blk.0.attn_q.weight\""), std::string::npos);
   expect_one_line_error(run("inspect /no/such.gguf"), 1, "/no/such.gguf");
   fs::remove_all(dir);
+}
+
+// `perplexity`: a whole run on the tiny model (the base written, then compared with itself and
+// with another model), and every bad input named in one line.
+TEST(Cli, PerplexityAndKlDivergence) {
+  const auto dir = std::filesystem::temp_directory_path() / "bdsl-cli-perplexity";
+  std::filesystem::create_directories(dir);
+  const std::string model = (dir / "tiny.gguf").string(), other = (dir / "other.gguf").string();
+  const std::string small_vocab = (dir / "small.gguf").string(), text = (dir / "text.txt").string();
+  ASSERT_EQ(run("make-model " + model + " --preset tiny").code, 0);
+  ASSERT_EQ(run("make-model " + other + " --preset tiny --seed 77").code, 0);
+  ASSERT_EQ(run("make-model " + small_vocab + " --preset tiny --vocab 500").code, 0);
+  {
+    std::ofstream t(text);
+    for (int i = 0; i < 12; ++i) t << "the people of the town came down to the river and saw a boat ";
+  }
+  const std::string base = (dir / "base.kld").string();
+  const Result saved = run("perplexity -m " + model + " -f " + text + " --ctx 32 --kl-divergence-base " + base);
+  ASSERT_EQ(saved.code, 0) << saved.output;
+  EXPECT_NE(saved.output.find("Final estimate: PPL = "), std::string::npos) << saved.output;
+  EXPECT_NE(saved.output.find("[2]"), std::string::npos) << "a running estimate per window: " << saved.output;
+  const Result same = run("perplexity -m " + model + " --kl-divergence-base " + base + " --kl-divergence");
+  ASSERT_EQ(same.code, 0) << same.output;
+  EXPECT_NE(same.output.find("Same top token: 100.000%"), std::string::npos) << same.output;
+  const Result versus = run("perplexity -m " + other + " -f " + text + " --kl-divergence-base " + base + " --kl-divergence");
+  ASSERT_EQ(versus.code, 0) << versus.output;
+  EXPECT_NE(versus.output.find("Mean    KLD:"), std::string::npos) << versus.output;
+  EXPECT_EQ(versus.output.find("Same top token: 100.000%"), std::string::npos) << "another model: " << versus.output;
+
+  expect_one_line_error(run("perplexity -m " + model + " -f /no/such.txt"), 2, "text file '/no/such.txt' does not exist");
+  const std::string empty = (dir / "empty.txt").string();
+  std::ofstream(empty).close();
+  expect_one_line_error(run("perplexity -m " + model + " -f " + empty), 2, "is empty: nothing to score");
+  expect_one_line_error(run("perplexity -m " + model + " -f " + text + " --ctx 100000"), 2, "needs at least 100000");
+  expect_one_line_error(run("perplexity -m " + small_vocab + " --kl-divergence-base " + base + " --kl-divergence"), 2,
+                        "a vocabulary of 1000 tokens; " + small_vocab + " has 500");
+  expect_one_line_error(run("perplexity -m " + model + " --kl-divergence"), 2, "needs --kl-divergence-base FILE");
+  expect_one_line_error(run("perplexity -m " + model + " --kl-divergence-base " + text + " --kl-divergence"), 2,
+                        "is not a KL-divergence base file");
+  // Truncated: the header promises more rows than the file holds.
+  std::filesystem::resize_file(base, std::filesystem::file_size(base) - 100);
+  expect_one_line_error(run("perplexity -m " + model + " --kl-divergence-base " + base + " --kl-divergence"), 2, "(truncated)");
+  // Another text against the base: the tokens differ.
+  ASSERT_EQ(run("perplexity -m " + model + " -f " + text + " --ctx 32 --kl-divergence-base " + base).code, 0);
+  {
+    std::ofstream t(text);
+    for (int i = 0; i < 12; ++i) t << "a boat with red sails came down the river to the town and its people ";
+  }
+  expect_one_line_error(run("perplexity -m " + model + " -f " + text + " --kl-divergence-base " + base + " --kl-divergence"), 2,
+                        "another text or tokenizer");
+  std::filesystem::remove_all(dir);
 }
