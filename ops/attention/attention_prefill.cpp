@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "dsl/dsl.h"
-#include "ops/common/half_rounding.h"
 #include "ops/common/step_state.h"
 
 namespace bdsl::ops {
@@ -136,8 +135,7 @@ class TiledAttention {
     const uint32_t per_token = group_ * quads_;
     for_range(lid_, constant<u32>(l_.tokens * per_token), l_.workgroup(), [&](Expr<u32> i) {
       auto t = min(first_token + i / per_token, n_ - 1u);
-      // q rounded to F16, as bitnet.cpp multiplies it with the F16 keys (docs/format.md).
-      q_sh_[i] = round_to_half(q_[(t * d_.q_width() + kv_ * group_ * hd_) / 4u + i % per_token]);
+      q_sh_[i] = q_[(t * d_.q_width() + kv_ * group_ * hd_) / 4u + i % per_token];
     }, "i");
   }
 

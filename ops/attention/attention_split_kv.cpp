@@ -8,7 +8,6 @@
 
 #include "dsl/dsl.h"
 #include "ops/attention/attention_merge.h"
-#include "ops/common/half_rounding.h"
 #include "ops/common/step_state.h"
 #include "ops/ternary/ternary_matvec.h"
 #include "ops/ternary/ternary_projection.h"
@@ -211,8 +210,7 @@ class SplitKv {
         auto at = (q_row_ + g * hd_ + vec_index(p) * (2 * kVw)) / 4u;  // vec4 index
         std::vector<Expr<vec2>> pairs;
         for (uint32_t h = 0; h < kVw / 2; ++h) {
-          // q rounded to F16 first, as bitnet.cpp multiplies it with the F16 keys (docs/format.md).
-          auto four = let("q4", round_to_half(Expr<vec4>(q_[at + h])) * scale);
+          auto four = let("q4", Expr<vec4>(q_[at + h]) * scale);  // already F16 precision (rope_kv_write)
           pairs.push_back(make_vec<f32>(four.x(), four.y()));
           pairs.push_back(make_vec<f32>(four.z(), four.w()));
         }

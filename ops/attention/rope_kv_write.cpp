@@ -4,6 +4,7 @@
 #include <string>
 
 #include "dsl/dsl.h"
+#include "ops/common/half_rounding.h"
 #include "ops/common/rope_rotation.h"
 #include "ops/common/step_state.h"
 
@@ -44,8 +45,8 @@ dsl::Kernel build(const OpTarget& target, const AttentionDims& dims, uint32_t co
       auto at = let("at", t * dims.q_width() + head * hd + i0);
       for (uint32_t j = 0; j < 2; ++j) {
         auto turned = let("turned" + std::to_string(j), rotate(q[at + j], q[at + j + half], rotation(i0 + j)));
-        q[at + j] = turned.x();
-        q[at + j + half] = turned.y();
+        q[at + j] = round_to_half(turned.x());  // F16 precision: what bitnet.cpp multiplies with the keys
+        q[at + j + half] = round_to_half(turned.y());
       }
     }).else_([&] {
       auto kv = let("kv", (head - dims.n_heads) % dims.n_kv_heads);

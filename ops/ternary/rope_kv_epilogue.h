@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dsl/dsl.h"
+#include "ops/common/half_rounding.h"
 #include "ops/common/rope_rotation.h"
 #include "ops/common/step_state.h"
 #include "ops/ternary/ternary_projection.h"
@@ -59,8 +60,8 @@ inline std::pair<Expr<vec2>, Expr<vec2>> rope_quad_rotations(const RopeKvEpilogu
 // One subgroup's quad of QKV rows with the RoPE epilogue: quad p = row / 4 of head p / (hd / 4)
 // (heads: q, then k, then v), pair index m2 = 2 * (p % (hd / 4)), rows m2, m2 + 1, m2 + half,
 // m2 + 1 + half of that head. `project(t, rows)` gives the four values; lane 0 turns
-// them as rope_kv_write does (same expressions, so the same bits) and stores q (f32) or the
-// cache words (F16) at the step's position.
+// them as rope_kv_write does (same expressions, so the same bits) and stores q (f32, rounded to
+// F16 precision) or the cache words (F16) at the step's position.
 template <class Project>
 void emit_rope_kv_quad(const RopeKvEpilogue& r, Expr<u32> row, Project&& project,
                        const Buffer<u32>& step, const Buffer<vec2>& table, const std::optional<Buffer<f32>>& y_q,
@@ -85,7 +86,8 @@ void emit_rope_kv_quad(const RopeKvEpilogue& r, Expr<u32> row, Project&& project
     if (t == 0) {
       if_(lane0, [&] {
         auto [a, b] = turned(v);
-        auto store = [&](Expr<u32> i, Expr<f32> value) { (*y_q)[i] = value; };
+        // q rounded to F16 as it is stored (as rope_kv_write does): what bitnet.cpp multiplies with the keys.
+        auto store = [&](Expr<u32> i, Expr<f32> value) { (*y_q)[i] = round_to_half(value); };
         store(at, a.x());
         store(at + half, a.y());
         store(at + 1u, b.x());

@@ -54,7 +54,7 @@ TEST_F(Attention, DecodeAtEarlyAndLatePositionsWithOneReplayedGraph) {
     const auto& d = c.dims;
     const uint32_t chunks = ops::attention_chunks(target(), d, c.context);
     Cache kv = cache(d, c.context, d.head_dim);
-    auto q = random_floats(d.q_width(), 5, 8.0f);
+    auto q = f16_rounded(random_floats(d.q_width(), 5, 8.0f));  // q as rope_kv_write stores it
     rt::Buffer step = step_buffer(0, 0), qb = buffer_of(q, "q"), out(ctx(), d.q_width() * 4, {false, "out"});
     rt::Buffer partials(ctx(), ops::attention_partials_bytes(d, chunks, 1), {false, "partials"});
     rt::Buffer counters = buffer_of(std::vector<uint32_t>(d.n_kv_heads, 0), "counters");
@@ -80,7 +80,7 @@ TEST_F(Attention, DecodeWithForcedChunkCounts) {
   const auto d = kTiny;
   const uint32_t context = 300;
   Cache kv = cache(d, context, 3);
-  auto q = random_floats(d.q_width(), 6, 8.0f);
+  auto q = f16_rounded(random_floats(d.q_width(), 6, 8.0f));
   golden::MatrixF qm(1, d.q_width());
   qm.data = q;
   for (uint32_t chunks : {1u, 7u, 300u}) {
@@ -104,7 +104,7 @@ TEST_F(Attention, DecodeWithTheHeadsOfAKvHeadSplitOverWorkgroups) {
   for (const auto& d : {kTiny, k2B}) {
     const uint32_t context = 1024, chunks = ops::attention_chunks(target(), d, context), defer = 4;
     Cache kv = cache(d, context, 11);
-    auto q = random_floats(d.q_width(), 12, 8.0f);
+    auto q = f16_rounded(random_floats(d.q_width(), 12, 8.0f));
     golden::MatrixF qm(1, d.q_width());
     qm.data = q;
     for (uint32_t split : {2u, 4u}) {
@@ -174,7 +174,7 @@ double Attention::prefill_error(const ops::AttentionDims& d, uint32_t context, u
                                 const ops::PrefillAttentionLayout& layout, uint32_t chunks) {
   Cache kv = cache(d, context, 17 + pos0);
   golden::MatrixF qm(n, d.q_width());
-  qm.data = random_floats(qm.data.size(), 8 + n, 8.0f);
+  qm.data = f16_rounded(random_floats(qm.data.size(), 8 + n, 8.0f));
   rt::Buffer step = step_buffer(0, pos0), qb = buffer_of(qm.data, "q");
   rt::Buffer out(ctx(), qm.data.size() * 4, {false, "out"});
   auto grid = ops::attention_prefill_grid(d, layout, n);
