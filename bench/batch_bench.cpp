@@ -36,10 +36,13 @@ struct BatchState {
   uint32_t filled = 0;
 };
 
-constexpr int kBatchState = 100, kTimedBatchState = 101;  // BenchSession::model_states keys
+// BenchSession::model_states keys: greedy only, the same with timestamps, and with the server's
+// 128 candidates a step for sampling.
+constexpr int kBatchState = 100, kTimedBatchState = 101, kSamplingBatchState = 102;
+constexpr uint32_t kServerCandidates = 128;  // what `bitnet-dsl serve` loads
 
 BatchState& batch_state(BenchSession& s, uint32_t slots, uint32_t context, uint32_t top_k, bool timed = false) {
-  auto& slot = s.model_states[timed ? kTimedBatchState : kBatchState];
+  auto& slot = s.model_states[top_k ? kSamplingBatchState : timed ? kTimedBatchState : kBatchState];
   auto state = std::static_pointer_cast<BatchState>(slot);
   if (!state) {
     auto file = models::GgufFile::open(s.model_path);
@@ -68,11 +71,16 @@ void fill_slots(BatchState& b, uint32_t positions) {
   b.filled = positions;
 }
 
-void decode_batch(benchmark::State& st, BenchSession& s, uint32_t batch, uint32_t slots, uint32_t ctx_len) {
-  auto& b = batch_state(s, slots, ctx_len, 0);
+// A step of `batch` sequences at position ctx - 1; `sampled`: each drawn on the GPU at `run`'s
+// defaults (temperature 0.8, top-k 40, top-p 0.95, its own seed) from the server's 128 candidates.
+void decode_batch(benchmark::State& st, BenchSession& s, uint32_t batch, uint32_t slots, uint32_t ctx_len, bool sampled = false) {
+  auto& b = batch_state(s, slots, ctx_len, sampled ? kServerCandidates : 0);
   fill_slots(b, ctx_len - 1);
   std::vector<models::BatchDecoder::Entry> entries;
-  for (uint32_t i = 0; i < batch; ++i) entries.push_back({i, int32_t(i + 1), ctx_len - 1});
+  for (uint32_t i = 0; i < batch; ++i) {
+    entries.push_back({i, int32_t(i + 1), ctx_len - 1});
+    if (sampled) entries.back().sampling = {0.8f, 40, 0.95f, 0.0f, 1000u + i};
+  }
   b.decoder->decode(entries);  // records the bucket's step once
   double wall = 0;
   for (auto _ : st) {
@@ -119,14 +127,15 @@ void decode_batch_ops(benchmark::State& st, BenchSession& s, uint32_t batch, uin
   st.counters["span_us"] = span / n / 1e3;
 }
 
-// `clients` threads each send `requests` completions (greedy, `max_tokens` each) to the server.
+// `clients` threads each send `requests` completions (`max_tokens` each) to the server: greedy,
+// or (`sampled`) at temperature 0.8, top-p 0.95, top-k 40, a seed each, drawn on the GPU.
 void serve_load(benchmark::State& st, BenchSession& s, uint32_t clients, uint32_t ctx_len, uint32_t requests,
-                uint32_t max_tokens) {
-  auto& b = batch_state(s, clients, ctx_len, 0);
+                uint32_t max_tokens, bool sampled = false) {
+  auto& b = batch_state(s, clients, ctx_len, sampled ? kServerCandidates : 0);
   b.decoder->record_all_buckets();  // as `bitnet-dsl serve` does before it listens: no compile in the timing
   const auto tokenizer = models::Tokenizer::from_gguf(b.file);
   serve::Scheduler scheduler(*b.decoder, tokenizer, {clients * 2});
-  serve::Server server(scheduler, tokenizer, {"127.0.0.1", 0, "bench", 0});
+  serve::Server server(scheduler, tokenizer, {"127.0.0.1", 0, "bench", b.decoder->top_k()});
   const int port = server.bind();
   std::thread serving([&] { server.serve(); });
   for (auto _ : st) {
@@ -140,10 +149,11 @@ void serve_load(benchmark::State& st, BenchSession& s, uint32_t clients, uint32_
         httplib::Client client("127.0.0.1", port);
         client.set_read_timeout(600);
         for (uint32_t r = 0; r < requests; ++r) {
-          const nlohmann::json body = {{"model", "bench"},
-                                       {"prompt", fmt::format("Request {} of client {}: tell a story", r, c)},
-                                       {"max_tokens", max_tokens},
-                                       {"temperature", 0}};
+          nlohmann::json body = {{"model", "bench"},
+                                 {"prompt", fmt::format("Request {} of client {}: tell a story", r, c)},
+                                 {"max_tokens", max_tokens},
+                                 {"temperature", sampled ? 0.8 : 0.0}};
+          if (sampled) body.update({{"top_p", 0.95}, {"top_k", 40}, {"seed", c * 1000 + r}});
           const auto res = client.Post("/v1/completions", body.dump(), "application/json");
           if (!res || res->status != 200) {
             ++failed;
@@ -185,6 +195,10 @@ void register_batch_benchmarks(BenchSession& s) {
     benchmark::RegisterBenchmark(fmt::format("decode_batch/B:{}", batch).c_str(),
                                  [&s, batch, slots, ctx](benchmark::State& st) { decode_batch(st, s, batch, slots, ctx); })
         ->UseManualTime()->Iterations(quick ? 2 : 20)->Unit(benchmark::kMillisecond);
+  for (uint32_t batch : quick ? std::vector<uint32_t>{4} : std::vector<uint32_t>{1, 64})
+    benchmark::RegisterBenchmark(fmt::format("decode_batch_sampled/B:{}", batch).c_str(),
+                                 [&s, batch, slots, ctx](benchmark::State& st) { decode_batch(st, s, batch, slots, ctx, true); })
+        ->UseManualTime()->Iterations(quick ? 2 : 20)->Unit(benchmark::kMillisecond);
   for (uint32_t batch : quick ? std::vector<uint32_t>{4} : std::vector<uint32_t>{1, 16, 64})
     benchmark::RegisterBenchmark(fmt::format("decode_batch_ops/B:{}", batch).c_str(),
                                  [&s, batch, slots, ctx](benchmark::State& st) { decode_batch_ops(st, s, batch, slots, ctx); })
@@ -193,6 +207,11 @@ void register_batch_benchmarks(BenchSession& s) {
   benchmark::RegisterBenchmark(fmt::format("serve/clients:{}", clients).c_str(),
                                [&s, clients, ctx, quick](benchmark::State& st) {
                                  serve_load(st, s, clients, ctx, quick ? 2 : 4, quick ? 8 : 128);
+                               })
+      ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark(fmt::format("serve_sampled/clients:{}", clients).c_str(),
+                               [&s, clients, ctx, quick](benchmark::State& st) {
+                                 serve_load(st, s, clients, ctx, quick ? 2 : 4, quick ? 8 : 128, true);
                                })
       ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 }

@@ -84,7 +84,7 @@ int run_serve(const Args& args) {
   rt::Context ctx(copts);
   std::fprintf(stderr, "device: %s\n", ctx.info().summary().c_str());
   bitnet::ModelOptions mopts;
-  mopts.top_k = 128;  // candidates for host sampling; greedy requests take the argmax
+  mopts.top_k = 128;  // candidates each step draws from (on the GPU); greedy requests take the argmax
   bitnet::BitNetModel model(ctx, file, config, mopts);
   // One sequence: the single-sequence graph (the fastest for one). Several: one decode step
   // advances them all, each weight read once per step.
