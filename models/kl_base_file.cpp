@@ -64,8 +64,16 @@ KlBaseReader::KlBaseReader(const std::string& path) : path_(path) {
                              ", context " + std::to_string(header_.context) + ", windows " +
                              std::to_string(header_.windows) + ", scored " + std::to_string(header_.scored) +
                              " is not possible");
-  const uint64_t token_count = uint64_t{header_.windows} * header_.context;
-  const uint64_t expected = kHeaderBytes + 4 * token_count + 2 * header_.rows() * header_.vocab;
+  // Each term against the bytes there are, by division first: a crafted header must not wrap
+  // the sum round to the file's size.
+  const uint64_t token_count = uint64_t{header_.windows} * header_.context;  // < 2^64: two u32
+  const uint64_t rest = size - kHeaderBytes;
+  const bool fits = token_count <= rest / 4 && header_.rows() <= (rest - 4 * token_count) / 2 / header_.vocab;
+  const uint64_t expected = fits ? kHeaderBytes + 4 * token_count + 2 * header_.rows() * header_.vocab : 0;
+  if (!fits)
+    throw std::runtime_error("KL-divergence base file '" + path + "' is " + std::to_string(size) + " bytes; its header (" +
+                             std::to_string(header_.windows) + " windows of " + std::to_string(header_.context) +
+                             " tokens over a vocabulary of " + std::to_string(header_.vocab) + ") needs more (truncated)");
   if (size != expected)
     throw std::runtime_error("KL-divergence base file '" + path + "' is " + std::to_string(size) + " bytes; its header (" +
                              std::to_string(header_.windows) + " windows of " + std::to_string(header_.context) +

@@ -39,6 +39,10 @@ PerplexityResult evaluate_perplexity(DecoderModel& model, std::span<const int32_
     if (h.context != o.context)
       throw std::invalid_argument("the KL-divergence base was written with --ctx " + std::to_string(h.context) +
                                   "; this run has --ctx " + std::to_string(o.context));
+    if (h.scored != scored_per_window(o.context))
+      throw std::invalid_argument("the KL-divergence base scores " + std::to_string(h.scored) + " positions a window; a window of " +
+                                  std::to_string(o.context) + " scores " + std::to_string(scored_per_window(o.context)) +
+                                  " (a base written otherwise)");
     if (h.windows != windows)
       throw std::invalid_argument("the KL-divergence base holds " + std::to_string(h.windows) + " windows; this text gives " +
                                   std::to_string(windows) + " (another text or tokenizer)");
@@ -61,10 +65,7 @@ PerplexityResult evaluate_perplexity(DecoderModel& model, std::span<const int32_
       if (o.save) o.save->write_row(logits);
       if (o.compare) {
         const auto base = o.compare->next_row();
-        const auto lq = numerics::log_softmax(logits);
-        double kl = 0;
-        for (size_t j = 0; j < base.size(); ++j) kl += std::exp(double(base[j])) * (double(base[j]) - lq[j]);
-        r.kl.push_back(std::max(kl, 0.0));
+        r.kl.push_back(numerics::kl_divergence_from_log_probs(base, logits));
         r.top1_same += numerics::top_index(base) == numerics::top_index(logits);
       }
     });

@@ -19,6 +19,24 @@ std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> c, uint64_t key) {
   return c;
 }
 
+namespace {
+
+// -log(u), u in (0, 1), as the device computes it: near 1 by the series of -log(1 - t) in the
+// exact t = 1 - u, each operation rounded apart; elsewhere the library's log.
+float minus_log(float u) {
+  const float t = 1.0f - u;
+  if (!(t < 0.00390625f)) return -std::log(u);
+  const float s1 = t * 0.25f;
+  const float s2 = s1 + 0.333333343f;
+  const float s3 = s2 * t;
+  const float s4 = s3 + 0.5f;
+  const float s5 = s4 * t;
+  const float s6 = s5 * t;
+  return t + s6;
+}
+
+}  // namespace
+
 Sampler::Sampler(const SamplerOptions& options) : options_(options) {
   if (!(options.temperature >= 0.0f) || !std::isfinite(options.temperature))
     throw std::invalid_argument("temperature must be >= 0, got " + std::to_string(options.temperature));
@@ -29,7 +47,9 @@ Sampler::Sampler(const SamplerOptions& options) : options_(options) {
 }
 
 float Sampler::inverse_temperature() const {
-  return options_.temperature > 0.0f ? 1.0f / options_.temperature : 0.0f;
+  if (!(options_.temperature > 0.0f)) return 0.0f;
+  const float inverse = 1.0f / options_.temperature;
+  return std::isfinite(inverse) ? inverse : 0.0f;  // a temperature too small to invert: greedy
 }
 
 int32_t Sampler::sample(std::span<const int32_t> ids, std::span<const float> logits, uint32_t counter) const {
@@ -63,8 +83,9 @@ int32_t Sampler::sample(std::span<const int32_t> ids, std::span<const float> log
   for (size_t i = 0; i < n; ++i) {
     const uint32_t bits = philox4x32_10({uint32_t(ids[i]), counter, 0, 0}, options_.seed)[0];
     const float u = (float(bits >> 8) + 0.5f) * 0x1.0p-24f;
-    const float gumbel = -std::log(-std::log(u));
-    const float score = (logits[i] - best) * inverse_t + gumbel;
+    const float gumbel = -std::log(minus_log(u));
+    const float scaled = (logits[i] - best) * inverse_t;  // rounded apart, as the device does (no fma)
+    const float score = scaled + gumbel;
     if (i == 0 || score > chosen_score) chosen = i, chosen_score = score;
   }
   return ids[chosen];

@@ -54,7 +54,7 @@ void progress(uint32_t done, uint32_t total) {
 int run_perplexity(const Args& args) {
   std::string model_path, text_path, base_path, device;
   uint32_t context = 512;
-  bool compare = false;
+  bool compare = false, context_given = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> const std::string& {
@@ -63,7 +63,10 @@ int run_perplexity(const Args& args) {
     };
     if (a == "-m" || a == "--model") model_path = value();
     else if (a == "-f" || a == "--file") text_path = value();
-    else if (a == "-c" || a == "--ctx" || a == "--ctx-size") context = flag_number<uint32_t>(a, value(), 2u, 1u << 20);
+    else if (a == "-c" || a == "--ctx" || a == "--ctx-size") {
+      context = flag_number<uint32_t>(a, value(), 2u, 1u << 20);
+      context_given = true;
+    }
     else if (a == "--kl-divergence-base") base_path = value();
     else if (a == "--kl-divergence") compare = true;
     else if (a == "--device") device = value();
@@ -90,6 +93,9 @@ int run_perplexity(const Args& args) {
     if (base->header().vocab != config.vocab_size)
       throw UsageError("'" + base_path + "' holds logits over a vocabulary of " + std::to_string(base->header().vocab) +
                        " tokens; " + model_path + " has " + std::to_string(config.vocab_size) + " (a base of another model family)");
+    if (context_given && context != base->header().context)
+      throw UsageError("--ctx " + std::to_string(context) + ", but '" + base_path + "' was written with --ctx " +
+                       std::to_string(base->header().context) + " (leave --ctx out to take the base's)");
     context = base->header().context;
   }
   std::vector<int32_t> tokens;

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "models/bitnet/activations.h"
+#include "models/bitnet/sample_settings.h"
 #include "ops/attention.h"
 #include "ops/common.h"
 #include "ops/head.h"
@@ -150,6 +151,7 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
     L.top_values = make(4ull * p.top_k * outs, "top-k values", f32, true);
     L.top_indices = make(4ull * p.top_k * outs, "top-k indices", u32, true);
     L.sample_params = make(4ull * ops::kSampleParamsWords * outs, "sampling settings", u32, true);
+    L.sample_params.fill(0);  // rows of a tail past a step's outputs draw greedily from defined settings
     L.sampled = make(4 * outs, "sampled tokens", u32, true);
   }
   device_bytes_ = L.bytes;
@@ -306,10 +308,10 @@ models::StepOutput BitNetBatchDecoder::prefill(uint32_t slot, std::span<const in
   if (uint64_t{pos} + tokens.size() > context_length())
     throw std::out_of_range(fmt::format("prefill of {} tokens at position {} goes past the context length {}", tokens.size(),
                                         pos, context_length()));
+  check_sampling(sampling);
   // The model's cache must hold this slot's positions 0..pos-1 for the chunk's attention.
   if (model_slot_ != slot || model_rows_ < pos) copy_rows(false, slot, 0, pos);
   model_slot_ = UINT32_MAX;  // until the prefill has run
-  check_sampling(sampling);
   models::StepOutput out = model_.prefill(tokens, pos);
   // The model's prefill returns its candidates: the host twin of the device sampler picks.
   out.token = models::choose_on_host(out, sampling, pos + uint32_t(tokens.size()));
@@ -375,10 +377,7 @@ std::vector<models::StepOutput> BitNetBatchDecoder::decode(std::span<const Entry
     std::vector<uint32_t> params(size_t{ops::kSampleParamsWords} * outputs);
     for (size_t i = 0; i < batch.size(); ++i)
       if (lane_of[i] < outputs) {
-        const models::Sampler sampler(batch[i].sampling);
-        const ops::SampleParams sp{sampler.inverse_temperature(), batch[i].sampling.top_k, batch[i].sampling.top_p,
-                                   batch[i].sampling.min_p, batch[i].sampling.seed, batch[i].pos + 1};
-        const auto words = sp.pack();
+        const auto words = sample_params(batch[i].sampling, batch[i].pos + 1).pack();
         std::copy(words.begin(), words.end(), params.begin() + size_t{lane_of[i]} * ops::kSampleParamsWords);
       }
     L.sample_params.upload(params);

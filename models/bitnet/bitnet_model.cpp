@@ -1,6 +1,7 @@
 #include "models/bitnet/bitnet_model.h"
 
 #include "models/bitnet/activations.h"
+#include "models/bitnet/sample_settings.h"
 
 #include <fmt/format.h>
 
@@ -275,11 +276,8 @@ void BitNetModel::check_steps(uint32_t pos, uint32_t max_steps) const {
 }
 
 void BitNetModel::write_sampling(const models::SamplerOptions& sampling) {
-  const models::Sampler sampler(sampling);
   // The counter comes from the step state (the chosen token's position), not from here.
-  const ops::SampleParams params{sampler.inverse_temperature(), sampling.top_k, sampling.top_p, sampling.min_p,
-                                 sampling.seed, 0};
-  const auto words = params.pack();
+  const auto words = sample_params(sampling, 0).pack();
   act_->sample_params.upload(std::vector<uint32_t>(words.begin(), words.end()));
 }
 

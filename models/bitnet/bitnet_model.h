@@ -68,7 +68,8 @@ class BitNetModel final : public models::DecoderModel {
   // lengths are kept) and replayed.
   StepOutput prefill(std::span<const int32_t> tokens, uint32_t pos) override;
   static constexpr uint32_t kMaxPrefillBlock = 512;  // longer prompts run in blocks
-  // prefill() that also gives every token's logits (the single-sequence graph's f32 LM head):
+  // prefill() that also gives every token's logits (lm_head_batch: lm_head's f32 arithmetic, bit
+  // for bit, as the decode graph's tail computes the last token's):
   // on_row(i, logits of tokens[i]) in order, vocab_size() floats each (perplexity).
   void prefill_all_logits(std::span<const int32_t> tokens, uint32_t pos,
                           const std::function<void(uint32_t, std::span<const float>)>& on_row) override;

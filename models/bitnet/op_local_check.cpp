@@ -63,6 +63,8 @@ void OpLocalReference::expect(uint32_t pos, const StepDumps& gpu, const std::vec
       golden::rope_neox(std::span(q).subspan(h * c.head_dim, c.head_dim), pos, c.rope_dim, c.rope_freq_base);
     for (size_t h = 0; h < c.n_kv_heads; ++h)
       golden::rope_neox(std::span(k).subspan(h * c.head_dim, c.head_dim), pos, c.rope_dim, c.rope_freq_base);
+    // q at F16 precision as RoPE stores it (bitnet.cpp's rounding point before q.K).
+    for (float& e : q) e = numerics::f16_to_f32(numerics::f32_to_f16(e));
     for (float& e : k) e = numerics::f16_to_f32(numerics::f32_to_f16(e));
     for (float& e : v) e = numerics::f16_to_f32(numerics::f32_to_f16(e));
     append(expected, name("Qcur"), q);

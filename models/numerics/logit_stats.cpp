@@ -18,14 +18,35 @@ std::vector<double> log_softmax(std::span<const float> logits) {
   return out;
 }
 
+namespace {
+
+// sum_i p_i (lp_i - lq_i), p = exp(lp); terms with p = 0 add nothing.
+template <class LogProbs>
+double kl_from_log_probs(const LogProbs& lp, std::span<const float> other) {
+  if (lp.size() != other.size())
+    throw std::invalid_argument("kl_divergence: " + std::to_string(lp.size()) + " base values but " +
+                                std::to_string(other.size()) + " logits");
+  const auto lq = log_softmax(other);
+  double kl = 0;
+  for (size_t i = 0; i < lq.size(); ++i) {
+    const double l = lp[i];
+    if (l == -INFINITY) continue;  // -inf - -inf would be NaN
+    kl += std::exp(l) * (l - lq[i]);
+  }
+  return std::max(kl, 0.0);  // rounding can leave a tiny negative sum for equal distributions
+}
+
+}  // namespace
+
 double kl_divergence(std::span<const float> base, std::span<const float> other) {
   if (base.size() != other.size())
     throw std::invalid_argument("kl_divergence: " + std::to_string(base.size()) + " base logits but " +
                                 std::to_string(other.size()) + " others");
-  const auto p = log_softmax(base), q = log_softmax(other);
-  double kl = 0;
-  for (size_t i = 0; i < p.size(); ++i) kl += std::exp(p[i]) * (p[i] - q[i]);
-  return std::max(kl, 0.0);  // rounding can leave a tiny negative sum for equal distributions
+  return kl_from_log_probs(log_softmax(base), other);
+}
+
+double kl_divergence_from_log_probs(std::span<const float> base_log_probs, std::span<const float> other) {
+  return kl_from_log_probs(base_log_probs, other);
 }
 
 double negative_log_likelihood(std::span<const float> logits, uint32_t token) {

@@ -12,6 +12,8 @@ namespace bdsl::numerics {
 std::vector<double> log_softmax(std::span<const float> logits);
 // sum_i p_i (log p_i - log q_i) with p = softmax(base), q = softmax(other); >= 0.
 double kl_divergence(std::span<const float> base, std::span<const float> other);
+// The same with the base given as log-probabilities (a saved base: models/kl_base_file.h).
+double kl_divergence_from_log_probs(std::span<const float> base_log_probs, std::span<const float> other);
 // -log softmax(logits)[token].
 double negative_log_likelihood(std::span<const float> logits, uint32_t token);
 // The index of the largest value (the lowest on ties).

@@ -86,7 +86,18 @@ Kernel sample_candidates(const OpTarget& target, uint32_t k, bool rows, uint32_t
   for_range(kb.local_index(), Expr<u32>(n), constant<u32>(wg), [&](Expr<u32> i) {
     auto id = let("id", Expr<u32>(indices[first + i]));
     auto u = let("u", open_unit_interval(philox_first_word(id, counter, seed_low, seed_high)));
-    auto gumbel = let_precise("gumbel", -log(-log(u)));
+    // -log(u) as the host twin computes it: near u = 1 (the winning draws) from t = 1 - u, exact,
+    // by its series (a log there may be off by 2^-21 absolutely, a large part of a small -log u).
+    auto t = let_precise("t", 1.0f - u);
+    auto s1 = let_precise("s1", t * 0.25f);
+    auto s2 = let_precise("s2", s1 + 0.333333343f);
+    auto s3 = let_precise("s3", s2 * t);
+    auto s4 = let_precise("s4", s3 + 0.5f);
+    auto s5 = let_precise("s5", s4 * t);
+    auto s6 = let_precise("s6", s5 * t);
+    auto series = let_precise("series", t + s6);
+    auto minus_log_u = let("minus_log_u", select(t < 0.00390625f, series, -log(u)));
+    auto gumbel = let_precise("gumbel", -log(minus_log_u));
     auto scaled = let_precise("scaled", (value(i) - best) * inverse_temperature);
     auto score = let_precise("score", scaled + gumbel);
     if_(argmax_beats(score, i, own_v, own_i), [&] {

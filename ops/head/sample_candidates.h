@@ -5,9 +5,11 @@
 // (logit - best logit) / temperature - log(-log(u)), u from Philox4x32-10 keyed by the seed at
 // counter (token id, the row's counter), is a sample of softmax(logit / temperature) over the kept
 // set. Every step's draw depends only on (seed, counter, id), never on what ran before or beside.
-// CPU twin: models::sample_candidates (models/sampler.h), the same arithmetic in f32 in the same
-// order (only exp and log may differ in the last bit, which can move a draw that falls within
-// rounding of a boundary).
+// CPU twin: models::Sampler (models/sampler.h), the same arithmetic in f32 in the same order,
+// each product and sum rounded apart. exp and log are each side's own: Vulkan allows log an
+// error of 2^-21 (absolute, near 1) and exp a few ulp, so a draw that falls that close to a tie
+// or to the top-p boundary may differ between devices; -log(u) near u = 1, where a library log
+// would lose most of its digits, is a series in the exact 1 - u on both sides.
 //
 // In detail, with l[0..K) the candidates' logits:
 //   n = K, or min(K, top_k) when top_k > 0; inverse_temperature == 0 (greedy): n = 1.
@@ -15,6 +17,7 @@
 //              smallest m whose w[0] + ... + w[m-1] >= top_p * total (summed in order), at least 1.
 //   min_p > 0: n = the candidates i < n with l[i] >= l[0] + log(min_p) (a prefix, at least 1).
 //   token = ids[argmax over i < n of (l[i] - l[0]) * inverse_temperature + (-log(-log(u_i)))],
+//   -log(u) for u > 1 - 2^-8 as t + t^2 (1/2 + t (1/3 + t / 4)), t = 1 - u;
 //   the lowest i on ties; u_i = open_unit(philox(counter = (ids[i], counter, 0, 0), key = seed)).
 //
 // sample_candidates(target, k, rows, advance_context):

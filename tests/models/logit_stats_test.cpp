@@ -37,3 +37,15 @@ TEST(LogitStats, TopIndexTakesTheLowestOnTies) {
 
 }  // namespace
 }  // namespace bdsl::numerics
+
+namespace bdsl::numerics {
+namespace {
+
+TEST(LogitStats, KlFromStoredLogProbsSkipsImpossibleTokens) {
+  const std::vector<float> base = {std::log(0.25f), std::log(0.75f), -INFINITY}, other = {0.0f, 0.0f, 0.0f};
+  // (1/4, 3/4, 0) against (1/3, 1/3, 1/3): the third term is 0, not NaN.
+  EXPECT_NEAR(kl_divergence_from_log_probs(base, other), 0.25 * std::log(0.75) + 0.75 * std::log(2.25), 1e-6);
+}
+
+}  // namespace
+}  // namespace bdsl::numerics
