@@ -20,37 +20,50 @@ std::vector<int32_t> perplexity_tokens(std::span<const int32_t> tokens, uint32_t
   return out;
 }
 
-PerplexityResult evaluate_perplexity(DecoderModel& model, std::span<const int32_t> tokens, const PerplexityOptions& o) {
-  if (o.context < 2) throw std::invalid_argument("a perplexity window needs at least 2 tokens, got " + std::to_string(o.context));
-  if (o.context > model.context_length())
-    throw std::invalid_argument("a window of " + std::to_string(o.context) + " tokens does not fit the model's context of " +
-                                std::to_string(model.context_length()) + " (lower --ctx)");
-  const uint32_t windows = perplexity_windows(tokens.size(), o.context);
+void check_perplexity_inputs(std::span<const int32_t> tokens, uint32_t context, int32_t bos, uint32_t model_context,
+                             uint32_t vocab, const KlBaseReader* base) {
+  if (context < 2) throw std::invalid_argument("a perplexity window needs at least 2 tokens, got " + std::to_string(context));
+  if (context > model_context)
+    throw std::invalid_argument("a window of " + std::to_string(context) + " tokens does not fit the model's context of " +
+                                std::to_string(model_context) + " (lower --ctx)");
+  const uint32_t windows = perplexity_windows(tokens.size(), context);
   if (windows == 0)
     throw std::invalid_argument("the text is " + std::to_string(tokens.size()) + " tokens; one window of --ctx " +
-                                std::to_string(o.context) + " needs at least " + std::to_string(o.context));
+                                std::to_string(context) + " needs at least " + std::to_string(context) +
+                                " (a longer text or a smaller --ctx)");
+  if (!base) return;
+  const KlBaseHeader& h = base->header();
+  if (h.vocab != vocab)
+    throw std::invalid_argument("the KL-divergence base holds logits over a vocabulary of " + std::to_string(h.vocab) +
+                                " tokens; this model's has " + std::to_string(vocab) + " (a base of another model family)");
+  if (h.context != context)
+    throw std::invalid_argument("the KL-divergence base was written with --ctx " + std::to_string(h.context) +
+                                "; this run has --ctx " + std::to_string(context));
+  if (h.scored != scored_per_window(context))
+    throw std::invalid_argument("the KL-divergence base scores " + std::to_string(h.scored) + " positions a window; a window of " +
+                                std::to_string(context) + " scores " + std::to_string(scored_per_window(context)) +
+                                " (a base written otherwise)");
+  if (h.windows != windows)
+    throw std::invalid_argument("the KL-divergence base holds " + std::to_string(h.windows) + " windows; this text gives " +
+                                std::to_string(windows) + " (another text or tokenizer)");
+  const auto evaluated = perplexity_tokens(tokens, context, bos);
+  const auto mismatch = std::mismatch(evaluated.begin(), evaluated.end(), base->tokens().begin());
+  if (mismatch.first != evaluated.end())
+    throw std::invalid_argument("the KL-divergence base's tokens differ from this text's at token " +
+                                std::to_string(mismatch.first - evaluated.begin()) + " (another text or tokenizer)");
+}
+
+KlBaseWriter open_kl_base(const std::string& path, std::span<const int32_t> tokens, uint32_t context, int32_t bos,
+                          uint32_t vocab) {
+  const uint32_t windows = perplexity_windows(tokens.size(), context);
+  return KlBaseWriter(path, {vocab, context, windows, scored_per_window(context)}, perplexity_tokens(tokens, context, bos));
+}
+
+PerplexityResult evaluate_perplexity(DecoderModel& model, std::span<const int32_t> tokens, const PerplexityOptions& o) {
+  check_perplexity_inputs(tokens, o.context, o.bos, model.context_length(), model.vocab_size(), o.compare);
+  const uint32_t windows = perplexity_windows(tokens.size(), o.context);
   const auto evaluated = perplexity_tokens(tokens, o.context, o.bos);
-  const uint32_t first = o.context / 2, vocab = model.vocab_size();
-  if (o.compare) {
-    const KlBaseHeader& h = o.compare->header();
-    if (h.vocab != vocab)
-      throw std::invalid_argument("the KL-divergence base holds logits over a vocabulary of " + std::to_string(h.vocab) +
-                                  " tokens; this model's has " + std::to_string(vocab) + " (a base of another model family)");
-    if (h.context != o.context)
-      throw std::invalid_argument("the KL-divergence base was written with --ctx " + std::to_string(h.context) +
-                                  "; this run has --ctx " + std::to_string(o.context));
-    if (h.scored != scored_per_window(o.context))
-      throw std::invalid_argument("the KL-divergence base scores " + std::to_string(h.scored) + " positions a window; a window of " +
-                                  std::to_string(o.context) + " scores " + std::to_string(scored_per_window(o.context)) +
-                                  " (a base written otherwise)");
-    if (h.windows != windows)
-      throw std::invalid_argument("the KL-divergence base holds " + std::to_string(h.windows) + " windows; this text gives " +
-                                  std::to_string(windows) + " (another text or tokenizer)");
-    const auto mismatch = std::mismatch(evaluated.begin(), evaluated.end(), o.compare->tokens().begin());
-    if (mismatch.first != evaluated.end())
-      throw std::invalid_argument("the KL-divergence base's tokens differ from this text's at token " +
-                                  std::to_string(mismatch.first - evaluated.begin()) + " (another text or tokenizer)");
-  }
+  const uint32_t first = o.context / 2;
   PerplexityResult r;
   r.windows = windows;
   double nll = 0, nll2 = 0;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "models/decoder_model.h"
@@ -39,9 +40,15 @@ uint32_t scored_per_window(uint32_t context);
 // The windows as evaluated: the first windows * context tokens, each window's first set to bos.
 std::vector<int32_t> perplexity_tokens(std::span<const int32_t> tokens, uint32_t context, int32_t bos);
 
-// Throws std::invalid_argument when the text has no whole window or the context does not fit the
-// model, and when a base to compare with is for another vocabulary, context or text.
+// What evaluate_perplexity checks first, before a model is loaded: std::invalid_argument when the
+// text has no whole window, the context does not fit the model, or the base to compare with is
+// for another vocabulary, context or text (each named).
+void check_perplexity_inputs(std::span<const int32_t> tokens, uint32_t context, int32_t bos, uint32_t model_context,
+                             uint32_t vocab, const KlBaseReader* base);
 PerplexityResult evaluate_perplexity(DecoderModel& model, std::span<const int32_t> tokens, const PerplexityOptions& options);
+// A base file for these tokens and windows (the writer's header from them).
+KlBaseWriter open_kl_base(const std::string& path, std::span<const int32_t> tokens, uint32_t context, int32_t bos,
+                          uint32_t vocab);
 
 struct KlSummary {
   double mean = 0, mean_error = 0, max = 0, min = 0;

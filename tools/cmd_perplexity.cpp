@@ -90,25 +90,19 @@ int run_perplexity(const Args& args) {
     } catch (const std::runtime_error& e) {
       throw UsageError(e.what());
     }
-    if (base->header().vocab != config.vocab_size)
-      throw UsageError("'" + base_path + "' holds logits over a vocabulary of " + std::to_string(base->header().vocab) +
-                       " tokens; " + model_path + " has " + std::to_string(config.vocab_size) + " (a base of another model family)");
     if (context_given && context != base->header().context)
       throw UsageError("--ctx " + std::to_string(context) + ", but '" + base_path + "' was written with --ctx " +
                        std::to_string(base->header().context) + " (leave --ctx out to take the base's)");
     context = base->header().context;
   }
-  std::vector<int32_t> tokens;
   const auto tok = models::Tokenizer::from_gguf(file);
-  if (!text.empty()) tokens = tok.encode(text, true, false);
-  else tokens = base->tokens();
-  const uint32_t windows = models::perplexity_windows(tokens.size(), context);
-  if (windows == 0)
-    throw UsageError("the text is " + std::to_string(tokens.size()) + " tokens; one window of --ctx " + std::to_string(context) +
-                     " needs at least " + std::to_string(context) + " (a longer text or a smaller --ctx)");
-  if (context > config.context_length)
-    throw UsageError("--ctx " + std::to_string(context) + " is more than the model's context of " +
-                     std::to_string(config.context_length));
+  const std::vector<int32_t> tokens = text.empty() ? base->tokens() : tok.encode(text, true, false);
+  try {  // every check before the model is loaded
+    models::check_perplexity_inputs(tokens, context, tok.bos_id(), config.context_length, config.vocab_size,
+                                    base ? &*base : nullptr);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string(e.what()) + (base ? " ('" + base_path + "', " + model_path + ")" : ""));
+  }
 
   rt::ContextOptions copts;
   copts.device = device;
@@ -122,20 +116,14 @@ int run_perplexity(const Args& args) {
   o.compare = base ? &*base : nullptr;
   std::optional<models::KlBaseWriter> save;
   if (!compare && !base_path.empty()) {
-    const auto evaluated = models::perplexity_tokens(tokens, context, o.bos);
-    save.emplace(base_path, models::KlBaseHeader{config.vocab_size, context, windows, models::scored_per_window(context)},
-                 evaluated);
+    save.emplace(models::open_kl_base(base_path, tokens, context, o.bos, config.vocab_size));
     o.save = &*save;
   }
+  const uint32_t windows = models::perplexity_windows(tokens.size(), context);
   std::printf("perplexity: %zu tokens, %u windows of %u, %u scored a window\n", tokens.size(), windows, context,
               models::scored_per_window(context));
   const auto t0 = std::chrono::steady_clock::now();
-  models::PerplexityResult r;
-  try {
-    r = models::evaluate_perplexity(model, tokens, o);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
-  }
+  const models::PerplexityResult r = models::evaluate_perplexity(model, tokens, o);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (save) save->close();
   for (size_t w = 0; w < r.running_ppl.size(); ++w) std::printf("%s[%zu]%.4f", w ? "," : "", w + 1, r.running_ppl[w]);

@@ -166,9 +166,13 @@ TEST(Cli, PerplexityAndKlDivergence) {
   const std::string empty = (dir / "empty.txt").string();
   std::ofstream(empty).close();
   expect_one_line_error(run("perplexity -m " + model + " -f " + empty), 2, "is empty: nothing to score");
-  expect_one_line_error(run("perplexity -m " + model + " -f " + text + " --ctx 100000"), 2, "needs at least 100000");
+  expect_one_line_error(run("perplexity -m " + model + " -f " + text + " --ctx 100000"), 2,
+                        "does not fit the model's context of 256");
+  const std::string short_text = (dir / "short.txt").string();
+  std::ofstream(short_text) << "hello world";
+  expect_one_line_error(run("perplexity -m " + model + " -f " + short_text + " --ctx 64"), 2, "needs at least 64");
   expect_one_line_error(run("perplexity -m " + small_vocab + " --kl-divergence-base " + base + " --kl-divergence"), 2,
-                        "a vocabulary of 1000 tokens; " + small_vocab + " has 500");
+                        "a vocabulary of 1000 tokens; this model's has 500");
   expect_one_line_error(run("perplexity -m " + model + " --kl-divergence"), 2, "needs --kl-divergence-base FILE");
   expect_one_line_error(run("perplexity -m " + model + " --kl-divergence-base " + text + " --kl-divergence"), 2,
                         "is not a KL-divergence base file");
