@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "models/decoder_model.h"
-#include "models/sampler.h"
 
 namespace bdsl::models {
 
@@ -48,12 +47,5 @@ class BatchDecoder {
   // last entry of a slot has an output (the others' argmax is -1, with no candidates).
   virtual std::vector<StepOutput> decode(std::span<const Entry> batch) = 0;
 };
-
-// The token `out` gives under `sampling` for position `counter`, picked on the host: the argmax,
-// or models::Sampler over the candidates (what the device sampler picks).
-inline int32_t choose_on_host(const StepOutput& out, const SamplerOptions& sampling, uint32_t counter) {
-  if (sampling.temperature == 0.0f) return out.argmax;
-  return Sampler(sampling).sample(out.top_ids, out.top_logits, counter);
-}
 
 }  // namespace bdsl::models

@@ -18,6 +18,13 @@ struct StepOutput {
   std::vector<float> top_logits;
 };
 
+// The token `out` gives under `sampling` for position `counter`, picked on the host: the argmax,
+// or models::Sampler over the candidates (what the device sampler picks).
+inline int32_t choose_on_host(const StepOutput& out, const SamplerOptions& sampling, uint32_t counter) {
+  if (sampling.temperature == 0.0f) return out.argmax;
+  return Sampler(sampling).sample(out.top_ids, out.top_logits, counter);
+}
+
 class DecoderModel {
  public:
   virtual ~DecoderModel() = default;

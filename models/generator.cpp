@@ -31,9 +31,7 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Gene
                             " in the cache) does not fit the context of " + std::to_string(context) + " tokens");
   GenerationResult result;
   result.prompt_tokens = uint32_t(prompt.size());
-  Sampler sampler(options.sampling);
-  if (options.sampling.temperature > 0 && model_.top_k() == 0)
-    throw std::invalid_argument("sampling needs a model built with candidates per step (this one is greedy-only)");
+  check_sampling(options.sampling, model_.top_k());
 
   auto t0 = std::chrono::steady_clock::now();
   StepOutput out;
@@ -51,8 +49,7 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Gene
   result.prompt_seconds = seconds_since(t0);
 
   t0 = std::chrono::steady_clock::now();
-  const bool greedy = options.sampling.temperature == 0.0f;
-  auto pick = [&](const StepOutput& o) { return greedy ? o.argmax : sampler.sample(o.top_ids, o.top_logits, pos_); };
+  auto pick = [&](const StepOutput& o) { return choose_on_host(o, options.sampling, pos_); };
   // Takes a generated token; false when generation ends with it (result.reason says why).
   auto accept = [&](int32_t next) {
     result.tokens.push_back(next);

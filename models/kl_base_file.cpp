@@ -70,15 +70,11 @@ KlBaseReader::KlBaseReader(const std::string& path) : path_(path) {
   const uint64_t rest = size - kHeaderBytes;
   const bool fits = token_count <= rest / 4 && header_.rows() <= (rest - 4 * token_count) / 2 / header_.vocab;
   const uint64_t expected = fits ? kHeaderBytes + 4 * token_count + 2 * header_.rows() * header_.vocab : 0;
-  if (!fits)
-    throw std::runtime_error("KL-divergence base file '" + path + "' is " + std::to_string(size) + " bytes; its header (" +
-                             std::to_string(header_.windows) + " windows of " + std::to_string(header_.context) +
-                             " tokens over a vocabulary of " + std::to_string(header_.vocab) + ") needs more (truncated)");
   if (size != expected)
     throw std::runtime_error("KL-divergence base file '" + path + "' is " + std::to_string(size) + " bytes; its header (" +
                              std::to_string(header_.windows) + " windows of " + std::to_string(header_.context) +
                              " tokens over a vocabulary of " + std::to_string(header_.vocab) + ") needs " +
-                             std::to_string(expected) + (size < expected ? " (truncated)" : ""));
+                             (fits ? std::to_string(expected) : "more") + (!fits || size < expected ? " (truncated)" : ""));
   tokens_.resize(token_count);
   in_.read(reinterpret_cast<char*>(tokens_.data()), std::streamsize(token_count * 4));
   for (int32_t t : tokens_)

@@ -46,6 +46,12 @@ Sampler::Sampler(const SamplerOptions& options) : options_(options) {
     throw std::invalid_argument("min-p must be in [0, 1], got " + std::to_string(options.min_p));
 }
 
+void check_sampling(const SamplerOptions& sampling, uint32_t candidates) {
+  const Sampler check(sampling);  // throws for settings out of range
+  if (sampling.temperature > 0 && candidates == 0)
+    throw std::invalid_argument("sampling (temperature > 0) needs a model loaded with candidates (top-k); this one is greedy-only");
+}
+
 float Sampler::inverse_temperature() const {
   if (!(options_.temperature > 0.0f)) return 0.0f;
   const float inverse = 1.0f / options_.temperature;

@@ -23,6 +23,10 @@ struct SamplerOptions {
 // first word at counter (token id, position, 0, 0) under the seed.
 std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> counter, uint64_t key);
 
+// Throws std::invalid_argument for settings out of range, or for sampling (temperature > 0) with a
+// model that returns no candidates (`candidates` 0: greedy only).
+void check_sampling(const SamplerOptions& sampling, uint32_t candidates);
+
 class Sampler {
  public:
   explicit Sampler(const SamplerOptions& options);  // throws std::invalid_argument out of range

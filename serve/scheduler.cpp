@@ -69,9 +69,7 @@ void Scheduler::validate(const GenerationRequest& r) const {
     if (id < 0 || uint32_t(id) >= decoder_.vocab_size())
       throw std::invalid_argument("token id " + std::to_string(id) + " is outside the vocabulary");
   if (r.max_tokens == 0) throw std::invalid_argument("max_tokens must be at least 1");
-  if (r.sampling.temperature > 0 && decoder_.top_k() == 0)
-    throw std::invalid_argument("this model was loaded for greedy decoding only (temperature 0)");
-  models::Sampler check(r.sampling);  // throws for options out of range
+  models::check_sampling(r.sampling, decoder_.top_k());
 }
 
 std::shared_ptr<Scheduler::Ticket> Scheduler::submit(GenerationRequest request) {

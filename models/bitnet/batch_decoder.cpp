@@ -295,12 +295,6 @@ void BitNetBatchDecoder::copy_rows(bool into_slot, uint32_t slot, uint32_t first
   g.submit_and_wait();
 }
 
-void BitNetBatchDecoder::check_sampling(const models::SamplerOptions& sampling) const {
-  const models::Sampler check(sampling);  // throws for settings out of range
-  if (sampling.temperature > 0 && top_k() == 0)
-    throw std::invalid_argument("sampling (temperature > 0) needs a model loaded with candidates (top-k); this one is greedy-only");
-}
-
 models::StepOutput BitNetBatchDecoder::prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos,
                                                const models::SamplerOptions& sampling) {
   if (slot >= slots_) throw std::out_of_range(fmt::format("slot {} of a {}-slot decoder", slot, slots_));
@@ -308,7 +302,7 @@ models::StepOutput BitNetBatchDecoder::prefill(uint32_t slot, std::span<const in
   if (uint64_t{pos} + tokens.size() > context_length())
     throw std::out_of_range(fmt::format("prefill of {} tokens at position {} goes past the context length {}", tokens.size(),
                                         pos, context_length()));
-  check_sampling(sampling);
+  models::check_sampling(sampling, top_k());
   // The model's cache must hold this slot's positions 0..pos-1 for the chunk's attention.
   if (model_slot_ != slot || model_rows_ < pos) copy_rows(false, slot, 0, pos);
   model_slot_ = UINT32_MAX;  // until the prefill has run
@@ -343,7 +337,7 @@ std::vector<models::StepOutput> BitNetBatchDecoder::decode(std::span<const Entry
                                                 e.slot, e.pos, before.pos));
     }
     last[e.slot] = int64_t(i);
-    check_sampling(e.sampling);
+    models::check_sampling(e.sampling, top_k());
   }
   // Lanes: the entries with an output (each slot's last) first, in entry order, then the rest.
   std::vector<uint32_t> lane_of(batch.size());

@@ -126,8 +126,6 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   // not made yet).
   std::array<const rt::Graph*, 2> recorded(uint32_t bucket) const;
   void copy_rows(bool into_slot, uint32_t slot, uint32_t first, uint32_t count);
-  // Throws std::invalid_argument for settings out of range, or sampling on a greedy-only model.
-  void check_sampling(const models::SamplerOptions& sampling) const;
 
   rt::Context& ctx_;
   BitNetModel& model_;

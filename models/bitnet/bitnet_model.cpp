@@ -72,14 +72,6 @@ std::vector<rt::Arg> BitNetModel::layer_args(uint32_t l, LayerOp op) const {
   throw std::logic_error("layer op");
 }
 
-namespace {
-// A split table's parts as the bindings prefix0, prefix1, ... (prefix_0, ... with `separator`).
-void append_parts(std::vector<rt::Arg>& args, const std::string& prefix, const SplitMatrix& table,
-                  const std::string& separator = "") {
-  for (size_t p = 0; p < table.parts.size(); ++p) args.push_back({prefix + separator + std::to_string(p), table.parts[p]});
-}
-}  // namespace
-
 // Layer l's op as its own dispatch, then (with dump) a copy of what it produced.
 void BitNetModel::record_op(uint32_t l, LayerOp op) {
   rt::Graph& g = *graph_;
@@ -235,13 +227,7 @@ uint32_t BitNetModel::decode_greedy(int32_t token, uint32_t pos, uint32_t max_st
   if (max_steps == 0) return 0;
   check_tokens(std::span(&token, 1), pos);
   check_steps(pos, max_steps);
-  if (options_.dump) {  // the dumps need the host after every step
-    for (uint32_t i = 0; i < max_steps; ++i) {
-      token = step(token, pos + i).argmax;
-      if (!on_token(token)) return i + 1;
-    }
-    return max_steps;
-  }
+  if (options_.dump) return step_by_step(token, pos, max_steps, {}, on_token);  // the dumps need the host after every step
   wait_idle();
   if (!greedy_graph_ && pipelines_->top_k) write_sampling({});  // the decode graph's draw: the argmax
   return replay_feeding(greedy_graph_ ? *greedy_graph_ : *graph_, token, pos, max_steps, on_token);
@@ -250,23 +236,23 @@ uint32_t BitNetModel::decode_greedy(int32_t token, uint32_t pos, uint32_t max_st
 uint32_t BitNetModel::decode_sampled(int32_t token, uint32_t pos, uint32_t max_steps, const models::SamplerOptions& sampling,
                                      const std::function<bool(int32_t)>& on_token) {
   if (sampling.temperature == 0.0f) return decode_greedy(token, pos, max_steps, on_token);
-  const models::Sampler sampler(sampling);  // throws for settings out of range
-  if (!pipelines_->top_k)
-    throw std::invalid_argument("sampling (temperature > 0) needs a model loaded with candidates (top-k); this one is greedy-only");
+  models::check_sampling(sampling, pipelines_->top_k);
   if (max_steps == 0) return 0;
   check_tokens(std::span(&token, 1), pos);
   check_steps(pos, max_steps);
-  if (options_.dump) {  // the dumps need the host after every step: the host twin draws
-    for (uint32_t i = 0; i < max_steps; ++i) {
-      const StepOutput out = step(token, pos + i);
-      token = sampler.sample(out.top_ids, out.top_logits, pos + i + 1);
-      if (!on_token(token)) return i + 1;
-    }
-    return max_steps;
-  }
+  if (options_.dump) return step_by_step(token, pos, max_steps, sampling, on_token);  // the host twin draws
   wait_idle();
   write_sampling(sampling);
   return replay_feeding(*graph_, token, pos, max_steps, on_token);
+}
+
+uint32_t BitNetModel::step_by_step(int32_t token, uint32_t pos, uint32_t max_steps, const models::SamplerOptions& sampling,
+                                   const std::function<bool(int32_t)>& on_token) {
+  for (uint32_t i = 0; i < max_steps; ++i) {
+    token = models::choose_on_host(step(token, pos + i), sampling, pos + i + 1);
+    if (!on_token(token)) return i + 1;
+  }
+  return max_steps;
 }
 
 void BitNetModel::check_steps(uint32_t pos, uint32_t max_steps) const {

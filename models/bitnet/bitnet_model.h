@@ -132,6 +132,10 @@ class BitNetModel final : public models::DecoderModel {
   void write_step_state(uint32_t token, uint32_t pos);
   void write_sampling(const models::SamplerOptions& sampling);  // the decode graph's draw settings
   void check_steps(uint32_t pos, uint32_t max_steps) const;
+  // decode_greedy / decode_sampled with the host after every step (dumps): step(), then the token
+  // chosen on the host (models::choose_on_host), fed to the next step.
+  uint32_t step_by_step(int32_t token, uint32_t pos, uint32_t max_steps, const models::SamplerOptions& sampling,
+                        const std::function<bool(int32_t)>& on_token);
   // Replays `graph`, which feeds itself through the step state, from `token` at `pos`.
   uint32_t replay_feeding(rt::Graph& graph, int32_t token, uint32_t pos, uint32_t max_steps,
                           const std::function<bool(int32_t)>& on_token);

@@ -139,8 +139,7 @@ void BitNetModel::prefill_all_logits(std::span<const int32_t> tokens, uint32_t p
                                         {"out", b.xn_rows}},
                                rt::push(c.rms_norm_eps), rows);
         std::vector<rt::Arg> head = {{"x", b.xn_rows}, {"logits", b.logit_rows}};
-        const SplitMatrix& table = weights_.lm_head();
-        for (size_t i = 0; i < table.parts.size(); ++i) head.push_back({"table" + std::to_string(i), table.parts[i]});
+        append_parts(head, "table", weights_.lm_head());
         b.lm_head_rows->dispatch(*graph, head, rt::push(rows, uint32_t(b.logit_stride)));
         graph->finish();
       }

@@ -3,12 +3,14 @@
 // parts of whole rows that each fit the device's maxStorageBufferRange.
 #pragma once
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "models/bitnet_config.h"
 #include "models/formats/gguf.h"
 #include "runtime/buffer.h"
 #include "runtime/context.h"
+#include "runtime/graph.h"
 
 namespace bdsl::bitnet {
 
@@ -22,6 +24,12 @@ struct SplitMatrix {
   std::vector<rt::Buffer> parts;
   uint32_t rows = 0, cols = 0, rows_per_part = 0;
 };
+
+// A split table's parts as the bindings prefix0, prefix1, ... (prefix_0, ... with `separator`).
+inline void append_parts(std::vector<rt::Arg>& args, const std::string& prefix, const SplitMatrix& table,
+                         const std::string& separator = "") {
+  for (size_t p = 0; p < table.parts.size(); ++p) args.push_back({prefix + separator + std::to_string(p), table.parts[p]});
+}
 
 struct DeviceWeights {
   SplitMatrix token_embd;

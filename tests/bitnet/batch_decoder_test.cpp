@@ -60,9 +60,12 @@ void run_together(bitnet::BitNetBatchDecoder& dec, std::vector<Stream>& streams,
     const auto outs = dec.decode(batch);
     ASSERT_EQ(outs.size(), streams.size());
     for (size_t j = 0; j < streams.size(); ++j) {
-      if (streams[j].sampling.temperature == 0) EXPECT_EQ(outs[j].token, outs[j].argmax);
-      if (!outs[j].top_ids.empty())  // the device's draw is the host twin's on the same candidates
+      if (streams[j].sampling.temperature == 0) {
+        EXPECT_EQ(outs[j].token, outs[j].argmax);
+      }
+      if (!outs[j].top_ids.empty()) {  // the device's draw is the host twin's on the same candidates
         EXPECT_EQ(outs[j].token, models::choose_on_host(outs[j], streams[j].sampling, batch[j].pos + 1)) << "step " << i;
+      }
       streams[j].tokens.push_back(outs[j].token);
       streams[j].top_logits.push_back(outs[j].top_logits);
     }
