@@ -25,12 +25,13 @@ struct ModelState {
 
 // The models a run builds: with per-dispatch GPU timestamps (the per-op tables), and without
 // (what `run` executes), and without the pruned greedy head (decode_greedy then runs the full LM
-// head), and with 40 candidates a step for sampling, as `run` loads it at temperature > 0.
-enum class Variant { Timed, Untimed, UntimedFullHead, UntimedSampling };
+// head), and with 40 candidates a step for sampling, as `run` loads it at temperature > 0 (timed
+// too, for the sampled recording's per-op table).
+enum class Variant { Timed, Untimed, UntimedFullHead, UntimedSampling, TimedSampling };
 
 ModelState& model_state(BenchSession& s, Variant variant = Variant::Timed) {
   auto& slot = s.model_states[static_cast<int>(variant)];
-  const bool timed = variant == Variant::Timed;
+  const bool timed = variant == Variant::Timed || variant == Variant::TimedSampling;
   auto state = std::static_pointer_cast<ModelState>(slot);
   if (!state) {
     auto file = models::GgufFile::open(s.model_path);
@@ -41,7 +42,7 @@ ModelState& model_state(BenchSession& s, Variant variant = Variant::Timed) {
     bitnet::ModelOptions o;
     o.timestamps = timed;
     o.greedy_head = variant != Variant::UntimedFullHead;
-    if (variant == Variant::UntimedSampling) o.top_k = 40;
+    if (variant == Variant::UntimedSampling || variant == Variant::TimedSampling) o.top_k = 40;
     o.prefill_projections = s.options.prefill_projections;
     o.decode_tuning = s.options.decode_tuning;
     state->model = std::make_unique<bitnet::BitNetModel>(*s.ctx, state->file, state->config, o);
@@ -127,12 +128,14 @@ void decode_greedy(benchmark::State& st, BenchSession& s, uint32_t ctx_len, Vari
 // Sampled generation as `run` does it at its defaults (temperature 0.8, top-k 40, top-p 0.95):
 // decode_sampled, the device drawing each token from the step's candidates and feeding it on.
 // An iteration is a run of kGreedyRun steps ending at position ctx - 1; time per token.
+const models::SamplerOptions kRunDefaults{0.8f, 40, 0.95f, 0.0f, 1234};  // `run`'s sampling defaults
+
 void decode_sampled(benchmark::State& st, BenchSession& s, uint32_t ctx_len) {
   auto& m = model_state(s, Variant::UntimedSampling);
   ctx_len = std::min(ctx_len, m.config.context_length);
   const uint32_t run = std::min(kGreedyRun, ctx_len), first = ctx_len - run;
   fill_cache(m, first);
-  const models::SamplerOptions sampling{0.8f, 40, 0.95f, 0.0f, 1234};
+  const models::SamplerOptions sampling = kRunDefaults;
   double wall = 0;
   for (auto _ : st) {
     const auto t0 = Clock::now();
@@ -143,6 +146,7 @@ void decode_sampled(benchmark::State& st, BenchSession& s, uint32_t ctx_len) {
   }
   st.counters["tokens_per_s"] = double(st.iterations()) * run / wall;
   st.counters["steps"] = m.model->stats().steps;
+  st.counters["candidate_rows"] = m.model->sampled_candidate_rows();  // the pruned head's list, last token
 }
 
 void decode(benchmark::State& st, BenchSession& s, uint32_t ctx_len) {
@@ -180,27 +184,39 @@ double op_ns(const std::vector<std::string>& names, const std::vector<double>& n
   return t;
 }
 
-// Where a token's time goes: each kernel's GPU time per token, summed over its calls. `greedy`:
-// a kernel only decode_greedy's recording runs (the pruned LM head), timed over one greedy step.
-void per_op(benchmark::State& st, BenchSession& s, const std::string& op, uint32_t pos, bool greedy = false) {
-  auto& m = model_state(s);
+// Where a token's time goes: each kernel's GPU time per token, summed over its calls, in the
+// recording step() replays, or a kernel only decode_greedy's (the pruned LM head) or decode_sampled's
+// (the pruned head's candidate list and draw) runs, timed over one such step.
+enum class Recording { Step, Greedy, Sampled };
+
+void per_op(benchmark::State& st, BenchSession& s, const std::string& op, uint32_t pos, Recording rec = Recording::Step) {
+  auto& m = model_state(s, rec == Recording::Sampled ? Variant::TimedSampling : Variant::Timed);
   fill_cache(m, pos);
-  const auto names = greedy ? m.model->greedy_operation_names() : m.model->operation_names();
+  const auto names = rec == Recording::Greedy    ? m.model->greedy_operation_names()
+                     : rec == Recording::Sampled ? m.model->sampled_operation_names()
+                                                 : m.model->operation_names();
   double total = 0;
   uint32_t calls = 0;
   for (auto _ : st) {
-    if (greedy)
+    if (rec == Recording::Greedy)
       m.model->decode_greedy(1, pos, 1, [](int32_t) { return true; });
+    else if (rec == Recording::Sampled)
+      m.model->decode_sampled(1, pos, 1, kRunDefaults, [](int32_t) { return true; });
     else
       m.model->step(1, pos);
-    const double t = op_ns(names, greedy ? m.model->greedy_timestamps_ns() : m.model->timestamps_ns(), op, calls);
+    const auto ns = rec == Recording::Greedy    ? m.model->greedy_timestamps_ns()
+                    : rec == Recording::Sampled ? m.model->sampled_timestamps_ns()
+                                                : m.model->timestamps_ns();
+    const double t = op_ns(names, ns, op, calls);
     st.SetIterationTime(t * 1e-9);
     total += t;
   }
   const double per_token_ns = total / double(st.iterations());
   st.counters["calls"] = calls;
   st.counters["us_per_call"] = per_token_ns / 1e3 / std::max(calls, 1u);
-  if (greedy) st.counters["candidate_rows"] = m.model->greedy_candidate_rows();  // on this model's weights
+  // How the bounds prune on this model's weights.
+  if (rec == Recording::Greedy) st.counters["candidate_rows"] = m.model->greedy_candidate_rows();
+  if (rec == Recording::Sampled) st.counters["candidate_rows"] = m.model->sampled_candidate_rows();
   const auto bytes = bytes_per_call(m, pos);
   if (auto it = bytes.find(op); it != bytes.end()) {
     st.counters["GB_per_s"] = it->second * calls / per_token_ns;
@@ -304,7 +320,15 @@ void register_model_benchmarks(BenchSession& s) {
     if (std::find(seen.begin(), seen.end(), name) != seen.end()) continue;
     seen.push_back(name);
     benchmark::RegisterBenchmark(fmt::format("op/{}", name).c_str(),
-                                 [&s, name, pos](benchmark::State& st) { per_op(st, s, name, pos, /*greedy=*/true); })
+                                 [&s, name, pos](benchmark::State& st) { per_op(st, s, name, pos, Recording::Greedy); })
+        ->UseManualTime()->Iterations(iters)->Unit(benchmark::kMicrosecond);
+  }
+  // The sampled recording's own kernels (its candidate list and draw), on a model with candidates.
+  for (const auto& name : model_state(s, Variant::TimedSampling).model->sampled_operation_names()) {
+    if (std::find(seen.begin(), seen.end(), name) != seen.end()) continue;
+    seen.push_back(name);
+    benchmark::RegisterBenchmark(fmt::format("op/{}", name).c_str(),
+                                 [&s, name, pos](benchmark::State& st) { per_op(st, s, name, pos, Recording::Sampled); })
         ->UseManualTime()->Iterations(iters)->Unit(benchmark::kMicrosecond);
   }
   // Per-op table of one prefill block (--prefill-block, 16 with --quick); one prefill records its graph.

@@ -95,7 +95,8 @@ class Uniformity {
       // A coherent buffer may change while the workgroup reads it (another workgroup writes it).
       case Op::Load:
         return ir_.buffers[n.ref].info.access == Access::Read && !ir_.buffers[n.ref].coherent && uniform(n.args[0]);
-      case Op::SharedLoad: return false;
+      // Only a broadcast slot (KernelBuilder::broadcast) holds one value for every invocation.
+      case Op::SharedLoad: return ir_.shared[n.ref].broadcast && uniform(n.args[0]);
       case Op::Call: {
         const auto fn = static_cast<Fn>(n.ref);
         if (fn_is_subgroup(fn) || fn_is_atomic(fn)) return false;

@@ -192,6 +192,7 @@ struct SharedDecl {
   std::string name;
   Type element;
   uint32_t count = 0;
+  bool broadcast = false;  // KernelBuilder::broadcast's slot: its loads are workgroup-uniform
 };
 struct VarDecl {
   std::string name;

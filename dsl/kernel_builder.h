@@ -46,6 +46,19 @@ class KernelBuilder : public BuilderCore {
   Shared<T> shared(std::string name, uint32_t count) {
     return Shared<T>(add_shared(std::move(name), type_of<T>(), count), count);
   }
+  // v of invocation 0, in every invocation: written to a shared slot of its own and read back
+  // between two barriers (so a loop may broadcast again), as a let named `name`. The uniformity
+  // check knows the result is the same in every invocation: control flow on it may hold barriers
+  // (a count found by the workgroup bounding a sort's passes). Every invocation must reach it.
+  template <class T>
+  Expr<T> broadcast(const std::string& name, const Expr<T>& v) {
+    Shared<T> slot(add_shared(name + "_slot", type_of<T>(), 1, true), 1);
+    if_(local_index() == 0u, [&] { slot[0u] = v; });
+    barrier();
+    auto value = let(name, Expr<T>(slot[0u]));
+    barrier();
+    return value;
+  }
   template <class T, class X>
     requires OperandOf<X, T>
   Var<T> var(std::string name, const X& init) {

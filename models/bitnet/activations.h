@@ -68,6 +68,13 @@ struct BitNetModel::Activations {
       sample_params.fill(0);  // greedy until decode_sampled says otherwise
       sampled = u32(1, "sampled token");
     }
+    if (p.lm_head_candidate_list) {
+      list_values = f32(c.vocab_size, "sampled head's candidate logits");
+      list_indices = u32(c.vocab_size, "sampled head's candidate ids");
+      list_count = u32(1, "sampled head's candidates", true);
+      list_count.fill(0);  // sample_candidate_list leaves it zero
+      list_length = u32(1, "sampled head's last list length", true);
+    }
   }
 
   // Bytes a model of this shape needs besides its weights.
@@ -82,6 +89,7 @@ struct BitNetModel::Activations {
   rt::Buffer partials, counters;
   rt::Buffer arg_values, arg_indices, token, generated, upper, lower, head_counter, xq, head_stats;
   rt::Buffer top_part_values, top_part_indices, top_values, top_indices, sample_params, sampled;
+  rt::Buffer list_values, list_indices, list_count, list_length;
   rt::Buffer dumps;
 };
 

@@ -109,15 +109,20 @@ void BitNetModel::record_layer(uint32_t l) {
 
 void BitNetModel::record() {
   greedy_graph_.reset();
+  sampled_graph_.reset();
   embed_graph_.reset();
   if (pipelines_->lm_head_bounds && greedy_head_) {
-    record_token(true);
+    record_token(Tail::PrunedGreedy);
     greedy_graph_ = std::move(graph_);
+    if (pipelines_->lm_head_candidate_list) {
+      record_token(Tail::PrunedSampled);
+      sampled_graph_ = std::move(graph_);
+    }
     embed_graph_ = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{false, "bitnet embedding"});
     record_embedding(*embed_graph_);
     embed_graph_->finish();
   }
-  record_token(false);
+  record_token(Tail::Full);
 }
 
 void BitNetModel::record_embedding(rt::Graph& g) {
@@ -127,8 +132,9 @@ void BitNetModel::record_embedding(rt::Graph& g) {
   p.embedding.dispatch(g, embedding);
 }
 
-void BitNetModel::record_token(bool greedy) {
-  graph_ = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{options_.timestamps, greedy ? "bitnet greedy token" : "bitnet token"});
+void BitNetModel::record_token(Tail tail) {
+  const char* name = tail == Tail::PrunedGreedy ? "bitnet greedy token" : tail == Tail::PrunedSampled ? "bitnet sampled token" : "bitnet token";
+  graph_ = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{options_.timestamps, name});
   rt::Graph& g = *graph_;
   const auto& p = *pipelines_;
   auto& a = *act_;
@@ -138,27 +144,41 @@ void BitNetModel::record_token(bool greedy) {
     const uint64_t floats = 2ull * config_.dim + per_layer * config_.n_layers + config_.vocab_size;
     a.dumps = rt::Buffer(ctx_, floats * 4, {true, "dumps"});
   }
-  // The greedy recording's embedding comes from the replay before it (record_tail).
-  if (!greedy) record_embedding(g);
+  // The pruned recordings' embedding comes from the replay before it (record_tail).
+  if (tail == Tail::Full) record_embedding(g);
   dump(a.x, config_.dim, "inp_embd");
   for (uint32_t l = 0; l < config_.n_layers; ++l) record_layer(l);
-  record_tail(g, greedy);
+  record_tail(g, tail);
   g.finish();
 }
 
-void BitNetModel::record_tail(rt::Graph& g, bool greedy) {
+void BitNetModel::record_tail(rt::Graph& g, Tail tail) {
   const auto& p = *pipelines_;
   auto& a = *act_;
   const SplitMatrix& table = weights_.lm_head();
-  if (greedy) {
-    // The argmax without every logit: the final norm with x quantized once, bounds from the int8
-    // shadow, then the rows that may win.
+  if (tail != Tail::Full) {
+    // The choice without every logit: the final norm with x quantized once, bounds from the int8
+    // shadow, then the rows that may win (greedy) or be among the k best (sampled).
     p.lm_head_input->dispatch(g, {{"x", a.x}, {"weight", weights_.output_norm}, {"xn", a.xn}, {"xq", a.xq}, {"stats", a.head_stats}},
                               rt::push(config_.rms_norm_eps));
     std::vector<rt::Arg> bounds = {{"xq", a.xq}, {"stats", a.head_stats}, {"scale", greedy_head_->scale},
                                    {"bound", greedy_head_->bound}, {"upper", a.upper}, {"lower", a.lower}};
     for (size_t i = 0; i < greedy_head_->parts.size(); ++i) bounds.push_back({"table" + std::to_string(i), greedy_head_->parts[i]});
     p.lm_head_bounds->dispatch(g, bounds);
+    if (tail == Tail::PrunedSampled) {
+      std::vector<rt::Arg> list = {{"x", a.xn}, {"upper", a.upper}, {"lower", a.lower}, {"params", a.sample_params},
+                                   {"list_values", a.list_values}, {"list_indices", a.list_indices}, {"list_count", a.list_count}};
+      append_parts(list, "table", table);
+      p.lm_head_candidate_list->dispatch(g, list);
+      // The draw from the list's k best moves the step state on and writes the next embedding.
+      std::vector<rt::Arg> draw = {{"list_values", a.list_values}, {"list_indices", a.list_indices}, {"list_count", a.list_count},
+                                   {"params", a.sample_params}, {"top_values", a.top_values}, {"top_indices", a.top_indices},
+                                   {"token", a.sampled}, {"list_length", a.list_length}, {"step", a.step},
+                                   {"generated", a.generated}, {"x_next", a.x}};
+      append_parts(draw, "embed_table", weights_.token_embd);
+      p.sample_list->dispatch(g, draw);
+      return;
+    }
     // Its last workgroup also runs argmax_final, moves the step state on and writes the chosen
     // token's embedding into x for the next replay (decode_greedy).
     std::vector<rt::Arg> candidates = {{"x", a.xn}, {"upper", a.upper}, {"lower", a.lower}, {"part_values", a.arg_values},
@@ -243,7 +263,7 @@ uint32_t BitNetModel::decode_sampled(int32_t token, uint32_t pos, uint32_t max_s
   if (options_.dump) return step_by_step(token, pos, max_steps, sampling, on_token);  // the host twin draws
   wait_idle();
   write_sampling(sampling);
-  return replay_feeding(*graph_, token, pos, max_steps, on_token);
+  return replay_feeding(sampled_graph_ ? *sampled_graph_ : *graph_, token, pos, max_steps, on_token);
 }
 
 uint32_t BitNetModel::step_by_step(int32_t token, uint32_t pos, uint32_t max_steps, const models::SamplerOptions& sampling,
@@ -274,7 +294,7 @@ uint32_t BitNetModel::replay_feeding(rt::Graph& graph, int32_t token, uint32_t p
   // x for the first replay of the greedy recording (which starts with layer 0): queued ahead of
   // it (each recording ends with a barrier that makes its writes visible to what the queue runs
   // next), no wait.
-  if (&graph == greedy_graph_.get()) embed_graph_->submit();
+  if (&graph == greedy_graph_.get() || &graph == sampled_graph_.get()) embed_graph_->submit();
   // Every replay leaves the step state at the next position with its choice as the token, so the
   // host only queues replays (Graph::kInFlight of them) and reads each token where it was put.
   std::deque<uint64_t> pending;
@@ -314,8 +334,14 @@ uint32_t BitNetModel::greedy_candidate_rows() const {
   return uint32_t(std::count_if(upper.begin(), upper.end(), [&](float u) { return u >= floor; }));
 }
 
+uint32_t BitNetModel::sampled_candidate_rows() const {
+  if (!sampled_graph_ || sampled_graph_->last_ticket() == 0) return 0;
+  sampled_graph_->wait(sampled_graph_->last_ticket());
+  return act_->list_length.download<uint32_t>()[0];
+}
+
 void BitNetModel::wait_idle() {
-  for (rt::Graph* g : {graph_.get(), greedy_graph_.get(), embed_graph_.get()})
+  for (rt::Graph* g : {graph_.get(), greedy_graph_.get(), sampled_graph_.get(), embed_graph_.get()})
     if (g) g->wait(g->last_ticket());
 }
 

@@ -94,10 +94,18 @@ class BitNetModel final : public models::DecoderModel {
   // argmax and its ties among them): how well the int8 shadow's bounds prune on this model. 0
   // without ModelOptions::greedy_head or before decode_greedy ran it.
   uint32_t greedy_candidate_rows() const;
+  // Rows decode_sampled's pruned head computed exactly for its last token (those that may be among
+  // the k best: ops/head/lm_head_pruned.h's candidate list). 0 without it or before it ran.
+  uint32_t sampled_candidate_rows() const;
   // The same for decode_greedy's recording (the pruned head): empty without ModelOptions::greedy_head.
   std::vector<double> greedy_timestamps_ns() const { return greedy_graph_ ? greedy_graph_->timestamps_ns() : std::vector<double>{}; }
   std::vector<std::string> greedy_operation_names() const {
     return greedy_graph_ ? greedy_graph_->operation_names() : std::vector<std::string>{};
+  }
+  // The same for decode_sampled's recording with the pruned head: empty without it.
+  std::vector<double> sampled_timestamps_ns() const { return sampled_graph_ ? sampled_graph_->timestamps_ns() : std::vector<double>{}; }
+  std::vector<std::string> sampled_operation_names() const {
+    return sampled_graph_ ? sampled_graph_->operation_names() : std::vector<std::string>{};
   }
   uint64_t weight_bytes() const { return weights_.bytes; }
   // The same for the last prefill block's graph (empty / 0 before the first prefill).
@@ -115,9 +123,13 @@ class BitNetModel final : public models::DecoderModel {
     uint64_t offset, floats;
   };
   void record();
-  void record_token(bool greedy);  // into graph_: the whole token, with the pruned head if greedy
+  // The LM head at the end of a token's recording: the full one (logits, argmax, top-k; step() and
+  // the prompt path), or the pruned one of decode_greedy or decode_sampled, which also write the
+  // next token's embedding.
+  enum class Tail { Full, PrunedGreedy, PrunedSampled };
+  void record_token(Tail tail);  // into graph_: the whole token
   void record_embedding(rt::Graph& g);  // x = the step state's token's embedding
-  void record_tail(rt::Graph& g, bool greedy = false);  // final norm, LM head, argmax (+ top-k) on the x buffer
+  void record_tail(rt::Graph& g, Tail tail = Tail::Full);  // final norm, LM head, argmax (+ top-k) on the x buffer
   void wait_idle();  // for every replay of any recording
   std::unique_ptr<PrefillBlock> make_prefill_buffers();
   std::unique_ptr<rt::Graph> record_prefill_block(uint32_t n);  // on prefill_'s buffers
@@ -150,7 +162,8 @@ class BitNetModel final : public models::DecoderModel {
   std::unique_ptr<Activations> act_;
   std::unique_ptr<rt::Graph> graph_;
   std::optional<GreedyHead> greedy_head_;
-  std::unique_ptr<rt::Graph> greedy_graph_;  // decode_greedy's recording, with the pruned head
+  std::unique_ptr<rt::Graph> greedy_graph_;   // decode_greedy's recording, with the pruned head
+  std::unique_ptr<rt::Graph> sampled_graph_;  // decode_sampled's, with the pruned head
   // The embedding of the step state's token alone: decode_greedy's first replay needs it (the
   // greedy recording starts with layer 0; each replay leaves the next token's embedding in x).
   std::unique_ptr<rt::Graph> embed_graph_;

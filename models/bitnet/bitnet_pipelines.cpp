@@ -105,6 +105,11 @@ BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c
     lm_head_candidates.emplace(make(ctx, cache, ops::plan_lm_head_candidates(target, c.vocab_size, c.dim, split.rows_per_part,
                                                                                  c.context_length,
                                                                                  ops::EmbeddingShape{c.dim, split.rows_per_part, split.parts})));
+    if (k) {
+      lm_head_candidate_list.emplace(make(ctx, cache, ops::plan_lm_head_candidate_list(target, c.vocab_size, c.dim, split.rows_per_part, k)));
+      sample_list.emplace(make(ctx, cache, ops::plan_sample_candidate_list(target, k, c.context_length,
+                                                                             ops::EmbeddingShape{c.dim, split.rows_per_part, split.parts})));
+    }
   }
 }
 

@@ -71,6 +71,10 @@ struct BitNetPipelines {
   // With top_k: the decode graph's draw from the candidates (ops/head/sample_candidates.h), which
   // advances the step state instead of argmax_final (temperature 0 in its settings: the argmax).
   std::optional<ops::PlannedPipeline> sample_advance;
+  // With top_k and greedy_head: decode_sampled's pruned head, the same draw from the rows that may
+  // be among the k best (lm_head_candidate_list, then sample_candidate_list, which also advances
+  // the step state and writes the next embedding).
+  std::optional<ops::PlannedPipeline> lm_head_candidate_list, sample_list;
 };
 
 }  // namespace bdsl::bitnet

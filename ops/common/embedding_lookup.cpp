@@ -21,6 +21,26 @@ void for_embedding_part(const EmbeddingShape& s, Expr<u32> token, const std::fun
   }
 }
 
+void emit_embedding_row(KernelBuilder& k, uint32_t wg, const EmbeddingShape& shape, const std::vector<Buffer<u32>>& table,
+                        Expr<u32> token, const Buffer<f32>& x) {
+  const uint32_t pairs = shape.dim / 2;
+  for_embedding_part(shape, token, [&](uint32_t p, Expr<u32> local) {
+    auto base = let("pair_base", local * pairs);
+    for (uint32_t j = 0; j * wg < pairs; ++j) {
+      auto w = let("pair", k.local_index() + j * wg);
+      auto write = [&] {
+        auto two = unpack_half2x16(table[p][base + w]);
+        x[w * 2u] = two.x();
+        x[w * 2u + 1u] = two.y();
+      };
+      if ((j + 1) * wg > pairs)
+        if_(w < pairs, write);
+      else
+        write();
+    }
+  });
+}
+
 namespace {
 
 // x[row * dim + j] = f32(table[token][j]) for every j this invocation covers.

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "dsl/builder.h"
 #include "dsl/dsl.h"
@@ -39,5 +40,12 @@ Plan plan_embedding_lookup_batch(const OpTarget& target, const EmbeddingShape& s
 // compared in a short if-chain (uniform where the token is).
 void for_embedding_part(const EmbeddingShape& shape, dsl::Expr<dsl::u32> token,
                         const std::function<void(uint32_t, dsl::Expr<dsl::u32>)>& body);
+
+// Inside another kernel (a head that picks the next token): the `wg` invocations of one workgroup
+// write `token`'s row widened to f32 into x, as embedding_lookup does (the next replay then starts
+// with its first layer). shape.dim even; no barrier.
+void emit_embedding_row(dsl::KernelBuilder& k, uint32_t wg, const EmbeddingShape& shape,
+                        const std::vector<dsl::Buffer<dsl::u32>>& table, dsl::Expr<dsl::u32> token,
+                        const dsl::Buffer<dsl::f32>& x);
 
 }  // namespace bdsl::ops

@@ -12,6 +12,9 @@
 #include "ops/common/rms_norm.h"
 #include "ops/head/argmax.h"
 #include "ops/head/lm_head.h"
+#include "ops/head/sample_candidates.h"
+#include "ops/head/top_k.h"
+#include "ops/head/window_sort.h"
 
 namespace bdsl::ops {
 using namespace bdsl::dsl;
@@ -231,29 +234,52 @@ std::vector<Expr<u32>> lowest_pending_ids(Expr<u32> lane, const std::vector<Var<
 
 // Candidate rows a subgroup computes together (bench/RESULTS.md run 9).
 constexpr uint32_t kCandidatesAtOnce = 4;
+// Rows per invocation of lm_head_candidate_list's workgroups: on the H100 (2B head, ~3,500 rows
+// computed) 1 took 33 us against 42 for the argmax plan's 2 (bench/RESULTS.md run 16).
+constexpr uint32_t kListRowsPerInvocation = 1;
+
+// Rows per workgroup of lm_head_candidate_list: fewer than the argmax plan's, so that rows that
+// cluster (near tokens' rows alike) spread over more workgroups.
+uint32_t candidate_list_chunk(const OpTarget& target) { return lm_head_workgroup(target) * kListRowsPerInvocation; }
+
 }  // namespace
 
-Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part,
-                          std::optional<uint32_t> final_advance, std::optional<EmbeddingShape> embed_next) {
+// lm_head_candidates, or with list_k lm_head_candidate_list.
+static Kernel candidates_kernel(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part,
+                                std::optional<uint32_t> final_advance, std::optional<EmbeddingShape> embed_next,
+                                std::optional<uint32_t> list_k) {
   if (embed_next && !final_advance) throw std::invalid_argument("lm_head_candidates: embed_next needs the final pass");
+  if (list_k && final_advance) throw std::invalid_argument("lm_head_candidate_list: a list has no final pass");
+  if (list_k && (*list_k == 0 || *list_k > kMaxTopK))
+    throw std::invalid_argument("lm_head_candidate_list: k " + std::to_string(*list_k) + " must be in 1.." +
+                                std::to_string(kMaxTopK));
   check(vocab, dim);
   const LmHeadSplit split = lm_head_split(target, vocab, dim, rows_per_part);
   const ArgmaxPlan plan = argmax_plan(target, vocab);
   const uint32_t wg = lm_head_workgroup(target);
   const uint32_t bound_groups = lm_head_bounds_workgroups(target, vocab);
-  KernelBuilder k("lm_head_candidates_" + std::to_string(vocab) + "x" + std::to_string(dim) + "_parts" +
-                      std::to_string(split.parts) +
+  KernelBuilder k((list_k ? "lm_head_candidate_list_" : "lm_head_candidates_") + std::to_string(vocab) + "x" +
+                      std::to_string(dim) + "_parts" + std::to_string(split.parts) + (list_k ? "_k" + std::to_string(*list_k) : "") +
                       (final_advance ? (*final_advance ? "_final_advance" : "_final") : "") + (embed_next ? "_embed" : ""),
                   {wg, 1, 1});
   auto [x1, x4, t1, t4] = lm_head_bindings(k, dim, split.parts);
   const LmHeadRows rows{split, dim, x1, x4, t1, t4};
   auto upper = k.buffer<f32>("upper", Access::Read);
   auto lower = k.buffer<f32>("lower", Access::Read);
-  // With the final pass here, the last workgroup reads every workgroup's partial: coherent.
-  auto part_values = final_advance ? k.coherent_buffer<f32>("part_values", Access::ReadWrite)
-                                   : k.buffer<f32>("part_values", Access::Write);
-  auto part_indices = final_advance ? k.coherent_buffer<u32>("part_indices", Access::ReadWrite)
-                                    : k.buffer<u32>("part_indices", Access::Write);
+  std::optional<Buffer<f32>> part_values, list_values;
+  std::optional<Buffer<u32>> part_indices, params, list_indices, list_count;
+  if (list_k) {
+    params = k.buffer<u32>("params", Access::Read);
+    list_values = k.buffer<f32>("list_values", Access::Write);
+    list_indices = k.buffer<u32>("list_indices", Access::Write);
+    list_count = k.buffer<u32>("list_count", Access::ReadWrite);
+  } else {
+    // With the final pass here, the last workgroup reads every workgroup's partial: coherent.
+    part_values = final_advance ? k.coherent_buffer<f32>("part_values", Access::ReadWrite)
+                                : k.buffer<f32>("part_values", Access::Write);
+    part_indices = final_advance ? k.coherent_buffer<u32>("part_indices", Access::ReadWrite)
+                                 : k.buffer<u32>("part_indices", Access::Write);
+  }
   std::optional<Buffer<u32>> counter;
   std::optional<ArgmaxFinalBindings> final_bindings;
   if (final_advance) {
@@ -277,17 +303,23 @@ Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, 
     if ((j + 1) * wg > bound_groups) v = select(i < bound_groups, v, constant<f32>(-INFINITY));
     local_lower = local_lower ? max(*local_lower, v) : v;
   }
-  auto floor_l = workgroup_max<f32>(k, k.shared<f32>("lower_parts", wg), let("local_lower", *local_lower), "floor");
+  // Argmax: L = the largest lower bound. List: L = the k-th largest of the invocations' maxima
+  // (each over its own workgroups of lm_head_bounds, so k distinct rows have lower_r >= L: a row
+  // with upper_r < L is below k rows' logits), k from the params (1 when greedy, top_k or list_k
+  // otherwise); -inf when fewer than k invocations have a row.
+  Expr<f32> floor_l = list_k ? select_kth_largest(k, wg, wg, let("local_lower", *local_lower), sample_rows_needed(*params, *list_k))
+                             : workgroup_max<f32>(k, k.shared<f32>("lower_parts", wg), let("local_lower", *local_lower), "floor");
 
   // This workgroup's rows, in subgroup-wide batches: the rows that may win, each computed by the
   // whole subgroup as lm_head does (several at once where the table allows, one by one otherwise).
   // Every batch's upper bounds load at once.
   auto lane = k.subgroup_invocation();
-  auto first = let("first_row", k.workgroup_id().x() * plan.chunk);
-  auto end = let("end_row", min(first + plan.chunk, vocab));
+  const uint32_t chunk = list_k ? candidate_list_chunk(target) : plan.chunk;
+  auto first = let("first_row", k.workgroup_id().x() * chunk);
+  auto end = let("end_row", min(first + chunk, vocab));
   auto best_v = k.var<f32>("best_value", -INFINITY);
   auto best_i = k.var<u32>("best_index", kArgmaxNone);
-  const uint32_t batches = ceil_div(plan.chunk, wg);
+  const uint32_t batches = ceil_div(chunk, wg);
   auto sg_first = let("sg_first", first + k.subgroup_id() * k.subgroup_size());
   auto batch = k.subgroup_size() * k.num_subgroups();
   std::vector<Expr<u32>> bases;
@@ -301,6 +333,28 @@ Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, 
     if_(argmax_beats(v, candidate, best_v, best_i), [&] {
       best_v = v;
       best_i = candidate;
+    });
+  };
+  // List: the subgroup's computed rows (uniform; the first `computed` are real) appended by one
+  // lane, those whose logit reaches L: below it, k' rows (those with lower_r >= L) are above.
+  auto append = [&](const std::vector<Expr<f32>>& v, const std::vector<Expr<u32>>& ids, Expr<u32> computed) {
+    if_(lane == 0u, [&] {
+      std::vector<Expr<boolean>> keep;
+      Expr<u32> kept = constant<u32>(0u);
+      for (size_t g = 0; g < v.size(); ++g) {
+        keep.push_back(let("keep", computed > uint32_t(g) && v[g] >= floor_l));
+        kept = kept + select(keep.back(), constant<u32>(1u), constant<u32>(0u));
+      }
+      auto n = let("kept_rows", kept);
+      if_(n > 0u, [&] {
+        auto at = k.var<u32>("list_at", atomic_add((*list_count)[0u], n));
+        for (size_t g = 0; g < v.size(); ++g)
+          if_(keep[g], [&] {
+            (*list_values)[Expr<u32>(at)] = v[g];
+            (*list_indices)[Expr<u32>(at)] = ids[g];
+            at = Expr<u32>(at) + 1u;
+          });
+      });
     });
   };
   if (rows.several_at_once()) {
@@ -321,7 +375,13 @@ Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, 
         read.push_back(g == 0 ? candidates[0] : select(ids[g] == kArgmaxNone, candidates[0], candidates[g]));
       }
       const auto v = rows.logits(k, read);
-      for (uint32_t g = 0; g < at_once; ++g) take(v[g], candidates[g]);  // kArgmaxNone never wins
+      if (list_k) {
+        Expr<u32> valid = constant<u32>(1u);  // ids are taken lowest first: the valid ones lead
+        for (uint32_t g = 1; g < at_once; ++g) valid = valid + select(ids[g] == kArgmaxNone, constant<u32>(0u), constant<u32>(1u));
+        append(v, candidates, let("valid", valid));
+      } else {
+        for (uint32_t g = 0; g < at_once; ++g) take(v[g], candidates[g]);  // kArgmaxNone never wins
+      }
       for (uint32_t j = 0; j < batches; ++j) {
         Expr<boolean> still = pending[j];
         for (const Expr<u32>& id : ids) still = still && lane * batches + j != id;
@@ -336,16 +396,22 @@ Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, 
         auto next = let("next_lane", subgroup_min(select(Expr<boolean>(pending), lane, constant<u32>(kArgmaxNone))));
         if_(next == kArgmaxNone, [&] { break_(); });
         auto candidate = let("candidate", base + next);
-        rows.logit(k, candidate, [&](Expr<f32> v) { take(v, candidate); });
+        rows.logit(k, candidate, [&](Expr<f32> v) {
+          if (list_k)
+            append({v}, {candidate}, constant<u32>(1u));
+          else
+            take(v, candidate);
+        });
         if_(lane == next, [&] { pending = constant<boolean>(false); });
       });
     }
   }
+  if (list_k) return k.build();
   // The workgroup's best over its subgroups (each subgroup's is uniform), ties to the lower index.
   auto [wv, wi] = workgroup_argmax_combine(k, wg, Expr<f32>(best_v), Expr<u32>(best_i));
   if_(k.local_index() == 0u, [&] {
-    part_values[k.workgroup_id().x()] = wv;
-    part_indices[k.workgroup_id().x()] = wi;
+    (*part_values)[k.workgroup_id().x()] = wv;
+    (*part_indices)[k.workgroup_id().x()] = wi;
   });
   if (final_advance) {
     // The last workgroup to finish runs argmax_final over every partial: one barrier-separated
@@ -360,7 +426,7 @@ Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, 
     // One subgroup of the last workgroup (a shared flag is not a condition a barrier may sit under).
     auto next_token = k.shared<u32>("next_token", 1);
     if_(Expr<u32>(is_last[0u]) == 1u && k.subgroup_id() == 0u, [&] {
-      auto token = emit_argmax_final_in_subgroup(k, plan.groups, part_values, part_indices, *final_bindings);
+      auto token = emit_argmax_final_in_subgroup(k, plan.groups, *part_values, *part_indices, *final_bindings);
       if_(k.subgroup_invocation() == 0u, [&] {
         atomic_exchange((*counter)[0u], 0u);  // zero for the next replay
         if (embed_next) next_token[0u] = token;
@@ -371,27 +437,24 @@ Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, 
       // workgroup: the next replay starts with its first layer.
       barrier();  // outside the branch: every workgroup reaches it
       if_(Expr<u32>(is_last[0u]) == 1u, [&] {
-        auto token = let("token", Expr<u32>(next_token[0u]));
-        const uint32_t pairs = embed_next->dim / 2;
-        for_embedding_part(*embed_next, token, [&](uint32_t p, Expr<u32> local) {
-          auto base = let("pair_base", local * pairs);
-          for (uint32_t j = 0; j * wg < pairs; ++j) {
-            auto w = let("pair", k.local_index() + j * wg);
-            auto write = [&] {
-              auto two = unpack_half2x16(embed_table[p][base + w]);
-              (*x_next)[w * 2u] = two.x();
-              (*x_next)[w * 2u + 1u] = two.y();
-            };
-            if ((j + 1) * wg > pairs)
-              if_(w < pairs, write);
-            else
-              write();
-          }
-        });
+        emit_embedding_row(k, wg, *embed_next, embed_table, let("token", Expr<u32>(next_token[0u])), *x_next);
       });
     }
   }
   return k.build();
+}
+
+Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part,
+                          std::optional<uint32_t> final_advance, std::optional<EmbeddingShape> embed_next) {
+  return candidates_kernel(target, vocab, dim, rows_per_part, final_advance, embed_next, std::nullopt);
+}
+
+uint32_t lm_head_candidate_list_workgroups(const OpTarget& target, uint32_t vocab) {
+  return ceil_div(vocab, candidate_list_chunk(target));
+}
+
+Kernel lm_head_candidate_list(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part, uint32_t k) {
+  return candidates_kernel(target, vocab, dim, rows_per_part, std::nullopt, std::nullopt, k);
 }
 
 Plan plan_lm_head_input(const OpTarget& target, uint32_t dim) { return {lm_head_input(target, dim), fixed_grid({1})}; }
@@ -404,6 +467,10 @@ Plan plan_lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t di
                              std::optional<uint32_t> final_advance, std::optional<EmbeddingShape> embed_next) {
   return {lm_head_candidates(target, vocab, dim, rows_per_part, final_advance, embed_next),
           fixed_grid({argmax_plan(target, vocab).groups})};
+}
+
+Plan plan_lm_head_candidate_list(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part, uint32_t k) {
+  return {lm_head_candidate_list(target, vocab, dim, rows_per_part, k), fixed_grid({lm_head_candidate_list_workgroups(target, vocab)})};
 }
 
 }  // namespace bdsl::ops

@@ -35,6 +35,21 @@
 //             parts + 4 part_indices  u32 write [the same]
 //   grid: (argmax_plan(target, vocab).groups, 1, 1): argmax_final reads its partials as it reads
 //   argmax_partial's.
+// lm_head_candidate_list(target, vocab, dim, rows_per_part, k): sampling's head (the k best rows
+//   for a draw, ops/head/sample_candidates.h) from the same bounds. L = the k'-th largest of the
+//   workgroup's invocations' maxima of `lower` (each over workgroups of its own, so k' distinct rows
+//   have lower_r >= L), k' = 1 for a greedy draw, else min(top_k, k), or k when top_k is 0 (read
+//   from the draw's params). A row with upper_r < L is below k' rows' logits, so the k' best are
+//   among the others; each of those gets its logit exactly as lm_head computes it, appended in no
+//   particular order to a list for sample_candidate_list, which sorts it.
+//   bindings  0 x, 1 .. parts the table, upper, lower as lm_head_candidates'
+//             parts + 3 params       u32 read   [kSampleParamsWords] (its top_k and temperature)
+//             parts + 4 list_values  f32 write  [vocab]
+//             parts + 5 list_indices u32 write  [vocab]
+//             parts + 6 list_count   u32 read-write [1]: zero before the dispatch (sample_candidate_list
+//                                    leaves it so)
+//   grid: (lm_head_candidate_list_workgroups(target, vocab), 1, 1).
+//   Only rows whose logit reaches L are appended (below it, k' rows are above).
 // dim: a multiple of 16 (lm_head_pruned_supported).
 #pragma once
 #include <cstdint>
@@ -69,12 +84,15 @@ dsl::Kernel lm_head_input(const OpTarget& target, uint32_t dim);
 dsl::Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part,
                                std::optional<uint32_t> final_advance = std::nullopt,
                                std::optional<EmbeddingShape> embed_next = std::nullopt);
+uint32_t lm_head_candidate_list_workgroups(const OpTarget& target, uint32_t vocab);
+dsl::Kernel lm_head_candidate_list(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part, uint32_t k);
 
-// The three with their grids (ops/plan.h).
+// The kernels with their grids (ops/plan.h).
 Plan plan_lm_head_input(const OpTarget& target, uint32_t dim);
 Plan plan_lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part);
 Plan plan_lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part,
                              std::optional<uint32_t> final_advance = std::nullopt,
                              std::optional<EmbeddingShape> embed_next = std::nullopt);
+Plan plan_lm_head_candidate_list(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part, uint32_t k);
 
 }  // namespace bdsl::ops

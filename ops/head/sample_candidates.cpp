@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -11,6 +12,7 @@
 #include "ops/common/step_state.h"
 #include "ops/head/argmax.h"
 #include "ops/head/top_k.h"
+#include "ops/head/window_sort.h"
 
 namespace bdsl::ops {
 using namespace bdsl::dsl;
@@ -20,29 +22,16 @@ std::array<uint32_t, kSampleParamsWords> SampleParams::pack() const {
           std::bit_cast<uint32_t>(min_p), uint32_t(seed), uint32_t(seed >> 32), counter, 0};
 }
 
-Kernel sample_candidates(const OpTarget& target, uint32_t k, bool rows, uint32_t advance_context) {
-  if (k == 0 || k > kMaxTopK)
-    throw std::invalid_argument("sample_candidates: k " + std::to_string(k) + " must be in 1.." + std::to_string(kMaxTopK));
-  if (rows && advance_context) throw std::invalid_argument("sample_candidates: rows advance no step state");
-  const uint32_t wg = subgroup_multiple_workgroup(target, kMaxTopK);
-  const std::string suffix = advance_context ? "_advance" : rows ? "_rows" : "";
-  KernelBuilder kb("sample_candidates_k" + std::to_string(k) + suffix, {wg, 1, 1});
-  auto values = kb.buffer<f32>("top_values", Access::Read);
-  auto indices = kb.buffer<u32>("top_indices", Access::Read);
-  auto params = kb.buffer<u32>("params", Access::Read);
-  auto token = kb.buffer<u32>("token", Access::Write);
-  std::optional<Buffer<u32>> step, generated;
-  if (advance_context) {
-    step = kb.buffer<u32>("step", Access::ReadWrite);
-    generated = kb.buffer<u32>("generated", Access::Write);
-  }
+namespace {
+
+// One draw from candidates [0, k) sorted descending (value(i), index(i)), by the whole workgroup
+// of `wg` invocations; param(w) reads word w of the row's SampleParams. Returns the chosen
+// candidate's position, the same in every invocation.
+Expr<u32> emit_draw(KernelBuilder& kb, uint32_t wg, uint32_t k, const std::function<Expr<f32>(Expr<u32>)>& value,
+                    const std::function<Expr<u32>(Expr<u32>)>& index, const std::function<Expr<u32>(uint32_t)>& param,
+                    Expr<u32> counter) {
   auto weights = kb.shared<f32>("weights", k);
   auto kept = kb.shared<u32>("kept", 1);
-
-  Expr<u32> row = rows ? let("row", kb.workgroup_id().y()) : constant<u32>(0u);
-  auto first = let("first", row * k);
-  auto param = [&](uint32_t word) { return Expr<u32>(params[row * kSampleParamsWords + word]); };
-  auto value = [&](Expr<u32> i) { return Expr<f32>(values[first + i]); };
   auto inverse_temperature = let("inverse_temperature", bitcast<f32>(param(0)));
   auto top_k = let("top_k", param(1));
   auto top_p = let("top_p", bitcast<f32>(param(2)));
@@ -78,13 +67,12 @@ Kernel sample_candidates(const OpTarget& target, uint32_t k, bool rows, uint32_t
   });
   barrier();
   auto n = let("kept_n", Expr<u32>(kept[0u]));
-  Expr<u32> counter = advance_context ? let("counter", Expr<u32>((*step)[kStepPos]) + 1u) : param(6);
   auto seed_low = let("seed_low", param(4));
   auto seed_high = let("seed_high", param(5));
   auto own_v = kb.var<f32>("own_score", -INFINITY);
   auto own_i = kb.var<u32>("own_index", kArgmaxNone);
   for_range(kb.local_index(), Expr<u32>(n), constant<u32>(wg), [&](Expr<u32> i) {
-    auto id = let("id", Expr<u32>(indices[first + i]));
+    auto id = let("id", index(i));
     auto u = let("u", open_unit_interval(philox_first_word(id, counter, seed_low, seed_high)));
     // -log(u) as the host twin computes it: near u = 1 (the winning draws) from t = 1 - u, exact,
     // by its series (a log there may be off by 2^-21 absolutely, a large part of a small -log u).
@@ -107,22 +95,164 @@ Kernel sample_candidates(const OpTarget& target, uint32_t k, bool rows, uint32_t
   }, "i");
   auto [score, winner] = workgroup_argmax_combine(kb, wg, own_v, own_i);
   (void)score;
+  return winner;
+}
+
+// The step state moves on to `chosen` (ops/common/step_state.h), by one invocation.
+void advance_step(const Buffer<u32>& step, const Buffer<u32>& generated, uint32_t advance_context, Expr<u32> chosen) {
+  auto pos = let("pos", Expr<u32>(step[kStepPos]));
+  step[kStepToken] = chosen;
+  step[kStepPos] = pos + 1u;
+  step[kStepEpoch] = Expr<u32>(step[kStepEpoch]) + 1u;
+  if_(pos < advance_context, [&] { generated[pos] = chosen; });
+}
+
+}  // namespace
+
+Kernel sample_candidates(const OpTarget& target, uint32_t k, bool rows, uint32_t advance_context) {
+  if (k == 0 || k > kMaxTopK)
+    throw std::invalid_argument("sample_candidates: k " + std::to_string(k) + " must be in 1.." + std::to_string(kMaxTopK));
+  if (rows && advance_context) throw std::invalid_argument("sample_candidates: rows advance no step state");
+  const uint32_t wg = subgroup_multiple_workgroup(target, kMaxTopK);
+  const std::string suffix = advance_context ? "_advance" : rows ? "_rows" : "";
+  KernelBuilder kb("sample_candidates_k" + std::to_string(k) + suffix, {wg, 1, 1});
+  auto values = kb.buffer<f32>("top_values", Access::Read);
+  auto indices = kb.buffer<u32>("top_indices", Access::Read);
+  auto params = kb.buffer<u32>("params", Access::Read);
+  auto token = kb.buffer<u32>("token", Access::Write);
+  std::optional<Buffer<u32>> step, generated;
+  if (advance_context) {
+    step = kb.buffer<u32>("step", Access::ReadWrite);
+    generated = kb.buffer<u32>("generated", Access::Write);
+  }
+  Expr<u32> row = rows ? let("row", kb.workgroup_id().y()) : constant<u32>(0u);
+  auto first = let("first", row * k);
+  auto param = [&](uint32_t word) { return Expr<u32>(params[row * kSampleParamsWords + word]); };
+  Expr<u32> counter = advance_context ? let("counter", Expr<u32>((*step)[kStepPos]) + 1u) : param(6);
+  auto winner = emit_draw(
+      kb, wg, k, [&](Expr<u32> i) { return Expr<f32>(values[first + i]); },
+      [&](Expr<u32> i) { return Expr<u32>(indices[first + i]); }, param, counter);
   if_(kb.local_index() == 0u, [&] {
     auto chosen = let("chosen", Expr<u32>(indices[first + winner]));
     token[row] = chosen;
-    if (advance_context) {
-      auto pos = let("pos", Expr<u32>((*step)[kStepPos]));
-      (*step)[kStepToken] = chosen;
-      (*step)[kStepPos] = pos + 1u;
-      (*step)[kStepEpoch] = Expr<u32>((*step)[kStepEpoch]) + 1u;
-      if_(pos < advance_context, [&] { (*generated)[pos] = chosen; });
-    }
+    if (advance_context) advance_step(*step, *generated, advance_context, chosen);
   });
+  return kb.build();
+}
+
+Expr<u32> sample_rows_needed(const Buffer<u32>& params, uint32_t k) {
+  auto top_k = let("params_top_k", Expr<u32>(params[1u]));
+  auto wanted = select(top_k > 0u, min(top_k, constant<u32>(k)), constant<u32>(k));
+  return let("rows_needed", select(bitcast<f32>(Expr<u32>(params[0u])) == 0.0f, constant<u32>(1u), wanted));
+}
+
+SampleListPlan sample_list_plan(const OpTarget& target, uint32_t k) {
+  if (k == 0 || k > kMaxTopK)
+    throw std::invalid_argument("sample_candidate_list: k " + std::to_string(k) + " must be in 1.." + std::to_string(kMaxTopK));
+  SampleListPlan p;
+  // 256: the short window's passes have at most 128 pairs; more invocations only make each
+  // barrier dearer (1,024 took 74 us a draw on the H100, bench/RESULTS.md run 16).
+  p.workgroup = subgroup_multiple_workgroup(target, 256);
+  p.shares = std::min(p.workgroup, 2 * kMaxTopK);
+  // Shared memory: the window's pairs, the draw's k weights and a word.
+  const uint32_t room = (target.max_shared_bytes - 4 * k - 64) / 8;
+  p.large_window = std::bit_floor(std::min<uint32_t>(2048, room));
+  p.small_window = std::min(p.large_window, std::max<uint32_t>(128, std::bit_ceil(2 * k)));
+  if (p.small_window < 2 * k)
+    throw std::invalid_argument("sample_candidate_list: " + std::to_string(target.max_shared_bytes) +
+                                " bytes of shared memory cannot hold a window of 2k pairs");
+  return p;
+}
+
+Kernel sample_candidate_list(const OpTarget& target, uint32_t k, uint32_t advance_context,
+                             std::optional<EmbeddingShape> embed_next) {
+  if (embed_next && !advance_context) throw std::invalid_argument("sample_candidate_list: embed_next needs advance_context");
+  const SampleListPlan p = sample_list_plan(target, k);
+  const uint32_t wg = p.workgroup;
+  KernelBuilder kb("sample_candidate_list_k" + std::to_string(k) + (advance_context ? "_advance" : "") + (embed_next ? "_embed" : ""),
+                   {wg, 1, 1});
+  auto list_values = kb.buffer<f32>("list_values", Access::Read);
+  auto list_indices = kb.buffer<u32>("list_indices", Access::Read);
+  auto list_count = kb.buffer<u32>("list_count", Access::ReadWrite);
+  auto params = kb.buffer<u32>("params", Access::Read);
+  auto top_values = kb.buffer<f32>("top_values", Access::Write);
+  auto top_indices = kb.buffer<u32>("top_indices", Access::Write);
+  auto token = kb.buffer<u32>("token", Access::Write);
+  auto list_length = kb.buffer<u32>("list_length", Access::Write);
+  std::optional<Buffer<u32>> step, generated;
+  if (advance_context) {
+    step = kb.buffer<u32>("step", Access::ReadWrite);
+    generated = kb.buffer<u32>("generated", Access::Write);
+  }
+  std::vector<Buffer<u32>> embed_table;
+  std::optional<Buffer<f32>> x_next;
+  if (embed_next) {
+    for (uint32_t part = 0; part < embed_next->parts; ++part)
+      embed_table.push_back(kb.buffer<u32>("embed_table" + std::to_string(part), Access::Read));
+    x_next = kb.buffer<f32>("x_next", Access::Write);
+  }
+  auto sv = kb.shared<f32>("window_values", p.large_window);
+  auto si = kb.shared<u32>("window_indices", p.large_window);
+  auto count = kb.broadcast("count", Expr<u32>(list_count[0u]));
+  if_(kb.local_index() == 0u, [&] {
+    list_length[0u] = count;
+    list_count[0u] = 0u;  // empty for the next replay's list
+  });
+  auto value = [&](Expr<u32> j) { return Expr<f32>(list_values[j]); };
+  auto index = [&](Expr<u32> j) { return Expr<u32>(list_indices[j]); };
+  // T: the k'-th largest of the first p.shares invocations' maxima over their shares of the list.
+  auto own_max = kb.var<f32>("own_max", -INFINITY);
+  for_range(kb.local_index(), count, constant<u32>(p.shares), [&](Expr<u32> j) { own_max = max(Expr<f32>(own_max), value(j)); }, "j");
+  auto floor_t = select_kth_largest(kb, wg, p.shares, own_max, sample_rows_needed(params, k));
+  // The candidates at or above T into the short window (padding first), counted.
+  auto kept = kb.shared<u32>("kept_count", 1);
+  fill_window(kb, sv, si, 0, p.small_window, wg, constant<u32>(0u), constant<u32>(0u), value, index);
+  if_(kb.local_index() == 0u, [&] { kept[0u] = 0u; });
+  barrier();
+  for_range(kb.local_index(), count, constant<u32>(wg), [&](Expr<u32> j) {
+    auto v = let("v", value(j));
+    if_(v >= floor_t, [&] {
+      auto at = let("at", atomic_add(kept[0u], 1u));
+      if_(at < p.small_window, [&] {
+        sv[at] = v;
+        si[at] = index(j);
+      });
+    });
+  }, "j");
+  barrier();
+  auto n_kept = kb.broadcast("n_kept", Expr<u32>(kept[0u]));
+  // Usually they fit: one short sort. Else the whole list, in the smallest window it fits or in
+  // the large window's rounds.
+  std::function<void(uint32_t)> sort_list_from = [&](uint32_t window) {
+    if (window >= p.large_window) return window_top_k(kb, sv, si, p.large_window, k, wg, count, value, index);
+    if_(count <= window, [&] { window_top_k(kb, sv, si, window, k, wg, count, value, index); }).else_([&] { sort_list_from(window * 2); });
+  };
+  if_(n_kept <= p.small_window, [&] { bitonic_sort(kb, sv, si, p.small_window, wg); }).else_([&] { sort_list_from(p.small_window); });
+  for_range(kb.local_index(), k, wg, [&](Expr<u32> r) {
+    top_values[r] = sv[r];
+    top_indices[r] = si[r];
+  }, "r");
+  auto param = [&](uint32_t word) { return Expr<u32>(params[word]); };
+  Expr<u32> counter = advance_context ? let("counter", Expr<u32>((*step)[kStepPos]) + 1u) : param(6);
+  auto winner = emit_draw(
+      kb, wg, k, [&](Expr<u32> i) { return Expr<f32>(sv[i]); }, [&](Expr<u32> i) { return Expr<u32>(si[i]); }, param,
+      counter);
+  auto chosen = let("chosen", Expr<u32>(si[winner]));
+  if_(kb.local_index() == 0u, [&] {
+    token[0u] = chosen;
+    if (advance_context) advance_step(*step, *generated, advance_context, chosen);
+  });
+  if (embed_next) emit_embedding_row(kb, wg, *embed_next, embed_table, chosen, *x_next);
   return kb.build();
 }
 
 Plan plan_sample_candidates(const OpTarget& target, uint32_t k, bool rows, uint32_t advance_context) {
   return {sample_candidates(target, k, rows, advance_context), [](uint32_t count) { return rt::Grid{1, count}; }};
+}
+
+Plan plan_sample_candidate_list(const OpTarget& target, uint32_t k, uint32_t advance_context,
+                                std::optional<EmbeddingShape> embed_next) {
+  return {sample_candidate_list(target, k, advance_context, embed_next), fixed_grid({1})};
 }
 
 }  // namespace bdsl::ops

@@ -30,11 +30,34 @@
 //                             position) instead of the params'; token <- the choice, pos + 1, epoch + 1
 //             5 generated     u32 write  [advance_context]: generated[pos] <- the choice
 //   push constants: none.   grid: (1, rows, 1): workgroup y samples row y.
+//
+// sample_candidate_list(target, k, advance_context, embed_next): the same draw from an unsorted
+// list of candidates of any length (ops/head/lm_head_pruned.h's lm_head_candidate_list): one
+// workgroup keeps the list's k best, sorted as top_k sorts them, and draws from them. First it
+// keeps only the candidates at or above T, the k'-th largest (k' = sample_rows_needed) of its
+// invocations' maxima over their shares of the list (k' distinct candidates reach T, so the k' best
+// do); when those fit a short window it sorts that, else the whole list in windows.
+//   bindings  0 list_values   f32 read   [count]
+//             1 list_indices  u32 read   [count] (distinct ids)
+//             2 list_count    u32 read-write [1]: count >= 1; left zero (the next list starts empty)
+//             3 params        u32 read   [kSampleParamsWords]
+//             4 top_values    f32 write  [k]   the k' best, then what the window held (value -inf,
+//                                              index 0xffffffff past it)
+//             5 top_indices   u32 write  [k]
+//             6 token         u32 write  [1]
+//             7 list_length   u32 write  [1]: count (how well the bounds pruned)
+//   with advance_context > 0, as sample_candidates': step, generated
+//   with embed_next: embed_table0 .. (u32 read) and x_next (f32 write [dim]): the chosen token's row
+//   of the F16 embedding table widened to f32 (ops/common/embedding_lookup.h's emit_embedding_row),
+//   the next replay's input.
+//   push constants: none.   grid: (1, 1, 1).
 #pragma once
 #include <array>
 #include <cstdint>
+#include <optional>
 
 #include "dsl/dsl.h"
+#include "ops/common/embedding_lookup.h"
 #include "ops/plan.h"
 #include "ops/target.h"
 
@@ -57,5 +80,22 @@ struct SampleParams {
 dsl::Kernel sample_candidates(const OpTarget& target, uint32_t k, bool rows = false, uint32_t advance_context = 0);
 // With its grid (ops/plan.h); the count is the rows (1 without rows).
 Plan plan_sample_candidates(const OpTarget& target, uint32_t k, bool rows = false, uint32_t advance_context = 0);
+
+// How many of the best candidates a draw under `params` (a SampleParams::pack buffer, read at
+// word 0 and 1) can take, given k: 1 for a greedy draw (inverse temperature 0), else top_k capped
+// at k, or k when top_k is 0. The pruned head needs the list to hold at least these.
+dsl::Expr<dsl::u32> sample_rows_needed(const dsl::Buffer<dsl::u32>& params, uint32_t k);
+
+struct SampleListPlan {
+  uint32_t workgroup = 0;     // invocations
+  uint32_t shares = 0;        // invocations that take a share of the list for the threshold T
+  uint32_t small_window = 0;  // the smallest window (doubled up to large_window while the list does not fit)
+  uint32_t large_window = 0;  // pairs sorted at once otherwise (rounds keep the best k)
+};
+SampleListPlan sample_list_plan(const OpTarget& target, uint32_t k);
+dsl::Kernel sample_candidate_list(const OpTarget& target, uint32_t k, uint32_t advance_context = 0,
+                                  std::optional<EmbeddingShape> embed_next = std::nullopt);
+Plan plan_sample_candidate_list(const OpTarget& target, uint32_t k, uint32_t advance_context = 0,
+                                std::optional<EmbeddingShape> embed_next = std::nullopt);
 
 }  // namespace bdsl::ops

@@ -1,76 +1,17 @@
 #include "ops/head/top_k.h"
 
 #include <bit>
-#include <cmath>
-#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
 
 #include "ops/common/matrix_support.h"
+#include "ops/head/window_sort.h"
 #include "ops/tuning.h"
 
 namespace bdsl::ops {
 using namespace bdsl::dsl;
 
-namespace {
-
-constexpr uint32_t kNone = 0xffffffffu;  // padding: value -inf, index kNone, sorts last
-
-// a comes before b: larger value, or the same value at a lower index.
-Expr<boolean> before(Expr<f32> av, Expr<u32> ai, Expr<f32> bv, Expr<u32> bi) {
-  return av > bv || (av == bv && ai < bi);
-}
-
-// Sorts the window (sv, si) of `chunk` pairs descending in place. Every invocation runs it;
-// one barrier per pass, each pass compares chunk / 2 disjoint pairs.
-void bitonic_sort(KernelBuilder& k, const Shared<f32>& sv, const Shared<u32>& si, uint32_t chunk, uint32_t wg) {
-  const uint32_t log2_chunk = std::countr_zero(chunk);
-  for_range(constant<u32>(1u), constant<u32>(log2_chunk + 1u), [&](Expr<u32> stage) {
-    auto size = let("size", constant<u32>(1u) << stage);
-    for_range(0u, stage, [&](Expr<u32> pass) {
-      auto stride = let("stride", constant<u32>(1u) << (stage - 1u - pass));
-      for_range(k.local_index(), chunk / 2, wg, [&](Expr<u32> t) {
-        // Pair t: i has a 0 at bit `stride`, j = i + stride. Blocks of `size` alternate direction;
-        // the last stage has one block, descending.
-        auto i = let("i", ((t & ~(stride - 1u)) << 1u) | (t & (stride - 1u)));
-        auto j = let("j", i + stride);
-        auto av = let("av", Expr<f32>(sv[i]));
-        auto ai = let("ai", Expr<u32>(si[i]));
-        auto bv = let("bv", Expr<f32>(sv[j]));
-        auto bi = let("bj", Expr<u32>(si[j]));
-        auto descending = (i & size) == 0u;
-        auto swap = select(descending, before(bv, bi, av, ai), before(av, ai, bv, bi));
-        if_(swap, [&] {
-          sv[i] = bv;
-          si[i] = bi;
-          sv[j] = av;
-          si[j] = ai;
-        });
-      }, "t");
-      barrier();
-    }, "pass");
-  }, "stage");
-}
-
-// Fills window slots [first, chunk) from source positions base + (slot - first) below `limit`,
-// padding the rest.
-void fill_window(KernelBuilder& k, const Shared<f32>& sv, const Shared<u32>& si, uint32_t first, uint32_t chunk,
-                 uint32_t wg, Expr<u32> base, uint32_t limit, const std::function<Expr<f32>(Expr<u32>)>& value,
-                 const std::function<Expr<u32>(Expr<u32>)>& index) {
-  for_range(k.local_index() + first, chunk, wg, [&](Expr<u32> slot) {
-    auto src = let("src", base + (slot - first));
-    if_(src < limit, [&] {
-      sv[slot] = value(src);
-      si[slot] = index(src);
-    }).else_([&] {
-      sv[slot] = -INFINITY;
-      si[slot] = kNone;
-    });
-  }, "slot");
-}
-
-}  // namespace
 
 TopKPlan top_k_plan(const OpTarget& target, uint32_t n, uint32_t k) {
   if (k == 0 || k > kMaxTopK || k > n)
@@ -102,7 +43,7 @@ Kernel top_k_partial(const OpTarget& target, uint32_t n, uint32_t k, bool rows) 
   auto at = [&](Expr<u32> j) { return first ? *first + j : j; };
   auto g = kb.workgroup_id().x();
   auto out = rows ? let("out", (kb.workgroup_id().y() * p.groups + g) * k) : g * k;
-  fill_window(kb, sv, si, 0, p.chunk, p.workgroup, let("begin", g * p.chunk), n,
+  fill_window(kb, sv, si, 0, p.chunk, p.workgroup, let("begin", g * p.chunk), constant<u32>(n),
               [&](Expr<u32> j) { return Expr<f32>(values[at(j)]); }, [](Expr<u32> j) { return j; });
   barrier();
   bitonic_sort(kb, sv, si, p.chunk, p.workgroup);
@@ -131,12 +72,12 @@ Kernel top_k_merge(const OpTarget& target, uint32_t n, uint32_t k, bool rows) {
   }
   auto value = [&](Expr<u32> j) { return Expr<f32>(part_values[first ? *first + j : j]); };
   auto index = [&](Expr<u32> j) { return Expr<u32>(part_indices[first ? *first + j : j]); };
-  fill_window(kb, sv, si, 0, p.chunk, p.workgroup, constant<u32>(0u), candidates, value, index);
+  fill_window(kb, sv, si, 0, p.chunk, p.workgroup, constant<u32>(0u), constant<u32>(candidates), value, index);
   barrier();
   // Round r > 0 keeps the best k and refills the other slots with the next chunk - k candidates.
   for_range(constant<u32>(0u), constant<u32>(p.rounds), [&](Expr<u32> r) {
     if_(r > 0u, [&] {
-      fill_window(kb, sv, si, k, p.chunk, p.workgroup, p.chunk + (r - 1u) * (p.chunk - k), candidates, value, index);
+      fill_window(kb, sv, si, k, p.chunk, p.workgroup, p.chunk + (r - 1u) * (p.chunk - k), constant<u32>(candidates), value, index);
       barrier();
     });
     bitonic_sort(kb, sv, si, p.chunk, p.workgroup);

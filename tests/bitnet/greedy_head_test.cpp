@@ -1,7 +1,9 @@
 // The pruned greedy LM head (ops/head/lm_head_pruned.h over models/bitnet/greedy_head.h's int8 shadow):
 // the shadow's bound holds, and the two kernels pick exactly the full head's argmax (lm_head, then
 // argmax_partial and argmax_final) on random rows, planted ties, a flat table where every row is
-// a candidate, a zero x, and a table in several parts.
+// a candidate, a zero x, and a table in several parts. Sampling's pruned head (the candidate list,
+// then sample_candidate_list) draws exactly what the full head, top_k and sample_candidates draw.
+#include <bit>
 #include <cmath>
 #include <random>
 
@@ -12,6 +14,8 @@
 #include "ops/head/argmax.h"
 #include "ops/head/lm_head.h"
 #include "ops/head/lm_head_pruned.h"
+#include "ops/head/sample_candidates.h"
+#include "ops/head/top_k.h"
 
 namespace bdsl::test {
 namespace {
@@ -237,6 +241,135 @@ TEST_F(GreedyHead, TheInputPassNormalizesAsRmsNormAndItsBoundsHold) {
       for (uint32_t r = 0; r < vocab; ++r) ASSERT_GE(u[r], l[r]) << "row " << r;
       EXPECT_EQ(pruned.download<uint32_t>()[0], full.download<uint32_t>()[0]);
     }
+}
+
+// The same table and x through both of sampling's heads, for each params row: the full one
+// (lm_head, top_k_partial, top_k_merge, sample_candidates) and the pruned one (lm_head_input,
+// lm_head_bounds, a fill, lm_head_candidate_list, sample_candidate_list with the step's advance and
+// the next embedding). The draws and the k' best (value, index) pairs must be the same bits.
+class SampledHead : public DeviceTest {
+ protected:
+  static constexpr uint32_t kK = ops::kMaxTopK;
+
+  // Returns the candidate-list lengths, one per params row.
+  std::vector<uint32_t> compare(const std::vector<uint16_t>& table, const std::vector<float>& x, uint32_t vocab, uint32_t dim,
+                                uint32_t rows_per_part, const std::vector<ops::SampleParams>& settings) {
+    const ops::OpTarget t = ops::OpTarget::from(ctx().info());
+    const ops::LmHeadSplit split = ops::lm_head_split(t, vocab, dim, rows_per_part);
+    const auto q = bitnet::quantize_rows_int8(table, vocab, dim);
+    std::vector<rt::Buffer> f16_parts, int8_parts;
+    for (uint32_t p = 0; p < split.parts; ++p) {
+      const size_t first = size_t(p) * split.rows_per_part, n = split.rows_in_part(p, vocab);
+      f16_parts.push_back(buffer_of(std::vector<uint16_t>(table.begin() + first * dim, table.begin() + (first + n) * dim), "f16"));
+      int8_parts.push_back(buffer_of(std::vector<uint32_t>(q.words.begin() + first * dim / 4, q.words.begin() + (first + n) * dim / 4), "int8"));
+    }
+    auto out = [&](uint64_t words, const char* name) { return rt::Buffer(ctx(), std::max<uint64_t>(words * 4, 4), {true, name}); };
+    rt::Buffer raw = buffer_of(x, "x"), unit = buffer_of(std::vector<float>(dim, 1.0f), "weight");
+    rt::Buffer scale = buffer_of(q.scale, "scale"), bound = buffer_of(q.bound, "bound");
+    rt::Buffer xn = out(dim, "xn"), xq = out(dim / 4, "xq"), stats = out(4, "stats"), logits = out(vocab, "logits");
+    rt::Buffer upper = out(vocab, "upper"), lower = out(ops::lm_head_bounds_workgroups(t, vocab), "lower");
+    const ops::TopKPlan top = ops::top_k_plan(t, vocab, kK);
+    rt::Buffer tpv = out(top.groups * kK, "tpv"), tpi = out(top.groups * kK, "tpi"), full_v = out(kK, "full_v"), full_i = out(kK, "full_i");
+    rt::Buffer params = out(ops::kSampleParamsWords, "params"), full_token = out(1, "full_token");
+    rt::Buffer list_v = out(vocab, "list_v"), list_i = out(vocab, "list_i"), list_n = buffer_of(std::vector<uint32_t>{0}, "list_n");
+    rt::Buffer pruned_v = out(kK, "pruned_v"), pruned_i = out(kK, "pruned_i"), pruned_token = out(1, "pruned_token");
+    rt::Buffer list_length = out(1, "list_length");
+    rt::Buffer step = out(4, "step"), generated = out(64, "generated"), x_next = out(dim, "x_next");
+    rt::Pipeline input = pipeline(ops::lm_head_input(t, dim)), head = pipeline(ops::lm_head(t, vocab, dim, rows_per_part));
+    rt::Pipeline partial = pipeline(ops::top_k_partial(t, vocab, kK)), merge = pipeline(ops::top_k_merge(t, vocab, kK));
+    rt::Pipeline sample = pipeline(ops::sample_candidates(t, kK));
+    rt::Pipeline bounds = pipeline(ops::lm_head_bounds(t, vocab, dim, rows_per_part));
+    rt::Pipeline list = pipeline(ops::lm_head_candidate_list(t, vocab, dim, rows_per_part, kK));
+    rt::Pipeline draw = pipeline(ops::sample_candidate_list(t, kK, 64, ops::EmbeddingShape{dim, split.rows_per_part, split.parts}));
+    rt::Graph g(ctx());
+    g.dispatch(input, {raw, unit, xn, xq, stats}, rt::push(1e-5f), rt::Grid{1});
+    std::vector<rt::BufferSlice> b{xn};
+    for (auto& p : f16_parts) b.push_back(p);
+    b.push_back(logits);
+    g.dispatch(head, b, rt::push(), rt::Grid{ops::lm_head_workgroups(t, vocab)});
+    g.dispatch(partial, {logits, tpv, tpi}, rt::Grid{top.groups});
+    g.dispatch(merge, {tpv, tpi, full_v, full_i}, rt::Grid{1});
+    g.dispatch(sample, {full_v, full_i, params, full_token}, rt::Grid{1});
+    b = {xq, stats};
+    for (auto& p : int8_parts) b.push_back(p);
+    b.insert(b.end(), {scale, bound, upper, lower});
+    g.dispatch(bounds, b, rt::push(), rt::Grid{ops::lm_head_bounds_workgroups(t, vocab)});
+    b = {xn};
+    for (auto& p : f16_parts) b.push_back(p);
+    b.insert(b.end(), {upper, lower, params, list_v, list_i, list_n});
+    g.dispatch(list, b, rt::push(), rt::Grid{ops::lm_head_candidate_list_workgroups(t, vocab)});
+    b = {list_v, list_i, list_n, params, pruned_v, pruned_i, pruned_token, list_length, step, generated};
+    for (auto& p : f16_parts) b.push_back(p);  // the embedding table: the head's table here
+    b.push_back(x_next);
+    g.dispatch(draw, b, rt::push(), rt::Grid{1});
+    std::vector<uint32_t> lengths;
+    for (size_t r = 0; r < settings.size(); ++r) {
+      SCOPED_TRACE(testing::Message() << "params row " << r);
+      const uint32_t pos = uint32_t(r % 60);
+      ops::SampleParams s = settings[r];
+      s.counter = pos + 1;  // the advancing draw's counter: the chosen token's position
+      const auto words = s.pack();
+      params.upload(std::vector<uint32_t>(words.begin(), words.end()));
+      step.upload(std::vector<uint32_t>{7, pos, 0, 5});
+      g.submit_and_wait();
+      const uint32_t k_wanted = s.inverse_temperature == 0 ? 1 : s.top_k > 0 ? std::min(s.top_k, kK) : kK;
+      const auto fv = full_v.download<float>(), pv = pruned_v.download<float>();
+      const auto fi = full_i.download<uint32_t>(), pi = pruned_i.download<uint32_t>();
+      for (uint32_t i = 0; i < k_wanted; ++i) {
+        EXPECT_EQ(std::bit_cast<uint32_t>(pv[i]), std::bit_cast<uint32_t>(fv[i])) << "candidate " << i;
+        EXPECT_EQ(pi[i], fi[i]) << "candidate " << i;
+      }
+      const uint32_t chosen = pruned_token.download<uint32_t>()[0];
+      EXPECT_EQ(chosen, full_token.download<uint32_t>()[0]);
+      EXPECT_EQ(step.download<uint32_t>(), (std::vector<uint32_t>{chosen, pos + 1, 0, 6})) << "the step state moves on";
+      EXPECT_EQ(generated.download<uint32_t>()[pos], chosen);
+      std::vector<float> row(dim);
+      for (uint32_t j = 0; j < dim; ++j) row[j] = numerics::f16_to_f32(table[size_t(chosen) * dim + j]);
+      EXPECT_EQ(x_next.download<float>(), row) << "the chosen row, widened";
+      EXPECT_EQ(list_n.download<uint32_t>()[0], 0u) << "the draw leaves the list empty for the next replay";
+      lengths.push_back(list_length.download<uint32_t>()[0]);
+      EXPECT_GE(lengths.back(), k_wanted);
+    }
+    return lengths;
+  }
+
+  static std::vector<ops::SampleParams> settings() {
+    std::vector<ops::SampleParams> s;
+    const float inverse_temperatures[] = {0.0f, 1.25f, 1.0f, 0.5f};
+    const uint32_t top_ks[] = {0, 1, 40, 128, 500};
+    uint32_t n = 0;
+    for (float it : inverse_temperatures)
+      for (uint32_t top_k : top_ks) {
+        s.push_back({it, top_k, n % 3 == 0 ? 1.0f : 0.95f, n % 4 == 1 ? 0.05f : 0.0f, 1000ull + 77 * n, 0});
+        ++n;
+      }
+    return s;
+  }
+};
+
+TEST_F(SampledHead, DrawsWhatTheFullHeadDraws) {
+  const uint32_t vocab = 9000, dim = 256;
+  for (uint32_t seed : {31u, 32u}) {
+    const auto lengths = compare(random_table(vocab, dim, seed), random_x(dim, seed + 50), vocab, dim, vocab, settings());
+    // The bounds prune: a greedy draw's list is far shorter than the vocabulary.
+    EXPECT_LT(lengths[0], vocab / 4) << "seed " << seed;
+  }
+}
+
+TEST_F(SampledHead, DrawsWhatTheFullHeadDrawsOverSeveralPartsAndTies) {
+  const uint32_t vocab = 6000, dim = 128;
+  auto table = random_table(vocab, dim, 33);
+  // Copies of one row: ties that the list must order by index as top_k does.
+  for (uint32_t copy : {5u, 2999u, 3000u, 5998u}) std::copy_n(table.begin() + 17 * dim, dim, table.begin() + size_t(copy) * dim);
+  compare(table, random_x(dim, 34), vocab, dim, 1024, settings());
+}
+
+TEST_F(SampledHead, EveryRowOnTheListStillDrawsTheSame) {
+  // Equal rows: every row is a candidate, so the list takes the windowed rounds.
+  const uint32_t vocab = 5000, dim = 128;
+  std::vector<uint16_t> table(size_t(vocab) * dim, numerics::f32_to_f16(0.25f));
+  const auto lengths = compare(table, random_x(dim, 35), vocab, dim, vocab, settings());
+  EXPECT_EQ(lengths[1], vocab);
 }
 
 }  // namespace

@@ -220,7 +220,9 @@ TEST_F(Model, GreedyDecodingThatFeedsItselfEqualsStepByStep) {
 
 // decode_sampled: the device draws each token from the step's candidates and feeds it to the
 // next step; the tokens are the host twin's draws (models::Sampler) step by step, counter = the
-// chosen token's position. The same recording then decodes greedily again (settings rewritten).
+// chosen token's position. With the full head (the recording step() replays) and with the pruned
+// one (ops/head/lm_head_pruned.h's candidate list, its own recording). The same models then decode
+// greedily again (settings rewritten).
 TEST_F(Model, SampledDecodingThatFeedsItselfEqualsTheHostTwinStepByStep) {
   const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
@@ -228,27 +230,40 @@ TEST_F(Model, SampledDecodingThatFeedsItselfEqualsTheHostTwinStepByStep) {
   o.top_k = 32;
   o.greedy_head = false;  // decode_greedy replays the same recording as decode_sampled
   bitnet::BitNetModel by_step(ctx(), file, config, o), fed(ctx(), file, config, o);
+  o.greedy_head = true;
+  bitnet::BitNetModel pruned(ctx(), file, config, o);
+  ASSERT_TRUE(pruned.pipelines().lm_head_candidate_list) << "the tiny model's shape takes the pruned head";
   const auto prompt = golden_prompt();
   const uint32_t n = uint32_t(prompt.size()), steps = 16;
   int32_t last = 0;
-  for (uint32_t t = 0; t < n; ++t) last = by_step.step(prompt[t], t).argmax, fed.step(prompt[t], t);
+  for (uint32_t t = 0; t < n; ++t) last = by_step.step(prompt[t], t).argmax, fed.step(prompt[t], t), pruned.step(prompt[t], t);
   for (const models::SamplerOptions sampling : {models::SamplerOptions{1.2f, 0, 1.0f, 0.0f, 5},
-                                                models::SamplerOptions{0.8f, 20, 0.9f, 0.02f, 6}}) {
+                                                models::SamplerOptions{0.8f, 20, 0.9f, 0.02f, 6},
+                                                models::SamplerOptions{0.7f, 3, 1.0f, 0.0f, 7}}) {
     const models::Sampler twin(sampling);
     std::vector<int32_t> want{last};
     for (uint32_t i = 0; i < steps; ++i) {
       const auto out = by_step.step(want.back(), n + i);
       want.push_back(twin.sample(out.top_ids, out.top_logits, n + i + 1));
     }
-    std::vector<int32_t> got{last};
-    EXPECT_EQ(fed.decode_sampled(last, n, steps, sampling, [&](int32_t t) { return got.push_back(t), true; }), steps);
-    EXPECT_EQ(got, want) << "temperature " << sampling.temperature;
-    EXPECT_GT(std::set<int32_t>(want.begin(), want.end()).size(), 4u);
+    for (bitnet::BitNetModel* m : {&fed, &pruned}) {
+      std::vector<int32_t> got{last};
+      EXPECT_EQ(m->decode_sampled(last, n, steps, sampling, [&](int32_t t) { return got.push_back(t), true; }), steps);
+      EXPECT_EQ(got, want) << "temperature " << sampling.temperature << (m == &pruned ? ", pruned head" : ", full head");
+    }
+    EXPECT_GT(std::set<int32_t>(want.begin(), want.end()).size(), 3u);
+    // The list held at least the rows the draw may take, and the pruned head ran.
+    EXPECT_GE(pruned.sampled_candidate_rows(), sampling.top_k ? sampling.top_k : o.top_k);
+    EXPECT_LE(pruned.sampled_candidate_rows(), config.vocab_size);
   }
-  std::vector<int32_t> greedy{last}, got{last};
+  EXPECT_EQ(fed.sampled_candidate_rows(), 0u);  // no pruned head
+  std::vector<int32_t> greedy{last};
   for (uint32_t i = 0; i < steps; ++i) greedy.push_back(by_step.step(greedy.back(), n + i).argmax);
-  fed.decode_greedy(last, n, steps, [&](int32_t t) { return got.push_back(t), true; });
-  EXPECT_EQ(got, greedy) << "after sampling, the recording decodes greedily again";
+  for (bitnet::BitNetModel* m : {&fed, &pruned}) {
+    std::vector<int32_t> got{last};
+    m->decode_greedy(last, n, steps, [&](int32_t t) { return got.push_back(t), true; });
+    EXPECT_EQ(got, greedy) << "after sampling, the model decodes greedily again";
+  }
   bitnet::BitNetModel greedy_only(ctx(), file, config);
   EXPECT_THROW(greedy_only.decode_sampled(last, n, 1, {1.0f, 0, 1.0f, 0.0f, 1}, [](int32_t) { return true; }),
                std::invalid_argument);

@@ -88,6 +88,26 @@ TEST(Validate, BarrierInUniformLoopIsAccepted) {
   EXPECT_NO_THROW(validate(k.build()));
 }
 
+// A value read from shared memory differs between invocations as far as the check knows; one
+// broadcast from invocation 0 does not, so a loop bounded by it may hold barriers.
+TEST(Validate, BarrierUnderABroadcastValueIsAcceptedAndUnderASharedLoadIsNot) {
+  auto build = [](bool broadcast) {
+    KernelBuilder k(broadcast ? "broadcast_bound" : "shared_bound", {64, 1, 1});
+    auto y = k.buffer<u32>("y", Access::ReadWrite);
+    auto s = k.shared<u32>("count", 1);
+    if_(k.local_index() == 0u, [&] { s[0u] = atomic_add(y[0u], 1u); });
+    barrier();
+    Expr<u32> n = broadcast ? k.broadcast("n", Expr<u32>(s[0u])) : let("n", Expr<u32>(s[0u]));
+    for_range(0u, n, [&](Expr<u32> i) {
+      y[i + 1u] = i;
+      barrier();
+    });
+    return k.build();
+  };
+  EXPECT_NO_THROW(validate(build(true)));
+  expect_error(build(false), "barrier() inside control flow");
+}
+
 TEST(Validate, SharedArrayTooBigForTheDeviceIsRefused) {
   KernelBuilder k("big_shared", {64, 1, 1});
   auto s = k.shared<f32>("tile", 8192);  // 32 KiB
