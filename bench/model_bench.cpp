@@ -276,6 +276,13 @@ void model_load(benchmark::State& st, BenchSession& s) {
   for (auto _ : st) st.SetIterationTime(m.load_seconds);
   st.counters["MB"] = double(m.model->weight_bytes()) / 1e6;
   st.counters["GB_per_s"] = double(m.model->weight_bytes()) / m.load_seconds / 1e9;
+  // What the model holds on the device, by class (as `run` prints it), in MiB.
+  const bitnet::DeviceMemory d = m.model->device_memory();
+  st.counters["device_MiB"] = double(d.total()) / (1 << 20);
+  st.counters["weights_MiB"] = double(d.weights) / (1 << 20);
+  st.counters["shadow_MiB"] = double(d.head_shadow) / (1 << 20);
+  st.counters["kv_MiB"] = double(d.kv_cache) / (1 << 20);
+  st.counters["activations_MiB"] = double(d.activations) / (1 << 20);
 }
 
 }  // namespace

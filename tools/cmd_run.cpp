@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -30,6 +31,16 @@ void progress_bar(uint64_t done, uint64_t total) {
   std::fprintf(stderr, "\rloading weights: %3d%% (%llu / %llu MiB)", int(100 * done / std::max<uint64_t>(total, 1)),
                (unsigned long long)(done >> 20), (unsigned long long)(total >> 20));
   if (done == total) std::fprintf(stderr, "\n");
+}
+
+// One line: how long the model took to load and what it holds on the device, by class.
+void print_memory(const bitnet::BitNetModel& model, double seconds) {
+  const bitnet::DeviceMemory m = model.device_memory();
+  auto mib = [](uint64_t b) { return (unsigned long long)((b + (1 << 19)) >> 20); };
+  std::fprintf(stderr, "model: %llu MiB in %.2f s (%.2f GB/s); device memory %llu MiB (weights %llu, lm-head shadow %llu, "
+               "KV %llu for %u positions, activations %llu)\n",
+               mib(m.weights), seconds, double(m.weights) / std::max(seconds, 1e-9) / 1e9, mib(m.total()), mib(m.weights),
+               mib(m.head_shadow), mib(m.kv_cache), model.context_length(), mib(m.activations));
 }
 
 void print_speed(const models::GenerationResult& r) {
@@ -97,7 +108,8 @@ int run_run(const Args& args) {
   if (!std::filesystem::exists(o.model)) throw UsageError("model file '" + o.model + "' does not exist");
   if (!o.interactive && o.prompt.empty() && !o.has_prompt_ids) throw UsageError("nothing to continue: give -p TEXT or --prompt-ids");
   const auto file = models::GgufFile::open(o.model);
-  const auto config = models::BitNetConfig::from_gguf(file);
+  auto config = models::BitNetConfig::from_gguf(file);
+  if (o.ctx_size) config.context_length = std::min(o.ctx_size, config.context_length);
   const bool need_text = !o.has_prompt_ids || !o.print_ids || o.interactive;
   std::optional<models::Tokenizer> tok;
   if (need_text) tok.emplace(models::Tokenizer::from_gguf(file));
@@ -111,7 +123,9 @@ int run_run(const Args& args) {
   bitnet::ModelOptions mopts;
   mopts.top_k = o.sampling.temperature == 0 ? 0 : (o.sampling.top_k == 0 ? 128 : o.sampling.top_k);
   mopts.dump = !o.dump_layers.empty();
+  const auto t0 = std::chrono::steady_clock::now();
   bitnet::BitNetModel model(ctx, file, config, mopts, progress_bar);
+  print_memory(model, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 
   models::GenerateOptions gen;
   gen.max_new_tokens = o.n_predict;

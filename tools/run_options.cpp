@@ -9,6 +9,8 @@ namespace bdsl::tools {
 const char* const kRunUsage =
     "usage: bitnet-dsl run -m MODEL.gguf [-p TEXT | --prompt-ids 1,2,3] [options]\n"
     "  -n N              tokens to generate (default 128)\n"
+    "  -c, --ctx-size N  positions the KV cache holds, at most the trained context (default: the trained\n"
+    "                    context); a smaller one takes less device memory\n"
     "  Sampling, with llama.cpp's meanings and order (top-k, top-p, min-p, then the temperature), drawn on\n"
     "  the device from the step's candidates:\n"
     "  --temp T          temperature; 0 is greedy (default 0.8)\n"
@@ -55,6 +57,7 @@ RunOptions parse_run_options(const Args& args) {
     else if (a == "-p" || a == "--prompt") o.prompt = value();
     else if (a == "--prompt-ids") o.prompt_ids = id_list(value()), o.has_prompt_ids = true;
     else if (a == "-n" || a == "--n-predict") o.n_predict = flag_number<uint32_t>(a, value());
+    else if (a == "-c" || a == "--ctx-size") o.ctx_size = flag_number<uint32_t>(a, value(), 1, 1u << 24);
     else if (a == "--temp") o.sampling.temperature = flag_number<float>(a, value());
     else if (a == "--top-k") o.sampling.top_k = flag_number<uint32_t>(a, value());
     else if (a == "--top-p") o.sampling.top_p = flag_number<float>(a, value());

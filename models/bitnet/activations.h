@@ -84,6 +84,19 @@ struct BitNetModel::Activations {
     return kv + rope + 4ull * (4 * c.dim + 3 * c.n_heads * c.head_dim + c.ffn_dim + 4ull * c.vocab_size + c.context_length);
   }
 
+  // Device bytes of every buffer here (the KV cache included).
+  uint64_t bytes_held() const {
+    uint64_t n = 0;
+    for (const rt::Buffer* b : {&step, &rope_table, &x, &q, &k, &v, &attn, &attn_used, &ffn, &xn, &logits, &partials, &counters,
+                                &arg_values, &arg_indices, &token, &generated, &upper, &lower, &head_counter, &xq, &head_stats,
+                                &top_part_values, &top_part_indices, &top_values, &top_indices, &sample_params, &sampled,
+                                &list_values, &list_indices, &list_count, &list_length, &dumps})
+      n += *b ? b->size() : 0;
+    for (const auto* caches : {&k_cache, &v_cache})
+      for (const auto& c : *caches) n += c.size();
+    return n;
+  }
+
   rt::Buffer step, rope_table, x, q, k, v, attn, attn_used, ffn, xn, logits;
   std::vector<rt::Buffer> k_cache, v_cache;
   rt::Buffer partials, counters;

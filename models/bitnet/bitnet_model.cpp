@@ -33,6 +33,19 @@ BitNetModel::BitNetModel(rt::Context& ctx, const models::GgufFile& file, const m
 
 BitNetModel::~BitNetModel() = default;
 
+DeviceMemory BitNetModel::device_memory() const {
+  DeviceMemory m;
+  m.weights = weights_.bytes;
+  if (greedy_head_) {
+    for (const auto& part : greedy_head_->parts) m.head_shadow += part.size();
+    m.head_shadow += greedy_head_->scale.size() + greedy_head_->bound.size();
+  }
+  for (const auto* caches : {&act_->k_cache, &act_->v_cache})
+    for (const auto& c : *caches) m.kv_cache += c.size();
+  m.activations = act_->bytes_held() - m.kv_cache;
+  return m;
+}
+
 std::unique_ptr<BitNetPipelines> BitNetModel::make_pipelines() const {
   const bool greedy_head = options_.greedy_head && !options_.dump;
   return std::make_unique<BitNetPipelines>(ctx_, config_, std::min(options_.top_k, config_.vocab_size),

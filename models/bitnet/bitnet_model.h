@@ -40,6 +40,15 @@ struct ModelOptions {
 
 using models::StepOutput;
 
+// Device memory a loaded model holds, by class (bytes).
+struct DeviceMemory {
+  uint64_t weights = 0;      // the tensors as uploaded
+  uint64_t head_shadow = 0;  // the LM head's int8 shadow (ModelOptions::greedy_head)
+  uint64_t kv_cache = 0;     // K and V of every layer for the whole context
+  uint64_t activations = 0;  // everything else: activations, RoPE table, partials, candidates
+  uint64_t total() const { return weights + head_shadow + kv_cache + activations; }
+};
+
 class BitNetModel final : public models::DecoderModel {
  public:
   BitNetModel(rt::Context& ctx, const models::GgufFile& file, const models::BitNetConfig& config,
@@ -108,6 +117,9 @@ class BitNetModel final : public models::DecoderModel {
     return sampled_graph_ ? sampled_graph_->operation_names() : std::vector<std::string>{};
   }
   uint64_t weight_bytes() const { return weights_.bytes; }
+  // By class, for the line `run` prints and the bench (the prompt path's buffers, allocated on the
+  // first prefill, not included).
+  DeviceMemory device_memory() const;
   // The same for the last prefill block's graph (empty / 0 before the first prefill).
   std::vector<double> prefill_timestamps_ns() const;
   double prefill_gpu_span_ns() const;

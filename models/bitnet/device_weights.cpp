@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/upload_ring.h"
+
 namespace bdsl::bitnet {
 namespace {
 
@@ -13,7 +15,7 @@ std::string layer_tensor(uint32_t layer, const char* name) { return fmt::format(
 class Uploader {
  public:
   Uploader(rt::Context& ctx, const models::GgufFile& file, uint64_t total, const UploadProgress& progress)
-      : ctx_(ctx), file_(file), total_(total), progress_(progress) {}
+      : ctx_(ctx), ring_(ctx), file_(file), total_(total), progress_(progress) {}
 
   rt::Buffer tensor(const std::string& name) { return bytes(name, file_.tensor_data(name)); }
 
@@ -29,18 +31,23 @@ class Uploader {
     return m;
   }
 
-  uint64_t done() const { return done_; }
+  // Every tensor on the device (the copies stream behind the host's reads of the mapped file).
+  uint64_t finish() {
+    ring_.finish();
+    return done_;
+  }
 
  private:
   rt::Buffer bytes(const std::string& name, std::span<const std::byte> data) {
     rt::Buffer b(ctx_, data.size(), {false, name});
-    b.upload_bytes(data);
+    ring_.upload(b, data);
     done_ += data.size();
     if (progress_) progress_(done_, total_);
     return b;
   }
 
   rt::Context& ctx_;
+  rt::UploadRing ring_;
   const models::GgufFile& file_;
   uint64_t total_;
   const UploadProgress& progress_;
@@ -77,7 +84,7 @@ DeviceWeights upload_weights(rt::Context& ctx, const models::GgufFile& file, con
                                     t("attn_sub_norm"), t("ffn_norm"), t("ffn_gate"), t("ffn_up"), t("ffn_down"),
                                     t("ffn_sub_norm")});
   }
-  w.bytes = up.done();
+  w.bytes = up.finish();
   return w;
 }
 

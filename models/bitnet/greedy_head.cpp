@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "models/numerics/half_float.h"
+#include "runtime/upload_ring.h"
 
 namespace bdsl::bitnet {
 namespace {
@@ -66,20 +67,38 @@ GreedyHead upload_greedy_head(rt::Context& ctx, const models::GgufFile& file, co
   if (bytes.size() != uint64_t{config.vocab_size} * config.dim * 2)
     throw std::runtime_error(fmt::format("{}: {} holds {} bytes, expected {} x {} F16", file.name(), name, bytes.size(),
                                          config.vocab_size, config.dim));
-  std::vector<uint16_t> f16(bytes.size() / 2);
-  std::memcpy(f16.data(), bytes.data(), bytes.size());
-  const Int8Rows q = quantize_rows_int8(f16, config.vocab_size, config.dim);
+  // The F16 table as it lies in the mapped file (GGUF aligns tensor data); a copy only if it does not.
+  std::vector<uint16_t> copy;
+  std::span<const uint16_t> f16;
+  if (reinterpret_cast<uintptr_t>(bytes.data()) % alignof(uint16_t) == 0) {
+    f16 = {reinterpret_cast<const uint16_t*>(bytes.data()), bytes.size() / 2};
+  } else {
+    copy.resize(bytes.size() / 2);
+    std::memcpy(copy.data(), bytes.data(), bytes.size());
+    f16 = copy;
+  }
+  // Quantized and uploaded a block of rows at a time: the host never holds the whole shadow.
+  constexpr uint32_t kRowsAtOnce = 8192;
   GreedyHead h;
+  std::vector<float> scale, bound;
+  rt::UploadRing ring(ctx);
   const uint64_t row_words = config.dim / 4;
   for (uint32_t first = 0; first < config.vocab_size; first += rows_per_part) {
     const uint32_t n = std::min(rows_per_part, config.vocab_size - first);
     h.parts.emplace_back(ctx, n * row_words * 4, rt::BufferOptions{false, fmt::format("{} int8 [{}:{}]", name, first, first + n)});
-    h.parts.back().upload(std::span(q.words).subspan(first * row_words, n * row_words));
+    for (uint32_t r = 0; r < n; r += kRowsAtOnce) {
+      const uint32_t m = std::min(kRowsAtOnce, n - r);
+      const Int8Rows q = quantize_rows_int8(f16.subspan(uint64_t{first + r} * config.dim, uint64_t{m} * config.dim), m, config.dim);
+      ring.upload(h.parts.back(), std::as_bytes(std::span(q.words)), r * row_words * 4);
+      scale.insert(scale.end(), q.scale.begin(), q.scale.end());
+      bound.insert(bound.end(), q.bound.begin(), q.bound.end());
+    }
   }
-  h.scale = rt::Buffer(ctx, q.scale.size() * 4, {false, "greedy head scales"});
-  h.scale.upload(q.scale);
-  h.bound = rt::Buffer(ctx, q.bound.size() * 4, {false, "greedy head bounds"});
-  h.bound.upload(q.bound);
+  h.scale = rt::Buffer(ctx, scale.size() * 4, {false, "greedy head scales"});
+  ring.upload(h.scale, std::as_bytes(std::span(scale)));
+  h.bound = rt::Buffer(ctx, bound.size() * 4, {false, "greedy head bounds"});
+  ring.upload(h.bound, std::as_bytes(std::span(bound)));
+  ring.finish();
   return h;
 }
 

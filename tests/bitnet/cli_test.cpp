@@ -99,6 +99,38 @@ TEST(Cli, DumpsLogitsAndLayersAsNpy) {
   fs::remove_all(dir);
 }
 
+// run prints what the model holds on the device by class; --ctx-size sizes the KV cache (and so
+// the context: generation stops when it is full).
+TEST(Cli, RunPrintsItsDeviceMemoryAndTakesAContextSize) {
+  namespace fs = std::filesystem;
+  const auto dir = fs::temp_directory_path() / "bdsl-cli-ctx-test";
+  fs::create_directories(dir);
+  const std::string model = (dir / "tiny.gguf").string();
+  ASSERT_EQ(run("make-model " + model + " --preset tiny").code, 0);
+  auto kv_mib_and_positions = [](const std::string& out) {
+    const auto at = out.find("KV ");
+    EXPECT_NE(at, std::string::npos) << out;
+    if (at == std::string::npos) return std::pair<int, int>{-1, -1};
+    const auto for_at = out.find(" for ", at);
+    return std::pair<int, int>{std::stoi(out.substr(at + 3)), std::stoi(out.substr(for_at + 5))};
+  };
+  const Result full = run("run -m " + model + " --prompt-ids 990,312,626 -n 4 --temp 0");
+  ASSERT_EQ(full.code, 0) << full.output;
+  EXPECT_NE(full.output.find("model: "), std::string::npos) << full.output;
+  EXPECT_NE(full.output.find("device memory "), std::string::npos) << full.output;
+  EXPECT_NE(full.output.find("weights "), std::string::npos) << full.output;
+  const auto [kv_full, positions_full] = kv_mib_and_positions(full.output);
+  const Result small = run("run -m " + model + " --prompt-ids 990,312,626 -n 40 --temp 0 -c 8");
+  ASSERT_EQ(small.code, 0) << small.output;
+  const auto [kv_small, positions_small] = kv_mib_and_positions(small.output);
+  EXPECT_EQ(positions_small, 8) << small.output;
+  EXPECT_GT(positions_full, 8) << full.output;
+  EXPECT_LE(kv_small, kv_full);
+  EXPECT_NE(small.output.find("context of 8 tokens is full"), std::string::npos) << small.output;
+  expect_one_line_error(run("run -m " + model + " -p hi --ctx-size 0"), 2, "--ctx-size");
+  fs::remove_all(dir);
+}
+
 TEST(Cli, InteractiveChatKeepsTheConversationInTheCache) {
   namespace fs = std::filesystem;
   const auto dir = fs::temp_directory_path() / "bdsl-cli-chat-test";
