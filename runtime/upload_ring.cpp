@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "runtime/barrier.h"
 #include "runtime/context.h"
@@ -45,6 +47,27 @@ void UploadRing::wait(Slot& s) {
   s.cmd = VK_NULL_HANDLE;
 }
 
+namespace {
+// The host's part of an upload is a memcpy from (often freshly mapped) memory: split over a few
+// threads, page faults and copying of one chunk proceed in parallel.
+void copy_in_parallel(Buffer& staging, std::span<const std::byte> data) {
+  constexpr uint64_t kPerThread = 4ull << 20;
+  const uint32_t threads = uint32_t(std::min<uint64_t>({std::max(1u, std::thread::hardware_concurrency()), 8,
+                                                        (data.size() + kPerThread - 1) / kPerThread}));
+  if (threads <= 1) return staging.upload_bytes(data);
+  const uint64_t per = (data.size() + threads - 1) / threads;
+  std::vector<std::thread> pool;
+  for (uint32_t t = 1; t < threads; ++t) {
+    const uint64_t first = std::min<uint64_t>(data.size(), t * per);
+    pool.emplace_back([&staging, part = data.subspan(first, std::min(per, data.size() - first)), first] {
+      staging.upload_bytes(part, first);
+    });
+  }
+  staging.upload_bytes(data.subspan(0, std::min(per, data.size())));
+  for (auto& th : pool) th.join();
+}
+}  // namespace
+
 void UploadRing::upload(Buffer& dst, std::span<const std::byte> data, uint64_t offset) {
   if (dst.host_visible() || data.empty()) return dst.upload_bytes(data, offset);  // a direct write (and its checks)
   if (offset > dst.size() || data.size() > dst.size() - offset)
@@ -55,7 +78,7 @@ void UploadRing::upload(Buffer& dst, std::span<const std::byte> data, uint64_t o
     next_ = (next_ + 1) % uint32_t(slots_.size());
     if (s.in_flight) wait(s);
     const uint64_t n = std::min<uint64_t>(slot_bytes_, data.size() - done);
-    s.staging.upload_bytes(data.subspan(done, n));  // a memcpy: the slot is host-visible
+    copy_in_parallel(s.staging, data.subspan(done, n));
     s.cmd = ctx_.allocate_command_buffer();
     VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;

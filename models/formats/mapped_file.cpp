@@ -39,6 +39,9 @@ MappedFile::MappedFile(const std::filesystem::path& path) {
   if (size_ == 0) return;
   void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, f.fd, 0);
   if (p == MAP_FAILED) fail(path, "cannot mmap");
+  // Read front to back, most of it soon (a model load): read ahead. Only advice; failure is harmless.
+  ::madvise(p, size_, MADV_SEQUENTIAL);
+  ::madvise(p, size_, MADV_WILLNEED);
   data_ = static_cast<const std::byte*>(p);
 }
 

@@ -39,6 +39,15 @@ TEST_F(UploadRingTest, PutsTheSameBytesAsAPlainUpload) {
   for (size_t i = 0; i < buffers.size(); ++i) EXPECT_EQ(download(buffers[i]), data[i]) << "buffer " << i;
 }
 
+TEST_F(UploadRingTest, ALargeChunkCopiedBySeveralThreadsArrivesWhole) {
+  UploadRing ring(ctx(), 16ull << 20, 2);
+  Buffer target(ctx(), 20ull << 20, {.name = "large target"});
+  const auto data = random_bytes(20ull << 20, 7);
+  ring.upload(target, data);
+  ring.finish();
+  EXPECT_EQ(download(target), data);
+}
+
 TEST_F(UploadRingTest, WritesAtOffsetsAndIntoHostVisibleBuffers) {
   UploadRing ring(ctx(), 1024, 3);
   Buffer device(ctx(), 10'000, {.name = "device"}), host(ctx(), 10'000, {.host_visible = true, .name = "host"});
