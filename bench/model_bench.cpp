@@ -128,7 +128,8 @@ void decode_greedy(benchmark::State& st, BenchSession& s, uint32_t ctx_len, Vari
 // Sampled generation as `run` does it at its defaults (temperature 0.8, top-k 40, top-p 0.95):
 // decode_sampled, the device drawing each token from the step's candidates and feeding it on.
 // An iteration is a run of kGreedyRun steps ending at position ctx - 1; time per token.
-const models::SamplerOptions kRunDefaults{0.8f, 40, 0.95f, 0.0f, 1234};  // `run`'s sampling defaults
+// `run`'s sampling defaults, with a fixed seed (run's is random unless given).
+const models::SamplerOptions kRunDefaults{0.8f, 40, 0.95f, 0.0f, 1234};
 
 void decode_sampled(benchmark::State& st, BenchSession& s, uint32_t ctx_len) {
   auto& m = model_state(s, Variant::UntimedSampling);

@@ -156,7 +156,11 @@ uint32_t BuilderCore::add_push(std::string name, Type type) {
   return static_cast<uint32_t>(ir_->push_fields.size() - 1);
 }
 
-uint32_t BuilderCore::add_shared(std::string name, Type element, uint32_t count, bool broadcast) {
+uint32_t BuilderCore::add_shared(std::string name, Type element, uint32_t count) {
+  return add_shared_slot(std::move(name), element, count, false);
+}
+
+uint32_t BuilderCore::add_shared_slot(std::string name, Type element, uint32_t count, bool broadcast) {
   if (count == 0) fail("shared array '" + name + "' has no elements");
   ir_->shared.push_back(SharedDecl{check_name(std::move(name), "shared array"), element, count, broadcast});
   return static_cast<uint32_t>(ir_->shared.size() - 1);

@@ -54,7 +54,7 @@ class BuilderCore {
   // Declarations.
   uint32_t add_buffer(std::string name, Access access, Type element, bool coherent = false, bool is_volatile = false);
   uint32_t add_push(std::string name, Type type);
-  uint32_t add_shared(std::string name, Type element, uint32_t count, bool broadcast = false);
+  uint32_t add_shared(std::string name, Type element, uint32_t count);
   uint32_t add_var(std::string name, Type type);
   uint32_t add_loop(std::string name, Type type);
   uint32_t add_matrix(std::string name, Type element, uint32_t rows, uint32_t cols, MatrixUse use);
@@ -65,6 +65,11 @@ class BuilderCore {
 
  protected:
   std::unique_ptr<KernelIR> ir_;
+
+ protected:
+  // A shared array; `broadcast`: KernelBuilder::broadcast's slot, whose loads the uniformity check
+  // treats as the same in every invocation (so only that function may make one).
+  uint32_t add_shared_slot(std::string name, Type element, uint32_t count, bool broadcast);
 
  private:
   struct Scope {

@@ -52,7 +52,7 @@ class KernelBuilder : public BuilderCore {
   // (a count found by the workgroup bounding a sort's passes). Every invocation must reach it.
   template <class T>
   Expr<T> broadcast(const std::string& name, const Expr<T>& v) {
-    Shared<T> slot(add_shared(name + "_slot", type_of<T>(), 1, true), 1);
+    Shared<T> slot(add_shared_slot(name + "_slot", type_of<T>(), 1, true), 1);
     if_(local_index() == 0u, [&] { slot[0u] = v; });
     barrier();
     auto value = let(name, Expr<T>(slot[0u]));

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "runtime/barrier.h"
@@ -43,8 +44,7 @@ UploadRing::~UploadRing() {
 void UploadRing::wait(Slot& s) {
   ctx_.wait(s.fence);  // resets it
   s.in_flight = false;
-  ctx_.free_command_buffer(s.cmd);
-  s.cmd = VK_NULL_HANDLE;
+  ctx_.free_command_buffer(std::exchange(s.cmd, VK_NULL_HANDLE));
 }
 
 namespace {
@@ -73,6 +73,23 @@ void UploadRing::upload(Buffer& dst, std::span<const std::byte> data, uint64_t o
   if (offset > dst.size() || data.size() > dst.size() - offset)
     throw std::out_of_range(dst.name() + ": upload of " + std::to_string(data.size()) + " bytes at offset " +
                             std::to_string(offset) + " does not fit in its " + std::to_string(dst.size()) + " bytes");
+  try {
+    copy_chunks(dst, data, offset);
+  } catch (...) {
+    // Nothing may still copy into dst (the caller may free it) or hold a slot's command buffer.
+    for (Slot& s : slots_) {
+      try {
+        if (s.in_flight) wait(s);
+      } catch (...) {
+      }
+      if (s.cmd) ctx_.free_command_buffer(std::exchange(s.cmd, VK_NULL_HANDLE));
+      s.in_flight = false;
+    }
+    throw;
+  }
+}
+
+void UploadRing::copy_chunks(Buffer& dst, std::span<const std::byte> data, uint64_t offset) {
   for (uint64_t done = 0; done < data.size();) {
     Slot& s = slots_[next_];
     next_ = (next_ + 1) % uint32_t(slots_.size());

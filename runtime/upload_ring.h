@@ -1,8 +1,9 @@
 // Streaming uploads: host bytes go to the device through a ring of host-visible staging buffers.
 // Each chunk's copy is submitted as soon as the host has written it, so the host writes the next
 // chunk while the device copies the last, and no staging buffer is allocated per upload (a model
-// load is hundreds of tensors). Into a host-visible buffer (integrated GPUs, lavapipe) it writes
-// directly. Nothing of the data is kept: the caller's span may be reused once upload() returns.
+// load is hundreds of tensors). Into a buffer made host-visible (BufferOptions::host_visible) it
+// writes directly. Nothing of the data is kept: the caller's span may be reused once upload()
+// returns. If an upload fails, every copy in flight is waited for before the error leaves it.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -41,6 +42,7 @@ class UploadRing {
     bool in_flight = false;
   };
   void wait(Slot& s);
+  void copy_chunks(Buffer& dst, std::span<const std::byte> data, uint64_t offset);
 
   Context& ctx_;
   uint64_t slot_bytes_;

@@ -33,11 +33,12 @@ void progress_bar(uint64_t done, uint64_t total) {
   if (done == total) std::fprintf(stderr, "\n");
 }
 
-// One line: how long the model took to load and what it holds on the device, by class.
+// One line: how long the model took to load (weights, LM-head shadow, pipelines, recording: all
+// of it) and what it holds on the device, by class.
 void print_memory(const bitnet::BitNetModel& model, double seconds) {
   const bitnet::DeviceMemory m = model.device_memory();
   auto mib = [](uint64_t b) { return (unsigned long long)((b + (1 << 19)) >> 20); };
-  std::fprintf(stderr, "model: %llu MiB in %.2f s (%.2f GB/s); device memory %llu MiB (weights %llu, lm-head shadow %llu, "
+  std::fprintf(stderr, "model: %llu MiB loaded in %.2f s (%.2f GB/s); device memory %llu MiB (weights %llu, lm-head shadow %llu, "
                "KV %llu for %u positions, activations %llu)\n",
                mib(m.weights), seconds, double(m.weights) / std::max(seconds, 1e-9) / 1e9, mib(m.total()), mib(m.weights),
                mib(m.head_shadow), mib(m.kv_cache), model.context_length(), mib(m.activations));
@@ -109,6 +110,8 @@ int run_run(const Args& args) {
   if (!o.interactive && o.prompt.empty() && !o.has_prompt_ids) throw UsageError("nothing to continue: give -p TEXT or --prompt-ids");
   const auto file = models::GgufFile::open(o.model);
   auto config = models::BitNetConfig::from_gguf(file);
+  if (o.ctx_size > config.context_length)
+    std::fprintf(stderr, "--ctx-size %u is past the model's trained context: using %u\n", o.ctx_size, config.context_length);
   if (o.ctx_size) config.context_length = std::min(o.ctx_size, config.context_length);
   const bool need_text = !o.has_prompt_ids || !o.print_ids || o.interactive;
   std::optional<models::Tokenizer> tok;

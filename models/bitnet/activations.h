@@ -71,7 +71,7 @@ struct BitNetModel::Activations {
     if (p.lm_head_candidate_list) {
       list_values = f32(c.vocab_size, "sampled head's candidate logits");
       list_indices = u32(c.vocab_size, "sampled head's candidate ids");
-      list_count = u32(1, "sampled head's candidates", true);
+      list_count = u32(1, "sampled head's candidates");  // device-local: every workgroup's appends count on it
       list_count.fill(0);  // sample_candidate_list leaves it zero
       list_length = u32(1, "sampled head's last list length", true);
     }
@@ -81,7 +81,7 @@ struct BitNetModel::Activations {
   static uint64_t bytes(const models::BitNetConfig& c) {
     const uint64_t kv = 2ull * c.n_layers * c.context_length * c.kv_dim() * 2;
     const uint64_t rope = uint64_t{c.context_length} * c.head_dim * 4;
-    return kv + rope + 4ull * (4 * c.dim + 3 * c.n_heads * c.head_dim + c.ffn_dim + 4ull * c.vocab_size + c.context_length);
+    return kv + rope + 4ull * (4 * c.dim + 3 * c.n_heads * c.head_dim + c.ffn_dim + 6ull * c.vocab_size + c.context_length);
   }
 
   // Device bytes of every buffer here (the KV cache included).

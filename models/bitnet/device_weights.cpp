@@ -73,8 +73,9 @@ DeviceWeights upload_weights(rt::Context& ctx, const models::GgufFile& file, con
         "{}: the model needs {} MiB of device memory ({} MiB of weights, {} MiB of activations and KV cache) but "
         "device '{}' has {} MiB",
         file.name(), (total + extra_bytes) >> 20, total >> 20, extra_bytes >> 20, ctx.info().name, have >> 20));
+  file.will_read_tensors();
+  DeviceWeights w;  // before the uploader: on an error its copies drain before w's buffers go
   Uploader up(ctx, file, total, progress);
-  DeviceWeights w;
   w.token_embd = up.split("token_embd.weight", config.vocab_size, config.dim, rows_per_part);
   if (!config.tied_output) w.output = up.split("output.weight", config.vocab_size, config.dim, rows_per_part);
   w.output_norm = up.tensor("output_norm.weight");

@@ -104,6 +104,12 @@ const GgufTensorInfo& GgufFile::tensor(std::string_view name) const {
   throw GgufError(fmt::format("{}: missing tensor \"{}\"", name_, name));
 }
 
+void GgufFile::will_read_tensors() const noexcept {
+  if (!map_) return;
+  const auto all = map_->bytes();
+  if (data_offset_ < all.size()) map_->will_read(all.subspan(data_offset_));
+}
+
 std::span<const std::byte> GgufFile::tensor_data(std::string_view name) const {
   return tensor_data(tensor(name));
 }

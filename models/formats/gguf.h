@@ -90,6 +90,8 @@ class GgufFile {
   const GgufTensorInfo* find_tensor(std::string_view name) const;  // nullptr when absent
   const GgufTensorInfo& tensor(std::string_view name) const;       // throws naming the tensor
   std::span<const std::byte> tensor_data(std::string_view name) const;
+  // Asks for every tensor's bytes to be read ahead (mapped files only): a load about to read them all.
+  void will_read_tensors() const noexcept;
   std::span<const std::byte> tensor_data(const GgufTensorInfo& info) const;
 
  private:

@@ -39,10 +39,16 @@ MappedFile::MappedFile(const std::filesystem::path& path) {
   if (size_ == 0) return;
   void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, f.fd, 0);
   if (p == MAP_FAILED) fail(path, "cannot mmap");
-  // Read front to back, most of it soon (a model load): read ahead. Only advice; failure is harmless.
-  ::madvise(p, size_, MADV_SEQUENTIAL);
-  ::madvise(p, size_, MADV_WILLNEED);
   data_ = static_cast<const std::byte*>(p);
+}
+
+void MappedFile::will_read(std::span<const std::byte> range) const noexcept {
+  if (range.empty() || !data_) return;
+  // madvise wants a page-aligned start; advice only, so a failure is harmless.
+  const auto page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const auto start = reinterpret_cast<uintptr_t>(range.data()) & ~(page - 1);
+  const auto end = reinterpret_cast<uintptr_t>(range.data()) + range.size();
+  ::madvise(reinterpret_cast<void*>(start), end - start, MADV_WILLNEED);
 }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept

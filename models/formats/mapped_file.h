@@ -18,6 +18,8 @@ class MappedFile {
   ~MappedFile();
 
   std::span<const std::byte> bytes() const noexcept { return {data_, size_}; }
+  // Asks the kernel to read `range` (inside bytes()) ahead: a model load about to read it all.
+  void will_read(std::span<const std::byte> range) const noexcept;
 
  private:
   void release() noexcept;

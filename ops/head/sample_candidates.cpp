@@ -24,6 +24,11 @@ std::array<uint32_t, kSampleParamsWords> SampleParams::pack() const {
 
 namespace {
 
+Expr<u32> rows_needed(Expr<f32> inverse_temperature, Expr<u32> top_k, uint32_t k) {
+  auto wanted = select(top_k > 0u, min(top_k, constant<u32>(k)), constant<u32>(k));
+  return let("rows_needed", select(inverse_temperature == 0.0f, constant<u32>(1u), wanted));
+}
+
 // One draw from candidates [0, k) sorted descending (value(i), index(i)), by the whole workgroup
 // of `wg` invocations; param(w) reads word w of the row's SampleParams. Returns the chosen
 // candidate's position, the same in every invocation.
@@ -40,9 +45,10 @@ Expr<u32> emit_draw(KernelBuilder& kb, uint32_t wg, uint32_t k, const std::funct
 
   for_range(kb.local_index(), k, wg, [&](Expr<u32> i) { weights[i] = exp(value(i) - best); }, "i");
   barrier();
-  // The cut, by one invocation: the sums run in the order the CPU twin runs them.
+  // The cut, by one invocation: the sums run in the order the CPU twin runs them. It starts from
+  // the rows the draw can take at all (the pruned head lists at least those).
   if_(kb.local_index() == 0u, [&] {
-    auto n = kb.var<u32>("n", select(top_k > 0u, min(top_k, constant<u32>(k)), constant<u32>(k)));
+    auto n = kb.var<u32>("n", rows_needed(inverse_temperature, top_k, k));
     if_(top_p < 1.0f, [&] {
       auto total = kb.var<f32>("total", 0.0f);
       for_range(0u, Expr<u32>(n), [&](Expr<u32> i) { total = let_precise("sum", total + weights[i]); }, "i");
@@ -62,7 +68,6 @@ Expr<u32> emit_draw(KernelBuilder& kb, uint32_t wg, uint32_t k, const std::funct
              [&] { m = Expr<u32>(m) + 1u; });
       n = Expr<u32>(m);
     });
-    if_(inverse_temperature == 0.0f, [&] { n = 1u; });
     kept[0u] = n;
   });
   barrier();
@@ -141,9 +146,7 @@ Kernel sample_candidates(const OpTarget& target, uint32_t k, bool rows, uint32_t
 }
 
 Expr<u32> sample_rows_needed(const Buffer<u32>& params, uint32_t k) {
-  auto top_k = let("params_top_k", Expr<u32>(params[1u]));
-  auto wanted = select(top_k > 0u, min(top_k, constant<u32>(k)), constant<u32>(k));
-  return let("rows_needed", select(bitcast<f32>(Expr<u32>(params[0u])) == 0.0f, constant<u32>(1u), wanted));
+  return rows_needed(bitcast<f32>(Expr<u32>(params[0u])), Expr<u32>(params[1u]), k);
 }
 
 SampleListPlan sample_list_plan(const OpTarget& target, uint32_t k) {
@@ -154,8 +157,13 @@ SampleListPlan sample_list_plan(const OpTarget& target, uint32_t k) {
   // barrier dearer (1,024 took 74 us a draw on the H100, bench/RESULTS.md run 16).
   p.workgroup = subgroup_multiple_workgroup(target, 256);
   p.shares = std::min(p.workgroup, 2 * kMaxTopK);
-  // Shared memory: the window's pairs, the draw's k weights and a word.
-  const uint32_t room = (target.max_shared_bytes - 4 * k - 64) / 8;
+  // Shared memory: the window's pairs; besides them the draw's k weights, the threshold's ranked
+  // maxima, the argmax combine's pairs and a few words.
+  const uint32_t besides = 4 * k + 4 * std::min(p.workgroup, 2 * kMaxTopK) + 8 * p.workgroup + 256;
+  if (target.max_shared_bytes < besides + 16 * k)
+    throw std::invalid_argument("sample_candidate_list: " + std::to_string(target.max_shared_bytes) +
+                                " bytes of shared memory cannot hold a window of 2k pairs");
+  const uint32_t room = (target.max_shared_bytes - besides) / 8;
   p.large_window = std::bit_floor(std::min<uint32_t>(2048, room));
   p.small_window = std::min(p.large_window, std::max<uint32_t>(128, std::bit_ceil(2 * k)));
   if (p.small_window < 2 * k)
@@ -237,7 +245,10 @@ Kernel sample_candidate_list(const OpTarget& target, uint32_t k, uint32_t advanc
   auto winner = emit_draw(
       kb, wg, k, [&](Expr<u32> i) { return Expr<f32>(sv[i]); }, [&](Expr<u32> i) { return Expr<u32>(si[i]); }, param,
       counter);
-  auto chosen = let("chosen", Expr<u32>(si[winner]));
+  // An empty list (no finite logit: NaN from the layers) would pick the padding's id: token 0
+  // instead, never an id outside the vocabulary.
+  auto picked = let("picked", Expr<u32>(si[winner]));
+  auto chosen = let("chosen", select(picked == kWindowNone, constant<u32>(0u), picked));
   if_(kb.local_index() == 0u, [&] {
     token[0u] = chosen;
     if (advance_context) advance_step(*step, *generated, advance_context, chosen);
