@@ -21,6 +21,12 @@ void for_embedding_part(const EmbeddingShape& s, Expr<u32> token, const std::fun
   }
 }
 
+NextEmbedding declare_next_embedding(KernelBuilder& k, const EmbeddingShape& shape) {
+  std::vector<Buffer<u32>> table;
+  for (uint32_t p = 0; p < shape.parts; ++p) table.push_back(k.buffer<u32>("embed_table" + std::to_string(p), Access::Read));
+  return {std::move(table), k.buffer<f32>("x_next", Access::Write)};
+}
+
 void emit_embedding_row(KernelBuilder& k, uint32_t wg, const EmbeddingShape& shape, const std::vector<Buffer<u32>>& table,
                         Expr<u32> token, const Buffer<f32>& x) {
   const uint32_t pairs = shape.dim / 2;

@@ -41,6 +41,14 @@ Plan plan_embedding_lookup_batch(const OpTarget& target, const EmbeddingShape& s
 void for_embedding_part(const EmbeddingShape& shape, dsl::Expr<dsl::u32> token,
                         const std::function<void(uint32_t, dsl::Expr<dsl::u32>)>& body);
 
+// The bindings a head that writes the next token's embedding declares: the table's parts as
+// embed_table0 .. (u32 read), then x_next (f32 write [dim]).
+struct NextEmbedding {
+  std::vector<dsl::Buffer<dsl::u32>> table;
+  dsl::Buffer<dsl::f32> x_next;
+};
+NextEmbedding declare_next_embedding(dsl::KernelBuilder& k, const EmbeddingShape& shape);
+
 // Inside another kernel (a head that picks the next token): the `wg` invocations of one workgroup
 // write `token`'s row widened to f32 into x, as embedding_lookup does (the next replay then starts
 // with its first layer). shape.dim even; no barrier.

@@ -286,13 +286,8 @@ static Kernel candidates_kernel(const OpTarget& target, uint32_t vocab, uint32_t
     counter = k.buffer<u32>("counter", Access::ReadWrite);
     final_bindings = declare_argmax_final(k, *final_advance);
   }
-  std::vector<Buffer<u32>> embed_table;
-  std::optional<Buffer<f32>> x_next;
-  if (embed_next) {
-    for (uint32_t p = 0; p < embed_next->parts; ++p)
-      embed_table.push_back(k.buffer<u32>("embed_table" + std::to_string(p), Access::Read));
-    x_next = k.buffer<f32>("x_next", Access::Write);
-  }
+  std::optional<NextEmbedding> next_embedding;
+  if (embed_next) next_embedding = declare_next_embedding(k, *embed_next);
 
   // L: the largest lower bound of all rows. Loads written out, all in flight at once (a loop
   // would wait for each in turn).
@@ -437,7 +432,8 @@ static Kernel candidates_kernel(const OpTarget& target, uint32_t vocab, uint32_t
       // workgroup: the next replay starts with its first layer.
       barrier();  // outside the branch: every workgroup reaches it
       if_(Expr<u32>(is_last[0u]) == 1u, [&] {
-        emit_embedding_row(k, wg, *embed_next, embed_table, let("token", Expr<u32>(next_token[0u])), *x_next);
+        emit_embedding_row(k, wg, *embed_next, next_embedding->table, let("token", Expr<u32>(next_token[0u])),
+                           next_embedding->x_next);
       });
     }
   }

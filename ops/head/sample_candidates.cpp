@@ -6,6 +6,8 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ops/common/matrix_support.h"
 #include "ops/common/philox.h"
@@ -103,6 +105,13 @@ Expr<u32> emit_draw(KernelBuilder& kb, uint32_t wg, uint32_t k, const std::funct
   return winner;
 }
 
+// With advance_context: the step state (read-write) and the generated tokens (write), declared.
+std::pair<std::optional<Buffer<u32>>, std::optional<Buffer<u32>>> declare_advance(KernelBuilder& kb, uint32_t advance_context) {
+  if (!advance_context) return {};
+  auto step = kb.buffer<u32>("step", Access::ReadWrite);
+  return {step, kb.buffer<u32>("generated", Access::Write)};
+}
+
 // The step state moves on to `chosen` (ops/common/step_state.h), by one invocation.
 void advance_step(const Buffer<u32>& step, const Buffer<u32>& generated, uint32_t advance_context, Expr<u32> chosen) {
   auto pos = let("pos", Expr<u32>(step[kStepPos]));
@@ -125,11 +134,9 @@ Kernel sample_candidates(const OpTarget& target, uint32_t k, bool rows, uint32_t
   auto indices = kb.buffer<u32>("top_indices", Access::Read);
   auto params = kb.buffer<u32>("params", Access::Read);
   auto token = kb.buffer<u32>("token", Access::Write);
-  std::optional<Buffer<u32>> step, generated;
-  if (advance_context) {
-    step = kb.buffer<u32>("step", Access::ReadWrite);
-    generated = kb.buffer<u32>("generated", Access::Write);
-  }
+  auto advance = declare_advance(kb, advance_context);
+  auto& step = advance.first;
+  auto& generated = advance.second;
   Expr<u32> row = rows ? let("row", kb.workgroup_id().y()) : constant<u32>(0u);
   auto first = let("first", row * k);
   auto param = [&](uint32_t word) { return Expr<u32>(params[row * kSampleParamsWords + word]); };
@@ -187,18 +194,11 @@ Kernel sample_candidate_list(const OpTarget& target, uint32_t k, uint32_t advanc
   auto top_indices = kb.buffer<u32>("top_indices", Access::Write);
   auto token = kb.buffer<u32>("token", Access::Write);
   auto list_length = kb.buffer<u32>("list_length", Access::Write);
-  std::optional<Buffer<u32>> step, generated;
-  if (advance_context) {
-    step = kb.buffer<u32>("step", Access::ReadWrite);
-    generated = kb.buffer<u32>("generated", Access::Write);
-  }
-  std::vector<Buffer<u32>> embed_table;
-  std::optional<Buffer<f32>> x_next;
-  if (embed_next) {
-    for (uint32_t part = 0; part < embed_next->parts; ++part)
-      embed_table.push_back(kb.buffer<u32>("embed_table" + std::to_string(part), Access::Read));
-    x_next = kb.buffer<f32>("x_next", Access::Write);
-  }
+  auto advance = declare_advance(kb, advance_context);
+  auto& step = advance.first;
+  auto& generated = advance.second;
+  std::optional<NextEmbedding> next_embedding;
+  if (embed_next) next_embedding = declare_next_embedding(kb, *embed_next);
   auto sv = kb.shared<f32>("window_values", p.large_window);
   auto si = kb.shared<u32>("window_indices", p.large_window);
   auto count = kb.broadcast("count", Expr<u32>(list_count[0u]));
@@ -253,7 +253,7 @@ Kernel sample_candidate_list(const OpTarget& target, uint32_t k, uint32_t advanc
     token[0u] = chosen;
     if (advance_context) advance_step(*step, *generated, advance_context, chosen);
   });
-  if (embed_next) emit_embedding_row(kb, wg, *embed_next, embed_table, chosen, *x_next);
+  if (embed_next) emit_embedding_row(kb, wg, *embed_next, next_embedding->table, chosen, next_embedding->x_next);
   return kb.build();
 }
 

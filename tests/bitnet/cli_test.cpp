@@ -1,6 +1,7 @@
 // The `bitnet-dsl` program's error paths: one clear line on stderr and a non-zero exit, never a
 // stack trace or an abort. Runs the built binary.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -103,7 +104,7 @@ TEST(Cli, DumpsLogitsAndLayersAsNpy) {
 // the context: generation stops when it is full).
 TEST(Cli, RunPrintsItsDeviceMemoryAndTakesAContextSize) {
   namespace fs = std::filesystem;
-  const auto dir = fs::temp_directory_path() / "bdsl-cli-ctx-test";
+  const auto dir = fs::temp_directory_path() / ("bdsl-cli-ctx-test-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const std::string model = (dir / "tiny.gguf").string();
   ASSERT_EQ(run("make-model " + model + " --preset tiny").code, 0);
