@@ -70,9 +70,7 @@ void copy_in_parallel(Buffer& staging, std::span<const std::byte> data) {
 
 void UploadRing::upload(Buffer& dst, std::span<const std::byte> data, uint64_t offset) {
   if (dst.host_visible() || data.empty()) return dst.upload_bytes(data, offset);  // a direct write (and its checks)
-  if (offset > dst.size() || data.size() > dst.size() - offset)
-    throw std::out_of_range(dst.name() + ": upload of " + std::to_string(data.size()) + " bytes at offset " +
-                            std::to_string(offset) + " does not fit in its " + std::to_string(dst.size()) + " bytes");
+  dst.check_range(offset, data.size(), "upload");
   try {
     copy_chunks(dst, data, offset);
   } catch (...) {

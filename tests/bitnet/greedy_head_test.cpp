@@ -68,7 +68,23 @@ TEST(GreedyHeadShadow, BoundsTheQuantizationError) {
   EXPECT_THROW(bitnet::quantize_rows_int8(table, rows, cols + 4), std::invalid_argument);
 }
 
-class GreedyHead : public DeviceTest {
+// The F16 table and its int8 shadow on the device in the split's parts (as the model uploads them).
+class HeadTest : public DeviceTest {
+ protected:
+  std::pair<std::vector<rt::Buffer>, std::vector<rt::Buffer>> table_parts(const std::vector<uint16_t>& table,
+                                                                           const bitnet::Int8Rows& q, const ops::LmHeadSplit& split,
+                                                                           uint32_t vocab, uint32_t dim) {
+    std::vector<rt::Buffer> f16_parts, int8_parts;
+    for (uint32_t p = 0; p < split.parts; ++p) {
+      const size_t first = size_t(p) * split.rows_per_part, n = split.rows_in_part(p, vocab);
+      f16_parts.push_back(buffer_of(std::vector<uint16_t>(table.begin() + first * dim, table.begin() + (first + n) * dim), "f16"));
+      int8_parts.push_back(buffer_of(std::vector<uint32_t>(q.words.begin() + first * dim / 4, q.words.begin() + (first + n) * dim / 4), "int8"));
+    }
+    return {std::move(f16_parts), std::move(int8_parts)};
+  }
+};
+
+class GreedyHead : public HeadTest {
  protected:
   // The argmax of the full head and of the pruned one, over the same table and x normalized by
   // lm_head_input with a unit weight (the pruned head's first pass; its xn feeds both heads).
@@ -80,12 +96,7 @@ class GreedyHead : public DeviceTest {
     const ops::ArgmaxPlan plan = ops::argmax_plan(t, vocab);
     const auto q = bitnet::quantize_rows_int8(table, vocab, dim);
     rt::Buffer raw = buffer_of(x, "x"), unit = buffer_of(std::vector<float>(dim, 1.0f), "weight");
-    std::vector<rt::Buffer> f16_parts, int8_parts;
-    for (uint32_t p = 0; p < split.parts; ++p) {
-      const size_t first = size_t(p) * split.rows_per_part, n = split.rows_in_part(p, vocab);
-      f16_parts.push_back(buffer_of(std::vector<uint16_t>(table.begin() + first * dim, table.begin() + (first + n) * dim), "f16"));
-      int8_parts.push_back(buffer_of(std::vector<uint32_t>(q.words.begin() + first * dim / 4, q.words.begin() + (first + n) * dim / 4), "int8"));
-    }
+    auto [f16_parts, int8_parts] = table_parts(table, q, split, vocab, dim);
     rt::Buffer scale = buffer_of(q.scale, "scale"), bound = buffer_of(q.bound, "bound");
     auto out = [&](uint64_t words, const char* name) { return rt::Buffer(ctx(), std::max<uint64_t>(words * 4, 4), {true, name}); };
     rt::Buffer xb = out(dim, "xn"), xq = out(dim / 4, "xq"), stats = out(4, "stats");
@@ -247,7 +258,7 @@ TEST_F(GreedyHead, TheInputPassNormalizesAsRmsNormAndItsBoundsHold) {
 // (lm_head, top_k_partial, top_k_merge, sample_candidates) and the pruned one (lm_head_input,
 // lm_head_bounds, a fill, lm_head_candidate_list, sample_candidate_list with the step's advance and
 // the next embedding). The draws and the k' best (value, index) pairs must be the same bits.
-class SampledHead : public DeviceTest {
+class SampledHead : public HeadTest {
  protected:
   static constexpr uint32_t kK = ops::kMaxTopK;
 
@@ -257,12 +268,7 @@ class SampledHead : public DeviceTest {
     const ops::OpTarget t = ops::OpTarget::from(ctx().info());
     const ops::LmHeadSplit split = ops::lm_head_split(t, vocab, dim, rows_per_part);
     const auto q = bitnet::quantize_rows_int8(table, vocab, dim);
-    std::vector<rt::Buffer> f16_parts, int8_parts;
-    for (uint32_t p = 0; p < split.parts; ++p) {
-      const size_t first = size_t(p) * split.rows_per_part, n = split.rows_in_part(p, vocab);
-      f16_parts.push_back(buffer_of(std::vector<uint16_t>(table.begin() + first * dim, table.begin() + (first + n) * dim), "f16"));
-      int8_parts.push_back(buffer_of(std::vector<uint32_t>(q.words.begin() + first * dim / 4, q.words.begin() + (first + n) * dim / 4), "int8"));
-    }
+    auto [f16_parts, int8_parts] = table_parts(table, q, split, vocab, dim);
     auto out = [&](uint64_t words, const char* name) { return rt::Buffer(ctx(), std::max<uint64_t>(words * 4, 4), {true, name}); };
     rt::Buffer raw = buffer_of(x, "x"), unit = buffer_of(std::vector<float>(dim, 1.0f), "weight");
     rt::Buffer scale = buffer_of(q.scale, "scale"), bound = buffer_of(q.bound, "bound");
