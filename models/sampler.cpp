@@ -1,6 +1,7 @@
 #include "models/sampler.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -21,6 +22,12 @@ std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> c, uint64_t key) {
 
 namespace {
 
+// The logit's f32 bits as a u32 of the same order (-0 as +0), as the device maps them.
+uint32_t order_key(float l) {
+  const uint32_t bits = l == 0.0f ? 0u : std::bit_cast<uint32_t>(l);
+  return (bits & 0x80000000u) ? ~bits : bits | 0x80000000u;
+}
+
 // -log(u), u in (0, 1), as the device computes it: near 1 by the series of -log(1 - t) in the
 // exact t = 1 - u, each operation rounded apart; elsewhere the library's log.
 float minus_log(float u) {
@@ -33,6 +40,15 @@ float minus_log(float u) {
   const float s5 = s4 * t;
   const float s6 = s5 * t;
   return t + s6;
+}
+
+// One candidate's Gumbel-max score, as ops/head/draw_support.h's gumbel_score.
+float gumbel_score(float logit, float best, float inverse_t, uint32_t id, uint32_t counter, uint64_t seed) {
+  const uint32_t bits = philox4x32_10({id, counter, 0, 0}, seed)[0];
+  const float u = (float(bits >> 8) + 0.5f) * 0x1.0p-24f;
+  const float gumbel = -std::log(minus_log(u));
+  const float scaled = (logit - best) * inverse_t;  // rounded apart, as the device does (no fma)
+  return scaled + gumbel;
 }
 
 }  // namespace
@@ -87,14 +103,55 @@ int32_t Sampler::sample(std::span<const int32_t> ids, std::span<const float> log
   size_t chosen = 0;
   float chosen_score = -INFINITY;
   for (size_t i = 0; i < n; ++i) {
-    const uint32_t bits = philox4x32_10({uint32_t(ids[i]), counter, 0, 0}, options_.seed)[0];
-    const float u = (float(bits >> 8) + 0.5f) * 0x1.0p-24f;
-    const float gumbel = -std::log(minus_log(u));
-    const float scaled = (logits[i] - best) * inverse_t;  // rounded apart, as the device does (no fma)
-    const float score = scaled + gumbel;
+    const float score = gumbel_score(logits[i], best, inverse_t, uint32_t(ids[i]), counter, options_.seed);
     if (i == 0 || score > chosen_score) chosen = i, chosen_score = score;
   }
   return ids[chosen];
+}
+
+int32_t Sampler::sample_vocabulary(std::span<const float> logits, uint32_t counter) const {
+  if (logits.empty()) throw std::invalid_argument("sampler: no logits");
+  size_t argmax = 0;
+  for (size_t i = 1; i < logits.size(); ++i)
+    if (logits[i] > logits[argmax]) argmax = i;
+  const float inverse_t = inverse_temperature();
+  if (inverse_t == 0.0f) return int32_t(argmax);
+  const float best = logits[argmax];
+  // Top-p: the largest key K whose tokens at or above it weigh at least the goal, in integers.
+  const bool cut = options_.top_p < 1.0f;
+  uint32_t threshold = 0;
+  if (cut) {
+    std::vector<std::pair<uint32_t, uint64_t>> keyed(logits.size());  // (key, weight)
+    unsigned __int128 total = 0;
+    for (size_t i = 0; i < logits.size(); ++i) {
+      const float below_best = logits[i] - best;
+      const float e = std::min(std::exp(below_best), 1.0f);
+      const uint64_t w = uint32_t(e * 2147483648.0f);
+      keyed[i] = {order_key(logits[i]), w};
+      total += w;
+    }
+    const uint64_t p = uint32_t(options_.top_p * 4294967296.0f);
+    const uint64_t goal = uint64_t((p * total + 0xffffffffu) >> 32);  // ceil(p * total / 2^32)
+    std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    uint64_t mass = 0;
+    for (size_t i = 0; i < keyed.size();) {
+      size_t j = i;  // every token of this key
+      while (j < keyed.size() && keyed[j].first == keyed[i].first) mass += keyed[j++].second;
+      threshold = keyed[i].first;
+      if (mass >= goal) break;
+      i = j;
+    }
+  }
+  const float floor_value = best + std::log(options_.min_p);
+  size_t chosen = logits.size();
+  float chosen_score = -INFINITY;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (cut && order_key(logits[i]) < threshold) continue;
+    if (options_.min_p != 0.0f && !(logits[i] >= floor_value)) continue;
+    const float score = gumbel_score(logits[i], best, inverse_t, uint32_t(i), counter, options_.seed);
+    if (chosen == logits.size() || score > chosen_score) chosen = i, chosen_score = score;
+  }
+  return chosen == logits.size() ? 0 : int32_t(chosen);
 }
 
 }  // namespace bdsl::models

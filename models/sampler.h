@@ -13,7 +13,7 @@ namespace bdsl::models {
 
 struct SamplerOptions {
   float temperature = 0.0f;  // 0: greedy
-  uint32_t top_k = 40;       // 0: every candidate the GPU returned
+  uint32_t top_k = 40;       // 0: no cut (the whole vocabulary where the model draws over it)
   float top_p = 0.95f;       // 1: off
   float min_p = 0.0f;        // keeps candidates at least min_p times as likely as the best; 0: off
   uint64_t seed = 0;
@@ -34,6 +34,10 @@ class Sampler {
   // `ids` and `logits` describe the candidates, most likely first (ties: lower id first).
   // `counter` is the position the chosen token takes: each position draws afresh.
   int32_t sample(std::span<const int32_t> ids, std::span<const float> logits, uint32_t counter) const;
+  // The draw over every logit of the vocabulary (token i's logit at logits[i]), for top_k 0 (no
+  // cut): top-p with integer weights, exact, then min-p and the same Gumbel-max draw. The host twin
+  // of ops/head/sample_vocabulary.h, which says the arithmetic. Greedy: the argmax.
+  int32_t sample_vocabulary(std::span<const float> logits, uint32_t counter) const;
   const SamplerOptions& options() const { return options_; }
   float inverse_temperature() const;  // 0 when greedy
 

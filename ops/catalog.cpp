@@ -19,6 +19,7 @@
 #include "ops/head/lm_head_batch.h"
 #include "ops/head/lm_head_pruned.h"
 #include "ops/head/sample_candidates.h"
+#include "ops/head/sample_vocabulary.h"
 #include "ops/head/top_k.h"
 #include "ops/ternary/ternary_matmul.h"
 #include "ops/ternary/ternary_matmul_coopmat.h"
@@ -144,6 +145,14 @@ const std::vector<CatalogEntry>& catalog() {
        [](T t) { return plan_sample_candidates(t, kMaxTopK, true).kernel; }},
       {"sample_candidate_list", "the same from an unsorted candidate list, advancing the step (the model's sampled head)",
        [](T t) { return plan_sample_candidate_list(t, 40, kContext).kernel; }},
+      {"vocab_mass_histogram", "top-p over the whole vocabulary: a radix pass summing token weights into buckets (a row per sequence)",
+       [](T t) { return plan_vocab_mass_histogram(t, kVocab, 0).kernel; }},
+      {"vocab_mass_select", "the same: the bucket where the mass from the top reaches top-p",
+       [](T t) { return plan_vocab_mass_select(t, 0).kernel; }},
+      {"vocab_draw_partial", "a draw over the whole vocabulary's kept tokens, first pass",
+       [](T t) { return plan_vocab_draw_partial(t, kVocab).kernel; }},
+      {"vocab_draw_final", "the same, second pass",
+       [](T t) { return plan_vocab_draw_final(t, kVocab).kernel; }},
       {"stream_read", "bandwidth probe of the bench", [](T t) { return stream_read(t); }},
       {"saxpy", "y = a * x + y (tutorial)", [](T) { return saxpy(); }},
       {"workgroup_sum", "partial sums through shared memory (tutorial)",

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "ops/common/matrix_support.h"
-#include "ops/common/philox.h"
 #include "ops/common/step_state.h"
+#include "ops/head/draw_support.h"
 #include "ops/head/argmax.h"
 #include "ops/head/top_k.h"
 #include "ops/head/window_sort.h"
@@ -79,22 +79,7 @@ Expr<u32> emit_draw(KernelBuilder& kb, uint32_t wg, uint32_t k, const std::funct
   auto own_v = kb.var<f32>("own_score", -INFINITY);
   auto own_i = kb.var<u32>("own_index", kArgmaxNone);
   for_range(kb.local_index(), Expr<u32>(n), constant<u32>(wg), [&](Expr<u32> i) {
-    auto id = let("id", index(i));
-    auto u = let("u", open_unit_interval(philox_first_word(id, counter, seed_low, seed_high)));
-    // -log(u) as the host twin computes it: near u = 1 (the winning draws) from t = 1 - u, exact,
-    // by its series (a log there may be off by 2^-21 absolutely, a large part of a small -log u).
-    auto t = let_precise("t", 1.0f - u);
-    auto s1 = let_precise("s1", t * 0.25f);
-    auto s2 = let_precise("s2", s1 + 0.333333343f);
-    auto s3 = let_precise("s3", s2 * t);
-    auto s4 = let_precise("s4", s3 + 0.5f);
-    auto s5 = let_precise("s5", s4 * t);
-    auto s6 = let_precise("s6", s5 * t);
-    auto series = let_precise("series", t + s6);
-    auto minus_log_u = let("minus_log_u", select(t < 0.00390625f, series, -log(u)));
-    auto gumbel = let_precise("gumbel", -log(minus_log_u));
-    auto scaled = let_precise("scaled", (value(i) - best) * inverse_temperature);
-    auto score = let_precise("score", scaled + gumbel);
+    auto score = gumbel_score(value(i), best, inverse_temperature, let("id", index(i)), counter, seed_low, seed_high);
     if_(argmax_beats(score, i, own_v, own_i), [&] {
       own_v = score;
       own_i = i;
@@ -103,22 +88,6 @@ Expr<u32> emit_draw(KernelBuilder& kb, uint32_t wg, uint32_t k, const std::funct
   auto [score, winner] = workgroup_argmax_combine(kb, wg, own_v, own_i);
   (void)score;
   return winner;
-}
-
-// With advance_context: the step state (read-write) and the generated tokens (write), declared.
-std::pair<std::optional<Buffer<u32>>, std::optional<Buffer<u32>>> declare_advance(KernelBuilder& kb, uint32_t advance_context) {
-  if (!advance_context) return {};
-  auto step = kb.buffer<u32>("step", Access::ReadWrite);
-  return {step, kb.buffer<u32>("generated", Access::Write)};
-}
-
-// The step state moves on to `chosen` (ops/common/step_state.h), by one invocation.
-void advance_step(const Buffer<u32>& step, const Buffer<u32>& generated, uint32_t advance_context, Expr<u32> chosen) {
-  auto pos = let("pos", Expr<u32>(step[kStepPos]));
-  step[kStepToken] = chosen;
-  step[kStepPos] = pos + 1u;
-  step[kStepEpoch] = Expr<u32>(step[kStepEpoch]) + 1u;
-  if_(pos < advance_context, [&] { generated[pos] = chosen; });
 }
 
 }  // namespace

@@ -113,6 +113,43 @@ TEST(Sampler, MinPZeroChangesNothing) {
   for (uint32_t i = 0; i < 200; ++i) EXPECT_EQ(tiny.sample(c.ids, c.logits, i), zero.sample(c.ids, c.logits, i));
 }
 
+// The draw over the whole vocabulary (top_k 0): top-p keeps the smallest set of most likely
+// tokens whose probability reaches top_p, every token tied at the boundary included, and the
+// draws follow softmax(logit / temperature) over what it keeps. Token i's logit at logits[i].
+TEST(SamplerVocabulary, TopPKeepsTheSmallestSetReachingTheMassAndDrawsBySoftmax) {
+  // Probabilities in proportion to 8, 4, 2, 1, 1, 0.5 (total 16.5) in a scrambled order.
+  const std::vector<float> logits = {std::log(1.0f), std::log(8.0f), std::log(0.5f), std::log(2.0f), std::log(4.0f), std::log(1.0f)};
+  auto count = [&](const SamplerOptions& o, int draws) {
+    const Sampler s(o);
+    std::map<int32_t, int> seen;
+    for (int i = 0; i < draws; ++i) ++seen[s.sample_vocabulary(logits, uint32_t(i))];
+    return seen;
+  };
+  auto ids = [](const std::map<int32_t, int>& seen) {
+    std::set<int32_t> out;
+    for (const auto& [id, n] : seen) out.insert(id);
+    return out;
+  };
+  // 8/16.5 = 0.485: top_p 0.48 keeps id 1 alone; 0.49 needs id 4 too (12/16.5 = 0.727).
+  EXPECT_EQ(ids(count({1.0f, 0, 0.48f, 0.0f, 5}, 500)), std::set<int32_t>{1});
+  EXPECT_EQ(ids(count({1.0f, 0, 0.49f, 0.0f, 5}, 500)), (std::set<int32_t>{1, 4}));
+  // 14/16.5 = 0.848 with id 3; past it the two tied at 1 (ids 0 and 5) come in together.
+  EXPECT_EQ(ids(count({1.0f, 0, 0.85f, 0.0f, 5}, 2000)), (std::set<int32_t>{0, 1, 3, 4, 5}));
+  EXPECT_EQ(ids(count({1.0f, 0, 1.0f, 0.0f, 5}, 4000)).size(), 6u) << "top_p 1 keeps every token";
+  // min_p 0.2 keeps tokens at least 0.2 times as likely as the best (8 -> 1.6): ids 1, 4, 3.
+  EXPECT_EQ(ids(count({1.0f, 0, 1.0f, 0.2f, 5}, 2000)), (std::set<int32_t>{1, 3, 4}));
+  // Frequencies at temperature 0.5 over the nucleus {1, 4, 3}: p^2 in proportion, 64 : 16 : 4.
+  const int draws = 40000;
+  const auto seen = count({0.5f, 0, 0.8f, 0.0f, 9}, draws);
+  const std::map<int32_t, double> want = {{1, 64.0 / 84}, {4, 16.0 / 84}, {3, 4.0 / 84}};
+  ASSERT_EQ(ids(seen), (std::set<int32_t>{1, 3, 4}));
+  for (const auto& [id, p] : want) {
+    const double sigma = std::sqrt(p * (1 - p) / draws);
+    EXPECT_NEAR(double(seen.at(id)) / draws, p, 5 * sigma) << "id " << id;
+  }
+  EXPECT_EQ(Sampler({0.0f, 0, 0.5f, 0.0f, 1}).sample_vocabulary(logits, 3), 1) << "greedy: the argmax";
+}
+
 TEST(Sampler, RejectsSettingsOutOfRange) {
   EXPECT_THROW(Sampler({1.0f, 0, 1.0f, -0.1f, 0}), std::invalid_argument);
   EXPECT_THROW(Sampler({1.0f, 0, 1.0f, 1.5f, 0}), std::invalid_argument);
