@@ -130,13 +130,14 @@ void decode_greedy(benchmark::State& st, BenchSession& s, uint32_t ctx_len, Vari
 // An iteration is a run of kGreedyRun steps ending at position ctx - 1; time per token.
 // `run`'s sampling defaults, with a fixed seed (run's is random unless given).
 const models::SamplerOptions kRunDefaults{0.8f, 40, 0.95f, 0.0f, 1234};
+// The same with top_k 0: top-p over the whole vocabulary (the full head, every logit drawn from).
+const models::SamplerOptions kVocabularyDraw{0.8f, 0, 0.95f, 0.0f, 1234};
 
-void decode_sampled(benchmark::State& st, BenchSession& s, uint32_t ctx_len) {
+void decode_sampled(benchmark::State& st, BenchSession& s, uint32_t ctx_len, const models::SamplerOptions& sampling) {
   auto& m = model_state(s, Variant::UntimedSampling);
   ctx_len = std::min(ctx_len, m.config.context_length);
   const uint32_t run = std::min(kGreedyRun, ctx_len), first = ctx_len - run;
   fill_cache(m, first);
-  const models::SamplerOptions sampling = kRunDefaults;
   double wall = 0;
   for (auto _ : st) {
     const auto t0 = Clock::now();
@@ -147,7 +148,8 @@ void decode_sampled(benchmark::State& st, BenchSession& s, uint32_t ctx_len) {
   }
   st.counters["tokens_per_s"] = double(st.iterations()) * run / wall;
   st.counters["steps"] = m.model->stats().steps;
-  st.counters["candidate_rows"] = m.model->sampled_candidate_rows();  // the pruned head's list, last token
+  if (!models::draws_over_vocabulary(sampling))
+    st.counters["candidate_rows"] = m.model->sampled_candidate_rows();  // the pruned head's list, last token
 }
 
 void decode(benchmark::State& st, BenchSession& s, uint32_t ctx_len) {
@@ -187,27 +189,31 @@ double op_ns(const std::vector<std::string>& names, const std::vector<double>& n
 
 // Where a token's time goes: each kernel's GPU time per token, summed over its calls, in the
 // recording step() replays, or a kernel only decode_greedy's (the pruned LM head) or decode_sampled's
-// (the pruned head's candidate list and draw) runs, timed over one such step.
-enum class Recording { Step, Greedy, Sampled };
+// (the pruned head's candidate list and draw) or its draw over the vocabulary (top_k 0) runs,
+// timed over one such step.
+enum class Recording { Step, Greedy, Sampled, Vocabulary };
 
 void per_op(benchmark::State& st, BenchSession& s, const std::string& op, uint32_t pos, Recording rec = Recording::Step) {
-  auto& m = model_state(s, rec == Recording::Sampled ? Variant::TimedSampling : Variant::Timed);
+  const bool sampling = rec == Recording::Sampled || rec == Recording::Vocabulary;
+  auto& m = model_state(s, sampling ? Variant::TimedSampling : Variant::Timed);
   fill_cache(m, pos);
-  const auto names = rec == Recording::Greedy    ? m.model->greedy_operation_names()
-                     : rec == Recording::Sampled ? m.model->sampled_operation_names()
-                                                 : m.model->operation_names();
+  const auto names = rec == Recording::Greedy       ? m.model->greedy_operation_names()
+                     : rec == Recording::Sampled    ? m.model->sampled_operation_names()
+                     : rec == Recording::Vocabulary ? m.model->vocabulary_operation_names()
+                                                    : m.model->operation_names();
   double total = 0;
   uint32_t calls = 0;
   for (auto _ : st) {
     if (rec == Recording::Greedy)
       m.model->decode_greedy(1, pos, 1, [](int32_t) { return true; });
-    else if (rec == Recording::Sampled)
-      m.model->decode_sampled(1, pos, 1, kRunDefaults, [](int32_t) { return true; });
+    else if (sampling)
+      m.model->decode_sampled(1, pos, 1, rec == Recording::Sampled ? kRunDefaults : kVocabularyDraw, [](int32_t) { return true; });
     else
       m.model->step(1, pos);
-    const auto ns = rec == Recording::Greedy    ? m.model->greedy_timestamps_ns()
-                    : rec == Recording::Sampled ? m.model->sampled_timestamps_ns()
-                                                : m.model->timestamps_ns();
+    const auto ns = rec == Recording::Greedy       ? m.model->greedy_timestamps_ns()
+                    : rec == Recording::Sampled    ? m.model->sampled_timestamps_ns()
+                    : rec == Recording::Vocabulary ? m.model->vocabulary_timestamps_ns()
+                                                   : m.model->timestamps_ns();
     const double t = op_ns(names, ns, op, calls);
     st.SetIterationTime(t * 1e-9);
     total += t;
@@ -306,7 +312,11 @@ void register_model_benchmarks(BenchSession& s) {
           ->UseManualTime()->Iterations(quick ? 2 : 20)->Unit(benchmark::kMicrosecond);
   for (uint32_t ctx : quick ? std::vector<uint32_t>{64} : std::vector<uint32_t>{128, 512, 2048})
     benchmark::RegisterBenchmark(fmt::format("decode_sampled/ctx:{}", ctx).c_str(),
-                                 [&s, ctx](benchmark::State& st) { decode_sampled(st, s, ctx); })
+                                 [&s, ctx](benchmark::State& st) { decode_sampled(st, s, ctx, kRunDefaults); })
+        ->UseManualTime()->Iterations(quick ? 2 : 20)->Unit(benchmark::kMicrosecond);
+  for (uint32_t ctx : quick ? std::vector<uint32_t>{64} : std::vector<uint32_t>{512, 2048})
+    benchmark::RegisterBenchmark(fmt::format("decode_sampled_vocabulary/ctx:{}", ctx).c_str(),
+                                 [&s, ctx](benchmark::State& st) { decode_sampled(st, s, ctx, kVocabularyDraw); })
         ->UseManualTime()->Iterations(quick ? 2 : 20)->Unit(benchmark::kMicrosecond);
   for (uint32_t n : quick ? std::vector<uint32_t>{16} : std::vector<uint32_t>{128, 512})
     benchmark::RegisterBenchmark(fmt::format("prefill/tokens:{}", n).c_str(),
@@ -337,6 +347,14 @@ void register_model_benchmarks(BenchSession& s) {
     seen.push_back(name);
     benchmark::RegisterBenchmark(fmt::format("op/{}", name).c_str(),
                                  [&s, name, pos](benchmark::State& st) { per_op(st, s, name, pos, Recording::Sampled); })
+        ->UseManualTime()->Iterations(iters)->Unit(benchmark::kMicrosecond);
+  }
+  // The draw over the vocabulary's own kernels (top_k 0: the radix passes of top-p, the draw).
+  for (const auto& name : model_state(s, Variant::TimedSampling).model->vocabulary_operation_names()) {
+    if (std::find(seen.begin(), seen.end(), name) != seen.end()) continue;
+    seen.push_back(name);
+    benchmark::RegisterBenchmark(fmt::format("op/{}", name).c_str(),
+                                 [&s, name, pos](benchmark::State& st) { per_op(st, s, name, pos, Recording::Vocabulary); })
         ->UseManualTime()->Iterations(iters)->Unit(benchmark::kMicrosecond);
   }
   // Per-op table of one prefill block (--prefill-block, 16 with --quick); one prefill records its graph.

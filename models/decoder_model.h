@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <stdexcept>
 #include <vector>
 
 #include "models/sampler.h"
@@ -16,12 +17,21 @@ struct StepOutput {
   int32_t token = -1;                  // BatchDecoder: the choice under the entry's sampling
   std::vector<int32_t> top_ids;        // the top-k candidates, most likely first
   std::vector<float> top_logits;
+  std::vector<float> logits;           // every logit, where the caller asked (a draw over the vocabulary needs them)
 };
 
+// Whether `sampling` draws over the whole vocabulary (top_k 0: no cut), not from the candidates.
+inline bool draws_over_vocabulary(const SamplerOptions& sampling) { return sampling.temperature > 0.0f && sampling.top_k == 0; }
+
 // The token `out` gives under `sampling` for position `counter`, picked on the host: the argmax,
-// or models::Sampler over the candidates (what the device sampler picks).
+// models::Sampler over the candidates, or over every logit with top_k 0 (what the device sampler
+// picks). A draw over the vocabulary without out.logits throws std::logic_error.
 inline int32_t choose_on_host(const StepOutput& out, const SamplerOptions& sampling, uint32_t counter) {
   if (sampling.temperature == 0.0f) return out.argmax;
+  if (draws_over_vocabulary(sampling)) {
+    if (out.logits.empty()) throw std::logic_error("a draw over the whole vocabulary (top_k 0) needs the step's logits");
+    return Sampler(sampling).sample_vocabulary(out.logits, counter);
+  }
   return Sampler(sampling).sample(out.top_ids, out.top_logits, counter);
 }
 
@@ -51,5 +61,12 @@ class DecoderModel {
                                   const std::function<bool(int32_t)>& on_token) = 0;
   virtual std::vector<float> logits() const = 0;  // of the last step
 };
+
+// choose_on_host for the step `model` just ran (`out`), reading the model's logits first where the
+// draw takes every logit (top_k 0).
+inline int32_t choose_after_step(const DecoderModel& model, StepOutput& out, const SamplerOptions& sampling, uint32_t counter) {
+  if (draws_over_vocabulary(sampling) && out.logits.empty()) out.logits = model.logits();
+  return choose_on_host(out, sampling, counter);
+}
 
 }  // namespace bdsl::models

@@ -49,7 +49,7 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Gene
   result.prompt_seconds = seconds_since(t0);
 
   t0 = std::chrono::steady_clock::now();
-  auto pick = [&](const StepOutput& o) { return choose_on_host(o, options.sampling, pos_); };
+  auto pick = [&](StepOutput& o) { return choose_after_step(model_, o, options.sampling, pos_); };
   // Takes a generated token; false when generation ends with it (result.reason says why).
   auto accept = [&](int32_t next) {
     result.tokens.push_back(next);

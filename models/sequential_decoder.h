@@ -25,7 +25,7 @@ class SequentialDecoder final : public BatchDecoder {
                      const SamplerOptions& sampling = {}) override {
     check_slot(slot);
     StepOutput out = model_.prefill(tokens, pos);
-    out.token = choose_on_host(out, sampling, pos + uint32_t(tokens.size()));
+    out.token = choose_after_step(model_, out, sampling, pos + uint32_t(tokens.size()));
     return out;
   }
   std::vector<StepOutput> decode(std::span<const Entry> batch) override {
@@ -33,7 +33,7 @@ class SequentialDecoder final : public BatchDecoder {
                                                        std::to_string(batch.size()));
     check_slot(batch[0].slot);
     StepOutput out = model_.step(batch[0].token, batch[0].pos);
-    out.token = choose_on_host(out, batch[0].sampling, batch[0].pos + 1);
+    out.token = choose_after_step(model_, out, batch[0].sampling, batch[0].pos + 1);
     return {out};
   }
 

@@ -67,6 +67,12 @@ struct BitNetModel::Activations {
       sample_params = u32(ops::kSampleParamsWords, "sampling settings", true);
       sample_params.fill(0);  // greedy until decode_sampled says otherwise
       sampled = u32(1, "sampled token");
+      vocab_state = u32(ops::kVocabStateWords, "vocabulary draw's state");
+      vocab_mass = u32(2 * ops::kVocabBuckets, "vocabulary draw's buckets");
+      vocab_mass.fill(0);  // each select leaves its buckets zero
+      const uint32_t groups = ops::vocab_sampling_groups(p.target, c.vocab_size);
+      vocab_part_values = f32(groups, "vocabulary draw's partial scores");
+      vocab_part_indices = u32(groups, "vocabulary draw's partial ids");
     }
     if (p.lm_head_candidate_list) {
       list_values = f32(c.vocab_size, "sampled head's candidate logits");
@@ -90,7 +96,8 @@ struct BitNetModel::Activations {
     for (const rt::Buffer* b : {&step, &rope_table, &x, &q, &k, &v, &attn, &attn_used, &ffn, &xn, &logits, &partials, &counters,
                                 &arg_values, &arg_indices, &token, &generated, &upper, &lower, &head_counter, &xq, &head_stats,
                                 &top_part_values, &top_part_indices, &top_values, &top_indices, &sample_params, &sampled,
-                                &list_values, &list_indices, &list_count, &list_length, &dumps})
+                                &list_values, &list_indices, &list_count, &list_length, &vocab_state, &vocab_mass,
+                                &vocab_part_values, &vocab_part_indices, &dumps})
       n += *b ? b->size() : 0;
     for (const auto* caches : {&k_cache, &v_cache})
       for (const auto& c : *caches) n += c.size();
@@ -103,6 +110,7 @@ struct BitNetModel::Activations {
   rt::Buffer arg_values, arg_indices, token, generated, upper, lower, head_counter, xq, head_stats;
   rt::Buffer top_part_values, top_part_indices, top_values, top_indices, sample_params, sampled;
   rt::Buffer list_values, list_indices, list_count, list_length;
+  rt::Buffer vocab_state, vocab_mass, vocab_part_values, vocab_part_indices;
   rt::Buffer dumps;
 };
 

@@ -43,6 +43,7 @@ struct BitNetBatchDecoder::Lanes {
   std::vector<rt::Buffer> k_cache, v_cache;  // per layer: [slots][context][kv_words]
   rt::Buffer partials, counters, logits, arg_values, arg_indices, chosen, top_part_values, top_part_indices,
       top_values, top_indices, sample_params, sampled;
+  rt::Buffer vocab_state, vocab_mass, vocab_part_values, vocab_part_indices;  // draws over the vocabulary (top_k 0)
   uint64_t logits_stride = 0, cache_slot_bytes = 0;
   uint64_t bytes = 0;  // everything above
 };
@@ -75,6 +76,12 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
     top_k_partial_.emplace(ops::make_pipeline(ctx, ops::plan_top_k_partial(t, vocab, k, true)));
     top_k_merge_.emplace(ops::make_pipeline(ctx, ops::plan_top_k_merge(t, vocab, k, true)));
     sample_.emplace(ops::make_pipeline(ctx, ops::plan_sample_candidates(t, k, true)));
+    for (uint32_t pass = 0; pass < ops::kVocabPasses; ++pass) {
+      vocab_mass_histogram_.push_back(ops::make_pipeline(ctx, ops::plan_vocab_mass_histogram(t, vocab, pass)));
+      vocab_mass_select_.push_back(ops::make_pipeline(ctx, ops::plan_vocab_mass_select(t, pass)));
+    }
+    vocab_draw_partial_.emplace(ops::make_pipeline(ctx, ops::plan_vocab_draw_partial(t, vocab)));
+    vocab_draw_final_.emplace(ops::make_pipeline(ctx, ops::plan_vocab_draw_final(t, vocab)));
   }
   if (head_on_tensor_cores_)
     pack_half_.emplace(ops::make_pipeline(ctx, ops::plan_pack_half(model.pipelines().target)));
@@ -153,6 +160,12 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
     L.sample_params = make(4ull * ops::kSampleParamsWords * outs, "sampling settings", u32, true);
     L.sample_params.fill(0);  // rows of a tail past a step's outputs draw greedily from defined settings
     L.sampled = make(4 * outs, "sampled tokens", u32, true);
+    L.vocab_state = make(4ull * ops::kVocabStateWords * outs, "vocabulary draws' state", u32);
+    L.vocab_mass = make(8ull * ops::kVocabBuckets * outs, "vocabulary draws' buckets", u32);
+    L.vocab_mass.fill(0);  // each select leaves its buckets zero
+    const uint64_t groups = ops::vocab_sampling_groups(t, vocab);
+    L.vocab_part_values = make(4 * groups * outs, "vocabulary draws' partial scores", f32);
+    L.vocab_part_indices = make(4 * groups * outs, "vocabulary draws' partial ids", u32);
   }
   device_bytes_ = L.bytes;
 }
@@ -176,7 +189,7 @@ void BitNetBatchDecoder::record_all_buckets() {
     if (lanes == capacity_) break;
   }
   for (uint32_t rows = 1;; rows = std::min(rows * 2, slots_)) {
-    tail_for(rows);
+    tail_for(rows, false);
     if (rows == slots_) break;
   }
 }
@@ -194,14 +207,14 @@ BitNetBatchDecoder::Step& BitNetBatchDecoder::step_for(uint32_t lanes) {
   return steps_.back();
 }
 
-BitNetBatchDecoder::Tail& BitNetBatchDecoder::tail_for(uint32_t rows) {
+BitNetBatchDecoder::Tail& BitNetBatchDecoder::tail_for(uint32_t rows, bool vocabulary) {
   for (auto& t : tails_)
-    if (t.rows == rows) return t;
-  Tail t{rows, std::nullopt, nullptr};
+    if (t.rows == rows && t.vocabulary == vocabulary) return t;
+  Tail t{rows, vocabulary, std::nullopt, nullptr};
   const auto& p = model_.pipelines();
   if (head_on_tensor_cores_)
     t.head.emplace(ops::make_pipeline(ctx_, ops::plan_lm_head_coopmat(p.target, model_.vocab_size(), model_.config().dim, rows)));
-  t.graph = record_tail(rows, t.head ? &*t.head : nullptr);
+  t.graph = record_tail(rows, t.head ? &*t.head : nullptr, vocabulary);
   tails_.push_back(std::move(t));
   return tails_.back();
 }
@@ -237,7 +250,7 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes, const
 
 // The tail, as the single-sequence graph runs it, for the first `rows` lanes (the lanes whose
 // outputs the step returns come first), after one norm over all of them.
-std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_tail(uint32_t rows, const ops::PlannedPipeline* head) {
+std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_tail(uint32_t rows, const ops::PlannedPipeline* head, bool vocabulary) {
   const auto& c = model_.config();
   const auto& p = model_.pipelines();
   const auto& w = model_.weights_;
@@ -273,6 +286,22 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_tail(uint32_t rows, const 
     sample_->dispatch(g, {{"top_values", L.top_values}, {"top_indices", L.top_indices}, {"params", L.sample_params},
                           {"token", L.sampled}},
                       {}, rows);
+  if (vocabulary) {
+    // The rows that draw over every logit (top_k 0) replace sample_candidates' token with theirs;
+    // the kernels leave the other rows alone.
+    for (uint32_t pass = 0; pass < ops::kVocabPasses; ++pass) {
+      vocab_mass_histogram_[pass].dispatch(g, {{"logits", L.logits}, {"best", L.chosen}, {"params", L.sample_params},
+                                               {"state", L.vocab_state}, {"mass", L.vocab_mass}},
+                                           rt::push(stride), rows);
+      vocab_mass_select_[pass].dispatch(g, {{"params", L.sample_params}, {"mass", L.vocab_mass}, {"state", L.vocab_state}}, {}, rows);
+    }
+    vocab_draw_partial_->dispatch(g, {{"logits", L.logits}, {"best", L.chosen}, {"params", L.sample_params}, {"state", L.vocab_state},
+                                      {"part_values", L.vocab_part_values}, {"part_indices", L.vocab_part_indices}},
+                                  rt::push(stride), rows);
+    vocab_draw_final_->dispatch(g, {{"part_values", L.vocab_part_values}, {"part_indices", L.vocab_part_indices},
+                                    {"params", L.sample_params}, {"token", L.sampled}},
+                                {}, rows);
+  }
   g.finish();
   return graph;
 }
@@ -308,7 +337,7 @@ models::StepOutput BitNetBatchDecoder::prefill(uint32_t slot, std::span<const in
   model_slot_ = UINT32_MAX;  // until the prefill has run
   models::StepOutput out = model_.prefill(tokens, pos);
   // The model's prefill returns its candidates: the host twin of the device sampler picks.
-  out.token = models::choose_on_host(out, sampling, pos + uint32_t(tokens.size()));
+  out.token = models::choose_after_step(model_, out, sampling, pos + uint32_t(tokens.size()));
   copy_rows(true, slot, pos, uint32_t(tokens.size()));
   model_slot_ = slot;
   model_rows_ = pos + uint32_t(tokens.size());
@@ -347,7 +376,9 @@ std::vector<models::StepOutput> BitNetBatchDecoder::decode(std::span<const Entry
   for (uint32_t i = 0, rest = outputs; i < batch.size(); ++i)
     if (last[batch[i].slot] != int64_t(i)) lane_of[i] = rest++;
   Step& step = step_for(bucket_for(uint32_t(batch.size())));
-  Tail& tail = tail_for(std::min(std::bit_ceil(outputs), slots_));
+  bool vocabulary = false;  // an output drawn over every logit (top_k 0): the tail that does it
+  for (size_t i = 0; i < batch.size(); ++i) vocabulary |= last[batch[i].slot] == int64_t(i) && models::draws_over_vocabulary(batch[i].sampling);
+  Tail& tail = tail_for(std::min(std::bit_ceil(outputs), slots_), vocabulary);
   Lanes& L = *lanes_;
   // Lanes without an entry run at a position past the context: they write no cache row.
   std::vector<uint32_t> tokens(step.lanes, 0);
@@ -394,6 +425,8 @@ std::vector<models::StepOutput> BitNetBatchDecoder::decode(std::span<const Entry
       const auto ids = L.top_indices.download<uint32_t>(row * k * 4, k);
       out[i].top_ids.assign(ids.begin(), ids.end());
       out[i].top_logits = L.top_values.download<float>(row * k * 4, k);
+      if (models::draws_over_vocabulary(batch[i].sampling))
+        out[i].logits = L.logits.download<float>(row * L.logits_stride, vocab_size());
     }
   }
   return out;
@@ -404,7 +437,7 @@ std::array<const rt::Graph*, 2> BitNetBatchDecoder::recorded(uint32_t bucket) co
   for (const auto& s : steps_)
     if (s.lanes == bucket) r[0] = s.graph.get();
   for (const auto& t : tails_)
-    if (t.rows == std::min(bucket, slots_)) r[1] = t.graph.get();
+    if (t.rows == std::min(bucket, slots_) && !t.vocabulary) r[1] = t.graph.get();
   return r;
 }
 

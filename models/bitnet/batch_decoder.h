@@ -12,7 +12,9 @@
 // the batch, so its tokens are too.
 //
 // With the model's top-k, the tail samples every output on the device (ops/head/sample_candidates.h)
-// under its entry's settings; a step reads back one token per output.
+// under its entry's settings, or over every logit for an entry with top_k 0 (ops/head/
+// sample_vocabulary.h, in a tail recorded with it for the steps that have one); a step reads back
+// one token per output.
 //
 // Entry i of a step is lane i of the recorded batch, whatever its slot: a step of n entries runs
 // the smallest bucket of at least n lanes. Lanes past the entries compute at a position past the
@@ -64,8 +66,9 @@ struct BatchOptions {
   // Lanes a step has beyond the slots, for prompt tokens; prompts of up to this many tokens may run
   // in steps (max_step_prompt). 0: every prompt goes through prefill().
   uint32_t prompt_lanes = 64;
-  // decode() returns each output's top-k candidates too (StepOutput::top_ids/top_logits), not only
-  // the tokens the device chose: for tests and tools that look at them; a server needs none.
+  // decode() returns each output's top-k candidates too (StepOutput::top_ids/top_logits), and every
+  // logit of an output drawn over the vocabulary (StepOutput::logits), not only the tokens the
+  // device chose: for tests and tools that look at them; a server needs none.
   bool return_candidates = false;
 };
 
@@ -115,13 +118,14 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   };
   struct Tail {
     uint32_t rows = 0;
+    bool vocabulary = false;  // also the draw over every logit, for outputs with top_k 0
     std::optional<ops::PlannedPipeline> head;  // the tensor-core LM head for this many rows
     std::unique_ptr<rt::Graph> graph;
   };
   Step& step_for(uint32_t lanes);
-  Tail& tail_for(uint32_t rows);
+  Tail& tail_for(uint32_t rows, bool vocabulary);
   std::unique_ptr<rt::Graph> record_step(uint32_t lanes, const BlockProjections& projections);
-  std::unique_ptr<rt::Graph> record_tail(uint32_t rows, const ops::PlannedPipeline* head);
+  std::unique_ptr<rt::Graph> record_tail(uint32_t rows, const ops::PlannedPipeline* head, bool vocabulary);
   // The recordings a step of `bucket` lanes, all of them with outputs, runs: layers, tail (null:
   // not made yet).
   std::array<const rt::Graph*, 2> recorded(uint32_t bucket) const;
@@ -146,6 +150,9 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   ops::PlannedPipeline argmax_partial_, argmax_final_;           // a grid row per lane
   std::optional<ops::PlannedPipeline> top_k_partial_, top_k_merge_;  // with the model's top-k
   std::optional<ops::PlannedPipeline> sample_;  // each output's token under its entry's sampling
+  // Outputs with top_k 0: the draw over every logit (ops/head/sample_vocabulary.h), a row each.
+  std::vector<ops::PlannedPipeline> vocab_mass_histogram_, vocab_mass_select_;
+  std::optional<ops::PlannedPipeline> vocab_draw_partial_, vocab_draw_final_;
   std::unique_ptr<Lanes> lanes_;
   std::vector<Step> steps_;  // recorded buckets, by lane count
   std::vector<Tail> tails_;  // recorded tails, by row count (at most slots_)

@@ -123,6 +123,7 @@ void BitNetModel::record_layer(uint32_t l) {
 void BitNetModel::record() {
   greedy_graph_.reset();
   sampled_graph_.reset();
+  vocabulary_graph_.reset();
   embed_graph_.reset();
   if (pipelines_->lm_head_bounds && greedy_head_) {
     record_token(Tail::PrunedGreedy);
@@ -131,6 +132,12 @@ void BitNetModel::record() {
       record_token(Tail::PrunedSampled);
       sampled_graph_ = std::move(graph_);
     }
+  }
+  if (pipelines_->vocab_draw_final) {
+    record_token(Tail::VocabularySampled);
+    vocabulary_graph_ = std::move(graph_);
+  }
+  if (greedy_graph_ || vocabulary_graph_) {
     embed_graph_ = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{false, "bitnet embedding"});
     record_embedding(*embed_graph_);
     embed_graph_->finish();
@@ -146,7 +153,10 @@ void BitNetModel::record_embedding(rt::Graph& g) {
 }
 
 void BitNetModel::record_token(Tail tail) {
-  const char* name = tail == Tail::PrunedGreedy ? "bitnet greedy token" : tail == Tail::PrunedSampled ? "bitnet sampled token" : "bitnet token";
+  const char* name = tail == Tail::PrunedGreedy        ? "bitnet greedy token"
+                     : tail == Tail::PrunedSampled     ? "bitnet sampled token"
+                     : tail == Tail::VocabularySampled ? "bitnet token sampled over the vocabulary"
+                                                       : "bitnet token";
   graph_ = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{options_.timestamps, name});
   rt::Graph& g = *graph_;
   const auto& p = *pipelines_;
@@ -169,6 +179,7 @@ void BitNetModel::record_tail(rt::Graph& g, Tail tail) {
   const auto& p = *pipelines_;
   auto& a = *act_;
   const SplitMatrix& table = weights_.lm_head();
+  if (tail == Tail::VocabularySampled) return record_vocabulary_draw(g);
   if (tail != Tail::Full) {
     // The choice without every logit: the final norm with x quantized once, bounds from the int8
     // shadow, then the rows that may win (greedy) or be among the k best (sampled).
@@ -229,6 +240,33 @@ void BitNetModel::record_tail(rt::Graph& g, Tail tail) {
                                    {"token", a.sampled}, {"step", a.step}, {"generated", a.generated}});
 }
 
+// Every logit, then the draw over the whole vocabulary (top_k 0): the argmax for the best logit,
+// the radix passes of top-p, the draw, which moves the step state on and writes the next embedding.
+void BitNetModel::record_vocabulary_draw(rt::Graph& g) {
+  const auto& p = *pipelines_;
+  auto& a = *act_;
+  p.output_norm.dispatch(g, {{"x", a.x}, {"weight", weights_.output_norm}, {"out", a.xn}}, rt::push(config_.rms_norm_eps));
+  std::vector<rt::Arg> head = {{"x", a.xn}, {"logits", a.logits}};
+  append_parts(head, "table", weights_.lm_head());
+  p.lm_head.dispatch(g, head);
+  p.argmax_partial.dispatch(g, {{"values", a.logits}, {"part_values", a.arg_values}, {"part_indices", a.arg_indices}});
+  p.argmax_final.dispatch(g, {{"part_values", a.arg_values}, {"part_indices", a.arg_indices}, {"token", a.token}});
+  const uint32_t stride = config_.vocab_size;
+  for (uint32_t pass = 0; pass < ops::kVocabPasses; ++pass) {
+    p.vocab_mass_histogram[pass].dispatch(g, {{"logits", a.logits}, {"best", a.token}, {"params", a.sample_params},
+                                              {"state", a.vocab_state}, {"mass", a.vocab_mass}},
+                                          rt::push(stride));
+    p.vocab_mass_select[pass].dispatch(g, {{"params", a.sample_params}, {"mass", a.vocab_mass}, {"state", a.vocab_state}});
+  }
+  p.vocab_draw_partial->dispatch(g, {{"logits", a.logits}, {"best", a.token}, {"params", a.sample_params}, {"state", a.vocab_state},
+                                     {"part_values", a.vocab_part_values}, {"part_indices", a.vocab_part_indices}, {"step", a.step}},
+                                 rt::push(stride));
+  std::vector<rt::Arg> draw = {{"part_values", a.vocab_part_values}, {"part_indices", a.vocab_part_indices}, {"params", a.sample_params},
+                               {"token", a.sampled}, {"step", a.step}, {"generated", a.generated}, {"x_next", a.x}};
+  append_parts(draw, "embed_table", weights_.token_embd);
+  p.vocab_draw_final->dispatch(g, draw);
+}
+
 void BitNetModel::check_tokens(std::span<const int32_t> tokens, uint32_t pos) const {
   for (int32_t token : tokens)
     if (token < 0 || uint32_t(token) >= config_.vocab_size)
@@ -276,13 +314,15 @@ uint32_t BitNetModel::decode_sampled(int32_t token, uint32_t pos, uint32_t max_s
   if (options_.dump) return step_by_step(token, pos, max_steps, sampling, on_token);  // the host twin draws
   wait_idle();
   write_sampling(sampling);
+  if (models::draws_over_vocabulary(sampling)) return replay_feeding(*vocabulary_graph_, token, pos, max_steps, on_token);
   return replay_feeding(sampled_graph_ ? *sampled_graph_ : *graph_, token, pos, max_steps, on_token);
 }
 
 uint32_t BitNetModel::step_by_step(int32_t token, uint32_t pos, uint32_t max_steps, const models::SamplerOptions& sampling,
                                    const std::function<bool(int32_t)>& on_token) {
   for (uint32_t i = 0; i < max_steps; ++i) {
-    token = models::choose_on_host(step(token, pos + i), sampling, pos + i + 1);
+    StepOutput out = step(token, pos + i);
+    token = models::choose_after_step(*this, out, sampling, pos + i + 1);
     if (!on_token(token)) return i + 1;
   }
   return max_steps;
@@ -307,7 +347,7 @@ uint32_t BitNetModel::replay_feeding(rt::Graph& graph, int32_t token, uint32_t p
   // x for the first replay of the greedy recording (which starts with layer 0): queued ahead of
   // it (each recording ends with a barrier that makes its writes visible to what the queue runs
   // next), no wait.
-  if (&graph == greedy_graph_.get() || &graph == sampled_graph_.get()) embed_graph_->submit();
+  if (&graph == greedy_graph_.get() || &graph == sampled_graph_.get() || &graph == vocabulary_graph_.get()) embed_graph_->submit();
   // Every replay leaves the step state at the next position with its choice as the token, so the
   // host only queues replays (Graph::kInFlight of them) and reads each token where it was put.
   std::deque<uint64_t> pending;
@@ -354,7 +394,7 @@ uint32_t BitNetModel::sampled_candidate_rows() const {
 }
 
 void BitNetModel::wait_idle() {
-  for (rt::Graph* g : {graph_.get(), greedy_graph_.get(), sampled_graph_.get(), embed_graph_.get()})
+  for (rt::Graph* g : {graph_.get(), greedy_graph_.get(), sampled_graph_.get(), vocabulary_graph_.get(), embed_graph_.get()})
     if (g) g->wait(g->last_ticket());
 }
 

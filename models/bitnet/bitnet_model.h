@@ -111,6 +111,13 @@ class BitNetModel final : public models::DecoderModel {
   std::vector<std::string> greedy_operation_names() const {
     return greedy_graph_ ? greedy_graph_->operation_names() : std::vector<std::string>{};
   }
+  // The same for decode_sampled's recording with top_k 0 (the draw over the whole vocabulary).
+  std::vector<double> vocabulary_timestamps_ns() const {
+    return vocabulary_graph_ ? vocabulary_graph_->timestamps_ns() : std::vector<double>{};
+  }
+  std::vector<std::string> vocabulary_operation_names() const {
+    return vocabulary_graph_ ? vocabulary_graph_->operation_names() : std::vector<std::string>{};
+  }
   // The same for decode_sampled's recording with the pruned head: empty without it.
   std::vector<double> sampled_timestamps_ns() const { return sampled_graph_ ? sampled_graph_->timestamps_ns() : std::vector<double>{}; }
   std::vector<std::string> sampled_operation_names() const {
@@ -136,12 +143,13 @@ class BitNetModel final : public models::DecoderModel {
   };
   void record();
   // The LM head at the end of a token's recording: the full one (logits, argmax, top-k; step() and
-  // the prompt path), or the pruned one of decode_greedy or decode_sampled, which also write the
-  // next token's embedding.
-  enum class Tail { Full, PrunedGreedy, PrunedSampled };
+  // the prompt path), the pruned one of decode_greedy or decode_sampled, or decode_sampled's draw
+  // over the whole vocabulary (top_k 0); all but the full one also write the next token's embedding.
+  enum class Tail { Full, PrunedGreedy, PrunedSampled, VocabularySampled };
   void record_token(Tail tail);  // into graph_: the whole token
   void record_embedding(rt::Graph& g);  // x = the step state's token's embedding
   void record_tail(rt::Graph& g, Tail tail = Tail::Full);  // final norm, LM head, argmax (+ top-k) on the x buffer
+  void record_vocabulary_draw(rt::Graph& g);  // Tail::VocabularySampled's
   void wait_idle();  // for every replay of any recording
   std::unique_ptr<PrefillBlock> make_prefill_buffers();
   std::unique_ptr<rt::Graph> record_prefill_block(uint32_t n);  // on prefill_'s buffers
@@ -176,6 +184,7 @@ class BitNetModel final : public models::DecoderModel {
   std::optional<GreedyHead> greedy_head_;
   std::unique_ptr<rt::Graph> greedy_graph_;   // decode_greedy's recording, with the pruned head
   std::unique_ptr<rt::Graph> sampled_graph_;  // decode_sampled's, with the pruned head
+  std::unique_ptr<rt::Graph> vocabulary_graph_;  // decode_sampled's with top_k 0: the full head, every logit drawn from
   // The embedding of the step state's token alone: decode_greedy's first replay needs it (the
   // greedy recording starts with layer 0; each replay leaves the next token's embedding in x).
   std::unique_ptr<rt::Graph> embed_graph_;

@@ -98,6 +98,13 @@ BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c
     top_k_partial.emplace(make(ctx, cache, ops::plan_top_k_partial(target, c.vocab_size, k)));
     top_k_merge.emplace(make(ctx, cache, ops::plan_top_k_merge(target, c.vocab_size, k)));
     sample_advance.emplace(make(ctx, cache, ops::plan_sample_candidates(target, k, false, c.context_length)));
+    for (uint32_t pass = 0; pass < ops::kVocabPasses; ++pass) {
+      vocab_mass_histogram.push_back(make(ctx, cache, ops::plan_vocab_mass_histogram(target, c.vocab_size, pass)));
+      vocab_mass_select.push_back(make(ctx, cache, ops::plan_vocab_mass_select(target, pass)));
+    }
+    vocab_draw_partial.emplace(make(ctx, cache, ops::plan_vocab_draw_partial(target, c.vocab_size, true)));
+    vocab_draw_final.emplace(make(ctx, cache, ops::plan_vocab_draw_final(target, c.vocab_size, c.context_length,
+                                                                          ops::EmbeddingShape{c.dim, split.rows_per_part, split.parts})));
   }
   if (greedy_head && ops::lm_head_pruned_supported(c.dim)) {
     lm_head_input.emplace(make(ctx, cache, ops::plan_lm_head_input(target, c.dim)));

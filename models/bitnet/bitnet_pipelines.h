@@ -1,6 +1,7 @@
 // Every pipeline one BitNet token needs, built once for the model's shape and the device.
 #pragma once
 #include <optional>
+#include <vector>
 
 #include "codegen/shader_cache.h"
 #include "models/bitnet_config.h"
@@ -75,6 +76,11 @@ struct BitNetPipelines {
   // be among the k best (lm_head_candidate_list, then sample_candidate_list, which also advances
   // the step state and writes the next embedding).
   std::optional<ops::PlannedPipeline> lm_head_candidate_list, sample_list;
+  // With top_k: decode_sampled's draw over the whole vocabulary for top_k 0 (ops/head/
+  // sample_vocabulary.h): a radix pass and a select each, the draw, which also advances the step
+  // state and writes the next embedding.
+  std::vector<ops::PlannedPipeline> vocab_mass_histogram, vocab_mass_select;
+  std::optional<ops::PlannedPipeline> vocab_draw_partial, vocab_draw_final;
 };
 
 }  // namespace bdsl::bitnet

@@ -61,10 +61,11 @@ Row row_of(KernelBuilder& kb, const Buffer<u32>& params) {
   auto row = let("row", kb.workgroup_id().y());
   return {row, [params, row](uint32_t w) { return Expr<u32>(params[row * kSampleParamsWords + w]); }};
 }
-// Whether the row cuts by top-p: sampling (inverse temperature > 0) with top_p < 1.
-Expr<boolean> cuts_by_top_p(const Row& r) {
-  return bitcast<f32>(r.param(0)) != 0.0f && bitcast<f32>(r.param(2)) < 1.0f;
-}
+// Whether the row draws over the vocabulary: sampling (inverse temperature > 0) with top_k 0.
+// Other rows are left alone (a greedy row's or a top-k row's token comes from elsewhere).
+Expr<boolean> draws_over_vocabulary(const Row& r) { return bitcast<f32>(r.param(0)) != 0.0f && r.param(1) == 0u; }
+// Whether it also cuts by top-p.
+Expr<boolean> cuts_by_top_p(const Row& r) { return draws_over_vocabulary(r) && bitcast<f32>(r.param(2)) < 1.0f; }
 
 void check_pass(uint32_t pass) {
   if (pass >= kVocabPasses) throw std::invalid_argument("vocab sampling: pass " + std::to_string(pass) + " of 0..2");
@@ -251,34 +252,34 @@ Kernel vocab_draw_partial(const OpTarget& target, uint32_t vocab, bool step_coun
   auto seed_low = let("seed_low", r.param(4));
   auto seed_high = let("seed_high", r.param(5));
   Expr<u32> counter = step ? let("counter", Expr<u32>((*step)[kStepPos]) + 1u) : let("counter", r.param(6));
-  auto best = let("best_logit", Expr<f32>(logits[first + Expr<u32>(best_token[r.row])]));
-  auto greedy = let("greedy", inverse_temperature == 0.0f);
-  auto cut = let("cut", cuts_by_top_p(r));
-  auto threshold = let("threshold", Expr<u32>(state[r.row * kVocabStateWords + kPrefix]));
-  auto floor_value = let_precise("floor_value", best + log(min_p));
-  auto own_v = kb.var<f32>("own_score", -INFINITY);
-  auto own_i = kb.var<u32>("own_index", kArgmaxNone);
-  auto start = let("start", kb.workgroup_id().x() * (kWorkgroup * kPerInvocation));
-  for_range(0u, kPerInvocation, [&](Expr<u32> j) {
-    auto i = let("i", start + j * kWorkgroup + kb.local_index());
-    if_(i < vocab, [&] {
-      auto l = let("l", Expr<f32>(logits[first + i]));
-      auto kept = let("kept", greedy || ((!cut || order_key(l) >= threshold) && (min_p == 0.0f || l >= floor_value)));
-      if_(kept, [&] {
-        auto score = kb.var<f32>("score", l);
-        if_(!greedy, [&] { score = gumbel_score(l, best, inverse_temperature, i, counter, seed_low, seed_high); });
-        if_(argmax_beats(score, i, own_v, own_i), [&] {
-          own_v = Expr<f32>(score);
-          own_i = i;
+  if_(draws_over_vocabulary(r), [&] {  // the same in the whole workgroup: its row's settings
+    auto best = let("best_logit", Expr<f32>(logits[first + Expr<u32>(best_token[r.row])]));
+    auto cut = let("cut", bitcast<f32>(r.param(2)) < 1.0f);
+    auto threshold = let("threshold", Expr<u32>(state[r.row * kVocabStateWords + kPrefix]));
+    auto floor_value = let_precise("floor_value", best + log(min_p));
+    auto own_v = kb.var<f32>("own_score", -INFINITY);
+    auto own_i = kb.var<u32>("own_index", kArgmaxNone);
+    auto start = let("start", kb.workgroup_id().x() * (kWorkgroup * kPerInvocation));
+    for_range(0u, kPerInvocation, [&](Expr<u32> j) {
+      auto i = let("i", start + j * kWorkgroup + kb.local_index());
+      if_(i < vocab, [&] {
+        auto l = let("l", Expr<f32>(logits[first + i]));
+        auto kept = let("kept", (!cut || order_key(l) >= threshold) && (min_p == 0.0f || l >= floor_value));
+        if_(kept, [&] {
+          auto score = gumbel_score(l, best, inverse_temperature, i, counter, seed_low, seed_high);
+          if_(argmax_beats(score, i, own_v, own_i), [&] {
+            own_v = score;
+            own_i = i;
+          });
         });
       });
+    }, "j");
+    auto [v, winner] = workgroup_argmax_combine(kb, kWorkgroup, own_v, own_i);
+    if_(kb.local_index() == 0u, [&] {
+      auto at = let("at", r.row * vocab_sampling_groups(target, vocab) + kb.workgroup_id().x());
+      part_values[at] = v;
+      part_indices[at] = winner;
     });
-  }, "j");
-  auto [v, winner] = workgroup_argmax_combine(kb, kWorkgroup, own_v, own_i);
-  if_(kb.local_index() == 0u, [&] {
-    auto at = let("at", r.row * vocab_sampling_groups(target, vocab) + kb.workgroup_id().x());
-    part_values[at] = v;
-    part_indices[at] = winner;
   });
   return kb.build();
 }
@@ -291,31 +292,34 @@ Kernel vocab_draw_final(const OpTarget& target, uint32_t vocab, uint32_t advance
   KernelBuilder kb(std::string("vocab_draw_final") + (advance_context ? "_advance" : "") + (embed_next ? "_embed" : ""), {wg, 1, 1});
   auto part_values = kb.buffer<f32>("part_values", Access::Read);
   auto part_indices = kb.buffer<u32>("part_indices", Access::Read);
+  auto params = kb.buffer<u32>("params", Access::Read);
   auto token = kb.buffer<u32>("token", Access::Write);
   auto advance = declare_advance(kb, advance_context);
   std::optional<NextEmbedding> next_embedding;
   if (embed_next) next_embedding = declare_next_embedding(kb, *embed_next);
-  auto row = let("row", kb.workgroup_id().y());
-  auto own_v = kb.var<f32>("own_score", -INFINITY);
-  auto own_i = kb.var<u32>("own_index", kArgmaxNone);
-  for_range(kb.local_index(), groups, wg, [&](Expr<u32> g) {
-    auto v = let("v", Expr<f32>(part_values[row * groups + g]));
-    auto i = let("i", Expr<u32>(part_indices[row * groups + g]));
-    if_(argmax_beats(v, i, own_v, own_i), [&] {
-      own_v = v;
-      own_i = i;
+  const Row r = row_of(kb, params);
+  if_(draws_over_vocabulary(r), [&] {
+    auto own_v = kb.var<f32>("own_score", -INFINITY);
+    auto own_i = kb.var<u32>("own_index", kArgmaxNone);
+    for_range(kb.local_index(), groups, wg, [&](Expr<u32> g) {
+      auto v = let("v", Expr<f32>(part_values[r.row * groups + g]));
+      auto i = let("i", Expr<u32>(part_indices[r.row * groups + g]));
+      if_(argmax_beats(v, i, own_v, own_i), [&] {
+        own_v = v;
+        own_i = i;
+      });
+    }, "g");
+    auto [v, winner] = workgroup_argmax_combine(kb, wg, own_v, own_i);
+    (void)v;
+    // Nothing kept (no finite logit: NaN from the layers) would leave no winner: token 0 instead,
+    // never an id outside the vocabulary.
+    auto chosen = let("chosen", select(winner == kArgmaxNone, constant<u32>(0u), winner));
+    if_(kb.local_index() == 0u, [&] {
+      token[r.row] = chosen;
+      if (advance_context) advance_step(*advance.first, *advance.second, advance_context, chosen);
     });
-  }, "g");
-  auto [v, winner] = workgroup_argmax_combine(kb, wg, own_v, own_i);
-  (void)v;
-  // Nothing kept (no finite logit: NaN from the layers) would leave no winner: token 0 instead,
-  // never an id outside the vocabulary.
-  auto chosen = let("chosen", select(winner == kArgmaxNone, constant<u32>(0u), winner));
-  if_(kb.local_index() == 0u, [&] {
-    token[row] = chosen;
-    if (advance_context) advance_step(*advance.first, *advance.second, advance_context, chosen);
+    if (embed_next) emit_embedding_row(kb, wg, *embed_next, next_embedding->table, chosen, next_embedding->x_next);
   });
-  if (embed_next) emit_embedding_row(kb, wg, *embed_next, next_embedding->table, chosen, next_embedding->x_next);
   return kb.build();
 }
 

@@ -14,7 +14,10 @@
 //            mass, with every token tied at the boundary logit kept. top_p 1: every token.
 //   min_p    > 0: of those, the tokens with l[i] >= best + log(min_p)
 //   token    the kept token with the largest gumbel_score (ops/head/draw_support.h; ties: the
-//            lower id), u_i at counter (i, counter); inverse temperature 0: the argmax.
+//            lower id), u_i at counter (i, counter).
+// Only rows that sample (inverse temperature > 0) with top_k 0 draw here; every kernel leaves the
+// others alone (no bucket, partial or token written): a greedy row's token is the argmax's, a
+// top-k row's sample_candidates'. So a batch records both draws and each row takes its own.
 // K comes from a radix select over the key in three passes (bits 31..21, 20..10, 9..0): a pass
 // sums the weights of the tokens matching the bits chosen so far into buckets of 64-bit integers
 // (atomics in shared memory, then in the buffer: integer sums, the same in any order), and a
@@ -41,11 +44,11 @@
 //             (the chosen token's position) instead of the params'
 //   push constants: stride (u32).   grid: (vocab_sampling_groups(target, vocab), rows).
 // vocab_draw_final(target, vocab, advance_context, embed_next):
-//   bindings  0 part_values, 1 part_indices (read), 2 token u32 write [rows]
+//   bindings  0 part_values, 1 part_indices (read), 2 params, 3 token u32 write [rows]
 //             with advance_context > 0 (one row): step, generated, as sample_candidates'
 //             with embed_next: embed_table0 .. and x_next, as sample_candidate_list's
 //   push constants: none.   grid: (1, rows).
-// A pass or select of a row that samples without top-p (top_p 1, or greedy) does nothing.
+// The passes and selects of a row without a top-p cut (top_p 1) do nothing.
 #pragma once
 #include <cstdint>
 #include <optional>

@@ -63,7 +63,7 @@ void run_together(bitnet::BitNetBatchDecoder& dec, std::vector<Stream>& streams,
       if (streams[j].sampling.temperature == 0) {
         EXPECT_EQ(outs[j].token, outs[j].argmax);
       }
-      if (!outs[j].top_ids.empty()) {  // the device's draw is the host twin's on the same candidates
+      if (!outs[j].top_ids.empty()) {  // the device's draw is the host twin's on the same candidates or logits
         EXPECT_EQ(outs[j].token, models::choose_on_host(outs[j], streams[j].sampling, batch[j].pos + 1)) << "step " << i;
       }
       streams[j].tokens.push_back(outs[j].token);
@@ -278,13 +278,15 @@ TEST_F(BatchDecoder, NormsInsideTheProjectionsGiveTheSameBits) {
 // (checked at every step by run_together), and a sequence sampled beside others, with other
 // seeds and settings, draws the same tokens as alone (its draws depend on its seed and positions
 // only); with another seed it draws others.
+// top_k 0 draws over every logit (ops/head/sample_vocabulary.h), beside a stream that draws from
+// its top 10 candidates and a greedy one in the same steps.
 TEST_F(BatchDecoder, SampledTokensAreTheSameAloneOrBesideOthers) {
   const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
   bitnet::ModelOptions o;
   o.top_k = 32;
   bitnet::BitNetModel model(ctx(), file, config, o);
-  bitnet::BitNetBatchDecoder dec(ctx(), model, 4, {.return_candidates = true});
+  bitnet::BitNetBatchDecoder dec(ctx(), model, 5, {.return_candidates = true});
   const uint32_t v = config.vocab_size, steps = 16;
   const models::SamplerOptions hot{1.5f, 0, 1.0f, 0.0f, 7};
   std::vector<Stream> alone = {{1, prompt_of(30, 5, v), {}}};
@@ -294,7 +296,8 @@ TEST_F(BatchDecoder, SampledTokensAreTheSameAloneOrBesideOthers) {
   std::vector<Stream> crowd = {{0, prompt_of(31, 8, v), {}}, {2, prompt_of(30, 5, v), {}}, {3, prompt_of(32, 3, v), {}}};
   crowd[0].sampling = {0.8f, 10, 0.9f, 0.05f, 8};
   crowd[1].sampling = hot;
-  crowd[2].sampling = {1.5f, 0, 1.0f, 0.0f, 8};  // the same settings, another seed
+  crowd[2].sampling = {1.5f, 0, 0.9f, 0.0f, 8};  // over the vocabulary with a top-p cut, another seed
+  crowd.push_back({4, prompt_of(33, 4, v), {}});  // greedy
   run_together(dec, crowd, steps, 2);
   EXPECT_EQ(crowd[1].tokens, alone[0].tokens);
 
