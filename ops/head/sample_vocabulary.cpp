@@ -141,7 +141,6 @@ Kernel vocab_mass_select(const OpTarget& target, uint32_t pass) {
   auto state = kb.buffer<u32>("state", Access::ReadWrite);
   auto run_lo = kb.shared<u32>("run_lo", kWorkgroup);
   auto run_hi = kb.shared<u32>("run_hi", kWorkgroup);
-  auto goal_slot = kb.shared<u32>("goal", 2);
   const Row r = row_of(kb, params);
   auto s = let("s", r.row * kVocabStateWords);
   auto base = let("base", r.row * (2 * kVocabBuckets));
@@ -156,49 +155,49 @@ Kernel vocab_mass_select(const OpTarget& target, uint32_t pass) {
       own_lo = sum.lo;
       own_hi = sum.hi;
     }, "t");
-    run_lo[kb.local_index()] = Expr<u32>(own_lo);
-    run_hi[kb.local_index()] = Expr<u32>(own_hi);
+    auto li = kb.local_index();
+    run_lo[li] = Expr<u32>(own_lo);
+    run_hi[li] = Expr<u32>(own_hi);
     barrier();
-    if_(kb.local_index() == 0u, [&] {
-      auto acc_lo = kb.var<u32>("acc_lo", 0u);
-      auto acc_hi = kb.var<u32>("acc_hi", 0u);
-      if (pass == 0) {
-        // The whole vocabulary's weight; the goal from it, once.
-        for_range(0u, kWorkgroup, [&](Expr<u32> j) {
-          auto sum = add({acc_lo, acc_hi}, {Expr<u32>(run_lo[j]), Expr<u32>(run_hi[j])});
-          acc_lo = sum.lo;
-          acc_hi = sum.hi;
-        }, "j");
-        auto p = let("p", cast<u32>(let_precise("p_scaled", bitcast<f32>(r.param(2)) * 4294967296.0f)));
-        const Wide low = multiply(p, acc_lo), high = multiply(p, acc_hi);
-        // ceil(p * total / 2^32) = p * hi + high word of p * lo, + 1 if its low word is not 0.
-        auto extra = let("extra", low.hi + select(low.lo != 0u, constant<u32>(1u), constant<u32>(0u)));
-        const Wide goal = add(high, {extra, select(extra < low.hi, constant<u32>(1u), constant<u32>(0u))});
-        goal_slot[0u] = goal.lo;
-        goal_slot[1u] = goal.hi;
+    // Inclusive running totals from the top, in log2(workgroup) rounds (Hillis-Steele); integers,
+    // so the order of the additions does not matter.
+    auto inc_lo = kb.var<u32>("inc_lo", own_lo);
+    auto inc_hi = kb.var<u32>("inc_hi", own_hi);
+    for (uint32_t d = 1; d < kWorkgroup; d *= 2) {
+      auto take = let("take", li >= d);
+      auto from = let("from", select(take, li - d, li));
+      auto zero = constant<u32>(0u);
+      const Wide grown = add({inc_lo, inc_hi}, {let("add_lo", select(take, Expr<u32>(run_lo[from]), zero)),
+                                                 let("add_hi", select(take, Expr<u32>(run_hi[from]), zero))});
+      barrier();
+      run_lo[li] = grown.lo;
+      run_hi[li] = grown.hi;
+      inc_lo = grown.lo;
+      inc_hi = grown.hi;
+      barrier();
+    }
+    // The mass above this pass's buckets and the goal: from the state, or at the first pass from
+    // the whole vocabulary's weight (every invocation computes the same).
+    Wide above{constant<u32>(0u), constant<u32>(0u)}, goal = above;
+    if (pass == 0) {
+      const Wide total{let("total_lo", Expr<u32>(run_lo[kWorkgroup - 1])), let("total_hi", Expr<u32>(run_hi[kWorkgroup - 1]))};
+      auto p = let("p", cast<u32>(let_precise("p_scaled", bitcast<f32>(r.param(2)) * 4294967296.0f)));
+      const Wide low = multiply(p, total.lo), high = multiply(p, total.hi);
+      // ceil(p * total / 2^32) = p * hi + high word of p * lo, + 1 if its low word is not 0.
+      auto extra = let("extra", low.hi + select(low.lo != 0u, constant<u32>(1u), constant<u32>(0u)));
+      goal = add(high, {extra, select(extra < low.hi, constant<u32>(1u), constant<u32>(0u))});
+      if_(li == 0u, [&] {
         state[s + kGoalLow] = goal.lo;
         state[s + kGoalHigh] = goal.hi;
-        acc_lo = 0u;
-        acc_hi = 0u;
-      } else {
-        goal_slot[0u] = Expr<u32>(state[s + kGoalLow]);
-        goal_slot[1u] = Expr<u32>(state[s + kGoalHigh]);
-        acc_lo = Expr<u32>(state[s + kAboveLow]);
-        acc_hi = Expr<u32>(state[s + kAboveHigh]);
-      }
-      // Exclusive running totals, from the top bucket down.
-      for_range(0u, kWorkgroup, [&](Expr<u32> j) {
-        const Wide share{let("share_lo", Expr<u32>(run_lo[j])), let("share_hi", Expr<u32>(run_hi[j]))};
-        run_lo[j] = Expr<u32>(acc_lo);
-        run_hi[j] = Expr<u32>(acc_hi);
-        auto sum = add({acc_lo, acc_hi}, share);
-        acc_lo = sum.lo;
-        acc_hi = sum.hi;
-      }, "j");
-    });
-    barrier();
-    const Wide goal{let("goal_lo", Expr<u32>(goal_slot[0u])), let("goal_hi", Expr<u32>(goal_slot[1u]))};
-    const Wide before{let("before_lo", Expr<u32>(run_lo[kb.local_index()])), let("before_hi", Expr<u32>(run_hi[kb.local_index()]))};
+      });
+    } else {
+      goal = {let("goal_lo", Expr<u32>(state[s + kGoalLow])), let("goal_hi", Expr<u32>(state[s + kGoalHigh]))};
+      above = {let("above_lo", Expr<u32>(state[s + kAboveLow])), let("above_hi", Expr<u32>(state[s + kAboveHigh]))};
+    }
+    auto first = let("first_share", li == 0u);
+    auto prev = let("prev", select(first, li, li - 1u));
+    const Wide before = add(above, {let("excl_lo", select(first, constant<u32>(0u), Expr<u32>(run_lo[prev]))),
+                                    let("excl_hi", select(first, constant<u32>(0u), Expr<u32>(run_hi[prev])))});
     const Wide after = add(before, {own_lo, own_hi});
     // The one invocation whose buckets hold the crossing walks them down to the bucket where the
     // running total first reaches the goal.
