@@ -18,6 +18,7 @@
 #include "ops/head/lm_head.h"
 #include "ops/head/lm_head_batch.h"
 #include "ops/head/lm_head_pruned.h"
+#include "ops/head/lm_head_shadow.h"
 #include "ops/head/sample_candidates.h"
 #include "ops/head/sample_vocabulary.h"
 #include "ops/head/top_k.h"
@@ -135,6 +136,8 @@ const std::vector<CatalogEntry>& catalog() {
        [](T t) { return plan_lm_head_candidates(t, kVocab, kDim, lm_head_split(t, kVocab, kDim).rows_per_part).kernel; }},
       {"lm_head_candidates_final", "the same, its last workgroup picking the token and advancing the step (the model's)",
        [](T t) { return plan_lm_head_candidates(t, kVocab, kDim, lm_head_split(t, kVocab, kDim).rows_per_part, kContext).kernel; }},
+      {"lm_head_shadow", "greedy head: the int8 shadow of the F16 table, its scales and bounds (at load)",
+       [](T t) { return plan_lm_head_shadow(t, kVocab, kDim, lm_head_split(t, kVocab, kDim).rows_per_part).kernel; }},
       {"lm_head_candidate_list", "sampled head: exact logits of the rows that may be among the 40 best, listed",
        [](T t) { return plan_lm_head_candidate_list(t, kVocab, kDim, lm_head_split(t, kVocab, kDim).rows_per_part, 40).kernel; }},
       {"argmax_partial", "argmax, first pass", [](T t) { return plan_argmax_partial(t, kVocab).kernel; }},

@@ -26,7 +26,7 @@ BitNetModel::BitNetModel(rt::Context& ctx, const models::GgufFile& file, const m
   const bool greedy_head = pipelines_->lm_head_bounds.has_value();
   weights_ = upload_weights(ctx, file, config, pipelines_->split.rows_per_part,
                             Activations::bytes(config) + (greedy_head ? greedy_head_bytes(config) : 0), progress);
-  if (greedy_head) greedy_head_ = upload_greedy_head(ctx, file, config, pipelines_->split.rows_per_part);
+  if (greedy_head) greedy_head_ = derive_greedy_head(ctx, *pipelines_->lm_head_shadow, weights_.lm_head());
   act_ = std::make_unique<Activations>(ctx, config, *pipelines_);
   record();
 }

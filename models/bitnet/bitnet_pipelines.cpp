@@ -109,6 +109,7 @@ BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c
   if (greedy_head && ops::lm_head_pruned_supported(c.dim)) {
     lm_head_input.emplace(make(ctx, cache, ops::plan_lm_head_input(target, c.dim)));
     lm_head_bounds.emplace(make(ctx, cache, ops::plan_lm_head_bounds(target, c.vocab_size, c.dim, split.rows_per_part)));
+    lm_head_shadow.emplace(make(ctx, cache, ops::plan_lm_head_shadow(target, c.vocab_size, c.dim, split.rows_per_part)));
     lm_head_candidates.emplace(make(ctx, cache, ops::plan_lm_head_candidates(target, c.vocab_size, c.dim, split.rows_per_part,
                                                                                  c.context_length,
                                                                                  ops::EmbeddingShape{c.dim, split.rows_per_part, split.parts})));

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "models/bitnet/device_weights.h"
+#include "ops/plan.h"
 
 namespace bdsl::bitnet {
 
@@ -25,13 +26,16 @@ struct Int8Rows {
 Int8Rows quantize_rows_int8(std::span<const uint16_t> f16, uint32_t rows, uint32_t cols);
 
 // The shadow on the device: int8 rows in parts of the F16 table's rows_per_part (each part's
-// bytes are half the F16 part's, so it fits wherever that one does), scales and bounds.
+// bytes are half the F16 part's, so it fits wherever that one does), scales and (c_r, d_r).
 struct GreedyHead {
   std::vector<rt::Buffer> parts;
   rt::Buffer scale, bound;
 };
-GreedyHead upload_greedy_head(rt::Context& ctx, const models::GgufFile& file, const models::BitNetConfig& config,
-                              uint32_t rows_per_part);
+// The shadow of the F16 table already on the device (tied embedding or output.weight), derived
+// there by ops/head/lm_head_shadow.h (`shadow`, planned for the table's shape and parts): no host
+// copy and no second upload. quantize_rows_int8 is its host twin (the same rule; the f32 and
+// double roundings may differ where a value falls near a half step, the bounds hold either way).
+GreedyHead derive_greedy_head(rt::Context& ctx, const ops::PlannedPipeline& shadow, const SplitMatrix& table);
 // Device bytes upload_greedy_head allocates.
 uint64_t greedy_head_bytes(const models::BitNetConfig& config);
 

@@ -14,6 +14,7 @@
 #include "ops/head/argmax.h"
 #include "ops/head/lm_head.h"
 #include "ops/head/lm_head_pruned.h"
+#include "ops/head/lm_head_shadow.h"
 #include "ops/head/sample_candidates.h"
 #include "ops/head/top_k.h"
 
@@ -83,6 +84,56 @@ class HeadTest : public DeviceTest {
     return {std::move(f16_parts), std::move(int8_parts)};
   }
 };
+
+// The shadow as the model derives it on the device (ops/head/lm_head_shadow.h) from the F16 table
+// in parts: the host twin's scales and codes (but where f32 and double round a value near a half
+// step apart), bounds that hold for the codes it wrote, and not much looser than the twin's.
+TEST_F(HeadTest, TheDeviceShadowIsTheHostTwinsWithBoundsThatHold) {
+  const uint32_t vocab = 300, dim = 256, rows_per_part = 128;  // three parts, the last short
+  auto table = random_table(vocab, dim, 5);
+  for (uint32_t c = 0; c < dim; ++c) table[c] = 0;           // row 0: zeros
+  table[dim + 7] = numerics::f32_to_f16(3.0f);                // row 1: one outlier
+  for (uint32_t c = 0; c < dim; ++c) table[2 * dim + c] = numerics::f32_to_f16(c % 2 ? 1e-4f : -2e-4f);  // row 2: tiny
+  const ops::OpTarget t = ops::OpTarget::from(ctx().info());
+  const ops::LmHeadSplit split = ops::lm_head_split(t, vocab, dim, rows_per_part);
+  ASSERT_EQ(split.parts, 3u);
+  const auto twin = bitnet::quantize_rows_int8(table, vocab, dim);
+  auto [f16_parts, twin_parts] = table_parts(table, twin, split, vocab, dim);
+  bitnet::SplitMatrix m{std::move(f16_parts), vocab, dim, rows_per_part};
+  const ops::PlannedPipeline shadow = ops::make_pipeline(ctx(), ops::plan_lm_head_shadow(t, vocab, dim, rows_per_part));
+  const bitnet::GreedyHead h = bitnet::derive_greedy_head(ctx(), shadow, m);
+  ASSERT_EQ(h.parts.size(), 3u);
+  std::vector<uint32_t> words;
+  for (const auto& part : h.parts) {
+    const auto w = part.download<uint32_t>();
+    words.insert(words.end(), w.begin(), w.end());
+  }
+  const auto scale = h.scale.download<float>();
+  const auto bound = h.bound.download<float>();
+  ASSERT_EQ(words.size(), twin.words.size());
+  EXPECT_EQ(scale[0], 0.0f);
+  // Row 2's values sit on half steps (f32 and double disagree there); elsewhere a division that
+  // rounds a value near a half step apart is rare.
+  size_t same = 0, compared = 0;
+  for (size_t i = 0; i < words.size(); ++i)
+    for (uint32_t j = 0; j < 4 && i * 4 / dim != 2; ++j, ++compared) same += uint8_t(words[i] >> (8 * j)) == uint8_t(twin.words[i] >> (8 * j));
+  EXPECT_GE(double(same), 0.999 * double(compared)) << "codes that differ from the host twin's";
+  const double gamma = 2.0 * dim * std::ldexp(1.0, -24);
+  for (uint32_t r = 0; r < vocab; ++r) {
+    EXPECT_LE(std::abs(scale[r] - twin.scale[r]), 2 * std::abs(std::nextafter(twin.scale[r], INFINITY) - twin.scale[r])) << "row " << r;
+    double err2 = 0, q2 = 0, w2 = 0;
+    for (uint32_t c = 0; c < dim; ++c) {
+      const double w = numerics::f16_to_f32(table[size_t(r) * dim + c]);
+      const int q = int8_t(words[(size_t(r) * dim + c) / 4] >> (8 * (c % 4)));
+      const double e = w - double(scale[r]) * q;
+      err2 += e * e, q2 += double(q) * q, w2 += w * w;
+    }
+    const double c_exact = std::sqrt(err2) + gamma * (double(scale[r]) * std::sqrt(q2) + std::sqrt(w2));
+    ASSERT_GE(double(bound[2 * r]), c_exact) << "row " << r;
+    ASSERT_GE(double(bound[2 * r + 1]), double(scale[r]) * std::sqrt(q2)) << "row " << r;
+    EXPECT_LE(bound[2 * r], twin.bound[2 * r] * 1.01f + 1e-30f) << "row " << r << ": much looser than the twin's";
+  }
+}
 
 class GreedyHead : public HeadTest {
  protected:
