@@ -17,6 +17,7 @@ class Context;
 class Pipeline {
  public:
   Pipeline(Context& ctx, const CompiledKernel& kernel);
+  Pipeline() = default;  // none yet: one is moved in later (ops::PipelineBatch builds them together)
   ~Pipeline();
   Pipeline(Pipeline&& other) noexcept;
   Pipeline& operator=(Pipeline&& other) noexcept;

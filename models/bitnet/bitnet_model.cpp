@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <future>
 #include <stdexcept>
 
 #include "models/numerics/half_float.h"
@@ -22,10 +23,13 @@ BitNetModel::BitNetModel(rt::Context& ctx, const models::GgufFile& file, const m
     : ctx_(ctx), config_(config), options_(options) {
   if (options.top_k > ops::kMaxTopK)
     throw std::invalid_argument(fmt::format("top-k must be at most {}, got {}", ops::kMaxTopK, options.top_k));
-  pipelines_ = make_pipelines();
-  const bool greedy_head = pipelines_->lm_head_bounds.has_value();
-  weights_ = upload_weights(ctx, file, config, pipelines_->split.rows_per_part,
+  // The pipelines compile (on threads of their own) while the weights upload.
+  auto pipelines = std::async(std::launch::async, [this] { return make_pipelines(); });
+  const bool greedy_head = options_.greedy_head && !options_.dump && ops::lm_head_pruned_supported(config.dim);
+  const ops::LmHeadSplit split = ops::lm_head_split(ops::OpTarget::from(ctx.info()), config.vocab_size, config.dim);
+  weights_ = upload_weights(ctx, file, config, split.rows_per_part,
                             Activations::bytes(config) + (greedy_head ? greedy_head_bytes(config) : 0), progress);
+  pipelines_ = pipelines.get();
   if (greedy_head) greedy_head_ = derive_greedy_head(ctx, *pipelines_->lm_head_shadow, weights_.lm_head());
   act_ = std::make_unique<Activations>(ctx, config, *pipelines_);
   record();
@@ -47,7 +51,7 @@ DeviceMemory BitNetModel::device_memory() const {
 }
 
 std::unique_ptr<BitNetPipelines> BitNetModel::make_pipelines() const {
-  const bool greedy_head = options_.greedy_head && !options_.dump;
+  const bool greedy_head = options_.greedy_head && !options_.dump;  // where the shape allows (BitNetPipelines)
   return std::make_unique<BitNetPipelines>(ctx_, config_, std::min(options_.top_k, config_.vocab_size),
                                            codegen::default_shader_cache(), options_.decode_tuning, greedy_head);
 }

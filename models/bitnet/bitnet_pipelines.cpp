@@ -7,6 +7,7 @@
 #include "ops/attention.h"
 #include "ops/common.h"
 #include "ops/head.h"
+#include "ops/pipeline_batch.h"
 #include "ops/ternary.h"
 #include "ops/tuning.h"
 
@@ -59,10 +60,6 @@ ops::SplitKvTuning decode_attention_tuning(const DecodeTuning& t, const ops::Att
   return a;
 }
 
-ops::PlannedPipeline make(rt::Context& ctx, codegen::ShaderCache& cache, const ops::Plan& plan) {
-  return ops::make_pipeline(ctx, plan, cache);
-}
-
 }  // namespace
 
 BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c, uint32_t k,
@@ -79,46 +76,50 @@ BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c
       residual_options(normalized(true, tuning)),
       gate_up_options(normalized(false, own_workgroup(tuning, tuning.gate_up_workgroup, tuning.gate_up_rows_per_subgroup))),
       qkv_options(normalized(false, {4, own_workgroup(tuning, tuning.qkv_workgroup).workgroup})),
-      attn_output_options(normalized(true, own_workgroup(tuning, tuning.attn_output_workgroup, tuning.attn_output_rows_per_subgroup))),
-      embedding(make(ctx, cache, ops::plan_embedding_lookup(target, {c.dim, split.rows_per_part, split.parts}))),
-      qkv(make(ctx, cache, ops::plan_ternary_matvec_qkv_rope(target, dims, c.dim, c.context_length, qkv_options))),
-      rope_kv(make(ctx, cache, ops::plan_rope_kv_write(target, dims, c.context_length))),
-      attention(make(ctx, cache, ops::plan_attention_decode(target, dims, c.context_length, attention_chunks, attention_tuning))),
-      attn_output(make(ctx, cache,
-                       ops::plan_ternary_matvec(target, c.dim, dims.q_width(),
-                                                attn_output_kernel_options(target, dims, c, attention_chunks, attention_tuning, attn_output_options)))),
-      gate_up(make(ctx, cache, ops::plan_ternary_matvec_relu2_gate_up(target, c.ffn_dim, c.dim, gate_up_options))),
-      ffn_down(make(ctx, cache, ops::plan_ternary_matvec(target, c.dim, c.ffn_dim, residual_options))),
-      output_norm(make(ctx, cache, ops::plan_rms_norm(target, c.dim))),
-      lm_head(make(ctx, cache, ops::plan_lm_head(target, c.vocab_size, c.dim))),
-      argmax_partial(make(ctx, cache, ops::plan_argmax_partial(target, c.vocab_size))),
-      argmax_final(make(ctx, cache, ops::plan_argmax_final(target, c.vocab_size))),
-      argmax_final_advance(make(ctx, cache, ops::plan_argmax_final(target, c.vocab_size, c.context_length))) {
+      attn_output_options(normalized(true, own_workgroup(tuning, tuning.attn_output_workgroup, tuning.attn_output_rows_per_subgroup))) {
+  ops::PipelineBatch batch;
+  batch.add(ops::plan_embedding_lookup(target, {c.dim, split.rows_per_part, split.parts}), embedding);
+  batch.add(ops::plan_ternary_matvec_qkv_rope(target, dims, c.dim, c.context_length, qkv_options), qkv);
+  batch.add(ops::plan_rope_kv_write(target, dims, c.context_length), rope_kv);
+  batch.add(ops::plan_attention_decode(target, dims, c.context_length, attention_chunks, attention_tuning), attention);
+  batch.add(ops::plan_ternary_matvec(target, c.dim, dims.q_width(),
+                                     attn_output_kernel_options(target, dims, c, attention_chunks, attention_tuning, attn_output_options)),
+            attn_output);
+  batch.add(ops::plan_ternary_matvec_relu2_gate_up(target, c.ffn_dim, c.dim, gate_up_options), gate_up);
+  batch.add(ops::plan_ternary_matvec(target, c.dim, c.ffn_dim, residual_options), ffn_down);
+  batch.add(ops::plan_rms_norm(target, c.dim), output_norm);
+  batch.add(ops::plan_lm_head(target, c.vocab_size, c.dim), lm_head);
+  batch.add(ops::plan_argmax_partial(target, c.vocab_size), argmax_partial);
+  batch.add(ops::plan_argmax_final(target, c.vocab_size), argmax_final);
+  batch.add(ops::plan_argmax_final(target, c.vocab_size, c.context_length), argmax_final_advance);
   if (k) {
-    top_k_partial.emplace(make(ctx, cache, ops::plan_top_k_partial(target, c.vocab_size, k)));
-    top_k_merge.emplace(make(ctx, cache, ops::plan_top_k_merge(target, c.vocab_size, k)));
-    sample_advance.emplace(make(ctx, cache, ops::plan_sample_candidates(target, k, false, c.context_length)));
+    batch.add(ops::plan_top_k_partial(target, c.vocab_size, k), top_k_partial);
+    batch.add(ops::plan_top_k_merge(target, c.vocab_size, k), top_k_merge);
+    batch.add(ops::plan_sample_candidates(target, k, false, c.context_length), sample_advance);
+    vocab_mass_histogram.resize(ops::kVocabPasses);
+    vocab_mass_select.resize(ops::kVocabPasses);
     for (uint32_t pass = 0; pass < ops::kVocabPasses; ++pass) {
-      vocab_mass_histogram.push_back(make(ctx, cache, ops::plan_vocab_mass_histogram(target, c.vocab_size, pass)));
-      vocab_mass_select.push_back(make(ctx, cache, ops::plan_vocab_mass_select(target, pass)));
+      batch.add(ops::plan_vocab_mass_histogram(target, c.vocab_size, pass), vocab_mass_histogram[pass]);
+      batch.add(ops::plan_vocab_mass_select(target, pass), vocab_mass_select[pass]);
     }
-    vocab_draw_partial.emplace(make(ctx, cache, ops::plan_vocab_draw_partial(target, c.vocab_size, true)));
-    vocab_draw_final.emplace(make(ctx, cache, ops::plan_vocab_draw_final(target, c.vocab_size, c.context_length,
-                                                                          ops::EmbeddingShape{c.dim, split.rows_per_part, split.parts})));
+    batch.add(ops::plan_vocab_draw_partial(target, c.vocab_size, true), vocab_draw_partial);
+    batch.add(ops::plan_vocab_draw_final(target, c.vocab_size, c.context_length, ops::EmbeddingShape{c.dim, split.rows_per_part, split.parts}),
+              vocab_draw_final);
   }
   if (greedy_head && ops::lm_head_pruned_supported(c.dim)) {
-    lm_head_input.emplace(make(ctx, cache, ops::plan_lm_head_input(target, c.dim)));
-    lm_head_bounds.emplace(make(ctx, cache, ops::plan_lm_head_bounds(target, c.vocab_size, c.dim, split.rows_per_part)));
-    lm_head_shadow.emplace(make(ctx, cache, ops::plan_lm_head_shadow(target, c.vocab_size, c.dim, split.rows_per_part)));
-    lm_head_candidates.emplace(make(ctx, cache, ops::plan_lm_head_candidates(target, c.vocab_size, c.dim, split.rows_per_part,
-                                                                                 c.context_length,
-                                                                                 ops::EmbeddingShape{c.dim, split.rows_per_part, split.parts})));
+    batch.add(ops::plan_lm_head_input(target, c.dim), lm_head_input);
+    batch.add(ops::plan_lm_head_bounds(target, c.vocab_size, c.dim, split.rows_per_part), lm_head_bounds);
+    batch.add(ops::plan_lm_head_shadow(target, c.vocab_size, c.dim, split.rows_per_part), lm_head_shadow);
+    batch.add(ops::plan_lm_head_candidates(target, c.vocab_size, c.dim, split.rows_per_part, c.context_length,
+                                           ops::EmbeddingShape{c.dim, split.rows_per_part, split.parts}),
+              lm_head_candidates);
     if (k) {
-      lm_head_candidate_list.emplace(make(ctx, cache, ops::plan_lm_head_candidate_list(target, c.vocab_size, c.dim, split.rows_per_part, k)));
-      sample_list.emplace(make(ctx, cache, ops::plan_sample_candidate_list(target, k, c.context_length,
-                                                                             ops::EmbeddingShape{c.dim, split.rows_per_part, split.parts})));
+      batch.add(ops::plan_lm_head_candidate_list(target, c.vocab_size, c.dim, split.rows_per_part, k), lm_head_candidate_list);
+      batch.add(ops::plan_sample_candidate_list(target, k, c.context_length, ops::EmbeddingShape{c.dim, split.rows_per_part, split.parts}),
+                sample_list);
     }
   }
+  batch.build(ctx, cache);  // every pipeline at once, on a pool of threads
 }
 
 }  // namespace bdsl::bitnet

@@ -31,7 +31,7 @@ class ModelPerSlotDecoder final : public models::BatchDecoder {
     EXPECT_LE(tokens.size(), chunk_);
     record({true, slot});
     models::StepOutput out = models_.at(slot)->prefill(tokens, pos);
-    out.token = models::choose_on_host(out, sampling, pos + uint32_t(tokens.size()));
+    out.token = models::choose_after_step(*models_.at(slot), out, sampling, pos + uint32_t(tokens.size()));
     return out;
   }
   std::vector<models::StepOutput> decode(std::span<const Entry> batch) override {
@@ -40,7 +40,7 @@ class ModelPerSlotDecoder final : public models::BatchDecoder {
     std::vector<models::StepOutput> out;
     for (const auto& e : batch) {
       out.push_back(models_.at(e.slot)->step(e.token, e.pos));
-      out.back().token = models::choose_on_host(out.back(), e.sampling, e.pos + 1);
+      out.back().token = models::choose_after_step(*models_.at(e.slot), out.back(), e.sampling, e.pos + 1);
     }
     return out;
   }
