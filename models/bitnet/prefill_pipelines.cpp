@@ -48,11 +48,10 @@ Engine engine_for(const ops::OpTarget& t, const ProjectionChoice& choice) {
 }
 
 // A single-tensor projection with the choice's engine.
-ops::PlannedPipeline projection(rt::Context& ctx, codegen::ShaderCache& cache, const ops::OpTarget& t, const Engine& e,
-                                uint32_t rows, uint32_t cols, bool residual) {
+ops::Plan projection(const ops::OpTarget& t, const Engine& e, uint32_t rows, uint32_t cols, bool residual) {
   ops::MatmulOptions o = e.options;
   o.projection.add_residual = residual;
-  return ops::make_pipeline(ctx, ops::plan_ternary_matmul_auto(t, rows, cols, o, e.engine), cache);
+  return ops::plan_ternary_matmul_auto(t, rows, cols, o, e.engine);
 }
 
 ops::QuantizeOptions ffn_sub_norm_quantize(bool separate) {
@@ -65,38 +64,44 @@ ops::QuantizeOptions ffn_sub_norm_quantize(bool separate) {
 }  // namespace
 
 BlockProjections::BlockProjections(rt::Context& ctx, const models::BitNetConfig& c, const ops::OpTarget& t,
-                                   const ProjectionChoice& choice, codegen::ShaderCache& cache)
+                                   const ProjectionChoice& choice, codegen::ShaderCache& cache, ops::PipelineBatch* batch)
     : tensor_cores(engine_for(t, choice).cooperative),
       separate(engine_for(t, choice).separate),
-      normalized(engine_for(t, choice).normalized),
-      attn_output(projection(ctx, cache, t, engine_for(t, choice), c.dim, c.n_heads * c.head_dim, true)),
-      ffn_down(projection(ctx, cache, t, engine_for(t, choice), c.dim, c.ffn_dim, true)) {
+      normalized(engine_for(t, choice).normalized) {
   if (c.n_heads * c.head_dim != c.dim)
     throw std::invalid_argument("prefill: attn_sub_norm is applied over dim, so n_heads * head_dim must equal dim");
   const Engine e = engine_for(t, choice);
-  if (!normalized)
-    norm_quantize_ffn = ops::make_pipeline(ctx, ops::plan_quantize_activations(t, c.ffn_dim, ffn_sub_norm_quantize(separate)), cache);
+  ops::PipelineBatch own;
+  ops::PipelineBatch& b = batch ? *batch : own;
+  b.add(projection(t, e, c.dim, c.n_heads * c.head_dim, true), attn_output);
+  b.add(projection(t, e, c.dim, c.ffn_dim, true), ffn_down);
+  if (!normalized) b.add(ops::plan_quantize_activations(t, c.ffn_dim, ffn_sub_norm_quantize(separate)), norm_quantize_ffn);
   if (separate) {
-    q_proj = projection(ctx, cache, t, e, c.n_heads * c.head_dim, c.dim, false);
-    kv_proj = projection(ctx, cache, t, e, c.kv_dim(), c.dim, false);
-    gate_up_proj = projection(ctx, cache, t, e, c.ffn_dim, c.dim, false);
+    b.add(projection(t, e, c.n_heads * c.head_dim, c.dim, false), q_proj);
+    b.add(projection(t, e, c.kv_dim(), c.dim, false), kv_proj);
+    b.add(projection(t, e, c.ffn_dim, c.dim, false), gate_up_proj);
   } else {
-    qkv = ops::make_pipeline(ctx, ops::plan_ternary_matmul_qkv(t, c.n_heads * c.head_dim, c.kv_dim(), c.kv_dim(), c.dim, e.options),
-                             cache);
-    gate_up = ops::make_pipeline(ctx, ops::plan_ternary_matmul_relu2_gate_up(t, c.ffn_dim, c.dim, e.options), cache);
+    b.add(ops::plan_ternary_matmul_qkv(t, c.n_heads * c.head_dim, c.kv_dim(), c.kv_dim(), c.dim, e.options), qkv);
+    b.add(ops::plan_ternary_matmul_relu2_gate_up(t, c.ffn_dim, c.dim, e.options), gate_up);
   }
+  if (!batch) own.build(ctx, cache);
 }
 
 PrefillPipelines::PrefillPipelines(rt::Context& ctx, const models::BitNetConfig& c, const ops::OpTarget& t,
-                                   uint32_t rows_per_part, uint32_t parts,
-                                   PrefillProjections layout, codegen::ShaderCache& cache)
+                                   uint32_t rows_per_part, uint32_t parts, PrefillProjections layout,
+                                   codegen::ShaderCache& cache)
+    : PrefillPipelines(ctx, c, t, rows_per_part, parts, layout, cache, ops::PipelineBatch{}) {}
+
+PrefillPipelines::PrefillPipelines(rt::Context& ctx, const models::BitNetConfig& c, const ops::OpTarget& t,
+                                   uint32_t rows_per_part, uint32_t parts, PrefillProjections layout,
+                                   codegen::ShaderCache& cache, ops::PipelineBatch&& batch)
     : attention_layout(ops::attention_prefill_layout(t, {c.n_heads, c.n_kv_heads, c.head_dim})),
-      embedding(ops::make_pipeline(ctx, ops::plan_embedding_lookup_batch(t, {c.dim, rows_per_part, parts}), cache)),
-      norm_quantize(ops::make_pipeline(ctx, ops::plan_quantize_activations(t, c.dim, {true}), cache)),
-      attention(ops::make_pipeline(
-          ctx, ops::plan_attention_prefill(t, {c.n_heads, c.n_kv_heads, c.head_dim}, c.context_length, attention_layout), cache)),
-      projections(ctx, c, t, {layout}, cache) {
-  if (ops::ternary_matmul_coopmat_shape(t)) short_projections.emplace(ctx, c, t, ProjectionChoice{layout, kShortBlock}, cache);
+      projections(ctx, c, t, {layout}, cache, &batch) {
+  batch.add(ops::plan_embedding_lookup_batch(t, {c.dim, rows_per_part, parts}), embedding);
+  batch.add(ops::plan_quantize_activations(t, c.dim, {true}), norm_quantize);
+  batch.add(ops::plan_attention_prefill(t, {c.n_heads, c.n_kv_heads, c.head_dim}, c.context_length, attention_layout), attention);
+  if (ops::ternary_matmul_coopmat_shape(t)) short_projections.emplace(ctx, c, t, ProjectionChoice{layout, kShortBlock}, cache, &batch);
+  batch.build(ctx, cache);  // every prompt pipeline at once, on a pool of threads
 }
 
 void record_block_layer(rt::Graph& g, const BlockProjections& pp, const ops::PlannedPipeline& norm_quantize,

@@ -17,6 +17,7 @@
 #include "models/bitnet/device_weights.h"
 #include "models/bitnet_config.h"
 #include "ops/attention.h"
+#include "ops/pipeline_batch.h"
 #include "ops/plan.h"
 #include "ops/target.h"
 #include "runtime/context.h"
@@ -44,8 +45,11 @@ struct ProjectionChoice {
 };
 
 struct BlockProjections {
+  // With `batch`, the pipelines are added to it (the caller builds them with others, on threads);
+  // else built here, together.
   BlockProjections(rt::Context& ctx, const models::BitNetConfig& config, const ops::OpTarget& target,
-                   const ProjectionChoice& choice = {}, codegen::ShaderCache& cache = codegen::default_shader_cache());
+                   const ProjectionChoice& choice = {}, codegen::ShaderCache& cache = codegen::default_shader_cache(),
+                   ops::PipelineBatch* batch = nullptr);
 
   bool tensor_cores = false;  // the single-tensor projections run on tensor cores
   bool separate = false;      // the layout chosen (Separate)
@@ -81,6 +85,10 @@ struct PrefillPipelines {
   const BlockProjections& projections_for(uint32_t tokens) const {
     return tokens <= kShortBlock && short_projections ? *short_projections : projections;
   }
+ private:
+  // The public one's work: every pipeline into `batch`, built together at the end.
+  PrefillPipelines(rt::Context& ctx, const models::BitNetConfig& config, const ops::OpTarget& target, uint32_t rows_per_part,
+                   uint32_t parts, PrefillProjections layout, codegen::ShaderCache& cache, ops::PipelineBatch&& batch);
 };
 
 // The activations of a block of n tokens, token-major. `up` only with the Separate layout.
