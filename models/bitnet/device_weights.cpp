@@ -34,11 +34,13 @@ class Uploader {
   // Every tensor on the device (the copies stream behind the host's reads of the mapped file).
   uint64_t finish() {
     ring_.finish();
+    file_.check_unchanged();  // written while we read it: the device may hold a mix
     return done_;
   }
 
  private:
   rt::Buffer bytes(const std::string& name, std::span<const std::byte> data) {
+    file_.check_unchanged();  // a file cut short under us would fault on its lost pages
     rt::Buffer b(ctx_, data.size(), {false, name});
     ring_.upload(b, data);
     done_ += data.size();

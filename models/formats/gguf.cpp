@@ -110,6 +110,10 @@ void GgufFile::will_read_tensors() const noexcept {
   if (data_offset_ < all.size()) map_->will_read(all.subspan(data_offset_));
 }
 
+void GgufFile::check_unchanged() const {
+  if (map_) map_->check_unchanged();
+}
+
 std::span<const std::byte> GgufFile::tensor_data(std::string_view name) const {
   return tensor_data(tensor(name));
 }

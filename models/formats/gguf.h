@@ -92,6 +92,9 @@ class GgufFile {
   std::span<const std::byte> tensor_data(std::string_view name) const;
   // Asks for every tensor's bytes to be read ahead (mapped files only): a load about to read them all.
   void will_read_tensors() const noexcept;
+  // Throws std::runtime_error naming the file when the mapped file changed on disk since it was
+  // opened (MappedFile::check_unchanged); nothing for parse(bytes).
+  void check_unchanged() const;
   std::span<const std::byte> tensor_data(const GgufTensorInfo& info) const;
 
  private:

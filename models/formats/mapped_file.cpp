@@ -20,26 +20,39 @@ namespace {
   throw std::runtime_error(fmt::format("{}: {}: {}", path.string(), what, std::strerror(errno)));
 }
 
-// Closes the descriptor on every path out of the constructor; the map outlives it.
-struct Fd {
-  int fd;
-  ~Fd() { ::close(fd); }
-};
+int64_t mtime_ns(const struct stat& st) { return int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec; }
 
 }  // namespace
 
-MappedFile::MappedFile(const std::filesystem::path& path) {
-  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (f.fd < 0) fail(path, "cannot open");
+MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) fail(path, "cannot open");
+  try {
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0) fail(path, "cannot stat");
+    if (!S_ISREG(st.st_mode)) throw std::runtime_error(fmt::format("{}: not a regular file", path.string()));
+    size_ = static_cast<std::size_t>(st.st_size);
+    mtime_ns_ = mtime_ns(st);
+    if (size_ == 0) return;
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
+    if (p == MAP_FAILED) fail(path, "cannot mmap");
+    data_ = static_cast<const std::byte*>(p);
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+void MappedFile::check_unchanged() const {
+  if (fd_ < 0) return;
   struct stat st {};
-  if (::fstat(f.fd, &st) != 0) fail(path, "cannot stat");
-  if (!S_ISREG(st.st_mode))
-    throw std::runtime_error(fmt::format("{}: not a regular file", path.string()));
-  size_ = static_cast<std::size_t>(st.st_size);
-  if (size_ == 0) return;
-  void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, f.fd, 0);
-  if (p == MAP_FAILED) fail(path, "cannot mmap");
-  data_ = static_cast<const std::byte*>(p);
+  if (::fstat(fd_, &st) != 0) fail(path_, "cannot stat");
+  if (static_cast<std::size_t>(st.st_size) != size_)
+    throw std::runtime_error(fmt::format("{}: the file changed on disk while it was being read: {} bytes when opened, now {}",
+                                         path_.string(), size_, st.st_size));
+  if (mtime_ns(st) != mtime_ns_)
+    throw std::runtime_error(fmt::format("{}: the file changed on disk while it was being read (written since it was opened)",
+                                         path_.string()));
 }
 
 void MappedFile::will_read(std::span<const std::byte> range) const noexcept {
@@ -51,14 +64,16 @@ void MappedFile::will_read(std::span<const std::byte> range) const noexcept {
   ::madvise(reinterpret_cast<void*>(start), end - start, MADV_WILLNEED);
 }
 
-MappedFile::MappedFile(MappedFile&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+MappedFile::MappedFile(MappedFile&& other) noexcept { *this = std::move(other); }
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
     release();
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
+    fd_ = std::exchange(other.fd_, -1);
+    path_ = std::move(other.path_);
+    mtime_ns_ = other.mtime_ns_;
   }
   return *this;
 }
@@ -67,8 +82,10 @@ MappedFile::~MappedFile() { release(); }
 
 void MappedFile::release() noexcept {
   if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
+  if (fd_ >= 0) ::close(fd_);
   data_ = nullptr;
   size_ = 0;
+  fd_ = -1;
 }
 
 }  // namespace bdsl::models

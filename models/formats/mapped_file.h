@@ -20,11 +20,18 @@ class MappedFile {
   std::span<const std::byte> bytes() const noexcept { return {data_, size_}; }
   // Asks the kernel to read `range` (inside bytes()) ahead: a model load about to read it all.
   void will_read(std::span<const std::byte> range) const noexcept;
+  // Throws std::runtime_error naming the file when it is no longer as it was mapped: shorter or
+  // longer, or written since (a truncated file would fault on the next read of its lost pages, so
+  // a long read checks before each part).
+  void check_unchanged() const;
 
  private:
   void release() noexcept;
   const std::byte* data_ = nullptr;
   std::size_t size_ = 0;
+  int fd_ = -1;  // kept open to watch the mapped file itself, whatever its path now names
+  std::filesystem::path path_;
+  int64_t mtime_ns_ = 0;
 };
 
 }  // namespace bdsl::models
