@@ -30,7 +30,11 @@ BitNetModel::BitNetModel(rt::Context& ctx, const models::GgufFile& file, const m
   weights_ = upload_weights(ctx, file, config, split.rows_per_part,
                             Activations::bytes(config) + (greedy_head ? greedy_head_bytes(config) : 0), progress);
   pipelines_ = pipelines.get();
-  if (greedy_head) greedy_head_ = derive_greedy_head(ctx, *pipelines_->lm_head_shadow, weights_.lm_head());
+  if (greedy_head)  // derived on the device from its F16 table; on a CPU device, by the host
+    greedy_head_ = ctx.info().type == rt::DeviceType::Cpu
+                       ? upload_greedy_head(ctx, file, config, split.rows_per_part)
+                       : derive_greedy_head(ctx, *pipelines_->lm_head_shadow, weights_.lm_head());
+  file.done_reading_tensors();  // on the device now: the mapped pages leave resident memory
   act_ = std::make_unique<Activations>(ctx, config, *pipelines_);
   record();
 }

@@ -43,6 +43,7 @@ class Uploader {
     file_.check_unchanged();  // a file cut short under us would fault on its lost pages
     rt::Buffer b(ctx_, data.size(), {false, name});
     ring_.upload(b, data);
+    file_.done_reading(data);  // in staging now: the mapped pages leave resident memory as the load goes
     done_ += data.size();
     if (progress_) progress_(done_, total_);
     return b;

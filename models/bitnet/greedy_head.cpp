@@ -10,6 +10,7 @@
 
 #include "models/numerics/half_float.h"
 #include "runtime/graph.h"
+#include "runtime/upload_ring.h"
 
 namespace bdsl::bitnet {
 namespace {
@@ -59,6 +60,49 @@ Int8Rows quantize_rows_int8(std::span<const uint16_t> f16, uint32_t rows, uint32
 }
 
 uint64_t greedy_head_bytes(const models::BitNetConfig& c) { return uint64_t{c.vocab_size} * (c.dim + 12); }
+
+GreedyHead upload_greedy_head(rt::Context& ctx, const models::GgufFile& file, const models::BitNetConfig& config,
+                              uint32_t rows_per_part) {
+  const char* name = config.tied_output ? "token_embd.weight" : "output.weight";
+  const auto bytes = file.tensor_data(name);
+  if (bytes.size() != uint64_t{config.vocab_size} * config.dim * 2)
+    throw std::runtime_error(fmt::format("{}: {} holds {} bytes, expected {} x {} F16", file.name(), name, bytes.size(),
+                                         config.vocab_size, config.dim));
+  // The F16 table as it lies in the mapped file (GGUF aligns tensor data); a copy only if it does not.
+  std::vector<uint16_t> copy;
+  std::span<const uint16_t> f16;
+  if (reinterpret_cast<uintptr_t>(bytes.data()) % alignof(uint16_t) == 0) {
+    f16 = {reinterpret_cast<const uint16_t*>(bytes.data()), bytes.size() / 2};
+  } else {
+    copy.resize(bytes.size() / 2);
+    std::memcpy(copy.data(), bytes.data(), bytes.size());
+    f16 = copy;
+  }
+  // Quantized and uploaded a block of rows at a time: the host never holds the whole shadow.
+  constexpr uint32_t kRowsAtOnce = 8192;
+  GreedyHead h;
+  std::vector<float> scale, bound;
+  rt::UploadRing ring(ctx);
+  const uint64_t row_words = config.dim / 4;
+  for (uint32_t first = 0; first < config.vocab_size; first += rows_per_part) {
+    const uint32_t n = std::min(rows_per_part, config.vocab_size - first);
+    h.parts.emplace_back(ctx, n * row_words * 4, rt::BufferOptions{false, fmt::format("{} int8 [{}:{}]", name, first, first + n)});
+    for (uint32_t r = 0; r < n; r += kRowsAtOnce) {
+      const uint32_t m = std::min(kRowsAtOnce, n - r);
+      const Int8Rows q = quantize_rows_int8(f16.subspan(uint64_t{first + r} * config.dim, uint64_t{m} * config.dim), m, config.dim);
+      ring.upload(h.parts.back(), std::as_bytes(std::span(q.words)), r * row_words * 4);
+      file.done_reading(bytes.subspan(uint64_t{first + r} * config.dim * 2, uint64_t{m} * config.dim * 2));
+      scale.insert(scale.end(), q.scale.begin(), q.scale.end());
+      bound.insert(bound.end(), q.bound.begin(), q.bound.end());
+    }
+  }
+  h.scale = rt::Buffer(ctx, scale.size() * 4, {false, "greedy head scales"});
+  ring.upload(h.scale, std::as_bytes(std::span(scale)));
+  h.bound = rt::Buffer(ctx, bound.size() * 4, {false, "greedy head bounds"});
+  ring.upload(h.bound, std::as_bytes(std::span(bound)));
+  ring.finish();
+  return h;
+}
 
 GreedyHead derive_greedy_head(rt::Context& ctx, const ops::PlannedPipeline& shadow, const SplitMatrix& table) {
   GreedyHead h;

@@ -43,6 +43,15 @@ MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
   }
 }
 
+void MappedFile::done_reading(std::span<const std::byte> range) const noexcept {
+  if (range.empty() || !data_) return;
+  // Whole pages inside the range only: the pages at its ends may hold bytes still wanted.
+  const auto page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const auto start = (reinterpret_cast<uintptr_t>(range.data()) + page - 1) & ~(page - 1);
+  const auto end = (reinterpret_cast<uintptr_t>(range.data()) + range.size()) & ~(page - 1);
+  if (end > start) ::madvise(reinterpret_cast<void*>(start), end - start, MADV_DONTNEED);
+}
+
 void MappedFile::check_unchanged() const {
   if (fd_ < 0) return;
   struct stat st {};

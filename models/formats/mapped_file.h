@@ -20,6 +20,9 @@ class MappedFile {
   std::span<const std::byte> bytes() const noexcept { return {data_, size_}; }
   // Asks the kernel to read `range` (inside bytes()) ahead: a model load about to read it all.
   void will_read(std::span<const std::byte> range) const noexcept;
+  // Gives the pages of `range` back (they stay in the page cache; a later read maps them again):
+  // a model load done with its bytes, so they no longer count in the process's resident memory.
+  void done_reading(std::span<const std::byte> range) const noexcept;
   // Throws std::runtime_error naming the file when it is no longer as it was mapped: shorter or
   // longer, or written since (a truncated file would fault on the next read of its lost pages, so
   // a long read checks before each part).
