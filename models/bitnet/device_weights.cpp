@@ -42,8 +42,14 @@ class Uploader {
   rt::Buffer bytes(const std::string& name, std::span<const std::byte> data) {
     file_.check_unchanged();  // a file cut short under us would fault on its lost pages
     rt::Buffer b(ctx_, data.size(), {false, name});
-    ring_.upload(b, data);
-    file_.done_reading(data);  // in staging now: the mapped pages leave resident memory as the load goes
+    // A piece at a time: once in staging, its mapped pages leave resident memory (the F16 table
+    // alone is 656 MB on the 2B shape).
+    constexpr uint64_t kPiece = 64ull << 20;
+    for (uint64_t at = 0; at < data.size(); at += kPiece) {
+      const auto piece = data.subspan(at, std::min(kPiece, data.size() - at));
+      ring_.upload(b, piece, at);
+      file_.done_reading(piece);
+    }
     done_ += data.size();
     if (progress_) progress_(done_, total_);
     return b;
