@@ -68,16 +68,14 @@ std::pair<Expr<f32>, Expr<u32>> workgroup_argmax_combine(KernelBuilder& k, uint3
 
 namespace {
 
-// Every invocation scans [begin, end) with stride workgroup; the workgroup's best (value, index)
-// is returned to every invocation. One barrier.
+}  // namespace
+
 std::pair<Expr<f32>, Expr<u32>> workgroup_argmax(KernelBuilder& k, uint32_t wg, Expr<u32> begin, Expr<u32> end,
                                                  const std::function<Expr<f32>(Expr<u32>)>& value,
                                                  const std::function<Expr<u32>(Expr<u32>)>& index) {
   auto [v, i] = scan_argmax(k, begin + k.local_index(), end, constant<u32>(wg), value, index);
   return workgroup_argmax_combine(k, wg, v, i);
 }
-
-}  // namespace
 
 ArgmaxPlan argmax_plan(const OpTarget& target, uint32_t n) {
   if (n == 0) throw std::invalid_argument("argmax: no values");

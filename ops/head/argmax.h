@@ -22,6 +22,7 @@
 // row y's partials at y * plan.groups; argmax_final reads them there and writes token[y].
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <utility>
 
@@ -53,6 +54,12 @@ dsl::Expr<dsl::boolean> argmax_beats(dsl::Expr<dsl::f32> v, dsl::Expr<dsl::u32> 
 std::pair<dsl::Expr<dsl::f32>, dsl::Expr<dsl::u32>> workgroup_argmax_combine(dsl::KernelBuilder& k, uint32_t wg,
                                                                              dsl::Expr<dsl::f32> value,
                                                                              dsl::Expr<dsl::u32> index);
+// Every invocation scans [begin, end) with stride wg; the workgroup's best (value(j), index(j)) is
+// returned to every invocation. One barrier.
+std::pair<dsl::Expr<dsl::f32>, dsl::Expr<dsl::u32>> workgroup_argmax(
+    dsl::KernelBuilder& k, uint32_t wg, dsl::Expr<dsl::u32> begin, dsl::Expr<dsl::u32> end,
+    const std::function<dsl::Expr<dsl::f32>(dsl::Expr<dsl::u32>)>& value,
+    const std::function<dsl::Expr<dsl::u32>(dsl::Expr<dsl::u32>)>& index);
 // argmax_final's second pass inside another kernel: its bindings (token, then with
 // advance_context step and generated) declared in that order, and its body over `groups`
 // partials (run by one whole workgroup of `wg` invocations).

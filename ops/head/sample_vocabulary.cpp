@@ -298,17 +298,10 @@ Kernel vocab_draw_final(const OpTarget& target, uint32_t vocab, uint32_t advance
   if (embed_next) next_embedding = declare_next_embedding(kb, *embed_next);
   const Row r = row_of(kb, params);
   if_(draws_over_vocabulary(r), [&] {
-    auto own_v = kb.var<f32>("own_score", -INFINITY);
-    auto own_i = kb.var<u32>("own_index", kArgmaxNone);
-    for_range(kb.local_index(), groups, wg, [&](Expr<u32> g) {
-      auto v = let("v", Expr<f32>(part_values[r.row * groups + g]));
-      auto i = let("i", Expr<u32>(part_indices[r.row * groups + g]));
-      if_(argmax_beats(v, i, own_v, own_i), [&] {
-        own_v = v;
-        own_i = i;
-      });
-    }, "g");
-    auto [v, winner] = workgroup_argmax_combine(kb, wg, own_v, own_i);
+    auto first = let("first_part", r.row * groups);
+    auto [v, winner] = workgroup_argmax(kb, wg, constant<u32>(0u), constant<u32>(groups),
+                                        [&](Expr<u32> g) { return Expr<f32>(part_values[first + g]); },
+                                        [&](Expr<u32> g) { return Expr<u32>(part_indices[first + g]); });
     (void)v;
     // Nothing kept (no finite logit: NaN from the layers) would leave no winner: token 0 instead,
     // never an id outside the vocabulary.
