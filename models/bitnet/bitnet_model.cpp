@@ -141,7 +141,8 @@ void BitNetModel::record() {
       sampled_graph_ = std::move(graph_);
     }
   }
-  if (pipelines_->vocab_draw_final) {
+  // With dumps, every intermediate comes from graph_ alone and decode_sampled draws on the host.
+  if (pipelines_->vocab_draw_final && !options_.dump) {
     record_token(Tail::VocabularySampled);
     vocabulary_graph_ = std::move(graph_);
   }

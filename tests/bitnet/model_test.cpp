@@ -223,6 +223,30 @@ TEST_F(Model, GreedyDecodingThatFeedsItselfEqualsStepByStep) {
 // chosen token's position. With the full head (the recording step() replays) and with the pruned
 // one (ops/head/lm_head_pruned.h's candidate list, its own recording). The same models then decode
 // greedily again (settings rewritten).
+// With dumps and candidates for sampling, only the step recording writes the dumps (one set per
+// token, in the buffer sized for it), and decode_sampled draws on the host, over every logit too.
+TEST_F(Model, DumpsWithSamplingComeFromTheStepRecordingAlone) {
+  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto config = models::BitNetConfig::from_gguf(file);
+  bitnet::ModelOptions o;
+  o.top_k = 8;
+  o.dump = true;
+  bitnet::BitNetModel dumping(ctx(), file, config, o);
+  o.dump = false;
+  bitnet::BitNetModel plain(ctx(), file, config, o);
+  const auto prompt = golden_prompt();
+  const uint32_t n = uint32_t(prompt.size());
+  int32_t last = 0;
+  for (uint32_t t = 0; t < n; ++t) last = dumping.step(prompt[t], t).argmax, plain.step(prompt[t], t);
+  EXPECT_EQ(dumping.dumps().count("result_output"), 1u);
+  for (const models::SamplerOptions sampling : {models::SamplerOptions{0.9f, 0, 0.9f, 0.0f, 3}, models::SamplerOptions{0.9f, 5, 1.0f, 0.0f, 4}}) {
+    std::vector<int32_t> a{last}, b{last};
+    dumping.decode_sampled(last, n, 6, sampling, [&](int32_t t) { return a.push_back(t), true; });
+    plain.decode_sampled(last, n, 6, sampling, [&](int32_t t) { return b.push_back(t), true; });
+    EXPECT_EQ(a, b) << "top-k " << sampling.top_k;
+  }
+}
+
 TEST_F(Model, SampledDecodingThatFeedsItselfEqualsTheHostTwinStepByStep) {
   const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
