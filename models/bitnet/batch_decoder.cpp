@@ -13,6 +13,7 @@
 #include "ops/attention.h"
 #include "ops/common.h"
 #include "ops/head.h"
+#include "ops/pipeline_batch.h"
 #include "ops/ternary.h"
 #include "ops/tuning.h"
 #include "runtime/kernel_pipeline.h"
@@ -56,39 +57,40 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
       capacity_(slots + options.prompt_lanes),
       layout_(options.projections ? *options.projections : model.options_.prefill_projections),
       pp_(model.prefill_pipelines()),
-      rope_kv_(ops::make_pipeline(ctx, ops::plan_rope_kv_write_sequences(model.pipelines().target, model.pipelines().dims,
-                                                                   model.context_length()))),
       attention_tuning_(sequences_tuning(model.pipelines(), options)),
       attention_chunks_(std::clamp(options.attention_chunks ? options.attention_chunks
                                                             : ops::tuning_for(model.pipelines().target).sequences_attention_chunks,
                                    1u, model.pipelines().attention_chunks)),
-      attention_(ops::make_pipeline(ctx, ops::plan_attention_decode_sequences(model.pipelines().target, model.pipelines().dims,
-                                                                        model.context_length(), attention_chunks_,
-                                                                        attention_tuning_))),
       head_on_tensor_cores_(options.tensor_core_head &&
                             ops::lm_head_coopmat_fits(model.pipelines().target, model.vocab_size(), model.config().dim,
-                                                      model.pipelines().split.parts)),
-      argmax_partial_(ops::make_pipeline(ctx, ops::plan_argmax_partial(model.pipelines().target, model.vocab_size(), true))),
-      argmax_final_(ops::make_pipeline(ctx, ops::plan_argmax_final(model.pipelines().target, model.vocab_size(), 0, true))) {
+                                                      model.pipelines().split.parts)) {
+  if (slots == 0) throw std::invalid_argument("a batch decoder needs at least one slot");
   const auto& t = model.pipelines().target;
+  const auto& dims = model.pipelines().dims;
   const uint32_t vocab = model.vocab_size(), k = model.pipelines().top_k;
+  ops::PipelineBatch batch;  // built together, on a pool of threads
+  batch.add(ops::plan_rope_kv_write_sequences(t, dims, model.context_length()), rope_kv_);
+  batch.add(ops::plan_attention_decode_sequences(t, dims, model.context_length(), attention_chunks_, attention_tuning_), attention_);
+  batch.add(ops::plan_argmax_partial(t, vocab, true), argmax_partial_);
+  batch.add(ops::plan_argmax_final(t, vocab, 0, true), argmax_final_);
   if (k) {
-    top_k_partial_.emplace(ops::make_pipeline(ctx, ops::plan_top_k_partial(t, vocab, k, true)));
-    top_k_merge_.emplace(ops::make_pipeline(ctx, ops::plan_top_k_merge(t, vocab, k, true)));
-    sample_.emplace(ops::make_pipeline(ctx, ops::plan_sample_candidates(t, k, true)));
+    batch.add(ops::plan_top_k_partial(t, vocab, k, true), top_k_partial_);
+    batch.add(ops::plan_top_k_merge(t, vocab, k, true), top_k_merge_);
+    batch.add(ops::plan_sample_candidates(t, k, true), sample_);
+    vocab_mass_histogram_.resize(ops::kVocabPasses);
+    vocab_mass_select_.resize(ops::kVocabPasses);
     for (uint32_t pass = 0; pass < ops::kVocabPasses; ++pass) {
-      vocab_mass_histogram_.push_back(ops::make_pipeline(ctx, ops::plan_vocab_mass_histogram(t, vocab, pass)));
-      vocab_mass_select_.push_back(ops::make_pipeline(ctx, ops::plan_vocab_mass_select(t, pass)));
+      batch.add(ops::plan_vocab_mass_histogram(t, vocab, pass), vocab_mass_histogram_[pass]);
+      batch.add(ops::plan_vocab_mass_select(t, pass), vocab_mass_select_[pass]);
     }
-    vocab_draw_partial_.emplace(ops::make_pipeline(ctx, ops::plan_vocab_draw_partial(t, vocab)));
-    vocab_draw_final_.emplace(ops::make_pipeline(ctx, ops::plan_vocab_draw_final(t, vocab)));
+    batch.add(ops::plan_vocab_draw_partial(t, vocab), vocab_draw_partial_);
+    batch.add(ops::plan_vocab_draw_final(t, vocab), vocab_draw_final_);
   }
   if (head_on_tensor_cores_)
-    pack_half_.emplace(ops::make_pipeline(ctx, ops::plan_pack_half(model.pipelines().target)));
+    batch.add(ops::plan_pack_half(t), pack_half_);
   else
-    lm_head_.emplace(ops::make_pipeline(ctx, ops::plan_lm_head_batch(model.pipelines().target, model.vocab_size(), model.config().dim,
-                                                               model.pipelines().split.rows_per_part)));
-  if (slots == 0) throw std::invalid_argument("a batch decoder needs at least one slot");
+    batch.add(ops::plan_lm_head_batch(t, vocab, model.config().dim, model.pipelines().split.rows_per_part), lm_head_);
+  batch.build(ctx, codegen::default_shader_cache());
   const auto& c = model.config();
   const auto& p = model.pipelines();
   const auto& d = p.dims;

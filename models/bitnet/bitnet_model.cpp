@@ -25,16 +25,14 @@ BitNetModel::BitNetModel(rt::Context& ctx, const models::GgufFile& file, const m
     throw std::invalid_argument(fmt::format("top-k must be at most {}, got {}", ops::kMaxTopK, options.top_k));
   // The pipelines compile (on threads of their own) while the weights upload.
   auto pipelines = std::async(std::launch::async, [this] { return make_pipelines(); });
-  const bool greedy_head = options_.greedy_head && !options_.dump && ops::lm_head_pruned_supported(config.dim);
+  const bool greedy_head = wants_greedy_head();
   const ops::LmHeadSplit split = ops::lm_head_split(ops::OpTarget::from(ctx.info()), config.vocab_size, config.dim);
   weights_ = upload_weights(ctx, file, config, split.rows_per_part,
                             Activations::bytes(config) + (greedy_head ? greedy_head_bytes(config) : 0), progress);
   pipelines_ = pipelines.get();
-  if (greedy_head)  // derived on the device from its F16 table; on a CPU device, by the host
-    greedy_head_ = ctx.info().type == rt::DeviceType::Cpu
-                       ? upload_greedy_head(ctx, file, config, split.rows_per_part)
-                       : derive_greedy_head(ctx, *pipelines_->lm_head_shadow, weights_.lm_head());
-  file.done_reading_tensors();  // on the device now: the mapped pages leave resident memory
+  if (greedy_head)  // derived on the device from its F16 table where it has the kernel (BitNetPipelines), else by the host
+    greedy_head_ = pipelines_->lm_head_shadow ? derive_greedy_head(ctx, *pipelines_->lm_head_shadow, weights_.lm_head())
+                                              : upload_greedy_head(ctx, file, config, split.rows_per_part);
   act_ = std::make_unique<Activations>(ctx, config, *pipelines_);
   record();
 }
@@ -54,10 +52,13 @@ DeviceMemory BitNetModel::device_memory() const {
   return m;
 }
 
+bool BitNetModel::wants_greedy_head() const {
+  return options_.greedy_head && !options_.dump && ops::lm_head_pruned_supported(config_.dim);
+}
+
 std::unique_ptr<BitNetPipelines> BitNetModel::make_pipelines() const {
-  const bool greedy_head = options_.greedy_head && !options_.dump;  // where the shape allows (BitNetPipelines)
   return std::make_unique<BitNetPipelines>(ctx_, config_, std::min(options_.top_k, config_.vocab_size),
-                                           codegen::default_shader_cache(), options_.decode_tuning, greedy_head);
+                                           codegen::default_shader_cache(), options_.decode_tuning, wants_greedy_head());
 }
 
 // With options.dump, copies `floats` of `src` into the dump buffer right after they were produced
@@ -222,14 +223,8 @@ void BitNetModel::record_tail(rt::Graph& g, Tail tail) {
     p.lm_head_candidates->dispatch(g, candidates);
     return;
   }
-  p.output_norm.dispatch(g, {{"x", a.x}, {"weight", weights_.output_norm}, {"out", a.xn}}, rt::push(config_.rms_norm_eps));
-  if (&g == graph_.get()) dump(a.xn, config_.dim, "result_norm");
-  std::vector<rt::Arg> head = {{"x", a.xn}, {"logits", a.logits}};
-  append_parts(head, "table", table);
-  p.lm_head.dispatch(g, head);
-  if (&g == graph_.get()) dump(a.logits, config_.vocab_size, "result_output");
+  record_logits(g);
   // Greedy and sampling candidates read the same logits: no barrier between the two chains.
-  p.argmax_partial.dispatch(g, {{"values", a.logits}, {"part_values", a.arg_values}, {"part_indices", a.arg_indices}});
   if (p.top_k)
     p.top_k_partial->dispatch(g, {{"values", a.logits}, {"part_values", a.top_part_values}, {"part_indices", a.top_part_indices}});
   const std::vector<rt::Arg> final_args = {{"part_values", a.arg_values}, {"part_indices", a.arg_indices}, {"token", a.token}};
@@ -251,14 +246,22 @@ void BitNetModel::record_tail(rt::Graph& g, Tail tail) {
 
 // Every logit, then the draw over the whole vocabulary (top_k 0): the argmax for the best logit,
 // the radix passes of top-p, the draw, which moves the step state on and writes the next embedding.
-void BitNetModel::record_vocabulary_draw(rt::Graph& g) {
+void BitNetModel::record_logits(rt::Graph& g) {
   const auto& p = *pipelines_;
   auto& a = *act_;
   p.output_norm.dispatch(g, {{"x", a.x}, {"weight", weights_.output_norm}, {"out", a.xn}}, rt::push(config_.rms_norm_eps));
+  if (&g == graph_.get()) dump(a.xn, config_.dim, "result_norm");
   std::vector<rt::Arg> head = {{"x", a.xn}, {"logits", a.logits}};
   append_parts(head, "table", weights_.lm_head());
   p.lm_head.dispatch(g, head);
+  if (&g == graph_.get()) dump(a.logits, config_.vocab_size, "result_output");
   p.argmax_partial.dispatch(g, {{"values", a.logits}, {"part_values", a.arg_values}, {"part_indices", a.arg_indices}});
+}
+
+void BitNetModel::record_vocabulary_draw(rt::Graph& g) {
+  const auto& p = *pipelines_;
+  auto& a = *act_;
+  record_logits(g);
   p.argmax_final.dispatch(g, {{"part_values", a.arg_values}, {"part_indices", a.arg_indices}, {"token", a.token}});
   const uint32_t stride = config_.vocab_size;
   for (uint32_t pass = 0; pass < ops::kVocabPasses; ++pass) {

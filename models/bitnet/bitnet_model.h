@@ -149,6 +149,8 @@ class BitNetModel final : public models::DecoderModel {
   void record_token(Tail tail);  // into graph_: the whole token
   void record_embedding(rt::Graph& g);  // x = the step state's token's embedding
   void record_tail(rt::Graph& g, Tail tail = Tail::Full);  // final norm, LM head, argmax (+ top-k) on the x buffer
+  // The final norm, every logit and argmax's first pass (the full tail's and the vocabulary draw's start).
+  void record_logits(rt::Graph& g);
   void record_vocabulary_draw(rt::Graph& g);  // Tail::VocabularySampled's
   void wait_idle();  // for every replay of any recording
   std::unique_ptr<PrefillBlock> make_prefill_buffers();
@@ -171,6 +173,8 @@ class BitNetModel final : public models::DecoderModel {
   // Replays `graph`, which feeds itself through the step state, from `token` at `pos`.
   uint32_t replay_feeding(rt::Graph& graph, int32_t token, uint32_t pos, uint32_t max_steps,
                           const std::function<bool(int32_t)>& on_token);
+  // The pruned LM head (greedy and sampled decoding): asked for, no dumps, a shape it takes.
+  bool wants_greedy_head() const;
   std::unique_ptr<BitNetPipelines> make_pipelines() const;
   void dump(const rt::Buffer& src, uint64_t floats, std::string name);
 

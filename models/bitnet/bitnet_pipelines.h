@@ -68,7 +68,8 @@ struct BitNetPipelines {
   // Greedy decoding's exact LM head from the int8 shadow (ops/head/lm_head_pruned.h), with greedy_head
   // where the shape allows it.
   std::optional<ops::PlannedPipeline> lm_head_input, lm_head_bounds, lm_head_candidates;
-  std::optional<ops::PlannedPipeline> lm_head_shadow;  // derives the shadow from the F16 table, once at load
+  // Derives the shadow from the F16 table, once at load; none on a CPU device (the host does it).
+  std::optional<ops::PlannedPipeline> lm_head_shadow;
   std::optional<ops::PlannedPipeline> top_k_partial, top_k_merge;  // only when top_k > 0 (sampling)
   // With top_k: the decode graph's draw from the candidates (ops/head/sample_candidates.h), which
   // advances the step state instead of argmax_final (temperature 0 in its settings: the argmax).

@@ -37,8 +37,8 @@ struct GreedyHead {
 // double roundings may differ where a value falls near a half step, the bounds hold either way).
 GreedyHead derive_greedy_head(rt::Context& ctx, const ops::PlannedPipeline& shadow, const SplitMatrix& table);
 // The same quantized on the host (quantize_rows_int8, every core) from the mapped file and streamed
-// up a block of rows at a time: for a CPU device (lavapipe), where the host's double arithmetic
-// on all cores beats the device's emulation of the kernel (5.6 against 14 s for the 2B shape).
+// up a block of rows at a time: for a CPU device (lavapipe, where BitNetPipelines has no shadow
+// kernel), the host's double arithmetic on all cores beats the device's emulation of it.
 GreedyHead upload_greedy_head(rt::Context& ctx, const models::GgufFile& file, const models::BitNetConfig& config,
                               uint32_t rows_per_part);
 // Device bytes upload_greedy_head allocates.

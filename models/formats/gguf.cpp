@@ -110,12 +110,6 @@ void GgufFile::will_read_tensors() const noexcept {
   if (data_offset_ < all.size()) map_->will_read(all.subspan(data_offset_));
 }
 
-void GgufFile::done_reading_tensors() const noexcept {
-  if (!map_) return;
-  const auto all = map_->bytes();
-  if (data_offset_ < all.size()) map_->done_reading(all.subspan(data_offset_));
-}
-
 void GgufFile::done_reading(std::span<const std::byte> tensor_bytes) const noexcept {
   if (map_) map_->done_reading(tensor_bytes);
 }

@@ -92,10 +92,9 @@ class GgufFile {
   std::span<const std::byte> tensor_data(std::string_view name) const;
   // Asks for every tensor's bytes to be read ahead (mapped files only): a load about to read them all.
   void will_read_tensors() const noexcept;
-  // Gives every tensor's mapped pages back (a load that has them on the device): they no longer
-  // count in resident memory; tensor_data still reads them (from the page cache).
-  void done_reading_tensors() const noexcept;
-  void done_reading(std::span<const std::byte> tensor_bytes) const noexcept;  // the same for one range
+  // Gives the mapped pages of these tensor bytes back (a load that has them on the device): they
+  // no longer count in resident memory; tensor_data still reads them (from the page cache).
+  void done_reading(std::span<const std::byte> tensor_bytes) const noexcept;
   // Throws std::runtime_error naming the file when the mapped file changed on disk since it was
   // opened (MappedFile::check_unchanged); nothing for parse(bytes).
   void check_unchanged() const;
