@@ -1,11 +1,13 @@
 // Storage buffers: one VkBuffer + VkDeviceMemory each (RAII, move-only). Device-local by default,
-// filled and read through a staging copy; host-visible buffers are mapped directly.
+// filled and read through a staging copy; host-visible buffers are mapped directly; a view of
+// host memory (over_host) is read by the device where the bytes lie.
 // Every size and offset is checked and a bad one names the buffer.
 #pragma once
 #include <vulkan/vulkan.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -44,6 +46,7 @@ struct BufferSlice {
   BufferSlice(const Buffer& b, uint64_t offset_, uint64_t bytes_);
   BufferSlice(const Buffer&& temporary) = delete;  // the graph would keep a dead buffer's handle
   VkBuffer handle() const;
+  uint64_t vk_offset() const;  // the offset in handle(): `offset` past the buffer's origin()
 };
 
 class Buffer {
@@ -51,6 +54,13 @@ class Buffer {
   Buffer() = default;
   Buffer(Context& ctx, uint64_t bytes, BufferOptions options = {});
   ~Buffer();
+  // A read-only buffer over `bytes` of host memory that the device reads in place, no copy
+  // (VK_EXT_external_memory_host: a CPU device's or an integrated GPU's own memory, e.g. a
+  // mapped model file). The buffer keeps `owner` (what keeps the bytes readable) alive. Nothing
+  // where the device cannot read these bytes in place: no extension, an import alignment past the
+  // page size, or an offset in their page at which it binds no buffer. Vulkan errors throw.
+  static std::optional<Buffer> over_host(Context& ctx, std::span<const std::byte> bytes, std::shared_ptr<const void> owner,
+                                         BufferOptions options = {});
   Buffer(Buffer&& other) noexcept;
   Buffer& operator=(Buffer&& other) noexcept;
   Buffer(const Buffer&) = delete;
@@ -59,12 +69,21 @@ class Buffer {
   uint64_t size() const { return bytes_; }
   VkBuffer handle() const { return buffer_; }
   bool host_visible() const { return mapped_ != nullptr; }
+  // A view of host memory (over_host): uploads, fills and kernels that write it are refused.
+  bool read_only() const { return host_owner_ != nullptr; }
+  // Where byte 0 of this buffer lies in its VkBuffer: 0, except for a view of host memory whose
+  // bytes start past the offset the device binds a buffer at (Vulkan calls add it).
+  uint64_t origin() const { return origin_; }
   const std::string& name() const { return name_; }
   std::optional<ScalarKind> holds() const { return holds_; }
   explicit operator bool() const { return buffer_ != VK_NULL_HANDLE; }
 
   // `bytes` at `offset` of this buffer; throws when the range is outside it.
   BufferSlice slice(uint64_t offset, uint64_t bytes) const { return {*this, offset, bytes}; }
+
+  // A host-visible buffer's memory as 32-bit words, for the host to write in place (what
+  // upload_bytes copies into). Throws for a buffer that is not host-visible.
+  std::span<uint32_t> host_words();
 
   void upload_bytes(std::span<const std::byte> data, uint64_t offset = 0);
   void download_bytes(std::span<std::byte> out, uint64_t offset = 0) const;
@@ -91,6 +110,8 @@ class Buffer {
 
   // Throws unless [offset, offset + bytes) lies inside the buffer; `what` names the operation.
   void check_range(uint64_t offset, uint64_t bytes, const char* what) const;
+  // Throws for a read-only buffer (over_host); `what` names the operation.
+  void check_writable(const char* what) const;
 
  private:
   void release() noexcept;
@@ -101,9 +122,11 @@ class Buffer {
   VkBuffer buffer_ = VK_NULL_HANDLE;
   VkDeviceMemory memory_ = VK_NULL_HANDLE;
   uint64_t bytes_ = 0;
+  uint64_t origin_ = 0;
   std::byte* mapped_ = nullptr;
   std::string name_;
   std::optional<ScalarKind> holds_;
+  std::shared_ptr<const void> host_owner_;  // over_host: what keeps the viewed bytes readable
 };
 
 }  // namespace bdsl::rt

@@ -167,6 +167,8 @@ struct EnabledFeatures {
       coop.pNext = std::exchange(v11.pNext, &coop);
       extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
     }
+    if (info.host_import_alignment)  // Buffer::over_host
+      extensions.push_back(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
     if (statistics && info.pipeline_statistics) {
       exec.pipelineExecutableInfo = VK_TRUE;
       exec.pNext = std::exchange(v11.pNext, &exec);

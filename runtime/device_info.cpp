@@ -62,10 +62,16 @@ void read_chained_properties(DeviceInfo& info, VkPhysicalDevice device,
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
   VkPhysicalDeviceShaderIntegerDotProductProperties dot{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES};
+  VkPhysicalDeviceExternalMemoryHostPropertiesEXT host{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
   VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &p11};
   p11.pNext = &p12;
   p12.pNext = &m3;
   void** tail = &m3.pNext;
+  if (exts.count(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME)) {
+    *tail = &host;
+    tail = &host.pNext;
+  }
   const bool v13 = info.api_at_least(3);
   if (v13 || exts.count(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME)) {
     *tail = &ssc;
@@ -82,6 +88,7 @@ void read_chained_properties(DeviceInfo& info, VkPhysicalDevice device,
   info.driver_info = p12.driverInfo;
   info.max_memory_allocation = m3.maxMemoryAllocationSize;
   info.int_dot_4x8_signed_accelerated = dot.integerDotProduct4x8BitPackedSignedAccelerated;
+  info.host_import_alignment = host.minImportedHostPointerAlignment;
 }
 
 void read_features(DeviceInfo& info, VkPhysicalDevice device, const std::set<std::string>& exts) {
@@ -257,7 +264,9 @@ std::string DeviceInfo::describe() const {
     << "  memory: device-local heap " << (device_local_bytes >> 20) << " MiB, max allocation "
     << (max_memory_allocation >> 20) << " MiB, max storage buffer range "
     << (max_storage_buffer_range >> 20) << " MiB, push constants " << max_push_constants
-    << " B\n"
+    << " B, host memory read in place "
+    << (host_import_alignment ? "yes (alignment " + std::to_string(host_import_alignment) + " B)" : std::string("no"))
+    << "\n"
     << "  features: int dot product " << yes_no(int_dot_product) << " (4x8 signed accelerated "
     << yes_no(int_dot_4x8_signed_accelerated) << "), float16 " << yes_no(float16) << ", int8 "
     << yes_no(int8) << ", int16 " << yes_no(int16) << ", 16-bit storage " << yes_no(storage16)

@@ -45,6 +45,9 @@ struct DeviceInfo {
   bool timestamps = false;          // the compute queue family supports timestamps
   uint32_t timestamp_valid_bits = 0;
   uint64_t device_local_bytes = 0;  // size of the largest device-local heap
+  // VK_EXT_external_memory_host: host memory the device can read in place (Buffer::over_host),
+  // imported at this alignment (minImportedHostPointerAlignment); 0 where the extension is absent.
+  uint64_t host_import_alignment = 0;
 
   // Features
   bool int_dot_product = false;                 // shaderIntegerDotProduct

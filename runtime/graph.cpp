@@ -31,14 +31,17 @@ void check_binding(const KernelInterface& iface, const BindingInfo& info, const 
   const std::string where = "binding " + std::to_string(info.binding) + " ('" + info.name +
                             "') of " + kernel_label(iface);
   if (!s.buffer || !*s.buffer) throw std::invalid_argument(where + ": the buffer is empty");
-  if (s.offset % device.min_storage_buffer_offset_alignment)
-    throw std::invalid_argument(where + ": offset " + std::to_string(s.offset) +
+  if (s.vk_offset() % device.min_storage_buffer_offset_alignment)
+    throw std::invalid_argument(where + ": offset " + std::to_string(s.vk_offset()) +
                                 " is not a multiple of the device's storage buffer alignment " +
                                 std::to_string(device.min_storage_buffer_offset_alignment));
   if (s.bytes > device.max_storage_buffer_range)
     throw std::invalid_argument(where + ": " + std::to_string(s.bytes) +
                                 " bytes exceed the device's maxStorageBufferRange of " +
                                 std::to_string(device.max_storage_buffer_range));
+  if (s.buffer->read_only() && info.access != Access::Read)
+    throw std::invalid_argument(where + " writes, but buffer '" + s.buffer->name() +
+                                "' is a read-only view of host memory (Buffer::over_host)");
   if (s.buffer->holds() && *s.buffer->holds() != info.element.kind)
     throw std::invalid_argument(where + " reads " + to_string(info.element) + " but buffer '" + s.buffer->name() +
                                 "' holds " + to_string(Type{*s.buffer->holds(), 1}));
@@ -81,7 +84,7 @@ VkAccessFlags accesses_of(VkPipelineStageFlags stages) {
 }
 
 RangeAccess range_of(const BufferSlice& s, bool write, VkPipelineStageFlags stage) {
-  return {reinterpret_cast<uint64_t>(s.handle()), s.offset, s.offset + s.bytes, write, stage};
+  return {reinterpret_cast<uint64_t>(s.handle()), s.vk_offset(), s.vk_offset() + s.bytes, write, stage};
 }
 
 }  // namespace
@@ -144,7 +147,7 @@ void Graph::dispatch(const Pipeline& pipeline, std::span<const BufferSlice> bind
     const BindingInfo& info = iface.bindings[i];
     const BufferSlice& s = bindings[i];
     check_binding(iface, info, s, ctx_.info());
-    op.bindings.push_back({info.binding, s.handle(), s.offset, s.bytes});
+    op.bindings.push_back({info.binding, s.handle(), s.vk_offset(), s.bytes});
     const bool vouched = std::find(disjoint.begin(), disjoint.end(), i) != disjoint.end();
     for (bool write : {false, true}) {
       if (write ? !writes(info.access) : !reads(info.access)) continue;
@@ -185,9 +188,10 @@ void Graph::fill(BufferSlice dst, uint32_t word) {
     throw std::invalid_argument("graph '" + options_.name +
                                 "': fill needs a buffer range whose offset and size are "
                                 "multiples of 4");
+  dst.buffer->check_writable("fill");
   Op op{.name = "fill", .barrier = {}, .stage = VK_PIPELINE_STAGE_TRANSFER_BIT};
   op.dst = dst.handle();
-  op.dst_offset = dst.offset;
+  op.dst_offset = dst.vk_offset();
   op.bytes = dst.bytes;
   op.word = word;
   const RangeAccess access[] = {range_of(dst, true, op.stage)};
@@ -201,11 +205,12 @@ void Graph::copy(BufferSlice src, BufferSlice dst) {
     throw std::invalid_argument("graph '" + options_.name + "': copy of " +
                                 std::to_string(src.bytes) + " bytes into a range of " +
                                 std::to_string(dst.bytes) + " bytes");
+  dst.buffer->check_writable("copy");
   Op op{.name = "copy", .barrier = {}, .stage = VK_PIPELINE_STAGE_TRANSFER_BIT};
   op.src = src.handle();
-  op.src_offset = src.offset;
+  op.src_offset = src.vk_offset();
   op.dst = dst.handle();
-  op.dst_offset = dst.offset;
+  op.dst_offset = dst.vk_offset();
   op.bytes = src.bytes;
   const RangeAccess accesses[] = {range_of(src, false, op.stage), range_of(dst, true, op.stage)};
   ++stats_.transfers;

@@ -71,6 +71,7 @@ void copy_in_parallel(Buffer& staging, std::span<const std::byte> data) {
 void UploadRing::upload(Buffer& dst, std::span<const std::byte> data, uint64_t offset) {
   if (dst.host_visible() || data.empty()) return dst.upload_bytes(data, offset);  // a direct write (and its checks)
   dst.check_range(offset, data.size(), "upload");
+  dst.check_writable("upload");
   try {
     copy_chunks(dst, data, offset);
   } catch (...) {

@@ -1,4 +1,5 @@
 // `bitnet-dsl run`: text (or token ids) in, a streamed continuation out, speed figures on stderr.
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,10 +39,14 @@ void progress_bar(uint64_t done, uint64_t total) {
 void print_memory(const bitnet::BitNetModel& model, double seconds) {
   const bitnet::DeviceMemory m = model.device_memory();
   auto mib = [](uint64_t b) { return (unsigned long long)((b + (1 << 19)) >> 20); };
-  std::fprintf(stderr, "model: %llu MiB loaded in %.2f s (%.2f GB/s); device memory %llu MiB (weights %llu, lm-head shadow %llu, "
+  // Weights read where they lie in the mapped file (a CPU device) hold no memory of their own.
+  const std::string in_place = m.weights_in_place == 0         ? ""
+                               : m.weights_in_place == m.weights ? " read in place from the file"
+                                                                 : fmt::format(", {} of them read in place", mib(m.weights_in_place));
+  std::fprintf(stderr, "model: %llu MiB loaded in %.2f s (%.2f GB/s); device memory %llu MiB (weights %llu%s, lm-head shadow %llu, "
                "KV %llu for %u positions, activations %llu)\n",
                mib(m.weights), seconds, double(m.weights) / std::max(seconds, 1e-9) / 1e9, mib(m.total()), mib(m.weights),
-               mib(m.head_shadow), mib(m.kv_cache), model.context_length(), mib(m.activations));
+               in_place.c_str(), mib(m.head_shadow), mib(m.kv_cache), model.context_length(), mib(m.activations));
 }
 
 void print_speed(const models::GenerationResult& r) {
@@ -126,8 +131,10 @@ int run_run(const Args& args) {
   bitnet::ModelOptions mopts;
   mopts.top_k = o.sampling.temperature == 0 ? 0 : (o.sampling.top_k == 0 ? 128 : o.sampling.top_k);
   mopts.dump = !o.dump_layers.empty();
+  mopts.weights_in_place = !o.no_mmap;
   const auto t0 = std::chrono::steady_clock::now();
   bitnet::BitNetModel model(ctx, file, config, mopts, progress_bar);
+  if (models::draws_over_vocabulary(o.sampling)) model.prepare_vocabulary_draw();  // counted in the load
   print_memory(model, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 
   models::GenerateOptions gen;

@@ -33,12 +33,15 @@ constexpr const char* kUsage =
     "                    it decodes; prompts of up to N tokens run in steps, longer ones in prompt\n"
     "                    blocks between steps (default 64; 0: every prompt in blocks)\n"
     "  --alias NAME      the model id clients pass (default: the file name without .gguf)\n"
-    "  --device N|NAME   the Vulkan device (see `bitnet-dsl devices`)\n";
+    "  --device N|NAME   the Vulkan device (see `bitnet-dsl devices`)\n"
+    "  --no-mmap         copy the weights into device memory even where the device could read them in\n"
+    "                    place from the mapped file (a CPU device such as lavapipe)\n";
 
 struct ServeOptions {
   std::string model, host = "127.0.0.1", alias, device;
   int port = 8080;
   uint32_t parallel = 1, ctx_size = 0, queue = 0, prompt_lanes = bitnet::BatchOptions{}.prompt_lanes;
+  bool no_mmap = false;
   bool help = false;
 };
 
@@ -58,6 +61,7 @@ ServeOptions parse(const Args& args) {
     else if (a == "--queue") o.queue = flag_number<uint32_t>(a, value(), 1, 1u << 16);
     else if (a == "--prompt-lanes") o.prompt_lanes = flag_number<uint32_t>(a, value(), 0, 4096);
     else if (a == "--alias") o.alias = value();
+    else if (a == "--no-mmap") o.no_mmap = true;
     else if (a == "--device") o.device = value();
     else if (a == "-h" || a == "--help") o.help = true;
     else throw UsageError("unknown flag '" + a + "' (try --help)");
@@ -85,6 +89,7 @@ int run_serve(const Args& args) {
   std::fprintf(stderr, "device: %s\n", ctx.info().summary().c_str());
   bitnet::ModelOptions mopts;
   mopts.top_k = 128;  // candidates each step draws from (on the GPU); greedy requests take the argmax
+  mopts.weights_in_place = !o.no_mmap;
   bitnet::BitNetModel model(ctx, file, config, mopts);
   // One sequence: the single-sequence graph (the fastest for one). Several: one decode step
   // advances them all, each weight read once per step.

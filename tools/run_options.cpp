@@ -26,6 +26,8 @@ const char* const kRunUsage =
     "  --dump-logits F   write the logits of every prompt position and step to F (.npy)\n"
     "  --dump-layers DIR write every intermediate of the prompt pass as DIR/<name>.npy\n"
     "  --device N|NAME   the Vulkan device (see --list-devices)\n"
+    "  --no-mmap         copy the weights into device memory even where the device could read them in\n"
+    "                    place from the mapped file (a CPU device such as lavapipe)\n"
     "  --list-devices    list the Vulkan devices and exit\n";
 
 namespace {
@@ -58,6 +60,7 @@ RunOptions parse_run_options(const Args& args) {
     else if (a == "--prompt-ids") o.prompt_ids = id_list(value()), o.has_prompt_ids = true;
     else if (a == "-n" || a == "--n-predict") o.n_predict = flag_number<uint32_t>(a, value());
     else if (a == "-c" || a == "--ctx-size") o.ctx_size = flag_number<uint32_t>(a, value(), 1, 1u << 24);
+    else if (a == "--no-mmap") o.no_mmap = true;
     else if (a == "--temp") o.sampling.temperature = flag_number<float>(a, value());
     else if (a == "--top-k") o.sampling.top_k = flag_number<uint32_t>(a, value());
     else if (a == "--top-p") o.sampling.top_p = flag_number<float>(a, value());

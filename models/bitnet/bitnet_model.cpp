@@ -28,11 +28,14 @@ BitNetModel::BitNetModel(rt::Context& ctx, const models::GgufFile& file, const m
   const bool greedy_head = wants_greedy_head();
   const ops::LmHeadSplit split = ops::lm_head_split(ops::OpTarget::from(ctx.info()), config.vocab_size, config.dim);
   weights_ = upload_weights(ctx, file, config, split.rows_per_part,
-                            Activations::bytes(config) + (greedy_head ? greedy_head_bytes(config) : 0), progress);
+                            Activations::bytes(config) + (greedy_head ? greedy_head_bytes(config) : 0), progress,
+                            options.weights_in_place);
+  // The LM head's shadow: quantized by the host while the pipelines still compile, or derived by
+  // the device from its F16 table once they are built.
+  const bool host_shadow = greedy_head && !BitNetPipelines::derives_shadow(ctx.info());
+  if (host_shadow) greedy_head_ = upload_greedy_head(ctx, file, config, split.rows_per_part);
   pipelines_ = pipelines.get();
-  if (greedy_head)  // derived on the device from its F16 table where it has the kernel (BitNetPipelines), else by the host
-    greedy_head_ = pipelines_->lm_head_shadow ? derive_greedy_head(ctx, *pipelines_->lm_head_shadow, weights_.lm_head())
-                                              : upload_greedy_head(ctx, file, config, split.rows_per_part);
+  if (greedy_head && !host_shadow) greedy_head_ = derive_greedy_head(ctx, *pipelines_->lm_head_shadow, weights_.lm_head());
   act_ = std::make_unique<Activations>(ctx, config, *pipelines_);
   record();
 }
@@ -42,6 +45,7 @@ BitNetModel::~BitNetModel() = default;
 DeviceMemory BitNetModel::device_memory() const {
   DeviceMemory m;
   m.weights = weights_.bytes;
+  m.weights_in_place = weights_.in_place_bytes;
   if (greedy_head_) {
     for (const auto& part : greedy_head_->parts) m.head_shadow += part.size();
     m.head_shadow += greedy_head_->scale.size() + greedy_head_->bound.size();
@@ -142,17 +146,26 @@ void BitNetModel::record() {
       sampled_graph_ = std::move(graph_);
     }
   }
-  // With dumps, every intermediate comes from graph_ alone and decode_sampled draws on the host.
-  if (pipelines_->vocab_draw_final && !options_.dump) {
-    record_token(Tail::VocabularySampled);
-    vocabulary_graph_ = std::move(graph_);
-  }
-  if (greedy_graph_ || vocabulary_graph_) {
-    embed_graph_ = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{false, "bitnet embedding"});
-    record_embedding(*embed_graph_);
-    embed_graph_->finish();
-  }
+  if (greedy_graph_) record_embed_graph();
   record_token(Tail::Full);
+}
+
+void BitNetModel::record_embed_graph() {
+  embed_graph_ = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{false, "bitnet embedding"});
+  record_embedding(*embed_graph_);
+  embed_graph_->finish();
+}
+
+void BitNetModel::prepare_vocabulary_draw() {
+  // With dumps, every intermediate comes from graph_ alone and decode_sampled draws on the host.
+  if (vocabulary_graph_ || options_.dump || !pipelines_->top_k) return;
+  wait_idle();
+  pipelines_->build_vocabulary(ctx_, config_);
+  auto full = std::move(graph_);  // record_token records into graph_
+  record_token(Tail::VocabularySampled);
+  vocabulary_graph_ = std::move(graph_);
+  graph_ = std::move(full);
+  if (!embed_graph_) record_embed_graph();
 }
 
 void BitNetModel::record_embedding(rt::Graph& g) {
@@ -326,7 +339,10 @@ uint32_t BitNetModel::decode_sampled(int32_t token, uint32_t pos, uint32_t max_s
   if (options_.dump) return step_by_step(token, pos, max_steps, sampling, on_token);  // the host twin draws
   wait_idle();
   write_sampling(sampling);
-  if (models::draws_over_vocabulary(sampling)) return replay_feeding(*vocabulary_graph_, token, pos, max_steps, on_token);
+  if (models::draws_over_vocabulary(sampling)) {
+    prepare_vocabulary_draw();
+    return replay_feeding(*vocabulary_graph_, token, pos, max_steps, on_token);
+  }
   return replay_feeding(sampled_graph_ ? *sampled_graph_ : *graph_, token, pos, max_steps, on_token);
 }
 

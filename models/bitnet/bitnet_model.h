@@ -36,6 +36,9 @@ struct ModelOptions {
   // win (ops/head/lm_head_pruned.h): the same token as the full head, half its bytes; the shadow takes
   // vocab x (dim + 12) more bytes of device memory. Not with dump.
   bool greedy_head = true;
+  // On a CPU device, the weights are read where they lie in the mapped file, not copied
+  // (models/bitnet/device_weights.h); false copies them as on any device.
+  bool weights_in_place = true;
 };
 
 using models::StepOutput;
@@ -43,6 +46,7 @@ using models::StepOutput;
 // Device memory a loaded model holds, by class (bytes).
 struct DeviceMemory {
   uint64_t weights = 0;      // the tensors as uploaded
+  uint64_t weights_in_place = 0;  // of `weights`, those read where they lie in the mapped file (no copy)
   uint64_t head_shadow = 0;  // the LM head's int8 shadow (ModelOptions::greedy_head)
   uint64_t kv_cache = 0;     // K and V of every layer for the whole context
   uint64_t activations = 0;  // everything else: activations, RoPE table, partials, candidates
@@ -111,7 +115,12 @@ class BitNetModel final : public models::DecoderModel {
   std::vector<std::string> greedy_operation_names() const {
     return greedy_graph_ ? greedy_graph_->operation_names() : std::vector<std::string>{};
   }
-  // The same for decode_sampled's recording with top_k 0 (the draw over the whole vocabulary).
+  // Builds and records decode_sampled's draw over the whole vocabulary (top_k 0) now, not at its
+  // first use: a server that expects such requests calls it before it takes any. Nothing without
+  // the model's top_k, with dumps, or when done.
+  void prepare_vocabulary_draw();
+  // The same for decode_sampled's recording with top_k 0 (the draw over the whole vocabulary);
+  // empty before it ran.
   std::vector<double> vocabulary_timestamps_ns() const {
     return vocabulary_graph_ ? vocabulary_graph_->timestamps_ns() : std::vector<double>{};
   }
@@ -152,6 +161,7 @@ class BitNetModel final : public models::DecoderModel {
   // The final norm, every logit and argmax's first pass (the full tail's and the vocabulary draw's start).
   void record_logits(rt::Graph& g);
   void record_vocabulary_draw(rt::Graph& g);  // Tail::VocabularySampled's
+  void record_embed_graph();  // embed_graph_: the first token's embedding for the pruned and vocabulary recordings
   void wait_idle();  // for every replay of any recording
   std::unique_ptr<PrefillBlock> make_prefill_buffers();
   std::unique_ptr<rt::Graph> record_prefill_block(uint32_t n);  // on prefill_'s buffers

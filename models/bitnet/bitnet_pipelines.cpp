@@ -96,22 +96,11 @@ BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c
     batch.add(ops::plan_top_k_partial(target, c.vocab_size, k), top_k_partial);
     batch.add(ops::plan_top_k_merge(target, c.vocab_size, k), top_k_merge);
     batch.add(ops::plan_sample_candidates(target, k, false, c.context_length), sample_advance);
-    vocab_mass_histogram.resize(ops::kVocabPasses);
-    vocab_mass_select.resize(ops::kVocabPasses);
-    for (uint32_t pass = 0; pass < ops::kVocabPasses; ++pass) {
-      batch.add(ops::plan_vocab_mass_histogram(target, c.vocab_size, pass), vocab_mass_histogram[pass]);
-      batch.add(ops::plan_vocab_mass_select(target, pass), vocab_mass_select[pass]);
-    }
-    batch.add(ops::plan_vocab_draw_partial(target, c.vocab_size, true), vocab_draw_partial);
-    batch.add(ops::plan_vocab_draw_final(target, c.vocab_size, c.context_length, ops::EmbeddingShape{c.dim, split.rows_per_part, split.parts}),
-              vocab_draw_final);
   }
   if (greedy_head && ops::lm_head_pruned_supported(c.dim)) {
     batch.add(ops::plan_lm_head_input(target, c.dim), lm_head_input);
     batch.add(ops::plan_lm_head_bounds(target, c.vocab_size, c.dim, split.rows_per_part), lm_head_bounds);
-    // On a CPU device (lavapipe) the host quantizes the shadow faster than the device's emulation
-    // of this kernel (14 against 5.6 s for the 2B shape): no pipeline there.
-    if (ctx.info().type != rt::DeviceType::Cpu)
+    if (derives_shadow(ctx.info()))
       batch.add(ops::plan_lm_head_shadow(target, c.vocab_size, c.dim, split.rows_per_part), lm_head_shadow);
     batch.add(ops::plan_lm_head_candidates(target, c.vocab_size, c.dim, split.rows_per_part, c.context_length,
                                            ops::EmbeddingShape{c.dim, split.rows_per_part, split.parts}),
@@ -123,6 +112,21 @@ BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c
     }
   }
   batch.build(ctx, cache);  // every pipeline at once, on a pool of threads
+}
+
+void BitNetPipelines::build_vocabulary(rt::Context& ctx, const models::BitNetConfig& c, codegen::ShaderCache& cache) {
+  if (!top_k || vocab_draw_final) return;
+  ops::PipelineBatch batch;
+  vocab_mass_histogram.resize(ops::kVocabPasses);
+  vocab_mass_select.resize(ops::kVocabPasses);
+  for (uint32_t pass = 0; pass < ops::kVocabPasses; ++pass) {
+    batch.add(ops::plan_vocab_mass_histogram(target, c.vocab_size, pass), vocab_mass_histogram[pass]);
+    batch.add(ops::plan_vocab_mass_select(target, pass), vocab_mass_select[pass]);
+  }
+  batch.add(ops::plan_vocab_draw_partial(target, c.vocab_size, true), vocab_draw_partial);
+  batch.add(ops::plan_vocab_draw_final(target, c.vocab_size, c.context_length, ops::EmbeddingShape{c.dim, split.rows_per_part, split.parts}),
+            vocab_draw_final);
+  batch.build(ctx, cache);
 }
 
 }  // namespace bdsl::bitnet

@@ -68,8 +68,13 @@ struct BitNetPipelines {
   // Greedy decoding's exact LM head from the int8 shadow (ops/head/lm_head_pruned.h), with greedy_head
   // where the shape allows it.
   std::optional<ops::PlannedPipeline> lm_head_input, lm_head_bounds, lm_head_candidates;
-  // Derives the shadow from the F16 table, once at load; none on a CPU device (the host does it).
+  // Derives the shadow from the F16 table, once at load; none where derives_shadow says the host
+  // does it.
   std::optional<ops::PlannedPipeline> lm_head_shadow;
+  // Whether the device derives the LM head's shadow (lm_head_shadow): not a CPU device (lavapipe),
+  // where the host quantizes it faster than the device's emulation of the kernel (14 against 5.6 s
+  // for the 2B shape).
+  static bool derives_shadow(const rt::DeviceInfo& device) { return device.type != rt::DeviceType::Cpu; }
   std::optional<ops::PlannedPipeline> top_k_partial, top_k_merge;  // only when top_k > 0 (sampling)
   // With top_k: the decode graph's draw from the candidates (ops/head/sample_candidates.h), which
   // advances the step state instead of argmax_final (temperature 0 in its settings: the argmax).
@@ -78,11 +83,16 @@ struct BitNetPipelines {
   // be among the k best (lm_head_candidate_list, then sample_candidate_list, which also advances
   // the step state and writes the next embedding).
   std::optional<ops::PlannedPipeline> lm_head_candidate_list, sample_list;
-  // With top_k: decode_sampled's draw over the whole vocabulary for top_k 0 (ops/head/
-  // sample_vocabulary.h): a radix pass and a select each, the draw, which also advances the step
-  // state and writes the next embedding.
+  // With top_k, once build_vocabulary ran: decode_sampled's draw over the whole vocabulary for
+  // top_k 0 (ops/head/sample_vocabulary.h): a radix pass and a select each, the draw, which also
+  // advances the step state and writes the next embedding.
   std::vector<ops::PlannedPipeline> vocab_mass_histogram, vocab_mass_select;
   std::optional<ops::PlannedPipeline> vocab_draw_partial, vocab_draw_final;
+  // Builds the vocabulary draw's pipelines (above), at its first use rather than at load: most runs
+  // never draw over the whole vocabulary, and each pipeline costs a compile (tens of ms of JIT on
+  // lavapipe). Nothing without top_k or when they are built; `config` as the constructor's.
+  void build_vocabulary(rt::Context& ctx, const models::BitNetConfig& config,
+                        codegen::ShaderCache& cache = codegen::default_shader_cache());
 };
 
 }  // namespace bdsl::bitnet

@@ -14,8 +14,9 @@ std::string layer_tensor(uint32_t layer, const char* name) { return fmt::format(
 
 class Uploader {
  public:
-  Uploader(rt::Context& ctx, const models::GgufFile& file, uint64_t total, const UploadProgress& progress)
-      : ctx_(ctx), ring_(ctx), file_(file), total_(total), progress_(progress) {}
+  Uploader(rt::Context& ctx, const models::GgufFile& file, uint64_t total, const UploadProgress& progress, bool in_place)
+      : ctx_(ctx), ring_(ctx), file_(file), total_(total), progress_(progress),
+        mapping_(in_place && weights_in_place(ctx.info()) ? file.mapping() : nullptr) {}
 
   rt::Buffer tensor(const std::string& name) { return bytes(name, file_.tensor_data(name)); }
 
@@ -37,10 +38,18 @@ class Uploader {
     file_.check_unchanged();  // written while we read it: the device may hold a mix
     return done_;
   }
+  uint64_t in_place() const { return in_place_; }
 
  private:
   rt::Buffer bytes(const std::string& name, std::span<const std::byte> data) {
     file_.check_unchanged();  // a file cut short under us would fault on its lost pages
+    if (mapping_)
+      if (auto view = rt::Buffer::over_host(ctx_, data, mapping_, {.name = name})) {
+        done_ += data.size();
+        in_place_ += data.size();
+        if (progress_) progress_(done_, total_);
+        return std::move(*view);
+      }
     rt::Buffer b(ctx_, data.size(), {false, name});
     // A piece at a time: once in staging, its mapped pages leave resident memory (the F16 table
     // alone is 656 MB on the 2B shape).
@@ -60,10 +69,17 @@ class Uploader {
   const models::GgufFile& file_;
   uint64_t total_;
   const UploadProgress& progress_;
-  uint64_t done_ = 0;
+  std::shared_ptr<const models::MappedFile> mapping_;  // set: view tensors in place where the device can
+  uint64_t done_ = 0, in_place_ = 0;
 };
 
 }  // namespace
+
+bool weights_in_place(const rt::DeviceInfo& device, bool in_place) {
+  // A CPU device's memory is the host's: a view of the mapped file costs nothing. An integrated
+  // GPU could read in place too (untested there, so it copies).
+  return in_place && device.type == rt::DeviceType::Cpu && device.host_import_alignment != 0;
+}
 
 uint64_t weight_bytes(const models::GgufFile& file, const models::BitNetConfig& config) {
   uint64_t total = file.tensor_data("token_embd.weight").size() + file.tensor_data("output_norm.weight").size();
@@ -74,7 +90,7 @@ uint64_t weight_bytes(const models::GgufFile& file, const models::BitNetConfig& 
 }
 
 DeviceWeights upload_weights(rt::Context& ctx, const models::GgufFile& file, const models::BitNetConfig& config,
-                             uint32_t rows_per_part, uint64_t extra_bytes, const UploadProgress& progress) {
+                             uint32_t rows_per_part, uint64_t extra_bytes, const UploadProgress& progress, bool in_place) {
   const uint64_t total = weight_bytes(file, config);
   const uint64_t have = ctx.info().device_local_bytes;
   if (have && total + extra_bytes > have)
@@ -84,7 +100,7 @@ DeviceWeights upload_weights(rt::Context& ctx, const models::GgufFile& file, con
         file.name(), (total + extra_bytes) >> 20, total >> 20, extra_bytes >> 20, ctx.info().name, have >> 20));
   file.will_read_tensors();
   DeviceWeights w;  // before the uploader: on an error its copies drain before w's buffers go
-  Uploader up(ctx, file, total, progress);
+  Uploader up(ctx, file, total, progress, in_place);
   w.token_embd = up.split("token_embd.weight", config.vocab_size, config.dim, rows_per_part);
   if (!config.tied_output) w.output = up.split("output.weight", config.vocab_size, config.dim, rows_per_part);
   w.output_norm = up.tensor("output_norm.weight");
@@ -95,6 +111,7 @@ DeviceWeights upload_weights(rt::Context& ctx, const models::GgufFile& file, con
                                     t("ffn_sub_norm")});
   }
   w.bytes = up.finish();
+  w.in_place_bytes = up.in_place();
   return w;
 }
 

@@ -1,6 +1,11 @@
 // BitNet weights on the device, uploaded as stored in the GGUF: I2_S projections byte for byte
 // (codes and the trailing per-tensor scale), F32 norms, and the F16 token embedding split into
 // parts of whole rows that each fit the device's maxStorageBufferRange.
+//
+// On a CPU device (lavapipe) whose memory is the host's, the weights are not copied at all: each
+// tensor's buffer is a read-only view of the mapped file (rt::Buffer::over_host), which the
+// buffers keep mapped. The load then costs no copy and the process holds one copy of the
+// weights, the file's own pages. A tensor the device cannot view where it lies is copied.
 #pragma once
 #include <functional>
 #include <string>
@@ -37,6 +42,7 @@ struct DeviceWeights {
   rt::Buffer output_norm;
   std::vector<LayerWeights> layers;
   uint64_t bytes = 0;
+  uint64_t in_place_bytes = 0;  // of `bytes`, those the device reads where they lie in the mapped file
 
   const SplitMatrix& lm_head() const { return output.parts.empty() ? token_embd : output; }
 };
@@ -44,11 +50,17 @@ struct DeviceWeights {
 // Bytes the weights take on the device (what upload() will allocate).
 uint64_t weight_bytes(const models::GgufFile& file, const models::BitNetConfig& config);
 
+// Whether upload_weights reads a mapped file's weights in place on this device (a CPU device that
+// imports host memory); `in_place` false copies them on every device.
+bool weights_in_place(const rt::DeviceInfo& device, bool in_place = true);
+
 // `progress(done_bytes, total_bytes)` is called after each tensor. Throws, before allocating
 // anything, when the model (plus `extra_bytes` for activations and the KV cache) does not fit.
 using UploadProgress = std::function<void(uint64_t, uint64_t)>;
 // `rows_per_part`: rows of each F16 table binding (ops::lm_head_split decides it).
+// `in_place`: view the weights where they lie when weights_in_place says the device can.
 DeviceWeights upload_weights(rt::Context& ctx, const models::GgufFile& file, const models::BitNetConfig& config,
-                             uint32_t rows_per_part, uint64_t extra_bytes = 0, const UploadProgress& progress = {});
+                             uint32_t rows_per_part, uint64_t extra_bytes = 0, const UploadProgress& progress = {},
+                             bool in_place = true);
 
 }  // namespace bdsl::bitnet

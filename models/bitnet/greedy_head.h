@@ -24,6 +24,9 @@ struct Int8Rows {
 
 // f16: rows x cols F16 bit patterns, row-major. cols: a multiple of 4. Uses every core.
 Int8Rows quantize_rows_int8(std::span<const uint16_t> f16, uint32_t rows, uint32_t cols);
+// The same into the caller's memory (words: rows x cols / 4, scale: rows, bound: rows x 2).
+void quantize_rows_int8(std::span<const uint16_t> f16, uint32_t rows, uint32_t cols, std::span<uint32_t> words,
+                        std::span<float> scale, std::span<float> bound);
 
 // The shadow on the device: int8 rows in parts of the F16 table's rows_per_part (each part's
 // bytes are half the F16 part's, so it fits wherever that one does), scales and (c_r, d_r).
@@ -36,9 +39,10 @@ struct GreedyHead {
 // copy and no second upload. quantize_rows_int8 is its host twin (the same rule; the f32 and
 // double roundings may differ where a value falls near a half step, the bounds hold either way).
 GreedyHead derive_greedy_head(rt::Context& ctx, const ops::PlannedPipeline& shadow, const SplitMatrix& table);
-// The same quantized on the host (quantize_rows_int8, every core) from the mapped file and streamed
-// up a block of rows at a time: for a CPU device (lavapipe, where BitNetPipelines has no shadow
-// kernel), the host's double arithmetic on all cores beats the device's emulation of it.
+// The same quantized on the host (quantize_rows_int8, every core) from the mapped file, a block of
+// rows at a time, straight into the device's memory where the host can write it (a CPU device:
+// lavapipe, where BitNetPipelines has no shadow kernel and the host's arithmetic on all cores
+// beats the device's emulation of it), else streamed up.
 GreedyHead upload_greedy_head(rt::Context& ctx, const models::GgufFile& file, const models::BitNetConfig& config,
                               uint32_t rows_per_part);
 // Device bytes upload_greedy_head allocates.

@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -99,12 +100,15 @@ class GgufFile {
   // opened (MappedFile::check_unchanged); nothing for parse(bytes).
   void check_unchanged() const;
   std::span<const std::byte> tensor_data(const GgufTensorInfo& info) const;
+  // The file's mapping, shared: whoever reads tensor bytes in place after the GgufFile is gone
+  // (a device that reads the weights where they lie) keeps it. Null for parse(bytes).
+  std::shared_ptr<const MappedFile> mapping() const noexcept { return map_; }
 
  private:
   friend class GgufParser;
   GgufFile() = default;
   std::string name_;
-  std::optional<MappedFile> map_;  // empty for parse(bytes)
+  std::shared_ptr<const MappedFile> map_;  // null for parse(bytes)
   std::span<const std::byte> bytes_;
   uint32_t version_ = 0;
   uint64_t alignment_ = kGgufDefaultAlignment;

@@ -277,7 +277,7 @@ GgufFile GgufFile::parse(std::span<const std::byte> bytes, std::string name) {
 GgufFile GgufFile::open(const std::filesystem::path& path) {
   GgufFile file;
   file.name_ = path.string();
-  file.map_.emplace(path);
+  file.map_ = std::make_shared<const MappedFile>(path);
   file.bytes_ = file.map_->bytes();
   GgufParser(file).run();
   return file;

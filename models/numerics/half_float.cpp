@@ -33,6 +33,11 @@ const std::array<float, 65536>& half_table() {
 
 float f16_to_f32(uint16_t h) { return half_table()[h]; }
 
+void f16_to_f32(std::span<const uint16_t> in, std::span<float> out) {
+  const auto& table = half_table();
+  for (size_t i = 0; i < in.size(); ++i) out[i] = table[in[i]];
+}
+
 uint16_t f32_to_f16(float f) {
   const uint32_t bits = std::bit_cast<uint32_t>(f);
   const auto sign = static_cast<uint16_t>((bits >> 16) & 0x8000);

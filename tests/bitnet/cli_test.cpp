@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 namespace {
@@ -128,6 +129,22 @@ TEST(Cli, RunPrintsItsDeviceMemoryAndTakesAContextSize) {
   EXPECT_GT(positions_full, 8) << full.output;
   EXPECT_LE(kv_small, kv_full);
   EXPECT_NE(small.output.find("context of 8 tokens is full"), std::string::npos) << small.output;
+  // A CPU device reads the weights where they lie in the mapped file; --no-mmap copies them. The
+  // same tokens either way.
+  const bool cpu = run("devices").output.find("(cpu") != std::string::npos;
+  EXPECT_EQ(full.output.find("read in place from the file") != std::string::npos, cpu) << full.output;
+  const Result copied = run("run -m " + model + " --prompt-ids 990,312,626 -n 4 --temp 0 --ids --no-mmap");
+  const Result in_place = run("run -m " + model + " --prompt-ids 990,312,626 -n 4 --temp 0 --ids");
+  ASSERT_EQ(copied.code, 0) << copied.output;
+  EXPECT_EQ(copied.output.find("read in place"), std::string::npos) << copied.output;
+  auto ids_line = [](const std::string& out) {  // --ids: the one line of digits and commas
+    std::istringstream lines(out);
+    for (std::string line; std::getline(lines, line);)
+      if (!line.empty() && line.find_first_not_of("0123456789,") == std::string::npos) return line;
+    return std::string("(none)");
+  };
+  EXPECT_NE(ids_line(in_place.output), "(none)") << in_place.output;
+  EXPECT_EQ(ids_line(copied.output), ids_line(in_place.output));
   expect_one_line_error(run("run -m " + model + " -p hi --ctx-size 0"), 2, "--ctx-size");
   fs::remove_all(dir);
 }

@@ -1,9 +1,12 @@
-// The model's weights streamed to the device (models/bitnet/device_weights.h, through the upload
-// ring): every tensor's bytes as the file holds them, whatever its type (F32 norms, I2_S
-// projections, the F16 embedding), the embedding split into parts of whole rows as a device with
-// a small maxStorageBufferRange gets it, progress that counts up to the total, and a file that
-// changes on disk while it loads refused with an error naming it (never a fault on lost pages).
+// The model's weights on the device (models/bitnet/device_weights.h), streamed through the upload
+// ring or, on a CPU device, read in place from the mapped file: every tensor's bytes as the file
+// holds them either way, whatever its type (F32 norms, I2_S projections, the F16 embedding), the
+// embedding split into parts of whole rows as a device with a small maxStorageBufferRange gets
+// it, progress that counts up to the total, weights read in place that outlive the GgufFile, and
+// a file that changes on disk while it loads refused with an error naming it (never a fault on
+// lost pages).
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -12,6 +15,7 @@
 #include "device_test.h"
 #include "golden/synthetic_model.h"
 #include "models/bitnet/device_weights.h"
+#include "models/bitnet/greedy_head.h"
 
 namespace bdsl::test {
 namespace {
@@ -37,12 +41,17 @@ class DeviceWeights : public DeviceTest {
 };
 
 TEST_F(DeviceWeights, EveryTensorArrivesAsTheFileHoldsItAndTheTableInParts) {
+  for (const bool in_place : {true, false}) {
+  SCOPED_TRACE(in_place ? "read in place where the device can" : "copied");
   const auto file = models::GgufFile::open(path_);
   const auto config = models::BitNetConfig::from_gguf(file);
   const uint32_t rows_per_part = config.vocab_size / 3 + 1;  // three parts, the last shorter
   std::vector<std::pair<uint64_t, uint64_t>> progress;
   const auto w = bitnet::upload_weights(ctx(), file, config, rows_per_part, 0,
-                                        [&](uint64_t done, uint64_t total) { progress.emplace_back(done, total); });
+                                        [&](uint64_t done, uint64_t total) { progress.emplace_back(done, total); }, in_place);
+  // A CPU device that imports host memory reads every tensor where it lies (GGUF's 32-byte
+  // alignment is enough); any other device, or in_place false, copies them all.
+  EXPECT_EQ(w.in_place_bytes, bitnet::weights_in_place(ctx().info(), in_place) ? w.bytes : 0);
   auto same = [&](const rt::Buffer& b, const std::string& name) {
     const auto want = file.tensor_data(name);
     const auto got = device_bytes(b);
@@ -72,6 +81,60 @@ TEST_F(DeviceWeights, EveryTensorArrivesAsTheFileHoldsItAndTheTableInParts) {
   for (size_t i = 1; i < progress.size(); ++i) EXPECT_GT(progress[i].first, progress[i - 1].first);
   EXPECT_EQ(progress.back().first, progress.back().second);
   EXPECT_EQ(progress.back().first, w.bytes);
+  }
+}
+
+// Weights read in place keep the file mapped: the GgufFile may go before them.
+TEST_F(DeviceWeights, WeightsReadInPlaceOutliveTheFileObject) {
+  std::vector<std::byte> want;
+  bitnet::DeviceWeights w;
+  {
+    const auto file = models::GgufFile::open(path_);
+    const auto config = models::BitNetConfig::from_gguf(file);
+    const auto bytes = file.tensor_data("blk.1.ffn_down.weight");
+    want.assign(bytes.begin(), bytes.end());
+    w = bitnet::upload_weights(ctx(), file, config, config.vocab_size);
+  }
+  const auto got = device_bytes(w.layers[1].ffn_down);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin()));
+}
+
+// The LM head's shadow as the host makes it (the CPU device's path: written in place into memory
+// the device reads, elsewhere streamed up): quantize_rows_int8's codes, scales and bounds, in parts.
+TEST_F(DeviceWeights, TheHostMadeShadowIsQuantizeRowsInt8sInParts) {
+  const auto file = models::GgufFile::open(path_);
+  const auto config = models::BitNetConfig::from_gguf(file);
+  const uint32_t rows_per_part = config.vocab_size / 2 + 3;  // two parts, the last shorter
+  const auto h = bitnet::upload_greedy_head(ctx(), file, config, rows_per_part);
+  const auto table = file.tensor_data("token_embd.weight");
+  std::vector<uint16_t> f16(table.size() / 2);
+  std::memcpy(f16.data(), table.data(), table.size());
+  const auto want = bitnet::quantize_rows_int8(f16, config.vocab_size, config.dim);
+  ASSERT_EQ(h.parts.size(), 2u);
+  std::vector<uint32_t> words;
+  for (const auto& part : h.parts) {
+    const auto w = part.download<uint32_t>();
+    words.insert(words.end(), w.begin(), w.end());
+  }
+  EXPECT_EQ(words, want.words);
+  EXPECT_EQ(h.scale.download<float>(), want.scale);
+  EXPECT_EQ(h.bound.download<float>(), want.bound);
+}
+
+// A file parsed from memory (no mapping to keep) is copied on every device.
+TEST_F(DeviceWeights, AFileReadIntoMemoryIsCopied) {
+  std::ifstream in(path_, std::ios::binary);
+  std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::byte> bytes(chars.size());
+  std::memcpy(bytes.data(), chars.data(), chars.size());
+  const auto file = models::GgufFile::parse(bytes, "tiny in memory");
+  const auto config = models::BitNetConfig::from_gguf(file);
+  const auto w = bitnet::upload_weights(ctx(), file, config, config.vocab_size);
+  EXPECT_EQ(w.in_place_bytes, 0u);
+  const auto want = file.tensor_data("output_norm.weight");
+  const auto got = device_bytes(w.output_norm);
+  EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin(), want.end()));
 }
 
 // Open, then change the file before the weights are read: shorter, longer, or rewritten.

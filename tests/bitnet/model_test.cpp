@@ -262,6 +262,9 @@ TEST_F(Model, SampledDecodingThatFeedsItselfEqualsTheHostTwinStepByStep) {
   int32_t last = 0;
   for (uint32_t t = 0; t < n; ++t) last = by_step.step(prompt[t], t).argmax, fed.step(prompt[t], t), pruned.step(prompt[t], t);
   // top_k 0 draws over every logit (ops/head/sample_vocabulary.h), the others from the candidates.
+  // That draw's pipelines and recording are made at its first use, not at load.
+  EXPECT_TRUE(fed.vocabulary_operation_names().empty());
+  EXPECT_FALSE(fed.pipelines().vocab_draw_final);
   for (const models::SamplerOptions sampling : {models::SamplerOptions{1.2f, 0, 1.0f, 0.0f, 5},
                                                 models::SamplerOptions{0.8f, 20, 0.9f, 0.02f, 6},
                                                 models::SamplerOptions{0.7f, 3, 1.0f, 0.0f, 7},
@@ -287,6 +290,7 @@ TEST_F(Model, SampledDecodingThatFeedsItselfEqualsTheHostTwinStepByStep) {
     EXPECT_LE(pruned.sampled_candidate_rows(), config.vocab_size);
   }
   EXPECT_EQ(fed.sampled_candidate_rows(), 0u);  // no pruned head
+  EXPECT_FALSE(fed.vocabulary_operation_names().empty());
   std::vector<int32_t> greedy{last};
   for (uint32_t i = 0; i < steps; ++i) greedy.push_back(by_step.step(greedy.back(), n + i).argmax);
   for (bitnet::BitNetModel* m : {&fed, &pruned}) {
