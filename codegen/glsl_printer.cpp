@@ -126,6 +126,7 @@ class Printer {
     if (f.subgroup_basic) ext("GL_KHR_shader_subgroup_basic");
     if (f.subgroup_arithmetic) ext("GL_KHR_shader_subgroup_arithmetic");
     if (f.subgroup_shuffle) ext("GL_KHR_shader_subgroup_shuffle");
+    if (f.subgroup_shuffle_relative) ext("GL_KHR_shader_subgroup_shuffle_relative");
     if (f.subgroup_ballot) ext("GL_KHR_shader_subgroup_ballot");
     if (f.int_dot_product) {
       ext("GL_EXT_spirv_intrinsics");

@@ -12,9 +12,17 @@ void note_function(Fn fn, KernelFeatures& f) {
     case Fn::SDot4x8: f.int_dot_product = true; break;
     case Fn::SubgroupAdd:
     case Fn::SubgroupMin:
-    case Fn::SubgroupMax: f.subgroup_basic = f.subgroup_arithmetic = true; break;
+    case Fn::SubgroupMax:
+    case Fn::SubgroupInclusiveAdd:
+    case Fn::SubgroupInclusiveMin:
+    case Fn::SubgroupInclusiveMax:
+    case Fn::SubgroupExclusiveAdd: f.subgroup_basic = f.subgroup_arithmetic = true; break;
+    case Fn::SubgroupShuffleUp:
+    case Fn::SubgroupShuffleDown: f.subgroup_basic = f.subgroup_shuffle_relative = true; break;
     case Fn::SubgroupShuffle:
     case Fn::SubgroupShuffleXor: f.subgroup_basic = f.subgroup_shuffle = true; break;
+    case Fn::SubgroupBallot:
+    case Fn::SubgroupBallotBitCount:
     case Fn::SubgroupBroadcast:
     case Fn::SubgroupBroadcastFirst: f.subgroup_basic = f.subgroup_ballot = true; break;
     case Fn::SubgroupElect: f.subgroup_basic = true; break;

@@ -25,6 +25,9 @@ BDSL_UNARY_FN(sin, Sin, Float)
 BDSL_UNARY_FN(cos, Cos, Float)
 BDSL_UNARY_FN(floor, Floor, Float)
 BDSL_UNARY_FN(round, RoundEven, Float)  // ties to even, as the int8 quantizer needs
+BDSL_UNARY_FN(ceil, Ceil, Float)
+BDSL_UNARY_FN(sign, Sign, Signed)  // -1, 0 or 1 (of the value's type)
+BDSL_UNARY_FN(tanh, Tanh, Float)
 #undef BDSL_UNARY_FN
 
 #define BDSL_BINARY_FN(name, fn, Constraint)                                   \
@@ -44,6 +47,31 @@ template <class X, class Lo, class Hi>
 Expr<value_t<X>> clamp(const X& x, const Lo& lo, const Hi& hi) {
   using T = value_t<X>;
   return call<T>(Fn::Clamp, x.node(), as_node<T>(lo), as_node<T>(hi));
+}
+
+// erf(x), which GLSL lacks, from exp (every device runs it): Abramowitz & Stegun 7.1.26, within
+// 1.5e-7 of erf plus a few f32 roundings. Each use is a few nodes, not one call.
+template <class X>
+  requires OperandOf<X, f32>
+Expr<f32> erf(const X& x) {
+  const Expr<f32> v(as_node<f32>(x));
+  const Expr<f32> a = abs(v);
+  const Expr<f32> t = 1.0f / (1.0f + 0.3275911f * a);
+  const Expr<f32> poly = ((((1.061405429f * t - 1.453152027f) * t + 1.421413741f) * t - 0.284496736f) * t + 0.254829592f) * t;
+  const Expr<f32> y = 1.0f - poly * exp(-(a * a));
+  return select(v < 0.0f, -y, y);
+}
+
+// a (1 - t) + b t, as GLSL's mix: t a scalar or of the operands' type.
+template <class A, class B, class T>
+  requires SameOperands<A, B> && Float<operand_t<A, B>> &&
+           (OperandOf<T, operand_t<A, B>> || OperandOf<T, scalar_t<operand_t<A, B>>>)
+Expr<operand_t<A, B>> mix(const A& a, const B& b, const T& t) {
+  using V = operand_t<A, B>;
+  if constexpr (OperandOf<T, V>)
+    return call<V>(Fn::Mix, as_node<V>(a), as_node<V>(b), as_node<V>(t));
+  else
+    return call<V>(Fn::Mix, as_node<V>(a), as_node<V>(b), as_node<scalar_t<V>>(t));
 }
 
 template <class A, class B, class C>
@@ -142,7 +170,38 @@ Expr<i32> sdot4x8(const A& a, const B& b) {
 BDSL_SUBGROUP_REDUCE(subgroup_add, SubgroupAdd)
 BDSL_SUBGROUP_REDUCE(subgroup_min, SubgroupMin)
 BDSL_SUBGROUP_REDUCE(subgroup_max, SubgroupMax)
+// Scans over the subgroup's active invocations in lane order: lane i gets the op of lanes 0..i
+// (inclusive) or 0..i-1 (exclusive: 0 in lane 0).
+BDSL_SUBGROUP_REDUCE(subgroup_inclusive_add, SubgroupInclusiveAdd)
+BDSL_SUBGROUP_REDUCE(subgroup_inclusive_min, SubgroupInclusiveMin)
+BDSL_SUBGROUP_REDUCE(subgroup_inclusive_max, SubgroupInclusiveMax)
+BDSL_SUBGROUP_REDUCE(subgroup_exclusive_add, SubgroupExclusiveAdd)
 #undef BDSL_SUBGROUP_REDUCE
+
+// Bit i of the result (bit i % 32 of word i / 32) is set where lane i is active and `pred` holds.
+template <class P>
+  requires OperandOf<P, boolean>
+Expr<uvec4> subgroup_ballot(const P& pred) {
+  return call<uvec4>(Fn::SubgroupBallot, as_node<boolean>(pred));
+}
+// The number of lanes set in a ballot (bits past the subgroup size are ignored).
+template <class B>
+  requires OperandOf<B, uvec4>
+Expr<u32> subgroup_ballot_bit_count(const B& ballot) {
+  return call<u32>(Fn::SubgroupBallotBitCount, as_node<uvec4>(ballot));
+}
+// The value of lane (this lane - delta) / (this lane + delta); undefined where that lane is
+// outside the subgroup or inactive.
+template <class X, class D>
+  requires DslValue<X> && OperandOf<D, u32>
+Expr<value_t<X>> subgroup_shuffle_up(const X& x, const D& delta) {
+  return call<value_t<X>>(Fn::SubgroupShuffleUp, x.node(), as_node<u32>(delta));
+}
+template <class X, class D>
+  requires DslValue<X> && OperandOf<D, u32>
+Expr<value_t<X>> subgroup_shuffle_down(const X& x, const D& delta) {
+  return call<value_t<X>>(Fn::SubgroupShuffleDown, x.node(), as_node<u32>(delta));
+}
 
 template <class X, class I>
   requires DslValue<X> && OperandOf<I, u32>

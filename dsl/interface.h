@@ -44,6 +44,7 @@ struct KernelFeatures {
   bool subgroup_basic = false;
   bool subgroup_arithmetic = false;
   bool subgroup_shuffle = false;
+  bool subgroup_shuffle_relative = false;  // shuffle up / down
   bool subgroup_ballot = false;
   bool float16 = false;            // shaderFloat16 arithmetic
   bool storage16 = false;          // 16-bit storage buffer access

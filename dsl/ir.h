@@ -71,6 +71,8 @@ enum class BuiltinVar : uint8_t {
   X(Sqrt, "sqrt", Pure) X(InverseSqrt, "inversesqrt", Pure)   \
   X(Pow, "pow", Pure) X(Sin, "sin", Pure) X(Cos, "cos", Pure) \
   X(Floor, "floor", Pure) X(RoundEven, "roundEven", Pure)     \
+  X(Ceil, "ceil", Pure) X(Sign, "sign", Pure) X(Tanh, "tanh", Pure) \
+  X(Mix, "mix", Pure)                                         \
   X(Dot, "dot", Pure)                                         \
   X(PackHalf2x16, "packHalf2x16", Pure)                       \
   X(UnpackHalf2x16, "unpackHalf2x16", Pure)                   \
@@ -83,6 +85,14 @@ enum class BuiltinVar : uint8_t {
   X(SubgroupAdd, "subgroupAdd", Subgroup)                        \
   X(SubgroupMin, "subgroupMin", Subgroup)                        \
   X(SubgroupMax, "subgroupMax", Subgroup)                        \
+  X(SubgroupInclusiveAdd, "subgroupInclusiveAdd", Subgroup)      \
+  X(SubgroupInclusiveMin, "subgroupInclusiveMin", Subgroup)      \
+  X(SubgroupInclusiveMax, "subgroupInclusiveMax", Subgroup)      \
+  X(SubgroupExclusiveAdd, "subgroupExclusiveAdd", Subgroup)      \
+  X(SubgroupBallot, "subgroupBallot", Subgroup)                  \
+  X(SubgroupBallotBitCount, "subgroupBallotBitCount", Pure)      \
+  X(SubgroupShuffleUp, "subgroupShuffleUp", Subgroup)            \
+  X(SubgroupShuffleDown, "subgroupShuffleDown", Subgroup)        \
   X(SubgroupShuffle, "subgroupShuffle", Subgroup)                \
   X(SubgroupShuffleXor, "subgroupShuffleXor", Subgroup)          \
   X(SubgroupBroadcast, "subgroupBroadcast", Subgroup)            \

@@ -232,6 +232,8 @@ std::vector<std::string> DeviceInfo::missing(const KernelFeatures& f) const {
        "subgroup_arithmetic");
   need(f.subgroup_shuffle, subgroup_operations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT,
        "subgroup_shuffle");
+  need(f.subgroup_shuffle_relative, subgroup_operations & VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT,
+       "subgroup_shuffle_relative");
   need(f.subgroup_ballot, subgroup_operations & VK_SUBGROUP_FEATURE_BALLOT_BIT, "subgroup_ballot");
   need(f.float16, float16, "float16 (shaderFloat16)");
   need(f.storage16, storage16, "storage16 (storageBuffer16BitAccess)");

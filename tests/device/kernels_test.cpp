@@ -1,8 +1,10 @@
 // Whole kernels on the device: control flow, shared memory with barriers, subgroup operations,
 // atomics and the tutorial's kernels, each against the same computation on the CPU.
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
+#include "codegen/interface_of.h"
 #include "device_test.h"
 #include "ops/examples/saxpy.h"
 #include "ops/examples/subgroup_softmax.h"
@@ -163,6 +165,92 @@ TEST_F(Kernels, SubgroupOperationsAgreeWithTheirDefinition) {
     EXPECT_EQ(o[4], first) << t;
     EXPECT_EQ(o[5], ((l + 1) % size) * 3 + 1) << t;
     EXPECT_EQ(o[6], l == 0 ? 1u : 0u) << t;
+  }
+}
+
+// Scans, ballots and relative shuffles (issue 24): each lane's result against its definition over
+// the lanes before or after it.
+TEST_F(Kernels, SubgroupScansBallotsAndRelativeShufflesAgreeWithTheirDefinition) {
+  KernelBuilder k("subgroup_scans", {64, 1, 1});
+  auto out = k.buffer<u32>("out", Access::Write);
+  auto lane = k.subgroup_invocation();
+  auto v = let("v", (lane * 7u) % 11u + 1u);  // not monotonic, so min and max scans move
+  auto base = k.global_id().x() * 9u;
+  out[base + 0u] = subgroup_inclusive_add(v);
+  out[base + 1u] = subgroup_inclusive_min(v);
+  out[base + 2u] = subgroup_inclusive_max(v);
+  out[base + 3u] = subgroup_exclusive_add(v);
+  auto ballot = let("ballot", subgroup_ballot(lane % 3u == 0u));
+  out[base + 4u] = subgroup_ballot_bit_count(ballot);
+  out[base + 5u] = ballot.x();
+  out[base + 6u] = subgroup_shuffle_up(v, 1u);
+  out[base + 7u] = subgroup_shuffle_down(v, 2u);
+  out[base + 8u] = k.subgroup_size();
+  const Kernel kernel = k.build();
+  EXPECT_TRUE(codegen::interface_of(kernel).features.subgroup_shuffle_relative);
+  rt::Buffer ob(ctx(), 64 * 9 * 4, {false, "out"});
+  run(kernel, {ob}, 1, rt::push());
+  const auto got = ob.download<uint32_t>();
+  const uint32_t size = got[8];
+  ASSERT_EQ(size, ctx().info().subgroup_size);
+  auto value = [](uint32_t l) { return (l * 7) % 11 + 1; };
+  uint32_t count = 0, bits = 0;
+  for (uint32_t l = 0; l < size; ++l)
+    if (l % 3 == 0) ++count, bits |= l < 32 ? 1u << l : 0u;
+  for (uint32_t t = 0; t < 64; ++t) {
+    const uint32_t l = t % size;
+    uint32_t sum = 0, lo = UINT32_MAX, hi = 0;
+    for (uint32_t j = 0; j <= l; ++j) sum += value(j), lo = std::min(lo, value(j)), hi = std::max(hi, value(j));
+    const uint32_t* o = &got[t * 9];
+    EXPECT_EQ(o[0], sum) << t;
+    EXPECT_EQ(o[1], lo) << t;
+    EXPECT_EQ(o[2], hi) << t;
+    EXPECT_EQ(o[3], sum - value(l)) << t;
+    EXPECT_EQ(o[4], count) << t;
+    EXPECT_EQ(o[5], bits) << t;
+    if (l >= 1) EXPECT_EQ(o[6], value(l - 1)) << t;
+    if (l + 2 < size) EXPECT_EQ(o[7], value(l + 2)) << t;
+  }
+}
+
+// tanh, erf (composed from exp: GLSL has none), ceil, sign and mix against the C library.
+TEST_F(Kernels, MathBuiltinsMatchTheCpu) {
+  KernelBuilder k("math_builtins", {64, 1, 1});
+  auto x = k.buffer<f32>("x", Access::Read);
+  auto out = k.buffer<f32>("out", Access::Write);
+  auto ints = k.buffer<i32>("ints", Access::Write);
+  auto n = k.push<u32>("n");
+  auto i = k.global_id().x();
+  if_(i < n, [&] {
+    auto v = let("v", Expr<f32>(x[i]));
+    out[i * 6u + 0u] = tanh(v);
+    out[i * 6u + 1u] = erf(v);
+    out[i * 6u + 2u] = ceil(v);
+    out[i * 6u + 3u] = sign(v);
+    out[i * 6u + 4u] = mix(v, v * 3.0f + 1.0f, 0.25f);
+    out[i * 6u + 5u] = mix(make_vec<f32>(v, 1.0f), make_vec<f32>(2.0f, v), make_vec<f32>(0.5f, 0.75f)).y();
+    ints[i] = sign(cast<i32>(v));
+  });
+  std::vector<float> values = {0.0f, -0.0f, 0.5f, -0.5f, 1.0f, -1.25f, 2.5f, -3.75f, 4.0f, 9.5f, -20.0f, 100.0f, -100.0f, 1e-6f};
+  for (int j = -40; j <= 40; ++j) values.push_back(j * 0.1f + 0.0123f);
+  const uint32_t count = uint32_t(values.size());
+  rt::Buffer xb(ctx(), count * 4, {false, "x"}), ob(ctx(), count * 6 * 4, {false, "out"}), ib(ctx(), count * 4, {false, "ints"});
+  xb.upload(values);
+  run(k.build(), {xb, ob, ib}, (count + 63) / 64, rt::push(count));
+  const auto got = ob.download<float>();
+  const auto got_ints = ib.download<int32_t>();
+  for (uint32_t j = 0; j < count; ++j) {
+    const float v = values[j];
+    const float* o = &got[j * 6];
+    EXPECT_NEAR(o[0], std::tanh(v), 2e-6) << "tanh " << v;
+    EXPECT_NEAR(o[1], std::erf(v), 5e-7) << "erf " << v;
+    EXPECT_EQ(o[2], std::ceil(v)) << "ceil " << v;
+    EXPECT_EQ(o[3], v > 0 ? 1.0f : v < 0 ? -1.0f : 0.0f) << "sign " << v;
+    const float b = v * 3.0f + 1.0f;
+    EXPECT_NEAR(o[4], v * 0.75f + b * 0.25f, 1e-5f * (1 + std::abs(b))) << "mix " << v;
+    EXPECT_NEAR(o[5], 1.0f * 0.25f + v * 0.75f, 1e-5f * (1 + std::abs(v))) << "mix of vectors " << v;
+    const int32_t iv = int32_t(v);
+    EXPECT_EQ(got_ints[j], iv > 0 ? 1 : iv < 0 ? -1 : 0) << "sign of int " << iv;
   }
 }
 

@@ -68,6 +68,23 @@ TEST_F(PipelineTest, AMissingFeatureNamesDeviceFeatureAndKernel) {
   EXPECT_NE(m.find("needed by kernel 'sdot4x8'"), std::string::npos) << m;
 }
 
+// Each subgroup feature a kernel uses is named where the device lacks it, before any compile.
+TEST_F(PipelineTest, AMissingSubgroupFeatureIsNamed) {
+  using namespace dsl;
+  KernelBuilder k("relative_shuffle", {64, 1, 1});
+  auto out = k.buffer<u32>("out", Access::Write);
+  auto lane = k.subgroup_invocation();
+  out[k.global_id().x()] = subgroup_shuffle_down(lane, 1u) + subgroup_inclusive_add(lane) +
+                           subgroup_ballot_bit_count(subgroup_ballot(lane < 3u));
+  const auto kernel = test_kernels::from_dsl(k.build());
+  DeviceInfo device = ctx().info();
+  device.subgroup_operations = VK_SUBGROUP_FEATURE_BASIC_BIT;
+  const std::string m = error_of([&] { check_device_can_run(device, kernel.iface); });
+  for (const char* feature : {"subgroup_shuffle_relative", "subgroup_arithmetic", "subgroup_ballot"})
+    EXPECT_NE(m.find(feature), std::string::npos) << feature << ": " << m;
+  EXPECT_NE(m.find("needed by kernel 'relative_shuffle'"), std::string::npos) << m;
+}
+
 TEST_F(PipelineTest, PipelineCacheIsSavedAndReloaded) {
   { Pipeline p = pipeline(test_kernels::add_one()); }
   const auto file = cache_dir_.path() / PipelineCache::file_name(ctx().info());
