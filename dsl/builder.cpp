@@ -1,7 +1,9 @@
 #include "dsl/builder.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <mutex>
 
 #include "dsl/glsl_names.h"
 
@@ -9,6 +11,15 @@ namespace bdsl::dsl {
 
 namespace {
 thread_local BuilderCore* g_current = nullptr;
+std::atomic<uint64_t> g_next_id{1};
+
+// Every builder's kernel name by id, for messages about a handle used in the wrong kernel (its
+// builder may be gone by then). A few dozen bytes a kernel.
+std::mutex g_names_mutex;
+std::unordered_map<uint64_t, std::string>& builder_names() {
+  static std::unordered_map<uint64_t, std::string> names;
+  return names;
+}
 
 // Identity of a pure node for sharing: everything that defines its value.
 std::string intern_key(Op op, Type type, const std::vector<const Node*>& args, uint64_t literal,
@@ -25,8 +36,12 @@ std::string intern_key(Op op, Type type, const std::vector<const Node*>& args, u
 }
 }  // namespace
 
-BuilderCore::BuilderCore(std::string name) : ir_(std::make_unique<KernelIR>()) {
+BuilderCore::BuilderCore(std::string name) : ir_(std::make_unique<KernelIR>()), id_(g_next_id++) {
   ir_->name = check_name(std::move(name), "kernel");
+  {
+    std::lock_guard lock(g_names_mutex);
+    builder_names()[id_] = ir_->name;
+  }
   ir_->blocks.push_back(Block{});
   scopes_.push_back(Scope{0, {}});
   previous_ = g_current;
@@ -41,7 +56,25 @@ BuilderCore& BuilderCore::current() {
 }
 
 void BuilderCore::fail(const std::string& what) const {
-  throw DslError("kernel '" + ir_->name + "': " + what);
+  throw DslError("kernel '" + kernel_name(id_) + "': " + what);
+}
+
+std::string BuilderCore::kernel_name(uint64_t id) {
+  std::lock_guard lock(g_names_mutex);
+  const auto it = builder_names().find(id);
+  return it == builder_names().end() ? "?" : it->second;
+}
+
+void BuilderCore::handle_error(uint64_t owner, const char* kind, int64_t id) const {
+  const std::string what = std::string(kind) + (id >= 0 ? " " + std::to_string(id) : "");
+  if (owner != id_)
+    fail(what + " of kernel '" + kernel_name(owner) +
+         "' used here: a handle or expression works only in the kernel whose builder made it");
+  fail(what + " used after build()");
+}
+
+void BuilderCore::check_node(const Node* n, const char* what) const {
+  if (n && n->owner != id_) handle_error(n->owner, what, -1);
 }
 
 std::string BuilderCore::check_name(std::string name, const char* what) const {
@@ -68,6 +101,8 @@ bool BuilderCore::op_is_pure(Op op, uint32_t ref) const {
 
 const Node* BuilderCore::make(Op op, Type type, std::vector<const Node*> args, uint64_t literal,
                               uint32_t ref) {
+  if (finished_) fail("an expression built after build()");
+  for (const Node* a : args) check_node(a, "an expression");
   bool pure = op_is_pure(op, ref);
   if (op == Op::Call) pure = fn_is_pure(static_cast<Fn>(ref));
   for (const Node* a : args) pure = pure && a->pure;
@@ -86,6 +121,7 @@ const Node* BuilderCore::make(Op op, Type type, std::vector<const Node*> args, u
   node->seq = static_cast<uint32_t>(ir_->nodes.size());
   node->loc = {current_block(), static_cast<uint32_t>(ir_->blocks[current_block()].stmts.size())};
   node->pure = pure;
+  node->owner = id_;
   const Node* result = node.get();
   ir_->nodes.push_back(std::move(node));
   if (pure) scopes_.back().interned.emplace(std::move(key), result);
@@ -112,7 +148,10 @@ const Node* BuilderCore::make_let(const Node* value, std::string name, bool prec
 }
 
 uint32_t BuilderCore::append(Stmt s) {
-  if (finished_) fail("statement added after finish()");
+  if (finished_) fail("a statement added after build()");
+  check_node(s.index, "an expression");
+  check_node(s.node, "an expression");
+  check_node(s.step, "an expression");
   auto& stmts = ir_->blocks[current_block()].stmts;
   stmts.push_back(std::move(s));
   return static_cast<uint32_t>(stmts.size() - 1);

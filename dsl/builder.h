@@ -37,6 +37,17 @@ class BuilderCore {
 
   static BuilderCore& current();
 
+  // This builder, unique in the process: every node and handle (buffer, shared array, variable,
+  // matrix) carries its builder's id, and a builder refuses another's, or any use after build().
+  uint64_t builder_id() const { return id_; }
+  // Throws DslError, naming both kernels, unless `owner` is this builder and it is not built yet;
+  // `kind` and `id` name the handle ("buffer binding", 2; id -1: none).
+  void check_handle(uint64_t owner, const char* kind, int64_t id = -1) const {
+    if (owner != id_ || finished_) handle_error(owner, kind, id);
+  }
+  // The kernel name of builder `id` (kept after the builder is gone, for such messages).
+  static std::string kernel_name(uint64_t id);
+
   // Nodes: pure ones are shared when an equal node exists in an enclosing scope.
   const Node* make(Op op, Type type, std::vector<const Node*> args, uint64_t literal = 0,
                    uint32_t ref = 0);
@@ -83,6 +94,9 @@ class BuilderCore {
   std::vector<std::string> names_;
   BuilderCore* previous_ = nullptr;
   bool finished_ = false;
+  uint64_t id_ = 0;
+  void check_node(const Node* n, const char* what) const;
+  [[noreturn]] void handle_error(uint64_t owner, const char* kind, int64_t id) const;
 };
 
 }  // namespace bdsl::dsl

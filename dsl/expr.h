@@ -37,16 +37,21 @@ template <class T>
 class Expr {
  public:
   using value_type = T;
-  explicit Expr(const Node* n) : node_(n) {}
+  explicit Expr(const Node* n) : node_(n), owner_(n->owner) {}
   // A C++ literal of exactly T's host type becomes a constant.
   template <class L>
     requires(std::same_as<L, host_t<T>> && !std::same_as<L, no_host_type>)
-  Expr(L literal) : node_(literal_node<T>(literal)) {}  // NOLINT: implicit by design
+  Expr(L literal) : Expr(literal_node<T>(literal)) {}  // NOLINT: implicit by design
   template <class X>
     requires(DslValue<X> && std::same_as<value_t<X>, T> && !std::same_as<std::remove_cvref_t<X>, Expr>)
-  Expr(const X& x) : node_(x.node()) {}  // NOLINT: Var<T> and buffer elements read as Expr<T>
+  Expr(const X& x) : Expr(x.node()) {}  // NOLINT: Var<T> and buffer elements read as Expr<T>
 
-  const Node* node() const { return node_; }
+  // Its node, once the current builder is the one that made it (and it is not built yet): the
+  // owner is checked before the node is touched, which may belong to a builder that is gone.
+  const Node* node() const {
+    BuilderCore::current().check_handle(owner_, "an expression");
+    return node_;
+  }
 
   // Vector lanes.
   auto x() const requires(lanes_v<T> >= 2) { return lane(0); }
@@ -56,11 +61,12 @@ class Expr {
   Expr<scalar_t<T>> lane(uint32_t i) const requires(lanes_v<T> >= 2) {
     if (i >= static_cast<uint32_t>(lanes_v<T>)) BuilderCore::current().fail("vector lane out of range");
     return Expr<scalar_t<T>>(
-        BuilderCore::current().make(Op::Component, type_of<scalar_t<T>>(), {node_}, 0, i));
+        BuilderCore::current().make(Op::Component, type_of<scalar_t<T>>(), {node()}, 0, i));
   }
 
  private:
   const Node* node_;
+  uint64_t owner_;
 };
 
 // Turns an operand (Expr, Var, element ref or host literal) into a node of DSL type T.

@@ -141,6 +141,7 @@ struct Node {
   bool has_stmt = false; // evaluated by its own Eval statement (atomics, let)
   std::string name;      // Let: the name the author gave
   bool precise = false;  // Let: computed exactly as written (no fma contraction or reassociation)
+  uint64_t owner = 0;    // the builder (BuilderCore::id) that made it
 };
 
 enum class StmtKind : uint8_t {

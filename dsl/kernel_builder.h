@@ -24,19 +24,19 @@ class KernelBuilder : public BuilderCore {
 
   template <class T>
   Buffer<T> buffer(std::string name, Access access) {
-    return Buffer<T>(add_buffer(std::move(name), access, type_of<T>()));
+    return Buffer<T>(add_buffer(std::move(name), access, type_of<T>()), builder_id());
   }
   // A buffer workgroups use to talk to each other within one dispatch: its loads and stores
   // bypass incoherent caches, so after another workgroup's barrier(true) its writes are seen.
   template <class T>
   Buffer<T> coherent_buffer(std::string name, Access access) {
-    return Buffer<T>(add_buffer(std::move(name), access, type_of<T>(), true));
+    return Buffer<T>(add_buffer(std::move(name), access, type_of<T>(), true), builder_id());
   }
   // A coherent buffer whose every load reads memory again, also inside a loop: a flag another
   // workgroup or dispatch sets while this one polls it.
   template <class T>
   Buffer<T> volatile_buffer(std::string name, Access access) {
-    return Buffer<T>(add_buffer(std::move(name), access, type_of<T>(), true, true));
+    return Buffer<T>(add_buffer(std::move(name), access, type_of<T>(), true, true), builder_id());
   }
   template <class T>
   Expr<T> push(std::string name) {
@@ -44,7 +44,7 @@ class KernelBuilder : public BuilderCore {
   }
   template <class T>
   Shared<T> shared(std::string name, uint32_t count) {
-    return Shared<T>(add_shared(std::move(name), type_of<T>(), count), count);
+    return Shared<T>(add_shared(std::move(name), type_of<T>(), count), count, builder_id());
   }
   // v of invocation 0, in every invocation: written to a shared slot of its own and read back
   // between two barriers (so a loop may broadcast again), as a let named `name`. The uniformity
@@ -52,7 +52,7 @@ class KernelBuilder : public BuilderCore {
   // (a count found by the workgroup bounding a sort's passes). Every invocation must reach it.
   template <class T>
   Expr<T> broadcast(const std::string& name, const Expr<T>& v) {
-    Shared<T> slot(add_shared_slot(name + "_slot", type_of<T>(), 1, true), 1);
+    Shared<T> slot(add_shared_slot(name + "_slot", type_of<T>(), 1, true), 1, builder_id());
     if_(local_index() == 0u, [&] { slot[0u] = v; });
     barrier();
     auto value = let(name, Expr<T>(slot[0u]));
@@ -64,7 +64,7 @@ class KernelBuilder : public BuilderCore {
   Var<T> var(std::string name, const X& init) {
     const uint32_t id = add_var(std::move(name), type_of<T>());
     append(Stmt{StmtKind::DeclareVar, id, nullptr, as_node<T>(init)});
-    return Var<T>(id);
+    return Var<T>(id, builder_id());
   }
 
   // A cooperative matrix of the subgroup (dsl/matrix.h), undefined until loaded or filled.
@@ -73,7 +73,7 @@ class KernelBuilder : public BuilderCore {
   M matrix(std::string name) {
     const uint32_t id = add_matrix(std::move(name), type_of<typename M::element_type>(), M::rows, M::cols, M::use);
     append(Stmt{StmtKind::DeclareMatrix, id});
-    return M(id);
+    return M(id, builder_id());
   }
   // ... with every element = fill.
   template <class M, class X>
@@ -81,7 +81,7 @@ class KernelBuilder : public BuilderCore {
   M matrix(std::string name, const X& fill) {
     const uint32_t id = add_matrix(std::move(name), type_of<typename M::element_type>(), M::rows, M::cols, M::use);
     append(Stmt{StmtKind::DeclareMatrix, id, nullptr, as_node<typename M::element_type>(fill)});
-    return M(id);
+    return M(id, builder_id());
   }
 
   Expr<uvec3> global_id() { return id<uvec3>(BuiltinVar::GlobalId); }

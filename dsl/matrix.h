@@ -49,14 +49,18 @@ class Matrix {
   static constexpr uint32_t cols = Cols;
   static constexpr MatrixUse use = Use;
 
-  explicit Matrix(uint32_t id) : id_(id) {}
-  uint32_t id() const { return id_; }
+  explicit Matrix(uint32_t id, uint64_t owner = BuilderCore::current().builder_id()) : id_(id), owner_(owner) {}
+  // Its id in the current builder: throws unless that builder declared it.
+  uint32_t id() const {
+    BuilderCore::current().check_handle(owner_, "matrix", id_);
+    return id_;
+  }
 
   // Every element = v.
   template <class X>
     requires OperandOf<X, S>
   void fill(const X& v) const {
-    BuilderCore::current().append(Stmt{StmtKind::FillMatrix, id_, nullptr, as_node<S>(v)});
+    BuilderCore::current().append(Stmt{StmtKind::FillMatrix, id(), nullptr, as_node<S>(v)});
   }
 
   // Element (r, c) from memory[element + r * stride + c] (RowMajor) or [element + c * stride + r],
@@ -86,7 +90,7 @@ class Matrix {
   template <class AB, uint32_t K>
     requires(Use == MatrixUse::Accumulator) && MatrixProduct<AB, S>
   void mul_add(const Matrix<AB, Rows, K, MatrixUse::A>& a, const Matrix<AB, K, Cols, MatrixUse::B>& b) const {
-    Stmt s{StmtKind::MulAddMatrix, id_};
+    Stmt s{StmtKind::MulAddMatrix, id()};
     s.matrix.operands = {a.id(), b.id()};
     BuilderCore::current().append(std::move(s));
   }
@@ -94,12 +98,13 @@ class Matrix {
  private:
   template <class E, class St>
   void move(StmtKind kind, MatrixAccess access, const E& element, const St& stride) const {
-    Stmt s{kind, id_, as_node<u32>(element), as_node<u32>(stride)};
+    Stmt s{kind, id(), as_node<u32>(element), as_node<u32>(stride)};
     s.matrix = access;
     BuilderCore::current().append(std::move(s));
   }
 
   uint32_t id_;
+  uint64_t owner_;
 };
 
 template <class S, uint32_t M, uint32_t K>

@@ -21,22 +21,25 @@ const Node* index_node(const X& i) {
     return literal_node<i32>(i);
 }
 
-// One element of a buffer (LoadOp = Load, StoreKind = Store) or of a shared array.
+// One element of a buffer (LoadOp = Load, StoreKind = Store) or of a shared array; `owner` is the
+// builder that declared the array (BuilderCore::check_handle).
 template <class T, Op LoadOp, StmtKind StoreKind>
 class ElementRef {
  public:
   using value_type = T;
-  ElementRef(uint32_t array, const Node* index) : array_(array), index_(index) {}
+  ElementRef(uint32_t array, const Node* index, uint64_t owner) : array_(array), index_(index), owner_(owner) {}
 
   const Node* node() const {
-    return BuilderCore::current().make(LoadOp, type_of<T>(), {index_}, 0, array_);
+    BuilderCore& b = owned();
+    return b.make(LoadOp, type_of<T>(), {index_}, 0, array_);
   }
   operator Expr<T>() const { return Expr<T>(node()); }  // NOLINT: reads as a value
 
   template <class X>
     requires OperandOf<X, T>
   const ElementRef& operator=(const X& value) const {
-    BuilderCore::current().append(Stmt{StoreKind, array_, index_, as_node<T>(value)});
+    BuilderCore& b = owned();
+    b.append(Stmt{StoreKind, array_, index_, as_node<T>(value)});
     return *this;
   }
   const ElementRef& operator=(const ElementRef& other) const { return *this = Expr<T>(other.node()); }
@@ -51,12 +54,19 @@ class ElementRef {
     requires OperandOf<X, T>
   const ElementRef& operator*=(const X& v) const { return *this = Expr<T>(node()) * v; }
 
-  uint32_t array() const { return array_; }
+  uint32_t array() const { return owned(), array_; }
   const Node* index() const { return index_; }
 
  private:
+  // The current builder, once it is the one that declared the array.
+  BuilderCore& owned() const {
+    BuilderCore& b = BuilderCore::current();
+    b.check_handle(owner_, LoadOp == Op::SharedLoad ? "shared array" : "buffer binding", array_);
+    return b;
+  }
   uint32_t array_;
   const Node* index_;
+  uint64_t owner_;
 };
 
 template <class T>
@@ -69,16 +79,21 @@ template <class T>
 class Buffer {
  public:
   using element_type = T;
-  explicit Buffer(uint32_t binding) : binding_(binding) {}
+  explicit Buffer(uint32_t binding, uint64_t owner = BuilderCore::current().builder_id()) : binding_(binding), owner_(owner) {}
   template <class I>
     requires IndexValue<I>
   BufferRef<T> operator[](const I& i) const {
-    return BufferRef<T>(binding_, index_node(i));
+    return BufferRef<T>(binding_, index_node(i), owner_);
   }
-  uint32_t binding() const { return binding_; }
+  // Its binding in the current builder: throws unless that builder declared it.
+  uint32_t binding() const {
+    BuilderCore::current().check_handle(owner_, "buffer binding", binding_);
+    return binding_;
+  }
 
  private:
   uint32_t binding_;
+  uint64_t owner_;
 };
 
 // A workgroup-shared array of T with a fixed element count.
@@ -86,18 +101,23 @@ template <class T>
 class Shared {
  public:
   using element_type = T;
-  Shared(uint32_t id, uint32_t count) : id_(id), count_(count) {}
+  Shared(uint32_t id, uint32_t count, uint64_t owner = BuilderCore::current().builder_id()) : id_(id), count_(count), owner_(owner) {}
   template <class I>
     requires IndexValue<I>
   SharedRef<T> operator[](const I& i) const {
-    return SharedRef<T>(id_, index_node(i));
+    return SharedRef<T>(id_, index_node(i), owner_);
   }
   uint32_t size() const { return count_; }
-  uint32_t id() const { return id_; }
+  // Its id in the current builder: throws unless that builder declared it.
+  uint32_t id() const {
+    BuilderCore::current().check_handle(owner_, "shared array", id_);
+    return id_;
+  }
 
  private:
   uint32_t id_;
   uint32_t count_;
+  uint64_t owner_;
 };
 
 // A mutable local variable. Reading it gives its value at that point of the program.
@@ -105,16 +125,17 @@ template <class T>
 class Var {
  public:
   using value_type = T;
-  explicit Var(uint32_t id) : id_(id) {}
+  explicit Var(uint32_t id, uint64_t owner = BuilderCore::current().builder_id()) : id_(id), owner_(owner) {}
   Var(const Var&) = default;
 
-  const Node* node() const { return BuilderCore::current().make(Op::VarRead, type_of<T>(), {}, 0, id_); }
+  const Node* node() const { return owned().make(Op::VarRead, type_of<T>(), {}, 0, id_); }
   operator Expr<T>() const { return Expr<T>(node()); }  // NOLINT: reads as a value
 
   template <class X>
     requires OperandOf<X, T>
   Var& operator=(const X& value) {
-    BuilderCore::current().append(Stmt{StmtKind::Assign, id_, nullptr, as_node<T>(value)});
+    BuilderCore& b = owned();
+    b.append(Stmt{StmtKind::Assign, id_, nullptr, as_node<T>(value)});
     return *this;
   }
   Var& operator=(const Var& other) { return *this = Expr<T>(other.node()); }
@@ -130,10 +151,16 @@ class Var {
 
   auto x() const requires(lanes_v<T> >= 2) { return Expr<T>(node()).x(); }
   auto y() const requires(lanes_v<T> >= 2) { return Expr<T>(node()).y(); }
-  uint32_t id() const { return id_; }
+  uint32_t id() const { return owned(), id_; }
 
  private:
+  BuilderCore& owned() const {
+    BuilderCore& b = BuilderCore::current();
+    b.check_handle(owner_, "variable", id_);
+    return b;
+  }
   uint32_t id_;
+  uint64_t owner_;
 };
 
 }  // namespace bdsl::dsl
