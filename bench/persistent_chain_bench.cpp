@@ -62,8 +62,12 @@ void persistent_chain(benchmark::State& st, BenchSession& s, uint32_t dim, uint3
   for (int d = 0; d < kDispatches; ++d) {
     if (persistent) {
       std::vector<rt::BufferSlice> b = {step, counters};
-      for (uint32_t i = 0; i < phases; ++i) b.insert(b.end(), {weights[i], *x[i % 2], nw, *x[(i + 1) % 2]});
-      g.dispatch(p, b, rt::push(1e-5f, ops::kPhaseCounterStride + d * words_per_dispatch), rt::Grid{groups});
+      std::vector<uint32_t> handed_off;  // later phases read and write x a and x b again: aliased on purpose
+      for (uint32_t i = 0; i < phases; ++i) {
+        if (i > 0) handed_off.insert(handed_off.end(), {uint32_t(b.size() + 1), uint32_t(b.size() + 3)});
+        b.insert(b.end(), {weights[i], *x[i % 2], nw, *x[(i + 1) % 2]});
+      }
+      g.dispatch(p, b, rt::push(1e-5f, ops::kPhaseCounterStride + d * words_per_dispatch), rt::Grid{groups}, handed_off);
     } else {
       for (uint32_t i = 0; i < phases; ++i)
         g.dispatch(p, {weights[i], *x[i % 2], nw, *x[(i + 1) % 2]}, rt::push(1e-5f), rt::Grid{groups});

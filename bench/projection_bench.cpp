@@ -91,7 +91,8 @@ void projection(benchmark::State& st, BenchSession& s, Op op, const Shape& sh, b
       b.push_back(act);
     }
     if (op == Op::Qkv) {
-      b.insert(b.end(), {step, rope_table, y, cache, cache});
+      const uint64_t half = cache.size() / 2;  // K and V apart, as the model's caches are
+      b.insert(b.end(), {step, rope_table, y, cache.slice(0, half), cache.slice(half, half)});
     } else {
       b.push_back(y);
     }

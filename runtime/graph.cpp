@@ -51,6 +51,23 @@ void check_binding(const KernelInterface& iface, const BindingInfo& info, const 
                                 " elements");
 }
 
+// Two bindings of one dispatch over overlapping bytes of one buffer, one of them written: the
+// kernel's reads and writes of the two race unless the caller vouches for them (`disjoint`).
+void check_aliasing(const KernelInterface& iface, std::span<const BufferSlice> bindings, std::span<const uint32_t> disjoint) {
+  auto vouched = [&](size_t i) { return std::find(disjoint.begin(), disjoint.end(), i) != disjoint.end(); };
+  for (size_t i = 0; i < bindings.size(); ++i)
+    for (size_t j = i + 1; j < bindings.size(); ++j) {
+      const BufferSlice &a = bindings[i], &b = bindings[j];
+      if (!a.buffer || !b.buffer || a.handle() != b.handle()) continue;
+      if (!writes(iface.bindings[i].access) && !writes(iface.bindings[j].access)) continue;
+      const bool overlap = a.vk_offset() < b.vk_offset() + b.bytes && b.vk_offset() < a.vk_offset() + a.bytes;
+      if (!overlap || vouched(i) || vouched(j)) continue;
+      throw std::invalid_argument(kernel_label(iface) + ": bindings '" + iface.bindings[i].name + "' and '" +
+                                  iface.bindings[j].name + "' overlap in buffer '" + a.buffer->name() +
+                                  "' and one is written: bind disjoint ranges, or declare them disjoint");
+    }
+}
+
 std::vector<std::byte> pack_push(const KernelInterface& iface, const PushConstants& push) {
   std::vector<Type> expected, given;
   for (const PushField& f : iface.push_fields) expected.push_back(f.type);
@@ -142,6 +159,7 @@ void Graph::dispatch(const Pipeline& pipeline, std::span<const BufferSlice> bind
     if (i >= bindings.size())
       throw std::invalid_argument(kernel_label(iface) + ": disjoint binding " + std::to_string(i) + " of " +
                                   std::to_string(bindings.size()));
+  check_aliasing(iface, bindings, disjoint);
   std::vector<RangeAccess> accesses;
   for (size_t i = 0; i < bindings.size(); ++i) {
     const BindingInfo& info = iface.bindings[i];

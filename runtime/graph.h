@@ -50,11 +50,15 @@ class Graph {
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
 
-  // Bindings in binding order; their access comes from the pipeline's interface. `disjoint`:
-  // positions of bindings whose elements this dispatch touches are, by construction, not those
-  // the operations since the last barrier touch in the same buffers (decode attention reading
-  // cache rows 0..pos-1 while the K/V projection beside it writes row pos): they raise no
-  // barrier, so the two may run at once. The caller answers for it; the tracker cannot check it.
+  // Bindings in binding order; their access comes from the pipeline's interface. Two bindings
+  // over overlapping bytes of one buffer, one of them written, are refused (the kernel's reads
+  // and writes of them would race), unless one is listed in `disjoint`. `disjoint`: positions of
+  // bindings whose elements this dispatch touches are, by construction, not those the operations
+  // since the last barrier touch in the same buffers (decode attention reading cache rows
+  // 0..pos-1 while the K/V projection beside it writes row pos), nor those another binding of
+  // this dispatch touches at the same time (a persistent kernel's phases handing a buffer on):
+  // they raise no barrier, so the two may run at once. The caller answers for it; the tracker
+  // cannot check it.
   void dispatch(const Pipeline& pipeline, std::span<const BufferSlice> bindings,
                 const PushConstants& push_constants, Grid grid, std::span<const uint32_t> disjoint = {});
   void dispatch(const Pipeline& pipeline, std::initializer_list<BufferSlice> bindings,

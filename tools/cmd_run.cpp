@@ -1,8 +1,10 @@
 // `bitnet-dsl run`: text (or token ids) in, a streamed continuation out, speed figures on stderr.
 #include <fmt/format.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -49,10 +51,26 @@ void print_memory(const bitnet::BitNetModel& model, double seconds) {
                in_place.c_str(), mib(m.head_shadow), mib(m.kv_cache), model.context_length(), mib(m.activations));
 }
 
+// Ctrl-C: the first stops the generation in progress (its statistics still print; `-i` goes back
+// to the prompt, where the next one ends the chat), a second one during the same generation exits
+// at once. Without SA_RESTART, so that one at the prompt ends the read.
+std::atomic<int> g_interrupts{0};
+void on_interrupt(int) {
+  if (g_interrupts.fetch_add(1) >= 1) _exit(130);
+}
+void catch_interrupts() {
+  struct sigaction action {};
+  action.sa_handler = on_interrupt;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+}
+bool interrupted() { return g_interrupts.load() > 0; }
+
 void print_speed(const models::GenerationResult& r) {
+  const char* reason = interrupted() && r.reason == models::StopReason::Callback ? "interrupted (Ctrl-C)" : models::to_string(r.reason);
   std::fprintf(stderr, "\nprompt: %u tokens in %.3f s (%.1f tokens/s) | generation: %zu tokens in %.3f s (%.1f tokens/s) | %s\n",
                r.prompt_tokens, r.prompt_seconds, r.prompt_tokens / std::max(r.prompt_seconds, 1e-9), r.tokens.size(),
-               r.generate_seconds, r.tokens.size() / std::max(r.generate_seconds, 1e-9), models::to_string(r.reason));
+               r.generate_seconds, r.tokens.size() / std::max(r.generate_seconds, 1e-9), reason);
 }
 
 void write_logits(const std::string& path, const std::vector<std::vector<float>>& rows) {
@@ -67,8 +85,8 @@ int chat_loop(models::DecoderModel& model, const models::Tokenizer& tok, models:
   std::vector<models::ChatMessage> history;
   std::vector<int32_t> in_cache;  // the tokens the KV cache holds, in order
   std::string line;
-  std::fprintf(stderr, "interactive chat: an empty line or end of input quits\n");
-  while (std::fprintf(stderr, "> "), std::getline(std::cin, line) && !line.empty()) {
+  std::fprintf(stderr, "interactive chat: an empty line, end of input or Ctrl-C quits\n");
+  while (g_interrupts = 0, std::fprintf(stderr, "> "), std::getline(std::cin, line) && !line.empty()) {
     history.push_back({"user", line});
     const auto ids = tok.encode(models::apply_chat_template(history, true), false);
     // Feed only what the cache does not hold yet: the longest common prefix stays.
@@ -84,7 +102,7 @@ int chat_loop(models::DecoderModel& model, const models::Tokenizer& tok, models:
       reply += text;
       std::fputs(text.c_str(), stdout);
       std::fflush(stdout);
-      return true;
+      return !interrupted();
     });
     in_cache.insert(in_cache.end(), fresh.begin(), fresh.end());
     in_cache.insert(in_cache.end(), r.tokens.begin(), r.tokens.end());
@@ -104,6 +122,10 @@ int run_run(const Args& args) {
   RunOptions o = parse_run_options(args);
   if (o.help) {
     std::fputs(kRunUsage, stdout);
+    return 0;
+  }
+  if (o.version) {
+    std::printf("%s\n", version_line());
     return 0;
   }
   if (o.list_devices) {
@@ -137,6 +159,7 @@ int run_run(const Args& args) {
   if (models::draws_over_vocabulary(o.sampling)) model.prepare_vocabulary_draw();  // counted in the load
   print_memory(model, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 
+  catch_interrupts();
   models::GenerateOptions gen;
   gen.max_new_tokens = o.n_predict;
   gen.sampling = o.sampling;
@@ -160,14 +183,19 @@ int run_run(const Args& args) {
   models::Generator generator(model);
   std::optional<models::TokenStreamDecoder> stream;
   if (tok && !o.print_ids) stream.emplace(*tok);
+  std::string last;  // the text last written, so that the output ends with a newline
+  auto write = [&](const std::string& text) {
+    if (text.empty()) return;
+    std::fputs(text.c_str(), stdout);
+    std::fflush(stdout);
+    last = text;
+  };
   const auto result = generator.generate(prompt, gen, [&](int32_t id) {
-    if (stream) {
-      std::fputs(stream->push(id).c_str(), stdout);
-      std::fflush(stdout);
-    }
-    return true;
+    if (stream) write(stream->push(id));
+    return !interrupted();
   });
-  if (stream) std::fputs(stream->flush().c_str(), stdout);
+  if (stream) write(stream->flush());
+  if (stream && (last.empty() || last.back() != '\n')) write("\n");
   if (o.print_ids) {
     for (size_t i = 0; i < result.tokens.size(); ++i) std::printf("%s%d", i ? "," : "", result.tokens[i]);
     std::printf("\n");
@@ -191,7 +219,7 @@ int run_run(const Args& args) {
       golden::write_npy(std::filesystem::path(o.dump_layers) / (name + ".npy"), std::span<const float>(v),
                         {prompt.size(), v.size() / prompt.size()});
   }
-  return 0;
+  return interrupted() ? 130 : 0;  // as a shell reports Ctrl-C, once the statistics are out
 }
 
 const Command run("run", "generate text with a BitNet GGUF model on the GPU (-m MODEL -p TEXT)", run_run);

@@ -20,6 +20,7 @@ struct CommandInfo {
   std::function<int(const Args&)> run;
 };
 const std::vector<CommandInfo>& commands();
+const char* version_line();  // "bitnet-dsl 0.1.0": `bitnet-dsl --version`, `run --version`
 
 // A mistake the user can fix (bad flag, missing file): main prints "bitnet-dsl: <message>" and exits 2.
 struct UsageError : std::runtime_error {

@@ -18,6 +18,8 @@ Command::Command(std::string name, std::string summary, std::function<int(const 
 
 const std::vector<CommandInfo>& commands() { return registry(); }
 
+const char* version_line() { return "bitnet-dsl " BDSL_VERSION; }
+
 static void print_usage(std::FILE* out) {
   std::fprintf(out, "usage: bitnet-dsl COMMAND [ARGS...]\n\ncommands:\n");
   for (const auto& c : commands()) std::fprintf(out, "  %-12s %s\n", c.name.c_str(), c.summary.c_str());
@@ -35,6 +37,10 @@ int main(int argc, char** argv) {
   const std::string name = argv[1];
   if (name == "--help" || name == "-h" || name == "help") {
     print_usage(stdout);
+    return 0;
+  }
+  if (name == "--version") {
+    std::printf("%s\n", version_line());
     return 0;
   }
   for (const auto& c : commands()) {

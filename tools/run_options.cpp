@@ -1,14 +1,19 @@
 #include "tools/run_options.h"
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include "tools/flag_number.h"
 
 namespace bdsl::tools {
 
 const char* const kRunUsage =
-    "usage: bitnet-dsl run -m MODEL.gguf [-p TEXT | --prompt-ids 1,2,3] [options]\n"
-    "  -n N              tokens to generate (default 128)\n"
+    "usage: bitnet-dsl run -m MODEL.gguf [-p TEXT | -f FILE | --prompt-ids 1,2,3] [options]\n"
+    "  -f, --file FILE   the prompt is the text of FILE\n"
+    "  -n N              tokens to generate (default 128); -1: until the end of generation or a full context\n"
     "  -c, --ctx-size N  positions the KV cache holds, at most the trained context (default: the trained\n"
     "                    context); a smaller one takes less device memory\n"
     "  Sampling, with llama.cpp's meanings and order (top-k, top-p, min-p, then the temperature), drawn on\n"
@@ -18,7 +23,7 @@ const char* const kRunUsage =
     "                    vocabulary, exactly (default 40)\n"
     "  --top-p P         keep the fewest most likely tokens whose probability reaches P; 1 = off (default 0.95)\n"
     "  --min-p P         keep tokens at least P times as likely as the most likely one; 0 = off (default 0)\n"
-    "  --seed S          the same seed gives the same text, on any device and beside any other streams\n"
+    "  -s, --seed S      the same seed gives the same text, on any device and beside any other streams\n"
     "                    (default: random, printed)\n"
     "  --chat            wrap the prompt in the chat template the model was trained on\n"
     "  -i                interactive chat\n"
@@ -28,9 +33,21 @@ const char* const kRunUsage =
     "  --device N|NAME   the Vulkan device (see --list-devices)\n"
     "  --no-mmap         copy the weights into device memory even where the device could read them in\n"
     "                    place from the mapped file (a CPU device such as lavapipe)\n"
-    "  --list-devices    list the Vulkan devices and exit\n";
+    "  --list-devices    list the Vulkan devices and exit\n"
+    "  --version         print the version and exit\n"
+    "Ctrl-C stops the generation and prints its statistics (in -i: back to the prompt; a second\n"
+    "Ctrl-C, or one at the prompt, exits).\n";
 
 namespace {
+
+std::string read_prompt_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError("--file: cannot read '" + path + "': " + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw UsageError("--file: error reading '" + path + "'");
+  return text.str();
+}
 
 std::vector<int32_t> id_list(const std::string& text) {
   std::vector<int32_t> ids;
@@ -58,14 +75,17 @@ RunOptions parse_run_options(const Args& args) {
     if (a == "-m" || a == "--model") o.model = value();
     else if (a == "-p" || a == "--prompt") o.prompt = value();
     else if (a == "--prompt-ids") o.prompt_ids = id_list(value()), o.has_prompt_ids = true;
-    else if (a == "-n" || a == "--n-predict") o.n_predict = flag_number<uint32_t>(a, value());
+    else if (a == "-n" || a == "--n-predict") {
+      const int64_t n = flag_number<int64_t>(a, value(), -1, UINT32_MAX);
+      o.n_predict = n < 0 ? UINT32_MAX : uint32_t(n);  // -1: as many as the context holds
+    } else if (a == "-f" || a == "--file") o.prompt = read_prompt_file(value());
     else if (a == "-c" || a == "--ctx-size") o.ctx_size = flag_number<uint32_t>(a, value(), 1, 1u << 24);
     else if (a == "--no-mmap") o.no_mmap = true;
     else if (a == "--temp") o.sampling.temperature = flag_number<float>(a, value());
     else if (a == "--top-k") o.sampling.top_k = flag_number<uint32_t>(a, value());
     else if (a == "--top-p") o.sampling.top_p = flag_number<float>(a, value());
     else if (a == "--min-p") o.sampling.min_p = flag_number<float>(a, value());
-    else if (a == "--seed") o.sampling.seed = flag_number<uint64_t>(a, value()), o.seed_given = true;
+    else if (a == "-s" || a == "--seed") o.sampling.seed = flag_number<uint64_t>(a, value()), o.seed_given = true;
     else if (a == "--chat") o.chat = true;
     else if (a == "-i" || a == "--interactive") o.interactive = true;
     else if (a == "--ids") o.print_ids = true;
@@ -74,6 +94,7 @@ RunOptions parse_run_options(const Args& args) {
     else if (a == "--device") o.device = value();
     else if (a == "--list-devices") o.list_devices = true;
     else if (a == "-h" || a == "--help") o.help = true;
+    else if (a == "--version") o.version = true;
     else throw UsageError("unknown flag '" + a + "' (try --help)");
   }
   if (!(o.sampling.temperature >= 0) || !std::isfinite(o.sampling.temperature))

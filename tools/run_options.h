@@ -28,6 +28,7 @@ struct RunOptions {
   std::string dump_logits;
   std::string dump_layers;
   bool help = false;
+  bool version = false;
 };
 
 RunOptions parse_run_options(const Args& args);

@@ -2,8 +2,10 @@
 // stack trace or an abort. Runs the built binary.
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #include <array>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -146,6 +148,77 @@ TEST(Cli, RunPrintsItsDeviceMemoryAndTakesAContextSize) {
   EXPECT_NE(ids_line(in_place.output), "(none)") << in_place.output;
   EXPECT_EQ(ids_line(copied.output), ids_line(in_place.output));
   expect_one_line_error(run("run -m " + model + " -p hi --ctx-size 0"), 2, "--ctx-size");
+  fs::remove_all(dir);
+}
+
+// llama-cli's flags: --version, -f FILE, -s, -n -1 (until the end of generation or a full context),
+// and the text on stdout ends with a newline.
+TEST(Cli, LlamaCliFlagsAndANewlineAtTheEnd) {
+  namespace fs = std::filesystem;
+  const auto dir = fs::temp_directory_path() / ("bdsl-cli-flags-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string model = (dir / "tiny.gguf").string();
+  ASSERT_EQ(run("make-model " + model + " --preset tiny").code, 0);
+  const Result version = run("--version");
+  EXPECT_EQ(version.code, 0);
+  EXPECT_EQ(version.output.rfind("bitnet-dsl ", 0), 0u) << version.output;
+  EXPECT_EQ(run("run --version").output, version.output);
+  std::ofstream(dir / "prompt.txt") << "hello world";
+  // The generated text: stdout, between the model line and the statistics (which start "\nprompt:").
+  auto generated = [](const std::string& out) {
+    const auto start = out.find('\n', out.find("model: ")) + 1, end = out.find("\nprompt: ");
+    return start > 0 && end != std::string::npos && end >= start ? out.substr(start, end - start) : std::string("(none)");
+  };
+  const Result from_file = run("run -m " + model + " -f " + (dir / "prompt.txt").string() + " -n 6 -s 3");
+  const Result from_flag = run("run -m " + model + " -p 'hello world' -n 6 --seed 3");
+  EXPECT_EQ(from_file.code, 0) << from_file.output;
+  EXPECT_EQ(generated(from_file.output), generated(from_flag.output)) << "-f FILE and -s are -p TEXT and --seed";
+  const std::string text = generated(from_file.output);
+  ASSERT_GT(text.size(), 1u) << from_file.output;
+  EXPECT_EQ(text.back(), '\n') << from_file.output;
+  const Result until_full = run("run -m " + model + " -p 'hello world' -n -1 --temp 0 -c 24");
+  EXPECT_EQ(until_full.code, 0) << until_full.output;
+  EXPECT_NE(until_full.output.find("context of 24 tokens is full"), std::string::npos) << until_full.output;
+  expect_one_line_error(run("run -m " + model + " -f " + (dir / "missing.txt").string()), 2, "missing.txt");
+  expect_one_line_error(run("run -m " + model + " -p hi -n -2"), 2, "-n must be between -1");
+  fs::remove_all(dir);
+}
+
+// Ctrl-C stops the generation, prints its statistics and exits as a shell reports SIGINT (130).
+TEST(Cli, CtrlCStopsTheGenerationAndPrintsItsStatistics) {
+  namespace fs = std::filesystem;
+  const auto dir = fs::temp_directory_path() / ("bdsl-cli-sigint-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string model = (dir / "tiny.gguf").string(), err = (dir / "err.txt").string();
+  // A long context, so that the generation (greedy from this prompt, no end-of-generation token for
+  // dozens of steps on the tiny model) is still running when the signal comes.
+  ASSERT_EQ(run("make-model " + model + " --preset tiny --ctx 32768").code, 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::freopen("/dev/null", "w", stdout);
+    std::freopen(err.c_str(), "w", stderr);
+    const std::string binary = std::string(BDSL_BINARY_DIR) + "/tools/bitnet-dsl";
+    execl(binary.c_str(), binary.c_str(), "run", "-m", model.c_str(), "-p", "hello world", "-n", "-1", "--temp", "0", nullptr);
+    _exit(127);
+  }
+  auto err_text = [&] {
+    std::ifstream in(err);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  for (int i = 0; i < 600 && err_text().find("model: ") == std::string::npos; ++i) usleep(100000);
+  usleep(1500000);  // a few tokens into the generation
+  kill(pid, SIGINT);
+  int status = 0;
+  for (int i = 0; i < 600 && waitpid(pid, &status, WNOHANG) == 0; ++i) usleep(100000);
+  if (waitpid(pid, &status, WNOHANG) == 0) {  // never hang the suite
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    FAIL() << "still running 60 s after SIGINT: " << err_text();
+  }
+  ASSERT_TRUE(WIFEXITED(status)) << err_text();
+  EXPECT_EQ(WEXITSTATUS(status), 130) << err_text();
+  EXPECT_NE(err_text().find("| interrupted (Ctrl-C)"), std::string::npos) << err_text();
   fs::remove_all(dir);
 }
 

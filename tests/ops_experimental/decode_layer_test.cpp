@@ -85,10 +85,13 @@ TEST_F(DecodeLayer, PhasesInOneDispatchEqualTheKernelsBehindBarriers) {
   const ops::Plan layer = ops::plan_decode_layer(t, shape, opts_);
   rt::Pipeline p_layer = pipeline(layer.kernel);
   rt::Graph one(ctx());
-  one.dispatch(p_layer,
-               {step, counters, wo, fused.attn, n1, fused.x, wg, wu, fused.x, n2, fused.ffn, wd, fused.ffn, n3, fused.x, wq, wk, wv,
-                fused.x, n4, table, fused.q, fused.k_cache, fused.v_cache},
-               rt::push(eps, ops::kPhaseCounterStride), layer.grid());
+  // The phases read and write the residual stream and the FFN activations through bindings of
+  // their own, one buffer each: aliased on purpose (the phases hand off across the device), vouched for.
+  const rt::BufferSlice layer_bindings[] = {step, counters, wo, fused.attn, n1, fused.x, wg, wu, fused.x, n2, fused.ffn, wd,
+                                            fused.ffn, n3, fused.x, wq, wk, wv, fused.x, n4, table, fused.q, fused.k_cache,
+                                            fused.v_cache};
+  const uint32_t aliased[] = {8, 12, 14, 18};
+  one.dispatch(p_layer, layer_bindings, rt::push(eps, ops::kPhaseCounterStride), layer.grid(), aliased);
   EXPECT_EQ(one.stats().dispatches, 1u);
 
   // Three tokens: the residual stream carries over, the cache fills at positions 0, 1, 2.
@@ -126,8 +129,10 @@ TEST_F(DecodeLayer, AGivenUpWaitFinishesTheDispatch) {
   counters.upload(words);
   rt::Pipeline p = pipeline(ops::decode_layer(t, shape, opts_, /*spin_limit=*/64));
   rt::Graph g(ctx());
-  g.dispatch(p, {step, counters, wo, attn, n1, x, wg, wu, x, n2, ffn, wd, ffn, n3, x}, rt::push(1e-5f, ops::kPhaseCounterStride),
-             rt::Grid{ops::decode_layer_workgroups(t, shape, opts_)});
+  const rt::BufferSlice bindings[] = {step, counters, wo, attn, n1, x, wg, wu, x, n2, ffn, wd, ffn, n3, x};
+  const uint32_t aliased[] = {8, 12, 14};  // as above: the phases' own bindings of one buffer
+  g.dispatch(p, bindings, rt::push(1e-5f, ops::kPhaseCounterStride), rt::Grid{ops::decode_layer_workgroups(t, shape, opts_)},
+             aliased);
   g.submit_and_wait();
   EXPECT_EQ(counters.download<uint32_t>(0, 1)[0], 1u);
 }
