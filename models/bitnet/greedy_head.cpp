@@ -29,9 +29,9 @@ void quantize_row(const uint16_t* f16, uint32_t cols, uint32_t* words, float& sc
   // the division settles.
   auto code = [&](double v) {
     const double a = std::abs(v);
-    const double y = std::min(a * inverse, 127.0) + 0.5;
+    const double y = std::min(127.0, a * inverse) + 0.5;  // a NaN row: 127, never a cast of NaN
     int m = int(y);
-    if (y - m < 1e-6 && s > 0) m = int(std::min(a / ds, 127.0) + 0.5);  // on or near a tie
+    if (y - m < 1e-6 && s > 0) m = int(std::min(127.0, a / ds) + 0.5);  // on or near a tie
     return v < 0 ? -m : m;
   };
   // Four sums each (one per byte of a word), in registers: independent chains, so the loop is
