@@ -2,6 +2,7 @@
 // stack trace or an abort. Runs the built binary.
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <fcntl.h>
 #include <sys/wait.h>
 
 #include <array>
@@ -195,10 +196,10 @@ TEST(Cli, CtrlCStopsTheGenerationAndPrintsItsStatistics) {
   ASSERT_EQ(run("make-model " + model + " --preset tiny --ctx 32768").code, 0);
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    std::freopen("/dev/null", "w", stdout);
-    std::freopen(err.c_str(), "w", stderr);
-    const std::string binary = std::string(BDSL_BINARY_DIR) + "/tools/bitnet-dsl";
+  const std::string binary = std::string(BDSL_BINARY_DIR) + "/tools/bitnet-dsl";
+  if (pid == 0) {  // only async-signal-safe calls between fork and exec
+    const int out = open("/dev/null", O_WRONLY), log = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (out < 0 || log < 0 || dup2(out, 1) < 0 || dup2(log, 2) < 0) _exit(126);
     execl(binary.c_str(), binary.c_str(), "run", "-m", model.c_str(), "-p", "hello world", "-n", "-1", "--temp", "0", nullptr);
     _exit(127);
   }
