@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "runtime/upload_ring.h"
 
 namespace bdsl::bitnet {
@@ -41,15 +43,19 @@ class Uploader {
   uint64_t in_place() const { return in_place_; }
 
  private:
+  // The tensor read in place where the device can, else copied; counted either way.
   rt::Buffer bytes(const std::string& name, std::span<const std::byte> data) {
     file_.check_unchanged();  // a file cut short under us would fault on its lost pages
-    if (mapping_)
-      if (auto view = rt::Buffer::over_host(ctx_, data, mapping_, {.name = name})) {
-        done_ += data.size();
-        in_place_ += data.size();
-        if (progress_) progress_(done_, total_);
-        return std::move(*view);
-      }
+    std::optional<rt::Buffer> view;
+    if (mapping_) view = rt::Buffer::over_host(ctx_, data, mapping_, {.name = name});
+    rt::Buffer b = view ? std::move(*view) : copied(name, data);
+    if (view) in_place_ += data.size();
+    done_ += data.size();
+    if (progress_) progress_(done_, total_);
+    return b;
+  }
+
+  rt::Buffer copied(const std::string& name, std::span<const std::byte> data) {
     rt::Buffer b(ctx_, data.size(), {false, name});
     // A piece at a time: once in staging, its mapped pages leave resident memory (the F16 table
     // alone is 656 MB on the 2B shape).
@@ -59,8 +65,6 @@ class Uploader {
       ring_.upload(b, piece, at);
       file_.done_reading(piece);
     }
-    done_ += data.size();
-    if (progress_) progress_(done_, total_);
     return b;
   }
 

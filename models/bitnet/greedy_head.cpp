@@ -48,9 +48,8 @@ void quantize_row(const uint16_t* f16, uint32_t cols, uint32_t* words, float& sc
     words[i / 4] = uint32_t(uint8_t(int8_t(q0))) | uint32_t(uint8_t(int8_t(q1))) << 8 | uint32_t(uint8_t(int8_t(q2_))) << 16 |
                    uint32_t(uint8_t(int8_t(q3))) << 24;
   }
-  const double err2[4] = {e0, e1, e2, e3}, w2[4] = {n0, n1, n2, n3};
-  const double err = std::sqrt((err2[0] + err2[1]) + (err2[2] + err2[3]));
-  const double norm = std::sqrt((w2[0] + w2[1]) + (w2[2] + w2[3]));
+  const double err = std::sqrt((e0 + e1) + (e2 + e3));
+  const double norm = std::sqrt((n0 + n1) + (n2 + n3));
   const double gamma = 2.0 * cols * std::ldexp(1.0, -24);
   const double c = (err + gamma * (ds * std::sqrt(double(q2)) + norm)) * (1 + 1e-6);
   scale = s;

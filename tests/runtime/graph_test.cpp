@@ -17,15 +17,6 @@ using GraphTest = VulkanTest;
 constexpr uint32_t kN = 256;
 constexpr Grid kGrid{kN / 64};
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
 Buffer words(Context& ctx, uint32_t n, uint32_t value) {
   Buffer b(ctx, n * sizeof(uint32_t), {.name = "words"});
   b.upload(std::vector<uint32_t>(n, value));

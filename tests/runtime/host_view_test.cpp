@@ -20,15 +20,6 @@ namespace {
 
 using HostView = VulkanTest;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
 // Page-aligned anonymous pages, unmapped when the last owner goes.
 std::shared_ptr<std::byte> pages(size_t bytes) {
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -12,15 +12,6 @@ namespace {
 
 using PipelineTest = VulkanTest;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST_F(PipelineTest, BuildsFromACompiledKernel) {
   Pipeline p = pipeline(test_kernels::scale());
   EXPECT_NE(p.handle(), VK_NULL_HANDLE);

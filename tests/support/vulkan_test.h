@@ -4,7 +4,9 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <exception>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -14,6 +16,16 @@
 #include "test_kernels.h"
 
 namespace bdsl::rt {
+
+// What `f` threw, as its message ("" when it threw nothing): for tests of error messages.
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
 
 // A fresh, empty directory under the system temp dir, removed when this object dies.
 class TempDir {
