@@ -39,6 +39,11 @@ std::string literal(const Node& n) {
     case ScalarKind::F32: return float_literal(bits);
     case ScalarKind::F16: return "float16_t(" + float_literal(bits) + ")";
     case ScalarKind::I8: return "int8_t(" + std::to_string(static_cast<int8_t>(bits)) + ")";
+    case ScalarKind::U64: return std::to_string(n.literal) + "ul";
+    case ScalarKind::I64: {
+      const auto v = static_cast<int64_t>(n.literal);
+      return v == INT64_MIN ? "(-9223372036854775807l - 1l)" : std::to_string(v) + "l";
+    }
   }
   return "?";
 }
@@ -115,6 +120,8 @@ class Printer {
     if (f.float16) ext("GL_EXT_shader_explicit_arithmetic_types_float16");
     if (f.storage16) ext("GL_EXT_shader_16bit_storage");
     if (f.int8) ext("GL_EXT_shader_explicit_arithmetic_types_int8");
+    if (f.int64) ext("GL_EXT_shader_explicit_arithmetic_types_int64");
+    if (f.float_atomic_add_buffer || f.float_atomic_add_shared) ext("GL_EXT_shader_atomic_float");
     if (f.storage8) ext("GL_EXT_shader_8bit_storage");
     if (f.cooperative_matrix_nv) {
       ext("GL_KHR_memory_scope_semantics");

@@ -35,7 +35,10 @@ void note_function(Fn fn, KernelFeatures& f) {
 void note_node(const Node& n, KernelFeatures& f) {
   if (n.type.kind == ScalarKind::F16) f.float16 = true;
   if (n.type.kind == ScalarKind::I8) f.int8 = true;
+  if (n.type.is_64bit()) f.int64 = true;
   if (n.op == Op::Call) note_function(static_cast<Fn>(n.ref), f);
+  if (n.op == Op::Call && static_cast<Fn>(n.ref) == Fn::AtomicAdd && n.type.kind == ScalarKind::F32)
+    (n.args[0]->op == Op::SharedLoad ? f.float_atomic_add_shared : f.float_atomic_add_buffer) = true;
   if (n.op == Op::Builtin) {
     const auto b = static_cast<BuiltinVar>(n.ref);
     if (b >= BuiltinVar::SubgroupSize) f.subgroup_basic = true;
@@ -69,6 +72,7 @@ KernelInterface interface_of(const Kernel& kernel) {
     k.bindings.push_back(b.info);
     if (b.info.element.kind == ScalarKind::F16) k.features.storage16 = true;
     if (b.info.element.kind == ScalarKind::I8) k.features.storage8 = k.features.int8 = true;
+    if (b.info.element.is_64bit()) k.features.int64 = true;
   }
   k.push_fields = ir.push_fields;
   k.push_bytes = ir.push_bytes;
@@ -76,11 +80,13 @@ KernelInterface interface_of(const Kernel& kernel) {
   for (const auto& s : ir.shared) {
     k.shared_bytes += s.element.bytes() * s.count;
     if (s.element.kind == ScalarKind::I8) k.features.int8 = true;
+    if (s.element.is_64bit()) k.features.int64 = true;
   }
   for (const auto& n : ir.nodes) note_node(*n, k.features);
   for (const auto& v : ir.vars) {
     if (v.type.kind == ScalarKind::F16) k.features.float16 = true;
     if (v.type.kind == ScalarKind::I8) k.features.int8 = true;
+    if (v.type.is_64bit()) k.features.int64 = true;
   }
   note_matrices(ir, k.features);
   return k;

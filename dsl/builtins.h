@@ -90,7 +90,7 @@ Expr<scalar_t<operand_t<A, B>>> dot(const A& a, const B& b) {
 
 // Bits.
 template <class X, class O, class B>
-  requires DslValue<X> && Integer<value_t<X>> && OperandOf<O, i32> && OperandOf<B, i32>
+  requires DslValue<X> && Integer32<value_t<X>> && OperandOf<O, i32> && OperandOf<B, i32>
 Expr<value_t<X>> bitfield_extract(const X& x, const O& offset, const B& bits) {
   return call<value_t<X>>(Fn::BitfieldExtract, x.node(), as_node<i32>(offset), as_node<i32>(bits));
 }
@@ -112,7 +112,8 @@ Expr<To> bitcast(const X& x) {
   else if constexpr (std::same_as<From, i32> && std::same_as<ToS, f32>)
     return call<To>(Fn::IntBitsToFloat, x.node());
   else {
-    static_assert(Integer<From> && Integer<ToS>, "bitcast between these types is not defined");
+    static_assert((Integer32<From> && Integer32<ToS>) || (Integer64<From> && Integer64<ToS>),
+                  "bitcast between these types is not defined");
     return cast<To>(x);  // int <-> uint conversion keeps the bits in GLSL
   }
 }
@@ -163,7 +164,7 @@ Expr<i32> sdot4x8(const A& a, const B& b) {
 // Subgroup operations.
 #define BDSL_SUBGROUP_REDUCE(name, fn)                        \
   template <class X>                                          \
-    requires DslValue<X> && Numeric<value_t<X>>               \
+    requires DslValue<X> && Numeric32<value_t<X>>             \
   Expr<value_t<X>> name(const X& x) {                         \
     return call<value_t<X>>(Fn::fn, x.node());                \
   }
@@ -193,41 +194,42 @@ Expr<u32> subgroup_ballot_bit_count(const B& ballot) {
 // The value of lane (this lane - delta) / (this lane + delta); undefined where that lane is
 // outside the subgroup or inactive.
 template <class X, class D>
-  requires DslValue<X> && OperandOf<D, u32>
+  requires DslValue<X> && (!Integer64<value_t<X>>) && OperandOf<D, u32>
 Expr<value_t<X>> subgroup_shuffle_up(const X& x, const D& delta) {
   return call<value_t<X>>(Fn::SubgroupShuffleUp, x.node(), as_node<u32>(delta));
 }
 template <class X, class D>
-  requires DslValue<X> && OperandOf<D, u32>
+  requires DslValue<X> && (!Integer64<value_t<X>>) && OperandOf<D, u32>
 Expr<value_t<X>> subgroup_shuffle_down(const X& x, const D& delta) {
   return call<value_t<X>>(Fn::SubgroupShuffleDown, x.node(), as_node<u32>(delta));
 }
 
 template <class X, class I>
-  requires DslValue<X> && OperandOf<I, u32>
+  requires DslValue<X> && (!Integer64<value_t<X>>) && OperandOf<I, u32>
 Expr<value_t<X>> subgroup_shuffle(const X& x, const I& lane) {
   return call<value_t<X>>(Fn::SubgroupShuffle, x.node(), as_node<u32>(lane));
 }
 template <class X, class I>
-  requires DslValue<X> && OperandOf<I, u32>
+  requires DslValue<X> && (!Integer64<value_t<X>>) && OperandOf<I, u32>
 Expr<value_t<X>> subgroup_shuffle_xor(const X& x, const I& mask) {
   return call<value_t<X>>(Fn::SubgroupShuffleXor, x.node(), as_node<u32>(mask));
 }
 // The lane must be a constant (GLSL requires it); subgroup_shuffle takes a dynamic one.
 template <class X>
-  requires DslValue<X>
+  requires DslValue<X> && (!Integer64<value_t<X>>)
 Expr<value_t<X>> subgroup_broadcast(const X& x, uint32_t lane) {
   return call<value_t<X>>(Fn::SubgroupBroadcast, x.node(), literal_node<u32>(lane));
 }
 template <class X>
-  requires DslValue<X>
+  requires DslValue<X> && (!Integer64<value_t<X>>)
 Expr<value_t<X>> subgroup_broadcast_first(const X& x) {
   return call<value_t<X>>(Fn::SubgroupBroadcastFirst, x.node());
 }
 inline Expr<boolean> subgroup_elect() { return call<boolean>(Fn::SubgroupElect); }
 
-// Atomics on a u32/i32 buffer element or shared element; each returns the previous value and
-// runs exactly once, where it is written.
+// Atomics on a u32/i32 buffer element or shared element (atomic_add also on f32, where the device
+// has shaderBufferFloat32AtomicAdd / shaderSharedFloat32AtomicAdd); each returns the previous value
+// and runs exactly once, where it is written.
 template <class Ref>
 concept AtomicTarget = requires(const Ref& r) {
   r.array();
@@ -247,6 +249,11 @@ Expr<value_t<Ref>> atomic(Fn fn, const Ref& target, const X& value) {
     return atomic(Fn::fn, target, value);                                \
   }
 BDSL_ATOMIC(atomic_add, AtomicAdd)
+template <class Ref, class X>
+  requires requires(const Ref& r) { r.array(); r.index(); } && std::same_as<value_t<Ref>, f32> && OperandOf<X, f32>
+Expr<f32> atomic_add(const Ref& target, const X& value) {
+  return call<f32>(Fn::AtomicAdd, target.node(), as_node<f32>(value));
+}
 BDSL_ATOMIC(atomic_min, AtomicMin)
 BDSL_ATOMIC(atomic_max, AtomicMax)
 BDSL_ATOMIC(atomic_and, AtomicAnd)

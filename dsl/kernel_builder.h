@@ -46,6 +46,12 @@ class KernelBuilder : public BuilderCore {
   Shared<T> shared(std::string name, uint32_t count) {
     return Shared<T>(add_shared(std::move(name), type_of<T>(), count), count, builder_id());
   }
+  // rows x cols elements, indexed tile[r][c] (dsl/memory.h).
+  template <class T>
+  Shared2D<T> shared(std::string name, uint32_t rows, uint32_t cols) {
+    if (rows == 0 || cols == 0 || uint64_t{rows} * cols > UINT32_MAX) fail("2-D shared array " + name + ": bad shape");
+    return Shared2D<T>(shared<T>(std::move(name), rows * cols), rows, cols);
+  }
   // v of invocation 0, in every invocation: written to a shared slot of its own and read back
   // between two barriers (so a loop may broadcast again), as a let named `name`. The uniformity
   // check knows the result is the same in every invocation: control flow on it may hold barriers

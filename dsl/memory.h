@@ -120,6 +120,66 @@ class Shared {
   uint64_t owner_;
 };
 
+// A workgroup-shared array of rows x cols elements of T, row-major: tile[r][c] (or tile.at(r, c))
+// is element r * cols + c of one shared array. Indices are u32 or i32 (i32 converted); a constant
+// index past its dimension is refused when the kernel is built.
+template <class T>
+class Shared2D {
+ public:
+  using element_type = T;
+  Shared2D(Shared<T> flat, uint32_t rows, uint32_t cols) : flat_(flat), rows_(rows), cols_(cols) {}
+
+  class Row {
+   public:
+    Row(Shared2D array, Expr<u32> start) : array_(array), start_(start) {}
+    template <class I>
+      requires IndexValue<I>
+    SharedRef<T> operator[](const I& col) const {
+      return array_.flat_[start_ + array_.checked(col, array_.cols_, "column")];
+    }
+
+   private:
+    Shared2D array_;
+    Expr<u32> start_;
+  };
+  template <class I>
+    requires IndexValue<I>
+  Row operator[](const I& row) const {
+    return Row(*this, checked(row, rows_, "row") * cols_);
+  }
+  template <class I, class J>
+    requires IndexValue<I> && IndexValue<J>
+  SharedRef<T> at(const I& row, const J& col) const {
+    return (*this)[row][col];
+  }
+  uint32_t rows() const { return rows_; }
+  uint32_t cols() const { return cols_; }
+  const Shared<T>& flat() const { return flat_; }  // the same elements as one array
+
+ private:
+  // An index as u32; a C++ constant is checked against the dimension.
+  template <class I>
+  static Expr<u32> checked(const I& i, uint32_t size, const char* what) {
+    if constexpr (DslValue<I>) {
+      if constexpr (std::same_as<value_t<I>, u32>)
+        return Expr<u32>(i.node());
+      else
+        return Expr<u32>(BuilderCore::current().make(Op::Convert, type_of<u32>(), {i.node()}));
+    } else {
+      const bool negative = [&] {
+        if constexpr (std::is_signed_v<std::remove_cvref_t<I>>) return i < 0;
+        return false;
+      }();
+      if (negative || static_cast<uint32_t>(i) >= size)
+        BuilderCore::current().fail(std::string("2-D shared array: ") + what + " " + std::to_string(i) +
+                                    " is outside 0.." + std::to_string(size - 1));
+      return Expr<u32>(literal_node<u32>(static_cast<uint32_t>(i)));
+    }
+  }
+  Shared<T> flat_;
+  uint32_t rows_, cols_;
+};
+
 // A mutable local variable. Reading it gives its value at that point of the program.
 template <class T>
 class Var {

@@ -16,6 +16,9 @@ struct f16 {};
 // A signed byte: a buffer or shared element and a cooperative-matrix component, converted to and
 // from i32 with cast<>(); no arithmetic of its own (needs shaderInt8, and 8-bit storage in buffers).
 struct i8 {};
+// 64-bit integers: values, buffer and shared elements (the device needs shaderInt64).
+struct i64 {};
+struct u64 {};
 template <class S, int N>
 struct vec {
   static_assert(N >= 2 && N <= 4, "vectors have 2, 3 or 4 lanes");
@@ -61,6 +64,16 @@ struct traits<f16> {
   using host = no_host_type;
 };
 template <>
+struct traits<i64> {
+  static constexpr ScalarKind kind = ScalarKind::I64;
+  using host = int64_t;
+};
+template <>
+struct traits<u64> {
+  static constexpr ScalarKind kind = ScalarKind::U64;
+  using host = uint64_t;
+};
+template <>
 struct traits<i8> {
   static constexpr ScalarKind kind = ScalarKind::I8;
   using host = no_host_type;
@@ -94,11 +107,18 @@ concept Scalar = lanes_v<T> == 1;
 template <class T>
 concept Float = std::is_same_v<scalar_t<T>, f32> || std::is_same_v<scalar_t<T>, f16>;
 template <class T>
-concept Integer = std::is_same_v<scalar_t<T>, i32> || std::is_same_v<scalar_t<T>, u32>;
+concept Integer32 = std::is_same_v<scalar_t<T>, i32> || std::is_same_v<scalar_t<T>, u32>;
 template <class T>
-concept Signed = Float<T> || std::is_same_v<scalar_t<T>, i32>;
+concept Integer64 = std::is_same_v<scalar_t<T>, i64> || std::is_same_v<scalar_t<T>, u64>;
+template <class T>
+concept Integer = Integer32<T> || Integer64<T>;
+template <class T>
+concept Signed = Float<T> || std::is_same_v<scalar_t<T>, i32> || std::is_same_v<scalar_t<T>, i64>;
 template <class T>
 concept Numeric = Float<T> || Integer<T>;
+// What subgroup operations take: 32-bit and float types (64-bit would need shaderSubgroupExtendedTypes).
+template <class T>
+concept Numeric32 = Float<T> || Integer32<T>;
 template <class T>
 concept Bool = std::is_same_v<scalar_t<T>, boolean>;
 

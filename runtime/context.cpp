@@ -151,12 +151,21 @@ struct EnabledFeatures {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR exec{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomic_float{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
   std::vector<const char*> extensions;
 
   EnabledFeatures(const DeviceInfo& info, bool statistics) {
     core.pNext = &v11;
     v11.pNext = &v12;
     core.features.shaderInt16 = info.int16;
+    core.features.shaderInt64 = info.int64;
+    if (info.float_atomic_add_buffer || info.float_atomic_add_shared) {  // float atomic_add (dsl/builtins.h)
+      atomic_float.shaderBufferFloat32AtomicAdd = info.float_atomic_add_buffer;
+      atomic_float.shaderSharedFloat32AtomicAdd = info.float_atomic_add_shared;
+      atomic_float.pNext = std::exchange(v11.pNext, &atomic_float);
+      extensions.push_back(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
+    }
     v11.storageBuffer16BitAccess = info.storage16;
     v12.shaderFloat16 = info.float16;
     v12.shaderInt8 = info.int8;

@@ -101,8 +101,11 @@ void read_features(DeviceInfo& info, VkPhysicalDevice device, const std::set<std
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR exec{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomic_float{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
   VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f11};
   f11.pNext = &f12;
+  if (exts.count(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME)) atomic_float.pNext = std::exchange(f11.pNext, &atomic_float);
   if (exts.count(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) exec.pNext = std::exchange(f11.pNext, &exec);
   info.int_dot_product_extension =
       !info.api_at_least(3) && exts.count(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
@@ -115,6 +118,9 @@ void read_features(DeviceInfo& info, VkPhysicalDevice device, const std::set<std
   info.vulkan_memory_model = f12.vulkanMemoryModel && f12.vulkanMemoryModelDeviceScope;
   info.cooperative_matrix_nv = coop.cooperativeMatrix && info.vulkan_memory_model;
   info.int16 = features.features.shaderInt16;
+  info.int64 = features.features.shaderInt64;
+  info.float_atomic_add_buffer = atomic_float.shaderBufferFloat32AtomicAdd;
+  info.float_atomic_add_shared = atomic_float.shaderSharedFloat32AtomicAdd;
   info.storage16 = f11.storageBuffer16BitAccess;
   info.float16 = f12.shaderFloat16;
   info.int8 = f12.shaderInt8;
@@ -238,6 +244,9 @@ std::vector<std::string> DeviceInfo::missing(const KernelFeatures& f) const {
   need(f.float16, float16, "float16 (shaderFloat16)");
   need(f.storage16, storage16, "storage16 (storageBuffer16BitAccess)");
   need(f.int8, int8, "int8 (shaderInt8)");
+  need(f.int64, int64, "int64 (shaderInt64)");
+  need(f.float_atomic_add_buffer, float_atomic_add_buffer, "float_atomic_add_buffer (shaderBufferFloat32AtomicAdd)");
+  need(f.float_atomic_add_shared, float_atomic_add_shared, "float_atomic_add_shared (shaderSharedFloat32AtomicAdd)");
   need(f.storage8, storage8, "storage8 (storageBuffer8BitAccess)");
   need(f.cooperative_matrix_nv, cooperative_matrix_nv, "cooperative_matrix_nv (VK_NV_cooperative_matrix)");
   for (const MatrixShape& m : f.matrix_shapes)
@@ -271,7 +280,7 @@ std::string DeviceInfo::describe() const {
     << "\n"
     << "  features: int dot product " << yes_no(int_dot_product) << " (4x8 signed accelerated "
     << yes_no(int_dot_4x8_signed_accelerated) << "), float16 " << yes_no(float16) << ", int8 "
-    << yes_no(int8) << ", int16 " << yes_no(int16) << ", 16-bit storage " << yes_no(storage16)
+    << yes_no(int8) << ", int16 " << yes_no(int16) << ", int64 " << yes_no(int64) << ", 16-bit storage " << yes_no(storage16)
     << ", 8-bit storage " << yes_no(storage8) << "\n"
     << "  cooperative matrix: KHR " << yes_no(cooperative_matrix_khr) << ", NV "
     << yes_no(cooperative_matrix_nv);

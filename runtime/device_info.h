@@ -56,6 +56,9 @@ struct DeviceInfo {
   bool float16 = false;
   bool int8 = false;
   bool int16 = false;
+  bool int64 = false;                    // shaderInt64
+  bool float_atomic_add_buffer = false;  // VK_EXT_shader_atomic_float: shaderBufferFloat32AtomicAdd
+  bool float_atomic_add_shared = false;  // ... shaderSharedFloat32AtomicAdd
   bool storage16 = false;
   bool storage8 = false;
   VkSubgroupFeatureFlags subgroup_operations = 0;

@@ -123,3 +123,38 @@ TEST(Printer, LoopBoundsMayBothBeLiterals) {
   EXPECT_NE(glsl.find("for (uint j = 0u; j < 4u; j += 1u)"), std::string::npos) << glsl;
   EXPECT_NE(glsl.find("for (int k = 0; k < 8; k += 2)"), std::string::npos) << glsl;
 }
+
+TEST(Printer, SixtyFourBitLiteralsAndTypesAreSpelled) {
+  KernelBuilder k("wide_literals");
+  auto wide = k.buffer<u64>("wide", Access::Write);
+  auto signed_out = k.buffer<i64>("signed_out", Access::Write);
+  wide[0u] = constant<u64>(UINT64_MAX);
+  signed_out[0u] = constant<i64>(INT64_MIN) + constant<i64>(-7);
+  const std::string glsl = print_glsl(k.build());
+  EXPECT_NE(glsl.find("#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require"), std::string::npos) << glsl;
+  EXPECT_NE(glsl.find("buffer wide_block { uint64_t wide[]; };"), std::string::npos) << glsl;
+  EXPECT_NE(glsl.find("18446744073709551615ul"), std::string::npos) << glsl;
+  EXPECT_NE(glsl.find("(-9223372036854775807l - 1l)"), std::string::npos) << glsl;
+  EXPECT_NE(glsl.find("-7l"), std::string::npos) << glsl;
+}
+
+TEST(Printer, TwoDimensionalSharedArrayIsRowMajor) {
+  KernelBuilder k("tile", {16, 16, 1});
+  auto out = k.buffer<f32>("out", Access::Write);
+  auto tile = k.shared<f32>("tile", 4, 5);
+  tile[k.local_id().y()][k.local_id().x()] = 1.0f;
+  barrier();
+  out[0u] = tile[3u][4u];
+  const std::string glsl = print_glsl(k.build());
+  EXPECT_NE(glsl.find("shared float tile[20];"), std::string::npos) << glsl;
+  EXPECT_NE(glsl.find("tile[(gl_LocalInvocationID.y * 5u) + gl_LocalInvocationID.x]"), std::string::npos) << glsl;
+  // A constant index past its dimension is refused, naming it.
+  KernelBuilder bad("tile_out_of_range");
+  auto t = bad.shared<u32>("t", 2, 3);
+  try {
+    t[1u][3u] = 0u;
+    FAIL() << "a column past the end was accepted";
+  } catch (const DslError& e) {
+    EXPECT_NE(std::string(e.what()).find("column 3 is outside 0..2"), std::string::npos) << e.what();
+  }
+}

@@ -208,8 +208,8 @@ TEST_F(Kernels, SubgroupScansBallotsAndRelativeShufflesAgreeWithTheirDefinition)
     EXPECT_EQ(o[3], sum - value(l)) << t;
     EXPECT_EQ(o[4], count) << t;
     EXPECT_EQ(o[5], bits) << t;
-    if (l >= 1) EXPECT_EQ(o[6], value(l - 1)) << t;
-    if (l + 2 < size) EXPECT_EQ(o[7], value(l + 2)) << t;
+    if (l >= 1) { EXPECT_EQ(o[6], value(l - 1)) << t; }
+    if (l + 2 < size) { EXPECT_EQ(o[7], value(l + 2)) << t; }
   }
 }
 
@@ -288,6 +288,97 @@ TEST_F(Kernels, AtomicsOnBuffersAndSharedMemory) {
   EXPECT_EQ(s[1], *std::min_element(in.begin(), in.end()));
   EXPECT_EQ(s[2], count);
   EXPECT_EQ(s[3], UINT32_MAX);  // tickets 0..999 cover every bit position
+}
+
+// Float atomic_add on a buffer and in shared memory; small integers, so every order sums exactly.
+TEST_F(Kernels, FloatAtomicAddSumsEveryInvocation) {
+  if (!ctx().info().float_atomic_add_buffer || !ctx().info().float_atomic_add_shared)
+    GTEST_SKIP() << "the device lacks shaderBufferFloat32AtomicAdd or shaderSharedFloat32AtomicAdd";
+  KernelBuilder k("float_sums", {64, 1, 1});
+  auto x = k.buffer<f32>("x", Access::Read);
+  auto sums = k.buffer<f32>("sums", Access::ReadWrite);  // [0]: the total, [1 + g]: workgroup g's
+  auto n = k.push<u32>("n");
+  auto local = k.shared<f32>("local", 1);
+  auto i = k.global_id().x();
+  if_(k.local_index() == 0u, [&] { local[0u] = 0.0f; });
+  barrier();
+  if_(i < n, [&] {
+    atomic_add(sums[0u], x[i]);
+    atomic_add(local[0u], x[i]);
+  });
+  barrier();
+  if_(k.local_index() == 0u, [&] { sums[1u + k.workgroup_id().x()] = local[0u]; });
+  const uint32_t count = 1000, groups = (count + 63) / 64;
+  std::vector<float> in(count);
+  for (uint32_t j = 0; j < count; ++j) in[j] = float(int(j % 13) - 6);
+  rt::Buffer xb = buffer_of(in, "x"), sb = buffer_of(std::vector<float>(1 + groups, 0.0f), "sums");
+  run(k.build(), {xb, sb}, groups, rt::push(count));
+  const auto got = sb.download<float>();
+  EXPECT_EQ(got[0], std::accumulate(in.begin(), in.end(), 0.0f));
+  for (uint32_t g = 0; g < groups; ++g) {
+    float want = 0;
+    for (uint32_t j = g * 64; j < std::min(count, (g + 1) * 64); ++j) want += in[j];
+    EXPECT_EQ(got[1 + g], want) << "workgroup " << g;
+  }
+}
+
+// u64/i64 arithmetic, literals, conversions and 64-bit buffer elements against the CPU.
+TEST_F(Kernels, SixtyFourBitIntegersMatchTheCpu) {
+  if (!ctx().info().int64) GTEST_SKIP() << "the device lacks shaderInt64";
+  KernelBuilder k("wide", {64, 1, 1});
+  auto x = k.buffer<u32>("x", Access::Read);
+  auto big = k.buffer<u64>("big", Access::Read);
+  auto out = k.buffer<u64>("out", Access::Write);
+  auto signed_out = k.buffer<i64>("signed_out", Access::Write);
+  auto n = k.push<u32>("n");
+  auto i = k.global_id().x();
+  if_(i < n, [&] {
+    const Expr<u64> v = cast<u64>(x[i]);
+    out[i] = v * v + big[i] + (v << 33ul) + 0xffffffff00000000ul / (v + 1ul);
+    const Expr<i64> s = cast<i64>(x[i]) - 3000000000l;
+    signed_out[i] = s * 7l + min(s, -5l) - constant<i64>(INT64_MIN) / 4l;
+  });
+  const uint32_t count = 300;
+  std::vector<uint32_t> in(count);
+  std::vector<uint64_t> bigs(count);
+  for (uint32_t j = 0; j < count; ++j) in[j] = j * 2654435761u, bigs[j] = uint64_t{j} << 50;
+  rt::Buffer xb = buffer_of(in, "x"), bb = buffer_of(bigs, "big");
+  rt::Buffer ob(ctx(), count * 8, {false, "out"}), sb(ctx(), count * 8, {false, "signed_out"});
+  run(k.build(), {xb, bb, ob, sb}, (count + 63) / 64, rt::push(count));
+  const auto got = ob.download<uint64_t>();
+  const auto got_signed = sb.download<int64_t>();
+  for (uint32_t j = 0; j < count; ++j) {
+    const uint64_t v = in[j];
+    ASSERT_EQ(got[j], v * v + bigs[j] + (v << 33) + 0xffffffff00000000ull / (v + 1)) << j;
+    const int64_t s = int64_t(in[j]) - 3000000000ll;
+    ASSERT_EQ(got_signed[j], s * 7 + std::min<int64_t>(s, -5) - INT64_MIN / 4) << j;
+  }
+}
+
+// A 2-D shared tile (padded to 17 columns) transposes 16 x 16 blocks of a matrix.
+TEST_F(Kernels, TwoDimensionalSharedTileTransposes) {
+  KernelBuilder k("transpose", {16, 16, 1});
+  auto a = k.buffer<f32>("a", Access::Read);
+  auto t = k.buffer<f32>("t", Access::Write);
+  auto cols = k.push<u32>("cols");
+  auto rows = k.push<u32>("rows");
+  auto tile = k.shared<f32>("tile", 16, 17);
+  auto lx = k.local_id().x(), ly = k.local_id().y();
+  auto bx = k.workgroup_id().x() * 16u, by = k.workgroup_id().y() * 16u;
+  tile[ly][lx] = a[(by + ly) * cols + bx + lx];
+  barrier();
+  t[(bx + ly) * rows + by + lx] = tile.at(lx, ly);
+  const uint32_t r = 48, c = 32;
+  std::vector<float> in(r * c);
+  for (uint32_t j = 0; j < r * c; ++j) in[j] = float(j);
+  rt::Buffer ab = buffer_of(in, "a"), tb(ctx(), r * c * 4, {false, "t"});
+  rt::Pipeline p = pipeline(k.build());
+  rt::Graph g(ctx());
+  g.dispatch(p, {ab, tb}, rt::push(c, r), rt::Grid{c / 16, r / 16, 1});
+  g.submit_and_wait();
+  const auto got = tb.download<float>();
+  for (uint32_t i = 0; i < r; ++i)
+    for (uint32_t j = 0; j < c; ++j) ASSERT_EQ(got[j * r + i], in[i * c + j]) << i << "," << j;
 }
 
 TEST_F(Kernels, AtomicCompSwapClaimsASlotOnce) {

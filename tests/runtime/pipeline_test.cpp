@@ -76,6 +76,30 @@ TEST_F(PipelineTest, AMissingSubgroupFeatureIsNamed) {
   EXPECT_NE(m.find("needed by kernel 'relative_shuffle'"), std::string::npos) << m;
 }
 
+// 64-bit integers and float atomics: named where the device lacks them, buffer and shared apart.
+TEST_F(PipelineTest, MissingInt64AndFloatAtomicFeaturesAreNamed) {
+  using namespace dsl;
+  KernelBuilder k("wide_sums", {64, 1, 1});
+  auto total = k.buffer<f32>("total", Access::ReadWrite);
+  auto wide = k.buffer<u64>("wide", Access::Write);
+  auto local = k.shared<f32>("local", 1);
+  auto i = k.global_id().x();
+  atomic_add(local[0u], 1.0f);
+  atomic_add(total[0u], 1.0f);
+  wide[i] = cast<u64>(i) << 40ul;
+  const auto kernel = test_kernels::from_dsl(k.build());
+  EXPECT_TRUE(kernel.iface.features.int64);
+  EXPECT_TRUE(kernel.iface.features.float_atomic_add_buffer);
+  EXPECT_TRUE(kernel.iface.features.float_atomic_add_shared);
+  DeviceInfo device = ctx().info();
+  device.int64 = device.float_atomic_add_buffer = device.float_atomic_add_shared = false;
+  const std::string m = error_of([&] { check_device_can_run(device, kernel.iface); });
+  for (const char* feature : {"int64 (shaderInt64)", "float_atomic_add_buffer (shaderBufferFloat32AtomicAdd)",
+                              "float_atomic_add_shared (shaderSharedFloat32AtomicAdd)"})
+    EXPECT_NE(m.find(feature), std::string::npos) << feature << ": " << m;
+  EXPECT_NE(m.find("needed by kernel 'wide_sums'"), std::string::npos) << m;
+}
+
 TEST_F(PipelineTest, PipelineCacheIsSavedAndReloaded) {
   { Pipeline p = pipeline(test_kernels::add_one()); }
   const auto file = cache_dir_.path() / PipelineCache::file_name(ctx().info());
