@@ -187,12 +187,20 @@ uint32_t BuilderCore::add_buffer(std::string name, Access access, Type element, 
   return binding;
 }
 
-uint32_t BuilderCore::add_push(std::string name, Type type) {
-  name = check_name(std::move(name), "push constant");
+uint32_t BuilderCore::add_push(std::string name, Type type, std::optional<Type> parameter) {
+  name = check_name(std::move(name), parameter ? "parameter" : "push constant");
   const uint32_t offset = (ir_->push_bytes + type.align() - 1) / type.align() * type.align();
-  ir_->push_fields.push_back(PushField{name, type, offset});
+  ir_->push_fields.push_back(PushField{name, type, offset, parameter});
   ir_->push_bytes = offset + type.bytes();
   return static_cast<uint32_t>(ir_->push_fields.size() - 1);
+}
+
+uint32_t BuilderCore::parameter_binding() {
+  for (const BufferDecl& b : ir_->buffers)
+    if (b.info.parameters) return b.info.binding;
+  const uint32_t binding = add_buffer("parameters", Access::Read, Type{ScalarKind::U32, 1});
+  ir_->buffers[binding].info.parameters = true;
+  return binding;
 }
 
 uint32_t BuilderCore::add_shared(std::string name, Type element, uint32_t count) {

@@ -64,7 +64,9 @@ class BuilderCore {
 
   // Declarations.
   uint32_t add_buffer(std::string name, Access access, Type element, bool coherent = false, bool is_volatile = false);
-  uint32_t add_push(std::string name, Type type);
+  uint32_t add_push(std::string name, Type type, std::optional<Type> parameter = std::nullopt);
+  // The binding of the graph's parameter words (KernelBuilder::param), declared at first use.
+  uint32_t parameter_binding();
   uint32_t add_shared(std::string name, Type element, uint32_t count);
   uint32_t add_var(std::string name, Type type);
   uint32_t add_loop(std::string name, Type type);

@@ -4,6 +4,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,12 +22,16 @@ struct BindingInfo {
   std::string name;
   Access access = Access::Read;
   Type element;          // element type of the runtime array
+  bool parameters = false;  // the graph's parameter words (KernelBuilder::param), bound by the graph
 };
 
 struct PushField {
   std::string name;
   Type type;
   uint32_t offset = 0;
+  // A parameter (KernelBuilder::param): the field holds the index of a word of the parameters
+  // binding, and this is the type of the value there; the graph pushes the index.
+  std::optional<Type> parameter;
 };
 
 // A cooperative-matrix multiply-add a kernel does: (M x K) * (K x N) + (M x N), A and B of type

@@ -42,6 +42,20 @@ class KernelBuilder : public BuilderCore {
   Expr<T> push(std::string name) {
     return Expr<T>(make(Op::PushField, type_of<T>(), {}, 0, add_push(std::move(name), type_of<T>())));
   }
+  // A value the graph sets between replays without recording again (rt::Graph::parameter): a
+  // u32, i32 or f32 read from the graph's parameter words (a `parameters` binding the graph binds
+  // itself), at the word index the dispatch pushes in a push field of this name.
+  template <class T>
+    requires(std::same_as<T, u32> || std::same_as<T, i32> || std::same_as<T, f32>)
+  Expr<T> param(std::string name) {
+    const Buffer<u32> words(parameter_binding(), builder_id());
+    const uint32_t field = add_push(std::move(name), type_of<u32>(), type_of<T>());
+    const Expr<u32> word = words[Expr<u32>(make(Op::PushField, type_of<u32>(), {}, 0, field))];
+    if constexpr (std::same_as<T, u32>)
+      return word;
+    else
+      return bitcast<T>(word);
+  }
   template <class T>
   Shared<T> shared(std::string name, uint32_t count) {
     return Shared<T>(add_shared(std::move(name), type_of<T>(), count), count, builder_id());

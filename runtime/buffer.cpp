@@ -45,7 +45,7 @@ Buffer::Buffer(Context& ctx, uint64_t bytes, BufferOptions options)
                                 std::to_string(info.max_memory_allocation) + " bytes");
   VkBufferCreateInfo create{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   create.size = bytes;
-  create.usage = kUsage;
+  create.usage = kUsage | (options.indirect ? VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT : 0);
   create.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   vk_check(vkCreateBuffer(ctx.device(), &create, nullptr, &buffer_), "vkCreateBuffer");
   try {
@@ -108,7 +108,7 @@ std::optional<Buffer> Buffer::over_host(Context& ctx, std::span<const std::byte>
   VkExternalMemoryBufferCreateInfo external{VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO};
   external.handleTypes = kHost;
   VkBufferCreateInfo create{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, &external};
-  create.usage = kUsage;
+  create.usage = kUsage | (options.indirect ? VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT : 0);
   create.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   VkMemoryRequirements req{};
   for (int attempt = 0; attempt < 2; ++attempt) {  // the alignment is known once a buffer exists

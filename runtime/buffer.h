@@ -33,6 +33,7 @@ struct BufferOptions {
   // kernel reads another kind (f32 where it reads u32) is refused. Unset: any kind (raw words,
   // packed weights read as u32 or uvec4).
   std::optional<ScalarKind> holds;
+  bool indirect = false;  // also the source of indirect dispatch arguments (vkCmdDispatchIndirect)
 };
 
 // A byte range of a buffer, as bound to a kernel. A Buffer converts to its whole range.

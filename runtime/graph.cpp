@@ -13,16 +13,25 @@ namespace {
 
 std::string kernel_label(const KernelInterface& iface) { return "kernel '" + iface.name + "'"; }
 
+// The bindings a dispatch gives (the graph binds a kernel's parameters itself).
 std::string describe_bindings(const KernelInterface& iface) {
   std::string out;
   for (const BindingInfo& b : iface.bindings)
-    out += (out.empty() ? "" : ", ") + b.name + ": " + to_string(b.access);
+    if (!b.parameters) out += (out.empty() ? "" : ", ") + b.name + ": " + to_string(b.access);
   return out;
 }
 
-std::string describe_types(const std::vector<Type>& types) {
+size_t given_bindings(const KernelInterface& iface) {
+  return size_t(std::count_if(iface.bindings.begin(), iface.bindings.end(), [](const BindingInfo& b) { return !b.parameters; }));
+}
+
+std::string describe_field(const PushField& f) { return f.parameter ? "parameter " + to_string(*f.parameter) : to_string(f.type); }
+std::string describe_value(const PushValue& v) { return v.parameter_graph ? "parameter " + to_string(v.type) : to_string(v.type); }
+
+template <class T, class F>
+std::string describe_all(const std::vector<T>& items, F describe) {
   std::string out;
-  for (Type t : types) out += (out.empty() ? "" : ", ") + to_string(t);
+  for (const T& item : items) out += (out.empty() ? "" : ", ") + describe(item);
   return out;
 }
 
@@ -68,27 +77,14 @@ void check_aliasing(const KernelInterface& iface, std::span<const BufferSlice> b
     }
 }
 
-std::vector<std::byte> pack_push(const KernelInterface& iface, const PushConstants& push) {
-  std::vector<Type> expected, given;
-  for (const PushField& f : iface.push_fields) expected.push_back(f.type);
-  for (const PushValue& v : push.values) given.push_back(v.type);
-  if (expected != given)
-    throw std::invalid_argument(kernel_label(iface) + " expects push constants (" +
-                                describe_types(expected) + ") but the dispatch passed (" +
-                                describe_types(given) + ")");
-  std::vector<std::byte> bytes(iface.push_bytes);
-  for (size_t i = 0; i < push.values.size(); ++i)
-    std::memcpy(bytes.data() + iface.push_fields[i].offset, push.values[i].bytes.data(), 4);
-  return bytes;
-}
-
-void check_grid(const KernelInterface& iface, Grid grid, const DeviceInfo& device) {
+// `lowest`: 1 for a recorded grid, 0 for a grid parameter (0 skips the dispatch).
+void check_grid(const std::string& label, Grid grid, const DeviceInfo& device, uint32_t lowest = 1) {
   const uint32_t counts[] = {grid.x, grid.y, grid.z};
   for (int i = 0; i < 3; ++i)
-    if (counts[i] == 0 || counts[i] > device.max_workgroup_count[i])
+    if (counts[i] < lowest || counts[i] > device.max_workgroup_count[i])
       throw std::invalid_argument(
-          kernel_label(iface) + ": grid " + std::to_string(grid.x) + "x" +
-          std::to_string(grid.y) + "x" + std::to_string(grid.z) + " is outside 1.." +
+          label + ": grid " + std::to_string(grid.x) + "x" +
+          std::to_string(grid.y) + "x" + std::to_string(grid.z) + " is outside " + std::to_string(lowest) + ".." +
           std::to_string(device.max_workgroup_count[i]) + " in dimension " + "xyz"[i]);
 }
 
@@ -139,21 +135,64 @@ void Graph::add(Op op, std::span<const RangeAccess> accesses) {
   ops_.push_back(std::move(op));
 }
 
+std::vector<std::byte> Graph::pack_push(const KernelInterface& iface, const PushConstants& push) const {
+  bool match = iface.push_fields.size() == push.values.size();
+  for (size_t i = 0; match && i < push.values.size(); ++i) {
+    const PushField& f = iface.push_fields[i];
+    const PushValue& v = push.values[i];
+    match = bool(f.parameter) == bool(v.parameter_graph) && (f.parameter ? *f.parameter : f.type) == v.type;
+  }
+  if (!match)
+    throw std::invalid_argument(kernel_label(iface) + " expects push constants (" +
+                                describe_all(iface.push_fields, describe_field) + ") but the dispatch passed (" +
+                                describe_all(push.values, describe_value) + ")");
+  std::vector<std::byte> bytes(iface.push_bytes);
+  for (size_t i = 0; i < push.values.size(); ++i) {
+    const PushValue& v = push.values[i];
+    if (v.parameter_graph && v.parameter_graph != this)
+      throw std::invalid_argument(kernel_label(iface) + ": parameter '" + iface.push_fields[i].name +
+                                  "' is another graph's, not graph '" + options_.name + "''s");
+    std::memcpy(bytes.data() + iface.push_fields[i].offset, v.parameter_graph ? static_cast<const void*>(&v.parameter_word) : v.bytes.data(), 4);
+  }
+  return bytes;
+}
+
 void Graph::dispatch(const Pipeline& pipeline, std::span<const BufferSlice> bindings,
                      const PushConstants& push_constants, Grid grid, std::span<const uint32_t> disjoint) {
+  dispatch_with(pipeline, bindings, push_constants, grid, std::nullopt, disjoint);
+}
+
+void Graph::dispatch(const Pipeline& pipeline, std::span<const BufferSlice> bindings, const PushConstants& push_constants,
+                     const GridParameter& grid) {
+  if (grid.graph_ != this)
+    throw std::invalid_argument(kernel_label(pipeline.iface()) + ": its grid parameter is another graph's, not graph '" +
+                                options_.name + "''s");
+  dispatch_with(pipeline, bindings, push_constants, Grid{}, grid.word_, {});
+}
+
+void Graph::dispatch_with(const Pipeline& pipeline, std::span<const BufferSlice> given,
+                          const PushConstants& push_constants, Grid grid, std::optional<uint32_t> indirect_word,
+                          std::span<const uint32_t> disjoint) {
   check_open("dispatch");
   const KernelInterface& iface = pipeline.iface();
-  if (bindings.size() != iface.bindings.size())
+  if (given.size() != given_bindings(iface))
     throw std::invalid_argument(kernel_label(iface) + " expects " +
-                                std::to_string(iface.bindings.size()) + " bindings (" +
+                                std::to_string(given_bindings(iface)) + " bindings (" +
                                 describe_bindings(iface) + ") but the dispatch passed " +
-                                std::to_string(bindings.size()));
+                                std::to_string(given.size()));
+  // Every binding in the kernel's order; the parameters one (bound at finish) stays empty here.
+  std::vector<BufferSlice> bindings;
+  size_t next = 0;
+  for (const BindingInfo& info : iface.bindings) bindings.push_back(info.parameters ? BufferSlice{} : given[next++]);
   Op op{.name = iface.name, .barrier = {}, .stage = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT};
   op.pipeline = pipeline.handle();
   op.layout = pipeline.layout();
   op.set_layout = pipeline.set_layout();
   op.push = pack_push(iface, push_constants);
-  check_grid(iface, grid, ctx_.info());
+  if (indirect_word)
+    op.indirect_word = indirect_word;
+  else
+    check_grid(kernel_label(iface), grid, ctx_.info());
   op.grid = grid;
   for (uint32_t i : disjoint)
     if (i >= bindings.size())
@@ -164,6 +203,10 @@ void Graph::dispatch(const Pipeline& pipeline, std::span<const BufferSlice> bind
   for (size_t i = 0; i < bindings.size(); ++i) {
     const BindingInfo& info = iface.bindings[i];
     const BufferSlice& s = bindings[i];
+    if (info.parameters) {  // host-written between replays only: nothing to order on the device
+      op.bindings.push_back({info.binding, VK_NULL_HANDLE, 0, 0});
+      continue;
+    }
     check_binding(iface, info, s, ctx_.info());
     op.bindings.push_back({info.binding, s.handle(), s.vk_offset(), s.bytes});
     const bool vouched = std::find(disjoint.begin(), disjoint.end(), i) != disjoint.end();
@@ -177,9 +220,7 @@ void Graph::dispatch(const Pipeline& pipeline, std::span<const BufferSlice> bind
   add(std::move(op), accesses);
 }
 
-void Graph::dispatch(const Pipeline& pipeline, std::span<const Arg> args, const PushConstants& push_constants,
-                     Grid grid) {
-  const KernelInterface& iface = pipeline.iface();
+std::vector<BufferSlice> Graph::ordered(const KernelInterface& iface, std::span<const Arg> args) const {
   std::vector<BufferSlice> bindings(iface.bindings.size());
   std::vector<bool> given(iface.bindings.size(), false);
   for (const Arg& a : args) {
@@ -188,16 +229,73 @@ void Graph::dispatch(const Pipeline& pipeline, std::span<const Arg> args, const 
     if (it == iface.bindings.end())
       throw std::invalid_argument(kernel_label(iface) + " has no binding '" + a.name + "' (its bindings: " +
                                   describe_bindings(iface) + ")");
+    if (it->parameters)
+      throw std::invalid_argument(kernel_label(iface) + ": binding '" + a.name +
+                                  "' holds the graph's parameters; the graph binds it itself");
     const size_t i = size_t(it - iface.bindings.begin());
     if (given[i]) throw std::invalid_argument(kernel_label(iface) + ": binding '" + a.name + "' given twice");
     given[i] = true;
     bindings[i] = a.slice;
   }
-  for (size_t i = 0; i < given.size(); ++i)
+  std::vector<BufferSlice> out;
+  for (size_t i = 0; i < given.size(); ++i) {
+    if (iface.bindings[i].parameters) continue;
     if (!given[i])
       throw std::invalid_argument(kernel_label(iface) + ": no buffer for binding '" + iface.bindings[i].name +
                                   "' (its bindings: " + describe_bindings(iface) + ")");
+    out.push_back(bindings[i]);
+  }
+  return out;
+}
+
+void Graph::dispatch(const Pipeline& pipeline, std::span<const Arg> args, const PushConstants& push_constants,
+                     Grid grid) {
+  dispatch(pipeline, std::span<const BufferSlice>(ordered(pipeline.iface(), args)), push_constants, grid);
+}
+
+void Graph::dispatch(const Pipeline& pipeline, std::initializer_list<Arg> args, const PushConstants& push_constants,
+                     const GridParameter& grid) {
+  const auto bindings = ordered(pipeline.iface(), std::span<const Arg>(args.begin(), args.size()));
   dispatch(pipeline, std::span<const BufferSlice>(bindings), push_constants, grid);
+}
+
+uint32_t Graph::add_parameter_words(std::initializer_list<uint32_t> values) {
+  check_open("a new parameter");
+  const auto word = static_cast<uint32_t>(parameter_values_.size());
+  parameter_values_.insert(parameter_values_.end(), values);
+  return word;
+}
+
+GridParameter Graph::grid_parameter(Grid initial) {
+  check_grid("graph '" + options_.name + "'", initial, ctx_.info(), 0);
+  return GridParameter(*this, add_parameter_words({initial.x, initial.y, initial.z}));
+}
+
+uint32_t Graph::parameter_word(uint32_t word) const {
+  if (word >= parameter_values_.size())
+    throw std::out_of_range("graph '" + options_.name + "': parameter word " + std::to_string(word) + " of " +
+                            std::to_string(parameter_values_.size()));
+  return parameter_values_[word];
+}
+
+void Graph::set_parameter_words(uint32_t word, std::span<const uint32_t> values) {
+  if (uint64_t{word} + values.size() > parameter_values_.size())
+    throw std::out_of_range("graph '" + options_.name + "': parameter words " + std::to_string(word) + ".." +
+                            std::to_string(word + values.size() - 1) + " of " + std::to_string(parameter_values_.size()));
+  std::copy(values.begin(), values.end(), parameter_values_.begin() + word);
+  if (!parameters_) return;
+  wait(submitted_);  // replays in flight read the words
+  std::copy(values.begin(), values.end(), parameters_->host_words().begin() + word);
+}
+
+Grid GridParameter::get() const {
+  return Grid{graph_->parameter_word(word_), graph_->parameter_word(word_ + 1), graph_->parameter_word(word_ + 2)};
+}
+
+void GridParameter::set(Grid grid) {
+  check_grid("graph '" + graph_->options_.name + "'", grid, graph_->ctx_.info(), 0);
+  const uint32_t words[] = {grid.x, grid.y, grid.z};
+  graph_->set_parameter_words(word_, words);
 }
 
 void Graph::fill(BufferSlice dst, uint32_t word) {
@@ -294,7 +392,10 @@ void Graph::record_op(VkCommandBuffer cmd, const Op& op) const {
   if (!op.push.empty())
     vkCmdPushConstants(cmd, op.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                        static_cast<uint32_t>(op.push.size()), op.push.data());
-  vkCmdDispatch(cmd, op.grid.x, op.grid.y, op.grid.z);
+  if (op.indirect_word)
+    vkCmdDispatchIndirect(cmd, parameters_->handle(), parameters_->origin() + uint64_t{*op.indirect_word} * 4);
+  else
+    vkCmdDispatch(cmd, op.grid.x, op.grid.y, op.grid.z);
 }
 
 void Graph::record(VkCommandBuffer cmd) const {
@@ -313,6 +414,15 @@ void Graph::record(VkCommandBuffer cmd) const {
 
 void Graph::finish() {
   check_open("finish");
+  if (!parameter_values_.empty()) {
+    parameters_.emplace(ctx_, parameter_values_.size() * 4,
+                        BufferOptions{.host_visible = true, .name = "graph '" + options_.name + "' parameters",
+                                      .gpu_reads_often = true, .holds = {}, .indirect = true});
+    std::copy(parameter_values_.begin(), parameter_values_.end(), parameters_->host_words().begin());
+    for (Op& op : ops_)
+      for (Binding& b : op.bindings)
+        if (b.buffer == VK_NULL_HANDLE) b = {b.binding, parameters_->handle(), parameters_->origin(), parameters_->size()};
+  }
   allocate_descriptor_sets();
   if (options_.timestamps && !ops_.empty()) {
     VkQueryPoolCreateInfo query{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};

@@ -7,7 +7,9 @@
 #include <vulkan/vulkan.h>
 
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -20,9 +22,56 @@
 namespace bdsl::rt {
 
 class Context;
+class Graph;
+
+// A value a graph's kernels read (KernelBuilder::param) that the host sets between replays without
+// recording again: a u32, i32 or float in the graph's parameter words (Graph::parameter). Pass it
+// where the kernel's param is in rt::push(...). set() waits for replays in flight first (they
+// read the words), so set parameters, then submit. Valid while its graph lives.
+template <class T>
+class Parameter {
+  static_assert(std::is_same_v<T, uint32_t> || std::is_same_v<T, int32_t> || std::is_same_v<T, float>,
+                "graph parameters are uint32_t, int32_t or float");
+
+ public:
+  T get() const;
+  void set(T value);
+  uint32_t word() const { return word_; }  // its index in the graph's parameter words
+  const Graph& graph() const { return *graph_; }
+
+ private:
+  friend class Graph;
+  Parameter(Graph& graph, uint32_t word) : graph_(&graph), word_(word) {}
+  Graph* graph_;
+  uint32_t word_;
+};
+
+template <class T>
+PushValue push_value(const Parameter<T>& p) {
+  PushValue v{push_type_of<T>(), {}};
+  v.parameter_graph = &p.graph();
+  v.parameter_word = p.word();
+  return v;
+}
 
 struct Grid {
   uint32_t x = 1, y = 1, z = 1;  // workgroups in each dimension
+};
+
+// A grid the host sets between replays (Graph::grid_parameter): three parameter words the
+// dispatch reads its workgroup counts from (vkCmdDispatchIndirect). 0 in any dimension skips the
+// dispatch. set() checks the device's limits and waits for replays in flight, as Parameter's.
+class GridParameter {
+ public:
+  Grid get() const;
+  void set(Grid grid);
+  uint32_t word() const { return word_; }  // x; y and z follow
+
+ private:
+  friend class Graph;
+  GridParameter(Graph& graph, uint32_t word) : graph_(&graph), word_(word) {}
+  Graph* graph_;
+  uint32_t word_;
 };
 
 // A buffer for the kernel binding of that name (the name its DSL buffer was given).
@@ -79,6 +128,29 @@ class Graph {
   void dispatch(const Pipeline& pipeline, std::initializer_list<Arg> args, Grid grid) {
     dispatch(pipeline, args, PushConstants{}, grid);
   }
+  void dispatch(const Pipeline& pipeline, std::initializer_list<Arg> args, const PushConstants& push_constants,
+                const GridParameter& grid);
+  // The same with a grid set between replays (indirect dispatch).
+  void dispatch(const Pipeline& pipeline, std::initializer_list<BufferSlice> bindings,
+                const PushConstants& push_constants, const GridParameter& grid) {
+    dispatch(pipeline, std::span<const BufferSlice>(bindings.begin(), bindings.size()), push_constants, grid);
+  }
+  void dispatch(const Pipeline& pipeline, std::span<const BufferSlice> bindings, const PushConstants& push_constants,
+                const GridParameter& grid);
+
+  // Parameters (while recording): words of this graph's small host-visible parameter buffer that
+  // kernels read (KernelBuilder::param) and the host sets between replays. A kernel's parameters
+  // binding is bound by the graph: the dispatch's bindings leave it out.
+  template <class T>
+  Parameter<T> parameter(T initial) {
+    uint32_t bits;
+    std::memcpy(&bits, &initial, 4);
+    return Parameter<T>(*this, add_parameter_words({bits}));
+  }
+  GridParameter grid_parameter(Grid initial);
+  // The value words of every parameter (what Parameter::get reads).
+  uint32_t parameter_word(uint32_t word) const;
+  void set_parameter_words(uint32_t word, std::span<const uint32_t> values);
   // Transfer operations, ordered against dispatches like any other access.
   void fill(BufferSlice dst, uint32_t word);
   void copy(BufferSlice src, BufferSlice dst);
@@ -113,6 +185,7 @@ class Graph {
   };
   struct Op {
     std::string name;
+    std::optional<uint32_t> indirect_word;  // the grid's words in parameters_ (GridParameter)
     BarrierNeed barrier;
     VkPipelineStageFlags stage;
     // Dispatch
@@ -129,7 +202,13 @@ class Graph {
     uint32_t word = 0;
   };
 
+  friend class GridParameter;
   void check_open(const char* what) const;
+  std::vector<BufferSlice> ordered(const KernelInterface& iface, std::span<const Arg> args) const;
+  uint32_t add_parameter_words(std::initializer_list<uint32_t> values);
+  void dispatch_with(const Pipeline& pipeline, std::span<const BufferSlice> bindings, const PushConstants& push_constants,
+                     Grid grid, std::optional<uint32_t> indirect_word, std::span<const uint32_t> disjoint);
+  std::vector<std::byte> pack_push(const KernelInterface& iface, const PushConstants& push) const;
   void add(Op op, std::span<const RangeAccess> accesses);
   void allocate_descriptor_sets();
   void record(VkCommandBuffer cmd) const;
@@ -138,6 +217,8 @@ class Graph {
   Context& ctx_;
   GraphOptions options_;
   std::vector<Op> ops_;
+  std::vector<uint32_t> parameter_values_;  // Graph::parameter's words, copied to parameters_
+  std::optional<Buffer> parameters_;         // made at finish() where the graph has parameters
   HazardTracker tracker_;
   GraphStats stats_;
   VkPipelineStageFlags used_stages_ = 0;
@@ -151,5 +232,24 @@ class Graph {
   uint64_t submitted_ = 0;  // replays submitted so far (the last ticket)
   uint64_t waited_ = 0;     // replays known done
 };
+
+}  // namespace bdsl::rt
+
+namespace bdsl::rt {
+
+template <class T>
+T Parameter<T>::get() const {
+  const uint32_t bits = graph_->parameter_word(word_);
+  T value;
+  std::memcpy(&value, &bits, 4);
+  return value;
+}
+
+template <class T>
+void Parameter<T>::set(T value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  graph_->set_parameter_words(word_, std::span<const uint32_t>(&bits, 1));
+}
 
 }  // namespace bdsl::rt

@@ -24,6 +24,9 @@ constexpr Type push_type_of() {
 struct PushValue {
   Type type;
   std::array<std::byte, 4> bytes{};  // bool as a 32-bit 0 or 1, as GLSL stores it
+  // A graph parameter (Graph::parameter) instead of a value: its word in that graph's parameters.
+  const void* parameter_graph = nullptr;
+  uint32_t parameter_word = 0;
 };
 
 struct PushConstants {
@@ -42,8 +45,9 @@ PushValue push_value(T value) {
   return v;
 }
 
+// Values, or graph parameters (rt::Parameter, runtime/graph.h) where the kernel reads a param.
 template <class... Args>
-PushConstants push(Args... args) {
+PushConstants push(const Args&... args) {
   return PushConstants{{push_value(args)...}};
 }
 
