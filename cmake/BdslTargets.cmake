@@ -1,6 +1,8 @@
 # One library per source folder: every .cpp in the folder, headers beside them.
 # Globbing keeps parallel work from fighting over CMakeLists.txt.
 set(BDSL_LIBRARIES "" CACHE INTERNAL "")
+# The folders whose headers are public, installed under include/bitnet_dsl/.
+set(BDSL_HEADER_DIRS dsl codegen runtime ops models golden serve)
 
 set(BDSL_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wno-missing-field-initializers)
 if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
@@ -24,7 +26,7 @@ function(bdsl_library name)
     add_library(${name} INTERFACE)
     target_include_directories(${name} INTERFACE
       $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
-      $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/bitnet_dsl>)
+      $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
     target_link_libraries(${name} INTERFACE ${ARG_DEPS})
     set(BDSL_LIBRARIES ${BDSL_LIBRARIES} ${name} CACHE INTERNAL "")
     return()
@@ -33,7 +35,7 @@ function(bdsl_library name)
   target_compile_options(${name} PRIVATE ${BDSL_WARNINGS})
   target_include_directories(${name} PUBLIC
     $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
-    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/bitnet_dsl>)
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   target_link_libraries(${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
   set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
   set(BDSL_LIBRARIES ${BDSL_LIBRARIES} ${name} CACHE INTERNAL "")

@@ -109,6 +109,38 @@ uint64_t file_fingerprint(const fs::path& path) {
   return h;
 }
 
+namespace {
+
+// The string value of "key" in the manifest's text (the manifest is ours: flat, one key each).
+std::string manifest_value(const std::string& text, const std::string& key) {
+  const std::string quoted = "\"" + key + "\": ";
+  const size_t at = text.find(quoted);
+  if (at == std::string::npos) return "";
+  size_t begin = at + quoted.size(), end = begin;
+  if (text[begin] == '"') end = text.find('"', ++begin);
+  else end = text.find_first_of(",}\n", begin);
+  return end == std::string::npos ? "" : text.substr(begin, end - begin);
+}
+
+}  // namespace
+
+void check_golden_model(const fs::path& dir, const fs::path& model) {
+  std::ifstream in(dir / "manifest.json");
+  if (!in) throw std::runtime_error((dir / "manifest.json").string() + ": cannot open (not a golden folder?)");
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string want = manifest_value(text.str(), "fnv1a64");
+  if (want.empty()) return;
+  char got[32];
+  std::snprintf(got, sizeof got, "0x%016llx", static_cast<unsigned long long>(file_fingerprint(model)));
+  if (want == got) return;
+  const std::string preset = manifest_value(text.str(), "preset"), seed = manifest_value(text.str(), "seed");
+  throw std::runtime_error("golden data " + dir.string() + " was made from another model (fnv1a64 " + want +
+                           (preset.empty() ? "" : ", `bitnet-dsl make-model FILE --preset " + preset +
+                                                      (seed.empty() ? "" : " --seed " + seed) + "`") +
+                           ") than " + model.string() + " (" + got + ")");
+}
+
 void write_golden(const fs::path& dir, const GoldenSpec& spec, const models::BitNetConfig& config,
                   const GoldenRun& run, uint64_t model_fingerprint) {
   fs::create_directories(dir);

@@ -53,6 +53,10 @@ GoldenRun run_golden(const ReferenceWeights& weights, const models::Tokenizer& t
 // FNV-1a 64 over the file's bytes: a fingerprint that tells whether the synthetic model generator
 // still makes the model the golden data came from (not a security hash).
 uint64_t file_fingerprint(const std::filesystem::path& path);
+// Before a validation: throws std::runtime_error, in one line that says how to get the right one,
+// unless `model` is the file the golden data in `dir` was made from (its manifest's fingerprint;
+// golden data whose manifest names none is accepted).
+void check_golden_model(const std::filesystem::path& dir, const std::filesystem::path& model);
 
 // Writes the folder (created if needed; files of the same names are replaced).
 void write_golden(const std::filesystem::path& dir, const GoldenSpec& spec, const models::BitNetConfig& config,

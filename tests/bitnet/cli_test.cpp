@@ -313,3 +313,21 @@ TEST(Cli, PerplexityAndKlDivergence) {
                         "another text or tokenizer");
   std::filesystem::remove_all(dir);
 }
+
+// validate without --golden: the tiny model's golden data; a model other than the one it was made
+// from is refused before anything runs, in one line that says how to make the right one.
+TEST(Cli, ValidateChecksTheModelAgainstTheGoldenDataFirst) {
+  const auto dir = std::filesystem::temp_directory_path() / "bdsl-cli-validate";
+  std::filesystem::create_directories(dir);
+  ASSERT_EQ(run("make-model " + (dir / "tiny.gguf").string() + " --preset tiny").code, 0);
+  const Result ok = run("validate -m " + (dir / "tiny.gguf").string());
+  EXPECT_EQ(ok.code, 0) << ok.output;
+  EXPECT_NE(ok.output.find("golden/data/tiny"), std::string::npos) << ok.output;
+  ASSERT_EQ(run("make-model " + (dir / "other.gguf").string() + " --preset tiny --seed 6").code, 0);
+  const Result other = run("validate -m " + (dir / "other.gguf").string());
+  expect_one_line_error(other, 1, "was made from another model (fnv1a64 0x");
+  EXPECT_NE(other.output.find("`bitnet-dsl make-model FILE --preset tiny --seed 5`"), std::string::npos) << other.output;
+  EXPECT_EQ(std::count(other.output.begin(), other.output.end(), '\n'), 1) << other.output;
+  EXPECT_EQ(other.output.find("FAIL"), std::string::npos) << other.output;
+  std::filesystem::remove_all(dir);
+}

@@ -54,7 +54,7 @@ std::vector<CodeBlock> blocks(const std::string& md) {
 TEST(Tutorial, CppBlocksAreTheCodeTheTestsRun) {
   const std::string sources =
       squeeze(read("ops/examples/saxpy.cpp") + read("ops/examples/workgroup_sum.cpp") + read("ops/examples/subgroup_softmax.cpp") +
-              read("tools/cmd_demo.cpp"));
+              read("tools/cmd_demo.cpp") + read("examples/host_program.cpp"));
   int checked = 0;
   for (const auto& b : blocks(read("docs/writing-kernels.md"))) {
     if (b.language != "cpp") continue;

@@ -1,0 +1,21 @@
+# Run by `cmake --install` (cmake/BdslInstall.cmake): copies the headers of BDSL_HEADER_DIRS from
+# BDSL_SOURCE to BDSL_DESTINATION, rewriting `#include "dsl/x.h"` (a project header) to
+# `#include "bitnet_dsl/dsl/x.h"`, so the installed headers need only <prefix>/include on the path.
+string(REPLACE ";" "|" alternatives "${BDSL_HEADER_DIRS}")
+foreach(dir IN LISTS BDSL_HEADER_DIRS)
+  file(GLOB_RECURSE headers RELATIVE ${BDSL_SOURCE} ${BDSL_SOURCE}/${dir}/*.h)
+  foreach(header IN LISTS headers)
+    file(READ ${BDSL_SOURCE}/${header} text)
+    string(REGEX REPLACE "#include \"(${alternatives})/" "#include \"bitnet_dsl/\\1/" text "${text}")
+    set(target ${BDSL_DESTINATION}/${header})
+    if(EXISTS ${target})
+      file(READ ${target} old)
+      if(old STREQUAL text)
+        message(STATUS "Up-to-date: ${target}")
+        continue()
+      endif()
+    endif()
+    message(STATUS "Installing: ${target}")
+    file(WRITE ${target} "${text}")
+  endforeach()
+endforeach()
