@@ -9,11 +9,49 @@ Expr<R> call(Fn fn, const Args&... args) {
   return Expr<R>(BuilderCore::current().make_call(fn, type_of<R>(), {args...}));
 }
 
+namespace hint {
+// The hint for a math function of a value it is not defined for (see hint:: in dsl/expr.h).
+template <Fn fn, class X>
+void math() {
+  if constexpr (Bool<value_t<X>>)
+    static_assert(dependent_false<X>, "math functions take numbers, not conditions: use select(c, 1.0f, 0.0f) to turn a condition into a number");
+  else if constexpr (fn == Fn::Abs)
+    static_assert(dependent_false<X>, "abs is defined for i32 and floats: a u32 is its own abs, or convert first, e.g. abs(cast<i32>(u))");
+  else if constexpr (fn == Fn::Sign)
+    static_assert(dependent_false<X>, "sign is defined for i32 and floats: convert first, e.g. sign(cast<i32>(u))");
+  else if constexpr (fn == Fn::Exp)
+    static_assert(dependent_false<X>, "exp is defined for floats only: convert first, e.g. exp(cast<f32>(i))");
+  else if constexpr (fn == Fn::Exp2)
+    static_assert(dependent_false<X>, "exp2 is defined for floats only: convert first, e.g. exp2(cast<f32>(i))");
+  else if constexpr (fn == Fn::Log)
+    static_assert(dependent_false<X>, "log is defined for floats only: convert first, e.g. log(cast<f32>(i))");
+  else if constexpr (fn == Fn::Sqrt)
+    static_assert(dependent_false<X>, "sqrt is defined for floats only: convert first, e.g. sqrt(cast<f32>(i))");
+  else if constexpr (fn == Fn::InverseSqrt)
+    static_assert(dependent_false<X>, "inversesqrt is defined for floats only: convert first, e.g. inversesqrt(cast<f32>(i))");
+  else if constexpr (fn == Fn::Sin)
+    static_assert(dependent_false<X>, "sin is defined for floats only: convert first, e.g. sin(cast<f32>(i))");
+  else if constexpr (fn == Fn::Cos)
+    static_assert(dependent_false<X>, "cos is defined for floats only: convert first, e.g. cos(cast<f32>(i))");
+  else if constexpr (fn == Fn::Tanh)
+    static_assert(dependent_false<X>, "tanh is defined for floats only: convert first, e.g. tanh(cast<f32>(i))");
+  else  // floor, round, ceil
+    static_assert(dependent_false<X>, "floor, round and ceil are defined for floats only: an integer is already whole");
+}
+}  // namespace hint
+
+// Each with its fallback (see hint::): a value the function is not defined for.
 #define BDSL_UNARY_FN(name, fn, Constraint)                          \
   template <class X>                                                 \
     requires DslValue<X> && Constraint<value_t<X>>                   \
   Expr<value_t<X>> name(const X& x) {                                \
     return call<value_t<X>>(Fn::fn, x.node());                       \
+  }                                                                  \
+  template <class X>                                                 \
+    requires DslValue<X> && (!Constraint<value_t<X>>)                \
+  Expr<value_t<X>> name(const X&) {                                  \
+    hint::math<Fn::fn, X>();                                         \
+    return hint::result<Expr<value_t<X>>>();                         \
   }
 BDSL_UNARY_FN(abs, Abs, Signed)
 BDSL_UNARY_FN(exp, Exp, Float)
@@ -30,16 +68,23 @@ BDSL_UNARY_FN(sign, Sign, Signed)  // -1, 0 or 1 (of the value's type)
 BDSL_UNARY_FN(tanh, Tanh, Float)
 #undef BDSL_UNARY_FN
 
-#define BDSL_BINARY_FN(name, fn, Constraint)                                   \
-  template <class A, class B>                                                  \
-    requires SameOperands<A, B> && Constraint<operand_t<A, B>>                 \
-  Expr<operand_t<A, B>> name(const A& a, const B& b) {                         \
-    using T = operand_t<A, B>;                                                 \
-    return call<T>(Fn::fn, as_node<T>(a), as_node<T>(b));                      \
+// Each with its fallback (see hint::): operands of two types, or of a type the function rejects.
+#define BDSL_BINARY_FN(name, fn, Constraint, family)                                        \
+  template <class A, class B>                                                               \
+    requires SameOperands<A, B> && Constraint<operand_t<A, B>>                              \
+  Expr<operand_t<A, B>> name(const A& a, const B& b) {                                      \
+    using T = operand_t<A, B>;                                                              \
+    return call<T>(Fn::fn, as_node<T>(a), as_node<T>(b));                                   \
+  }                                                                                         \
+  template <class A, class B>                                                               \
+    requires hint::Operands<A, B> && (!(SameOperands<A, B> && Constraint<operand_t<A, B>>)) \
+  Expr<typename hint::result_of<A, B>::type> name(const A&, const B&) {                     \
+    hint::operands<hint::Family::family, A, B>();                                           \
+    return hint::result<Expr<typename hint::result_of<A, B>::type>>();                      \
   }
-BDSL_BINARY_FN(min, Min, Numeric)
-BDSL_BINARY_FN(max, Max, Numeric)
-BDSL_BINARY_FN(pow, Pow, Float)
+BDSL_BINARY_FN(min, Min, Numeric, Function)
+BDSL_BINARY_FN(max, Max, Numeric, Function)
+BDSL_BINARY_FN(pow, Pow, Float, FloatFunction)
 #undef BDSL_BINARY_FN
 
 template <class X, class Lo, class Hi>
@@ -47,6 +92,18 @@ template <class X, class Lo, class Hi>
 Expr<value_t<X>> clamp(const X& x, const Lo& lo, const Hi& hi) {
   using T = value_t<X>;
   return call<T>(Fn::Clamp, x.node(), as_node<T>(lo), as_node<T>(hi));
+}
+template <class X, class Lo, class Hi>
+  requires DslValue<X> && hint::Operand<Lo> && hint::Operand<Hi> &&
+           (!(Numeric<value_t<X>> && OperandOf<Lo, value_t<X>> && OperandOf<Hi, value_t<X>>))
+Expr<value_t<X>> clamp(const X&, const Lo&, const Hi&) {
+  if constexpr (!Numeric<value_t<X>>)
+    hint::operands<hint::Family::Function, X, X>();
+  else if constexpr (!OperandOf<Lo, value_t<X>>)
+    hint::operands<hint::Family::Function, X, Lo>();
+  else
+    hint::operands<hint::Family::Function, X, Hi>();
+  return hint::result<Expr<value_t<X>>>();
 }
 
 // erf(x), which GLSL lacks, from exp (every device runs it): Abramowitz & Stegun 7.1.26, within
@@ -61,17 +118,39 @@ Expr<f32> erf(const X& x) {
   const Expr<f32> y = 1.0f - poly * exp(-(a * a));
   return select(v < 0.0f, -y, y);
 }
+template <class X>
+  requires DslValue<X> && (!OperandOf<X, f32>)
+Expr<f32> erf(const X&) {
+  if constexpr (lanes_v<value_t<X>> > 1)
+    static_assert(hint::dependent_false<X>, "erf is defined for an f32 scalar: take the lanes one by one, e.g. erf(v.x())");
+  else
+    static_assert(hint::dependent_false<X>, "erf is defined for f32 only: convert first, e.g. erf(cast<f32>(i))");
+  return hint::result<Expr<f32>>();
+}
 
 // a (1 - t) + b t, as GLSL's mix: t a scalar or of the operands' type.
 template <class A, class B, class T>
-  requires SameOperands<A, B> && Float<operand_t<A, B>> &&
-           (OperandOf<T, operand_t<A, B>> || OperandOf<T, scalar_t<operand_t<A, B>>>)
+concept MixOperands = SameOperands<A, B> && Float<operand_t<A, B>> &&
+                      (OperandOf<T, operand_t<A, B>> || OperandOf<T, scalar_t<operand_t<A, B>>>);
+template <class A, class B, class T>
+  requires MixOperands<A, B, T>
 Expr<operand_t<A, B>> mix(const A& a, const B& b, const T& t) {
   using V = operand_t<A, B>;
   if constexpr (OperandOf<T, V>)
     return call<V>(Fn::Mix, as_node<V>(a), as_node<V>(b), as_node<V>(t));
   else
     return call<V>(Fn::Mix, as_node<V>(a), as_node<V>(b), as_node<scalar_t<V>>(t));
+}
+template <class A, class B, class T>
+  requires hint::Operands<A, B> && hint::Operand<T> && (!MixOperands<A, B, T>)
+Expr<typename hint::result_of<A, B>::type> mix(const A&, const B&, const T&) {
+  if constexpr (SameOperands<A, B> && !Float<operand_t<A, B>>)
+    static_assert(hint::dependent_false<A>, "mix blends floats only: use select(c, a, b) for integers, or cast to f32");
+  else if constexpr (SameOperands<A, B>)
+    static_assert(hint::dependent_false<A>, "mix's t must have the type of a and b or their scalar type, e.g. mix(a, b, 0.5f)");
+  else
+    hint::operands<hint::Family::Function, A, B>();
+  return hint::result<Expr<typename hint::result_of<A, B>::type>>();
 }
 
 template <class A, class B, class C>
@@ -117,6 +196,12 @@ Expr<To> bitcast(const X& x) {
     return cast<To>(x);  // int <-> uint conversion keeps the bits in GLSL
   }
 }
+template <class To, class X>
+  requires DslValue<X> && (lanes_v<To> != lanes_v<value_t<X>>)
+Expr<To> bitcast(const X&) {
+  static_assert(hint::dependent_false<X>, "bitcast<> keeps the lane count: take a lane first, e.g. bitcast<u32>(v.x()), or bitcast to as wide a vector");
+  return hint::result<Expr<To>>();
+}
 
 // Two f32 <-> one u32 holding two IEEE halves (low lane in the low bits).
 template <class X>
@@ -161,12 +246,18 @@ Expr<i32> sdot4x8(const A& a, const B& b) {
   return call<i32>(Fn::SDot4x8, as_node<u32>(a), as_node<u32>(b));
 }
 
-// Subgroup operations.
+// Subgroup operations, each with its fallback (see hint::): a value that is not a number.
 #define BDSL_SUBGROUP_REDUCE(name, fn)                        \
   template <class X>                                          \
     requires DslValue<X> && Numeric32<value_t<X>>             \
   Expr<value_t<X>> name(const X& x) {                         \
     return call<value_t<X>>(Fn::fn, x.node());                \
+  }                                                           \
+  template <class X>                                          \
+    requires DslValue<X> && (!Numeric<value_t<X>>)            \
+  Expr<value_t<X>> name(const X&) {                           \
+    hint::operands<hint::Family::Function, X, X>();           \
+    return hint::result<Expr<value_t<X>>>();                  \
   }
 BDSL_SUBGROUP_REDUCE(subgroup_add, SubgroupAdd)
 BDSL_SUBGROUP_REDUCE(subgroup_min, SubgroupMin)
@@ -184,6 +275,12 @@ template <class P>
   requires OperandOf<P, boolean>
 Expr<uvec4> subgroup_ballot(const P& pred) {
   return call<uvec4>(Fn::SubgroupBallot, as_node<boolean>(pred));
+}
+template <class P>
+  requires hint::Operand<P> && (!OperandOf<P, boolean>)
+Expr<uvec4> subgroup_ballot(const P&) {
+  static_assert(hint::dependent_false<P>, "subgroup_ballot takes a condition, not a number: pass a condition, e.g. subgroup_ballot(x != 0u)");
+  return hint::result<Expr<uvec4>>();
 }
 // The number of lanes set in a ballot (bits past the subgroup size are ignored).
 template <class B>
@@ -266,6 +363,49 @@ template <class Ref, class C, class X>
 Expr<value_t<Ref>> atomic_comp_swap(const Ref& target, const C& compare, const X& value) {
   using T = value_t<Ref>;
   return call<T>(Fn::AtomicCompSwap, target.node(), as_node<T>(compare), as_node<T>(value));
+}
+
+// Fallbacks (see hint::) of the atomics other than atomic_add, which is also defined for f32
+// elements: a target that is not an u32/i32 element, or a value of another type.
+namespace hint {
+template <class Ref, class X>
+void atomic() {
+  if constexpr (!requires(const Ref& r) {
+                  r.array();
+                  r.index();
+                })
+    static_assert(dependent_false<Ref>, "atomics act on a buffer or shared element, not a value: e.g. atomic_max(y[i], v)");
+  else if constexpr (!AtomicTarget<Ref>)
+    static_assert(dependent_false<Ref>, "atomics other than atomic_add work on u32/i32 elements only");
+  else if constexpr (!DslValue<X>)
+    static_assert(dependent_false<Ref>, "an atomic's literal must have the element's exact type: 1u for u32, 1 for i32");
+  else
+    static_assert(dependent_false<Ref>, "an atomic's value must have the element's type: convert it, e.g. cast<u32>(v)");
+}
+}  // namespace hint
+#define BDSL_ATOMIC_HINT(name)                                                                         \
+  template <class Ref, class X>                                                                        \
+    requires DslValue<Ref> && hint::Operand<X> && (!(AtomicTarget<Ref> && OperandOf<X, value_t<Ref>>)) \
+  Expr<value_t<Ref>> name(const Ref&, const X&) {                                                      \
+    hint::atomic<Ref, X>();                                                                            \
+    return hint::result<Expr<value_t<Ref>>>();                                                         \
+  }
+BDSL_ATOMIC_HINT(atomic_min)
+BDSL_ATOMIC_HINT(atomic_max)
+BDSL_ATOMIC_HINT(atomic_and)
+BDSL_ATOMIC_HINT(atomic_or)
+BDSL_ATOMIC_HINT(atomic_xor)
+BDSL_ATOMIC_HINT(atomic_exchange)
+#undef BDSL_ATOMIC_HINT
+template <class Ref, class C, class X>
+  requires DslValue<Ref> && hint::Operand<C> && hint::Operand<X> &&
+           (!(AtomicTarget<Ref> && OperandOf<C, value_t<Ref>> && OperandOf<X, value_t<Ref>>))
+Expr<value_t<Ref>> atomic_comp_swap(const Ref&, const C&, const X&) {
+  if constexpr (AtomicTarget<Ref> && OperandOf<C, value_t<Ref>>)
+    hint::atomic<Ref, X>();
+  else
+    hint::atomic<Ref, C>();
+  return hint::result<Expr<value_t<Ref>>>();
 }
 
 }  // namespace bdsl::dsl

@@ -23,6 +23,13 @@ template <class C>
 IfBuilder if_(const C& cond, const std::function<void()>& then) {
   return if_impl(as_node<boolean>(cond), then);
 }
+// Its fallback (see hint:: in dsl/expr.h): a number for a condition.
+template <class C>
+  requires hint::Operand<C> && (!OperandOf<C, boolean>)
+IfBuilder if_(const C&, const std::function<void()>&) {
+  static_assert(hint::dependent_false<C>, "if_ takes a condition, not a number: compare first, e.g. if_(x != 0u, ...)");
+  return hint::result<IfBuilder>();
+}
 
 void for_range_impl(const Node* begin, const Node* end, const Node* step, Type type, const char* name,
                     const std::function<void(const Node*)>& body);
@@ -60,6 +67,18 @@ void for_range(const B& begin, const E& end, F&& body, const char* name = "i") {
 
 // while (cond()) body(): the condition is rebuilt and re-evaluated before every iteration.
 void while_(const std::function<Expr<boolean>()>& cond, const std::function<void()>& body);
+// Its fallback (see hint:: in dsl/expr.h): a condition given as a value, or one that gives a number.
+template <class C, class B>
+  requires(!std::is_convertible_v<const C&, std::function<Expr<boolean>()>>) &&
+          (hint::Operand<C> || (std::invocable<const C&> && hint::Operand<std::invoke_result_t<const C&>>))
+void while_(const C&, const B&) {
+  if constexpr (hint::Operand<C>)
+    static_assert(hint::dependent_false<C>,
+                  "while_ takes its condition as a function, rebuilt before every iteration: while_([&] { return i < n; }, body)");
+  else
+    static_assert(hint::dependent_false<C>,
+                  "while_'s condition must give a condition, not a number: compare first, e.g. [&] { return x != 0u; }");
+}
 // Runs body until a break_().
 void loop(const std::function<void()>& body);
 void break_();

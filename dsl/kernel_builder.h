@@ -86,6 +86,13 @@ class KernelBuilder : public BuilderCore {
     append(Stmt{StmtKind::DeclareVar, id, nullptr, as_node<T>(init)});
     return Var<T>(id, builder_id());
   }
+  // Its fallback (see hint:: in dsl/expr.h): an initial value of another type.
+  template <class T, class X>
+    requires hint::Operand<X> && (!OperandOf<X, T>)
+  Var<T> var(std::string, const X&) {
+    hint::store<T, X>();
+    return hint::result<Var<T>>();
+  }
 
   // A cooperative matrix of the subgroup (dsl/matrix.h), undefined until loaded or filled.
   template <class M>
@@ -102,6 +109,13 @@ class KernelBuilder : public BuilderCore {
     const uint32_t id = add_matrix(std::move(name), type_of<typename M::element_type>(), M::rows, M::cols, M::use);
     append(Stmt{StmtKind::DeclareMatrix, id, nullptr, as_node<typename M::element_type>(fill)});
     return M(id, builder_id());
+  }
+  // Its fallback (see hint:: in dsl/expr.h): a fill value of another type.
+  template <class M, class X>
+    requires MatrixType<M> && hint::Operand<X> && (!OperandOf<X, typename M::element_type>)
+  M matrix(std::string, const X&) {
+    hint::store<typename M::element_type, X>();
+    return hint::result<M>();
   }
 
   Expr<uvec3> global_id() { return id<uvec3>(BuiltinVar::GlobalId); }

@@ -40,6 +40,34 @@ template <class AB, class C>
 concept MatrixProduct = (std::same_as<AB, i8> && std::same_as<C, i32>) ||
                         (std::same_as<AB, f16> && (std::same_as<C, f16> || std::same_as<C, f32>));
 
+// The arrays a matrix moves to and from: buffers and shared arrays.
+template <class Arr>
+inline constexpr bool is_matrix_array = false;
+template <class U>
+inline constexpr bool is_matrix_array<Buffer<U>> = true;
+template <class U>
+inline constexpr bool is_matrix_array<Shared<U>> = true;
+
+template <class S, uint32_t Rows, uint32_t Cols, MatrixUse Use>
+  requires MatrixComponent<S> && (Rows > 0) && (Cols > 0)
+class Matrix;
+
+template <class M>
+concept MatrixType = requires {
+  typename M::element_type;
+  M::rows;
+  M::cols;
+  M::use;
+} && std::same_as<M, Matrix<typename M::element_type, M::rows, M::cols, M::use>>;
+
+// What mul_add takes (Matrix::mul_add): C += A * B with an A and a B of one component type that
+// multiplies into C's, A Rows x K and B K x Cols for a Rows x Cols C.
+template <class C, class A, class B>
+concept MulAddOperands = C::use == MatrixUse::Accumulator && A::use == MatrixUse::A && B::use == MatrixUse::B &&
+                         std::same_as<typename A::element_type, typename B::element_type> &&
+                         MatrixProduct<typename A::element_type, typename C::element_type> && A::rows == C::rows &&
+                         A::cols == B::rows && B::cols == C::cols;
+
 template <class S, uint32_t Rows, uint32_t Cols, MatrixUse Use>
   requires MatrixComponent<S> && (Rows > 0) && (Cols > 0)
 class Matrix {
@@ -95,7 +123,55 @@ class Matrix {
     BuilderCore::current().append(std::move(s));
   }
 
+  // Fallbacks (see hint:: in dsl/expr.h) of fill, load, store and mul_add.
+  template <class X>
+    requires hint::Operand<X> && (!OperandOf<X, S>)
+  void fill(const X&) const {
+    hint::store<S, X>();
+  }
+  template <class Arr, class E, class St>
+    requires is_matrix_array<Arr> && hint::Operand<E> && hint::Operand<St> &&
+             (!(MatrixMemory<typename Arr::element_type, S> && OperandOf<E, u32> && OperandOf<St, u32>))
+  void load(const Arr&, const E&, const St&, MatrixLayout) const {
+    access_hint<typename Arr::element_type, E, St>();
+  }
+  template <class Arr, class E, class St>
+    requires is_matrix_array<Arr> && hint::Operand<E> && hint::Operand<St> &&
+             (!(MatrixMemory<typename Arr::element_type, S> && OperandOf<E, u32> && OperandOf<St, u32>))
+  void store(const Arr&, const E&, const St&, MatrixLayout) const {
+    access_hint<typename Arr::element_type, E, St>();
+  }
+  template <class MA, class MB>
+    requires MatrixType<MA> && MatrixType<MB> && (!MulAddOperands<Matrix, MA, MB>)
+  void mul_add(const MA&, const MB&) const {
+    using A = typename MA::element_type;
+    if constexpr (Use != MatrixUse::Accumulator)
+      static_assert(hint::dependent_false<MA>, "mul_add is a method of the accumulator: acc.mul_add(a, b) with acc a MatrixAcc");
+    else if constexpr (MA::use != MatrixUse::A || MB::use != MatrixUse::B)
+      static_assert(hint::dependent_false<MA>, "mul_add(a, b) takes a MatrixA, then a MatrixB");
+    else if constexpr (!std::same_as<A, typename MB::element_type>)
+      static_assert(hint::dependent_false<MA>, "mul_add(a, b): a and b must have one component type, i8 or f16");
+    else if constexpr (!MatrixProduct<A, S>)
+      static_assert(hint::dependent_false<MA>,
+                    "mul_add(a, b): i8 A and B multiply into an i32 accumulator, f16 ones into an f16 or f32 accumulator");
+    else
+      static_assert(hint::dependent_false<MA>,
+                    "mul_add(a, b): the shapes do not fit: a must be Rows x K and b K x Cols for a Rows x Cols accumulator");
+  }
+
  private:
+  template <class U, class E, class St>
+  static void access_hint() {
+    if constexpr (MatrixMemory<U, S>)
+      static_assert(hint::dependent_false<U>, "a matrix's element offset and stride are u32: write 0u, 16u or cast<u32>(x)");
+    else if constexpr (std::same_as<S, f16> || std::same_as<S, f32>)
+      static_assert(hint::dependent_false<U>,
+                    "only integer matrices load from and store to arrays of 32-bit words: an f16 or f32 matrix needs an array of its own component type");
+    else
+      static_assert(hint::dependent_false<U>,
+                    "an i8 or i32 matrix uses an array of its own component type or of 32-bit words: u32 or i32 scalars, 2- or 4-lane vectors");
+  }
+
   template <class E, class St>
   void move(StmtKind kind, MatrixAccess access, const E& element, const St& stride) const {
     Stmt s{kind, id(), as_node<u32>(element), as_node<u32>(stride)};
@@ -113,13 +189,5 @@ template <class S, uint32_t K, uint32_t N>
 using MatrixB = Matrix<S, K, N, MatrixUse::B>;
 template <class S, uint32_t M, uint32_t N>
 using MatrixAcc = Matrix<S, M, N, MatrixUse::Accumulator>;
-
-template <class M>
-concept MatrixType = requires {
-  typename M::element_type;
-  M::rows;
-  M::cols;
-  M::use;
-} && std::same_as<M, Matrix<typename M::element_type, M::rows, M::cols, M::use>>;
 
 }  // namespace bdsl::dsl

@@ -21,6 +21,36 @@ const Node* index_node(const X& i) {
     return literal_node<i32>(i);
 }
 
+namespace hint {
+// The hint for a value of another type stored into an element, variable or matrix of type T.
+template <class T, class X>
+void store() {
+  if constexpr (!DslValue<X> && std::same_as<host_t<T>, no_host_type>)
+    static_assert(dependent_false<X>, "f16, i8 and vectors have no C++ literal: store a DSL value, e.g. cast<f16>(x) or make_vec<f32>(...)");
+  else if constexpr (!DslValue<X>)
+    static_assert(dependent_false<X>,
+                  "a stored literal must have the exact type of the element or variable: 1u for u32, 1 for i32, 1.0f for f32");
+  else if constexpr (Bool<T>)
+    static_assert(dependent_false<X>, "store into a boolean: store a condition, e.g. x != 0u");
+  else if constexpr (Bool<value_t<X>>)
+    static_assert(dependent_false<X>, "store of a condition into a number: use select(c, 1u, 0u) to turn a condition into a number");
+  else if constexpr (lanes_v<T> != lanes_v<value_t<X>>)
+    static_assert(dependent_false<X>, "store of a value of another width: the element or variable has as many lanes as its type");
+  else if constexpr (std::same_as<T, u32>)
+    static_assert(dependent_false<X>, "store into a u32 element or variable: store a value of the element's type, e.g. cast<u32>(v)");
+  else if constexpr (std::same_as<T, i32>)
+    static_assert(dependent_false<X>, "store into an i32 element or variable: store a value of the element's type, e.g. cast<i32>(v)");
+  else if constexpr (std::same_as<T, f32>)
+    static_assert(dependent_false<X>, "store into an f32 element or variable: store a value of the element's type, e.g. cast<f32>(v)");
+  else if constexpr (std::same_as<T, f16>)
+    static_assert(dependent_false<X>, "store into an f16 element or variable: store a value of the element's type, e.g. cast<f16>(v)");
+  else if constexpr (std::same_as<T, i8>)
+    static_assert(dependent_false<X>, "store into an i8 element or variable: store a value of the element's type, e.g. cast<i8>(v)");
+  else
+    static_assert(dependent_false<X>, "store of a vector of another type: store a value of the element's type, e.g. cast<vec4>(v)");
+}
+}  // namespace hint
+
 // One element of a buffer (LoadOp = Load, StoreKind = Store) or of a shared array; `owner` is the
 // builder that declared the array (BuilderCore::check_handle).
 template <class T, Op LoadOp, StmtKind StoreKind>
@@ -53,6 +83,23 @@ class ElementRef {
   template <class X>
     requires OperandOf<X, T>
   const ElementRef& operator*=(const X& v) const { return *this = Expr<T>(node()) * v; }
+
+  // Their fallbacks (see hint:: in dsl/expr.h): a value of another type.
+  template <class X>
+    requires hint::Operand<X> && (!OperandOf<X, T>)
+  const ElementRef& operator=(const X&) const {
+    hint::store<T, X>();
+    return *this;
+  }
+  template <class X>
+    requires hint::Operand<X> && (!OperandOf<X, T>)
+  const ElementRef& operator+=(const X& v) const { return *this = v; }
+  template <class X>
+    requires hint::Operand<X> && (!OperandOf<X, T>)
+  const ElementRef& operator-=(const X& v) const { return *this = v; }
+  template <class X>
+    requires hint::Operand<X> && (!OperandOf<X, T>)
+  const ElementRef& operator*=(const X& v) const { return *this = v; }
 
   uint32_t array() const { return owned(), array_; }
   const Node* index() const { return index_; }
@@ -208,6 +255,23 @@ class Var {
   template <class X>
     requires OperandOf<X, T>
   Var& operator*=(const X& v) { return *this = Expr<T>(node()) * v; }
+
+  // Their fallbacks (see hint:: in dsl/expr.h): a value of another type.
+  template <class X>
+    requires hint::Operand<X> && (!OperandOf<X, T>)
+  Var& operator=(const X&) {
+    hint::store<T, X>();
+    return *this;
+  }
+  template <class X>
+    requires hint::Operand<X> && (!OperandOf<X, T>)
+  Var& operator+=(const X& v) { return *this = v; }
+  template <class X>
+    requires hint::Operand<X> && (!OperandOf<X, T>)
+  Var& operator-=(const X& v) { return *this = v; }
+  template <class X>
+    requires hint::Operand<X> && (!OperandOf<X, T>)
+  Var& operator*=(const X& v) { return *this = v; }
 
   auto x() const requires(lanes_v<T> >= 2) { return Expr<T>(node()).x(); }
   auto y() const requires(lanes_v<T> >= 2) { return Expr<T>(node()).y(); }

@@ -1,4 +1,5 @@
-// Must not compile: atomics work on u32/i32 only
+// Must not compile: atomics other than atomic_add work on u32/i32 only
+// hint: atomics other than atomic_add work on u32/i32 elements only
 #include "dsl/dsl.h"
 using namespace bdsl::dsl;
 void f() {
@@ -6,9 +7,9 @@ void f() {
   auto y = k.buffer<f32>("y", Access::ReadWrite);
   auto z = k.buffer<u32>("z", Access::ReadWrite);
 #ifdef BDSL_CONTROL
-  atomic_add(z[0u], 1u);
+  atomic_min(z[0u], 1u);
   (void)y;
 #else
-  atomic_add(y[0u], 1.0f);
+  atomic_min(y[0u], 1.0f);
 #endif
 }

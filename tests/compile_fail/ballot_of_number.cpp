@@ -1,4 +1,5 @@
 // Must not compile: subgroup_ballot() takes a condition, not a number
+// hint: subgroup_ballot takes a condition, not a number
 #include "dsl/dsl.h"
 using namespace bdsl::dsl;
 void f() {

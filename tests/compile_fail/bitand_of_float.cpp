@@ -1,4 +1,5 @@
 // Must not compile: & is defined for integers only
+// hint: are defined for integers only: for a float's bits use bitcast<u32>
 #include "dsl/dsl.h"
 using namespace bdsl::dsl;
 void f() {

@@ -1,4 +1,5 @@
 // Must not compile: booleans have no arithmetic
+// hint: booleans have no arithmetic: use select
 #include "dsl/dsl.h"
 using namespace bdsl::dsl;
 void f() {

@@ -1,4 +1,5 @@
 // Must not compile: cast<> keeps the lane count
+// hint: cast<> keeps the lane count: take a lane first
 #include "dsl/dsl.h"
 using namespace bdsl::dsl;
 void f() {

@@ -1,4 +1,5 @@
 // Must not compile: erf() is defined for f32 only
+// hint: erf is defined for f32 only: convert first
 #include "dsl/dsl.h"
 using namespace bdsl::dsl;
 void f() {

@@ -1,4 +1,5 @@
 // Must not compile: exp() is defined for floats only
+// hint: exp is defined for floats only: convert first
 #include "dsl/dsl.h"
 using namespace bdsl::dsl;
 void f() {

@@ -1,4 +1,5 @@
 // Must not compile: adding Expr<f32> and Expr<u32> needs an explicit cast
+// hint: f32 and u32 do not mix: convert one side
 #include "dsl/dsl.h"
 using namespace bdsl::dsl;
 void f() {

@@ -1,4 +1,5 @@
 // Must not compile: if_() needs an Expr<boolean>, not a number
+// hint: if_ takes a condition, not a number: compare first
 #include "dsl/dsl.h"
 using namespace bdsl::dsl;
 void f() {

@@ -1,4 +1,5 @@
 // Must not compile: && needs booleans
+// hint: take conditions, not numbers: compare first
 #include "dsl/dsl.h"
 using namespace bdsl::dsl;
 void f() {

@@ -1,4 +1,5 @@
 // Must not compile: only integer matrices load from arrays of 32-bit words
+// hint: only integer matrices load from and store to arrays of 32-bit words
 #include "dsl/dsl.h"
 using namespace bdsl::dsl;
 void f() {

@@ -1,4 +1,5 @@
 // Must not compile: int8 A and B do not multiply into a float accumulator
+// hint: i8 A and B multiply into an i32 accumulator
 #include "dsl/dsl.h"
 using namespace bdsl::dsl;
 void f() {

@@ -1,4 +1,5 @@
 // Must not compile: a 16x32 A times a 16x8 B (A's columns are not B's rows) into a 16x8 accumulator
+// hint: the shapes do not fit: a must be Rows x K and b K x Cols
 #include "dsl/dsl.h"
 using namespace bdsl::dsl;
 void f() {

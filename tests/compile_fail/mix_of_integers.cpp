@@ -1,4 +1,5 @@
 // Must not compile: mix() blends floats only
+// hint: mix blends floats only: use select
 #include "dsl/dsl.h"
 using namespace bdsl::dsl;
 void f() {

@@ -1,4 +1,5 @@
 // Must not compile: % is defined for integers only
+// hint: % is defined for integers only: for floats write x - y
 #include "dsl/dsl.h"
 using namespace bdsl::dsl;
 void f() {

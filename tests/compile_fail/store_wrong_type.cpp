@@ -1,4 +1,5 @@
 // Must not compile: a f32 value cannot be stored in a u32 buffer
+// hint: store into a u32 element or variable: store a value of the element's type
 #include "dsl/dsl.h"
 using namespace bdsl::dsl;
 void f() {

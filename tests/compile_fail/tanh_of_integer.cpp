@@ -1,4 +1,5 @@
 // Must not compile: tanh() is defined for floats only
+// hint: tanh is defined for floats only: convert first
 #include "dsl/dsl.h"
 using namespace bdsl::dsl;
 void f() {

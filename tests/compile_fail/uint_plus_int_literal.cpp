@@ -1,4 +1,5 @@
 // Must not compile: an int literal is not a u32: write 1u
+// hint: a literal must have the operand's exact type: 1u for u32, 1 for i32
 #include "dsl/dsl.h"
 using namespace bdsl::dsl;
 void f() {

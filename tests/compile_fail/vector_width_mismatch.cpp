@@ -1,4 +1,5 @@
 // Must not compile: vec4 + vec2 is not defined
+// hint: vectors of different widths do not mix: make the widths equal
 #include "dsl/dsl.h"
 using namespace bdsl::dsl;
 void f() {
