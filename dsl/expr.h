@@ -215,7 +215,7 @@ void operands() {
     static_assert(dependent_false<A>, "i8 has no arithmetic: cast<i32>(x) first");
   else if constexpr (m == Mismatch::Literal)
     static_assert(dependent_false<A>,
-                  "a literal must have the operand's exact type: 1u for u32, 1 for i32, 1.0f for f32");
+                  "a literal must have the operand's exact type: 1u for u32, 1 for i32, 1.0f for f32, 1ul for u64, 1l for i64");
   else if constexpr (m == Mismatch::FloatInt && std::same_as<TA, f32> && std::same_as<TB, u32>)
     static_assert(dependent_false<A>, "f32 and u32 do not mix: convert one side, e.g. cast<f32>(x)");
   else if constexpr (m == Mismatch::FloatInt && std::same_as<TA, u32> && std::same_as<TB, f32>)
@@ -226,8 +226,10 @@ void operands() {
     static_assert(dependent_false<A>, "i32 and f32 do not mix: convert one side, e.g. cast<f32>(x)");
   else if constexpr (m == Mismatch::FloatInt)
     static_assert(dependent_false<A>, "floats and integers do not mix: convert one side, e.g. cast<f32>(x) or cast<vec4>(v)");
-  else if constexpr (m == Mismatch::SignedUnsigned)
+  else if constexpr (m == Mismatch::SignedUnsigned && Integer32<TA> && Integer32<TB>)
     static_assert(dependent_false<A>, "i32 and u32 do not mix: convert one side, e.g. cast<u32>(x)");
+  else if constexpr (m == Mismatch::SignedUnsigned)
+    static_assert(dependent_false<A>, "integers of different types or widths (i32, u32, i64, u64) do not mix: convert one side, e.g. cast<u64>(x)");
   else if constexpr (m == Mismatch::FloatWidths)
     static_assert(dependent_false<A>, "f16 and f32 do not mix: convert one side, e.g. cast<f32>(x)");
   else if constexpr (m == Mismatch::Lanes && lanes_v<TA> > 1 && lanes_v<TB> > 1)
