@@ -60,6 +60,22 @@ Sampler::Sampler(const SamplerOptions& options) : options_(options) {
     throw std::invalid_argument("top-p must be in (0, 1], got " + std::to_string(options.top_p));
   if (!(options.min_p >= 0.0f && options.min_p <= 1.0f))
     throw std::invalid_argument("min-p must be in [0, 1], got " + std::to_string(options.min_p));
+  if (!(options.repeat_penalty > 0.0f) || !std::isfinite(options.repeat_penalty))
+    throw std::invalid_argument("repeat penalty must be > 0 (1: off), got " + std::to_string(options.repeat_penalty));
+  if (options.repeat_last_n > kMaxRepeatLastN)
+    throw std::invalid_argument("repeat-last-n must be at most " + std::to_string(kMaxRepeatLastN) + ", got " +
+                                std::to_string(options.repeat_last_n));
+}
+
+void apply_repeat_penalty(std::span<float> logits, std::span<const int32_t> recent, float penalty) {
+  const float inverse = 1.0f / penalty;
+  std::vector<int32_t> seen;
+  for (int32_t t : recent) {
+    if (t < 0 || size_t(t) >= logits.size() || std::find(seen.begin(), seen.end(), t) != seen.end()) continue;
+    seen.push_back(t);
+    float& l = logits[size_t(t)];
+    l = l > 0.0f ? l * inverse : l * penalty;
+  }
 }
 
 void check_sampling(const SamplerOptions& sampling, uint32_t candidates) {

@@ -17,7 +17,22 @@ struct SamplerOptions {
   float top_p = 0.95f;       // 1: off
   float min_p = 0.0f;        // keeps candidates at least min_p times as likely as the best; 0: off
   uint64_t seed = 0;
+  // llama.cpp's repeat penalty, before everything above: each distinct token among the last
+  // repeat_last_n of the sequence (prompt included) has its logit divided by it where positive,
+  // multiplied where not. 1: off.
+  float repeat_penalty = 1.0f;
+  uint32_t repeat_last_n = 64;  // at most kMaxRepeatLastN; 0: off
 };
+inline constexpr uint32_t kMaxRepeatLastN = 1024;  // ops::kMaxRepeatLastN, the device's window
+
+// Whether the settings change any logit (a penalty other than 1 over a window of at least one).
+inline bool penalizes(const SamplerOptions& s) { return s.repeat_penalty != 1.0f && s.repeat_last_n > 0; }
+
+// The repeat penalty as the device applies it (ops/head/repeat_penalty.h): each distinct token of
+// `recent` (the window: the last repeat_last_n tokens) once, its logit l made l * (1 / penalty)
+// where l > 0, else l * penalty (one rounding each; llama.cpp's l / penalty may differ in the
+// last bit). Tokens outside the logits are ignored.
+void apply_repeat_penalty(std::span<float> logits, std::span<const int32_t> recent, float penalty);
 
 // Philox4x32-10 of a 128-bit counter under a 64-bit key (low word first); the sampler draws the
 // first word at counter (token id, position, 0, 0) under the seed.

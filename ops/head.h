@@ -11,6 +11,7 @@
 #include "ops/head/lm_head_coopmat.h"
 #include "ops/head/lm_head_pruned.h"
 #include "ops/head/lm_head_shadow.h"
+#include "ops/head/repeat_penalty.h"
 #include "ops/head/sample_candidates.h"
 #include "ops/head/sample_vocabulary.h"
 #include "ops/head/top_k.h"

@@ -163,6 +163,13 @@ int run_run(const Args& args) {
   models::GenerateOptions gen;
   gen.max_new_tokens = o.n_predict;
   gen.sampling = o.sampling;
+  if (gen.sampling.repeat_last_n == kWholeContext) {
+    gen.sampling.repeat_last_n = model.context_length();
+    if (gen.sampling.repeat_last_n > models::kMaxRepeatLastN)
+      throw UsageError(fmt::format("--repeat-last-n -1 is the whole context, {} positions, but the window holds at most {}: "
+                                   "give a smaller -c or --repeat-last-n",
+                                   model.context_length(), models::kMaxRepeatLastN));
+  }
   if (tok) gen.is_end = [&](int32_t id) { return tok->is_end_of_generation(id); };
   if (o.interactive) return chat_loop(model, *tok, gen);
 

@@ -23,6 +23,9 @@ const char* const kRunUsage =
     "                    vocabulary, exactly (default 40)\n"
     "  --top-p P         keep the fewest most likely tokens whose probability reaches P; 1 = off (default 0.95)\n"
     "  --min-p P         keep tokens at least P times as likely as the most likely one; 0 = off (default 0)\n"
+    "  --repeat-penalty F  before all of these: each distinct token among the last N (prompt included) has\n"
+    "                    its logit divided by F where positive, multiplied where not; 1 = off (default 1)\n"
+    "  --repeat-last-n N the window of --repeat-penalty, at most 1024; 0 = off, -1 = the context (default 64)\n"
     "  -s, --seed S      the same seed gives the same text, on any device and beside any other streams\n"
     "                    (default: random, printed)\n"
     "  --chat            wrap the prompt in the chat template the model was trained on\n"
@@ -85,6 +88,11 @@ RunOptions parse_run_options(const Args& args) {
     else if (a == "--top-k") o.sampling.top_k = flag_number<uint32_t>(a, value());
     else if (a == "--top-p") o.sampling.top_p = flag_number<float>(a, value());
     else if (a == "--min-p") o.sampling.min_p = flag_number<float>(a, value());
+    else if (a == "--repeat-penalty") o.sampling.repeat_penalty = flag_number<float>(a, value());
+    else if (a == "--repeat-last-n") {
+      const int64_t n = flag_number<int64_t>(a, value(), -1, int64_t{models::kMaxRepeatLastN});
+      o.sampling.repeat_last_n = n < 0 ? kWholeContext : uint32_t(n);  // -1: resolved once the context is known
+    }
     else if (a == "-s" || a == "--seed") o.sampling.seed = flag_number<uint64_t>(a, value()), o.seed_given = true;
     else if (a == "--chat") o.chat = true;
     else if (a == "-i" || a == "--interactive") o.interactive = true;
@@ -102,6 +110,10 @@ RunOptions parse_run_options(const Args& args) {
   if (o.sampling.top_k > 128) throw UsageError("--top-k must be at most 128, got " + std::to_string(o.sampling.top_k));
   if (!(o.sampling.top_p > 0 && o.sampling.top_p <= 1)) throw UsageError("--top-p must be in (0, 1]");
   if (!(o.sampling.min_p >= 0 && o.sampling.min_p <= 1)) throw UsageError("--min-p must be in [0, 1]");
+  if (!(o.sampling.repeat_penalty > 0) || !std::isfinite(o.sampling.repeat_penalty))
+    throw UsageError("--repeat-penalty must be > 0 (1 = off)");
+  if (models::penalizes(o.sampling) && (!o.dump_layers.empty() || !o.dump_logits.empty()))
+    throw UsageError("--repeat-penalty runs in the device's sampler: not with --dump-logits or --dump-layers");
   if (o.has_prompt_ids && !o.prompt.empty()) throw UsageError("give either -p or --prompt-ids, not both");
   if (o.interactive && (o.has_prompt_ids || !o.dump_layers.empty() || !o.dump_logits.empty()))
     throw UsageError("-i takes no --prompt-ids, --dump-logits or --dump-layers");

@@ -10,6 +10,9 @@
 
 namespace bdsl::tools {
 
+// --repeat-last-n -1 until the context is known (cmd_run resolves it).
+inline constexpr uint32_t kWholeContext = UINT32_MAX;
+
 struct RunOptions {
   std::string model;
   std::string prompt;

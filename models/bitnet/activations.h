@@ -51,6 +51,7 @@ struct BitNetModel::Activations {
     arg_indices = u32(p.argmax_plan.groups, "argmax partial indices");
     token = u32(1, "argmax token", true);
     generated = u32(c.context_length, "greedy token of each position", true);
+    history = u32(c.context_length, "token at each position (repeat penalty)", true);
     if (p.lm_head_bounds) {
       upper = f32(c.vocab_size, "greedy head upper bounds");
       lower = f32(ops::lm_head_bounds_workgroups(p.target, c.vocab_size), "greedy head lower bounds");
@@ -87,14 +88,14 @@ struct BitNetModel::Activations {
   static uint64_t bytes(const models::BitNetConfig& c) {
     const uint64_t kv = 2ull * c.n_layers * c.context_length * c.kv_dim() * 2;
     const uint64_t rope = uint64_t{c.context_length} * c.head_dim * 4;
-    return kv + rope + 4ull * (4 * c.dim + 3 * c.n_heads * c.head_dim + c.ffn_dim + 6ull * c.vocab_size + c.context_length);
+    return kv + rope + 4ull * (4 * c.dim + 3 * c.n_heads * c.head_dim + c.ffn_dim + 6ull * c.vocab_size + 2ull * c.context_length);
   }
 
   // Device bytes of every buffer here (the KV cache included).
   uint64_t bytes_held() const {
     uint64_t n = 0;
     for (const rt::Buffer* b : {&step, &rope_table, &x, &q, &k, &v, &attn, &attn_used, &ffn, &xn, &logits, &partials, &counters,
-                                &arg_values, &arg_indices, &token, &generated, &upper, &lower, &head_counter, &xq, &head_stats,
+                                &arg_values, &arg_indices, &token, &generated, &history, &upper, &lower, &head_counter, &xq, &head_stats,
                                 &top_part_values, &top_part_indices, &top_values, &top_indices, &sample_params, &sampled,
                                 &list_values, &list_indices, &list_count, &list_length, &vocab_state, &vocab_mass,
                                 &vocab_part_values, &vocab_part_indices, &dumps})
@@ -107,7 +108,7 @@ struct BitNetModel::Activations {
   rt::Buffer step, rope_table, x, q, k, v, attn, attn_used, ffn, xn, logits;
   std::vector<rt::Buffer> k_cache, v_cache;
   rt::Buffer partials, counters;
-  rt::Buffer arg_values, arg_indices, token, generated, upper, lower, head_counter, xq, head_stats;
+  rt::Buffer arg_values, arg_indices, token, generated, history, upper, lower, head_counter, xq, head_stats;
   rt::Buffer top_part_values, top_part_indices, top_values, top_indices, sample_params, sampled;
   rt::Buffer list_values, list_indices, list_count, list_length;
   rt::Buffer vocab_state, vocab_mass, vocab_part_values, vocab_part_indices;

@@ -21,6 +21,13 @@
 namespace bdsl::bitnet {
 namespace {
 
+// models::check_sampling, and no repeat penalty: the batched step keeps no token history.
+void check_batch_sampling(const models::SamplerOptions& sampling, uint32_t top_k) {
+  models::check_sampling(sampling, top_k);
+  if (models::penalizes(sampling))
+    throw std::invalid_argument("the repeat penalty is not available in batched decode (bitnet-dsl run has it)");
+}
+
 uint64_t round_up(uint64_t bytes, uint64_t align) { return (bytes + align - 1) / align * align; }
 
 // The model's attention shape, with the head split the tuning table gives batched decode.
@@ -333,7 +340,7 @@ models::StepOutput BitNetBatchDecoder::prefill(uint32_t slot, std::span<const in
   if (uint64_t{pos} + tokens.size() > context_length())
     throw std::out_of_range(fmt::format("prefill of {} tokens at position {} goes past the context length {}", tokens.size(),
                                         pos, context_length()));
-  models::check_sampling(sampling, top_k());
+  check_batch_sampling(sampling, top_k());
   // The model's cache must hold this slot's positions 0..pos-1 for the chunk's attention.
   if (model_slot_ != slot || model_rows_ < pos) copy_rows(false, slot, 0, pos);
   model_slot_ = UINT32_MAX;  // until the prefill has run
@@ -368,7 +375,7 @@ std::vector<models::StepOutput> BitNetBatchDecoder::decode(std::span<const Entry
                                                 e.slot, e.pos, before.pos));
     }
     last[e.slot] = int64_t(i);
-    models::check_sampling(e.sampling, top_k());
+    check_batch_sampling(e.sampling, top_k());
   }
   // Lanes: the entries with an output (each slot's last) first, in entry order, then the rest.
   std::vector<uint32_t> lane_of(batch.size());

@@ -137,6 +137,8 @@ void BitNetModel::record() {
   greedy_graph_.reset();
   sampled_graph_.reset();
   vocabulary_graph_.reset();
+  penalized_graph_.reset();
+  penalized_vocabulary_graph_.reset();
   embed_graph_.reset();
   if (pipelines_->lm_head_bounds && greedy_head_) {
     record_token(Tail::PrunedGreedy);
@@ -168,6 +170,26 @@ void BitNetModel::prepare_vocabulary_draw() {
   if (!embed_graph_) record_embed_graph();
 }
 
+void BitNetModel::prepare_penalized(bool vocabulary) {
+  auto& graph = vocabulary ? penalized_vocabulary_graph_ : penalized_graph_;
+  if (graph) return;
+  wait_idle();
+  pipelines_->build_repeat_penalty(ctx_, config_);
+  if (vocabulary) pipelines_->build_vocabulary(ctx_, config_);
+  auto full = std::move(graph_);  // record_token records into graph_
+  record_token(vocabulary ? Tail::VocabularySampled : Tail::Full,
+               vocabulary ? &penalized_vocabulary_parameters_ : &penalized_parameters_);
+  graph = std::move(graph_);
+  graph_ = std::move(full);
+  if (vocabulary && !embed_graph_) record_embed_graph();
+}
+
+void BitNetModel::write_history(std::span<const int32_t> tokens, uint32_t pos) {
+  wait_idle();  // a penalized replay writes it too
+  const std::span<uint32_t> words = act_->history.host_words();
+  for (size_t i = 0; i < tokens.size(); ++i) words[pos + i] = uint32_t(tokens[i]);
+}
+
 void BitNetModel::record_embedding(rt::Graph& g) {
   const auto& p = *pipelines_;
   std::vector<rt::Arg> embedding = {{"step", act_->step}, {"x", act_->x}};
@@ -175,12 +197,12 @@ void BitNetModel::record_embedding(rt::Graph& g) {
   p.embedding.dispatch(g, embedding);
 }
 
-void BitNetModel::record_token(Tail tail) {
+void BitNetModel::record_token(Tail tail, std::optional<PenaltyParameters>* penalty) {
   const char* name = tail == Tail::PrunedGreedy        ? "bitnet greedy token"
                      : tail == Tail::PrunedSampled     ? "bitnet sampled token"
                      : tail == Tail::VocabularySampled ? "bitnet token sampled over the vocabulary"
                                                        : "bitnet token";
-  graph_ = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{options_.timestamps, name});
+  graph_ = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{options_.timestamps, std::string(name) + (penalty ? " with repeat penalty" : "")});
   rt::Graph& g = *graph_;
   const auto& p = *pipelines_;
   auto& a = *act_;
@@ -194,15 +216,16 @@ void BitNetModel::record_token(Tail tail) {
   if (tail == Tail::Full) record_embedding(g);
   dump(a.x, config_.dim, "inp_embd");
   for (uint32_t l = 0; l < config_.n_layers; ++l) record_layer(l);
-  record_tail(g, tail);
+  record_tail(g, tail, penalty);
   g.finish();
 }
 
-void BitNetModel::record_tail(rt::Graph& g, Tail tail) {
+void BitNetModel::record_tail(rt::Graph& g, Tail tail, std::optional<PenaltyParameters>* penalty) {
   const auto& p = *pipelines_;
   auto& a = *act_;
   const SplitMatrix& table = weights_.lm_head();
-  if (tail == Tail::VocabularySampled) return record_vocabulary_draw(g);
+  if (tail == Tail::VocabularySampled) return record_vocabulary_draw(g, penalty);
+  if (penalty && tail != Tail::Full) throw std::logic_error("the repeat penalty needs the full head's logits");
   if (tail != Tail::Full) {
     // The choice without every logit: the final norm with x quantized once, bounds from the int8
     // shadow, then the rows that may win (greedy) or be among the k best (sampled).
@@ -236,7 +259,7 @@ void BitNetModel::record_tail(rt::Graph& g, Tail tail) {
     p.lm_head_candidates->dispatch(g, candidates);
     return;
   }
-  record_logits(g);
+  record_logits(g, penalty);
   // Greedy and sampling candidates read the same logits: no barrier between the two chains.
   if (p.top_k)
     p.top_k_partial->dispatch(g, {{"values", a.logits}, {"part_values", a.top_part_values}, {"part_indices", a.top_part_indices}});
@@ -259,7 +282,7 @@ void BitNetModel::record_tail(rt::Graph& g, Tail tail) {
 
 // Every logit, then the draw over the whole vocabulary (top_k 0): the argmax for the best logit,
 // the radix passes of top-p, the draw, which moves the step state on and writes the next embedding.
-void BitNetModel::record_logits(rt::Graph& g) {
+void BitNetModel::record_logits(rt::Graph& g, std::optional<PenaltyParameters>* penalty) {
   const auto& p = *pipelines_;
   auto& a = *act_;
   p.output_norm.dispatch(g, {{"x", a.x}, {"weight", weights_.output_norm}, {"out", a.xn}}, rt::push(config_.rms_norm_eps));
@@ -268,13 +291,19 @@ void BitNetModel::record_logits(rt::Graph& g) {
   append_parts(head, "table", weights_.lm_head());
   p.lm_head.dispatch(g, head);
   if (&g == graph_.get()) dump(a.logits, config_.vocab_size, "result_output");
+  if (penalty) {
+    penalty->emplace(PenaltyParameters{g.parameter(1.0f), g.parameter(1.0f), g.parameter<uint32_t>(0)});
+    const PenaltyParameters& q = **penalty;
+    p.repeat_penalty->dispatch(g, {{"logits", a.logits}, {"step", a.step}, {"history", a.history}},
+                               rt::push(q.penalty, q.inverse_penalty, q.last_n));
+  }
   p.argmax_partial.dispatch(g, {{"values", a.logits}, {"part_values", a.arg_values}, {"part_indices", a.arg_indices}});
 }
 
-void BitNetModel::record_vocabulary_draw(rt::Graph& g) {
+void BitNetModel::record_vocabulary_draw(rt::Graph& g, std::optional<PenaltyParameters>* penalty) {
   const auto& p = *pipelines_;
   auto& a = *act_;
-  record_logits(g);
+  record_logits(g, penalty);
   p.argmax_final.dispatch(g, {{"part_values", a.arg_values}, {"part_indices", a.arg_indices}, {"token", a.token}});
   const uint32_t stride = config_.vocab_size;
   for (uint32_t pass = 0; pass < ops::kVocabPasses; ++pass) {
@@ -311,7 +340,7 @@ void BitNetModel::write_step_state(uint32_t token, uint32_t pos) {
 
 StepOutput BitNetModel::step(int32_t token, uint32_t pos) {
   check_tokens(std::span(&token, 1), pos);
-  wait_idle();  // nothing of an earlier decode_greedy may still read the step state
+  write_history(std::span(&token, 1), pos);  // also waits: nothing earlier may still read the step state
   ++epoch_;
   write_step_state(uint32_t(token), pos);
   graph_->submit_and_wait();
@@ -331,6 +360,7 @@ uint32_t BitNetModel::decode_greedy(int32_t token, uint32_t pos, uint32_t max_st
 
 uint32_t BitNetModel::decode_sampled(int32_t token, uint32_t pos, uint32_t max_steps, const models::SamplerOptions& sampling,
                                      const std::function<bool(int32_t)>& on_token) {
+  if (models::penalizes(sampling)) return decode_penalized(token, pos, max_steps, sampling, on_token);
   if (sampling.temperature == 0.0f) return decode_greedy(token, pos, max_steps, on_token);
   models::check_sampling(sampling, pipelines_->top_k);
   if (max_steps == 0) return 0;
@@ -344,6 +374,24 @@ uint32_t BitNetModel::decode_sampled(int32_t token, uint32_t pos, uint32_t max_s
     return replay_feeding(*vocabulary_graph_, token, pos, max_steps, on_token);
   }
   return replay_feeding(sampled_graph_ ? *sampled_graph_ : *graph_, token, pos, max_steps, on_token);
+}
+
+uint32_t BitNetModel::decode_penalized(int32_t token, uint32_t pos, uint32_t max_steps, const models::SamplerOptions& sampling,
+                                       const std::function<bool(int32_t)>& on_token) {
+  models::check_sampling(sampling, pipelines_->top_k);
+  if (options_.dump) throw std::invalid_argument("the repeat penalty runs in the device's sampler: not with dumps");
+  if (max_steps == 0) return 0;
+  check_tokens(std::span(&token, 1), pos);
+  check_steps(pos, max_steps);
+  const bool vocabulary = models::draws_over_vocabulary(sampling);
+  prepare_penalized(vocabulary);
+  wait_idle();
+  if (pipelines_->top_k) write_sampling(sampling);  // greedy settings: the draw takes the argmax
+  PenaltyParameters& q = vocabulary ? *penalized_vocabulary_parameters_ : *penalized_parameters_;
+  q.penalty.set(sampling.repeat_penalty);
+  q.inverse_penalty.set(1.0f / sampling.repeat_penalty);  // as models::apply_repeat_penalty rounds it
+  q.last_n.set(sampling.repeat_last_n);
+  return replay_feeding(vocabulary ? *penalized_vocabulary_graph_ : *penalized_graph_, token, pos, max_steps, on_token);
 }
 
 uint32_t BitNetModel::step_by_step(int32_t token, uint32_t pos, uint32_t max_steps, const models::SamplerOptions& sampling,
@@ -375,7 +423,9 @@ uint32_t BitNetModel::replay_feeding(rt::Graph& graph, int32_t token, uint32_t p
   // x for the first replay of the greedy recording (which starts with layer 0): queued ahead of
   // it (each recording ends with a barrier that makes its writes visible to what the queue runs
   // next), no wait.
-  if (&graph == greedy_graph_.get() || &graph == sampled_graph_.get() || &graph == vocabulary_graph_.get()) embed_graph_->submit();
+  if (&graph == greedy_graph_.get() || &graph == sampled_graph_.get() || &graph == vocabulary_graph_.get() ||
+      &graph == penalized_vocabulary_graph_.get())
+    embed_graph_->submit();
   // Every replay leaves the step state at the next position with its choice as the token, so the
   // host only queues replays (Graph::kInFlight of them) and reads each token where it was put.
   std::deque<uint64_t> pending;
@@ -422,7 +472,8 @@ uint32_t BitNetModel::sampled_candidate_rows() const {
 }
 
 void BitNetModel::wait_idle() {
-  for (rt::Graph* g : {graph_.get(), greedy_graph_.get(), sampled_graph_.get(), vocabulary_graph_.get(), embed_graph_.get()})
+  for (rt::Graph* g : {graph_.get(), greedy_graph_.get(), sampled_graph_.get(), vocabulary_graph_.get(), penalized_graph_.get(),
+                       penalized_vocabulary_graph_.get(), embed_graph_.get()})
     if (g) g->wait(g->last_ticket());
 }
 

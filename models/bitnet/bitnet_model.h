@@ -151,16 +151,30 @@ class BitNetModel final : public models::DecoderModel {
     uint64_t offset, floats;
   };
   void record();
+  // A penalized recording's parameters (rt::Graph::parameter), set before its replays.
+  struct PenaltyParameters {
+    rt::Parameter<float> penalty, inverse_penalty;
+    rt::Parameter<uint32_t> last_n;
+  };
   // The LM head at the end of a token's recording: the full one (logits, argmax, top-k; step() and
   // the prompt path), the pruned one of decode_greedy or decode_sampled, or decode_sampled's draw
   // over the whole vocabulary (top_k 0); all but the full one also write the next token's embedding.
   enum class Tail { Full, PrunedGreedy, PrunedSampled, VocabularySampled };
-  void record_token(Tail tail);  // into graph_: the whole token
+  // Into graph_: the whole token; with `penalty`, a Full or VocabularySampled tail's logits take
+  // the repeat penalty first (its parameters go there).
+  void record_token(Tail tail, std::optional<PenaltyParameters>* penalty = nullptr);
   void record_embedding(rt::Graph& g);  // x = the step state's token's embedding
-  void record_tail(rt::Graph& g, Tail tail = Tail::Full);  // final norm, LM head, argmax (+ top-k) on the x buffer
+  void record_tail(rt::Graph& g, Tail tail = Tail::Full, std::optional<PenaltyParameters>* penalty = nullptr);  // final norm, LM head, argmax (+ top-k) on the x buffer
   // The final norm, every logit and argmax's first pass (the full tail's and the vocabulary draw's start).
-  void record_logits(rt::Graph& g);
-  void record_vocabulary_draw(rt::Graph& g);  // Tail::VocabularySampled's
+  void record_logits(rt::Graph& g, std::optional<PenaltyParameters>* penalty = nullptr);
+  void record_vocabulary_draw(rt::Graph& g, std::optional<PenaltyParameters>* penalty = nullptr);  // Tail::VocabularySampled's
+  // decode_sampled with a repeat penalty: the full head's logits penalized on the device, then the
+  // draw (or argmax) of the full recording, or over the whole vocabulary for top_k 0.
+  uint32_t decode_penalized(int32_t token, uint32_t pos, uint32_t max_steps, const models::SamplerOptions& sampling,
+                            const std::function<bool(int32_t)>& on_token);
+  void prepare_penalized(bool vocabulary);  // records its graph at first use
+  // The tokens at positions pos.. into the device's history (what the repeat penalty reads).
+  void write_history(std::span<const int32_t> tokens, uint32_t pos);
   void record_embed_graph();  // embed_graph_: the first token's embedding for the pruned and vocabulary recordings
   void wait_idle();  // for every replay of any recording
   std::unique_ptr<PrefillBlock> make_prefill_buffers();
@@ -199,6 +213,10 @@ class BitNetModel final : public models::DecoderModel {
   std::unique_ptr<rt::Graph> greedy_graph_;   // decode_greedy's recording, with the pruned head
   std::unique_ptr<rt::Graph> sampled_graph_;  // decode_sampled's, with the pruned head
   std::unique_ptr<rt::Graph> vocabulary_graph_;  // decode_sampled's with top_k 0: the full head, every logit drawn from
+  // decode_sampled's with a repeat penalty (prepare_penalized): the full recording's tail, and the
+  // vocabulary draw, each with the penalty on the logits first.
+  std::unique_ptr<rt::Graph> penalized_graph_, penalized_vocabulary_graph_;
+  std::optional<PenaltyParameters> penalized_parameters_, penalized_vocabulary_parameters_;
   // The embedding of the step state's token alone: decode_greedy's first replay needs it (the
   // greedy recording starts with layer 0; each replay leaves the next token's embedding in x).
   std::unique_ptr<rt::Graph> embed_graph_;

@@ -10,6 +10,7 @@
 #include "ops/pipeline_batch.h"
 #include "ops/ternary.h"
 #include "ops/tuning.h"
+#include "models/sampler.h"
 
 namespace bdsl::bitnet {
 namespace {
@@ -112,6 +113,11 @@ BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c
     }
   }
   batch.build(ctx, cache);  // every pipeline at once, on a pool of threads
+}
+
+void BitNetPipelines::build_repeat_penalty(rt::Context& ctx, const models::BitNetConfig& c, codegen::ShaderCache& cache) {
+  static_assert(ops::kMaxRepeatLastN == models::kMaxRepeatLastN);
+  if (!repeat_penalty) repeat_penalty.emplace(ops::make_pipeline(ctx, ops::plan_repeat_penalty(target, c.vocab_size, c.context_length), cache));
 }
 
 void BitNetPipelines::build_vocabulary(rt::Context& ctx, const models::BitNetConfig& c, codegen::ShaderCache& cache) {

@@ -93,6 +93,11 @@ struct BitNetPipelines {
   // lavapipe). Nothing without top_k or when they are built; `config` as the constructor's.
   void build_vocabulary(rt::Context& ctx, const models::BitNetConfig& config,
                         codegen::ShaderCache& cache = codegen::default_shader_cache());
+  // Once build_repeat_penalty ran (at the first decode with a repeat penalty): the penalty on
+  // every logit of the token's full head (ops/head/repeat_penalty.h).
+  std::optional<ops::PlannedPipeline> repeat_penalty;
+  void build_repeat_penalty(rt::Context& ctx, const models::BitNetConfig& config,
+                            codegen::ShaderCache& cache = codegen::default_shader_cache());
 };
 
 }  // namespace bdsl::bitnet

@@ -88,6 +88,7 @@ std::unique_ptr<rt::Graph> BitNetModel::record_prefill_block(uint32_t n) {
 StepOutput BitNetModel::prefill(std::span<const int32_t> tokens, uint32_t pos) {
   if (tokens.empty()) throw std::invalid_argument("prefill: no tokens");
   check_tokens(tokens, pos);
+  write_history(tokens, pos);
   StepOutput out;
   for (size_t first = 0; first < tokens.size(); first += kMaxPrefillBlock) {
     const auto block = tokens.subspan(first, std::min<size_t>(kMaxPrefillBlock, tokens.size() - first));

@@ -331,3 +331,31 @@ TEST(Cli, ValidateChecksTheModelAgainstTheGoldenDataFirst) {
   EXPECT_EQ(other.output.find("FAIL"), std::string::npos) << other.output;
   std::filesystem::remove_all(dir);
 }
+
+// llama-cli's --repeat-penalty and --repeat-last-n: the text changes (the tiny model's greedy
+// continuation repeats a token), -1 is the whole context, and bad values are refused in one line.
+TEST(Cli, RepeatPenaltyChangesTheGreedyText) {
+  const auto dir = std::filesystem::temp_directory_path() / "bdsl-cli-penalty";
+  std::filesystem::create_directories(dir);
+  const std::string model = (dir / "tiny.gguf").string();
+  ASSERT_EQ(run("make-model " + model + " --preset tiny").code, 0);
+  const std::string base = "run -m " + model + " --prompt-ids 990,312,626,307 -n 24 --temp 0 --ids";
+  const Result plain = run(base), penalized = run(base + " --repeat-penalty 1.5"),
+               whole = run(base + " --repeat-penalty 1.5 --repeat-last-n -1");
+  ASSERT_EQ(plain.code, 0) << plain.output;
+  ASSERT_EQ(penalized.code, 0) << penalized.output;
+  ASSERT_EQ(whole.code, 0) << whole.output;
+  auto ids = [](const std::string& out) {  // --ids: the one line of digits and commas
+    std::istringstream lines(out);
+    for (std::string line; std::getline(lines, line);)
+      if (!line.empty() && line.find_first_not_of("0123456789,") == std::string::npos) return line;
+    return std::string("(none)");
+  };
+  EXPECT_NE(ids(plain.output), "(none)") << plain.output;
+  EXPECT_NE(ids(plain.output), ids(penalized.output)) << plain.output << penalized.output;
+  EXPECT_NE(ids(whole.output), "(none)") << whole.output;
+  expect_one_line_error(run(base + " --repeat-penalty 0"), 2, "--repeat-penalty must be > 0");
+  expect_one_line_error(run(base + " --repeat-last-n 2000"), 2, "--repeat-last-n");
+  expect_one_line_error(run(base + " --repeat-penalty 1.2 --dump-logits x.npy"), 2, "not with --dump-logits");
+  std::filesystem::remove_all(dir);
+}

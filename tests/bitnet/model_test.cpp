@@ -480,3 +480,85 @@ TEST_F(Model, AModelThatDoesNotFitIsRefusedBeforeAllocating) {
 
 }  // namespace
 }  // namespace bdsl::test
+
+namespace bdsl::test {
+namespace {
+
+// The host twin of a generation with a repeat penalty: the prompt but its last token as one batch,
+// then step by step, each step's logits penalized over the window (models::apply_repeat_penalty)
+// and chosen as the device's sampler does.
+std::vector<int32_t> penalized_on_host(bitnet::BitNetModel& m, const std::vector<int32_t>& prompt,
+                                       const models::SamplerOptions& s, uint32_t steps) {
+  const models::Sampler twin(s);
+  std::vector<int32_t> history(prompt.begin(), prompt.end() - 1), out;
+  m.prefill(history, 0);
+  int32_t token = prompt.back();
+  for (uint32_t i = 0; i < steps; ++i) {
+    const auto pos = uint32_t(history.size());
+    m.step(token, pos);
+    history.push_back(token);
+    std::vector<float> logits = m.logits();
+    const size_t window = std::min<size_t>(s.repeat_last_n, history.size());
+    models::apply_repeat_penalty(logits, std::span(history).last(window), s.repeat_penalty);
+    if (s.temperature == 0) {
+      token = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());  // the first of ties
+    } else if (models::draws_over_vocabulary(s)) {
+      token = twin.sample_vocabulary(logits, pos + 1);
+    } else {  // the model's top_k candidates, most likely first (ties: the lower id)
+      std::vector<int32_t> ids(logits.size());
+      std::iota(ids.begin(), ids.end(), 0);
+      std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+      ids.resize(m.top_k());
+      std::vector<float> values;
+      for (int32_t id : ids) values.push_back(logits[id]);
+      token = twin.sample(ids, values, pos + 1);
+    }
+    out.push_back(token);
+  }
+  return out;
+}
+
+TEST_F(Model, RepeatPenaltyInTheDeviceSamplerEqualsTheHostTwin) {
+  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto config = models::BitNetConfig::from_gguf(file);
+  bitnet::ModelOptions o;
+  o.top_k = 32;
+  bitnet::BitNetModel twin_model(ctx(), file, config, o), device(ctx(), file, config, o), greedy_only(ctx(), file, config);
+  const auto prompt = golden_prompt();
+  const uint32_t steps = 16;
+  auto generate = [&](bitnet::BitNetModel& m, const models::SamplerOptions& s) {
+    models::Generator gen(m);
+    models::GenerateOptions g;
+    g.max_new_tokens = steps;
+    g.sampling = s;
+    return gen.generate(prompt, g).tokens;
+  };
+  models::SamplerOptions greedy;
+  greedy.temperature = 0;
+  greedy.repeat_penalty = 1.5f;
+  models::SamplerOptions boost = greedy;  // below 1: the window's tokens more likely, a 3-token window
+  boost.repeat_penalty = 0.5f;
+  boost.repeat_last_n = 3;
+  const models::SamplerOptions top_k{0.8f, 20, 0.9f, 0.02f, 6, 1.3f, 8};
+  const models::SamplerOptions vocabulary{0.9f, 0, 0.9f, 0.0f, 8, 1.2f, 64};
+  for (const models::SamplerOptions& s : {greedy, boost, top_k, vocabulary}) {
+    const auto want = penalized_on_host(twin_model, prompt, s, steps);
+    EXPECT_EQ(generate(device, s), want) << "penalty " << s.repeat_penalty << ", temperature " << s.temperature;
+    if (s.temperature == 0) EXPECT_EQ(generate(greedy_only, s), want) << "greedy-only model, penalty " << s.repeat_penalty;
+  }
+  // The penalty changes the text: the tiny model's greedy continuation repeats a token.
+  models::SamplerOptions plain = greedy;
+  plain.repeat_penalty = 1.0f;
+  const auto unpenalized = generate(device, plain);
+  EXPECT_NE(unpenalized, generate(device, greedy));
+  std::map<int32_t, int> counts;
+  for (int32_t t : unpenalized) ++counts[t];
+  EXPECT_GE(std::max_element(counts.begin(), counts.end(), [](auto& a, auto& b) { return a.second < b.second; })->second, 4);
+  // A window past the device's is refused.
+  models::SamplerOptions bad = greedy;
+  bad.repeat_last_n = models::kMaxRepeatLastN + 1;
+  EXPECT_THROW(generate(device, bad), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace bdsl::test

@@ -38,6 +38,23 @@ std::set<int32_t> drawn(const SamplerOptions& o, const Candidates& c) {
   return ids;
 }
 
+// llama.cpp's repeat penalty: each distinct token of the window once, a positive logit divided (as
+// a product with 1 / penalty), the others multiplied; ids outside the logits ignored.
+TEST(Sampler, RepeatPenaltyTouchesEachTokenOfTheWindowOnce) {
+  std::vector<float> logits = {2.0f, -1.0f, 0.0f, 3.0f, 1.5f};
+  const std::vector<int32_t> window = {0, 1, 0, 2, 0, 7, -1};
+  apply_repeat_penalty(logits, window, 2.0f);
+  EXPECT_EQ(logits, (std::vector<float>{1.0f, -2.0f, 0.0f, 3.0f, 1.5f}));
+  std::vector<float> one = {0.3f};
+  apply_repeat_penalty(one, std::vector<int32_t>{0}, 1.3f);
+  EXPECT_EQ(one[0], 0.3f * (1.0f / 1.3f));
+  EXPECT_TRUE(penalizes({0.0f, 40, 1.0f, 0.0f, 0, 1.1f, 64}));
+  EXPECT_FALSE(penalizes({0.0f, 40, 1.0f, 0.0f, 0, 1.1f, 0}));
+  EXPECT_FALSE(penalizes({0.0f, 40, 1.0f, 0.0f, 0, 1.0f, 64}));
+  EXPECT_THROW(Sampler({0.0f, 40, 1.0f, 0.0f, 0, 0.0f, 64}), std::invalid_argument);
+  EXPECT_THROW(Sampler({0.0f, 40, 1.0f, 0.0f, 0, 1.1f, kMaxRepeatLastN + 1}), std::invalid_argument);
+}
+
 TEST(Sampler, PhiloxGivesThePublishedAnswers) {
   // Random123's known-answer vectors for philox4x32_10.
   EXPECT_EQ(philox4x32_10({0, 0, 0, 0}, 0), (std::array<uint32_t, 4>{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}));
