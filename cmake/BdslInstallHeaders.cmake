@@ -1,6 +1,7 @@
 # Run by `cmake --install` (cmake/BdslInstall.cmake): copies the headers of BDSL_HEADER_DIRS from
-# BDSL_SOURCE to BDSL_DESTINATION, rewriting `#include "dsl/x.h"` (a project header) to
-# `#include "bitnet_dsl/dsl/x.h"`, so the installed headers need only <prefix>/include on the path.
+# BDSL_SOURCE to BDSL_DESTINATION, rewriting the project's own includes (`#include "dsl/expr.h"`)
+# to the prefixed form (`#include "bitnet_dsl/dsl/expr.h"`), so the installed headers need only
+# <prefix>/include on the path.
 string(REPLACE ";" "|" alternatives "${BDSL_HEADER_DIRS}")
 foreach(dir IN LISTS BDSL_HEADER_DIRS)
   file(GLOB_RECURSE headers RELATIVE ${BDSL_SOURCE} ${BDSL_SOURCE}/${dir}/*.h)

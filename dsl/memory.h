@@ -11,6 +11,15 @@ template <class X>
 concept IndexValue = (DslValue<X> && (std::same_as<value_t<X>, u32> || std::same_as<value_t<X>, i32>)) ||
                      std::same_as<std::remove_cvref_t<X>, uint32_t> || std::same_as<std::remove_cvref_t<X>, int32_t>;
 
+// What an index of another type meets: the fallback that says the fix (dsl/expr.h's hints).
+// It returns what the right index would, so that the message is the first error.
+template <class I, class Result>
+Result wrong_index() {
+  static_assert(hint::dependent_false<I>,
+                "an index is a u32 or i32 value (or a uint32_t / int32_t constant): convert it, e.g. cast<u32>(x)");
+  throw 0;
+}
+
 template <class X>
 const Node* index_node(const X& i) {
   if constexpr (DslValue<X>)
@@ -128,6 +137,9 @@ class Buffer {
   using element_type = T;
   explicit Buffer(uint32_t binding, uint64_t owner = BuilderCore::current().builder_id()) : binding_(binding), owner_(owner) {}
   template <class I>
+    requires(!IndexValue<I>)
+  BufferRef<T> operator[](const I&) const { return wrong_index<I, BufferRef<T>>(); }
+  template <class I>
     requires IndexValue<I>
   BufferRef<T> operator[](const I& i) const {
     return BufferRef<T>(binding_, index_node(i), owner_);
@@ -149,6 +161,9 @@ class Shared {
  public:
   using element_type = T;
   Shared(uint32_t id, uint32_t count, uint64_t owner = BuilderCore::current().builder_id()) : id_(id), count_(count), owner_(owner) {}
+  template <class I>
+    requires(!IndexValue<I>)
+  SharedRef<T> operator[](const I&) const { return wrong_index<I, SharedRef<T>>(); }
   template <class I>
     requires IndexValue<I>
   SharedRef<T> operator[](const I& i) const {
@@ -180,6 +195,9 @@ class Shared2D {
    public:
     Row(Shared2D array, Expr<u32> start) : array_(array), start_(start) {}
     template <class I>
+      requires(!IndexValue<I>)
+    SharedRef<T> operator[](const I&) const { return wrong_index<I, SharedRef<T>>(); }
+    template <class I>
       requires IndexValue<I>
     SharedRef<T> operator[](const I& col) const {
       return array_.flat_[start_ + array_.checked(col, array_.cols_, "column")];
@@ -189,6 +207,9 @@ class Shared2D {
     Shared2D array_;
     Expr<u32> start_;
   };
+  template <class I>
+    requires(!IndexValue<I>)
+  Row operator[](const I&) const { return wrong_index<I, Row>(); }
   template <class I>
     requires IndexValue<I>
   Row operator[](const I& row) const {

@@ -544,7 +544,9 @@ TEST_F(Model, RepeatPenaltyInTheDeviceSamplerEqualsTheHostTwin) {
   for (const models::SamplerOptions& s : {greedy, boost, top_k, vocabulary}) {
     const auto want = penalized_on_host(twin_model, prompt, s, steps);
     EXPECT_EQ(generate(device, s), want) << "penalty " << s.repeat_penalty << ", temperature " << s.temperature;
-    if (s.temperature == 0) EXPECT_EQ(generate(greedy_only, s), want) << "greedy-only model, penalty " << s.repeat_penalty;
+    if (s.temperature == 0) {
+      EXPECT_EQ(generate(greedy_only, s), want) << "greedy-only model, penalty " << s.repeat_penalty;
+    }
   }
   // The penalty changes the text: the tiny model's greedy continuation repeats a token.
   models::SamplerOptions plain = greedy;
