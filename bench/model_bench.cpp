@@ -135,6 +135,9 @@ void decode_greedy(benchmark::State& st, BenchSession& s, uint32_t ctx_len, Vari
 const models::SamplerOptions kRunDefaults{0.8f, 40, 0.95f, 0.0f, 1234};
 // The same with top_k 0: top-p over the whole vocabulary (the full head, every logit drawn from).
 const models::SamplerOptions kVocabularyDraw{0.8f, 0, 0.95f, 0.0f, 1234};
+// The defaults with llama.cpp's former default repeat penalty (1.1 over the last 64 tokens): the
+// full head's logits penalized, then the top-k draw (bitnet_model.h, decode_penalized).
+const models::SamplerOptions kRepeatPenalty{0.8f, 40, 0.95f, 0.0f, 1234, 1.1f, 64};
 
 void decode_sampled(benchmark::State& st, BenchSession& s, uint32_t ctx_len, const models::SamplerOptions& sampling) {
   auto& m = model_state(s, Variant::UntimedSampling);
@@ -151,7 +154,7 @@ void decode_sampled(benchmark::State& st, BenchSession& s, uint32_t ctx_len, con
   }
   st.counters["tokens_per_s"] = double(st.iterations()) * run / wall;
   st.counters["steps"] = m.model->stats().steps;
-  if (!models::draws_over_vocabulary(sampling))
+  if (!models::draws_over_vocabulary(sampling) && !models::penalizes(sampling))
     st.counters["candidate_rows"] = m.model->sampled_candidate_rows();  // the pruned head's list, last token
 }
 
@@ -320,6 +323,10 @@ void register_model_benchmarks(BenchSession& s) {
   for (uint32_t ctx : quick ? std::vector<uint32_t>{64} : std::vector<uint32_t>{512, 2048})
     benchmark::RegisterBenchmark(fmt::format("decode_sampled_vocabulary/ctx:{}", ctx).c_str(),
                                  [&s, ctx](benchmark::State& st) { decode_sampled(st, s, ctx, kVocabularyDraw); })
+        ->UseManualTime()->Iterations(quick ? 2 : 20)->Unit(benchmark::kMicrosecond);
+  for (uint32_t ctx : quick ? std::vector<uint32_t>{64} : std::vector<uint32_t>{512})
+    benchmark::RegisterBenchmark(fmt::format("decode_sampled_repeat_penalty/ctx:{}", ctx).c_str(),
+                                 [&s, ctx](benchmark::State& st) { decode_sampled(st, s, ctx, kRepeatPenalty); })
         ->UseManualTime()->Iterations(quick ? 2 : 20)->Unit(benchmark::kMicrosecond);
   for (uint32_t n : quick ? std::vector<uint32_t>{16} : std::vector<uint32_t>{128, 512})
     benchmark::RegisterBenchmark(fmt::format("prefill/tokens:{}", n).c_str(),

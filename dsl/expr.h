@@ -112,6 +112,25 @@ Expr<R> binary(Op op, const A& a, const B& b) {
   return make_expr<R>(op, type_of<R>(), {as_node<T>(a), as_node<T>(b)});
 }
 
+// The DSL type of a C++ literal: float -> f32, int32_t -> i32, uint32_t -> u32, int64_t -> i64,
+// uint64_t -> u64.
+template <class L>
+struct dsl_type_of_literal {};
+template <class T>
+struct literal_of {
+  using type = T;
+};
+template <>
+struct dsl_type_of_literal<float> : literal_of<f32> {};
+template <>
+struct dsl_type_of_literal<int32_t> : literal_of<i32> {};
+template <>
+struct dsl_type_of_literal<uint32_t> : literal_of<u32> {};
+template <>
+struct dsl_type_of_literal<int64_t> : literal_of<i64> {};
+template <>
+struct dsl_type_of_literal<uint64_t> : literal_of<u64> {};
+
 // Type hints. A DSL type error would otherwise print pages of concept notes. So each family of
 // operations also has a fallback overload, viable exactly when none of the real ones is, whose
 // static_assert says which rule the operands break and how to fix it (one case per hint in
@@ -128,7 +147,7 @@ concept Operand = DslValue<X> || std::is_arithmetic_v<std::remove_cvref_t<X>>;
 template <class A, class B>
 concept Operands = (DslValue<A> || DslValue<B>) && Operand<A> && Operand<B>;
 
-// The DSL type of an operand, or of the constant a literal would make (void for 1.0, 1L, ...).
+// The DSL type of an operand, or of the constant a literal would make (void for 1.0, 1u8, ...).
 template <class X>
 struct type_of_operand {
   using type = void;
@@ -142,17 +161,10 @@ template <>
 struct type_of_operand<bool> {
   using type = boolean;
 };
-template <>
-struct type_of_operand<int32_t> {
-  using type = i32;
-};
-template <>
-struct type_of_operand<uint32_t> {
-  using type = u32;
-};
-template <>
-struct type_of_operand<float> {
-  using type = f32;
+template <class X>
+  requires requires { typename dsl_type_of_literal<X>::type; }
+struct type_of_operand<X> {
+  using type = typename dsl_type_of_literal<X>::type;
 };
 template <class X>
 using type_t = typename type_of_operand<std::remove_cvref_t<X>>::type;
@@ -444,21 +456,6 @@ Expr<operand_t<A, B>> select(const C& cond, const A& a, const B& b) {
   return make_expr<T>(Op::Select, type_of<T>(), {as_node<boolean>(cond), as_node<T>(a), as_node<T>(b)});
 }
 
-// The DSL type of a C++ literal: float -> f32, int32_t -> i32, uint32_t -> u32.
-template <class L>
-struct dsl_type_of_literal {};
-template <>
-struct dsl_type_of_literal<float> {
-  using type = f32;
-};
-template <>
-struct dsl_type_of_literal<int32_t> {
-  using type = i32;
-};
-template <>
-struct dsl_type_of_literal<uint32_t> {
-  using type = u32;
-};
 
 template <class C, class L>
   requires OperandOf<C, boolean> && requires { typename dsl_type_of_literal<L>::type; }
