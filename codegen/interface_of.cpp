@@ -32,10 +32,15 @@ void note_function(Fn fn, KernelFeatures& f) {
   }
 }
 
+// What a value of type t needs to be computed (a node's or a variable's).
+void note_value_type(Type t, KernelFeatures& f) {
+  if (t.kind == ScalarKind::F16) f.float16 = true;
+  if (t.kind == ScalarKind::I8) f.int8 = true;
+  if (t.is_64bit()) f.int64 = true;
+}
+
 void note_node(const Node& n, KernelFeatures& f) {
-  if (n.type.kind == ScalarKind::F16) f.float16 = true;
-  if (n.type.kind == ScalarKind::I8) f.int8 = true;
-  if (n.type.is_64bit()) f.int64 = true;
+  note_value_type(n.type, f);
   if (n.op == Op::Call) note_function(static_cast<Fn>(n.ref), f);
   if (n.op == Op::Call && static_cast<Fn>(n.ref) == Fn::AtomicAdd && n.type.kind == ScalarKind::F32)
     (n.args[0]->op == Op::SharedLoad ? f.float_atomic_add_shared : f.float_atomic_add_buffer) = true;
@@ -83,11 +88,7 @@ KernelInterface interface_of(const Kernel& kernel) {
     if (s.element.is_64bit()) k.features.int64 = true;
   }
   for (const auto& n : ir.nodes) note_node(*n, k.features);
-  for (const auto& v : ir.vars) {
-    if (v.type.kind == ScalarKind::F16) k.features.float16 = true;
-    if (v.type.kind == ScalarKind::I8) k.features.int8 = true;
-    if (v.type.is_64bit()) k.features.int64 = true;
-  }
+  for (const auto& v : ir.vars) note_value_type(v.type, k.features);
   note_matrices(ir, k.features);
   return k;
 }

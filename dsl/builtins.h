@@ -328,10 +328,12 @@ inline Expr<boolean> subgroup_elect() { return call<boolean>(Fn::SubgroupElect);
 // has shaderBufferFloat32AtomicAdd / shaderSharedFloat32AtomicAdd); each returns the previous value
 // and runs exactly once, where it is written.
 template <class Ref>
-concept AtomicTarget = requires(const Ref& r) {
+concept ElementTarget = requires(const Ref& r) {
   r.array();
   r.index();
-} && (std::same_as<value_t<Ref>, u32> || std::same_as<value_t<Ref>, i32>);
+};  // a buffer or shared element, not a value
+template <class Ref>
+concept AtomicTarget = ElementTarget<Ref> && (std::same_as<value_t<Ref>, u32> || std::same_as<value_t<Ref>, i32>);
 
 template <class Ref, class X>
   requires AtomicTarget<Ref> && OperandOf<X, value_t<Ref>>
@@ -347,7 +349,7 @@ Expr<value_t<Ref>> atomic(Fn fn, const Ref& target, const X& value) {
   }
 BDSL_ATOMIC(atomic_add, AtomicAdd)
 template <class Ref, class X>
-  requires requires(const Ref& r) { r.array(); r.index(); } && std::same_as<value_t<Ref>, f32> && OperandOf<X, f32>
+  requires ElementTarget<Ref> && std::same_as<value_t<Ref>, f32> && OperandOf<X, f32>
 Expr<f32> atomic_add(const Ref& target, const X& value) {
   return call<f32>(Fn::AtomicAdd, target.node(), as_node<f32>(value));
 }
@@ -370,10 +372,7 @@ Expr<value_t<Ref>> atomic_comp_swap(const Ref& target, const C& compare, const X
 namespace hint {
 template <class Ref, class X>
 void atomic() {
-  if constexpr (!requires(const Ref& r) {
-                  r.array();
-                  r.index();
-                })
+  if constexpr (!ElementTarget<Ref>)
     static_assert(dependent_false<Ref>, "atomics act on a buffer or shared element, not a value: e.g. atomic_max(y[i], v)");
   else if constexpr (!AtomicTarget<Ref>)
     static_assert(dependent_false<Ref>, "atomics other than atomic_add work on u32/i32 elements only");

@@ -11,15 +11,6 @@ template <class X>
 concept IndexValue = (DslValue<X> && (std::same_as<value_t<X>, u32> || std::same_as<value_t<X>, i32>)) ||
                      std::same_as<std::remove_cvref_t<X>, uint32_t> || std::same_as<std::remove_cvref_t<X>, int32_t>;
 
-// What an index of another type meets: the fallback that says the fix (dsl/expr.h's hints).
-// It returns what the right index would, so that the message is the first error.
-template <class I, class Result>
-Result wrong_index() {
-  static_assert(hint::dependent_false<I>,
-                "an index is a u32 or i32 value (or a uint32_t / int32_t constant): convert it, e.g. cast<u32>(x)");
-  throw 0;
-}
-
 template <class X>
 const Node* index_node(const X& i) {
   if constexpr (DslValue<X>)
@@ -31,6 +22,15 @@ const Node* index_node(const X& i) {
 }
 
 namespace hint {
+// The fallback of an index of another type; it returns what the right index would, so that the
+// message is the first error.
+template <class I, class Result>
+Result index() {
+  static_assert(dependent_false<I>,
+                "an index is a u32 or i32 value (or a uint32_t / int32_t constant): convert it, e.g. cast<u32>(x)");
+  return result<Result>();
+}
+
 // The hint for a value of another type stored into an element, variable or matrix of type T.
 template <class T, class X>
 void store() {
@@ -38,7 +38,7 @@ void store() {
     static_assert(dependent_false<X>, "f16, i8 and vectors have no C++ literal: store a DSL value, e.g. cast<f16>(x) or make_vec<f32>(...)");
   else if constexpr (!DslValue<X>)
     static_assert(dependent_false<X>,
-                  "a stored literal must have the exact type of the element or variable: 1u for u32, 1 for i32, 1.0f for f32");
+                  "a stored literal must have the exact type of the element or variable: 1u for u32, 1 for i32, 1.0f for f32, 1ul for u64, 1l for i64");
   else if constexpr (Bool<T>)
     static_assert(dependent_false<X>, "store into a boolean: store a condition, e.g. x != 0u");
   else if constexpr (Bool<value_t<X>>)
@@ -55,6 +55,10 @@ void store() {
     static_assert(dependent_false<X>, "store into an f16 element or variable: store a value of the element's type, e.g. cast<f16>(v)");
   else if constexpr (std::same_as<T, i8>)
     static_assert(dependent_false<X>, "store into an i8 element or variable: store a value of the element's type, e.g. cast<i8>(v)");
+  else if constexpr (std::same_as<T, u64>)
+    static_assert(dependent_false<X>, "store into a u64 element or variable: store a value of the element's type, e.g. cast<u64>(v)");
+  else if constexpr (std::same_as<T, i64>)
+    static_assert(dependent_false<X>, "store into an i64 element or variable: store a value of the element's type, e.g. cast<i64>(v)");
   else
     static_assert(dependent_false<X>, "store of a vector of another type: store a value of the element's type, e.g. cast<vec4>(v)");
 }
@@ -138,7 +142,7 @@ class Buffer {
   explicit Buffer(uint32_t binding, uint64_t owner = BuilderCore::current().builder_id()) : binding_(binding), owner_(owner) {}
   template <class I>
     requires(!IndexValue<I>)
-  BufferRef<T> operator[](const I&) const { return wrong_index<I, BufferRef<T>>(); }
+  BufferRef<T> operator[](const I&) const { return hint::index<I, BufferRef<T>>(); }
   template <class I>
     requires IndexValue<I>
   BufferRef<T> operator[](const I& i) const {
@@ -163,7 +167,7 @@ class Shared {
   Shared(uint32_t id, uint32_t count, uint64_t owner = BuilderCore::current().builder_id()) : id_(id), count_(count), owner_(owner) {}
   template <class I>
     requires(!IndexValue<I>)
-  SharedRef<T> operator[](const I&) const { return wrong_index<I, SharedRef<T>>(); }
+  SharedRef<T> operator[](const I&) const { return hint::index<I, SharedRef<T>>(); }
   template <class I>
     requires IndexValue<I>
   SharedRef<T> operator[](const I& i) const {
@@ -196,7 +200,7 @@ class Shared2D {
     Row(Shared2D array, Expr<u32> start) : array_(array), start_(start) {}
     template <class I>
       requires(!IndexValue<I>)
-    SharedRef<T> operator[](const I&) const { return wrong_index<I, SharedRef<T>>(); }
+    SharedRef<T> operator[](const I&) const { return hint::index<I, SharedRef<T>>(); }
     template <class I>
       requires IndexValue<I>
     SharedRef<T> operator[](const I& col) const {
@@ -209,7 +213,7 @@ class Shared2D {
   };
   template <class I>
     requires(!IndexValue<I>)
-  Row operator[](const I&) const { return wrong_index<I, Row>(); }
+  Row operator[](const I&) const { return hint::index<I, Row>(); }
   template <class I>
     requires IndexValue<I>
   Row operator[](const I& row) const {

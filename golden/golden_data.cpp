@@ -111,6 +111,13 @@ uint64_t file_fingerprint(const fs::path& path) {
 
 namespace {
 
+// A fingerprint as the manifest writes it: "0x" and 16 hex digits.
+std::string fingerprint_text(uint64_t fingerprint) {
+  char text[32];
+  std::snprintf(text, sizeof text, "0x%016llx", static_cast<unsigned long long>(fingerprint));
+  return text;
+}
+
 // The string value of "key" in the manifest's text (the manifest is ours: flat, one key each).
 std::string manifest_value(const std::string& text, const std::string& key) {
   const std::string quoted = "\"" + key + "\": ";
@@ -131,8 +138,7 @@ void check_golden_model(const fs::path& dir, const fs::path& model) {
   text << in.rdbuf();
   const std::string want = manifest_value(text.str(), "fnv1a64");
   if (want.empty()) return;
-  char got[32];
-  std::snprintf(got, sizeof got, "0x%016llx", static_cast<unsigned long long>(file_fingerprint(model)));
+  const std::string got = fingerprint_text(file_fingerprint(model));
   if (want == got) return;
   const std::string preset = manifest_value(text.str(), "preset"), seed = manifest_value(text.str(), "seed");
   throw std::runtime_error("golden data " + dir.string() + " was made from another model (fnv1a64 " + want +
@@ -150,8 +156,7 @@ void write_golden(const fs::path& dir, const GoldenSpec& spec, const models::Bit
   write_npy(dir / "continuation.npy", std::span<const int32_t>(run.continuation), {run.continuation.size()});
   const std::vector<std::string> tensors = write_tensors(dir, run.prompt_pass);
 
-  char fingerprint[32];
-  std::snprintf(fingerprint, sizeof fingerprint, "0x%016llx", static_cast<unsigned long long>(model_fingerprint));
+  const std::string fingerprint = fingerprint_text(model_fingerprint);
   std::string m = "{\n  \"format\": \"bitnet-dsl golden 1\",\n";
   m += "  \"tool\": " + json_string(kReferenceVersion) + ",\n";
   m += "  \"regenerate\": " + json_string("bitnet-dsl make-golden --preset " + spec.preset + " --seed " +
