@@ -47,6 +47,8 @@ class DecoderModel {
   virtual StepOutput step(int32_t token, uint32_t pos) = 0;
   // Prompt tokens at positions pos..pos+n-1 as one batch; returns what step() would for the last.
   virtual StepOutput prefill(std::span<const int32_t> tokens, uint32_t pos) = 0;
+  // The same, choosing nothing: the tokens' rows into the KV cache (a model may skip its LM head).
+  virtual void fill_cache(std::span<const int32_t> tokens, uint32_t pos) { prefill(tokens, pos); }
   // The same, calling on_row(i, logits of tokens[i]) for every token in order (perplexity).
   virtual void prefill_all_logits(std::span<const int32_t> tokens, uint32_t pos,
                                   const std::function<void(uint32_t, std::span<const float>)>& on_row) = 0;

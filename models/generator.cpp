@@ -32,24 +32,27 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Gene
   GenerationResult result;
   result.prompt_tokens = uint32_t(prompt.size());
   check_sampling(options.sampling, model_.top_k());
-  // With a repeat penalty every choice is the device sampler's, the first one too: the prompt's
-  // last token is decoded by the penalized recording rather than taken from the prompt pass.
+  // Every choice is the device's, the first one too: the prompt but its last token fills the
+  // cache, and the recording that generates decodes the last (the pruned head: the F16 table's
+  // rows are read only where they may win). Where each prompt position's logits or intermediates
+  // are wanted, the prompt runs token by token and the host picks the first token.
   const bool penalized = penalizes(options.sampling);
   if (penalized && options.keep_logits)
     throw std::invalid_argument("the repeat penalty runs in the device's sampler: not with every step's logits kept");
-  const std::span<const int32_t> prompt_pass = penalized ? prompt.first(prompt.size() - 1) : prompt;
+  const bool by_token = options.keep_logits || options.after_prompt_token;
+  const bool device_first = penalized || !by_token;
+  const std::span<const int32_t> prompt_pass = device_first ? prompt.first(prompt.size() - 1) : prompt;
 
   auto t0 = std::chrono::steady_clock::now();
   StepOutput out;
-  if (options.keep_logits || options.after_prompt_token) {
-    // Every position's logits or intermediates are wanted: the decode graph, token by token.
+  if (by_token) {
     for (uint32_t i = 0; i < prompt_pass.size(); ++i) {
       out = model_.step(prompt_pass[i], pos_++);
       if (options.keep_logits) result.logits.push_back(model_.logits());
       if (options.after_prompt_token) options.after_prompt_token(i);
     }
   } else if (!prompt_pass.empty()) {
-    out = model_.prefill(prompt_pass, pos_);  // one batch through the matrix-matrix path
+    model_.fill_cache(prompt_pass, pos_);  // one batch through the matrix-matrix path
     pos_ += uint32_t(prompt_pass.size());
   }
   result.prompt_seconds = seconds_since(t0);
@@ -79,8 +82,8 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Gene
   };
   if (options.max_new_tokens == 0) {
     result.reason = StopReason::Limit;
-    if (penalized) model_.step(prompt.back(), pos_++);  // the prompt's last token into the cache, nothing chosen
-  } else if (penalized) {
+    if (device_first) model_.fill_cache(prompt.last(1), pos_++);  // the prompt's last token into the cache, nothing chosen
+  } else if (device_first) {
     // Decodes the prompt's last token at pos_ and feeds each choice on; pos_ is each accepted
     // token's position, as below.
     const uint32_t steps = std::min<uint64_t>(options.max_new_tokens, context - pos_);

@@ -141,8 +141,7 @@ void Server::stop(std::chrono::milliseconds drain) {
 
 std::vector<int32_t> Server::encode_prompt(const CompletionParams& p) const {
   if (!p.chat) return tokenizer_.encode(p.prompt, true);
-  const std::string bos = tokenizer_.bos_id() >= 0 ? tokenizer_.token_text(tokenizer_.bos_id()) : "";
-  return tokenizer_.encode(models::apply_chat_template(p.messages, true, bos), false);
+  return tokenizer_.encode(tokenizer_.chat_prompt(p.messages, true), false);
 }
 
 void Server::routes() {

@@ -108,7 +108,9 @@ int run_perplexity(const Args& args) {
   copts.device = device;
   rt::Context ctx(copts);
   std::fprintf(stderr, "device: %s\n", ctx.info().summary().c_str());
-  bitnet::BitNetModel model(ctx, file, config);
+  bitnet::ModelOptions mopts;
+  mopts.greedy_head = false;  // every logit is computed: no decode step needs the pruned head
+  bitnet::BitNetModel model(ctx, file, config, mopts);
   models::PerplexityOptions o;
   o.context = context;
   o.bos = tok.bos_id();

@@ -45,10 +45,12 @@ void print_memory(const bitnet::BitNetModel& model, double seconds) {
   const std::string in_place = m.weights_in_place == 0         ? ""
                                : m.weights_in_place == m.weights ? " read in place from the file"
                                                                  : fmt::format(", {} of them read in place", mib(m.weights_in_place));
-  std::fprintf(stderr, "model: %llu MiB loaded in %.2f s (%.2f GB/s); device memory %llu MiB (weights %llu%s, lm-head shadow %llu, "
+  // No shadow where it does not pay (bitnet::greedy_head_pays: a CPU device).
+  const std::string shadow = m.head_shadow ? fmt::format("lm-head shadow {}", mib(m.head_shadow)) : "no lm-head shadow";
+  std::fprintf(stderr, "model: %llu MiB loaded in %.2f s (%.2f GB/s); device memory %llu MiB (weights %llu%s, %s, "
                "KV %llu for %u positions, activations %llu)\n",
                mib(m.weights), seconds, double(m.weights) / std::max(seconds, 1e-9) / 1e9, mib(m.total()), mib(m.weights),
-               in_place.c_str(), mib(m.head_shadow), mib(m.kv_cache), model.context_length(), mib(m.activations));
+               in_place.c_str(), shadow.c_str(), mib(m.kv_cache), model.context_length(), mib(m.activations));
 }
 
 // Ctrl-C: the first stops the generation in progress (its statistics still print; `-i` goes back
@@ -88,7 +90,7 @@ int chat_loop(models::DecoderModel& model, const models::Tokenizer& tok, models:
   std::fprintf(stderr, "interactive chat: an empty line, end of input or Ctrl-C quits\n");
   while (g_interrupts = 0, std::fprintf(stderr, "> "), std::getline(std::cin, line) && !line.empty()) {
     history.push_back({"user", line});
-    const auto ids = tok.encode(models::apply_chat_template(history, true), false);
+    const auto ids = tok.encode(tok.chat_prompt(history, true), false);
     // Feed only what the cache does not hold yet: the longest common prefix stays.
     const auto [kept, unused] = std::mismatch(in_cache.begin(), in_cache.end(), ids.begin(), ids.end());
     in_cache.erase(kept, in_cache.end());
@@ -154,6 +156,7 @@ int run_run(const Args& args) {
   mopts.top_k = o.sampling.temperature == 0 ? 0 : (o.sampling.top_k == 0 ? 128 : o.sampling.top_k);
   mopts.dump = !o.dump_layers.empty();
   mopts.weights_in_place = !o.no_mmap;
+  mopts.greedy_head = bitnet::greedy_head_pays(ctx.info());
   const auto t0 = std::chrono::steady_clock::now();
   bitnet::BitNetModel model(ctx, file, config, mopts, progress_bar);
   if (models::draws_over_vocabulary(o.sampling)) model.prepare_vocabulary_draw();  // counted in the load
@@ -175,7 +178,7 @@ int run_run(const Args& args) {
 
   std::vector<int32_t> prompt = o.prompt_ids;
   if (!o.has_prompt_ids)
-    prompt = tok->encode(o.chat ? models::apply_chat_template({{"user", o.prompt}}, true) : o.prompt, true);
+    prompt = o.chat ? tok->encode(tok->chat_prompt({{"user", o.prompt}}, true), false) : tok->encode(o.prompt, true);
   for (int32_t id : prompt)
     if (uint32_t(id) >= config.vocab_size)
       throw UsageError("--prompt-ids: token id " + std::to_string(id) + " is outside the vocabulary of " +

@@ -90,6 +90,7 @@ int run_serve(const Args& args) {
   bitnet::ModelOptions mopts;
   mopts.top_k = 128;  // candidates each step draws from (on the GPU); greedy requests take the argmax
   mopts.weights_in_place = !o.no_mmap;
+  mopts.greedy_head = false;  // the batched step and the one-slot decoder read the F16 head itself
   bitnet::BitNetModel model(ctx, file, config, mopts);
   // One sequence: the single-sequence graph (the fastest for one). Several: one decode step
   // advances them all, each weight read once per step.

@@ -126,7 +126,7 @@ struct BitNetModel::PrefillBlock {
     std::unique_ptr<rt::Graph> graph;
     uint64_t last_used = 0;
   };
-  std::map<uint32_t, Recorded> graphs;  // by block length, at most kMaxGraphs
+  std::map<std::pair<uint32_t, bool>, Recorded> graphs;  // by block length and with the head or not, at most kMaxGraphs
   static constexpr size_t kMaxGraphs = 32;
   uint64_t uses = 0;
   const rt::Graph* last = nullptr;  // the graph of the last block run

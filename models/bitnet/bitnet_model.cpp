@@ -56,6 +56,8 @@ DeviceMemory BitNetModel::device_memory() const {
   return m;
 }
 
+bool greedy_head_pays(const rt::DeviceInfo& device) { return device.type != rt::DeviceType::Cpu; }
+
 bool BitNetModel::wants_greedy_head() const {
   return options_.greedy_head && !options_.dump && ops::lm_head_pruned_supported(config_.dim);
 }

@@ -34,7 +34,9 @@ struct ModelOptions {
   DecodeTuning decode_tuning;  // kernel shapes of the decode projections (bitnet_pipelines.h)
   // decode_greedy picks each token from the LM head's int8 shadow and the few F16 rows that may
   // win (ops/head/lm_head_pruned.h): the same token as the full head, half its bytes; the shadow takes
-  // vocab x (dim + 12) more bytes of device memory. Not with dump.
+  // vocab x (dim + 12) more bytes of device memory. Not with dump. On a CPU device (lavapipe)
+  // that memory is host memory beside the F16 head the file's pages already hold, and the pruned
+  // head was no faster there than the full one: `run` asks for it where greedy_head_pays.
   bool greedy_head = true;
   // On a CPU device, the weights are read where they lie in the mapped file, not copied
   // (models/bitnet/device_weights.h); false copies them as on any device.
@@ -42,6 +44,11 @@ struct ModelOptions {
 };
 
 using models::StepOutput;
+
+// Whether the pruned head's int8 shadow (ModelOptions::greedy_head) is worth holding on `device`:
+// where it is device memory of its own, not on a CPU device (bench/RESULTS.md run 20: on lavapipe
+// without it, the 2B loads in 0.15 s instead of 0.83, peaks 315 MiB lower and decodes as fast).
+bool greedy_head_pays(const rt::DeviceInfo& device);
 
 // Device memory a loaded model holds, by class (bytes).
 struct DeviceMemory {
@@ -80,6 +87,8 @@ class BitNetModel final : public models::DecoderModel {
   // would return for the last token. The graph is recorded once per block length (the last 32
   // lengths are kept) and replayed.
   StepOutput prefill(std::span<const int32_t> tokens, uint32_t pos) override;
+  // The same without the LM head: only the cache.
+  void fill_cache(std::span<const int32_t> tokens, uint32_t pos) override;
   static constexpr uint32_t kMaxPrefillBlock = 512;  // longer prompts run in blocks
   // prefill() that also gives every token's logits (lm_head_batch: lm_head's f32 arithmetic, bit
   // for bit, as the decode graph's tail computes the last token's):
@@ -178,7 +187,8 @@ class BitNetModel final : public models::DecoderModel {
   void record_embed_graph();  // embed_graph_: the first token's embedding for the pruned and vocabulary recordings
   void wait_idle();  // for every replay of any recording
   std::unique_ptr<PrefillBlock> make_prefill_buffers();
-  std::unique_ptr<rt::Graph> record_prefill_block(uint32_t n);  // on prefill_'s buffers
+  std::unique_ptr<rt::Graph> record_prefill_block(uint32_t n, bool head);  // on prefill_'s buffers
+  void run_prefill(std::span<const int32_t> tokens, uint32_t pos, bool head);  // head: the last token's tail too
   const PrefillPipelines& prefill_pipelines();  // built at the first prompt block (or batched step)
   StepOutput read_step_output() const;
   void check_tokens(std::span<const int32_t> tokens, uint32_t pos) const;

@@ -1,7 +1,9 @@
 // The batched prompt path of BitNetModel: one recording per block length, replayed for every
 // block of that length. Per layer: norm+quantize, QKV, RoPE + KV write, attention over the block,
 // norm+quantize, attn_output (+ residual), norm+quantize, gate/up, norm+quantize, ffn_down (+
-// residual); then the last token's row goes through the decode graph's tail (norm, LM head, argmax).
+// residual); then, in the block that ends a prefill(), the last token's row goes through the decode
+// graph's tail (norm, LM head, argmax). fill_cache() and the blocks before a prompt's last record
+// no tail: the F16 head is not read (on a CPU device its pages then stay out of memory).
 // QKV and gate/up are one dispatch each, or one per tensor side by side (prefill_pipelines.h).
 #include <fmt/format.h>
 
@@ -54,12 +56,12 @@ std::unique_ptr<BitNetModel::PrefillBlock> BitNetModel::make_prefill_buffers() {
   return b;
 }
 
-std::unique_ptr<rt::Graph> BitNetModel::record_prefill_block(uint32_t n) {
+std::unique_ptr<rt::Graph> BitNetModel::record_prefill_block(uint32_t n, bool head) {
   const auto& c = config_;
   const auto& p = *pipelines_;
   const auto& pp = prefill_pipelines();
   PrefillBlock* b = prefill_.get();
-  auto graph = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{options_.timestamps, fmt::format("prefill {}", n)});
+  auto graph = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{options_.timestamps, fmt::format("prefill {}{}", n, head ? "" : " (no head)")});
   rt::Graph& g = *graph;
   auto& a = *act_;
   std::vector<rt::Arg> embedding = {{"tokens", b->tokens}, {"x", b->x}};
@@ -78,39 +80,45 @@ std::unique_ptr<rt::Graph> BitNetModel::record_prefill_block(uint32_t n) {
                             rt::push(n), n);
     });
   }
-  // The last token continues through the decode graph's tail.
-  g.copy(b->x.slice(uint64_t{n - 1} * c.dim * 4, c.dim * 4ull), a.x);
-  record_tail(g);
+  if (head) {  // the last token continues through the decode graph's tail
+    g.copy(b->x.slice(uint64_t{n - 1} * c.dim * 4, c.dim * 4ull), a.x);
+    record_tail(g);
+  }
   g.finish();
   return graph;
 }
 
 StepOutput BitNetModel::prefill(std::span<const int32_t> tokens, uint32_t pos) {
+  run_prefill(tokens, pos, true);
+  return read_step_output();
+}
+
+void BitNetModel::fill_cache(std::span<const int32_t> tokens, uint32_t pos) { run_prefill(tokens, pos, false); }
+
+void BitNetModel::run_prefill(std::span<const int32_t> tokens, uint32_t pos, bool head) {
   if (tokens.empty()) throw std::invalid_argument("prefill: no tokens");
   check_tokens(tokens, pos);
   write_history(tokens, pos);
-  StepOutput out;
   for (size_t first = 0; first < tokens.size(); first += kMaxPrefillBlock) {
     const auto block = tokens.subspan(first, std::min<size_t>(kMaxPrefillBlock, tokens.size() - first));
     const auto n = uint32_t(block.size());
+    const bool block_head = head && first + n == tokens.size();  // only the last block's last token is chosen from
     if (!prefill_) prefill_ = make_prefill_buffers();
     auto& graphs = prefill_->graphs;
-    auto it = graphs.find(n);
+    auto it = graphs.find({n, block_head});
     if (it == graphs.end()) {
-      if (graphs.size() >= PrefillBlock::kMaxGraphs)  // the least recently used length goes
+      if (graphs.size() >= PrefillBlock::kMaxGraphs)  // the least recently used recording goes
         graphs.erase(std::min_element(graphs.begin(), graphs.end(), [](const auto& a, const auto& b) {
           return a.second.last_used < b.second.last_used;
         }));
-      it = graphs.emplace(n, PrefillBlock::Recorded{record_prefill_block(n), 0}).first;
+      it = graphs.emplace(std::pair{n, block_head}, PrefillBlock::Recorded{record_prefill_block(n, block_head), 0}).first;
     }
     it->second.last_used = ++prefill_->uses;
     prefill_->last = it->second.graph.get();
     prefill_->tokens.upload_bytes(std::as_bytes(block));
     write_step_state(0, pos + uint32_t(first));
     it->second.graph->submit_and_wait();
-    out = read_step_output();
   }
-  return out;
 }
 
 void BitNetModel::prefill_all_logits(std::span<const int32_t> tokens, uint32_t pos,

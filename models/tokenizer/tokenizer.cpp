@@ -38,6 +38,13 @@ Tokenizer::Tokenizer(const TokenizerSpec& spec) {
   load_vocabulary(spec);
   load_merges(spec.merges);
   load_special_ids(spec);
+  chat_format_ = spec.chat_format;
+}
+
+std::string Tokenizer::chat_prompt(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
+  const std::string_view bos = bos_id_ >= 0 ? std::string_view(texts_[size_t(bos_id_)]) : std::string_view();
+  const std::string_view eos = eos_id_ >= 0 ? std::string_view(texts_[size_t(eos_id_)]) : std::string_view();
+  return apply_chat_template(chat_format_, messages, add_generation_prompt, bos, eos);
 }
 
 void Tokenizer::load_vocabulary(const TokenizerSpec& spec) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "models/tokenizer/bpe.h"
+#include "models/tokenizer/chat_template.h"
 
 namespace bdsl::models {
 
@@ -41,6 +42,7 @@ struct TokenizerSpec {
   int32_t bos_id = -1;                  // tokenizer.ggml.bos_token_id; -1 = none
   int32_t eos_id = -1;                  // tokenizer.ggml.eos_token_id; -1 = none
   std::optional<int32_t> eot_id;        // tokenizer.ggml.eot_token_id; else the token "<|eot_id|>"
+  ChatFormat chat_format = ChatFormat::BitNet;  // from tokenizer.chat_template or the architecture
 };
 
 class Tokenizer {
@@ -77,6 +79,9 @@ class Tokenizer {
   int32_t eot_id() const { return eot_id_; }  // -1 if the vocabulary has none
   // EOS or end-of-turn: where generation stops.
   bool is_end_of_generation(int32_t id) const { return id >= 0 && (id == eos_id_ || id == eot_id_); }
+  ChatFormat chat_format() const { return chat_format_; }
+  // `messages` in the model's chat format with its own BOS and EOS text: encode it without add_bos.
+  std::string chat_prompt(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
 
  private:
   struct SpecialToken {
@@ -106,6 +111,7 @@ class Tokenizer {
   int32_t bos_id_ = -1;
   int32_t eos_id_ = -1;
   int32_t eot_id_ = -1;
+  ChatFormat chat_format_ = ChatFormat::BitNet;
 };
 
 }  // namespace bdsl::models

@@ -50,6 +50,8 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& file) {
   spec.bos_id = token_id(file, "tokenizer.ggml.bos_token_id").value_or(-1);
   spec.eos_id = token_id(file, "tokenizer.ggml.eos_token_id").value_or(-1);
   spec.eot_id = token_id(file, "tokenizer.ggml.eot_token_id");
+  spec.chat_format = chat_format_for(file.find_string("tokenizer.chat_template").value_or(""),
+                                     file.find_string("general.architecture").value_or(""));
   try {
     return Tokenizer(spec);
   } catch (const std::runtime_error& e) {

@@ -136,6 +136,8 @@ TEST(Cli, RunPrintsItsDeviceMemoryAndTakesAContextSize) {
   // same tokens either way.
   const bool cpu = run("devices").output.find("(cpu") != std::string::npos;
   EXPECT_EQ(full.output.find("read in place from the file") != std::string::npos, cpu) << full.output;
+  // ... and holds no int8 shadow of the LM head there (host memory that does not pay on a CPU).
+  EXPECT_EQ(full.output.find("no lm-head shadow") != std::string::npos, cpu) << full.output;
   const Result copied = run("run -m " + model + " --prompt-ids 990,312,626 -n 4 --temp 0 --ids --no-mmap");
   const Result in_place = run("run -m " + model + " --prompt-ids 990,312,626 -n 4 --temp 0 --ids");
   ASSERT_EQ(copied.code, 0) << copied.output;

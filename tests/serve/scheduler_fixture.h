@@ -89,6 +89,7 @@ class SchedulerTest : public DeviceTest {
     if (context) config.context_length = context;
     bitnet::ModelOptions o;
     o.top_k = 128;
+    o.greedy_head = false;
     return std::make_unique<bitnet::BitNetModel>(ctx(), *file_, config, o);
   }
   // That model as one slot, as `serve` runs it.

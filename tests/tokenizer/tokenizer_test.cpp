@@ -158,5 +158,68 @@ TEST(ChatTemplate, MatchesTheHuggingFaceTemplate) {
   EXPECT_EQ(apply_chat_template({{"USER", "x"}}, false, ""), "User: x<|eot_id|>");
 }
 
+// The reference strings of docs/model-family.md section 5: each template's rendering of a system
+// prompt, a user turn and an assistant turn.
+const std::vector<ChatMessage> kConversation{{"system", "You are a helpful assistant."}, {"user", "Hello"}, {"assistant", "Hi there"}};
+
+TEST(ChatTemplate, Llama3MatchesItsReferenceStrings) {
+  const std::string bos = "<|begin_of_text|>", eos = "<|end_of_text|>";
+  EXPECT_EQ(apply_chat_template(ChatFormat::Llama3, kConversation, false, bos, eos),
+            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nYou are a helpful assistant.<|eot_id|>"
+            "<|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
+            "Hi there<|eot_id|>");
+  EXPECT_EQ(apply_chat_template(ChatFormat::Llama3, {kConversation[0], kConversation[1]}, true, bos, eos),
+            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nYou are a helpful assistant.<|eot_id|>"
+            "<|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+  // Content is trimmed, as the template's `| trim` does.
+  EXPECT_EQ(apply_chat_template(ChatFormat::Llama3, {{"user", "  Hi\n"}}, false, "", eos),
+            "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>");
+}
+
+TEST(ChatTemplate, Falcon3MatchesItsReferenceStrings) {
+  const std::string bos = "<|begin_of_text|>", eos = "<|endoftext|>";
+  EXPECT_EQ(apply_chat_template(ChatFormat::Falcon3, kConversation, false, bos, eos),
+            "<|system|>\nYou are a helpful assistant.\n<|user|>\nHello\n<|assistant|>\nHi there<|endoftext|>");
+  EXPECT_EQ(apply_chat_template(ChatFormat::Falcon3, {kConversation[0], kConversation[1]}, true, bos, eos),
+            "<|system|>\nYou are a helpful assistant.\n<|user|>\nHello\n<|assistant|>\n");
+  // An assistant turn that is not the last ends with EOS and a newline; content is not trimmed.
+  EXPECT_EQ(apply_chat_template(ChatFormat::Falcon3, {kConversation[2], {"user", " Again "}}, true, bos, eos),
+            "<|assistant|>\nHi there<|endoftext|>\n<|user|>\n Again \n<|assistant|>\n");
+}
+
+TEST(ChatTemplate, TheFormatComesFromTheFilesTemplateElseItsArchitecture) {
+  // Meta-Llama-3-8B-Instruct's template (docs/model-family.md section 5).
+  const std::string llama3 =
+      "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = '<|start_header_id|>' + "
+      "message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}"
+      "{% set content = bos_token + content %}{% endif %}{{ content }}{% endfor %}{% if add_generation_prompt %}{{ "
+      "'<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}";
+  // Falcon3 Instruct's plain branch (the same section).
+  const std::string falcon3 =
+      "{%- for message in messages %}{%- if message['role'] == 'system' %}{{- '<|system|>\n' + message['content'] + "
+      "'\n' }}{%- elif message['role'] == 'user' %}{{- '<|user|>\n' + message['content'] + '\n' }}{%- elif "
+      "message['role'] == 'assistant' %}{{- '<|assistant|>\n' + message['content'] + eos_token }}{%- endif %}{%- endfor %}";
+  EXPECT_EQ(chat_format_for(llama3, "llama"), ChatFormat::Llama3);
+  EXPECT_EQ(chat_format_for(falcon3, "llama"), ChatFormat::Falcon3);  // Falcon3's files say `llama` too
+  EXPECT_EQ(chat_format_for("{{ 'Human: ' }}{{ 'BITNETAssistant: ' }}", "bitnet-b1.58"), ChatFormat::BitNet);
+  EXPECT_EQ(chat_format_for("", "llama"), ChatFormat::Llama3);
+  EXPECT_EQ(chat_format_for("", "bitnet-b1.58"), ChatFormat::BitNet);
+  EXPECT_EQ(chat_format_for("", "bitnet-25"), ChatFormat::BitNet);
+  EXPECT_EQ(chat_format_for("{{ unknown }}", "bitnet"), ChatFormat::BitNet);
+  EXPECT_STREQ(to_string(ChatFormat::Falcon3), "falcon3");
+}
+
+// The tokenizer writes the prompt in its format with its own BOS and EOS text.
+TEST(ChatTemplate, TheTokenizerPromptsInItsFormat) {
+  auto spec = test::hand_made_spec({});
+  const Tokenizer bitnet(spec);
+  EXPECT_EQ(bitnet.chat_format(), ChatFormat::BitNet);
+  EXPECT_EQ(bitnet.chat_prompt({{"user", "Hi"}}, true), "<|begin_of_text|>User: Hi<|eot_id|>Assistant: ");
+  spec.chat_format = ChatFormat::Llama3;
+  const Tokenizer llama3(spec);
+  EXPECT_EQ(llama3.chat_prompt({{"user", "Hi"}}, true),
+            "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+}
+
 }  // namespace
 }  // namespace bdsl::models
