@@ -5,6 +5,7 @@
 #include <string>
 
 #include "models/formats/i2s.h"
+#include "models/formats/tq.h"
 #include "models/numerics/half_float.h"
 
 namespace bdsl::golden {
@@ -33,15 +34,23 @@ std::vector<float> load_f32(const GgufFile& file, const std::string& name, std::
 // the element order I2_S packs.
 TernaryMatrix load_ternary(const GgufFile& file, const std::string& name) {
   const auto& info = file.tensor(name);
-  if (info.type != GgmlType::I2_S) fail(file, name, "expected type I2_S, found " + std::string(models::ggml_type_name(info.type)));
+  const bool tq = models::tq::is_tq(info.type);
+  if (info.type != GgmlType::I2_S && !tq)
+    fail(file, name, "expected type I2_S, TQ2_0 or TQ1_0, found " + std::string(models::ggml_type_name(info.type)));
   if (info.dims.size() != 2) fail(file, name, "expected 2 dims, found " + std::to_string(info.dims.size()));
   TernaryMatrix m;
   m.cols = info.dims[0];
   m.rows = info.dims[1];
   const auto data = file.tensor_data(info);
   try {
-    m.values = models::i2s::unpack(data, info.n_elements);
-    m.scale = models::i2s::scale(data, info.n_elements);
+    if (tq) {
+      auto decoded = models::tq::decode(info.type, data, info.n_elements, name);
+      m.values = std::move(decoded.ternary);
+      m.scale = decoded.scale;
+    } else {
+      m.values = models::i2s::unpack(data, info.n_elements);
+      m.scale = models::i2s::scale(data, info.n_elements);
+    }
   } catch (const std::exception& e) {
     fail(file, name, e.what());
   }

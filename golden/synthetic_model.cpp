@@ -7,6 +7,7 @@
 #include "golden/splitmix.h"
 #include "golden/synthetic_vocab.h"
 #include "models/formats/i2s.h"
+#include "models/formats/tq.h"
 #include "models/numerics/half_float.h"
 
 namespace bdsl::golden {
@@ -17,6 +18,7 @@ using models::GgmlType;
 
 constexpr std::string_view kArchitecture = "bitnet-b1.58";
 constexpr uint32_t kFileTypeI2S = 40;  // general.file_type of the real file
+constexpr uint32_t kFileTypeTQ1 = 36, kFileTypeTQ2 = 37;  // llama.cpp's LLAMA_FTYPE_MOSTLY_TQ1_0 / TQ2_0
 
 void require(bool ok, const std::string& what) {
   if (!ok) throw std::invalid_argument("synthetic model: " + what);
@@ -33,13 +35,19 @@ void fill_ternary(SplitMix64& rng, std::span<int8_t> out) {
   }
 }
 
-models::GgufWriter::TensorFill ternary_fill(uint64_t seed, std::string name, uint64_t in, uint64_t n) {
-  return [seed, name = std::move(name), in, n](std::span<std::byte> out) {
+// The same values and scale whatever the type (TQ types, and I2_S with f16_scales, round the scale
+// to F16).
+models::GgufWriter::TensorFill ternary_fill(uint64_t seed, std::string name, uint64_t in, uint64_t n, GgmlType type,
+                                            bool f16_scales) {
+  return [seed, name = std::move(name), in, n, type, f16_scales](std::span<std::byte> out) {
     SplitMix64 rng = stream_for(seed, name);
     std::vector<int8_t> values(n);
     fill_ternary(rng, values);
-    const float scale = static_cast<float>(1.0 / std::sqrt(2.0 / 3.0 * double(in)));
-    models::i2s::pack_into(values, scale, out);
+    float scale = static_cast<float>(1.0 / std::sqrt(2.0 / 3.0 * double(in)));
+    if (f16_scales) scale = numerics::f16_to_f32(numerics::f32_to_f16(scale));
+    if (type == GgmlType::I2_S) return models::i2s::pack_into(values, scale, out);
+    const auto packed = models::tq::encode(type, values, scale);
+    std::memcpy(out.data(), packed.data(), packed.size());
   };
 }
 
@@ -71,7 +79,9 @@ void add_hyperparameters(models::GgufWriter& w, const SyntheticModelOptions& o, 
   const std::string p = std::string(kArchitecture) + ".";
   w.add_string("general.architecture", kArchitecture);
   w.add_string("general.name", "bitnet-dsl synthetic " + o.preset + " (seed " + std::to_string(o.seed) + ")");
-  w.add_u32("general.file_type", kFileTypeI2S);
+  w.add_u32("general.file_type", o.weight_type == GgmlType::TQ2_0   ? kFileTypeTQ2
+                                  : o.weight_type == GgmlType::TQ1_0 ? kFileTypeTQ1
+                                                                           : kFileTypeI2S);
   w.add_u32("general.quantization_version", 2);
   w.add_u32(p + "vocab_size", o.vocab_size);
   w.add_u32(p + "context_length", o.context_length);
@@ -99,12 +109,15 @@ void add_tokenizer(models::GgufWriter& w, uint32_t vocab_size) {
   w.add_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(vocab.eos_id));
 }
 
-void add_tensor(models::GgufWriter& w, const models::BitNetTensorSpec& spec, uint64_t seed) {
+void add_tensor(models::GgufWriter& w, const models::BitNetTensorSpec& spec, const SyntheticModelOptions& o) {
   const uint64_t n = models::ggml_element_count(spec.dims);
+  const uint64_t seed = o.seed;
   switch (spec.type) {
-    case GgmlType::I2_S:
-      w.add_tensor(spec.name, spec.type, spec.dims, ternary_fill(seed, spec.name, spec.dims[0], n));
+    case GgmlType::I2_S: {
+      const bool f16 = o.f16_scales || models::tq::is_tq(o.weight_type);
+      w.add_tensor(spec.name, o.weight_type, spec.dims, ternary_fill(seed, spec.name, spec.dims[0], n, o.weight_type, f16));
       break;
+    }
     case GgmlType::F32:
       w.add_tensor(spec.name, spec.type, spec.dims, norm_fill(seed, spec.name, n));
       break;
@@ -141,6 +154,10 @@ models::BitNetConfig synthetic_config(const SyntheticModelOptions& o) {
   require(o.ffn_dim > 0 && o.ffn_dim % 128 == 0,
           "--ffn " + std::to_string(o.ffn_dim) + " must be a positive multiple of 128 (I2_S blocks)");
   require((o.dim / o.n_heads) % 2 == 0, "the head size --dim/--heads must be even (RoPE pairs)");
+  require(o.weight_type == GgmlType::I2_S || models::tq::is_tq(o.weight_type),
+          "the projections' type must be I2_S, TQ2_0 or TQ1_0, not " + std::string(models::ggml_type_name(o.weight_type)));
+  require(!models::tq::is_tq(o.weight_type) || (o.dim % 256 == 0 && o.ffn_dim % 256 == 0),
+          "--dim and --ffn must be multiples of 256 for " + std::string(models::ggml_type_name(o.weight_type)) + " (its blocks)");
   require(o.context_length >= 1, "--ctx must be at least 1");
   models::BitNetConfig c;
   c.architecture = std::string(kArchitecture);
@@ -165,7 +182,7 @@ models::GgufWriter make_synthetic_model(const SyntheticModelOptions& options) {
   add_hyperparameters(w, options, config);
   add_tokenizer(w, options.vocab_size);
   for (const auto& spec : models::bitnet_tensor_specs(config)) {
-    if (spec.required) add_tensor(w, spec, options.seed);
+    if (spec.required) add_tensor(w, spec, options);
   }
   return w;
 }

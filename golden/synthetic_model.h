@@ -34,6 +34,11 @@ struct SyntheticModelOptions {
   float rope_freq_base = 10000.0f;
   float rms_norm_eps = 1e-5f;
   uint64_t seed = kDefaultSyntheticSeed;
+  // The projections' type: I2_S (bitnet.cpp's), or TQ2_0 / TQ1_0 (mainline llama.cpp's, whose
+  // blocks of 256 need dim and FFN multiples of 256, and whose scales are F16). With f16_scales an
+  // I2_S file takes the F16-rounded scales too: the three types then hold the same weights.
+  models::GgmlType weight_type = models::GgmlType::I2_S;
+  bool f16_scales = false;
 };
 
 // "tiny": dim 512, 4 layers, 8/2 heads, FFN 1536, vocab 1000, ctx 256, RoPE base 10000 (a low

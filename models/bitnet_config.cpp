@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "models/formats/i2s.h"
+#include "models/formats/tq.h"
 
 namespace bdsl::models {
 
@@ -209,10 +210,12 @@ void validate_bitnet_tensors(const BitNetConfig& config, const GgufFile& file) {
                                        ggml_type_name(spec.type), shape_text(spec.dims)));
       continue;
     }
-    // An untied head may be stored in any float type; everything else is exact.
+    // An untied head may be stored in any float type, a projection in mainline llama.cpp's ternary
+    // types (repacked at load); everything else is exact.
     const bool float_head = spec.name == "output.weight" &&
                             (t->type == GgmlType::F32 || t->type == GgmlType::BF16);
-    if (t->type != spec.type && !float_head)
+    const bool tq_projection = spec.type == GgmlType::I2_S && tq::is_tq(t->type);
+    if (t->type != spec.type && !float_head && !tq_projection)
       problems.push_back(fmt::format("tensor \"{}\": expected type {}, found {}", spec.name,
                                      ggml_type_name(spec.type), ggml_type_name(t->type)));
     if (t->dims != spec.dims)
@@ -225,10 +228,10 @@ void validate_bitnet_tensors(const BitNetConfig& config, const GgufFile& file) {
 void validate_bitnet_i2s_codes(const GgufFile& file) {
   std::vector<std::string> problems;
   for (const GgufTensorInfo& t : file.tensors()) {
-    if (t.type != GgmlType::I2_S) continue;
     try {
-      i2s::validate(file.tensor_data(t), t.n_elements, t.name);
-    } catch (const i2s::I2sError& e) {
+      if (t.type == GgmlType::I2_S) i2s::validate(file.tensor_data(t), t.n_elements, t.name);
+      if (tq::is_tq(t.type)) tq::decode(t.type, file.tensor_data(t), t.n_elements, t.name);
+    } catch (const std::runtime_error& e) {  // I2sError, TqError
       problems.push_back(fmt::format("{} (its data starts at file byte {})", e.what(), t.file_offset));
     }
   }

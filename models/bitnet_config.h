@@ -67,11 +67,14 @@ struct BitNetTensorSpec {
 std::vector<BitNetTensorSpec> bitnet_tensor_specs(const BitNetConfig& config);
 
 // Checks every spec against the file: present, expected type, expected shape; output.weight is
-// optional (F16 or F32). Throws BitNetConfigError listing every violation.
+// optional (F16 or F32), and a projection (I2_S) may be TQ1_0 or TQ2_0 (models/formats/tq.h).
+// Throws BitNetConfigError listing every violation.
 void validate_bitnet_tensors(const BitNetConfig& config, const GgufFile& file);
 
 // Scans every I2_S tensor's codes (i2s::validate): a code of 3 is reported with the tensor name
 // and byte offset. Reads the whole ternary payload (~0.5 GB for the 2B model; fast, word-wise).
+// A TQ1_0/TQ2_0 tensor is decoded (tq::decode): a field of 3 or blocks of different scales are
+// reported the same way.
 void validate_bitnet_i2s_codes(const GgufFile& file);
 
 }  // namespace bdsl::models

@@ -15,10 +15,12 @@ namespace {
 constexpr const char* kUsage =
     "usage: bitnet-dsl make-model OUT.gguf [--preset tiny|2b] [--dim N] [--layers N] [--heads N]\n"
     "                             [--kv-heads N] [--ffn N] [--vocab N] [--ctx N] [--rope-base F] [--seed S]\n"
+    "                             [--weight-type i2_s|tq2_0|tq1_0]\n"
     "Writes a synthetic BitNet b1.58 model: real key and tensor names, I2_S projections, F32 norms,\n"
     "F16 embedding, a byte-level BPE vocabulary; the same options and seed give the same bytes.\n"
     "Presets: tiny (dim 512, 4 layers, 8/2 heads, FFN 1536, vocab 1000; the default) and 2b\n"
-    "(the 2B-4T shape, ~1.2 GB). Flags after --preset override its values.\n";
+    "(the 2B-4T shape, ~1.2 GB). Flags after --preset override its values. --weight-type writes the\n"
+    "projections in mainline llama.cpp's TQ2_0 or TQ1_0 instead (scales rounded to F16, as theirs are).\n";
 
 uint64_t parse_number(const std::string& flag, const std::string& text, uint64_t max) {
   std::size_t used = 0;
@@ -60,6 +62,13 @@ golden::SyntheticModelOptions parse_options(const Args& args, std::string& out) 
     }
     if (a == "--seed") {
       o.seed = parse_number(a, v, std::numeric_limits<uint64_t>::max());
+      continue;
+    }
+    if (a == "--weight-type") {  // the same weights in another format: still the preset
+      if (v == "i2_s") o.weight_type = models::GgmlType::I2_S;
+      else if (v == "tq2_0") o.weight_type = models::GgmlType::TQ2_0;
+      else if (v == "tq1_0") o.weight_type = models::GgmlType::TQ1_0;
+      else throw UsageError("--weight-type expects i2_s, tq2_0 or tq1_0, got '" + v + "'");
       continue;
     }
     // Any shape flag makes the model no longer the named preset: the file says "custom".

@@ -4,6 +4,8 @@
 
 #include <optional>
 
+#include "models/formats/i2s.h"
+#include "models/formats/tq.h"
 #include "runtime/upload_ring.h"
 
 namespace bdsl::bitnet {
@@ -20,7 +22,18 @@ class Uploader {
       : ctx_(ctx), ring_(ctx), file_(file), total_(total), progress_(progress),
         mapping_(in_place && weights_in_place(ctx.info()) ? file.mapping() : nullptr) {}
 
-  rt::Buffer tensor(const std::string& name) { return bytes(name, file_.tensor_data(name)); }
+  // A ternary tensor in TQ1_0/TQ2_0 is repacked into I2_S's layout, the one the kernels read.
+  rt::Buffer tensor(const std::string& name) {
+    const models::GgufTensorInfo& info = file_.tensor(name);
+    if (!models::tq::is_tq(info.type)) return bytes(name, file_.tensor_data(info));
+    const auto decoded = models::tq::decode(info.type, file_.tensor_data(info), info.n_elements, name);
+    const auto packed = models::i2s::pack(decoded.ternary, decoded.scale);
+    file_.done_reading(file_.tensor_data(info));
+    rt::Buffer b = copied(name, packed);
+    done_ += packed.size();
+    if (progress_) progress_(done_, total_);
+    return b;
+  }
 
   SplitMatrix split(const std::string& name, uint32_t rows, uint32_t cols, uint32_t rows_per_part) {
     SplitMatrix m{{}, rows, cols, rows_per_part};
@@ -55,6 +68,7 @@ class Uploader {
     return b;
   }
 
+  // `data`: of the mapped file (its pages are released as they go up), or the host's own.
   rt::Buffer copied(const std::string& name, std::span<const std::byte> data) {
     rt::Buffer b(ctx_, data.size(), {false, name});
     // A piece at a time: once in staging, its mapped pages leave resident memory (the F16 table
@@ -86,10 +100,15 @@ bool weights_in_place(const rt::DeviceInfo& device, bool in_place) {
 }
 
 uint64_t weight_bytes(const models::GgufFile& file, const models::BitNetConfig& config) {
-  uint64_t total = file.tensor_data("token_embd.weight").size() + file.tensor_data("output_norm.weight").size();
-  if (!config.tied_output) total += file.tensor_data("output.weight").size();
+  // As uploaded: a TQ tensor takes I2_S's size.
+  auto size = [&](const std::string& name) {
+    const models::GgufTensorInfo& info = file.tensor(name);
+    return models::tq::is_tq(info.type) ? models::i2s::packed_bytes(info.n_elements) : file.tensor_data(info).size();
+  };
+  uint64_t total = size("token_embd.weight") + size("output_norm.weight");
+  if (!config.tied_output) total += size("output.weight");
   for (uint32_t l = 0; l < config.n_layers; ++l)
-    for (const char* t : kLayerTensors) total += file.tensor_data(layer_tensor(l, t)).size();
+    for (const char* t : kLayerTensors) total += size(layer_tensor(l, t));
   return total;
 }
 

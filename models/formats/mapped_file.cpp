@@ -45,6 +45,9 @@ MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
 
 void MappedFile::done_reading(std::span<const std::byte> range) const noexcept {
   if (range.empty() || !data_) return;
+  // Only the file's own pages: a range elsewhere (a host copy) is left alone.
+  const auto* first = reinterpret_cast<const std::byte*>(data_);
+  if (range.data() < first || range.data() + range.size() > first + size_) return;
   // Whole pages inside the range only: the pages at its ends may hold bytes still wanted.
   const auto page = uintptr_t(::sysconf(_SC_PAGESIZE));
   const auto start = (reinterpret_cast<uintptr_t>(range.data()) + page - 1) & ~(page - 1);

@@ -22,6 +22,7 @@ class MappedFile {
   void will_read(std::span<const std::byte> range) const noexcept;
   // Gives the pages of `range` back (they stay in the page cache; a later read maps them again):
   // a model load done with its bytes, so they no longer count in the process's resident memory.
+  // A range outside the mapping is ignored.
   void done_reading(std::span<const std::byte> range) const noexcept;
   // Throws std::runtime_error naming the file when it is no longer as it was mapped: shorter or
   // longer, or written since (a truncated file would fault on the next read of its lost pages, so

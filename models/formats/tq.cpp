@@ -1,0 +1,144 @@
+#include "models/formats/tq.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "models/numerics/half_float.h"
+
+namespace bdsl::models::tq {
+namespace {
+
+constexpr uint64_t kTq2Bytes = 66, kTq1Bytes = 54;
+
+uint64_t block_bytes(GgmlType type) { return type == GgmlType::TQ2_0 ? kTq2Bytes : kTq1Bytes; }
+
+// Trit n (0 most significant) of a TQ1_0 byte.
+int trit(uint8_t x, int n) {
+  static constexpr uint8_t kPow3[5] = {1, 3, 9, 27, 81};
+  const uint8_t q = uint8_t(x * kPow3[n]);
+  return (q * 3) >> 8;
+}
+
+// A TQ1_0 byte of trits t[0..count-1] (count 5, or 4 and a fifth zero trit).
+uint8_t pack_trits(const int* t, int count) {
+  int v = 0;
+  for (int i = 0; i < 5; ++i) v = v * 3 + (i < count ? t[i] : 0);
+  return uint8_t((v * 256 + 242) / 243);
+}
+
+// Calls at(element, t) for each of the block's 256 elements.
+template <class F>
+bool for_each_trit(GgmlType type, const uint8_t* block, F&& at) {
+  if (type == GgmlType::TQ2_0) {
+    for (int b = 0; b < 64; ++b)
+      for (int n = 0; n < 4; ++n)
+        if (!at((b / 32) * 128 + n * 32 + b % 32, (block[b] >> (2 * n)) & 3)) return false;
+    return true;
+  }
+  for (int m = 0; m < 32; ++m)
+    for (int n = 0; n < 5; ++n) at(m + 32 * n, trit(block[m], n));
+  for (int m = 0; m < 16; ++m)
+    for (int n = 0; n < 5; ++n) at(160 + m + 16 * n, trit(block[32 + m], n));
+  for (int j = 0; j < 4; ++j)
+    for (int n = 0; n < 4; ++n) at(240 + j + 4 * n, trit(block[48 + j], n));
+  return true;
+}
+
+}  // namespace
+
+bool is_tq(GgmlType type) { return type == GgmlType::TQ1_0 || type == GgmlType::TQ2_0; }
+
+Decoded decode(GgmlType type, std::span<const std::byte> data, uint64_t n, std::string_view tensor) {
+  if (!is_tq(type)) throw TqError(fmt::format("tensor \"{}\": {} is not a TQ type", tensor, ggml_type_name(type)));
+  const auto name = ggml_type_name(type);
+  const uint64_t bb = block_bytes(type);
+  if (n == 0 || n % kBlockElements != 0)
+    throw TqError(fmt::format("tensor \"{}\": {} elements is not a positive multiple of {} ({} blocks)", tensor, n, kBlockElements, name));
+  const uint64_t blocks = n / kBlockElements;
+  if (data.size() != blocks * bb)
+    throw TqError(fmt::format("tensor \"{}\": {} holds {} bytes, expected {} ({} blocks of {})", tensor, name, data.size(),
+                              blocks * bb, blocks, bb));
+  Decoded out;
+  out.ternary.resize(n);
+  const auto* bytes = reinterpret_cast<const uint8_t*>(data.data());
+  uint16_t d_bits = 0;
+  uint64_t d_block = 0;
+  bool have_d = false;
+  for (uint64_t blk = 0; blk < blocks; ++blk) {
+    const uint8_t* block = bytes + blk * bb;
+    int8_t* values = out.ternary.data() + blk * kBlockElements;
+    bool nonzero = false;
+    int bad = -1;
+    for_each_trit(type, block, [&](int e, int t) {
+      if (t > 2) {
+        bad = e;
+        return false;
+      }
+      values[e] = int8_t(t - 1);
+      nonzero |= t != 1;
+      return true;
+    });
+    if (bad >= 0)
+      throw TqError(fmt::format("tensor \"{}\": {} block {} (byte {} of its data) holds the field 3 for element {}, not a trit",
+                                tensor, name, blk, blk * bb, blk * kBlockElements + uint64_t(bad)));
+    if (!nonzero) continue;
+    uint16_t d;
+    std::memcpy(&d, block + bb - 2, 2);
+    if (!have_d) {
+      have_d = true, d_bits = d, d_block = blk;
+    } else if (d != d_bits) {
+      throw TqError(fmt::format("tensor \"{}\": {} blocks {} and {} have different scales ({} and {}); bitnet-dsl takes one "
+                                "scale per tensor (a BitNet checkpoint converted by llama.cpp has one)",
+                                tensor, name, d_block, blk, numerics::f16_to_f32(d_bits), numerics::f16_to_f32(d)));
+    }
+  }
+  out.scale = have_d ? numerics::f16_to_f32(d_bits) : 0.0f;
+  return out;
+}
+
+std::vector<std::byte> encode(GgmlType type, std::span<const int8_t> ternary, float scale) {
+  if (!is_tq(type)) throw TqError(fmt::format("{} is not a TQ type", ggml_type_name(type)));
+  if (ternary.empty() || ternary.size() % kBlockElements != 0)
+    throw TqError(fmt::format("{} values is not a positive multiple of {}", ternary.size(), kBlockElements));
+  const uint64_t bb = block_bytes(type), blocks = ternary.size() / kBlockElements;
+  std::vector<std::byte> out(blocks * bb);
+  const uint16_t d = numerics::f32_to_f16(scale);
+  for (uint64_t blk = 0; blk < blocks; ++blk) {
+    const int8_t* v = ternary.data() + blk * kBlockElements;
+    auto* block = reinterpret_cast<uint8_t*>(out.data() + blk * bb);
+    int t[kBlockElements];
+    bool nonzero = false;
+    for (uint64_t e = 0; e < kBlockElements; ++e) {
+      if (v[e] < -1 || v[e] > 1) throw TqError(fmt::format("value {} at index {} is not ternary", int(v[e]), blk * kBlockElements + e));
+      t[e] = v[e] + 1;
+      nonzero |= v[e] != 0;
+    }
+    if (type == GgmlType::TQ2_0) {
+      for (int b = 0; b < 64; ++b) {
+        uint8_t x = 0;
+        for (int n = 0; n < 4; ++n) x |= uint8_t(t[(b / 32) * 128 + n * 32 + b % 32] << (2 * n));
+        block[b] = x;
+      }
+    } else {
+      int g[5];
+      for (int m = 0; m < 32; ++m) {
+        for (int n = 0; n < 5; ++n) g[n] = t[m + 32 * n];
+        block[m] = pack_trits(g, 5);
+      }
+      for (int m = 0; m < 16; ++m) {
+        for (int n = 0; n < 5; ++n) g[n] = t[160 + m + 16 * n];
+        block[32 + m] = pack_trits(g, 5);
+      }
+      for (int j = 0; j < 4; ++j) {
+        for (int n = 0; n < 4; ++n) g[n] = t[240 + j + 4 * n];
+        block[48 + j] = pack_trits(g, 4);
+      }
+    }
+    const uint16_t block_d = nonzero ? d : 0;
+    std::memcpy(block + bb - 2, &block_d, 2);
+  }
+  return out;
+}
+
+}  // namespace bdsl::models::tq
