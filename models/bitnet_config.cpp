@@ -216,8 +216,8 @@ void validate_bitnet_tensors(const BitNetConfig& config, const GgufFile& file) {
                             (t->type == GgmlType::F32 || t->type == GgmlType::BF16);
     const bool tq_projection = spec.type == GgmlType::I2_S && tq::is_tq(t->type);
     if (t->type != spec.type && !float_head && !tq_projection)
-      problems.push_back(fmt::format("tensor \"{}\": expected type {}, found {}", spec.name,
-                                     ggml_type_name(spec.type), ggml_type_name(t->type)));
+      problems.push_back(fmt::format("tensor \"{}\": expected type {}{}, found {}", spec.name, ggml_type_name(spec.type),
+                                     spec.type == GgmlType::I2_S ? " (or TQ2_0, TQ1_0)" : "", ggml_type_name(t->type)));
     if (t->dims != spec.dims)
       problems.push_back(fmt::format("tensor \"{}\": expected shape {}, found {}", spec.name,
                                      shape_text(spec.dims), shape_text(t->dims)));

@@ -210,7 +210,7 @@ TEST(BitNetConfigErrors, MissingTensor) {
 TEST(BitNetConfigErrors, TensorOfWrongType) {
   TinyModel m;
   m.tweak_tensor = [](BitNetTensorSpec& s) { if (s.name == "blk.0.attn_q.weight") s.type = GgmlType::F16; };
-  expect_one_violation(m, "tensor \"blk.0.attn_q.weight\": expected type I2_S, found F16");
+  expect_one_violation(m, "tensor \"blk.0.attn_q.weight\": expected type I2_S (or TQ2_0, TQ1_0), found F16");
 }
 
 TEST(BitNetConfigErrors, NormOfWrongType) {
