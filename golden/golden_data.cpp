@@ -159,10 +159,16 @@ void write_golden(const fs::path& dir, const GoldenSpec& spec, const models::Bit
   const std::string fingerprint = fingerprint_text(model_fingerprint);
   std::string m = "{\n  \"format\": \"bitnet-dsl golden 1\",\n";
   m += "  \"tool\": " + json_string(kReferenceVersion) + ",\n";
-  m += "  \"regenerate\": " + json_string("bitnet-dsl make-golden --preset " + spec.preset + " --seed " +
-                                          std::to_string(spec.seed) + " --out <dir>") + ",\n";
-  m += "  \"model\": {\"preset\": " + json_string(spec.preset) + ", \"seed\": " + std::to_string(spec.seed) +
-       ", \"fnv1a64\": \"" + fingerprint + "\", \"config\": " + config_json(config) + "},\n";
+  if (spec.model.empty()) {
+    m += "  \"regenerate\": " + json_string("bitnet-dsl make-golden --preset " + spec.preset + " --seed " +
+                                            std::to_string(spec.seed) + " --out <dir>") + ",\n";
+    m += "  \"model\": {\"preset\": " + json_string(spec.preset) + ", \"seed\": " + std::to_string(spec.seed) +
+         ", \"fnv1a64\": \"" + fingerprint + "\", \"config\": " + config_json(config) + "},\n";
+  } else {
+    m += "  \"regenerate\": " + json_string("bitnet-dsl make-golden --model " + spec.model.string() + " --out <dir>") + ",\n";
+    m += "  \"model\": {\"file\": " + json_string(spec.model.filename().string()) + ", \"fnv1a64\": \"" + fingerprint +
+         "\", \"config\": " + config_json(config) + "},\n";
+  }
   m += "  \"prompt\": " + json_string(spec.prompt) + ",\n";
   m += "  \"prompt_ids\": " + json_list(run.prompt_ids) + ",\n";
   m += "  \"continuation\": " + json_list(run.continuation) + ",\n";
@@ -171,6 +177,15 @@ void write_golden(const fs::path& dir, const GoldenSpec& spec, const models::Bit
   for (std::size_t i = 0; i < tensors.size(); ++i) m += "    " + tensors[i] + (i + 1 < tensors.size() ? ",\n" : "\n");
   m += "  ]\n}\n";
   write_text(dir / "manifest.json", m);
+}
+
+GoldenRun make_golden_for_model(const GoldenSpec& spec, const fs::path& out_dir) {
+  const models::GgufFile file = models::GgufFile::open(spec.model);
+  const ReferenceWeights weights = ReferenceWeights::load(file);
+  const models::Tokenizer tokenizer = models::Tokenizer::from_gguf(file);
+  GoldenRun run = run_golden(weights, tokenizer, spec);
+  write_golden(out_dir, spec, weights.config, run, file_fingerprint(spec.model));
+  return run;
 }
 
 GoldenRun make_golden(const GoldenSpec& spec, const fs::path& out_dir, const fs::path& work_dir) {

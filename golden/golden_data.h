@@ -35,6 +35,9 @@ inline constexpr double kGoldenRelativeTolerance = 1e-5;
 struct GoldenSpec {
   std::string preset = "tiny";
   uint64_t seed = kDefaultSyntheticSeed;
+  // A model file to take instead of the synthetic preset (any shape and weight type the reference
+  // reads; make_golden_for_model).
+  std::filesystem::path model;
   std::string prompt;
   std::size_t n_continuation = 16;
 };
@@ -65,5 +68,8 @@ void write_golden(const std::filesystem::path& dir, const GoldenSpec& spec, cons
 // The whole of `bitnet-dsl make-golden`: writes the synthetic model into `work_dir`, runs the
 // reference, writes `out_dir`, deletes the model. Returns the run.
 GoldenRun make_golden(const GoldenSpec& spec, const std::filesystem::path& out_dir, const std::filesystem::path& work_dir);
+// The same for the model file spec.model (`bitnet-dsl make-golden --model FILE`): its manifest
+// names the file rather than a preset.
+GoldenRun make_golden_for_model(const GoldenSpec& spec, const std::filesystem::path& out_dir);
 
 }  // namespace bdsl::golden

@@ -172,7 +172,7 @@ models::BitNetConfig synthetic_config(const SyntheticModelOptions& o) {
   c.rope_dim = c.head_dim;
   c.rms_norm_eps = o.rms_norm_eps;
   c.rope_freq_base = o.rope_freq_base;
-  c.tied_output = true;
+  c.tied_output = !o.untied_output;
   return c;
 }
 

@@ -39,6 +39,7 @@ struct SyntheticModelOptions {
   // I2_S file takes the F16-rounded scales too: the three types then hold the same weights.
   models::GgmlType weight_type = models::GgmlType::I2_S;
   bool f16_scales = false;
+  bool untied_output = false;  // an output.weight (F16) of its own rather than the tied embedding
 };
 
 // "tiny": dim 512, 4 layers, 8/2 heads, FFN 1536, vocab 1000, ctx 256, RoPE base 10000 (a low

@@ -14,10 +14,12 @@ namespace bdsl::tools {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: bitnet-dsl make-golden --out DIR [--preset tiny] [--seed S] [--prompt TEXT] [-n N]\n"
-    "Makes the synthetic model in a temporary folder, runs the CPU reference on the prompt (one\n"
-    "batch, every intermediate recorded) and N greedy tokens after it, and writes DIR: .npy files\n"
-    "and manifest.json. The committed data: bitnet-dsl make-golden --preset tiny --out golden/data/tiny\n";
+    "usage: bitnet-dsl make-golden --out DIR [--preset tiny] [--seed S] [--model FILE] [--prompt TEXT] [-n N]\n"
+    "Makes the synthetic model in a temporary folder (or takes the model FILE: any shape and weight\n"
+    "type), runs the CPU reference on the prompt (one batch, every intermediate recorded) and N\n"
+    "greedy tokens after it, and writes DIR: .npy files and manifest.json, which `bitnet-dsl validate\n"
+    "-m MODEL --golden DIR` checks the GPU against. The committed data:\n"
+    "bitnet-dsl make-golden --preset tiny --out golden/data/tiny\n";
 
 int run(const Args& args) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
@@ -35,6 +37,7 @@ int run(const Args& args) {
       if (a == "--out") out = v;
       else if (a == "--preset") spec.preset = v;
       else if (a == "--seed") spec.seed = std::stoull(v);
+      else if (a == "--model") spec.model = v;
       else if (a == "--prompt") spec.prompt = v;
       else if (a == "-n") spec.n_continuation = std::stoul(v);
       else throw UsageError("unknown flag '" + a + "' (see --help)");
@@ -43,9 +46,15 @@ int run(const Args& args) {
     }
   }
   if (out.empty()) throw UsageError("missing --out DIR");
-  const auto work = std::filesystem::temp_directory_path() / ("bitnet-dsl-make-golden-" + std::to_string(getpid()));
-  const golden::GoldenRun run = golden::make_golden(spec, out, work);
-  std::filesystem::remove_all(work);
+  golden::GoldenRun run;
+  if (!spec.model.empty()) {
+    spec.preset.clear();
+    run = golden::make_golden_for_model(spec, out);
+  } else {
+    const auto work = std::filesystem::temp_directory_path() / ("bitnet-dsl-make-golden-" + std::to_string(getpid()));
+    run = golden::make_golden(spec, out, work);
+    std::filesystem::remove_all(work);
+  }
   std::printf("%s: %zu prompt tokens, %zu tensors, %zu accumulators, continuation of %zu tokens\n",
               out.string().c_str(), run.prompt_ids.size(), run.prompt_pass.names().size(),
               run.prompt_pass.accumulator_names().size(), run.continuation.size());

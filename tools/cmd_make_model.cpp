@@ -15,12 +15,13 @@ namespace {
 constexpr const char* kUsage =
     "usage: bitnet-dsl make-model OUT.gguf [--preset tiny|2b] [--dim N] [--layers N] [--heads N]\n"
     "                             [--kv-heads N] [--ffn N] [--vocab N] [--ctx N] [--rope-base F] [--seed S]\n"
-    "                             [--weight-type i2_s|tq2_0|tq1_0]\n"
+    "                             [--weight-type i2_s|tq2_0|tq1_0] [--untied-output]\n"
     "Writes a synthetic BitNet b1.58 model: real key and tensor names, I2_S projections, F32 norms,\n"
     "F16 embedding, a byte-level BPE vocabulary; the same options and seed give the same bytes.\n"
     "Presets: tiny (dim 512, 4 layers, 8/2 heads, FFN 1536, vocab 1000; the default) and 2b\n"
     "(the 2B-4T shape, ~1.2 GB). Flags after --preset override its values. --weight-type writes the\n"
-    "projections in mainline llama.cpp's TQ2_0 or TQ1_0 instead (scales rounded to F16, as theirs are).\n";
+    "projections in mainline llama.cpp's TQ2_0 or TQ1_0 instead (scales rounded to F16, as theirs are);\n"
+    "--untied-output an LM head (output.weight) of its own.\n";
 
 uint64_t parse_number(const std::string& flag, const std::string& text, uint64_t max) {
   std::size_t used = 0;
@@ -46,6 +47,11 @@ golden::SyntheticModelOptions parse_options(const Args& args, std::string& out) 
     if (a.rfind("--", 0) != 0) {
       if (!out.empty()) throw UsageError("more than one output path ('" + out + "', '" + a + "')");
       out = a;
+      continue;
+    }
+    if (a == "--untied-output") {
+      o.untied_output = true;
+      o.preset = "custom";
       continue;
     }
     if (i + 1 >= args.size()) throw UsageError(a + " needs a value");

@@ -156,6 +156,37 @@ TEST(Cli, RunPrintsItsDeviceMemoryAndTakesAContextSize) {
 
 // llama-cli's flags: --version, -f FILE, -s, -n -1 (until the end of generation or a full context),
 // and the text on stdout ends with a newline.
+// The family's shapes and formats beyond the 2B-4T's, each checked layer by layer against golden
+// data the CPU reference makes for that very file (make-golden --model): head size 256, dims and
+// FFN that are multiples of 128 but not 256, Falcon3's vocabulary of 131,072, an LM head of its
+// own (output.weight), and TQ1_0 projections.
+TEST(Cli, EveryShapeValidatesAgainstGoldenDataMadeForItsOwnFile) {
+  namespace fs = std::filesystem;
+  const auto dir = fs::temp_directory_path() / ("bdsl-cli-shapes-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::pair<const char*, const char*> shapes[] = {
+      {"head256", "--dim 1024 --heads 4 --kv-heads 2 --ffn 2816"},
+      {"dims640", "--dim 640 --heads 5 --kv-heads 5 --ffn 1664"},
+      {"vocab131072", "--dim 256 --heads 4 --kv-heads 1 --ffn 768 --vocab 131072"},
+      {"untied", "--untied-output"},
+      {"tq1", "--weight-type tq1_0"},
+  };
+  for (const auto& [name, flags] : shapes) {
+    const std::string model = (dir / (std::string(name) + ".gguf")).string(), golden = (dir / name).string();
+    ASSERT_EQ(run("make-model " + model + " --layers 2 " + flags).code, 0) << name;
+    const Result made = run("make-golden --model " + model + " --out " + golden + " -n 6");
+    ASSERT_EQ(made.code, 0) << name << ": " << made.output;
+    const Result checked = run("validate -m " + model + " --golden " + golden);
+    EXPECT_EQ(checked.code, 0) << name << ": " << checked.output;
+    EXPECT_NE(checked.output.find("validate: PASS"), std::string::npos) << name << ": " << checked.output;
+  }
+  // The manifest names the file it was made from; another file is refused in one line.
+  const Result other = run("validate -m " + (dir / "tq1.gguf").string() + " --golden " + (dir / "untied").string());
+  EXPECT_NE(other.code, 0) << other.output;
+  EXPECT_NE(other.output.find("was made from another model"), std::string::npos) << other.output;
+  fs::remove_all(dir);
+}
+
 TEST(Cli, LlamaCliFlagsAndANewlineAtTheEnd) {
   namespace fs = std::filesystem;
   const auto dir = fs::temp_directory_path() / ("bdsl-cli-flags-test-" + std::to_string(::getpid()));
