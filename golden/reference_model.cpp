@@ -51,8 +51,10 @@ MatrixF project(const TernaryMatrix& w, const MatrixF& x, std::string_view weigh
 void rope_rows(MatrixF& m, std::size_t head_dim, std::size_t first_pos, const models::BitNetConfig& c) {
   for (std::size_t t = 0; t < m.rows; ++t) {
     for (std::size_t h = 0; h < m.cols / head_dim; ++h) {
-      rope_neox(m.row(t).subspan(h * head_dim, head_dim), static_cast<int64_t>(first_pos + t), c.rope_dim,
-                c.rope_freq_base);
+      const auto head = m.row(t).subspan(h * head_dim, head_dim);
+      const auto pos = static_cast<int64_t>(first_pos + t);
+      if (c.rope_mode == models::RopeMode::Neox) rope_neox(head, pos, c.rope_dim, c.rope_freq_base);
+      else rope_adjacent(head, pos, c.rope_dim, c.rope_freq_base);
     }
   }
 }
@@ -125,9 +127,13 @@ MatrixF ReferenceModel::attention_block(std::size_t l, const MatrixF& x, const F
   MatrixF kqv;
   attention(q, cache_[l].k, cache_[l].v, n_past_, {c.n_heads, c.n_kv_heads, c.head_dim}, kqv);
   observe(obs, layer_name("kqv_out", l), kqv);
-  const MatrixF sub = rms_norm_rows(kqv, w.attn_sub_norm, c.rms_norm_eps);
-  observe(obs, layer_name("attn_sub_norm", l), sub);
-  MatrixF o = project(w.attn_output, sub, "attn_output", l, obs);
+  // BitNet's sub-norm before the projection; a LLaMA-shaped graph quantizes the output as it is.
+  MatrixF sub;
+  if (c.sub_norms) {
+    sub = rms_norm_rows(kqv, w.attn_sub_norm, c.rms_norm_eps);
+    observe(obs, layer_name("attn_sub_norm", l), sub);
+  }
+  MatrixF o = project(w.attn_output, c.sub_norms ? sub : kqv, "attn_output", l, obs);
   observe(obs, layer_name("attn_o_out", l), o);
   return o;
 }
@@ -142,11 +148,17 @@ MatrixF ReferenceModel::ffn_block(std::size_t l, const MatrixF& h, const Forward
   observe(obs, layer_name("ffn_gate", l), gate);
   observe(obs, layer_name("ffn_up", l), up);
   MatrixF act(gate.rows, gate.cols);
-  for (std::size_t t = 0; t < gate.rows; ++t) relu2_gate(gate.row(t), up.row(t), act.row(t));
+  for (std::size_t t = 0; t < gate.rows; ++t) {
+    if (c.ffn_activation == models::FfnActivation::Relu2) relu2_gate(gate.row(t), up.row(t), act.row(t));
+    else silu_gate(gate.row(t), up.row(t), act.row(t));
+  }
   observe(obs, layer_name("ffn_out", l), act);
-  const MatrixF sub = rms_norm_rows(act, w.ffn_sub_norm, c.rms_norm_eps);
-  observe(obs, layer_name("ffn_sub_norm", l), sub);
-  MatrixF down = project(w.ffn_down, sub, "ffn_down", l, obs);
+  MatrixF sub;
+  if (c.sub_norms) {
+    sub = rms_norm_rows(act, w.ffn_sub_norm, c.rms_norm_eps);
+    observe(obs, layer_name("ffn_sub_norm", l), sub);
+  }
+  MatrixF down = project(w.ffn_down, c.sub_norms ? sub : act, "ffn_down", l, obs);
   observe(obs, layer_name("ffn_down", l), down);
   return down;
 }

@@ -81,6 +81,26 @@ void rope_neox(std::span<float> head, int64_t pos, std::size_t rope_dim, float b
   }
 }
 
+void rope_adjacent(std::span<float> head, int64_t pos, std::size_t rope_dim, float base) {
+  if (rope_dim > head.size() || rope_dim % 2 != 0) {
+    throw std::invalid_argument("rope_adjacent: rope_dim " + std::to_string(rope_dim) +
+                                " must be even and at most the head size " + std::to_string(head.size()));
+  }
+  for (std::size_t i = 0; i < rope_dim / 2; ++i) {
+    const auto [c, s] = numerics::rope_rotation(pos, i, rope_dim, base);
+    const float x0 = head[2 * i];
+    const float x1 = head[2 * i + 1];
+    head[2 * i] = x0 * c - x1 * s;
+    head[2 * i + 1] = x0 * s + x1 * c;
+  }
+}
+
+void silu_gate(std::span<const float> gate, std::span<const float> up, std::span<float> out) {
+  check_same(gate.size(), up.size(), "silu_gate lengths");
+  check_same(gate.size(), out.size(), "silu_gate output length");
+  for (std::size_t i = 0; i < gate.size(); ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
 void relu2_gate(std::span<const float> gate, std::span<const float> up, std::span<float> out) {
   check_same(gate.size(), up.size(), "relu2_gate lengths");
   check_same(gate.size(), out.size(), "relu2_gate output length");

@@ -42,9 +42,15 @@ void bitlinear(const TernaryMatrix& w, std::span<const float> x, std::span<float
 // The angle and its cosine and sine are computed in double, then rounded to float.
 void rope_neox(std::span<float> head, int64_t pos, std::size_t rope_dim, float base);
 
+// The same rotations on adjacent pairs (2i, 2i + 1) (ggml's NORM mode: LLaMA-shaped files, whose
+// converter permuted Q and K for it).
+void rope_adjacent(std::span<float> head, int64_t pos, std::size_t rope_dim, float base);
+
 // rope_rotation / rope_table: models/numerics/rope.h (the GPU's table comes from the same code).
 // relu(gate)^2 * up, elementwise.
 void relu2_gate(std::span<const float> gate, std::span<const float> up, std::span<float> out);
+// silu(gate) * up = gate / (1 + exp(-gate)) * up, elementwise in fp32 (ggml's silu).
+void silu_gate(std::span<const float> gate, std::span<const float> up, std::span<float> out);
 
 // Causal grouped-query attention of the rows of q (at positions first_pos, first_pos + 1, ...)
 // over the cached keys and values of positions 0..pos (inclusive). q: [tokens, n_heads*head_dim],

@@ -61,9 +61,9 @@ ReferenceLayer load_layer(const GgufFile& file, const models::BitNetConfig& c, u
   const std::string p = "blk." + std::to_string(l) + ".";
   ReferenceLayer layer;
   layer.attn_norm = load_f32(file, p + "attn_norm.weight", c.dim);
-  layer.attn_sub_norm = load_f32(file, p + "attn_sub_norm.weight", c.dim);
+  if (c.sub_norms) layer.attn_sub_norm = load_f32(file, p + "attn_sub_norm.weight", c.dim);
   layer.ffn_norm = load_f32(file, p + "ffn_norm.weight", c.dim);
-  layer.ffn_sub_norm = load_f32(file, p + "ffn_sub_norm.weight", c.ffn_dim);
+  if (c.sub_norms) layer.ffn_sub_norm = load_f32(file, p + "ffn_sub_norm.weight", c.ffn_dim);
   layer.attn_q = load_ternary(file, p + "attn_q.weight");
   layer.attn_k = load_ternary(file, p + "attn_k.weight");
   layer.attn_v = load_ternary(file, p + "attn_v.weight");

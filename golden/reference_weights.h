@@ -34,7 +34,7 @@ class DenseRows {
 };
 
 struct ReferenceLayer {
-  std::vector<float> attn_norm, attn_sub_norm, ffn_norm, ffn_sub_norm;
+  std::vector<float> attn_norm, attn_sub_norm, ffn_norm, ffn_sub_norm;  // the sub-norms empty without them
   TernaryMatrix attn_q, attn_k, attn_v, attn_output;
   TernaryMatrix ffn_gate, ffn_up, ffn_down;
 };

@@ -16,7 +16,6 @@ namespace {
 
 using models::GgmlType;
 
-constexpr std::string_view kArchitecture = "bitnet-b1.58";
 constexpr uint32_t kFileTypeI2S = 40;  // general.file_type of the real file
 constexpr uint32_t kFileTypeTQ1 = 36, kFileTypeTQ2 = 37;  // llama.cpp's LLAMA_FTYPE_MOSTLY_TQ1_0 / TQ2_0
 
@@ -76,8 +75,8 @@ models::GgufWriter::TensorFill embedding_fill(uint64_t seed, std::string name, u
 }
 
 void add_hyperparameters(models::GgufWriter& w, const SyntheticModelOptions& o, const models::BitNetConfig& c) {
-  const std::string p = std::string(kArchitecture) + ".";
-  w.add_string("general.architecture", kArchitecture);
+  const std::string p = c.architecture + ".";
+  w.add_string("general.architecture", c.architecture);
   w.add_string("general.name", "bitnet-dsl synthetic " + o.preset + " (seed " + std::to_string(o.seed) + ")");
   w.add_u32("general.file_type", o.weight_type == GgmlType::TQ2_0   ? kFileTypeTQ2
                                   : o.weight_type == GgmlType::TQ1_0 ? kFileTypeTQ1
@@ -160,7 +159,12 @@ models::BitNetConfig synthetic_config(const SyntheticModelOptions& o) {
           "--dim and --ffn must be multiples of 256 for " + std::string(models::ggml_type_name(o.weight_type)) + " (its blocks)");
   require(o.context_length >= 1, "--ctx must be at least 1");
   models::BitNetConfig c;
-  c.architecture = std::string(kArchitecture);
+  const models::ArchitectureTraits* traits = models::architecture_traits(o.architecture);
+  require(traits != nullptr, "--arch must be bitnet-b1.58, bitnet-25, bitnet or llama, not '" + o.architecture + "'");
+  c.architecture = o.architecture;
+  c.sub_norms = traits->sub_norms;
+  c.ffn_activation = traits->ffn_activation;
+  c.rope_mode = traits->rope_mode;
   c.vocab_size = o.vocab_size;
   c.context_length = o.context_length;
   c.dim = o.dim;

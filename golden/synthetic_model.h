@@ -24,6 +24,9 @@ inline constexpr uint64_t kDefaultSyntheticSeed = 5;
 
 struct SyntheticModelOptions {
   std::string preset = "custom";  // recorded in the file; "tiny" and "2b" come from synthetic_preset
+  // general.architecture, and so the graph (models::architecture_traits): "bitnet-b1.58",
+  // "bitnet-25", "bitnet" (SiLU) or "llama" (no sub-norms, SiLU, adjacent-pair RoPE).
+  std::string architecture = "bitnet-b1.58";
   uint32_t dim = 512;
   uint32_t n_layers = 4;
   uint32_t n_heads = 8;

@@ -14,7 +14,7 @@ namespace bdsl::models {
 namespace {
 
 constexpr uint64_t kI2sBlock = i2s::kBlockElements;  // dims feeding I2_S rows must be multiples
-constexpr uint64_t kTensorsPerLayer = 11;  // attn_norm ... ffn_sub_norm
+constexpr uint64_t kTensorsPerLayer = 11;  // attn_norm ... ffn_sub_norm (9 without the sub-norms)
 
 std::string join_lines(std::string_view file, const std::vector<std::string>& violations) {
   std::string out = fmt::format("{}: not a valid BitNet model ({} problem{}):", file,
@@ -92,7 +92,7 @@ std::string architecture_of(const GgufFile& file) {
   }
   if (!is_bitnet_architecture(arch))
     throw BitNetConfigError(file.name(), {fmt::format("key \"general.architecture\": expected "
-        "\"bitnet-b1.58\", \"bitnet-25\" or \"bitnet\", found \"{}\"", arch)});
+        "\"bitnet-b1.58\", \"bitnet-25\", \"bitnet\" or \"llama\", found \"{}\"", arch)});
   return std::string(arch);
 }
 
@@ -130,9 +130,32 @@ std::string shape_text(std::span<const uint64_t> dims) { return fmt::format("[{}
 
 }  // namespace
 
-bool is_bitnet_architecture(std::string_view a) {
-  return a == "bitnet-b1.58" || a == "bitnet-25" || a == "bitnet";
+namespace {
+
+// The family's graphs (docs/model-family.md's table and its "What this means" section).
+constexpr ArchitectureTraits kArchitectures[] = {
+    {"bitnet-b1.58", true, FfnActivation::Relu2, RopeMode::Neox},  // BitNet b1.58 2B-4T
+    {"bitnet-25", true, FfnActivation::Relu2, RopeMode::Neox},     // its older name
+    // 1bitLLM's bitnet_b1_58 (SiLU); mainline's conversion of 2B-4T says relu2 in hidden_activation.
+    {"bitnet", true, FfnActivation::Silu, RopeMode::Neox},
+    // LLaMA-shaped: no sub-norms, SiLU, NORM RoPE on the converter's permuted Q/K.
+    {"llama", false, FfnActivation::Silu, RopeMode::Adjacent},
+};
+
+}  // namespace
+
+const ArchitectureTraits* architecture_traits(std::string_view architecture) {
+  for (const ArchitectureTraits& a : kArchitectures)
+    if (a.name == architecture) return &a;
+  return nullptr;
 }
+
+bool is_bitnet_architecture(std::string_view a) { return architecture_traits(a) != nullptr; }
+
+const char* to_string(FfnActivation activation) {
+  return activation == FfnActivation::Relu2 ? "relu(gate)^2 * up" : "silu(gate) * up";
+}
+const char* to_string(RopeMode mode) { return mode == RopeMode::Neox ? "NeoX RoPE" : "adjacent-pair RoPE"; }
 
 BitNetConfigError::BitNetConfigError(std::string_view file, std::vector<std::string> violations)
     : std::runtime_error(join_lines(file, violations)), violations_(std::move(violations)) {}
@@ -154,7 +177,24 @@ BitNetConfig BitNetConfig::from_metadata(const GgufFile& file) {
   c.rms_norm_eps = r.f32("attention.layer_norm_rms_epsilon");
   c.rope_freq_base = r.f32("rope.freq_base", 10000.0f);
   c.tied_output = file.find_tensor("output.weight") == nullptr;
+  const ArchitectureTraits& traits = *architecture_traits(c.architecture);
+  c.sub_norms = traits.sub_norms;
+  c.ffn_activation = traits.ffn_activation;
+  c.rope_mode = traits.rope_mode;
   auto problems = std::move(r.problems);
+  const std::string activation_key = p + "hidden_activation";
+  if (file.contains(activation_key)) {
+    std::string_view a;
+    try {
+      a = file.get_string(activation_key);
+    } catch (const GgufError& e) {
+      problems.push_back(e.what());
+    }
+    if (a == "relu2") c.ffn_activation = FfnActivation::Relu2;
+    else if (a == "silu") c.ffn_activation = FfnActivation::Silu;
+    else if (!a.empty() || problems.empty())
+      problems.push_back(fmt::format("key \"{}\": expected \"relu2\" or \"silu\", found \"{}\"", activation_key, a));
+  }
   if (problems.empty()) check_shapes(c, p, problems);
   if (!problems.empty()) throw BitNetConfigError(file.name(), std::move(problems));
   return c;
@@ -182,12 +222,12 @@ std::vector<BitNetTensorSpec> bitnet_tensor_specs(const BitNetConfig& c) {
     specs.push_back({name("attn_k"), T::I2_S, {dim, kv}});
     specs.push_back({name("attn_v"), T::I2_S, {dim, kv}});
     specs.push_back({name("attn_output"), T::I2_S, {dim, dim}});
-    specs.push_back({name("attn_sub_norm"), T::F32, {dim}});
+    if (c.sub_norms) specs.push_back({name("attn_sub_norm"), T::F32, {dim}});
     specs.push_back({name("ffn_norm"), T::F32, {dim}});
     specs.push_back({name("ffn_gate"), T::I2_S, {dim, ffn}});
     specs.push_back({name("ffn_up"), T::I2_S, {dim, ffn}});
     specs.push_back({name("ffn_down"), T::I2_S, {ffn, dim}});
-    specs.push_back({name("ffn_sub_norm"), T::F32, {ffn}});
+    if (c.sub_norms) specs.push_back({name("ffn_sub_norm"), T::F32, {ffn}});
   }
   return specs;
 }
@@ -196,8 +236,9 @@ void validate_bitnet_tensors(const BitNetConfig& config, const GgufFile& file) {
   // Checked before the specs are built: a hostile block_count (found by the fuzzer) would
   // otherwise allocate billions of specs and "missing tensor" lines. Up to a layer's worth
   // short, the individual missing tensors are the more useful report.
-  const uint64_t needed = kTensorsPerLayer * uint64_t{config.n_layers} + 2;
-  if (needed > file.tensors().size() + kTensorsPerLayer)
+  const uint64_t per_layer = kTensorsPerLayer - (config.sub_norms ? 0 : 2);
+  const uint64_t needed = per_layer * uint64_t{config.n_layers} + 2;
+  if (needed > file.tensors().size() + per_layer)
     throw BitNetConfigError(file.name(), {fmt::format(
         "key \"{}.block_count\": {} layers need at least {} tensors, but the file holds {}",
         config.architecture, config.n_layers, needed, file.tensors().size())});
@@ -222,6 +263,12 @@ void validate_bitnet_tensors(const BitNetConfig& config, const GgufFile& file) {
       problems.push_back(fmt::format("tensor \"{}\": expected shape {}, found {}", spec.name,
                                      shape_text(spec.dims), shape_text(t->dims)));
   }
+  // Mainline's optional per-projection multipliers: not applied, so not silently ignored either.
+  for (const GgufTensorInfo& t : file.tensors())
+    if (t.name.size() > 6 && t.name.ends_with(".scale"))
+      problems.push_back(fmt::format("tensor \"{}\": per-projection scale tensors (mainline llama.cpp's *.scale) are not "
+                                     "supported",
+                                     t.name));
   if (!problems.empty()) throw BitNetConfigError(file.name(), std::move(problems));
 }
 

@@ -14,8 +14,27 @@
 
 namespace bdsl::models {
 
-// Architectures accepted: "bitnet-b1.58" (current upload), "bitnet-25" (older), "bitnet" (mainline).
+// Architectures accepted: "bitnet-b1.58" (current upload), "bitnet-25" (older), "bitnet"
+// (1bitLLM's, and mainline's conversions), "llama" (LLaMA-shaped ternary models: Falcon3 1.58-bit,
+// Llama3-8B-1.58).
 bool is_bitnet_architecture(std::string_view architecture);
+
+// Where the family's graphs differ (docs/model-family.md): each architecture's choices are one row
+// of a table (architecture_traits), read by the config, the CPU reference, make-model and the GPU
+// model (which says which it records).
+enum class FfnActivation { Relu2, Silu };  // relu(gate)^2 * up, or silu(gate) * up
+enum class RopeMode { Neox, Adjacent };    // pairs (i, i + rope_dim / 2), or (2i, 2i + 1)
+const char* to_string(FfnActivation activation);
+const char* to_string(RopeMode mode);
+
+struct ArchitectureTraits {
+  std::string_view name;          // general.architecture
+  bool sub_norms;                 // attn_sub_norm before attn_output, ffn_sub_norm before ffn_down
+  FfnActivation ffn_activation;   // unless the file's {arch}.hidden_activation says otherwise
+  RopeMode rope_mode;
+};
+// The row of `architecture`; nullptr for one outside the family.
+const ArchitectureTraits* architecture_traits(std::string_view architecture);
 
 // Every violation found, one line each in what() (after the file name); violations() lists them
 // one by one, each naming the key or tensor and expected vs found.
@@ -42,6 +61,11 @@ struct BitNetConfig {
   float rms_norm_eps = 0.0f;     // {arch}.attention.layer_norm_rms_epsilon
   float rope_freq_base = 10000.0f;  // {arch}.rope.freq_base (llama.cpp's default when absent)
   bool tied_output = true;       // no output.weight: logits use token_embd.weight
+  // The graph (architecture_traits; the activation may come from {arch}.hidden_activation,
+  // "relu2" or "silu").
+  bool sub_norms = true;
+  FfnActivation ffn_activation = FfnActivation::Relu2;
+  RopeMode rope_mode = RopeMode::Neox;
 
   uint32_t kv_dim() const noexcept { return head_dim * n_kv_heads; }
   uint32_t gqa_group() const noexcept { return n_kv_heads ? n_heads / n_kv_heads : 0; }
@@ -62,7 +86,8 @@ struct BitNetTensorSpec {
 };
 
 // The tensors of a model with this config, in the order llama.cpp writes them: token_embd,
-// output_norm, (output.weight when !tied_output), then blk.N.* for every layer. Writers of
+// output_norm, (output.weight when !tied_output), then blk.N.* for every layer (the sub-norms
+// where the architecture has them). Writers of
 // synthetic models can use it as the list of what to write.
 std::vector<BitNetTensorSpec> bitnet_tensor_specs(const BitNetConfig& config);
 

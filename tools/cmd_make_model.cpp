@@ -16,12 +16,15 @@ constexpr const char* kUsage =
     "usage: bitnet-dsl make-model OUT.gguf [--preset tiny|2b] [--dim N] [--layers N] [--heads N]\n"
     "                             [--kv-heads N] [--ffn N] [--vocab N] [--ctx N] [--rope-base F] [--seed S]\n"
     "                             [--weight-type i2_s|tq2_0|tq1_0] [--untied-output]\n"
+    "                             [--arch bitnet-b1.58|bitnet|llama]\n"
     "Writes a synthetic BitNet b1.58 model: real key and tensor names, I2_S projections, F32 norms,\n"
     "F16 embedding, a byte-level BPE vocabulary; the same options and seed give the same bytes.\n"
     "Presets: tiny (dim 512, 4 layers, 8/2 heads, FFN 1536, vocab 1000; the default) and 2b\n"
     "(the 2B-4T shape, ~1.2 GB). Flags after --preset override its values. --weight-type writes the\n"
     "projections in mainline llama.cpp's TQ2_0 or TQ1_0 instead (scales rounded to F16, as theirs are);\n"
-    "--untied-output an LM head (output.weight) of its own.\n";
+    "--untied-output an LM head (output.weight) of its own. --arch writes another graph of the family:\n"
+    "bitnet (1bitLLM's: SiLU) or llama (LLaMA-shaped: no sub-norms, SiLU, adjacent-pair RoPE), which\n"
+    "the CPU reference runs (make-golden --model) and the GPU does not record yet.\n";
 
 uint64_t parse_number(const std::string& flag, const std::string& text, uint64_t max) {
   std::size_t used = 0;
@@ -70,6 +73,11 @@ golden::SyntheticModelOptions parse_options(const Args& args, std::string& out) 
       o.seed = parse_number(a, v, std::numeric_limits<uint64_t>::max());
       continue;
     }
+    if (a == "--arch") {
+      o.architecture = v;
+      o.preset = "custom";
+      continue;
+    }
     if (a == "--weight-type") {  // the same weights in another format: still the preset
       if (v == "i2_s") o.weight_type = models::GgmlType::I2_S;
       else if (v == "tq2_0") o.weight_type = models::GgmlType::TQ2_0;
@@ -115,9 +123,10 @@ int run(const Args& args) {
   const auto start = std::chrono::steady_clock::now();
   golden::write_synthetic_model(options, out);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("%s: synthetic BitNet b1.58 '%s' (dim %u, %u layers, %u/%u heads, FFN %u, vocab %u, ctx %u, seed %llu), "
+  std::printf("%s: synthetic %s '%s' (dim %u, %u layers, %u/%u heads, FFN %u, vocab %u, ctx %u, seed %llu), "
               "%.1f MB in %.2f s\n",
-              out.c_str(), options.preset.c_str(), options.dim, options.n_layers, options.n_heads, options.n_kv_heads,
+              out.c_str(), options.architecture == "bitnet-b1.58" ? "BitNet b1.58" : options.architecture.c_str(),
+              options.preset.c_str(), options.dim, options.n_layers, options.n_heads, options.n_kv_heads,
               options.ffn_dim, options.vocab_size, options.context_length,
               static_cast<unsigned long long>(options.seed),
               static_cast<double>(std::filesystem::file_size(out)) / 1e6, seconds);

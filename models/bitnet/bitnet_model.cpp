@@ -18,9 +18,19 @@
 namespace bdsl::bitnet {
 
 
+void check_recorded_graph(const models::BitNetConfig& c) {
+  if (c.sub_norms && c.ffn_activation == models::FfnActivation::Relu2 && c.rope_mode == models::RopeMode::Neox) return;
+  throw std::invalid_argument(fmt::format(
+      "architecture \"{}\" ({}, {}, {}): the GPU records BitNet b1.58's graph (sub-norms, {}, {}) only so far; the "
+      "CPU reference runs this one (bitnet-dsl make-golden --model FILE)",
+      c.architecture, c.sub_norms ? "sub-norms" : "no sub-norms", models::to_string(c.ffn_activation),
+      models::to_string(c.rope_mode), models::to_string(models::FfnActivation::Relu2), models::to_string(models::RopeMode::Neox)));
+}
+
 BitNetModel::BitNetModel(rt::Context& ctx, const models::GgufFile& file, const models::BitNetConfig& config,
                          const ModelOptions& options, const UploadProgress& progress)
     : ctx_(ctx), config_(config), options_(options) {
+  check_recorded_graph(config);
   if (options.top_k > ops::kMaxTopK)
     throw std::invalid_argument(fmt::format("top-k must be at most {}, got {}", ops::kMaxTopK, options.top_k));
   // The pipelines compile (on threads of their own) while the weights upload.

@@ -45,6 +45,11 @@ struct ModelOptions {
 
 using models::StepOutput;
 
+// Throws std::invalid_argument naming the architecture and its graph unless `config` describes the
+// graph BitNetModel records (BitNet b1.58's: sub-norms, relu(gate)^2 * up, NeoX RoPE); the
+// constructor calls it first.
+void check_recorded_graph(const models::BitNetConfig& config);
+
 // Whether the pruned head's int8 shadow (ModelOptions::greedy_head) is worth holding on `device`:
 // where it is device memory of its own, not on a CPU device (bench/RESULTS.md run 20: on lavapipe
 // without it, the 2B loads in 0.15 s instead of 0.83, peaks 315 MiB lower and decodes as fast).

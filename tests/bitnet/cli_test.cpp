@@ -187,6 +187,29 @@ TEST(Cli, EveryShapeValidatesAgainstGoldenDataMadeForItsOwnFile) {
   fs::remove_all(dir);
 }
 
+// A LLaMA-shaped file (no sub-norms, SiLU, adjacent-pair RoPE): the CPU reference makes its golden
+// data (no sub-norm among the intermediates), and the GPU, which records BitNet b1.58's graph only,
+// refuses it in one line that names the architecture and its graph, rather than running another.
+TEST(Cli, AnArchitectureTheGpuDoesNotRecordIsRefusedNamingIt) {
+  namespace fs = std::filesystem;
+  const auto dir = fs::temp_directory_path() / ("bdsl-cli-arch-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string model = (dir / "llama.gguf").string(), golden = (dir / "golden").string();
+  ASSERT_EQ(run("make-model " + model + " --arch llama --layers 2").code, 0);
+  const Result made = run("make-golden --model " + model + " --out " + golden + " -n 4");
+  ASSERT_EQ(made.code, 0) << made.output;
+  EXPECT_TRUE(fs::exists(fs::path(golden) / "ffn_out-1.npy"));
+  EXPECT_FALSE(fs::exists(fs::path(golden) / "ffn_sub_norm-1.npy"));
+  EXPECT_FALSE(fs::exists(fs::path(golden) / "attn_sub_norm-0.npy"));
+  for (const std::string& cmd : {"validate -m " + model + " --golden " + golden, "run -m " + model + " --prompt-ids 1,2 -n 2"}) {
+    const Result r = run(cmd);
+    EXPECT_NE(r.code, 0) << cmd << ": " << r.output;
+    EXPECT_NE(r.output.find("architecture \"llama\" (no sub-norms, silu(gate) * up, adjacent-pair RoPE)"), std::string::npos)
+        << cmd << ": " << r.output;
+  }
+  fs::remove_all(dir);
+}
+
 TEST(Cli, LlamaCliFlagsAndANewlineAtTheEnd) {
   namespace fs = std::filesystem;
   const auto dir = fs::temp_directory_path() / ("bdsl-cli-flags-test-" + std::to_string(::getpid()));

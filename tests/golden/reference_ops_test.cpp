@@ -153,6 +153,36 @@ TEST(Relu2Gate, SquaresThePositivePart) {
   EXPECT_EQ(out, (std::vector<float>{0.0f, 0.0f, 2.0f}));
 }
 
+// Adjacent-pair RoPE is NeoX's on the permutation llama.cpp's converter applies to Q and K
+// (element 2i <-> i, 2i + 1 <-> i + half): the same rotations, the same bits.
+TEST(RopeAdjacent, IsNeoxOnTheConvertersPermutation) {
+  const std::size_t n = 8, half = n / 2;
+  std::vector<float> adjacent{0.3f, -1.2f, 2.5f, 0.7f, -0.4f, 1.9f, 1.1f, -2.2f}, split(n);
+  for (std::size_t i = 0; i < half; ++i) split[i] = adjacent[2 * i], split[i + half] = adjacent[2 * i + 1];
+  rope_adjacent(adjacent, 7, n, 10000.0f);
+  rope_neox(split, 7, n, 10000.0f);
+  for (std::size_t i = 0; i < half; ++i) {
+    EXPECT_EQ(adjacent[2 * i], split[i]) << i;
+    EXPECT_EQ(adjacent[2 * i + 1], split[i + half]) << i;
+  }
+  std::vector<float> pair{1, 2, 3, 4};
+  rope_adjacent(pair, 1, 2, 10000.0f);  // only the pair (0, 1), by 1 rad
+  EXPECT_NEAR(pair[0], std::cos(1.0f) - 2 * std::sin(1.0f), 1e-6);
+  EXPECT_NEAR(pair[1], std::sin(1.0f) + 2 * std::cos(1.0f), 1e-6);
+  EXPECT_EQ(pair[2], 3.0f);
+  EXPECT_THROW(rope_adjacent(pair, 1, 3, 10000.0f), std::invalid_argument);
+}
+
+TEST(SiluGate, IsGateOverOnePlusExpOfMinusGateTimesUp) {
+  const std::vector<float> gate{-20.0f, 0.0f, 1.0f, 20.0f}, up{3.0f, 3.0f, 2.0f, 0.5f};
+  std::vector<float> out(4);
+  silu_gate(gate, up, out);
+  EXPECT_NEAR(out[0], -20.0f / (1.0f + std::exp(20.0f)) * 3.0f, 1e-12);
+  EXPECT_EQ(out[1], 0.0f);
+  EXPECT_NEAR(out[2], 1.46211716f, 1e-6);  // 2 / (1 + e^-1)
+  EXPECT_NEAR(out[3], 10.0f, 1e-5);
+}
+
 TEST(HalfFloat, RoundTripsAndRoundsToNearestEven) {
   for (uint32_t h = 0; h < 0x7C00; ++h) EXPECT_EQ(numerics::f32_to_f16(numerics::f16_to_f32(static_cast<uint16_t>(h))), h);
   EXPECT_EQ(numerics::f16_to_f32(0x3C00), 1.0f);

@@ -2,6 +2,7 @@
 // error names the key or tensor with expected vs found.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <optional>
 
@@ -45,6 +46,7 @@ std::vector<std::byte> write(const TinyModel& m) {
   BitNetConfig c;
   c.dim = m.dim, c.ffn_dim = m.ffn, c.n_layers = m.layers, c.vocab_size = m.vocab;
   c.head_dim = m.heads ? m.dim / m.heads : 0, c.n_heads = m.heads, c.n_kv_heads = m.kv_heads;
+  if (const ArchitectureTraits* a = architecture_traits(m.arch)) c.sub_norms = a->sub_norms;
   for (BitNetTensorSpec spec : bitnet_tensor_specs(c)) {
     m.tweak_tensor(spec);
     if (spec.name.empty()) continue;
@@ -119,9 +121,42 @@ TEST(BitNetConfig, UntiedOutputIsAccepted) {
 
 TEST(BitNetConfigErrors, UnknownArchitecture) {
   TinyModel m;
-  m.arch = "llama";
-  expect_one_violation(m, "key \"general.architecture\": expected \"bitnet-b1.58\", \"bitnet-25\" "
-                          "or \"bitnet\", found \"llama\"");
+  m.arch = "gpt2";
+  expect_one_violation(m, "key \"general.architecture\": expected \"bitnet-b1.58\", \"bitnet-25\", "
+                          "\"bitnet\" or \"llama\", found \"gpt2\"");
+}
+
+// Each architecture's graph, from the table (docs/model-family.md) and {arch}.hidden_activation.
+TEST(BitNetConfig, EachArchitectureSaysItsGraph) {
+  struct Want {
+    const char* arch;
+    const char* activation_key;  // {arch}.hidden_activation, or none
+    bool sub_norms;
+    FfnActivation activation;
+    RopeMode rope;
+  };
+  for (const Want& w : {Want{"bitnet-b1.58", nullptr, true, FfnActivation::Relu2, RopeMode::Neox},
+                        Want{"bitnet-25", nullptr, true, FfnActivation::Relu2, RopeMode::Neox},
+                        Want{"bitnet", nullptr, true, FfnActivation::Silu, RopeMode::Neox},
+                        Want{"bitnet", "relu2", true, FfnActivation::Relu2, RopeMode::Neox},
+                        Want{"llama", nullptr, false, FfnActivation::Silu, RopeMode::Adjacent},
+                        Want{"bitnet-b1.58", "silu", true, FfnActivation::Silu, RopeMode::Neox}}) {
+    TinyModel m;
+    m.arch = w.arch;
+    if (w.activation_key)
+      m.extra = [&](GgufWriter& g) { g.add_string(std::string(w.arch) + ".hidden_activation", w.activation_key); };
+    const auto bytes = write(m);
+    const BitNetConfig c = BitNetConfig::from_gguf(GgufFile::parse(bytes));  // llama: no sub-norm tensors to find
+    EXPECT_EQ(c.sub_norms, w.sub_norms) << w.arch;
+    EXPECT_EQ(c.ffn_activation, w.activation) << w.arch << " " << (w.activation_key ? w.activation_key : "");
+    EXPECT_EQ(c.rope_mode, w.rope) << w.arch;
+    const auto specs = bitnet_tensor_specs(c);
+    const bool has_sub_norm = std::any_of(specs.begin(), specs.end(), [](const auto& s) { return s.name == "blk.0.ffn_sub_norm.weight"; });
+    EXPECT_EQ(has_sub_norm, w.sub_norms) << w.arch;
+  }
+  TinyModel gelu;
+  gelu.extra = [](GgufWriter& g) { g.add_string("bitnet-b1.58.hidden_activation", "gelu"); };
+  expect_one_violation(gelu, "key \"bitnet-b1.58.hidden_activation\": expected \"relu2\" or \"silu\", found \"gelu\"");
 }
 
 TEST(BitNetConfigErrors, MissingKey) {
@@ -217,6 +252,12 @@ TEST(BitNetConfigErrors, NormOfWrongType) {
   TinyModel m;
   m.tweak_tensor = [](BitNetTensorSpec& s) { if (s.name == "output_norm.weight") s.type = GgmlType::F16; };
   expect_one_violation(m, "tensor \"output_norm.weight\": expected type F32, found F16");
+}
+
+TEST(BitNetConfigErrors, MainlinesScaleTensorsAreRefusedNotIgnored) {
+  TinyModel m;
+  m.extra = [](GgufWriter& w) { w.add_tensor("blk.0.ffn_up.scale", GgmlType::F32, {1}, [](std::span<std::byte>) {}); };
+  expect_one_violation(m, "tensor \"blk.0.ffn_up.scale\": per-projection scale tensors (mainline llama.cpp's *.scale) are not supported");
 }
 
 TEST(BitNetConfigErrors, TensorOfWrongShape) {
