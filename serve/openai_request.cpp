@@ -91,6 +91,20 @@ std::vector<std::string> stop_strings(const json& body) {
 }
 
 // Everything but the prompt: sampling, limits, streaming.
+// OpenAI fields this server does not implement: refused by name when they ask for something, never
+// silently ignored (0, null, false, an empty object: nothing asked, accepted).
+void refuse_unsupported(const json& body) {
+  auto refuse = [](const char* key, const char* what) {
+    throw bad_field(key, std::string("'") + key + "'" + (*what ? std::string(" ") + what : "") + " is not supported by this server",
+                    "unsupported_value");
+  };
+  for (const char* key : {"frequency_penalty", "presence_penalty"})
+    if (number_in(body, key, -2, 2, 0) != 0) refuse(key, "other than 0");
+  if (const json* bias = field(body, "logit_bias"); bias && !(bias->is_object() && bias->empty())) refuse("logit_bias", "");
+  if (const json* lp = field(body, "logprobs"); lp && !(*lp == false || *lp == 0)) refuse("logprobs", "");
+  if (const json* lp = field(body, "top_logprobs"); lp && !(*lp == 0)) refuse("top_logprobs", "");
+}
+
 void parse_common(const json& body, const ServedModel& model, CompletionParams& p, uint32_t default_max_tokens) {
   check_model(body, model);
   if (integer_in(body, "n", 1, 1, 1) != 1) throw bad_field("n", "only n = 1 is supported");
@@ -108,6 +122,7 @@ void parse_common(const json& body, const ServedModel& model, CompletionParams& 
   p.sampling.min_p = float(number_in(body, "min_p", 0, 1, 0));
   if (p.sampling.temperature > 0 && model.candidates == 0)
     throw bad_field("temperature", "this server decodes greedily only: 'temperature' must be 0");
+  refuse_unsupported(body);
   if (field(body, "seed")) p.sampling.seed = uint64_t(integer_in(body, "seed", INT64_MIN, INT64_MAX, 0));
   else p.sampling.seed = std::random_device{}();
   p.stop = stop_strings(body);

@@ -178,6 +178,13 @@ const badInputs = [
   ['/v1/completions', { prompt: longPrompt }, 400, 'prompt', 'context_length_exceeded'],
   ['/v1/completions', { prompt: 'x', stop: ['a', 'b', 'c', 'd', 'e'] }, 400, 'stop', 'invalid_value'],
   ['/v1/completions', { prompt: 'x', n: 2 }, 400, 'n', 'invalid_value'],
+  // Not implemented: refused by name, never silently ignored.
+  ['/v1/chat/completions', { messages: hello, frequency_penalty: 0.5 }, 400, 'frequency_penalty', 'unsupported_value'],
+  ['/v1/chat/completions', { messages: hello, presence_penalty: -1 }, 400, 'presence_penalty', 'unsupported_value'],
+  ['/v1/chat/completions', { messages: hello, frequency_penalty: 3 }, 400, 'frequency_penalty', 'invalid_value'],
+  ['/v1/chat/completions', { messages: hello, logit_bias: { 5: 10 } }, 400, 'logit_bias', 'unsupported_value'],
+  ['/v1/chat/completions', { messages: hello, logprobs: true }, 400, 'logprobs', 'unsupported_value'],
+  ['/v1/completions', { prompt: 'x', logprobs: 2 }, 400, 'logprobs', 'unsupported_value'],
   ['/v1/nothing-here', { prompt: 'x' }, 404, null, 'unknown_url'],
 ];
 
@@ -203,6 +210,12 @@ test('bad input is a 4xx with an OpenAI error, and the server keeps serving', as
   await assert.rejects(client.completions.create({ model: 'nope', prompt: 'x' }), OpenAI.NotFoundError);
   const ok = await client.completions.create({ model: MODEL, prompt: 'Still there?', max_tokens: 2, temperature: 0 });
   assert.equal(ok.choices.length, 1);
+  // What asks for nothing is accepted: zero penalties, an empty bias, no log probabilities.
+  const zeros = await client.chat.completions.create({
+    model: MODEL, messages: hello, max_tokens: 2, temperature: 0, frequency_penalty: 0, presence_penalty: 0, logit_bias: {},
+    logprobs: false,
+  });
+  assert.equal(zeros.choices.length, 1);
 });
 
 test('a full queue is a 503 with Retry-After', async () => {
