@@ -277,7 +277,7 @@ void validate_bitnet_i2s_codes(const GgufFile& file) {
   for (const GgufTensorInfo& t : file.tensors()) {
     try {
       if (t.type == GgmlType::I2_S) i2s::validate(file.tensor_data(t), t.n_elements, t.name);
-      if (tq::is_tq(t.type)) tq::decode(t.type, file.tensor_data(t), t.n_elements, t.name);
+      if (tq::is_tq(t.type)) tq::check(t.type, file.tensor_data(t), t.n_elements, t.name);
     } catch (const std::runtime_error& e) {  // I2sError, TqError
       problems.push_back(fmt::format("{} (its data starts at file byte {})", e.what(), t.file_offset));
     }

@@ -98,8 +98,8 @@ void validate_bitnet_tensors(const BitNetConfig& config, const GgufFile& file);
 
 // Scans every I2_S tensor's codes (i2s::validate): a code of 3 is reported with the tensor name
 // and byte offset. Reads the whole ternary payload (~0.5 GB for the 2B model; fast, word-wise).
-// A TQ1_0/TQ2_0 tensor is decoded (tq::decode): a field of 3 or blocks of different scales are
-// reported the same way.
+// A TQ1_0/TQ2_0 tensor is checked as it will be converted (tq::check): a field of 3 or blocks of
+// different scales are reported the same way.
 void validate_bitnet_i2s_codes(const GgufFile& file);
 
 }  // namespace bdsl::models

@@ -26,8 +26,7 @@ class Uploader {
   rt::Buffer tensor(const std::string& name) {
     const models::GgufTensorInfo& info = file_.tensor(name);
     if (!models::tq::is_tq(info.type)) return bytes(name, file_.tensor_data(info));
-    const auto decoded = models::tq::decode(info.type, file_.tensor_data(info), info.n_elements, name);
-    const auto packed = models::i2s::pack(decoded.ternary, decoded.scale);
+    const auto packed = models::tq::to_i2s(info.type, file_.tensor_data(info), info.n_elements, name);
     file_.done_reading(file_.tensor_data(info));
     rt::Buffer b = copied(name, packed);
     done_ += packed.size();

@@ -39,6 +39,13 @@ struct Decoded {
 // or blocks with different scales.
 Decoded decode(GgmlType type, std::span<const std::byte> data, uint64_t n, std::string_view tensor);
 
+// The tensor in I2_S's layout (models/formats/i2s.h: what the kernels read) with the blocks' one
+// scale, after the checks decode() makes, at memory speed: TQ2_0's fields are I2_S's codes in the
+// other order within each byte, TQ1_0's trits come from a table. The same errors as decode().
+std::vector<std::byte> to_i2s(GgmlType type, std::span<const std::byte> data, uint64_t n, std::string_view tensor);
+// Only the checks (a file's validation before anything loads).
+void check(GgmlType type, std::span<const std::byte> data, uint64_t n, std::string_view tensor);
+
 // The values (each -1, 0 or +1) as `type` stores them, d = f16(scale) in every block that holds a
 // non-zero value and 0 in the others (quantize_row_tq*_0_ref's result for such a tensor).
 std::vector<std::byte> encode(GgmlType type, std::span<const int8_t> ternary, float scale);

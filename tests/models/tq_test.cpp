@@ -6,6 +6,7 @@
 #include <cstring>
 #include <random>
 
+#include "models/formats/i2s.h"
 #include "models/formats/tq.h"
 #include "models/numerics/half_float.h"
 
@@ -40,6 +41,27 @@ TEST(Tq, EncodeThenDecodeGivesTheValuesAndTheF16Scale) {
     const auto decoded = tq::decode(type, bytes, values.size(), "w");
     EXPECT_EQ(decoded.ternary, values) << ggml_type_name(type);
     EXPECT_EQ(decoded.scale, numerics::f16_to_f32(numerics::f32_to_f16(scale)));
+  }
+}
+
+// The fast conversion gives the bytes i2s::pack writes for the decoded values, and checks as decode does.
+TEST(Tq, ToI2sIsPackOfTheDecodedValues) {
+  for (GgmlType type : {GgmlType::TQ2_0, GgmlType::TQ1_0}) {
+    auto values = random_ternary(2048, 9);
+    std::fill(values.begin() + 256, values.begin() + 512, int8_t{0});
+    const auto bytes = tq::encode(type, values, 0.125f);
+    const auto decoded = tq::decode(type, bytes, values.size(), "w");
+    EXPECT_EQ(tq::to_i2s(type, bytes, values.size(), "w"), i2s::pack(decoded.ternary, decoded.scale)) << ggml_type_name(type);
+    EXPECT_NO_THROW(tq::check(type, bytes, values.size(), "w"));
+  }
+  auto bytes = tq::encode(GgmlType::TQ2_0, random_ternary(512, 2), 1.0f);
+  bytes[66 + 40] = std::byte{0x30};  // block 1, byte 40 (half 1, byte 8), field 2: element 256 + 128 + 64 + 8
+  try {
+    tq::check(GgmlType::TQ2_0, bytes, 512, "blk.0.attn_q.weight");
+    ADD_FAILURE() << "no error";
+  } catch (const TqError& e) {
+    EXPECT_NE(std::string(e.what()).find("block 1 (byte 66 of its data) holds the field 3 for element 456"), std::string::npos)
+        << e.what();
   }
 }
 
