@@ -55,7 +55,9 @@ std::string config_json(const models::BitNetConfig& c) {
   o << "{\"dim\": " << c.dim << ", \"n_layers\": " << c.n_layers << ", \"n_heads\": " << c.n_heads
     << ", \"n_kv_heads\": " << c.n_kv_heads << ", \"ffn_dim\": " << c.ffn_dim << ", \"vocab_size\": " << c.vocab_size
     << ", \"context_length\": " << c.context_length << ", \"rope_freq_base\": " << c.rope_freq_base
-    << ", \"rms_norm_eps\": " << c.rms_norm_eps << "}";
+    << ", \"rms_norm_eps\": " << c.rms_norm_eps << ", \"architecture\": " << json_string(c.architecture)
+    << ", \"sub_norms\": " << (c.sub_norms ? "true" : "false") << ", \"ffn_activation\": " << json_string(models::to_string(c.ffn_activation))
+    << ", \"rope_mode\": " << json_string(models::to_string(c.rope_mode)) << "}";
   return o.str();
 }
 
@@ -141,10 +143,13 @@ void check_golden_model(const fs::path& dir, const fs::path& model) {
   const std::string got = fingerprint_text(file_fingerprint(model));
   if (want == got) return;
   const std::string preset = manifest_value(text.str(), "preset"), seed = manifest_value(text.str(), "seed");
-  throw std::runtime_error("golden data " + dir.string() + " was made from another model (fnv1a64 " + want +
-                           (preset.empty() ? "" : ", `bitnet-dsl make-model FILE --preset " + preset +
-                                                      (seed.empty() ? "" : " --seed " + seed) + "`") +
-                           ") than " + model.string() + " (" + got + ")");
+  const std::string file = manifest_value(text.str(), "file");
+  const std::string how = !preset.empty() ? ", `bitnet-dsl make-model FILE --preset " + preset + (seed.empty() ? "" : " --seed " + seed) + "`"
+                          : !file.empty() ? ", the file " + file + "; for this one: `bitnet-dsl make-golden --model " + model.string() +
+                                                " --out DIR`"
+                                          : "";
+  throw std::runtime_error("golden data " + dir.string() + " was made from another model (fnv1a64 " + want + how + ") than " +
+                           model.string() + " (" + got + ")");
 }
 
 void write_golden(const fs::path& dir, const GoldenSpec& spec, const models::BitNetConfig& config,

@@ -182,6 +182,13 @@ BitNetConfig BitNetConfig::from_metadata(const GgufFile& file) {
   c.ffn_activation = traits.ffn_activation;
   c.rope_mode = traits.rope_mode;
   auto problems = std::move(r.problems);
+  const std::string scaling_key = p + "rope.scaling.type";
+  try {
+    if (const auto scaling = file.find_string(scaling_key); scaling && *scaling != "none")
+      problems.push_back(fmt::format("key \"{}\": RoPE scaling \"{}\" is not supported (only none)", scaling_key, *scaling));
+  } catch (const GgufError& e) {
+    problems.push_back(e.what());
+  }
   const std::string activation_key = p + "hidden_activation";
   if (file.contains(activation_key)) {
     std::string_view a;
@@ -263,12 +270,18 @@ void validate_bitnet_tensors(const BitNetConfig& config, const GgufFile& file) {
       problems.push_back(fmt::format("tensor \"{}\": expected shape {}, found {}", spec.name,
                                      shape_text(spec.dims), shape_text(t->dims)));
   }
-  // Mainline's optional per-projection multipliers: not applied, so not silently ignored either.
-  for (const GgufTensorInfo& t : file.tensors())
+  // What some files of the family may add and the graphs here do not apply: refused by name rather
+  // than silently ignored (mainline's per-projection multipliers, biases, Llama 3.1's RoPE factors).
+  for (const GgufTensorInfo& t : file.tensors()) {
     if (t.name.size() > 6 && t.name.ends_with(".scale"))
       problems.push_back(fmt::format("tensor \"{}\": per-projection scale tensors (mainline llama.cpp's *.scale) are not "
                                      "supported",
                                      t.name));
+    if (t.name.size() > 5 && t.name.ends_with(".bias"))
+      problems.push_back(fmt::format("tensor \"{}\": bias tensors are not supported", t.name));
+    if (t.name == "rope_freqs.weight")
+      problems.push_back(fmt::format("tensor \"{}\": RoPE frequency factors (Llama 3.1's scaling) are not supported", t.name));
+  }
   if (!problems.empty()) throw BitNetConfigError(file.name(), std::move(problems));
 }
 

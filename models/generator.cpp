@@ -42,6 +42,7 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Gene
   const bool by_token = options.keep_logits || options.after_prompt_token;
   const bool device_first = penalized || !by_token;
   const std::span<const int32_t> prompt_pass = device_first ? prompt.first(prompt.size() - 1) : prompt;
+  result.prompt_pass_tokens = uint32_t(prompt_pass.size());
 
   auto t0 = std::chrono::steady_clock::now();
   StepOutput out;

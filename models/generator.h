@@ -27,6 +27,9 @@ struct GenerationResult {
   StopReason reason = StopReason::Limit;
   double prompt_seconds = 0, generate_seconds = 0;
   uint32_t prompt_tokens = 0;
+  // Of them, those the prompt pass ran (prompt_seconds is theirs): all but the last, which the
+  // generating recording decodes, where the device chooses the first token too.
+  uint32_t prompt_pass_tokens = 0;
   std::vector<std::vector<float>> logits;     // with keep_logits: one row per prompt position, then per step
 };
 

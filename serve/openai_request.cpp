@@ -93,16 +93,26 @@ std::vector<std::string> stop_strings(const json& body) {
 // Everything but the prompt: sampling, limits, streaming.
 // OpenAI fields this server does not implement: refused by name when they ask for something, never
 // silently ignored (0, null, false, an empty object: nothing asked, accepted).
-void refuse_unsupported(const json& body) {
+// (Chat's logprobs is a boolean; the completions' an integer, whose 0 still asks for the chosen
+// tokens' log probabilities.)
+void refuse_unsupported(const json& body, bool chat) {
   auto refuse = [](const char* key, const char* what) {
     throw bad_field(key, std::string("'") + key + "'" + (*what ? std::string(" ") + what : "") + " is not supported by this server",
                     "unsupported_value");
   };
   for (const char* key : {"frequency_penalty", "presence_penalty"})
     if (number_in(body, key, -2, 2, 0) != 0) refuse(key, "other than 0");
-  if (const json* bias = field(body, "logit_bias"); bias && !(bias->is_object() && bias->empty())) refuse("logit_bias", "");
-  if (const json* lp = field(body, "logprobs"); lp && !(*lp == false || *lp == 0)) refuse("logprobs", "");
-  if (const json* lp = field(body, "top_logprobs"); lp && !(*lp == 0)) refuse("top_logprobs", "");
+  if (const json* bias = field(body, "logit_bias")) {
+    if (!bias->is_object()) throw bad_field("logit_bias", "'logit_bias' must be an object", "invalid_type");
+    if (!bias->empty()) refuse("logit_bias", "");
+  }
+  if (chat) {
+    if (boolean(body, "logprobs")) refuse("logprobs", "");
+    if (integer_in(body, "top_logprobs", 0, 20, 0) != 0) refuse("top_logprobs", "");
+  } else if (field(body, "logprobs")) {
+    integer_in(body, "logprobs", 0, 5, 0);
+    refuse("logprobs", "");
+  }
 }
 
 void parse_common(const json& body, const ServedModel& model, CompletionParams& p, uint32_t default_max_tokens) {
@@ -122,7 +132,7 @@ void parse_common(const json& body, const ServedModel& model, CompletionParams& 
   p.sampling.min_p = float(number_in(body, "min_p", 0, 1, 0));
   if (p.sampling.temperature > 0 && model.candidates == 0)
     throw bad_field("temperature", "this server decodes greedily only: 'temperature' must be 0");
-  refuse_unsupported(body);
+  refuse_unsupported(body, p.chat);
   if (field(body, "seed")) p.sampling.seed = uint64_t(integer_in(body, "seed", INT64_MIN, INT64_MAX, 0));
   else p.sampling.seed = std::random_device{}();
   p.stop = stop_strings(body);

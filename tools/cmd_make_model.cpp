@@ -59,14 +59,18 @@ golden::SyntheticModelOptions parse_options(const Args& args, std::string& out) 
     }
     if (i + 1 >= args.size()) throw UsageError(a + " needs a value");
     const std::string& v = args[++i];
-    if (a == "--preset") {
-      const uint64_t seed = o.seed;
+    if (a == "--preset") {  // a shape: the seed and the format flags given before it stay
+      const golden::SyntheticModelOptions before = o;
       try {
         o = golden::synthetic_preset(v);
       } catch (const std::invalid_argument& e) {
         throw UsageError(e.what());
       }
-      o.seed = seed;
+      o.seed = before.seed;
+      o.weight_type = before.weight_type;
+      o.untied_output = before.untied_output;
+      o.architecture = before.architecture;
+      if (before.untied_output || before.architecture != "bitnet-b1.58") o.preset = "custom";
       continue;
     }
     if (a == "--seed") {

@@ -70,9 +70,11 @@ bool interrupted() { return g_interrupts.load() > 0; }
 
 void print_speed(const models::GenerationResult& r) {
   const char* reason = interrupted() && r.reason == models::StopReason::Callback ? "interrupted (Ctrl-C)" : models::to_string(r.reason);
-  std::fprintf(stderr, "\nprompt: %u tokens in %.3f s (%.1f tokens/s) | generation: %zu tokens in %.3f s (%.1f tokens/s) | %s\n",
-               r.prompt_tokens, r.prompt_seconds, r.prompt_tokens / std::max(r.prompt_seconds, 1e-9), r.tokens.size(),
-               r.generate_seconds, r.tokens.size() / std::max(r.generate_seconds, 1e-9), reason);
+  // The prompt pass runs all but the last prompt token (the generation decodes it): its rate is theirs.
+  const std::string pass = r.prompt_pass_tokens == r.prompt_tokens ? "" : fmt::format(" ({} in the prompt pass)", r.prompt_pass_tokens);
+  std::fprintf(stderr, "\nprompt: %u tokens%s in %.3f s (%.1f tokens/s) | generation: %zu tokens in %.3f s (%.1f tokens/s) | %s\n",
+               r.prompt_tokens, pass.c_str(), r.prompt_seconds, r.prompt_pass_tokens / std::max(r.prompt_seconds, 1e-9),
+               r.tokens.size(), r.generate_seconds, r.tokens.size() / std::max(r.generate_seconds, 1e-9), reason);
 }
 
 void write_logits(const std::string& path, const std::vector<std::vector<float>>& rows) {

@@ -18,19 +18,24 @@
 namespace bdsl::bitnet {
 
 
-void check_recorded_graph(const models::BitNetConfig& c) {
+void check_recorded_graph(const models::BitNetConfig& c, std::string_view file) {
   if (c.sub_norms && c.ffn_activation == models::FfnActivation::Relu2 && c.rope_mode == models::RopeMode::Neox) return;
+  // A mainline conversion of 2B-4T says its activation in a key; without it `bitnet` means SiLU.
+  const std::string hint = c.architecture == "bitnet" && c.ffn_activation == models::FfnActivation::Silu
+                               ? " (a `bitnet` file of BitNet b1.58 2B-4T says bitnet.hidden_activation = \"relu2\")"
+                               : "";
   throw std::invalid_argument(fmt::format(
-      "architecture \"{}\" ({}, {}, {}): the GPU records BitNet b1.58's graph (sub-norms, {}, {}) only so far; the "
+      "{}: architecture \"{}\" ({}, {}, {}): the GPU records BitNet b1.58's graph (sub-norms, {}, {}) only so far{}; the "
       "CPU reference runs this one (bitnet-dsl make-golden --model FILE)",
-      c.architecture, c.sub_norms ? "sub-norms" : "no sub-norms", models::to_string(c.ffn_activation),
-      models::to_string(c.rope_mode), models::to_string(models::FfnActivation::Relu2), models::to_string(models::RopeMode::Neox)));
+      file, c.architecture, c.sub_norms ? "sub-norms" : "no sub-norms", models::to_string(c.ffn_activation),
+      models::to_string(c.rope_mode), models::to_string(models::FfnActivation::Relu2), models::to_string(models::RopeMode::Neox),
+      hint));
 }
 
 BitNetModel::BitNetModel(rt::Context& ctx, const models::GgufFile& file, const models::BitNetConfig& config,
                          const ModelOptions& options, const UploadProgress& progress)
     : ctx_(ctx), config_(config), options_(options) {
-  check_recorded_graph(config);
+  check_recorded_graph(config, file.name());
   if (options.top_k > ops::kMaxTopK)
     throw std::invalid_argument(fmt::format("top-k must be at most {}, got {}", ops::kMaxTopK, options.top_k));
   // The pipelines compile (on threads of their own) while the weights upload.

@@ -13,6 +13,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "models/bitnet_config.h"
@@ -45,10 +46,10 @@ struct ModelOptions {
 
 using models::StepOutput;
 
-// Throws std::invalid_argument naming the architecture and its graph unless `config` describes the
+// Throws std::invalid_argument naming the file, the architecture and its graph unless `config` describes the
 // graph BitNetModel records (BitNet b1.58's: sub-norms, relu(gate)^2 * up, NeoX RoPE); the
 // constructor calls it first.
-void check_recorded_graph(const models::BitNetConfig& config);
+void check_recorded_graph(const models::BitNetConfig& config, std::string_view file);
 
 // Whether the pruned head's int8 shadow (ModelOptions::greedy_head) is worth holding on `device`:
 // where it is device memory of its own, not on a CPU device (bench/RESULTS.md run 20: on lavapipe

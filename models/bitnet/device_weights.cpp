@@ -26,6 +26,7 @@ class Uploader {
   rt::Buffer tensor(const std::string& name) {
     const models::GgufTensorInfo& info = file_.tensor(name);
     if (!models::tq::is_tq(info.type)) return bytes(name, file_.tensor_data(info));
+    file_.check_unchanged();  // a file cut short under us would fault on its lost pages
     const auto packed = models::tq::to_i2s(info.type, file_.tensor_data(info), info.n_elements, name);
     file_.done_reading(file_.tensor_data(info));
     rt::Buffer b = copied(name, packed);

@@ -65,7 +65,7 @@ std::string falcon3(const std::vector<ChatMessage>& messages, bool add_generatio
       if (i + 1 < messages.size()) out += "\n";
     }
   }
-  if (add_generation_prompt) out += "<|assistant|>\n";
+  if (add_generation_prompt && !messages.empty()) out += "<|assistant|>\n";  // inside the template's loop
   return out;
 }
 
@@ -82,7 +82,9 @@ const char* to_string(ChatFormat format) {
 
 ChatFormat chat_format_for(std::string_view chat_template, std::string_view architecture) {
   if (contains(chat_template, "<|start_header_id|>") && contains(chat_template, "<|end_header_id|>")) return ChatFormat::Llama3;
-  if (contains(chat_template, "<|user|>") && contains(chat_template, "<|assistant|>")) return ChatFormat::Falcon3;
+  // As bitnet.cpp's llama.cpp: Phi-3's markers (with "<|end|>") first, not Falcon3's.
+  if (contains(chat_template, "<|user|>") && contains(chat_template, "<|assistant|>") && !contains(chat_template, "<|end|>"))
+    return ChatFormat::Falcon3;
   if (contains(chat_template, "BITNET")) return ChatFormat::BitNet;
   return architecture == "llama" ? ChatFormat::Llama3 : ChatFormat::BitNet;
 }

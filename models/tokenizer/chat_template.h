@@ -31,7 +31,8 @@ const char* to_string(ChatFormat format);
 
 // The format of a model file: its tokenizer.chat_template's text where it has one that names a
 // known format (by the markers llama.cpp's built-in detection looks for: "<|start_header_id|>"
-// and "<|end_header_id|>" for Llama 3, "<|user|>" and "<|assistant|>" for Falcon3, "BITNET" for
+// and "<|end_header_id|>" for Llama 3, "<|user|>" and "<|assistant|>" without Phi-3's "<|end|>"
+// for Falcon3, "BITNET" for
 // the template bitnet.cpp writes into 2B-4T's GGUF), else its general.architecture ("llama":
 // Llama3; the BitNet architectures and anything else: BitNet).
 ChatFormat chat_format_for(std::string_view chat_template, std::string_view architecture);

@@ -50,8 +50,15 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& file) {
   spec.bos_id = token_id(file, "tokenizer.ggml.bos_token_id").value_or(-1);
   spec.eos_id = token_id(file, "tokenizer.ggml.eos_token_id").value_or(-1);
   spec.eot_id = token_id(file, "tokenizer.ggml.eot_token_id");
-  spec.chat_format = chat_format_for(file.find_string("tokenizer.chat_template").value_or(""),
-                                     file.find_string("general.architecture").value_or(""));
+  // A template key of another type names no format: the architecture decides.
+  auto string_or_empty = [&](std::string_view key) -> std::string_view {
+    try {
+      return file.find_string(key).value_or("");
+    } catch (const GgufError&) {
+      return "";
+    }
+  };
+  spec.chat_format = chat_format_for(string_or_empty("tokenizer.chat_template"), string_or_empty("general.architecture"));
   try {
     return Tokenizer(spec);
   } catch (const std::runtime_error& e) {

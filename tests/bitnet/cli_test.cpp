@@ -184,6 +184,7 @@ TEST(Cli, EveryShapeValidatesAgainstGoldenDataMadeForItsOwnFile) {
   const Result other = run("validate -m " + (dir / "tq1.gguf").string() + " --golden " + (dir / "untied").string());
   EXPECT_NE(other.code, 0) << other.output;
   EXPECT_NE(other.output.find("was made from another model"), std::string::npos) << other.output;
+  EXPECT_NE(other.output.find("the file untied.gguf; for this one: `bitnet-dsl make-golden --model"), std::string::npos) << other.output;
   fs::remove_all(dir);
 }
 
@@ -195,7 +196,7 @@ TEST(Cli, AnArchitectureTheGpuDoesNotRecordIsRefusedNamingIt) {
   const auto dir = fs::temp_directory_path() / ("bdsl-cli-arch-test-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const std::string model = (dir / "llama.gguf").string(), golden = (dir / "golden").string();
-  ASSERT_EQ(run("make-model " + model + " --arch llama --layers 2").code, 0);
+  ASSERT_EQ(run("make-model " + model + " --arch llama --preset tiny --layers 2").code, 0);  // --preset keeps --arch
   const Result made = run("make-golden --model " + model + " --out " + golden + " -n 4");
   ASSERT_EQ(made.code, 0) << made.output;
   EXPECT_TRUE(fs::exists(fs::path(golden) / "ffn_out-1.npy"));
@@ -204,9 +205,15 @@ TEST(Cli, AnArchitectureTheGpuDoesNotRecordIsRefusedNamingIt) {
   for (const std::string& cmd : {"validate -m " + model + " --golden " + golden, "run -m " + model + " --prompt-ids 1,2 -n 2"}) {
     const Result r = run(cmd);
     EXPECT_NE(r.code, 0) << cmd << ": " << r.output;
-    EXPECT_NE(r.output.find("architecture \"llama\" (no sub-norms, silu(gate) * up, adjacent-pair RoPE)"), std::string::npos)
+    EXPECT_NE(r.output.find(model + ": architecture \"llama\" (no sub-norms, silu(gate) * up, adjacent-pair RoPE)"), std::string::npos)
         << cmd << ": " << r.output;
   }
+  // A `bitnet` file without its activation key means SiLU; the refusal says which key a 2B-4T one carries.
+  const std::string bitnet = (dir / "bitnet.gguf").string();
+  ASSERT_EQ(run("make-model " + bitnet + " --arch bitnet --layers 2").code, 0);
+  const Result silu = run("run -m " + bitnet + " --prompt-ids 1,2 -n 2");
+  EXPECT_NE(silu.code, 0) << silu.output;
+  EXPECT_NE(silu.output.find("bitnet.hidden_activation = \"relu2\""), std::string::npos) << silu.output;
   fs::remove_all(dir);
 }
 

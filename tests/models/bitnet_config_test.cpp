@@ -254,10 +254,24 @@ TEST(BitNetConfigErrors, NormOfWrongType) {
   expect_one_violation(m, "tensor \"output_norm.weight\": expected type F32, found F16");
 }
 
-TEST(BitNetConfigErrors, MainlinesScaleTensorsAreRefusedNotIgnored) {
+TEST(BitNetConfigErrors, WhatTheGraphsDoNotApplyIsRefusedNotIgnored) {
   TinyModel m;
   m.extra = [](GgufWriter& w) { w.add_tensor("blk.0.ffn_up.scale", GgmlType::F32, {1}, [](std::span<std::byte>) {}); };
   expect_one_violation(m, "tensor \"blk.0.ffn_up.scale\": per-projection scale tensors (mainline llama.cpp's *.scale) are not supported");
+  TinyModel bias;
+  bias.arch = "llama";
+  bias.extra = [](GgufWriter& w) { w.add_tensor("blk.1.attn_q.bias", GgmlType::F32, {256}, [](std::span<std::byte>) {}); };
+  expect_one_violation(bias, "tensor \"blk.1.attn_q.bias\": bias tensors are not supported");
+  TinyModel factors;
+  factors.arch = "llama";
+  factors.extra = [](GgufWriter& w) { w.add_tensor("rope_freqs.weight", GgmlType::F32, {32}, [](std::span<std::byte>) {}); };
+  expect_one_violation(factors, "tensor \"rope_freqs.weight\": RoPE frequency factors (Llama 3.1's scaling) are not supported");
+  TinyModel scaled;
+  scaled.extra = [](GgufWriter& w) { w.add_string("bitnet-b1.58.rope.scaling.type", "yarn"); };
+  expect_one_violation(scaled, "key \"bitnet-b1.58.rope.scaling.type\": RoPE scaling \"yarn\" is not supported (only none)");
+  TinyModel unscaled;
+  unscaled.extra = [](GgufWriter& w) { w.add_string("bitnet-b1.58.rope.scaling.type", "none"); };
+  EXPECT_TRUE(violations(unscaled).empty());
 }
 
 TEST(BitNetConfigErrors, TensorOfWrongShape) {

@@ -206,6 +206,10 @@ TEST(ChatTemplate, TheFormatComesFromTheFilesTemplateElseItsArchitecture) {
   EXPECT_EQ(chat_format_for("", "bitnet-b1.58"), ChatFormat::BitNet);
   EXPECT_EQ(chat_format_for("", "bitnet-25"), ChatFormat::BitNet);
   EXPECT_EQ(chat_format_for("{{ unknown }}", "bitnet"), ChatFormat::BitNet);
+  // Phi-3's markers include Falcon3's: llama.cpp tells them apart by "<|end|>".
+  EXPECT_EQ(chat_format_for("{{ '<|user|>' + m + '<|end|>' + '<|assistant|>' }}", "llama"), ChatFormat::Llama3);
+  // No messages, no generation prompt (it is written inside the template's loop).
+  EXPECT_EQ(apply_chat_template(ChatFormat::Falcon3, {}, true, "", "<|endoftext|>"), "");
   EXPECT_STREQ(to_string(ChatFormat::Falcon3), "falcon3");
 }
 

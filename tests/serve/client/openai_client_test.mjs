@@ -185,6 +185,8 @@ const badInputs = [
   ['/v1/chat/completions', { messages: hello, logit_bias: { 5: 10 } }, 400, 'logit_bias', 'unsupported_value'],
   ['/v1/chat/completions', { messages: hello, logprobs: true }, 400, 'logprobs', 'unsupported_value'],
   ['/v1/completions', { prompt: 'x', logprobs: 2 }, 400, 'logprobs', 'unsupported_value'],
+  ['/v1/completions', { prompt: 'x', logprobs: 0 }, 400, 'logprobs', 'unsupported_value'],
+  ['/v1/chat/completions', { messages: hello, logit_bias: [] }, 400, 'logit_bias', 'invalid_type'],
   ['/v1/nothing-here', { prompt: 'x' }, 404, null, 'unknown_url'],
 ];
 
