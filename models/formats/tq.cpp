@@ -5,6 +5,7 @@
 #include <bit>
 #include <cstring>
 
+#include "models/formats/i2s.h"
 #include "models/numerics/half_float.h"
 
 namespace bdsl::models::tq {
@@ -26,24 +27,6 @@ uint8_t pack_trits(const int* t, int count) {
   int v = 0;
   for (int i = 0; i < 5; ++i) v = v * 3 + (i < count ? t[i] : 0);
   return uint8_t((v * 256 + 242) / 243);
-}
-
-// Calls at(element, t) for each of the block's 256 elements.
-template <class F>
-bool for_each_trit(GgmlType type, const uint8_t* block, F&& at) {
-  if (type == GgmlType::TQ2_0) {
-    for (int b = 0; b < 64; ++b)
-      for (int n = 0; n < 4; ++n)
-        if (!at((b / 32) * 128 + n * 32 + b % 32, (block[b] >> (2 * n)) & 3)) return false;
-    return true;
-  }
-  for (int m = 0; m < 32; ++m)
-    for (int n = 0; n < 5; ++n) at(m + 32 * n, trit(block[m], n));
-  for (int m = 0; m < 16; ++m)
-    for (int n = 0; n < 5; ++n) at(160 + m + 16 * n, trit(block[32 + m], n));
-  for (int j = 0; j < 4; ++j)
-    for (int n = 0; n < 4; ++n) at(240 + j + 4 * n, trit(block[48 + j], n));
-  return true;
 }
 
 // TQ2_0 byte -> I2_S byte: the four 2-bit fields in the other order (TQ2_0 holds element 32 n of
@@ -147,51 +130,9 @@ void check(GgmlType type, std::span<const std::byte> data, uint64_t n, std::stri
 bool is_tq(GgmlType type) { return type == GgmlType::TQ1_0 || type == GgmlType::TQ2_0; }
 
 Decoded decode(GgmlType type, std::span<const std::byte> data, uint64_t n, std::string_view tensor) {
-  if (!is_tq(type)) throw TqError(fmt::format("tensor \"{}\": {} is not a TQ type", tensor, ggml_type_name(type)));
-  const auto name = ggml_type_name(type);
-  const uint64_t bb = block_bytes(type);
-  if (n == 0 || n % kBlockElements != 0)
-    throw TqError(fmt::format("tensor \"{}\": {} elements is not a positive multiple of {} ({} blocks)", tensor, n, kBlockElements, name));
-  const uint64_t blocks = n / kBlockElements;
-  if (data.size() != blocks * bb)
-    throw TqError(fmt::format("tensor \"{}\": {} holds {} bytes, expected {} ({} blocks of {})", tensor, name, data.size(),
-                              blocks * bb, blocks, bb));
-  Decoded out;
-  out.ternary.resize(n);
-  const auto* bytes = reinterpret_cast<const uint8_t*>(data.data());
-  uint16_t d_bits = 0;
-  uint64_t d_block = 0;
-  bool have_d = false;
-  for (uint64_t blk = 0; blk < blocks; ++blk) {
-    const uint8_t* block = bytes + blk * bb;
-    int8_t* values = out.ternary.data() + blk * kBlockElements;
-    bool nonzero = false;
-    int bad = -1;
-    for_each_trit(type, block, [&](int e, int t) {
-      if (t > 2) {
-        bad = e;
-        return false;
-      }
-      values[e] = int8_t(t - 1);
-      nonzero |= t != 1;
-      return true;
-    });
-    if (bad >= 0)
-      throw TqError(fmt::format("tensor \"{}\": {} block {} (byte {} of its data) holds the field 3 for element {}, not a trit",
-                                tensor, name, blk, blk * bb, blk * kBlockElements + uint64_t(bad)));
-    if (!nonzero) continue;
-    uint16_t d;
-    std::memcpy(&d, block + bb - 2, 2);
-    if (!have_d) {
-      have_d = true, d_bits = d, d_block = blk;
-    } else if (d != d_bits) {
-      throw TqError(fmt::format("tensor \"{}\": {} blocks {} and {} have different scales ({} and {}); bitnet-dsl takes one "
-                                "scale per tensor (a BitNet checkpoint converted by llama.cpp has one)",
-                                tensor, name, d_block, blk, numerics::f16_to_f32(d_bits), numerics::f16_to_f32(d)));
-    }
-  }
-  out.scale = have_d ? numerics::f16_to_f32(d_bits) : 0.0f;
-  return out;
+  // Through I2_S's layout: the one conversion (and its checks) the loader uses too.
+  const auto packed = to_i2s(type, data, n, tensor);
+  return {i2s::unpack(packed, n), i2s::scale(packed, n)};
 }
 
 std::vector<std::byte> encode(GgmlType type, std::span<const int8_t> ternary, float scale) {
