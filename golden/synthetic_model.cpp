@@ -161,10 +161,7 @@ models::BitNetConfig synthetic_config(const SyntheticModelOptions& o) {
   models::BitNetConfig c;
   const models::ArchitectureTraits* traits = models::architecture_traits(o.architecture);
   require(traits != nullptr, "--arch must be bitnet-b1.58, bitnet-25, bitnet or llama, not '" + o.architecture + "'");
-  c.architecture = o.architecture;
-  c.sub_norms = traits->sub_norms;
-  c.ffn_activation = traits->ffn_activation;
-  c.rope_mode = traits->rope_mode;
+  models::set_architecture(c, *traits);
   c.vocab_size = o.vocab_size;
   c.context_length = o.context_length;
   c.dim = o.dim;

@@ -152,6 +152,13 @@ const ArchitectureTraits* architecture_traits(std::string_view architecture) {
 
 bool is_bitnet_architecture(std::string_view a) { return architecture_traits(a) != nullptr; }
 
+void set_architecture(BitNetConfig& c, const ArchitectureTraits& traits) {
+  c.architecture = std::string(traits.name);
+  c.sub_norms = traits.sub_norms;
+  c.ffn_activation = traits.ffn_activation;
+  c.rope_mode = traits.rope_mode;
+}
+
 const char* to_string(FfnActivation activation) {
   return activation == FfnActivation::Relu2 ? "relu(gate)^2 * up" : "silu(gate) * up";
 }
@@ -162,7 +169,7 @@ BitNetConfigError::BitNetConfigError(std::string_view file, std::vector<std::str
 
 BitNetConfig BitNetConfig::from_metadata(const GgufFile& file) {
   BitNetConfig c;
-  c.architecture = architecture_of(file);
+  set_architecture(c, *architecture_traits(architecture_of(file)));
   const std::string p = c.architecture + ".";
   MetadataReader r(file, p);
   c.vocab_size = r.vocab_size();
@@ -177,10 +184,6 @@ BitNetConfig BitNetConfig::from_metadata(const GgufFile& file) {
   c.rms_norm_eps = r.f32("attention.layer_norm_rms_epsilon");
   c.rope_freq_base = r.f32("rope.freq_base", 10000.0f);
   c.tied_output = file.find_tensor("output.weight") == nullptr;
-  const ArchitectureTraits& traits = *architecture_traits(c.architecture);
-  c.sub_norms = traits.sub_norms;
-  c.ffn_activation = traits.ffn_activation;
-  c.rope_mode = traits.rope_mode;
   auto problems = std::move(r.problems);
   const std::string scaling_key = p + "rope.scaling.type";
   try {
@@ -190,17 +193,14 @@ BitNetConfig BitNetConfig::from_metadata(const GgufFile& file) {
     problems.push_back(e.what());
   }
   const std::string activation_key = p + "hidden_activation";
-  if (file.contains(activation_key)) {
-    std::string_view a;
-    try {
-      a = file.get_string(activation_key);
-    } catch (const GgufError& e) {
-      problems.push_back(e.what());
+  try {
+    if (const auto a = file.find_string(activation_key)) {
+      if (*a == "relu2") c.ffn_activation = FfnActivation::Relu2;
+      else if (*a == "silu") c.ffn_activation = FfnActivation::Silu;
+      else problems.push_back(fmt::format("key \"{}\": expected \"relu2\" or \"silu\", found \"{}\"", activation_key, *a));
     }
-    if (a == "relu2") c.ffn_activation = FfnActivation::Relu2;
-    else if (a == "silu") c.ffn_activation = FfnActivation::Silu;
-    else if (!a.empty() || problems.empty())
-      problems.push_back(fmt::format("key \"{}\": expected \"relu2\" or \"silu\", found \"{}\"", activation_key, a));
+  } catch (const GgufError& e) {  // not a string
+    problems.push_back(e.what());
   }
   if (problems.empty()) check_shapes(c, p, problems);
   if (!problems.empty()) throw BitNetConfigError(file.name(), std::move(problems));

@@ -35,6 +35,9 @@ struct ArchitectureTraits {
 };
 // The row of `architecture`; nullptr for one outside the family.
 const ArchitectureTraits* architecture_traits(std::string_view architecture);
+struct BitNetConfig;
+// `config` takes the architecture's name and graph.
+void set_architecture(BitNetConfig& config, const ArchitectureTraits& traits);
 
 // Every violation found, one line each in what() (after the file name); violations() lists them
 // one by one, each naming the key or tensor and expected vs found.

@@ -29,10 +29,7 @@ class Uploader {
     file_.check_unchanged();  // a file cut short under us would fault on its lost pages
     const auto packed = models::tq::to_i2s(info.type, file_.tensor_data(info), info.n_elements, name);
     file_.done_reading(file_.tensor_data(info));
-    rt::Buffer b = copied(name, packed);
-    done_ += packed.size();
-    if (progress_) progress_(done_, total_);
-    return b;
+    return counted(copied(name, packed), packed.size());
   }
 
   SplitMatrix split(const std::string& name, uint32_t rows, uint32_t cols, uint32_t rows_per_part) {
@@ -61,9 +58,13 @@ class Uploader {
     file_.check_unchanged();  // a file cut short under us would fault on its lost pages
     std::optional<rt::Buffer> view;
     if (mapping_) view = rt::Buffer::over_host(ctx_, data, mapping_, {.name = name});
-    rt::Buffer b = view ? std::move(*view) : copied(name, data);
     if (view) in_place_ += data.size();
-    done_ += data.size();
+    return counted(view ? std::move(*view) : copied(name, data), data.size());
+  }
+
+  // A tensor of `size` bytes is on its way: the progress moves on.
+  rt::Buffer counted(rt::Buffer b, uint64_t size) {
+    done_ += size;
     if (progress_) progress_(done_, total_);
     return b;
   }

@@ -60,8 +60,8 @@ void check_shape(GgmlType type, std::span<const std::byte> data, uint64_t n, std
 
 // The checks of decode() block by block and, with `out` (n / 4 bytes), each block's codes in
 // I2_S's layout. Returns the scale.
+// The shape must have passed check_shape.
 float convert(GgmlType type, std::span<const std::byte> data, uint64_t n, std::string_view tensor, uint8_t* out) {
-  check_shape(type, data, n, tensor);
   const auto name = ggml_type_name(type);
   const Tables& tb = tables();
   const uint64_t bb = block_bytes(type), blocks = n / kBlockElements;
@@ -117,13 +117,14 @@ float convert(GgmlType type, std::span<const std::byte> data, uint64_t n, std::s
 
 std::vector<std::byte> to_i2s(GgmlType type, std::span<const std::byte> data, uint64_t n, std::string_view tensor) {
   check_shape(type, data, n, tensor);
-  std::vector<std::byte> out(n / 4 + 32);  // I2_S: the codes, the f32 scale, zero padding
+  std::vector<std::byte> out(i2s::packed_bytes(n));  // the codes, then the f32 scale at n / 4 and zero padding
   const float scale = convert(type, data, n, tensor, reinterpret_cast<uint8_t*>(out.data()));
   std::memcpy(out.data() + n / 4, &scale, sizeof scale);
   return out;
 }
 
 void check(GgmlType type, std::span<const std::byte> data, uint64_t n, std::string_view tensor) {
+  check_shape(type, data, n, tensor);
   convert(type, data, n, tensor, nullptr);
 }
 

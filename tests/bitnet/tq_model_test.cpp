@@ -1,0 +1,102 @@
+// Projections in mainline llama.cpp's ternary types (models/formats/tq.h) on the device, the tiny
+// synthetic model written as TQ2_0 and TQ1_0: repacked into I2_S's layout at load, they run as
+// the I2_S file of the same weights; a tensor with two scales is refused before anything loads.
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "device_test.h"
+#include "golden/reference_model.h"
+#include "golden/reference_weights.h"
+#include "golden/synthetic_model.h"
+#include "models/bitnet/bitnet_model.h"
+
+namespace bdsl::test {
+namespace {
+namespace fs = std::filesystem;
+
+class TqModel : public DeviceTest {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("bdsl-tq-model-test-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+
+  static fs::path dir_;
+};
+fs::path TqModel::dir_;
+
+// Mainline llama.cpp's ternary types (models/formats/tq.h): the same weights written as TQ2_0 and
+// TQ1_0 (repacked into I2_S's layout at load) and as I2_S with the same F16-rounded scales give the
+// same logits, bit for bit, on the device and in the CPU reference, and the same tokens.
+TEST_F(TqModel, TqFilesRunAsTheI2sFileWithTheSameScales) {
+  const std::vector<int32_t> prompt = {990, 312, 626, 7, 41};
+  std::vector<std::vector<float>> logits, reference;
+  std::vector<std::vector<int32_t>> tokens;
+  std::vector<uint64_t> weight_bytes;
+  for (models::GgmlType type : {models::GgmlType::I2_S, models::GgmlType::TQ2_0, models::GgmlType::TQ1_0}) {
+    auto o = golden::synthetic_preset("tiny");
+    o.weight_type = type;
+    o.f16_scales = true;
+    const auto path = dir_ / ("tiny-" + std::string(models::ggml_type_name(type)) + ".gguf");
+    golden::write_synthetic_model(o, path);
+    const auto file = models::GgufFile::open(path);
+    EXPECT_EQ(file.tensor("blk.2.ffn_down.weight").type, type);
+    const auto config = models::BitNetConfig::from_gguf(file);
+    bitnet::BitNetModel model(ctx(), file, config);
+    const auto out = model.prefill(prompt, 0);
+    logits.push_back(model.logits());
+    std::vector<int32_t> t = {out.argmax};
+    model.decode_greedy(out.argmax, uint32_t(prompt.size()), 8, [&](int32_t next) {
+      t.push_back(next);
+      return true;
+    });
+    tokens.push_back(t);
+    weight_bytes.push_back(model.weight_bytes());
+    const auto weights = golden::ReferenceWeights::load(file);
+    golden::ReferenceModel ref(weights);
+    const golden::MatrixF all = ref.forward(prompt);
+    const auto last = all.row(all.rows - 1);
+    reference.emplace_back(last.begin(), last.end());
+  }
+  for (size_t i = 1; i < 3; ++i) {
+    EXPECT_EQ(tokens[i], tokens[0]) << "file " << i;
+    EXPECT_EQ(weight_bytes[i], weight_bytes[0]) << "uploaded in I2_S's layout";
+    ASSERT_EQ(logits[i].size(), logits[0].size());
+    EXPECT_EQ(std::memcmp(logits[i].data(), logits[0].data(), logits[0].size() * 4), 0) << "device logits, file " << i;
+    ASSERT_EQ(reference[i].size(), reference[0].size());
+    EXPECT_EQ(std::memcmp(reference[i].data(), reference[0].data(), reference[0].size() * 4), 0) << "reference, file " << i;
+  }
+  EXPECT_GT(std::set<int32_t>(tokens[0].begin(), tokens[0].end()).size(), 2u);
+}
+
+// A TQ tensor whose blocks have different scales cannot take I2_S's one scale: the file is
+// refused before anything loads, naming the tensor, the blocks and where its data starts.
+TEST_F(TqModel, ATqTensorWithTwoScalesIsRefusedNamingIt) {
+  auto o = golden::synthetic_preset("tiny");
+  o.weight_type = models::GgmlType::TQ2_0;
+  const auto path = dir_ / "tiny-two-scales.gguf";
+  golden::write_synthetic_model(o, path);
+  std::vector<std::byte> bytes(fs::file_size(path));
+  {
+    std::ifstream in(path, std::ios::binary);
+    in.read(reinterpret_cast<char*>(bytes.data()), std::streamsize(bytes.size()));
+  }
+  const uint64_t at = models::GgufFile::parse(bytes).tensor("blk.1.attn_v.weight").file_offset;
+  const uint16_t d = 0x3C00;  // 1.0, not the tensor's scale, in block 3
+  std::memcpy(bytes.data() + at + 4 * 66 - 2, &d, 2);
+  try {
+    models::BitNetConfig::from_gguf(models::GgufFile::parse(bytes, "two-scales.gguf"));
+    FAIL() << "a tensor with two scales was accepted";
+  } catch (const models::BitNetConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("two-scales.gguf"), std::string::npos) << what;
+    EXPECT_NE(what.find("tensor \"blk.1.attn_v.weight\": TQ2_0 blocks 0 and 3 have different scales"), std::string::npos) << what;
+    EXPECT_NE(what.find("its data starts at file byte " + std::to_string(at)), std::string::npos) << what;
+  }
+}
+
+}  // namespace
+}  // namespace bdsl::test
