@@ -83,7 +83,8 @@ BenchSession::BenchSession(const BenchOptions& o) : options(o) {
     return;
   }
   // Speed does not depend on the weights' values: a synthetic model of the real shape will do.
-  const std::string preset = o.quick ? "tiny" : "2b";
+  const std::string preset = !o.model_preset.empty() ? o.model_preset : o.quick ? "tiny" : "2b";
+  golden::synthetic_preset(preset);  // an unknown name fails here, naming the known ones
   model_path = codegen::default_cache_dir() / "bench" / fmt::format("bitnet-{}-synthetic.gguf", preset);
   if (!std::filesystem::exists(model_path)) {
     std::fprintf(stderr, "writing the synthetic %s model to %s ...\n", preset.c_str(), model_path.c_str());

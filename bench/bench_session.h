@@ -23,6 +23,7 @@ namespace bdsl::bench {
 struct BenchOptions {
   bool quick = false;         // small shapes: seconds on lavapipe (CI runs this)
   std::string model;          // a GGUF file; empty: the synthetic model of the preset
+  std::string model_preset;   // golden::synthetic_preset's name; empty: 2b (tiny with quick)
   std::string device;
   bitnet::PrefillProjections prefill_projections = bitnet::PrefillProjections::Auto;  // to compare layouts
   bitnet::DecodeTuning decode_tuning;  // to compare decode kernel shapes

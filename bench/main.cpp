@@ -1,6 +1,6 @@
 // bitnet-dsl-bench: how fast bitnet-dsl is on this GPU and where each microsecond goes. Google
 // Benchmark underneath, so --benchmark_filter, --benchmark_format=json and --benchmark_out work.
-// Own flags: --quick (small shapes, seconds on lavapipe), --model FILE, --device N|NAME,
+// Own flags: --quick (small shapes, seconds on lavapipe), --model FILE, --model-preset NAME, --device N|NAME,
 // --prefill-projections auto|fused|separate (compare the two prefill layouts on one device),
 // --matvec-rows N, --matvec-workgroup N (compare decode projection kernel shapes),
 // --prefill-block N (the tokens of the prefill per-op table, 512 by default).
@@ -36,6 +36,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
     };
     if (a == "--quick") o.quick = true;
     else if (a == "--model") o.model = value();
+    else if (a == "--model-preset") o.model_preset = value();
     else if (a == "--device") o.device = value();
     else if (a == "--prefill-projections") o.prefill_projections = prefill_projections(value());
     else if (a == "--batch-subgroup-max") o.batch.subgroup_max_tokens = uint32_t(std::stoul(value()));
@@ -63,7 +64,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
     }
     else if (a == "--prefill-block") o.prefill_block = uint32_t(std::stoul(value()));
     else if (a == "--help" || a == "-h") {
-      std::printf("usage: bitnet-dsl-bench [--quick] [--model FILE.gguf] [--device N|NAME]\n"
+      std::printf("usage: bitnet-dsl-bench [--quick] [--model FILE.gguf | --model-preset NAME] [--device N|NAME]\n"
                   "                        [--prefill-projections auto|fused|separate] [--prefill-block N]\n"
                   "                        [--matvec-rows N] [--matvec-workgroup N] [--qkv-workgroup N]\n"
                   "                        [--gate-up-workgroup N] [--gate-up-rows N] [--attention-head-split N]\n"
@@ -76,6 +77,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "                        [--batch-norm-fused-max N]\n"
                   "                        [--benchmark_...]\n"
                   "  default model: a synthetic BitNet b1.58 of the real 2B-4T shape (made once in the cache)\n"
+                  "  --model-preset: another synthetic shape (make-model's presets: llama3-8b, falcon3-10b, ...)\n"
                   "  --quick: the tiny model and small shapes (seconds on lavapipe)\n"
                   "  --prefill-projections: QKV and gate/up in prefill as one dispatch each (fused) or one\n"
                   "    per tensor (separate, tensor cores where the device has them); auto: the model's choice\n"

@@ -38,7 +38,7 @@ void projection(benchmark::State& st, BenchSession& s, Op op, const Shape& sh, b
     switch (op) {
       case Op::Qkv: return ops::ternary_matvec_qkv_rope(s.target, d, sh.dim, 4096, o);
       case Op::AttnOutput: return ops::ternary_matvec(s.target, sh.dim, d.q_width(), o);
-      case Op::GateUp: return ops::ternary_matvec_relu2_gate_up(s.target, sh.ffn, sh.dim, o);
+      case Op::GateUp: return ops::ternary_matvec_gate_up(s.target, sh.ffn, sh.dim, ops::GateActivation::Relu2, o);
       case Op::FfnDown: return ops::ternary_matvec(s.target, sh.dim, sh.ffn, o);
     }
     throw std::logic_error("op");

@@ -140,7 +140,24 @@ SyntheticModelOptions synthetic_preset(std::string_view name) {
     o.vocab_size = 128256, o.context_length = 4096, o.rope_freq_base = 500000.0f;
     return o;
   }
-  throw std::invalid_argument("unknown preset '" + std::string(name) + "' (known: tiny, 2b)");
+  // The LLaMA-shaped family at the shapes of docs/model-family.md's table (its sources and marks:
+  // Llama3-8B is Meta-Llama-3-8B's shape; Falcon3's hidden and FFN sizes are unverified copies).
+  // An LM head of their own (output.weight), as Llama 3 8B has.
+  auto llama = [&](uint32_t layers, uint32_t dim, uint32_t heads, uint32_t kv_heads, uint32_t ffn, uint32_t vocab,
+                   uint32_t context, float rope_base) {
+    o.architecture = "llama";
+    o.untied_output = true;
+    o.dim = dim, o.n_layers = layers, o.n_heads = heads, o.n_kv_heads = kv_heads, o.ffn_dim = ffn;
+    o.vocab_size = vocab, o.context_length = context, o.rope_freq_base = rope_base;
+    return o;
+  };
+  if (name == "llama3-8b") return llama(32, 4096, 32, 8, 14336, 128256, 8192, 500000.0f);
+  if (name == "falcon3-1b") return llama(18, 2048, 8, 4, 8192, 131072, 8192, 1000042.0f);
+  if (name == "falcon3-3b") return llama(22, 3072, 12, 4, 9216, 131072, 32768, 1000042.0f);
+  if (name == "falcon3-7b") return llama(28, 3072, 12, 4, 23040, 131072, 32768, 1000042.0f);
+  if (name == "falcon3-10b") return llama(40, 3072, 12, 4, 23040, 131072, 32768, 1000042.0f);
+  throw std::invalid_argument("unknown preset '" + std::string(name) +
+                              "' (known: tiny, 2b, llama3-8b, falcon3-1b, falcon3-3b, falcon3-7b, falcon3-10b)");
 }
 
 models::BitNetConfig synthetic_config(const SyntheticModelOptions& o) {

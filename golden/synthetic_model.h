@@ -49,6 +49,9 @@ struct SyntheticModelOptions {
 // base so positions visibly matter in a short prompt); about 5 MB.
 // "2b": BitNet b1.58 2B-4T's shape (docs/format.md): dim 2560, 30 layers, 20/5 heads, FFN 6912, vocab
 // 128256, ctx 4096, RoPE base 500000; about 1.2 GB.
+// "llama3-8b", "falcon3-1b", "falcon3-3b", "falcon3-7b", "falcon3-10b": architecture `llama` at the
+// shapes of docs/model-family.md's table (Meta-Llama-3-8B's; Falcon3's head size 256, vocab 131072,
+// RoPE base 1000042), with an output.weight of their own; 2.4 to 4 GB.
 // Throws std::invalid_argument naming the known presets for any other name.
 SyntheticModelOptions synthetic_preset(std::string_view name);
 

@@ -60,7 +60,13 @@ const std::vector<CatalogEntry>& catalog() {
        [](T t) {
          QuantizeOptions o;
          o.rms_norm = true;
-         o.relu2_gate_up_input = true;
+         o.gate_up_input = GateActivation::Relu2;
+         return plan_quantize_activations(t, kFfn, o).kernel;
+       }},
+      {"quantize_silu_gate_up", "silu(gate) * up, int8 (prefill's input to ffn_down without a sub-norm)",
+       [](T t) {
+         QuantizeOptions o;
+         o.gate_up_input = GateActivation::Silu;
          return plan_quantize_activations(t, kFfn, o).kernel;
        }},
       {"ternary_matvec", "y = W x, I2_S weights, int8 activations", [](T t) { return plan_ternary_matvec(t, kDim, kDim).kernel; }},
@@ -88,7 +94,15 @@ const std::vector<CatalogEntry>& catalog() {
          return plan_ternary_matvec(t, kDim, kHeads.q_width(), o).kernel;
        }},
       {"gate_up", "ffn_norm + gate, up, relu(gate)^2 * up (decode)",
-       [](T t) { return plan_ternary_matvec_relu2_gate_up(t, kFfn, kDim, normalized(false)).kernel; }},
+       [](T t) { return plan_ternary_matvec_gate_up(t, kFfn, kDim, GateActivation::Relu2, normalized(false)).kernel; }},
+      {"gate_up_silu", "ffn_norm + gate, up, silu(gate) * up (decode; `llama`, 1bitLLM's `bitnet`)",
+       [](T t) { return plan_ternary_matvec_gate_up(t, kFfn, kDim, GateActivation::Silu, normalized(false)).kernel; }},
+      {"ffn_down_unnormed", "int8 of x + ffn_down + residual, no sub-norm (decode; `llama`)",
+       [](T t) {
+         MatvecOptions o = normalized(true);
+         o.input = MatvecInput::QuantizeInWorkgroup;
+         return plan_ternary_matvec(t, kDim, kFfn, o).kernel;
+       }},
       {"ffn_down", "ffn_sub_norm + ffn_down + residual (decode)", [](T t) { return plan_ternary_matvec(t, kDim, kFfn, normalized(true)).kernel; }},
       {"decode_layer", "attn_output, gate/up, ffn_down and the next QKV + RoPE as phases of one dispatch (decode)",
        [](T t) {
@@ -97,7 +111,7 @@ const std::vector<CatalogEntry>& catalog() {
       {"ternary_matmul", "Y = W X for a block of tokens (prefill)", [](T t) { return plan_ternary_matmul(t, kDim, kDim).kernel; }},
       {"qkv_matmul", "Q, K, V for a block of tokens (prefill)",
        [](T t) { return plan_ternary_matmul_qkv(t, kHeads.q_width(), kHeads.kv_width(), kHeads.kv_width(), kDim).kernel; }},
-      {"gate_up_matmul", "gate, up, relu^2 product for a block (prefill)", [](T t) { return plan_ternary_matmul_relu2_gate_up(t, kFfn, kDim).kernel; }},
+      {"gate_up_matmul", "gate, up, relu^2 product for a block (prefill)", [](T t) { return plan_ternary_matmul_gate_up(t, kFfn, kDim, GateActivation::Relu2).kernel; }},
       {"ternary_matmul_coopmat", "Y = W X on tensor cores, s8 x s8 -> s32 (shown for 16x8x32)",
        [](T t) {
          OpTarget with_tensor_cores = t;  // printable anywhere; runs where the device lists the shape

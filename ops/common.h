@@ -1,12 +1,13 @@
-// The common family: per-token norms and int8 quantization, the embedding lookup, F16 packing and the
-// step state the recorded graphs read. Internal to ops/: exact_division.h, matrix_support.h,
-// rope_rotation.h (helpers the other families build kernels with).
+// The common family: per-token norms and int8 quantization, the FFN gate activations, the
+// embedding lookup, F16 packing and the step state the recorded graphs read. Internal to ops/:
+// exact_division.h, matrix_support.h, rope_rotation.h (helpers the other families build kernels with).
 //
 // Code outside ops/ and its tests includes this header, not the family's files (checked by
 // tests/repository/public_headers_test.cpp).
 #pragma once
 
 #include "ops/common/embedding_lookup.h"
+#include "ops/common/gate_activation.h"
 #include "ops/common/pack_half.h"
 #include "ops/common/quantize_activations.h"
 #include "ops/common/rms_norm.h"

@@ -10,6 +10,7 @@
 #include <future>
 #include <stdexcept>
 
+#include "models/bitnet/graph_traits.h"
 #include "models/numerics/half_float.h"
 #include "ops/attention.h"
 #include "ops/common.h"
@@ -18,24 +19,9 @@
 namespace bdsl::bitnet {
 
 
-void check_recorded_graph(const models::BitNetConfig& c, std::string_view file) {
-  if (c.sub_norms && c.ffn_activation == models::FfnActivation::Relu2 && c.rope_mode == models::RopeMode::Neox) return;
-  // A mainline conversion of 2B-4T says its activation in a key; without it `bitnet` means SiLU.
-  const std::string hint = c.architecture == "bitnet" && c.ffn_activation == models::FfnActivation::Silu
-                               ? " (a `bitnet` file of BitNet b1.58 2B-4T says bitnet.hidden_activation = \"relu2\")"
-                               : "";
-  throw std::invalid_argument(fmt::format(
-      "{}: architecture \"{}\" ({}, {}, {}): the GPU records BitNet b1.58's graph (sub-norms, {}, {}) only so far{}; the "
-      "CPU reference runs this one (bitnet-dsl make-golden --model FILE)",
-      file, c.architecture, c.sub_norms ? "sub-norms" : "no sub-norms", models::to_string(c.ffn_activation),
-      models::to_string(c.rope_mode), models::to_string(models::FfnActivation::Relu2), models::to_string(models::RopeMode::Neox),
-      hint));
-}
-
 BitNetModel::BitNetModel(rt::Context& ctx, const models::GgufFile& file, const models::BitNetConfig& config,
                          const ModelOptions& options, const UploadProgress& progress)
     : ctx_(ctx), config_(config), options_(options) {
-  check_recorded_graph(config, file.name());
   if (options.top_k > ops::kMaxTopK)
     throw std::invalid_argument(fmt::format("top-k must be at most {}, got {}", ops::kMaxTopK, options.top_k));
   // The pipelines compile (on threads of their own) while the weights upload.
@@ -102,7 +88,8 @@ std::vector<rt::Arg> BitNetModel::layer_args(uint32_t l, LayerOp op) const {
       return {{"step", a.step}, {"q", a.q}, {"k_cache", a.k_cache[l]}, {"v_cache", a.v_cache[l]},
               {"partials", a.partials}, {"counters", a.counters}, {"out", a.attn}};
     case LayerOp::AttnOutput: {
-      std::vector<rt::Arg> args = {{"w", w.attn_output}, {"x", a.attn}, {"norm_weight", w.attn_sub_norm}, {"y", a.x}};
+      std::vector<rt::Arg> args = {{"w", w.attn_output}, {"x", a.attn}, {"y", a.x}};
+      if (config_.sub_norms) args.push_back({"norm_weight", w.attn_sub_norm});
       if (pipelines_->attention_tuning.defer_combine)
         args.insert(args.end(), {{"attention_step", a.step}, {"attention_partials", a.partials}, {"attention_used", a.attn_used}});
       return args;
@@ -110,6 +97,7 @@ std::vector<rt::Arg> BitNetModel::layer_args(uint32_t l, LayerOp op) const {
     case LayerOp::GateUp:
       return {{"w_gate", w.ffn_gate}, {"w_up", w.ffn_up}, {"x", a.x}, {"norm_weight", w.ffn_norm}, {"y", a.ffn}};
     case LayerOp::FfnDown:
+      if (!config_.sub_norms) return {{"w", w.ffn_down}, {"x", a.ffn}, {"y", a.x}};
       return {{"w", w.ffn_down}, {"x", a.ffn}, {"norm_weight", w.ffn_sub_norm}, {"y", a.x}};
   }
   throw std::logic_error("layer op");
@@ -123,6 +111,7 @@ void BitNetModel::record_op(uint32_t l, LayerOp op) {
   const float eps = config_.rms_norm_eps;
   const auto& d = p.dims;
   const auto b = layer_args(l, op);
+  const rt::PushConstants sub_norm_push = config_.sub_norms ? rt::push(eps) : rt::PushConstants{};  // eps: the sub-norms'
   switch (op) {
     case LayerOp::Qkv:
       p.qkv.dispatch(g, b, rt::push(eps));
@@ -134,14 +123,14 @@ void BitNetModel::record_op(uint32_t l, LayerOp op) {
       return;
     }
     case LayerOp::AttnOutput:
-      p.attn_output.dispatch(g, b, rt::push(eps));
+      p.attn_output.dispatch(g, b, sub_norm_push);
       if (p.attention_tuning.defer_combine) dump(a.attn_used, d.q_width(), fmt::format("kqv_out-{}", l));
       return dump(a.x, config_.dim, fmt::format("ffn_inp-{}", l));
     case LayerOp::GateUp:
       p.gate_up.dispatch(g, b, rt::push(eps));
       return dump(a.ffn, config_.ffn_dim, fmt::format("ffn_out-{}", l));
     case LayerOp::FfnDown:
-      p.ffn_down.dispatch(g, b, rt::push(eps));
+      p.ffn_down.dispatch(g, b, sub_norm_push);
       return dump(a.x, config_.dim, fmt::format("l_out-{}", l));
   }
 }
@@ -511,8 +500,11 @@ std::map<std::string, std::vector<float>> BitNetModel::dumps() const {
   std::map<std::string, std::vector<float>> out;
   if (!options_.dump) return out;
   const auto all = act_->dumps.download<float>();
-  for (const auto& slot : dump_slots_)
-    out[slot.name].assign(all.begin() + int64_t(slot.offset), all.begin() + int64_t(slot.offset + slot.floats));
+  for (const auto& slot : dump_slots_) {
+    std::vector<float> v(all.begin() + int64_t(slot.offset), all.begin() + int64_t(slot.offset + slot.floats));
+    // q as the file's rows order it (graph_traits.h), as the reference computes it.
+    out[slot.name] = reorders_qk_rows(config_) && slot.name.starts_with("Qcur-") ? to_file_order(config_, std::move(v)) : std::move(v);
+  }
   return out;
 }
 
@@ -536,7 +528,9 @@ std::pair<std::vector<float>, std::vector<float>> BitNetModel::kv_cache(uint32_t
     }
     return out;
   };
-  return {widen(act_->k_cache.at(l)), widen(act_->v_cache.at(l))};
+  auto k = widen(act_->k_cache.at(l));
+  if (reorders_qk_rows(config_)) k = to_file_order(config_, std::move(k));  // the file's row order (graph_traits.h)
+  return {std::move(k), widen(act_->v_cache.at(l))};
 }
 
 }  // namespace bdsl::bitnet

@@ -46,11 +46,6 @@ struct ModelOptions {
 
 using models::StepOutput;
 
-// Throws std::invalid_argument naming the file, the architecture and its graph unless `config` describes the
-// graph BitNetModel records (BitNet b1.58's: sub-norms, relu(gate)^2 * up, NeoX RoPE); the
-// constructor calls it first.
-void check_recorded_graph(const models::BitNetConfig& config, std::string_view file);
-
 // Whether the pruned head's int8 shadow (ModelOptions::greedy_head) is worth holding on `device`:
 // where it is device memory of its own, not on a CPU device (bench/RESULTS.md run 20: on lavapipe
 // without it, the 2B loads in 0.15 s instead of 0.83, peaks 315 MiB lower and decodes as fast).
@@ -109,7 +104,8 @@ class BitNetModel final : public models::DecoderModel {
   // The intermediates of the last step by llama.cpp's names (inp_embd, Qcur-N, ...), with dump.
   std::map<std::string, std::vector<float>> dumps() const;
   std::vector<std::string> dump_names() const;  // in graph order
-  // Layer `l`'s cached K and V at positions 0..positions-1, widened from F16: [positions, kv_dim].
+  // Layer `l`'s cached K and V at positions 0..positions-1, widened from F16: [positions, kv_dim], K in
+  // the file's row order.
   std::pair<std::vector<float>, std::vector<float>> kv_cache(uint32_t l, uint32_t positions) const;
 
   const models::BitNetConfig& config() const { return config_; }

@@ -10,6 +10,7 @@
 #include "ops/pipeline_batch.h"
 #include "ops/ternary.h"
 #include "ops/tuning.h"
+#include "models/bitnet/graph_traits.h"
 #include "models/sampler.h"
 
 namespace bdsl::bitnet {
@@ -35,9 +36,10 @@ DecodeTuning with_table(DecodeTuning t, const ops::Tuning& table) {
   return t;
 }
 
-ops::MatvecOptions normalized(bool add_residual, const DecodeTuning& t) {
+ops::MatvecOptions normalized(bool add_residual, const DecodeTuning& t,
+                              ops::MatvecInput input = ops::MatvecInput::NormalizeInWorkgroup) {
   ops::MatvecOptions o;
-  o.input = ops::MatvecInput::NormalizeInWorkgroup;
+  o.input = input;
   o.add_residual = add_residual;
   o.rows_per_subgroup = t.rows_per_subgroup;
   o.workgroup = t.workgroup;
@@ -74,10 +76,11 @@ BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c
       top_k(k),
       attention_chunks(ops::attention_chunks(target, dims, c.context_length)),
       attention_tuning(decode_attention_tuning(tuning, dims)),
-      residual_options(normalized(true, tuning)),
+      residual_options(normalized(true, tuning, sub_norm_input(c))),
       gate_up_options(normalized(false, own_workgroup(tuning, tuning.gate_up_workgroup, tuning.gate_up_rows_per_subgroup))),
       qkv_options(normalized(false, {4, own_workgroup(tuning, tuning.qkv_workgroup).workgroup})),
-      attn_output_options(normalized(true, own_workgroup(tuning, tuning.attn_output_workgroup, tuning.attn_output_rows_per_subgroup))) {
+      attn_output_options(normalized(true, own_workgroup(tuning, tuning.attn_output_workgroup, tuning.attn_output_rows_per_subgroup),
+                                     sub_norm_input(c))) {
   ops::PipelineBatch batch;
   batch.add(ops::plan_embedding_lookup(target, {c.dim, split.rows_per_part, split.parts}), embedding);
   batch.add(ops::plan_ternary_matvec_qkv_rope(target, dims, c.dim, c.context_length, qkv_options), qkv);
@@ -86,7 +89,7 @@ BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c
   batch.add(ops::plan_ternary_matvec(target, c.dim, dims.q_width(),
                                      attn_output_kernel_options(target, dims, c, attention_chunks, attention_tuning, attn_output_options)),
             attn_output);
-  batch.add(ops::plan_ternary_matvec_relu2_gate_up(target, c.ffn_dim, c.dim, gate_up_options), gate_up);
+  batch.add(ops::plan_ternary_matvec_gate_up(target, c.ffn_dim, c.dim, gate_activation(c), gate_up_options), gate_up);
   batch.add(ops::plan_ternary_matvec(target, c.dim, c.ffn_dim, residual_options), ffn_down);
   batch.add(ops::plan_rms_norm(target, c.dim), output_norm);
   batch.add(ops::plan_lm_head(target, c.vocab_size, c.dim), lm_head);

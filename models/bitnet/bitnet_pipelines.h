@@ -56,9 +56,11 @@ struct BitNetPipelines {
   ops::PlannedPipeline qkv;            // attn_norm fused in front, RoPE + KV-cache write in the epilogue
   ops::PlannedPipeline rope_kv;        // prefill only
   ops::PlannedPipeline attention;
-  ops::PlannedPipeline attn_output;    // attn_sub_norm fused in front, residual added after
-  ops::PlannedPipeline gate_up;        // ffn_norm fused in front, relu(gate)^2 * up after
-  ops::PlannedPipeline ffn_down;       // ffn_sub_norm fused in front, residual added after
+  // attn_output and ffn_down: their sub-norm fused in front (or, without sub-norms, the int8
+  // quantization alone: no norm_weight binding, no eps), residual added after.
+  ops::PlannedPipeline attn_output;
+  ops::PlannedPipeline gate_up;        // ffn_norm fused in front, act(gate) * up after
+  ops::PlannedPipeline ffn_down;
   ops::PlannedPipeline output_norm;
   ops::PlannedPipeline lm_head;
   ops::PlannedPipeline argmax_partial, argmax_final;

@@ -4,6 +4,7 @@
 
 #include <optional>
 
+#include "models/bitnet/graph_traits.h"
 #include "models/formats/i2s.h"
 #include "models/formats/tq.h"
 #include "runtime/upload_ring.h"
@@ -11,8 +12,9 @@
 namespace bdsl::bitnet {
 namespace {
 
-constexpr const char* kLayerTensors[] = {"attn_norm", "attn_q",   "attn_k", "attn_v",    "attn_output", "attn_sub_norm",
-                                         "ffn_norm",  "ffn_gate", "ffn_up", "ffn_down", "ffn_sub_norm"};
+constexpr const char* kLayerTensors[] = {"attn_norm", "attn_q", "attn_k",   "attn_v", "attn_output",
+                                         "ffn_norm",  "ffn_gate", "ffn_up", "ffn_down"};
+constexpr const char* kSubNorms[] = {"attn_sub_norm", "ffn_sub_norm"};  // only in graphs with sub-norms
 
 std::string layer_tensor(uint32_t layer, const char* name) { return fmt::format("blk.{}.{}.weight", layer, name); }
 
@@ -30,6 +32,20 @@ class Uploader {
     const auto packed = models::tq::to_i2s(info.type, file_.tensor_data(info), info.n_elements, name);
     file_.done_reading(file_.tensor_data(info));
     return counted(copied(name, packed), packed.size());
+  }
+
+  // A ternary tensor of `cols` columns with its rows in the order `from` (row r is the file's row
+  // from[r]): always a copy.
+  rt::Buffer reordered(const std::string& name, std::span<const uint32_t> from, uint32_t cols) {
+    const models::GgufTensorInfo& info = file_.tensor(name);
+    file_.check_unchanged();  // a file cut short under us would fault on its lost pages
+    const auto data = file_.tensor_data(info);
+    std::vector<std::byte> packed;
+    if (models::tq::is_tq(info.type)) packed = models::tq::to_i2s(info.type, data, info.n_elements, name);
+    const std::span<const std::byte> i2s = packed.empty() ? data : std::span<const std::byte>(packed);
+    auto rows = models::i2s::reorder_rows(i2s, from.size(), cols, from);
+    file_.done_reading(data);
+    return counted(copied(name, rows), rows.size());
   }
 
   SplitMatrix split(const std::string& name, uint32_t rows, uint32_t cols, uint32_t rows_per_part) {
@@ -108,8 +124,11 @@ uint64_t weight_bytes(const models::GgufFile& file, const models::BitNetConfig& 
   };
   uint64_t total = size("token_embd.weight") + size("output_norm.weight");
   if (!config.tied_output) total += size("output.weight");
-  for (uint32_t l = 0; l < config.n_layers; ++l)
+  for (uint32_t l = 0; l < config.n_layers; ++l) {
     for (const char* t : kLayerTensors) total += size(layer_tensor(l, t));
+    for (const char* t : kSubNorms)
+      if (config.sub_norms) total += size(layer_tensor(l, t));
+  }
   return total;
 }
 
@@ -128,11 +147,19 @@ DeviceWeights upload_weights(rt::Context& ctx, const models::GgufFile& file, con
   w.token_embd = up.split("token_embd.weight", config.vocab_size, config.dim, rows_per_part);
   if (!config.tied_output) w.output = up.split("output.weight", config.vocab_size, config.dim, rows_per_part);
   w.output_norm = up.tensor("output_norm.weight");
+  // Adjacent-pair RoPE runs as NeoX on attn_q's and attn_k's rows reordered (graph_traits.h).
+  const bool reorder = reorders_qk_rows(config);
+  const auto q_rows = reorder ? neox_tensor_rows(config, config.n_heads) : std::vector<uint32_t>{};
+  const auto k_rows = reorder ? neox_tensor_rows(config, config.n_kv_heads) : std::vector<uint32_t>{};
   for (uint32_t l = 0; l < config.n_layers; ++l) {
     auto t = [&](const char* name) { return up.tensor(layer_tensor(l, name)); };
-    w.layers.push_back(LayerWeights{t("attn_norm"), t("attn_q"), t("attn_k"), t("attn_v"), t("attn_output"),
-                                    t("attn_sub_norm"), t("ffn_norm"), t("ffn_gate"), t("ffn_up"), t("ffn_down"),
-                                    t("ffn_sub_norm")});
+    auto qk = [&](const char* name, const std::vector<uint32_t>& rows) {
+      return reorder ? up.reordered(layer_tensor(l, name), rows, config.dim) : t(name);
+    };
+    auto sub_norm = [&](const char* name) { return config.sub_norms ? t(name) : rt::Buffer{}; };
+    w.layers.push_back(LayerWeights{t("attn_norm"), qk("attn_q", q_rows), qk("attn_k", k_rows), t("attn_v"),
+                                    t("attn_output"), sub_norm("attn_sub_norm"), t("ffn_norm"), t("ffn_gate"), t("ffn_up"),
+                                    t("ffn_down"), sub_norm("ffn_sub_norm")});
   }
   w.bytes = up.finish();
   w.in_place_bytes = up.in_place();

@@ -19,6 +19,8 @@
 
 namespace bdsl::bitnet {
 
+// attn_sub_norm and ffn_sub_norm are empty in a graph without sub-norms. With adjacent-pair RoPE,
+// attn_q's and attn_k's rows are held in NeoX order (graph_traits.h: neox_tensor_rows).
 struct LayerWeights {
   rt::Buffer attn_norm, attn_q, attn_k, attn_v, attn_output, attn_sub_norm;
   rt::Buffer ffn_norm, ffn_gate, ffn_up, ffn_down, ffn_sub_norm;

@@ -59,10 +59,9 @@ void OpLocalReference::expect(uint32_t pos, const StepDumps& gpu, const std::vec
     const Vec n = rms_norm(x, w.attn_norm, eps);
     Vec q = project(w.attn_q, n), k = project(w.attn_k, n);
     Vec v = project(w.attn_v, n);
-    for (size_t h = 0; h < c.n_heads; ++h)
-      golden::rope_neox(std::span(q).subspan(h * c.head_dim, c.head_dim), pos, c.rope_dim, c.rope_freq_base);
-    for (size_t h = 0; h < c.n_kv_heads; ++h)
-      golden::rope_neox(std::span(k).subspan(h * c.head_dim, c.head_dim), pos, c.rope_dim, c.rope_freq_base);
+    const auto rope = c.rope_mode == models::RopeMode::Neox ? golden::rope_neox : golden::rope_adjacent;
+    for (size_t h = 0; h < c.n_heads; ++h) rope(std::span(q).subspan(h * c.head_dim, c.head_dim), pos, c.rope_dim, c.rope_freq_base);
+    for (size_t h = 0; h < c.n_kv_heads; ++h) rope(std::span(k).subspan(h * c.head_dim, c.head_dim), pos, c.rope_dim, c.rope_freq_base);
     // q at F16 precision as RoPE stores it (bitnet.cpp's rounding point before q.K).
     for (float& e : q) e = numerics::f16_to_f32(numerics::f32_to_f16(e));
     for (float& e : k) e = numerics::f16_to_f32(numerics::f32_to_f16(e));
@@ -83,7 +82,9 @@ void OpLocalReference::expect(uint32_t pos, const StepDumps& gpu, const std::vec
     append(expected, name("kqv_out"), att.data);
 
     // attn_output (+ residual) from the GPU's attention output and the layer's input.
-    const Vec o = project(w.attn_output, rms_norm(dumped(gpu, name("kqv_out")), w.attn_sub_norm, eps));
+    // Each projection's input, normalized by its sub-norm where the graph has them.
+    auto sub_normed = [&](const Vec& in, const Vec& weight) { return c.sub_norms ? rms_norm(in, weight, eps) : in; };
+    const Vec o = project(w.attn_output, sub_normed(dumped(gpu, name("kqv_out")), w.attn_sub_norm));
     append(expected, name("ffn_inp"), add(x, o));
 
     // gate/up from the GPU's residual after attention; ffn_down from the GPU's product.
@@ -91,9 +92,12 @@ void OpLocalReference::expect(uint32_t pos, const StepDumps& gpu, const std::vec
     const Vec m = rms_norm(h, w.ffn_norm, eps);
     const Vec gate = project(w.ffn_gate, m), up = project(w.ffn_up, m);
     Vec act(gate.size());
-    golden::relu2_gate(gate, up, act);
+    if (c.ffn_activation == models::FfnActivation::Relu2)
+      golden::relu2_gate(gate, up, act);
+    else
+      golden::silu_gate(gate, up, act);
     append(expected, name("ffn_out"), act);
-    const Vec down = project(w.ffn_down, rms_norm(dumped(gpu, name("ffn_out")), w.ffn_sub_norm, eps));
+    const Vec down = project(w.ffn_down, sub_normed(dumped(gpu, name("ffn_out")), w.ffn_sub_norm));
     append(expected, name("l_out"), add(h, down));
   }
   // The final norm from the GPU's last layer output; the logits from the GPU's normed vector.

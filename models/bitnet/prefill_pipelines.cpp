@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "models/bitnet/graph_traits.h"
 #include "ops/attention.h"
 #include "ops/common.h"
 #include "ops/ternary.h"
@@ -47,17 +48,22 @@ Engine engine_for(const ops::OpTarget& t, const ProjectionChoice& choice) {
   return e;
 }
 
-// A single-tensor projection with the choice's engine.
-ops::Plan projection(const ops::OpTarget& t, const Engine& e, uint32_t rows, uint32_t cols, bool residual) {
+// A single-tensor projection with the choice's engine. `residual`: attn_output and ffn_down, whose
+// normalized input is their sub-norm's, or without sub-norms the int8 of their input alone.
+ops::Plan projection(const ops::OpTarget& t, const models::BitNetConfig& c, const Engine& e, uint32_t rows, uint32_t cols,
+                     bool residual) {
   ops::MatmulOptions o = e.options;
   o.projection.add_residual = residual;
+  if (residual && e.normalized) o.projection.input = sub_norm_input(c);
   return ops::plan_ternary_matmul_auto(t, rows, cols, o, e.engine);
 }
 
-ops::QuantizeOptions ffn_sub_norm_quantize(bool separate) {
+// ffn_down's input: act(gate) * up (Separate: formed here from the two projections), normalized
+// by ffn_sub_norm where the graph has sub-norms, then int8.
+ops::QuantizeOptions ffn_down_quantize(const models::BitNetConfig& c, bool separate) {
   ops::QuantizeOptions o;
-  o.rms_norm = true;
-  o.relu2_gate_up_input = separate;
+  o.rms_norm = c.sub_norms;
+  if (separate) o.gate_up_input = gate_activation(c);
   return o;
 }
 
@@ -67,22 +73,24 @@ BlockProjections::BlockProjections(rt::Context& ctx, const models::BitNetConfig&
                                    const ProjectionChoice& choice, codegen::ShaderCache& cache, ops::PipelineBatch* batch)
     : tensor_cores(engine_for(t, choice).cooperative),
       separate(engine_for(t, choice).separate),
-      normalized(engine_for(t, choice).normalized) {
+      normalized(engine_for(t, choice).normalized),
+      sub_norms(c.sub_norms) {
   if (c.n_heads * c.head_dim != c.dim)
-    throw std::invalid_argument("prefill: attn_sub_norm is applied over dim, so n_heads * head_dim must equal dim");
+    throw std::invalid_argument("prefill: attention's output is quantized over dim, so n_heads * head_dim must equal dim");
   const Engine e = engine_for(t, choice);
   ops::PipelineBatch own;
   ops::PipelineBatch& b = batch ? *batch : own;
-  b.add(projection(t, e, c.dim, c.n_heads * c.head_dim, true), attn_output);
-  b.add(projection(t, e, c.dim, c.ffn_dim, true), ffn_down);
-  if (!normalized) b.add(ops::plan_quantize_activations(t, c.ffn_dim, ffn_sub_norm_quantize(separate)), norm_quantize_ffn);
+  b.add(projection(t, c, e, c.dim, c.n_heads * c.head_dim, true), attn_output);
+  b.add(projection(t, c, e, c.dim, c.ffn_dim, true), ffn_down);
+  if (!normalized) b.add(ops::plan_quantize_activations(t, c.ffn_dim, ffn_down_quantize(c, separate)), norm_quantize_ffn);
+  if (!normalized && !c.sub_norms) b.add(ops::plan_quantize_activations(t, c.dim), quantize);
   if (separate) {
-    b.add(projection(t, e, c.n_heads * c.head_dim, c.dim, false), q_proj);
-    b.add(projection(t, e, c.kv_dim(), c.dim, false), kv_proj);
-    b.add(projection(t, e, c.ffn_dim, c.dim, false), gate_up_proj);
+    b.add(projection(t, c, e, c.n_heads * c.head_dim, c.dim, false), q_proj);
+    b.add(projection(t, c, e, c.kv_dim(), c.dim, false), kv_proj);
+    b.add(projection(t, c, e, c.ffn_dim, c.dim, false), gate_up_proj);
   } else {
     b.add(ops::plan_ternary_matmul_qkv(t, c.n_heads * c.head_dim, c.kv_dim(), c.kv_dim(), c.dim, e.options), qkv);
-    b.add(ops::plan_ternary_matmul_relu2_gate_up(t, c.ffn_dim, c.dim, e.options), gate_up);
+    b.add(ops::plan_ternary_matmul_gate_up(t, c.ffn_dim, c.dim, gate_activation(c), e.options), gate_up);
   }
   if (!batch) own.build(ctx, cache);
 }
@@ -120,12 +128,18 @@ void record_block_layer(rt::Graph& g, const BlockProjections& pp, const ops::Pla
                          {"y_q", b.q}, {"y_k", b.k}, {"y_v", b.v}},
                      rt::push(eps, n), n);
     attend();
-    pp.attn_output.dispatch(g, {{"w", w.attn_output}, {"x", b.attn}, {"norm_weight", w.attn_sub_norm}, {"y", b.x}},
-                            rt::push(eps, n), n);
+    // Without sub-norms attn_output and ffn_down quantize their input alone: no norm weight, no eps.
+    auto sub_normed = [&](const ops::PlannedPipeline& proj, const rt::Buffer& weights, const rt::Buffer& x,
+                          const rt::Buffer& norm_weight) {
+      if (pp.sub_norms)
+        proj.dispatch(g, {{"w", weights}, {"x", x}, {"norm_weight", norm_weight}, {"y", b.x}}, rt::push(eps, n), n);
+      else
+        proj.dispatch(g, {{"w", weights}, {"x", x}, {"y", b.x}}, rt::push(n), n);
+    };
+    sub_normed(pp.attn_output, w.attn_output, b.attn, w.attn_sub_norm);
     pp.gate_up->dispatch(g, {{"w_gate", w.ffn_gate}, {"w_up", w.ffn_up}, {"x", b.x}, {"norm_weight", w.ffn_norm}, {"y", b.ffn}},
                          rt::push(eps, n), n);
-    pp.ffn_down.dispatch(g, {{"w", w.ffn_down}, {"x", b.ffn}, {"norm_weight", w.ffn_sub_norm}, {"y", b.x}},
-                         rt::push(eps, n), n);
+    sub_normed(pp.ffn_down, w.ffn_down, b.ffn, w.ffn_sub_norm);
     return;
   }
   norm_quantize_rows(b.x, w.attn_norm);
@@ -139,20 +153,26 @@ void record_block_layer(rt::Graph& g, const BlockProjections& pp, const ops::Pla
                      rt::push(n), n);
   }
   attend();
-  norm_quantize_rows(b.attn, w.attn_sub_norm);
+  if (pp.sub_norms)
+    norm_quantize_rows(b.attn, w.attn_sub_norm);
+  else
+    pp.quantize->dispatch(g, {{"x", b.attn}, {"q", b.q8}, {"act", b.act}}, {}, n);
   project(pp.attn_output, w.attn_output, b.x);
   norm_quantize_rows(b.x, w.ffn_norm);
-  if (pp.separate) {  // relu(gate)^2 * up is formed by ffn_sub_norm's quantize below
+  // ffn_down's input, quantized by norm_quantize_ffn (ffn_sub_norm in front where the graph has it).
+  std::vector<rt::Arg> ffn_input;
+  if (pp.separate) {  // act(gate) * up is formed by the quantize below
     project(*pp.gate_up_proj, w.ffn_gate, b.ffn);
     project(*pp.gate_up_proj, w.ffn_up, *b.up);
-    pp.norm_quantize_ffn->dispatch(
-        g, {{"gate", b.ffn}, {"up", *b.up}, {"norm_weight", w.ffn_sub_norm}, {"q", b.q8}, {"act", b.act}}, rt::push(eps), n);
+    ffn_input = {{"gate", b.ffn}, {"up", *b.up}};
   } else {
     pp.gate_up->dispatch(g, {{"w_gate", w.ffn_gate}, {"w_up", w.ffn_up}, {"x_q", b.q8}, {"x_act", b.act}, {"y", b.ffn}},
                          rt::push(n), n);
-    pp.norm_quantize_ffn->dispatch(g, {{"x", b.ffn}, {"norm_weight", w.ffn_sub_norm}, {"q", b.q8}, {"act", b.act}},
-                                  rt::push(eps), n);
+    ffn_input = {{"x", b.ffn}};
   }
+  ffn_input.insert(ffn_input.end(), {{"q", b.q8}, {"act", b.act}});
+  if (pp.sub_norms) ffn_input.push_back({"norm_weight", w.ffn_sub_norm});
+  pp.norm_quantize_ffn->dispatch(g, ffn_input, pp.sub_norms ? rt::push(eps) : rt::PushConstants{}, n);
   project(pp.ffn_down, w.ffn_down, b.x);
 }
 

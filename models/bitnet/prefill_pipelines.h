@@ -56,9 +56,13 @@ struct BlockProjections {
   // The four projections normalize and quantize their input themselves (bind x and norm_weight,
   // push eps then tokens), bit for bit as norm_quantize would: no norm dispatches in the layer.
   bool normalized = false;
+  bool sub_norms = true;  // the graph's: attn_sub_norm and ffn_sub_norm in front of attn_output and ffn_down
   // Each with its grid for a block's tokens (ops/plan.h).
-  // RMSNorm + int8 over ffn_dim (ffn_sub_norm; Separate: reads gate and up); not with `normalized`.
+  // ffn_down's input: RMSNorm (ffn_sub_norm, with sub_norms) + int8 over ffn_dim (Separate: reads
+  // gate and up and forms act(gate) * up); not with `normalized`.
   std::optional<ops::PlannedPipeline> norm_quantize_ffn;
+  // int8 alone over dim: attention's output before attn_output without sub-norms; not with `normalized`.
+  std::optional<ops::PlannedPipeline> quantize;
   std::optional<ops::PlannedPipeline> qkv, gate_up;  // Fused
   // Separate: Q; K and V (one shape); gate and up (one shape). Either engine.
   std::optional<ops::PlannedPipeline> q_proj, kv_proj, gate_up_proj;

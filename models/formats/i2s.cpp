@@ -1,5 +1,6 @@
 #include "models/formats/i2s.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -141,6 +142,23 @@ void validate(std::span<const std::byte> packed, uint64_t n, std::string_view te
     throw I2sError(fmt::format("tensor \"{}\": invalid I2_S code 3 at byte {} (0x{:02x}), element "
                                "{}; expected codes 0, 1 or 2", tensor_name, i, b, element));
   }
+}
+
+std::vector<std::byte> reorder_rows(std::span<const std::byte> packed, uint64_t rows, uint64_t row_length,
+                                    std::span<const uint32_t> from) {
+  if (row_length == 0 || row_length % kBlockElements != 0)
+    throw I2sError(fmt::format("I2_S rows of {} elements are not whole {}-element blocks", row_length, kBlockElements));
+  const uint64_t n = rows * row_length;
+  if (packed.size() != packed_bytes(n))
+    throw I2sError(fmt::format("I2_S tensor of {} x {} needs {} bytes, found {}", rows, row_length, packed_bytes(n), packed.size()));
+  if (from.size() != rows) throw I2sError(fmt::format("a row order of {} rows for a tensor of {}", from.size(), rows));
+  const uint64_t row_bytes = row_length / 4;
+  std::vector<std::byte> out(packed.begin(), packed.end());
+  for (uint64_t r = 0; r < rows; ++r) {
+    if (from[r] >= rows) throw I2sError(fmt::format("row order: row {} of a tensor of {}", from[r], rows));
+    std::copy_n(packed.begin() + int64_t(from[r] * row_bytes), row_bytes, out.begin() + int64_t(r * row_bytes));
+  }
+  return out;
 }
 
 }  // namespace bdsl::models::i2s

@@ -46,6 +46,12 @@ void unpack_row(std::span<const std::byte> packed, uint64_t n, uint64_t row,
 // The float32 scale stored at byte n/4.
 float scale(std::span<const std::byte> packed, uint64_t n);
 
+// A [rows x row_length] tensor (row_length a multiple of 128, so a row is whole blocks) with its
+// rows in another order: row r of the result is row from[r] of `packed` (from.size() == rows, each
+// < rows); the scale and padding follow. I2sError on a wrong size or index.
+std::vector<std::byte> reorder_rows(std::span<const std::byte> packed, uint64_t rows, uint64_t row_length,
+                                    std::span<const uint32_t> from);
+
 // Checks the size and that no code is 3; the error names the tensor, the byte offset (within the
 // tensor data) and the code found.
 void validate(std::span<const std::byte> packed, uint64_t n, std::string_view tensor_name);

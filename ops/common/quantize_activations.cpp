@@ -129,11 +129,11 @@ Kernel quantize_activations(const OpTarget& target, uint32_t dim, QuantizeOption
     throw std::invalid_argument("quantize_activations: dim " + std::to_string(dim) + " is not a multiple of 4");
   const uint32_t w = quantize_activations_workgroup(target, options);
   std::string name = options.rms_norm ? "rms_norm_quantize_activations" : "quantize_activations";
-  if (options.relu2_gate_up_input) name += "_relu2_gate_up";
+  if (options.gate_up_input) name += "_" + to_string(*options.gate_up_input) + "_gate_up";
   if (options.write_normalized) name += "_normalized";
   KernelBuilder k(name + "_" + std::to_string(dim), {w, 1, 1});
   std::vector<Buffer<f32>> inputs;  // x, or gate and up
-  for (const char* input : options.relu2_gate_up_input ? std::vector{"gate", "up"} : std::vector{"x"})
+  for (const char* input : options.gate_up_input ? std::vector{"gate", "up"} : std::vector{"x"})
     inputs.push_back(k.buffer<f32>(input, Access::Read));
   std::optional<Buffer<f32>> norm_weight;
   if (options.rms_norm) norm_weight = k.buffer<f32>("norm_weight", Access::Read);
@@ -150,10 +150,9 @@ Kernel quantize_activations(const OpTarget& target, uint32_t dim, QuantizeOption
   QuantizeBody body;
   body.dim = dim;
   body.workgroup = w;
-  if (options.relu2_gate_up_input) {
+  if (options.gate_up_input) {
     body.load_x = [&](Expr<u32> i) {
-      auto g = let("gate_relu", max(Expr<f32>(inputs[0][x_base + i]), 0.0f));
-      return (g * g) * Expr<f32>(inputs[1][x_base + i]);  // as golden::relu2_gate: (g * g) * up
+      return gate_product(*options.gate_up_input, Expr<f32>(inputs[0][x_base + i]), Expr<f32>(inputs[1][x_base + i]));
     };
   } else {
     body.load_x = [&](Expr<u32> i) { return Expr<f32>(inputs[0][x_base + i]); };

@@ -11,8 +11,8 @@
 //
 // Bindings, in order:
 //   0 x            f32  read    [tokens, dim]
-//     (with relu2_gate_up_input: gate, up  f32  read  [tokens, dim] each, in place of x; the input
-//      is then relu(gate)^2 * up, as golden::relu2_gate)
+//     (with gate_up_input: gate, up  f32  read  [tokens, dim] each, in place of x; the input
+//      is then act(gate) * up, as golden::relu2_gate or golden::silu_gate)
 //   1 norm_weight  f32  read    [dim]            (only with rms_norm)
 //   . q            u32  write   [tokens, dim / 4]
 //   . act          u32  write   [tokens, 2]
@@ -27,6 +27,7 @@
 #include <optional>
 
 #include "dsl/dsl.h"
+#include "ops/common/gate_activation.h"
 #include "ops/plan.h"
 #include "ops/target.h"
 
@@ -35,9 +36,10 @@ namespace bdsl::ops {
 struct QuantizeOptions {
   bool rms_norm = false;          // normalize by RMS and the norm weight first
   bool write_normalized = false;  // also write the normalized f32 vector (tests, debugging)
-  // Read gate and up instead of x and quantize relu(gate)^2 * up: prefill's ffn_sub_norm takes
-  // the two tensor-core projections' outputs as they are, with no dispatch to combine them.
-  bool relu2_gate_up_input = false;
+  // Read gate and up instead of x and quantize act(gate) * up: prefill's ffn_sub_norm (or the
+  // plain quantize before ffn_down) takes the two tensor-core projections' outputs as they are,
+  // with no dispatch to combine them.
+  std::optional<GateActivation> gate_up_input;
   uint32_t workgroup = 0;         // invocations (whole subgroups); 0: the default for the target
 };
 

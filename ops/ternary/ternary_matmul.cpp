@@ -30,9 +30,11 @@ dsl::Kernel ternary_matmul_qkv(const OpTarget& target, uint32_t q_rows, uint32_t
                                           cols, detail::ProjectionCombine::Separate, options.projection, tile(options));
 }
 
-dsl::Kernel ternary_matmul_relu2_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols, MatmulOptions options) {
-  return detail::build_ternary_projection(target, "ternary_matmul_relu2_gate_up", {{"gate", rows}, {"up", rows}}, cols,
-                                          detail::ProjectionCombine::Relu2Product, options.projection, tile(options));
+dsl::Kernel ternary_matmul_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols, GateActivation activation,
+                                   MatmulOptions options) {
+  return detail::build_ternary_projection(target, "ternary_matmul_" + to_string(activation) + "_gate_up",
+                                          {{"gate", rows}, {"up", rows}}, cols, detail::gate_product_combine(activation),
+                                          options.projection, tile(options));
 }
 
 namespace {
@@ -54,8 +56,9 @@ Plan plan_ternary_matmul_qkv(const OpTarget& target, uint32_t q_rows, uint32_t k
 }
 
 // One subgroup computes row r of both gate and up: the grid covers `rows` rows.
-Plan plan_ternary_matmul_relu2_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols, const MatmulOptions& options) {
-  return {ternary_matmul_relu2_gate_up(target, rows, cols, options), matmul_grid(target, rows, options)};
+Plan plan_ternary_matmul_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols, GateActivation activation,
+                                 const MatmulOptions& options) {
+  return {ternary_matmul_gate_up(target, rows, cols, activation, options), matmul_grid(target, rows, options)};
 }
 
 }  // namespace bdsl::ops

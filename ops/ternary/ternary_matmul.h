@@ -39,15 +39,15 @@ struct MatmulOptions {
 dsl::Kernel ternary_matmul(const OpTarget& target, uint32_t rows, uint32_t cols, MatmulOptions options = {});
 dsl::Kernel ternary_matmul_qkv(const OpTarget& target, uint32_t q_rows, uint32_t k_rows, uint32_t v_rows,
                                uint32_t cols, MatmulOptions options = {});
-dsl::Kernel ternary_matmul_relu2_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols,
-                                         MatmulOptions options = {});
+dsl::Kernel ternary_matmul_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols, GateActivation activation,
+                                   MatmulOptions options = {});
 uint32_t ternary_matmul_token_tiles(uint32_t tokens, const MatmulOptions& options = {});
 
 // The kernels with their grids (ops/plan.h); the grid's count is the block's tokens.
 Plan plan_ternary_matmul(const OpTarget& target, uint32_t rows, uint32_t cols, const MatmulOptions& options = {});
 Plan plan_ternary_matmul_qkv(const OpTarget& target, uint32_t q_rows, uint32_t k_rows, uint32_t v_rows, uint32_t cols,
                              const MatmulOptions& options = {});
-Plan plan_ternary_matmul_relu2_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols,
-                                       const MatmulOptions& options = {});
+Plan plan_ternary_matmul_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols, GateActivation activation,
+                                 const MatmulOptions& options = {});
 
 }  // namespace bdsl::ops

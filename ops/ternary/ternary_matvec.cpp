@@ -58,9 +58,10 @@ uint32_t ternary_matvec_qkv_rope_workgroups(const OpTarget& target, const Attent
   return ternary_matvec_workgroups(target, dims.q_width() + 2 * dims.kv_width(), options);
 }
 
-Kernel ternary_matvec_relu2_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols, MatvecOptions options) {
-  return detail::build_ternary_projection(target, "ternary_matvec_relu2_gate_up", {{"gate", rows}, {"up", rows}}, cols,
-                                          Combine::Relu2Product, options, 0);
+Kernel ternary_matvec_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols, GateActivation activation,
+                              MatvecOptions options) {
+  return detail::build_ternary_projection(target, "ternary_matvec_" + to_string(activation) + "_gate_up",
+                                          {{"gate", rows}, {"up", rows}}, cols, detail::gate_product_combine(activation), options, 0);
 }
 
 
@@ -85,8 +86,9 @@ Plan plan_ternary_matvec_qkv_rope(const OpTarget& target, const AttentionDims& d
 }
 
 // One subgroup computes row r of both gate and up: the grid covers `rows` rows.
-Plan plan_ternary_matvec_relu2_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols, const MatvecOptions& options) {
-  return {ternary_matvec_relu2_gate_up(target, rows, cols, options), fixed_grid({ternary_matvec_workgroups(target, rows, options)})};
+Plan plan_ternary_matvec_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols, GateActivation activation,
+                                 const MatvecOptions& options) {
+  return {ternary_matvec_gate_up(target, rows, cols, activation, options), fixed_grid({ternary_matvec_workgroups(target, rows, options)})};
 }
 
 }  // namespace bdsl::ops

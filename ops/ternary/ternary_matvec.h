@@ -31,7 +31,7 @@
 //   Quantized:        x_q (uvec4, read), x_act (u32, read)
 //   NormalizeInWorkgroup: x (f32, read, cols), norm_weight (f32, read, cols)
 //   outputs           f32    write       one per tensor (QKV: y_q, y_k, y_v; gate/up: one y,
-//                                        relu(gate)^2 * up);
+//                                        act(gate) * up);
 //                            read-write with add_residual: y = y + proj (the residual stream)
 //   accumulators      i32    write       only with write_accumulators: acc per row, per tensor
 // Push constants: eps (f32), only with NormalizeInWorkgroup.
@@ -45,6 +45,7 @@
 
 #include "dsl/dsl.h"
 #include "ops/attention/attention_dims.h"
+#include "ops/common/gate_activation.h"
 #include "ops/plan.h"
 #include "ops/target.h"
 
@@ -55,7 +56,9 @@ enum class DotProduct {
   Packed,        // sdot4x8 (OpSDotKHR) on whole masked words
   PlainInteger,  // bitfield_extract and 32-bit multiplies: any device
 };
-enum class MatvecInput { Quantized, NormalizeInWorkgroup };
+// QuantizeInWorkgroup: NormalizeInWorkgroup without the norm (no norm_weight binding, no eps):
+// the int8 quantization of x itself, for a graph without sub-norms (`llama`, 1bitLLM's `bitnet`).
+enum class MatvecInput { Quantized, NormalizeInWorkgroup, QuantizeInWorkgroup };
 
 // Decode attention's deferred partials as the input (SplitKvTuning::defer_combine): the norm
 // prologue combines the chunks itself where attention left them, and reads its output otherwise.
@@ -106,10 +109,11 @@ dsl::Kernel ternary_matvec_qkv_rope(const OpTarget& target, const AttentionDims&
                                     MatvecOptions options = {});
 uint32_t ternary_matvec_qkv_rope_workgroups(const OpTarget& target, const AttentionDims& dims, MatvecOptions options = {});
 
-// y[r] = relu(gate[r])^2 * up[r], gate = W_gate x, up = W_up x: one subgroup computes row r of
-// both (sharing the activation loads) and writes the product. Accumulators: gate's, then up's.
-dsl::Kernel ternary_matvec_relu2_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols,
-                                         MatvecOptions options = {});
+// y[r] = act(gate[r]) * up[r] (ops/common/gate_activation.h: ReLU² or SiLU), gate = W_gate x,
+// up = W_up x: one subgroup computes row r of both (sharing the activation loads) and writes the
+// product. Accumulators: gate's, then up's.
+dsl::Kernel ternary_matvec_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols, GateActivation activation,
+                                   MatvecOptions options = {});
 
 // The same kernels with their grids (ops/plan.h): what a recorder dispatches.
 Plan plan_ternary_matvec(const OpTarget& target, uint32_t rows, uint32_t cols, const MatvecOptions& options = {});
@@ -117,8 +121,8 @@ Plan plan_ternary_matvec_qkv(const OpTarget& target, uint32_t q_rows, uint32_t k
                              const MatvecOptions& options = {});
 Plan plan_ternary_matvec_qkv_rope(const OpTarget& target, const AttentionDims& dims, uint32_t cols, uint32_t context,
                                   const MatvecOptions& options = {});
-Plan plan_ternary_matvec_relu2_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols,
-                                       const MatvecOptions& options = {});
+Plan plan_ternary_matvec_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols, GateActivation activation,
+                                 const MatvecOptions& options = {});
 
 uint32_t ternary_matvec_workgroup(const OpTarget& target);  // invocations per workgroup, default options
 uint32_t ternary_matvec_workgroup(const OpTarget& target, const MatvecOptions& options);

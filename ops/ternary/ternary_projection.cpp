@@ -32,6 +32,7 @@ using detail::declare_prefetch;
 using detail::emit_row_dots;
 using detail::emit_row_word_dots;
 using detail::fill_prefetch;
+using detail::is_gate_product;
 using detail::kZeroQWords;
 using detail::Prefetch;
 using detail::QuadLoader;
@@ -79,7 +80,8 @@ ProjectionPlan plan_projection(const OpTarget& target, const std::string& what, 
   if (rope && (tokens_per_wg > 0 || o.rows_per_subgroup != 4 || o.add_residual || o.write_accumulators))
     throw std::invalid_argument(what + ": the RoPE epilogue is for one token, 4 rows per subgroup, no residual or accumulators");
   const bool packed = o.dot == DotProduct::Auto ? target.int_dot_product : o.dot == DotProduct::Packed;
-  const bool norm = o.input == MatvecInput::NormalizeInWorkgroup;
+  // In the workgroup: int8 quantization of x (with the RMSNorm in front, NormalizeInWorkgroup).
+  const bool norm = o.input != MatvecInput::Quantized;
   const bool batched = tokens_per_wg > 0;
   const uint32_t wg = ternary_matvec_workgroup(target, o);
   const uint32_t rs = rows_per_subgroup(what, tensors, combine, o);
@@ -120,7 +122,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
   std::optional<Buffer<f32>> x, norm_weight;
   if (norm) {
     x = activation("x", Access::Read, f32{});
-    norm_weight = k.buffer<f32>("norm_weight", Access::Read);
+    if (o.input == MatvecInput::NormalizeInWorkgroup) norm_weight = k.buffer<f32>("norm_weight", Access::Read);
   } else {
     x_q = activation("x_q", Access::Read, uvec4{});
     x_act = activation("x_act", Access::Read, u32{});
@@ -136,7 +138,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
     y_q = activation("y_q", Access::Write, f32{});
     k_cache = activation("k_cache", Access::Write, u32{});
     v_cache = activation("v_cache", Access::Write, u32{});
-  } else if (combine == Combine::Relu2Product || tensors.size() == 1)
+  } else if (is_gate_product(combine) || tensors.size() == 1)
     y.push_back(activation("y", out_access, f32{}));
   else
     for (const Tensor& t : tensors) y.push_back(activation("y_" + t.name, out_access, f32{}));
@@ -154,7 +156,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
     attn_used = k.buffer<f32>("attention_used", Access::Write);
   }
   std::optional<Expr<f32>> eps;
-  if (norm) eps = site.eps ? *site.eps : k.push<f32>("eps");
+  if (norm_weight) eps = site.eps ? *site.eps : k.push<f32>("eps");
   std::optional<Expr<u32>> token_count;
   if (batched) token_count = k.push<u32>("tokens");
 
@@ -168,7 +170,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
   std::vector<uint32_t> offsets{0};
   for (const Tensor& t : tensors) offsets.push_back(offsets.back() + t.rows);
   // Gate and up share their rows: a row of the grid is one row of both.
-  const uint32_t total = combine == Combine::Relu2Product ? tensors[0].rows : offsets.back();
+  const uint32_t total = is_gate_product(combine) ? tensors[0].rows : offsets.back();
   const uint32_t site_rows = site.rows_per_workgroup ? site.rows_per_workgroup : rows_per_wg;
   auto first = let("first_row", site.workgroup * site_rows);
   auto end = let("end_row", min(first + site_rows, total));
@@ -208,7 +210,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
     if (pass == 0) row0 = let("row0", first + k.subgroup_id() * rs);
     pass_rows.push_back(pass == 0 ? *row0 : let("row_pass", *row0 + stride * pass));
     auto readable = let("row0_read", min(pass_rows.back(), constant<u32>((total - 1) / rs * rs)));
-    const size_t weight_rows = rope ? 4 : combine == Combine::Relu2Product ? 2 * rs : rs;
+    const size_t weight_rows = rope ? 4 : is_gate_product(combine) ? 2 * rs : rs;
     pres.push_back(declare_prefetch(k, chunk_unroll(units, target.subgroup_size, 1), weight_rows, tag, words));
     Prefetch* pre = &pres.back();
     pass_rotations.emplace_back();
@@ -219,7 +221,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
         for (const auto& r : rows) bases.push_back(r * units);
         fill_prefetch(k, *pre, std::vector<WeightBuffer>(4, w[t]), bases, units);
       });
-    } else if (combine == Combine::Relu2Product) {
+    } else if (is_gate_product(combine)) {
       const auto [ws, bases] = gate_up_rows(rows_of(0, readable).first);
       fill_prefetch(k, *pre, ws, bases, units);
     } else {
@@ -279,7 +281,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
       body.dim = cols;
       body.workgroup = wg;
       body.load_x = [&](Expr<u32> i) { return Expr<f32>((*x)[row + i]); };
-      body.load_norm_weight = [&](Expr<u32> i) { return Expr<f32>((*norm_weight)[i]); };
+      if (norm_weight) body.load_norm_weight = [&](Expr<u32> i) { return Expr<f32>((*norm_weight)[i]); };
       body.eps = eps;
       body.store_q = [&](Expr<u32> word, Expr<u32> v) { q_words[word + t * region] = v; };
       const QuantizedTotals totals = emit_quantize_activations(k, body);  // ends with a barrier
@@ -306,7 +308,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
     body.dim = cols;
     body.workgroup = wg;
     body.load_x = [&](Expr<u32> i) { return Expr<f32>((*x)[i]); };
-    body.load_norm_weight = [&](Expr<u32> i) { return Expr<f32>((*norm_weight)[i]); };
+    if (norm_weight) body.load_norm_weight = [&](Expr<u32> i) { return Expr<f32>((*norm_weight)[i]); };
     if (o.attention_partials)
       body.load_word = attention_word_loader(k, *o.attention_partials, *x, *attn_step, *attn_partials, *attn_used, site.workgroup, wg);
     body.eps = eps;
@@ -379,7 +381,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
       }, *step, *rope_table, y_q, k_cache, v_cache, lane0, rotations);
       return;
     }
-    if (combine == Combine::Relu2Product) {
+    if (is_gate_product(combine)) {
       auto [bases, valid] = rows_of(0, row);
       const auto [ws, all_bases] = gate_up_rows(bases);
       auto dots = row_dots(ws, all_bases, p);
@@ -389,10 +391,10 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
           const auto& du = dots[rs + r][i];
           auto gate = let("gate", project(dg, 0, i));
           auto up = let("up", project(du, 1, i));
-          auto g = let("gate_relu", max(gate, 0.0f));
+          auto product = let("gate_product", gate_product(detail::gate_activation_of(combine), gate, up));
           guarded(i, valid[r], [&] {
             auto at = out_index(i, row + r, tensors[0].rows);
-            store(y[0], at, g * g * up);  // as golden::relu2_gate: (g * g) * up
+            store(y[0], at, product);
             if (o.write_accumulators) {
               accs[0][at] = dg - q_sum[i];
               accs[1][at] = du - q_sum[i];
@@ -443,7 +445,7 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
                                         const MatvecOptions& o, uint32_t tokens_per_wg, const detail::RopeKvEpilogue* rope) {
   const auto [packed, norm, batched, words, wg, rs, rows_per_wg, chunks] = plan_projection(target, what, tensors, cols, combine, o, tokens_per_wg, rope);
 
-  std::string name = what + (rope ? "_rope" : "") + (packed ? "_sdot" : "_int") + (norm ? "_normed" : "") +
+  std::string name = what + (rope ? "_rope" : "") + (packed ? "_sdot" : "_int") + (o.input == MatvecInput::NormalizeInWorkgroup ? "_normed" : norm ? "_quantizing" : "") +
                      (o.add_residual ? "_residual" : "") + (o.write_accumulators ? "_acc" : "") +
                      (rs > 1 ? "_r" + std::to_string(rs) : "") + (o.workgroup ? "_w" + std::to_string(wg) : "") + (batched ? "_t" + std::to_string(tokens_per_wg) : "") + shape_suffix(tensors, cols);
   KernelBuilder k(name, {wg, 1, 1});

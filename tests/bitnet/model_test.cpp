@@ -31,6 +31,11 @@ class Model : public DeviceTest {
     auto small = golden::synthetic_preset("tiny");
     small.context_length = 16;
     golden::write_synthetic_model(small, dir_ / "tiny-ctx16.gguf");
+    for (const char* arch : {"llama", "bitnet"}) {
+      auto other = golden::synthetic_preset("tiny");
+      other.architecture = arch;
+      golden::write_synthetic_model(other, dir_ / (std::string("tiny-") + arch + ".gguf"));
+    }
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
 
@@ -415,6 +420,17 @@ TEST_F(Model, PrefillMatchesDecodeAtEveryPosition) {
 // logits and cache, ffn_sub_norm's quantize forming relu(gate)^2 * up from the two outputs.
 TEST_F(Model, PrefillWithOneDispatchPerProjectionMatchesDecode) {
   expect_prefill_matches_decode(ctx(), dir_ / "tiny.gguf", bitnet::PrefillProjections::Separate);
+}
+
+// The other graphs: `llama` (no sub-norms: the int8 of attention's output and of silu(gate) * up
+// alone; q and k rows reordered for adjacent-pair RoPE) and 1bitLLM's `bitnet` (SiLU), in both
+// prompt layouts.
+TEST_F(Model, PrefillMatchesDecodeForEveryArchitecture) {
+  for (const char* arch : {"llama", "bitnet"})
+    for (auto layout : {bitnet::PrefillProjections::Fused, bitnet::PrefillProjections::Separate}) {
+      SCOPED_TRACE(std::string(arch) + (layout == bitnet::PrefillProjections::Fused ? " fused" : " separate"));
+      expect_prefill_matches_decode(ctx(), dir_ / (std::string("tiny-") + arch + ".gguf"), layout);
+    }
 }
 
 // Q, K and V (and gate and up) write different buffers, so the graph puts no barrier between

@@ -51,6 +51,33 @@ TEST(SyntheticModel, TernaryWeightsUseAllThreeValuesEvenly) {
   EXPECT_NEAR(w.scale, 1.0 / std::sqrt(2.0 / 3.0 * 512), 1e-6);
 }
 
+// The LLaMA-shaped presets at docs/model-family.md's shapes: architecture llama (its graph from the
+// traits), an LM head of their own, head size 128 (Llama 3 8B) or 256 (Falcon3).
+TEST(SyntheticModel, LlamaShapedPresetsHaveTheTablesShapes) {
+  struct Want {
+    const char* name;
+    uint32_t layers, dim, heads, kv_heads, head_dim, ffn, vocab;
+  };
+  for (const Want& w : {Want{"llama3-8b", 32, 4096, 32, 8, 128, 14336, 128256}, Want{"falcon3-1b", 18, 2048, 8, 4, 256, 8192, 131072},
+                        Want{"falcon3-3b", 22, 3072, 12, 4, 256, 9216, 131072}, Want{"falcon3-7b", 28, 3072, 12, 4, 256, 23040, 131072},
+                        Want{"falcon3-10b", 40, 3072, 12, 4, 256, 23040, 131072}}) {
+    SCOPED_TRACE(w.name);
+    const models::BitNetConfig c = synthetic_config(synthetic_preset(w.name));
+    EXPECT_EQ(c.architecture, "llama");
+    EXPECT_FALSE(c.sub_norms);
+    EXPECT_EQ(c.ffn_activation, models::FfnActivation::Silu);
+    EXPECT_EQ(c.rope_mode, models::RopeMode::Adjacent);
+    EXPECT_FALSE(c.tied_output);
+    EXPECT_EQ(c.n_layers, w.layers);
+    EXPECT_EQ(c.dim, w.dim);
+    EXPECT_EQ(c.n_heads, w.heads);
+    EXPECT_EQ(c.n_kv_heads, w.kv_heads);
+    EXPECT_EQ(c.head_dim, w.head_dim);
+    EXPECT_EQ(c.ffn_dim, w.ffn);
+    EXPECT_EQ(c.vocab_size, w.vocab);
+  }
+}
+
 TEST(SyntheticModel, BadShapesAreRejectedNamingTheOption) {
   SyntheticModelOptions o = synthetic_preset("tiny");
   o.n_kv_heads = 3;

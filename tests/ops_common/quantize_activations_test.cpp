@@ -29,15 +29,16 @@ class QuantizeActivations : public OpsMatrix {
                         float eps = 1e-5f) {
     return quantize_inputs({x}, dim, norm_weight, eps);
   }
-  // inputs: {x}, or {gate, up} for relu2_gate_up_input.
+  // inputs: {x}, or {gate, up} for gate_up_input (`activation`).
   GpuQuantized quantize_inputs(const std::vector<std::vector<float>>& inputs, uint32_t dim,
-                               const std::vector<float>* norm_weight = nullptr, float eps = 1e-5f) {
+                               const std::vector<float>* norm_weight = nullptr, float eps = 1e-5f,
+                               ops::GateActivation activation = ops::GateActivation::Relu2) {
     const std::vector<float>& x = inputs[0];
     const auto tokens = static_cast<uint32_t>(x.size() / dim);
     ops::QuantizeOptions o;
     o.rms_norm = norm_weight != nullptr;
     o.write_normalized = o.rms_norm;
-    o.relu2_gate_up_input = inputs.size() == 2;
+    if (inputs.size() == 2) o.gate_up_input = activation;
     std::vector<rt::Buffer> ins;
     for (const auto& in : inputs) ins.push_back(buffer_of(in, "input"));
     rt::Buffer wb = buffer_of(norm_weight ? *norm_weight : std::vector<float>{0.0f}, "norm_weight");
@@ -250,6 +251,30 @@ TEST_F(QuantizeActivations, Relu2GateUpInputWithRmsNormMatchesGolden) {
       EXPECT_EQ(got.s(t), own.s) << "token " << t;
       EXPECT_EQ(got.sum(t), own.sum) << "token " << t;
       for (size_t i = 0; i < dim; ++i) ASSERT_EQ(got.q(t, dim, i), own.q[i]) << "token " << t << " element " << i;
+    }
+  }
+}
+
+// SiLU's exp is the device's (Vulkan: 3 + 2|x| ulp), not the host's: each element within a few
+// ulp of golden::silu_gate, so s within that and every q within one step of golden's, the steps
+// few (elements near a rounding boundary).
+TEST_F(QuantizeActivations, SiluGateUpInputMatchesGoldenWithinOneStep) {
+  for (uint32_t dim : {12u, 1000u, 6912u}) {
+    SCOPED_TRACE(dim);
+    const uint32_t tokens = 3;
+    const auto gate = random_floats(tokens * dim, dim + 8, 4.0f), up = random_floats(tokens * dim, dim + 9, 1.5f);
+    std::vector<float> x(gate.size());
+    golden::silu_gate(gate, up, x);
+    const GpuQuantized got = quantize_inputs({gate, up}, dim, nullptr, 1e-5f, ops::GateActivation::Silu);
+    for (size_t t = 0; t < tokens; ++t) {
+      const QuantizedX want = quantize_cpu(std::span(x).subspan(t * dim, dim));
+      ASSERT_NEAR(got.s(t), want.s, 4e-6f * want.s) << "token " << t;
+      uint32_t steps = 0;
+      for (size_t i = 0; i < dim; ++i) {
+        ASSERT_LE(std::abs(got.q(t, dim, i) - want.q[i]), 1) << "token " << t << " element " << i;
+        steps += got.q(t, dim, i) != want.q[i];
+      }
+      EXPECT_LE(steps, dim / 100 + 1) << "token " << t;
     }
   }
 }

@@ -71,7 +71,7 @@ TEST_F(DecodeLayer, PhasesInOneDispatchEqualTheKernelsBehindBarriers) {
   const float eps = 1e-5f;
   rt::Buffer table = buffer_of(numerics::rope_table(kContext, d.head_dim, 10000.0f), "rope_table");
   const ops::Plan out = ops::plan_ternary_matvec(t, kDim, d.q_width(), opts_.residual);
-  const ops::Plan gu = ops::plan_ternary_matvec_relu2_gate_up(t, kFfn, kDim, opts_.gate_up);
+  const ops::Plan gu = ops::plan_ternary_matvec_gate_up(t, kFfn, kDim, ops::GateActivation::Relu2, opts_.gate_up);
   const ops::Plan down = ops::plan_ternary_matvec(t, kDim, kFfn, opts_.residual);
   const ops::Plan qkv = ops::plan_ternary_matvec_qkv_rope(t, d, kDim, kContext, opts_.qkv);
   rt::Pipeline p_out = pipeline(out.kernel), p_gu = pipeline(gu.kernel), p_down = pipeline(down.kernel), p_qkv = pipeline(qkv.kernel);

@@ -99,12 +99,13 @@ TEST_P(TernaryMatmul, FusedQkvAndRelu2GateUpPerToken) {
     const Mismatches m = fused_qkv_mismatches(target());
     ASSERT_EQ(m.count, 0u) << "wrong accumulators, first: " << m.first;
   }
-  {
+  for (const auto& [act, tolerance] : {std::pair{ops::GateActivation::Relu2, 1e-6f}, std::pair{ops::GateActivation::Silu, 4e-6f}}) {
+    SCOPED_TRACE(ops::to_string(act));
     const uint32_t rows = 70;
     const I2sWeights wg = random_i2s(rows, cols, 4, 1.5f), wu = random_i2s(rows, cols, 5, 0.5f);
     rt::Buffer g = buffer_of(wg.bytes, "w_gate"), u = buffer_of(wu.bytes, "w_up");
     rt::Buffer y = output(rows * tokens * 4, "y"), ag = output(rows * tokens * 4, "ag"), au = output(rows * tokens * 4, "au");
-    const ops::Plan plan = ops::plan_ternary_matmul_relu2_gate_up(target(), rows, cols, o);
+    const ops::Plan plan = ops::plan_ternary_matmul_gate_up(target(), rows, cols, act, o);
     run2d(plan.kernel, {g, u, qb, ab, y, ag, au}, plan.grid(tokens).x, plan.grid(tokens).y, rt::push(tokens));
     const auto got = y.download<float>();
     const auto got_g = ag.download<int32_t>(), got_u = au.download<int32_t>();
@@ -115,9 +116,12 @@ TEST_P(TernaryMatmul, FusedQkvAndRelu2GateUpPerToken) {
         ASSERT_EQ(got_u[t * rows + r], du);
         float want = 0;
         const float gate = project(dg, x.q[t].s, wg.m.scale), up = project(du, x.q[t].s, wu.m.scale);
-        golden::relu2_gate(std::span(&gate, 1), std::span(&up, 1), std::span(&want, 1));
-        // As in ternary_matvec_test: two projections within 3 ulp, three rounded operations.
-        ASSERT_NEAR(got[t * rows + r], want, 1e-6f * std::fabs(want)) << t << " " << r;
+        if (act == ops::GateActivation::Relu2)
+          golden::relu2_gate(std::span(&gate, 1), std::span(&up, 1), std::span(&want, 1));
+        else
+          golden::silu_gate(std::span(&gate, 1), std::span(&up, 1), std::span(&want, 1));
+        // As in ternary_matvec_test: two projections within 3 ulp, then the activation's operations.
+        ASSERT_NEAR(got[t * rows + r], want, tolerance * std::fabs(want) + 1e-30f) << t << " " << r;
       }
   }
 }

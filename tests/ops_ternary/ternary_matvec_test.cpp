@@ -1,4 +1,4 @@
-// ternary_matvec (plain, residual, QKV, relu2 gate/up, norm in the workgroup) against
+// ternary_matvec (plain, residual, QKV, ReLU² and SiLU gate/up, norm or bare int8 in the workgroup) against
 // golden::ternary_dot / golden::bitlinear on lavapipe, both dot-product variants forced.
 #include "ops/ternary/ternary_matvec.h"
 
@@ -145,11 +145,15 @@ TEST_P(TernaryMatvec, FusedQkvCoversAllThreeTensors) {
   }
 }
 
-// relu(gate)^2 * up: gate and up each within kProjectionUlps, then three correctly rounded
+// act(gate) * up. ReLU²: gate and up each within kProjectionUlps, then three correctly rounded
 // operations (max is exact): the product is within 2 * 3 + 1 + 2 ulp-units relative, < 1e-6.
-TEST_P(TernaryMatvec, FusedRelu2GateUp) {
+// SiLU: Vulkan gives exp 3 + 2|x| ulp and the division 2.5; |gate| stays below 8 here, so the
+// product is within ~30 ulp-units, < 4e-6 relative.
+TEST_P(TernaryMatvec, FusedGateUpForEachActivation) {
+  for (const auto& [act, tolerance] : {std::pair{ops::GateActivation::Relu2, 1e-6f}, std::pair{ops::GateActivation::Silu, 4e-6f}})
   for (Case c : {Case{37, 128}, Case{6912, 2560}}) {
     SCOPED_TRACE(c.rows);
+    SCOPED_TRACE(ops::to_string(act));
     const I2sWeights wg = random_i2s(c.rows, c.cols, 5, 1.5f), wu = random_i2s(c.rows, c.cols, 6, 0.5f);
     const QuantizedX qx = quantize_cpu(random_floats(c.cols, 7));
     rt::Buffer g = buffer_of(wg.bytes, "w_gate"), u = buffer_of(wu.bytes, "w_up");
@@ -157,7 +161,7 @@ TEST_P(TernaryMatvec, FusedRelu2GateUp) {
     // y has a guard band after its rows: the grid covers `rows` rows, not gate's plus up's.
     rt::Buffer y = buffer_of(std::vector<float>(c.rows + 512, 12345.0f), "y");
     rt::Buffer ag = output(c.rows * 4, "acc_gate"), au = output(c.rows * 4, "acc_up");
-    run(ops::ternary_matvec_relu2_gate_up(target(), c.rows, c.cols, options()), {g, u, qb, ab, y, ag, au},
+    run(ops::ternary_matvec_gate_up(target(), c.rows, c.cols, act, options()), {g, u, qb, ab, y, ag, au},
         ops::ternary_matvec_workgroups(target(), c.rows));
     const auto got = y.download<float>();
     const auto acc_g = ag.download<int32_t>(), acc_u = au.download<int32_t>();
@@ -169,8 +173,11 @@ TEST_P(TernaryMatvec, FusedRelu2GateUp) {
       gate[r] = project(dg, qx.s, wg.m.scale);
       up[r] = project(du, qx.s, wu.m.scale);
     }
-    golden::relu2_gate(gate, up, want);
-    for (size_t r = 0; r < c.rows; ++r) ASSERT_NEAR(got[r], want[r], 1e-6f * std::fabs(want[r])) << r;
+    if (act == ops::GateActivation::Relu2)
+      golden::relu2_gate(gate, up, want);
+    else
+      golden::silu_gate(gate, up, want);
+    for (size_t r = 0; r < c.rows; ++r) ASSERT_NEAR(got[r], want[r], tolerance * std::fabs(want[r]) + 1e-30f) << r;
     for (size_t r = c.rows; r < got.size(); ++r) ASSERT_EQ(got[r], 12345.0f) << "written past the rows at " << r;
   }
 }
@@ -221,6 +228,30 @@ TEST_P(TernaryMatvec, SubNormInTheWorkgroupMatchesNormThenBitlinear) {
   }
 }
 
+// Without a sub-norm (`llama`): the workgroup quantizes x itself, exactly golden's
+// quantize_activations (the same absmax, the correctly rounded 127 / absmax), and adds the
+// projection into the residual stream. Every accumulator is exact.
+TEST_P(TernaryMatvec, QuantizingInTheWorkgroupWithoutANormMatchesBitlinear) {
+  for (Case c : {Case{64, 768}, Case{2560, 6912}, Case{50, 2560}}) {
+    SCOPED_TRACE(c.cols);
+    const I2sWeights w = random_i2s(c.rows, c.cols, 18);
+    const auto x = random_floats(c.cols, 19, 3.0f), stream = random_floats(c.rows, 20, 1.0f);
+    rt::Buffer wb = buffer_of(w.bytes, "w"), xb = buffer_of(x, "x"), y = buffer_of(stream, "y");
+    rt::Buffer acc = output(c.rows * 4, "acc");
+    MatvecOptions o = options(true, true);
+    o.input = ops::MatvecInput::QuantizeInWorkgroup;
+    run(ops::ternary_matvec(target(), c.rows, c.cols, o), {wb, xb, y, acc}, ops::ternary_matvec_workgroups(target(), c.rows, o));
+    const QuantizedX ref = quantize_cpu(x);
+    const auto got_acc = acc.download<int32_t>();
+    const auto got_y = y.download<float>();
+    for (size_t r = 0; r < c.rows; ++r) {
+      const int32_t want = golden::ternary_dot(w.m.row(r), ref.q);
+      ASSERT_EQ(got_acc[r], want) << r;
+      ASSERT_EQ(got_y[r], stream[r] + project(want, ref.s, w.m.scale)) << r;
+    }
+  }
+}
+
 // Several rows per subgroup share each activation load; rows counts that the group does not
 // divide end in a partial group that reads the last row and writes nothing past the end.
 TEST_P(TernaryMatvec, SeveralRowsPerSubgroup) {
@@ -266,7 +297,7 @@ TEST_P(TernaryMatvec, SeveralRowsPerSubgroup) {
   const I2sWeights wg = random_i2s(37, cols, 5), wu = random_i2s(37, cols, 6);
   rt::Buffer g = buffer_of(wg.bytes, "w_gate"), u = buffer_of(wu.bytes, "w_up");
   rt::Buffer gy = buffer_of(std::vector<float>(37 + 64, 12345.0f), "y"), ag = output(37 * 4, "ag"), au = output(37 * 4, "au");
-  run(ops::ternary_matvec_relu2_gate_up(target(), 37, cols, o), {g, u, qb, ab, gy, ag, au},
+  run(ops::ternary_matvec_gate_up(target(), 37, cols, ops::GateActivation::Relu2, o), {g, u, qb, ab, gy, ag, au},
       ops::ternary_matvec_workgroups(target(), 37, o));
   const auto got_g = ag.download<int32_t>(), got_u = au.download<int32_t>();
   const auto got_y = gy.download<float>();
@@ -309,7 +340,7 @@ TEST_P(TernaryMatvec, NormInTheWorkgroupInFrontOfQkvAndGateUp) {
     const I2sWeights wg = random_i2s(50, cols, 56), wu = random_i2s(50, cols, 57);
     rt::Buffer g = buffer_of(wg.bytes, "w_gate"), u = buffer_of(wu.bytes, "w_up");
     rt::Buffer y = output(50 * 4, "y"), ag = output(50 * 4, "ag"), au = output(50 * 4, "au");
-    run(ops::ternary_matvec_relu2_gate_up(target(), 50, cols, o), {g, u, xb, nb, y, ag, au},
+    run(ops::ternary_matvec_gate_up(target(), 50, cols, ops::GateActivation::Relu2, o), {g, u, xb, nb, y, ag, au},
         ops::ternary_matvec_workgroups(target(), 50, o), rt::push(1e-5f));
     const auto got_g = ag.download<int32_t>(), got_u = au.download<int32_t>();
     for (size_t r = 0; r < 50; ++r) {
