@@ -55,9 +55,12 @@ void register_kernel_stats_benchmarks(BenchSession& s) {
     const ops::DecodeLayerShape shape{p.dims, config.dim, config.ffn_dim, config.context_length, next_qkv, ffn_down_only};
     return std::make_unique<rt::Pipeline>(rt::make_pipeline(*state->ctx, ops::decode_layer(p.target, shape, layer_options)));
   };
-  state->fused = fused(true, false);
-  state->fused_down = fused(true, true);
-  state->down_alone = fused(false, true);
+  // The fused layers normalize every phase's input: BitNet b1.58's graph (sub-norms) only.
+  if (config.sub_norms) {
+    state->fused = fused(true, false);
+    state->fused_down = fused(true, true);
+    state->down_alone = fused(false, true);
+  }
   const auto chain_options = persistent_chain_options(false);
   state->chain = std::make_unique<rt::Pipeline>(rt::make_pipeline(
       *state->ctx, ops::persistent_chain_kernel(p.target, chain_options, config.dim, 4,
@@ -67,6 +70,7 @@ void register_kernel_stats_benchmarks(BenchSession& s) {
                                                 &p.output_norm.pipeline, &p.lm_head.pipeline, &p.argmax_partial.pipeline,
                                                 state->fused.get(),
                                                 state->fused_down.get(), state->down_alone.get(), state->chain.get()};
+  std::erase(pipelines, nullptr);
   for (const rt::Pipeline* pipeline : pipelines)
     benchmark::RegisterBenchmark(fmt::format("kernel/{}", pipeline->name()).c_str(),
                                  [state, pipeline](benchmark::State& st) {

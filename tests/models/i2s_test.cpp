@@ -91,6 +91,29 @@ TEST(I2s, UnpackRowMatchesTheSliceOfTheWhole) {
   EXPECT_THROW(i2s::unpack_row(packed, rows * cols, 0, 100, odd), i2s::I2sError);
 }
 
+// Rows in another order (graph_traits.h's reordered attn_q/attn_k): each row of the result is the
+// named row of the input, the scale follows, and bad orders are refused.
+TEST(I2s, ReorderRowsMovesWholeRowsAndKeepsTheScale) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> d(-1, 1);
+  const uint64_t rows = 4, cols = 256;
+  std::vector<int8_t> v(rows * cols);
+  for (auto& x : v) x = static_cast<int8_t>(d(rng));
+  const auto packed = i2s::pack(v, 0.5f);
+  const std::vector<uint32_t> from = {2, 0, 3, 1};
+  const auto moved = i2s::reorder_rows(packed, rows, cols, from);
+  const auto values = i2s::unpack(moved, rows * cols);
+  for (uint64_t r = 0; r < rows; ++r)
+    EXPECT_TRUE(std::equal(values.begin() + int64_t(r * cols), values.begin() + int64_t((r + 1) * cols),
+                           v.begin() + int64_t(from[r] * cols)))
+        << "row " << r;
+  EXPECT_EQ(i2s::scale(moved, rows * cols), 0.5f);
+  EXPECT_THROW(i2s::reorder_rows(packed, rows, cols, std::vector<uint32_t>{0, 1, 2}), i2s::I2sError);
+  EXPECT_THROW(i2s::reorder_rows(packed, rows, cols, std::vector<uint32_t>{0, 1, 2, 4}), i2s::I2sError);
+  EXPECT_THROW(i2s::reorder_rows(packed, rows, 200, from), i2s::I2sError);
+  EXPECT_THROW(i2s::reorder_rows(std::span(packed).first(packed.size() - 1), rows, cols, from), i2s::I2sError);
+}
+
 TEST(I2s, QuantizeUsesSignWithThresholdAndMaxAbsScale) {
   std::vector<float> w(128, 0.0f);
   w[0] = 0.3f;
