@@ -13,6 +13,14 @@ struct Tuning {
   uint32_t matvec_rows_per_subgroup = 2;
   uint32_t gate_up_workgroup = 128;           // gate/up's own workgroup size (0: as the others)
   uint32_t attn_output_rows_per_subgroup = 4;
+  // Models at least wide_model_dim wide take these workgroup sizes for the norm-fused decode
+  // projections (and gate/up): every workgroup quantizes the whole input vector, so a wider input
+  // wants fewer, larger workgroups. H100 (bench/RESULTS.md run 21): the Llama3-8B shape 416 -> 534
+  // tokens/s, Falcon3-10B 319 -> 361; the 2B (dim 2560) 859 -> 833 with them, so it keeps 256 / 128.
+  uint32_t wide_model_dim = 3072;
+  uint32_t wide_matvec_workgroup = 512;
+  uint32_t wide_gate_up_workgroup = 256;
+  uint32_t wide_attn_output_rows_per_subgroup = 2;  // Llama3-8B shape: 503 -> 536 tokens/s (run 21)
   // Decode attention (ops/attention/attention_split_kv.h, SplitKvTuning).
   uint32_t attention_positions_per_pass = 8;
   uint32_t attention_defer_chunks = 4;        // chunks whose combine attn_output does
