@@ -1,10 +1,12 @@
 #include "models/tokenizer/tokenizer.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <stdexcept>
 
 #include "models/tokenizer/byte_unicode.h"
 #include "models/tokenizer/pretokenizer.h"
+#include "models/tokenizer/spm.h"
 
 namespace bdsl::models {
 
@@ -27,8 +29,12 @@ TokenType checked_type(int32_t value, std::size_t index) {
 }  // namespace
 
 Tokenizer::Tokenizer(const TokenizerSpec& spec) {
+  if (spec.model == "llama") {
+    load_sentencepiece(spec);
+    return;
+  }
   if (spec.model != "gpt2") {
-    fail("tokenizer.ggml.model is '" + spec.model + "', only 'gpt2' (byte-level BPE) is supported");
+    fail("tokenizer.ggml.model is '" + spec.model + "', expected 'gpt2' (byte-level BPE) or 'llama' (SentencePiece)");
   }
   // llama.cpp's names for the LLaMA-3 split; a missing key means the same (the BitNet file has none).
   if (spec.pre && *spec.pre != "llama-bpe" && *spec.pre != "llama3" && *spec.pre != "llama-v3") {
@@ -88,6 +94,73 @@ void Tokenizer::load_vocabulary(const TokenizerSpec& spec) {
     std::stable_sort(group.begin(), group.end(),
                      [](const SpecialToken& a, const SpecialToken& b) { return a.text.size() > b.text.size(); });
   }
+}
+
+// SentencePiece: a token stands for its text with "▁" as a space; a byte token "<0xXX>" for that
+// byte, the byte fallback of any character outside the vocabulary (every byte needs one).
+void Tokenizer::load_sentencepiece(const TokenizerSpec& spec) {
+  sentencepiece_ = true;
+  add_space_prefix_ = spec.add_space_prefix;
+  const std::size_t n = spec.tokens.size();
+  if (n == 0) fail("tokenizer.ggml.tokens is empty");
+  if (!spec.token_types.empty() && spec.token_types.size() != n) {
+    fail("tokenizer.ggml.token_type has " + std::to_string(spec.token_types.size()) +
+         " entries, expected one per token (" + std::to_string(n) + ")");
+  }
+  if (!spec.scores.empty() && spec.scores.size() != n) {
+    fail("tokenizer.ggml.scores has " + std::to_string(spec.scores.size()) + " entries, expected one per token (" +
+         std::to_string(n) + ")");
+  }
+  scores_ = spec.scores;
+  texts_ = spec.tokens;
+  bytes_.resize(n);
+  types_.resize(n, TokenType::Normal);
+  std::fill(std::begin(byte_token_), std::end(byte_token_), -1);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!spec.token_types.empty()) types_[i] = checked_type(spec.token_types[i], i);
+    const std::string& t = texts_[i];
+    const auto id = static_cast<int32_t>(i);
+    id_by_text_.try_emplace(t, id);
+    if (types_[i] == TokenType::Byte) {
+      unsigned value = 0;
+      if (t.size() != 6 || t.compare(0, 3, "<0x") != 0 || t[5] != '>' || std::sscanf(t.c_str() + 3, "%2x", &value) != 1)
+        fail("tokenizer.ggml.tokens[" + std::to_string(i) + "] = '" + t + "' is a byte token, expected <0xXX>");
+      bytes_[i] = std::string(1, static_cast<char>(value));
+      if (byte_token_[value] < 0) byte_token_[value] = id;
+    } else if (is_special(types_[i])) {
+      bytes_[i] = t;
+      if (!t.empty()) specials_by_first_byte_[static_cast<unsigned char>(t[0])].push_back({t, id});
+    } else {
+      std::string text = t;
+      for (std::size_t at; (at = text.find("\xE2\x96\x81")) != std::string::npos;) text.replace(at, 3, " ");
+      bytes_[i] = std::move(text);
+    }
+  }
+  for (int b = 0; b < 256; ++b) {
+    if (byte_token_[b] >= 0) continue;
+    // llama.cpp falls back to a token of the byte itself.
+    if (const auto single = find_token(std::string(1, static_cast<char>(b)))) {
+      byte_token_[b] = *single;
+      continue;
+    }
+    char name[7];
+    std::snprintf(name, sizeof name, "<0x%02X>", b);
+    fail(std::string("tokenizer.ggml.tokens has no byte token ") + name + ": SentencePiece's byte fallback needs all 256");
+  }
+  for (auto& group : specials_by_first_byte_)
+    std::stable_sort(group.begin(), group.end(),
+                     [](const SpecialToken& a, const SpecialToken& b) { return a.text.size() > b.text.size(); });
+  load_special_ids(spec);
+  chat_format_ = spec.chat_format;
+}
+
+void Tokenizer::encode_sentencepiece(std::string_view fragment, bool after_special, std::vector<int32_t>& out) const {
+  if (fragment.empty()) return;
+  // As llama.cpp: a space in front of the text that starts the prompt or follows a special token.
+  const std::string text = spm_escape_spaces(add_space_prefix_ && after_special ? " " + std::string(fragment) : std::string(fragment));
+  const SpmVocabulary vocab{[this](std::string_view piece) { return find_token(piece); }, scores_,
+                            [this](unsigned char b) { return byte_token_[b]; }};
+  spm_tokenize(text, vocab, out);
 }
 
 void Tokenizer::load_merges(const std::vector<std::string>& merges) {
@@ -169,18 +242,27 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool
   // Pieces repeat a lot in real text: one BPE run per distinct piece in this call.
   std::unordered_map<std::string_view, std::vector<int32_t>> cache;
   std::size_t plain_start = 0;
+  bool after_special = true;  // SentencePiece: the prompt's first text takes the space prefix
+  auto plain = [&](std::string_view fragment) {
+    if (sentencepiece_)
+      encode_sentencepiece(fragment, after_special, out);
+    else
+      encode_plain(fragment, out, cache);
+    if (!fragment.empty()) after_special = false;
+  };
   for (std::size_t pos = 0; parse_special && pos < text.size();) {
     const auto special = special_at(text, pos);
     if (!special) {
       ++pos;
       continue;
     }
-    encode_plain(text.substr(plain_start, pos - plain_start), out, cache);
+    if (pos > plain_start) plain(text.substr(plain_start, pos - plain_start));
     out.push_back(special->id);
+    after_special = true;
     pos += special->text.size();
     plain_start = pos;
   }
-  encode_plain(text.substr(plain_start), out, cache);
+  plain(text.substr(plain_start));
   if (add_bos && bos_id_ >= 0 && (out.empty() || out.front() != bos_id_)) out.insert(out.begin(), bos_id_);
   return out;
 }

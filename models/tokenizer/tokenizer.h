@@ -1,7 +1,11 @@
-// Byte-level BPE tokenizer as GGUF files describe it with `tokenizer.ggml.model = "gpt2"` (GPT-2,
-// LLaMA-3, BitNet b1.58): the vocabulary is text in GPT-2's byte-level alphabet, merges are
-// ranked by position, control and user-defined tokens are matched as whole strings before BPE,
-// and the rest of the text is split by the LLaMA-3 pre-tokenizer and merged word by word.
+// The tokenizer GGUF files describe, in one of two forms:
+// - `tokenizer.ggml.model = "gpt2"` (GPT-2, LLaMA-3, BitNet b1.58, Falcon3): byte-level BPE. The
+//   vocabulary is text in GPT-2's byte-level alphabet, merges are ranked by position, and the text
+//   is split by the LLaMA-3 pre-tokenizer and merged word by word.
+// - `tokenizer.ggml.model = "llama"` (LLaMA 1/2's SentencePiece, 1bitLLM's BitNet): spaces as "▁",
+//   a space in front of each stretch of text after a special token (add_space_prefix), pieces
+//   merged by token score (spm.h), characters outside the vocabulary as <0xXX> byte tokens.
+// In both, control and user-defined tokens are matched as whole strings first.
 //
 // Internally every token is kept as the raw bytes it stands for, so encode works on bytes and
 // decode is exact for any byte sequence (a token may hold half of a UTF-8 character).
@@ -34,11 +38,13 @@ enum class TokenType : int32_t {
 
 // Everything the tokenizer.ggml.* keys say, in memory: what a GGUF gives, or a test builds.
 struct TokenizerSpec {
-  std::string model = "gpt2";           // tokenizer.ggml.model
+  std::string model = "gpt2";           // tokenizer.ggml.model: "gpt2" or "llama"
   std::optional<std::string> pre;       // tokenizer.ggml.pre; missing means "llama-bpe"
   std::vector<std::string> tokens;      // tokenizer.ggml.tokens, byte-level text
   std::vector<int32_t> token_types;     // tokenizer.ggml.token_type; empty = all Normal
-  std::vector<std::string> merges;      // tokenizer.ggml.merges, "left right"
+  std::vector<std::string> merges;      // tokenizer.ggml.merges, "left right" (gpt2)
+  std::vector<float> scores;            // tokenizer.ggml.scores (llama); empty = all 0
+  bool add_space_prefix = true;         // tokenizer.ggml.add_space_prefix (llama)
   int32_t bos_id = -1;                  // tokenizer.ggml.bos_token_id; -1 = none
   int32_t eos_id = -1;                  // tokenizer.ggml.eos_token_id; -1 = none
   std::optional<int32_t> eot_id;        // tokenizer.ggml.eot_token_id; else the token "<|eot_id|>"
@@ -97,6 +103,12 @@ class Tokenizer {
   void encode_plain(std::string_view text, std::vector<int32_t>& out,
                     std::unordered_map<std::string_view, std::vector<int32_t>>& cache) const;
   void encode_word(std::string_view word, std::vector<int32_t>& out) const;
+  void load_sentencepiece(const TokenizerSpec& spec);
+  void encode_sentencepiece(std::string_view fragment, bool after_special, std::vector<int32_t>& out) const;
+
+  bool sentencepiece_ = false;            // tokenizer.ggml.model = "llama"
+  bool add_space_prefix_ = true;
+  std::vector<float> scores_;
 
   std::vector<std::string> texts_;        // as stored
   std::vector<std::string> bytes_;        // what each token stands for

@@ -115,7 +115,7 @@ TEST(Tokenizer, RejectsUnsupportedSpecsClearly) {
   spec.merges.push_back("q Z");  // "qZ" is not a token
   EXPECT_THROW(Tokenizer t(spec), std::runtime_error);
   spec = test::hand_made_spec({});
-  spec.model = "llama";
+  spec.model = "bert";
   EXPECT_THROW(Tokenizer t(spec), std::runtime_error);
   spec = test::hand_made_spec({});
   spec.tokens.erase(spec.tokens.begin());  // byte 0 missing
