@@ -55,8 +55,8 @@ void register_kernel_stats_benchmarks(BenchSession& s) {
     const ops::DecodeLayerShape shape{p.dims, config.dim, config.ffn_dim, config.context_length, next_qkv, ffn_down_only};
     return std::make_unique<rt::Pipeline>(rt::make_pipeline(*state->ctx, ops::decode_layer(p.target, shape, layer_options)));
   };
-  // The fused layers normalize every phase's input: BitNet b1.58's graph (sub-norms) only.
-  if (config.sub_norms) {
+  // The fused layers normalize every phase's input and square the gate: BitNet b1.58's graph only.
+  if (config.sub_norms && config.ffn_activation == models::FfnActivation::Relu2) {
     state->fused = fused(true, false);
     state->fused_down = fused(true, true);
     state->down_alone = fused(false, true);

@@ -54,6 +54,7 @@ TernaryMatrix load_ternary(const GgufFile& file, const std::string& name) {
   } catch (const std::exception& e) {
     fail(file, name, e.what());
   }
+  m.scale *= models::projection_multiplier(file, name);  // mainline's `.scale`, folded as the device does
   return m;
 }
 

@@ -37,13 +37,14 @@ void fill_ternary(SplitMix64& rng, std::span<int8_t> out) {
 // The same values and scale whatever the type (TQ types, and I2_S with f16_scales, round the scale
 // to F16).
 models::GgufWriter::TensorFill ternary_fill(uint64_t seed, std::string name, uint64_t in, uint64_t n, GgmlType type,
-                                            bool f16_scales) {
-  return [seed, name = std::move(name), in, n, type, f16_scales](std::span<std::byte> out) {
+                                            bool f16_scales, float multiplier) {
+  return [seed, name = std::move(name), in, n, type, f16_scales, multiplier](std::span<std::byte> out) {
     SplitMix64 rng = stream_for(seed, name);
     std::vector<int8_t> values(n);
     fill_ternary(rng, values);
     float scale = static_cast<float>(1.0 / std::sqrt(2.0 / 3.0 * double(in)));
     if (f16_scales) scale = numerics::f16_to_f32(numerics::f32_to_f16(scale));
+    scale /= multiplier;
     if (type == GgmlType::I2_S) return models::i2s::pack_into(values, scale, out);
     const auto packed = models::tq::encode(type, values, scale);
     std::memcpy(out.data(), packed.data(), packed.size());
@@ -114,7 +115,8 @@ void add_tensor(models::GgufWriter& w, const models::BitNetTensorSpec& spec, con
   switch (spec.type) {
     case GgmlType::I2_S: {
       const bool f16 = o.f16_scales || models::tq::is_tq(o.weight_type);
-      w.add_tensor(spec.name, o.weight_type, spec.dims, ternary_fill(seed, spec.name, spec.dims[0], n, o.weight_type, f16));
+      w.add_tensor(spec.name, o.weight_type, spec.dims,
+                   ternary_fill(seed, spec.name, spec.dims[0], n, o.weight_type, f16, o.projection_multiplier));
       break;
     }
     case GgmlType::F32:
@@ -156,8 +158,16 @@ SyntheticModelOptions synthetic_preset(std::string_view name) {
   if (name == "falcon3-3b") return llama(22, 3072, 12, 4, 9216, 131072, 32768, 1000042.0f);
   if (name == "falcon3-7b") return llama(28, 3072, 12, 4, 23040, 131072, 32768, 1000042.0f);
   if (name == "falcon3-10b") return llama(40, 3072, 12, 4, 23040, 131072, 32768, 1000042.0f);
+  // 1bitLLM's bitnet_b1_58-large: dim and FFN verified in bitnet.cpp; 24 layers, 16 heads (a third-party
+  // table says 24), vocab 32002, ctx 2048 and RoPE base 10000 from unverified copies; tied head.
+  if (name == "bitnet-large") {
+    o.architecture = "bitnet";
+    o.dim = 1536, o.n_layers = 24, o.n_heads = 16, o.n_kv_heads = 16, o.ffn_dim = 4096;
+    o.vocab_size = 32002, o.context_length = 2048, o.rope_freq_base = 10000.0f;
+    return o;
+  }
   throw std::invalid_argument("unknown preset '" + std::string(name) +
-                              "' (known: tiny, 2b, llama3-8b, falcon3-1b, falcon3-3b, falcon3-7b, falcon3-10b)");
+                              "' (known: tiny, 2b, llama3-8b, falcon3-1b, falcon3-3b, falcon3-7b, falcon3-10b, bitnet-large)");
 }
 
 models::BitNetConfig synthetic_config(const SyntheticModelOptions& o) {
@@ -201,6 +211,9 @@ models::GgufWriter make_synthetic_model(const SyntheticModelOptions& options) {
   add_tokenizer(w, options.vocab_size);
   for (const auto& spec : models::bitnet_tensor_specs(config)) {
     if (spec.required) add_tensor(w, spec, options);
+    if (spec.type == GgmlType::I2_S && options.projection_multiplier != 1.0f)  // "blk.N.x.weight" -> "blk.N.x.scale"
+      w.add_tensor(spec.name.substr(0, spec.name.size() - 7) + ".scale", GgmlType::F32, {1},
+                   [k = options.projection_multiplier](std::span<std::byte> out) { std::memcpy(out.data(), &k, sizeof k); });
   }
   return w;
 }

@@ -43,6 +43,10 @@ struct SyntheticModelOptions {
   models::GgmlType weight_type = models::GgmlType::I2_S;
   bool f16_scales = false;
   bool untied_output = false;  // an output.weight (F16) of its own rather than the tied embedding
+  // Not 1: every projection's scale is divided by it and a `.scale` tensor (mainline llama.cpp's
+  // multiplier, models::projection_multiplier) holding it is written after the projection. A power
+  // of two gives the same weights as 1, exactly.
+  float projection_multiplier = 1.0f;
 };
 
 // "tiny": dim 512, 4 layers, 8/2 heads, FFN 1536, vocab 1000, ctx 256, RoPE base 10000 (a low
@@ -51,7 +55,8 @@ struct SyntheticModelOptions {
 // 128256, ctx 4096, RoPE base 500000; about 1.2 GB.
 // "llama3-8b", "falcon3-1b", "falcon3-3b", "falcon3-7b", "falcon3-10b": architecture `llama` at the
 // shapes of docs/model-family.md's table (Meta-Llama-3-8B's; Falcon3's head size 256, vocab 131072,
-// RoPE base 1000042), with an output.weight of their own; 2.4 to 4 GB.
+// RoPE base 1000042), with an output.weight of their own; 2.4 to 4 GB. "bitnet-large": 1bitLLM's
+// `bitnet` (SiLU, sub-norms) at dim 1536, 24 layers, 16 heads of 96, FFN 4096, vocab 32002.
 // Throws std::invalid_argument naming the known presets for any other name.
 SyntheticModelOptions synthetic_preset(std::string_view name);
 

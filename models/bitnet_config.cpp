@@ -1,6 +1,8 @@
 #include "models/bitnet_config.h"
 
 #include <cmath>
+#include <cstring>
+#include <unordered_set>
 #include <limits>
 
 #include <fmt/format.h>
@@ -224,19 +226,36 @@ std::vector<BitNetTensorSpec> bitnet_tensor_specs(const BitNetConfig& c) {
   if (!c.tied_output) specs.push_back({"output.weight", T::F16, {dim, vocab}});
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     const auto name = [l](std::string_view what) { return fmt::format("blk.{}.{}.weight", l, what); };
+    const auto projection = [&](std::string_view what, std::vector<uint64_t> dims) {
+      specs.push_back({name(what), T::I2_S, std::move(dims)});
+    };
     specs.push_back({name("attn_norm"), T::F32, {dim}});
-    specs.push_back({name("attn_q"), T::I2_S, {dim, dim}});
-    specs.push_back({name("attn_k"), T::I2_S, {dim, kv}});
-    specs.push_back({name("attn_v"), T::I2_S, {dim, kv}});
-    specs.push_back({name("attn_output"), T::I2_S, {dim, dim}});
+    projection("attn_q", {dim, dim});
+    projection("attn_k", {dim, kv});
+    projection("attn_v", {dim, kv});
+    projection("attn_output", {dim, dim});
     if (c.sub_norms) specs.push_back({name("attn_sub_norm"), T::F32, {dim}});
     specs.push_back({name("ffn_norm"), T::F32, {dim}});
-    specs.push_back({name("ffn_gate"), T::I2_S, {dim, ffn}});
-    specs.push_back({name("ffn_up"), T::I2_S, {dim, ffn}});
-    specs.push_back({name("ffn_down"), T::I2_S, {ffn, dim}});
+    projection("ffn_gate", {dim, ffn});
+    projection("ffn_up", {dim, ffn});
+    projection("ffn_down", {ffn, dim});
     if (c.sub_norms) specs.push_back({name("ffn_sub_norm"), T::F32, {ffn}});
   }
   return specs;
+}
+
+float projection_multiplier(const GgufFile& file, std::string_view weight_name) {
+  std::string_view base = weight_name;
+  for (std::string_view suffix : {".weight", ".scale"})
+    if (base.ends_with(suffix)) base.remove_suffix(suffix.size());
+  const GgufTensorInfo* t = file.find_tensor(std::string(base) + ".scale");
+  if (!t) return 1.0f;
+  const auto data = file.tensor_data(*t);
+  if (t->type != GgmlType::F32 || data.size() < sizeof(float))
+    throw BitNetConfigError(file.name(), {fmt::format("tensor \"{}\": expected one F32", t->name)});
+  float v;
+  std::memcpy(&v, data.data(), sizeof v);
+  return v;
 }
 
 void validate_bitnet_tensors(const BitNetConfig& config, const GgufFile& file) {
@@ -250,7 +269,8 @@ void validate_bitnet_tensors(const BitNetConfig& config, const GgufFile& file) {
         "key \"{}.block_count\": {} layers need at least {} tensors, but the file holds {}",
         config.architecture, config.n_layers, needed, file.tensors().size())});
   std::vector<std::string> problems;
-  for (const BitNetTensorSpec& spec : bitnet_tensor_specs(config)) {
+  const std::vector<BitNetTensorSpec> specs = bitnet_tensor_specs(config);
+  for (const BitNetTensorSpec& spec : specs) {
     const GgufTensorInfo* t = file.find_tensor(spec.name);
     if (!t) {
       if (spec.required)
@@ -271,12 +291,21 @@ void validate_bitnet_tensors(const BitNetConfig& config, const GgufFile& file) {
                                      shape_text(spec.dims), shape_text(t->dims)));
   }
   // What some files of the family may add and the graphs here do not apply: refused by name rather
-  // than silently ignored (mainline's per-projection multipliers, biases, Llama 3.1's RoPE factors).
+  // than silently ignored (biases, Llama 3.1's RoPE factors, a scale of no projection).
+  // Mainline's per-projection multipliers are read (projection_multiplier): one F32 each.
+  std::unordered_set<std::string> projections;
+  for (const BitNetTensorSpec& spec : specs)
+    if (spec.type == GgmlType::I2_S) projections.insert(spec.name.substr(0, spec.name.size() - 7));  // less ".weight"
   for (const GgufTensorInfo& t : file.tensors()) {
-    if (t.name.size() > 6 && t.name.ends_with(".scale"))
-      problems.push_back(fmt::format("tensor \"{}\": per-projection scale tensors (mainline llama.cpp's *.scale) are not "
-                                     "supported",
-                                     t.name));
+    if (t.name.size() > 6 && t.name.ends_with(".scale")) {
+      if (!projections.contains(std::string(t.name.substr(0, t.name.size() - 6))))
+        problems.push_back(fmt::format("tensor \"{}\": a scale tensor of no projection of this model", t.name));
+      else if (t.type != GgmlType::F32 || t.dims != std::vector<uint64_t>{1})
+        problems.push_back(fmt::format("tensor \"{}\": expected type F32 shape [1], found {} {}", t.name,
+                                       ggml_type_name(t.type), shape_text(t.dims)));
+      else if (!std::isfinite(projection_multiplier(file, t.name)))
+        problems.push_back(fmt::format("tensor \"{}\": the multiplier is not a finite number", t.name));
+    }
     if (t.name.size() > 5 && t.name.ends_with(".bias"))
       problems.push_back(fmt::format("tensor \"{}\": bias tensors are not supported", t.name));
     if (t.name == "rope_freqs.weight")

@@ -90,9 +90,15 @@ struct BitNetTensorSpec {
 
 // The tensors of a model with this config, in the order llama.cpp writes them: token_embd,
 // output_norm, (output.weight when !tied_output), then blk.N.* for every layer (the sub-norms
-// where the architecture has them). Writers of
-// synthetic models can use it as the list of what to write.
+// where the architecture has them). Writers of synthetic models can use it as the list of what to
+// write. A projection (I2_S) may be followed by its optional `.scale` (mainline llama.cpp's
+// multiplier: one F32, projection_multiplier).
 std::vector<BitNetTensorSpec> bitnet_tensor_specs(const BitNetConfig& config);
+
+// The multiplier mainline llama.cpp applies to a projection's output (`blk.N.attn_q.scale` for
+// `blk.N.attn_q.weight`, ...), 1 where the file has none. The loaders fold it into the
+// projection's per-tensor scale: y = acc / s * (scale * multiplier).
+float projection_multiplier(const GgufFile& file, std::string_view weight_name);
 
 // Checks every spec against the file: present, expected type, expected shape; output.weight is
 // optional (F16 or F32), and a projection (I2_S) may be TQ1_0 or TQ2_0 (models/formats/tq.h).

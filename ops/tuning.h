@@ -15,8 +15,9 @@ struct Tuning {
   uint32_t attn_output_rows_per_subgroup = 4;
   // Models at least wide_model_dim wide take these workgroup sizes for the norm-fused decode
   // projections (and gate/up): every workgroup quantizes the whole input vector, so a wider input
-  // wants fewer, larger workgroups. H100 (bench/RESULTS.md run 21): the Llama3-8B shape 416 -> 534
-  // tokens/s, Falcon3-10B 319 -> 361; the 2B (dim 2560) 859 -> 833 with them, so it keeps 256 / 128.
+  // wants fewer, larger workgroups. H100 (bench/RESULTS.md run 21): the Llama3-8B shape 416 -> 544
+  // tokens/s, Falcon3-10B 319 -> 369; the 2B (dim 2560) 859 -> 833 with them, so it keeps 256 / 128.
+  // Only on devices that run workgroups of wide_matvec_workgroup invocations.
   uint32_t wide_model_dim = 3072;
   uint32_t wide_matvec_workgroup = 512;
   uint32_t wide_gate_up_workgroup = 256;

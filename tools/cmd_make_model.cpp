@@ -20,9 +20,10 @@ constexpr const char* kUsage =
     "Writes a synthetic BitNet b1.58 model: real key and tensor names, I2_S projections, F32 norms,\n"
     "F16 embedding, a byte-level BPE vocabulary; the same options and seed give the same bytes.\n"
     "Presets: tiny (dim 512, 4 layers, 8/2 heads, FFN 1536, vocab 1000; the default), 2b (the 2B-4T\n"
-    "shape, ~1.2 GB), and the LLaMA-shaped llama3-8b, falcon3-1b, falcon3-3b, falcon3-7b, falcon3-10b\n"
-    "(architecture llama, an output.weight of their own; docs/model-family.md says where each number\n"
-    "comes from). Flags after --preset override its values. --weight-type writes the\n"
+    "shape, ~1.2 GB), the LLaMA-shaped llama3-8b, falcon3-1b, falcon3-3b, falcon3-7b, falcon3-10b\n"
+    "(architecture llama, an output.weight of their own) and bitnet-large (1bitLLM's bitnet);\n"
+    "docs/model-family.md says where each number comes from. Flags after --preset override its\n"
+    "values. --weight-type writes the\n"
     "projections in mainline llama.cpp's TQ2_0 or TQ1_0 instead (scales rounded to F16, as theirs are);\n"
     "--untied-output an LM head (output.weight) of its own. --arch writes another graph of the family:\n"
     "bitnet (1bitLLM's: SiLU) or llama (LLaMA-shaped: no sub-norms, SiLU, adjacent-pair RoPE).\n";
@@ -43,7 +44,7 @@ uint64_t parse_number(const std::string& flag, const std::string& text, uint64_t
 
 golden::SyntheticModelOptions parse_options(const Args& args, std::string& out) {
   golden::SyntheticModelOptions o = golden::synthetic_preset("tiny");
-  bool arch_given = false;
+  bool arch_given = false, untied_given = false;  // by the user, not by a preset
   const auto u32 = [](const std::string& flag, const std::string& v) {
     return static_cast<uint32_t>(parse_number(flag, v, std::numeric_limits<uint32_t>::max()));
   };
@@ -56,6 +57,7 @@ golden::SyntheticModelOptions parse_options(const Args& args, std::string& out) 
     }
     if (a == "--untied-output") {
       o.untied_output = true;
+      untied_given = true;
       o.preset = "custom";
       continue;
     }
@@ -71,7 +73,7 @@ golden::SyntheticModelOptions parse_options(const Args& args, std::string& out) 
       o.seed = before.seed;
       o.weight_type = before.weight_type;
       // --untied-output and --arch given before change the preset's graph: a custom model.
-      if (before.untied_output && !o.untied_output) o.untied_output = true, o.preset = "custom";
+      if (untied_given && !o.untied_output) o.untied_output = true, o.preset = "custom";
       if (arch_given && before.architecture != o.architecture) o.architecture = before.architecture, o.preset = "custom";
       continue;
     }

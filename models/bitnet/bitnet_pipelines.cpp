@@ -23,11 +23,11 @@ DecodeTuning own_workgroup(DecodeTuning t, uint32_t workgroup, uint32_t rows = 0
   return t;
 }
 
-DecodeTuning with_table(DecodeTuning t, const ops::Tuning& table, const models::BitNetConfig& c) {
+DecodeTuning with_table(DecodeTuning t, const ops::Tuning& table, const ops::OpTarget& target, const models::BitNetConfig& c) {
   auto fill = [](uint32_t& v, uint32_t from_table) {
     if (!v) v = from_table;
   };
-  if (c.dim >= table.wide_model_dim) {
+  if (c.dim >= table.wide_model_dim && target.max_workgroup_invocations >= table.wide_matvec_workgroup) {
     fill(t.workgroup, table.wide_matvec_workgroup);
     fill(t.gate_up_workgroup, table.wide_gate_up_workgroup);
     fill(t.attn_output_rows_per_subgroup, table.wide_attn_output_rows_per_subgroup);
@@ -73,7 +73,7 @@ ops::SplitKvTuning decode_attention_tuning(const DecodeTuning& t, const ops::Att
 BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c, uint32_t k,
                                  codegen::ShaderCache& cache, const DecodeTuning& requested, bool greedy_head)
     : target(ops::OpTarget::from(ctx.info())),
-      tuning(with_table(requested, ops::tuning_for(target), c)),
+      tuning(with_table(requested, ops::tuning_for(target), target, c)),
       dims{c.n_heads, c.n_kv_heads, c.head_dim},
       split(ops::lm_head_split(target, c.vocab_size, c.dim)),
       argmax_plan(ops::argmax_plan(target, c.vocab_size)),

@@ -24,28 +24,29 @@ class Uploader {
       : ctx_(ctx), ring_(ctx), file_(file), total_(total), progress_(progress),
         mapping_(in_place && weights_in_place(ctx.info()) ? file.mapping() : nullptr) {}
 
-  // A ternary tensor in TQ1_0/TQ2_0 is repacked into I2_S's layout, the one the kernels read.
+  // A tensor as stored (read in place where the device can), a norm or a projection in I2_S.
   rt::Buffer tensor(const std::string& name) {
     const models::GgufTensorInfo& info = file_.tensor(name);
     if (!models::tq::is_tq(info.type)) return bytes(name, file_.tensor_data(info));
-    file_.check_unchanged();  // a file cut short under us would fault on its lost pages
-    const auto packed = models::tq::to_i2s(info.type, file_.tensor_data(info), info.n_elements, name);
-    file_.done_reading(file_.tensor_data(info));
-    return counted(copied(name, packed), packed.size());
+    return projection(name, {}, 0);
   }
 
-  // A ternary tensor of `cols` columns with its rows in the order `from` (row r is the file's row
-  // from[r]): always a copy.
-  rt::Buffer reordered(const std::string& name, std::span<const uint32_t> from, uint32_t cols) {
+  // A ternary projection in I2_S's layout, the one the kernels read. A copy where it must change:
+  // TQ1_0/TQ2_0 repacked, rows taken in the order `from` (row r is the file's row from[r]; `cols`
+  // columns), or mainline's `.scale` multiplier folded into the per-tensor scale.
+  rt::Buffer projection(const std::string& name, std::span<const uint32_t> from, uint32_t cols) {
     const models::GgufTensorInfo& info = file_.tensor(name);
+    const float multiplier = models::projection_multiplier(file_, name);
+    const bool tq = models::tq::is_tq(info.type);
+    if (!tq && from.empty() && multiplier == 1.0f) return bytes(name, file_.tensor_data(info));
     file_.check_unchanged();  // a file cut short under us would fault on its lost pages
     const auto data = file_.tensor_data(info);
-    std::vector<std::byte> packed;
-    if (models::tq::is_tq(info.type)) packed = models::tq::to_i2s(info.type, data, info.n_elements, name);
-    const std::span<const std::byte> i2s = packed.empty() ? data : std::span<const std::byte>(packed);
-    auto rows = models::i2s::reorder_rows(i2s, from.size(), cols, from);
+    std::vector<std::byte> packed = tq ? models::tq::to_i2s(info.type, data, info.n_elements, name)
+                                       : std::vector<std::byte>(data.begin(), data.end());
+    if (!from.empty()) packed = models::i2s::reorder_rows(packed, from.size(), cols, from);
+    if (multiplier != 1.0f) models::i2s::set_scale(packed, info.n_elements, models::i2s::scale(packed, info.n_elements) * multiplier);
     file_.done_reading(data);
-    return counted(copied(name, rows), rows.size());
+    return counted(copied(name, packed), packed.size());
   }
 
   SplitMatrix split(const std::string& name, uint32_t rows, uint32_t cols, uint32_t rows_per_part) {
@@ -153,13 +154,13 @@ DeviceWeights upload_weights(rt::Context& ctx, const models::GgufFile& file, con
   const auto k_rows = reorder ? neox_tensor_rows(config, config.n_kv_heads) : std::vector<uint32_t>{};
   for (uint32_t l = 0; l < config.n_layers; ++l) {
     auto t = [&](const char* name) { return up.tensor(layer_tensor(l, name)); };
-    auto qk = [&](const char* name, const std::vector<uint32_t>& rows) {
-      return reorder ? up.reordered(layer_tensor(l, name), rows, config.dim) : t(name);
+    auto p = [&](const char* name, const std::vector<uint32_t>& rows = {}) {
+      return up.projection(layer_tensor(l, name), rows, config.dim);
     };
     auto sub_norm = [&](const char* name) { return config.sub_norms ? t(name) : rt::Buffer{}; };
-    w.layers.push_back(LayerWeights{t("attn_norm"), qk("attn_q", q_rows), qk("attn_k", k_rows), t("attn_v"),
-                                    t("attn_output"), sub_norm("attn_sub_norm"), t("ffn_norm"), t("ffn_gate"), t("ffn_up"),
-                                    t("ffn_down"), sub_norm("ffn_sub_norm")});
+    w.layers.push_back(LayerWeights{t("attn_norm"), p("attn_q", q_rows), p("attn_k", k_rows), p("attn_v"), p("attn_output"),
+                                    sub_norm("attn_sub_norm"), t("ffn_norm"), p("ffn_gate"), p("ffn_up"), p("ffn_down"),
+                                    sub_norm("ffn_sub_norm")});
   }
   w.bytes = up.finish();
   w.in_place_bytes = up.in_place();

@@ -117,6 +117,11 @@ float scale(std::span<const std::byte> packed, uint64_t n) {
   return s;
 }
 
+void set_scale(std::span<std::byte> packed, uint64_t n, float scale) {
+  check_size(packed, n);
+  std::memcpy(packed.data() + n / 4, &scale, sizeof scale);
+}
+
 void validate(std::span<const std::byte> packed, uint64_t n, std::string_view tensor_name) {
   try {
     check_size(packed, n);

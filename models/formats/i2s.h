@@ -45,6 +45,7 @@ void unpack_row(std::span<const std::byte> packed, uint64_t n, uint64_t row,
                 uint64_t row_length, std::span<int8_t> out);
 // The float32 scale stored at byte n/4.
 float scale(std::span<const std::byte> packed, uint64_t n);
+void set_scale(std::span<std::byte> packed, uint64_t n, float scale);
 
 // A [rows x row_length] tensor (row_length a multiple of 128, so a row is whole blocks) with its
 // rows in another order: row r of the result is row from[r] of `packed` (from.size() == rows, each

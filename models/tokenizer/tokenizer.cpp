@@ -1,6 +1,7 @@
 #include "models/tokenizer/tokenizer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <stdexcept>
 
@@ -16,6 +17,18 @@ namespace {
 
 bool is_special(TokenType t) {
   return t == TokenType::Control || t == TokenType::UserDefined || t == TokenType::Unknown;
+}
+
+// The byte of "<0xXX>" (two hex digits, either case), or none.
+std::optional<unsigned char> byte_of(const std::string& t) {
+  auto digit = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  if (t.size() != 6 || t.compare(0, 3, "<0x") != 0 || t[5] != '>' || digit(t[3]) < 0 || digit(t[4]) < 0) return std::nullopt;
+  return static_cast<unsigned char>(digit(t[3]) * 16 + digit(t[4]));
 }
 
 TokenType checked_type(int32_t value, std::size_t index) {
@@ -115,18 +128,17 @@ void Tokenizer::load_sentencepiece(const TokenizerSpec& spec) {
   texts_ = spec.tokens;
   bytes_.resize(n);
   types_.resize(n, TokenType::Normal);
-  std::fill(std::begin(byte_token_), std::end(byte_token_), -1);
   for (std::size_t i = 0; i < n; ++i) {
     if (!spec.token_types.empty()) types_[i] = checked_type(spec.token_types[i], i);
+    if (!std::isfinite(scores_.empty() ? 0.0f : scores_[i]))
+      fail("tokenizer.ggml.scores[" + std::to_string(i) + "] is not a finite number");
     const std::string& t = texts_[i];
     const auto id = static_cast<int32_t>(i);
-    id_by_text_.try_emplace(t, id);
+    id_by_text_.insert_or_assign(t, id);  // as llama.cpp: a text given twice means its last token
     if (types_[i] == TokenType::Byte) {
-      unsigned value = 0;
-      if (t.size() != 6 || t.compare(0, 3, "<0x") != 0 || t[5] != '>' || std::sscanf(t.c_str() + 3, "%2x", &value) != 1)
-        fail("tokenizer.ggml.tokens[" + std::to_string(i) + "] = '" + t + "' is a byte token, expected <0xXX>");
-      bytes_[i] = std::string(1, static_cast<char>(value));
-      if (byte_token_[value] < 0) byte_token_[value] = id;
+      const auto value = byte_of(t);
+      if (!value) fail("tokenizer.ggml.tokens[" + std::to_string(i) + "] = '" + t + "' is a byte token, expected <0xXX>");
+      bytes_[i] = std::string(1, static_cast<char>(*value));
     } else if (is_special(types_[i])) {
       bytes_[i] = t;
       if (!t.empty()) specials_by_first_byte_[static_cast<unsigned char>(t[0])].push_back({t, id});
@@ -136,16 +148,16 @@ void Tokenizer::load_sentencepiece(const TokenizerSpec& spec) {
       bytes_[i] = std::move(text);
     }
   }
+  // As llama.cpp's byte_to_token: the token whose text is "<0xXX>" (whatever its type), else a
+  // token of the byte itself.
   for (int b = 0; b < 256; ++b) {
-    if (byte_token_[b] >= 0) continue;
-    // llama.cpp falls back to a token of the byte itself.
-    if (const auto single = find_token(std::string(1, static_cast<char>(b)))) {
-      byte_token_[b] = *single;
-      continue;
-    }
     char name[7];
     std::snprintf(name, sizeof name, "<0x%02X>", b);
-    fail(std::string("tokenizer.ggml.tokens has no byte token ") + name + ": SentencePiece's byte fallback needs all 256");
+    const auto token = find_token(name);
+    const auto single = token ? token : find_token(std::string(1, static_cast<char>(b)));
+    if (!single)
+      fail(std::string("tokenizer.ggml.tokens has no byte token ") + name + ": SentencePiece's byte fallback needs all 256");
+    byte_token_[b] = *single;
   }
   for (auto& group : specials_by_first_byte_)
     std::stable_sort(group.begin(), group.end(),

@@ -47,8 +47,10 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& file) {
   spec.tokens = string_array(file, "tokenizer.ggml.tokens");
   spec.token_types = token_types(file);
   if (file.contains("tokenizer.ggml.merges")) spec.merges = string_array(file, "tokenizer.ggml.merges");
-  if (file.contains("tokenizer.ggml.scores")) spec.scores = file.get_array_of<float>("tokenizer.ggml.scores");
-  spec.add_space_prefix = file.find_as<bool>("tokenizer.ggml.add_space_prefix").value_or(true);
+  if (spec.model == "llama") {  // SentencePiece's own keys
+    if (file.contains("tokenizer.ggml.scores")) spec.scores = file.get_array_of<float>("tokenizer.ggml.scores");
+    spec.add_space_prefix = file.find_as<bool>("tokenizer.ggml.add_space_prefix").value_or(true);
+  }
   spec.bos_id = token_id(file, "tokenizer.ggml.bos_token_id").value_or(-1);
   spec.eos_id = token_id(file, "tokenizer.ggml.eos_token_id").value_or(-1);
   spec.eot_id = token_id(file, "tokenizer.ggml.eot_token_id");

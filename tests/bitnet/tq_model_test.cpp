@@ -1,6 +1,9 @@
-// Projections in mainline llama.cpp's ternary types (models/formats/tq.h) on the device, the tiny
-// synthetic model written as TQ2_0 and TQ1_0: repacked into I2_S's layout at load, they run as
-// the I2_S file of the same weights; a tensor with two scales is refused before anything loads.
+// Mainline llama.cpp's files on the device: projections in its ternary types (models/formats/tq.h),
+// the tiny synthetic model written as TQ2_0 and TQ1_0, repacked into I2_S's layout at load, run as
+// the I2_S file of the same weights; a tensor with two scales is refused before anything loads;
+// its per-projection `.scale` multipliers are folded into the projections' scales.
+#include <fmt/format.h>
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -70,6 +73,41 @@ TEST_F(TqModel, TqFilesRunAsTheI2sFileWithTheSameScales) {
     EXPECT_EQ(std::memcmp(reference[i].data(), reference[0].data(), reference[0].size() * 4), 0) << "reference, file " << i;
   }
   EXPECT_GT(std::set<int32_t>(tokens[0].begin(), tokens[0].end()).size(), 2u);
+}
+
+// Mainline's `bitnet` file with a `.scale` multiplier after every projection: each projection's
+// scale divided by 4 and the multiplier 4 (exact in binary) are the weights of the file without
+// them, so the device and the reference give that file's logits bit for bit, through the copy
+// path (a TQ2_0 file) and the I2_S one, with adjacent-pair RoPE's reordered rows too (llama).
+TEST_F(TqModel, ScaleTensorsFoldIntoTheProjectionsScales) {
+  const std::vector<int32_t> prompt = {990, 312, 626, 7, 41};
+  for (const char* arch : {"bitnet", "llama"})
+    for (models::GgmlType type : {models::GgmlType::I2_S, models::GgmlType::TQ2_0}) {
+      SCOPED_TRACE(std::string(arch) + " " + std::string(models::ggml_type_name(type)));
+      std::vector<std::vector<float>> logits, reference;
+      for (float k : {1.0f, 4.0f}) {
+        auto o = golden::synthetic_preset("tiny");
+        o.architecture = arch;
+        o.weight_type = type;
+        o.projection_multiplier = k;
+        const auto path = dir_ / fmt::format("scaled-{}-{}-{}.gguf", arch, models::ggml_type_name(type), k);
+        golden::write_synthetic_model(o, path);
+        const auto file = models::GgufFile::open(path);
+        EXPECT_EQ(file.find_tensor("blk.1.ffn_down.scale") != nullptr, k != 1.0f);
+        const auto config = models::BitNetConfig::from_gguf(file);
+        bitnet::BitNetModel model(ctx(), file, config);
+        model.prefill(prompt, 0);
+        logits.push_back(model.logits());
+        const auto weights = golden::ReferenceWeights::load(file);
+        golden::ReferenceModel ref(weights);
+        const golden::MatrixF all = ref.forward(prompt);
+        const auto last = all.row(all.rows - 1);
+        reference.emplace_back(last.begin(), last.end());
+      }
+      ASSERT_EQ(logits[1].size(), logits[0].size());
+      EXPECT_EQ(std::memcmp(logits[1].data(), logits[0].data(), logits[0].size() * 4), 0) << "device logits";
+      EXPECT_EQ(std::memcmp(reference[1].data(), reference[0].data(), reference[0].size() * 4), 0) << "reference";
+    }
 }
 
 // A TQ tensor whose blocks have different scales cannot take I2_S's one scale: the file is

@@ -76,6 +76,12 @@ TEST(SyntheticModel, LlamaShapedPresetsHaveTheTablesShapes) {
     EXPECT_EQ(c.ffn_dim, w.ffn);
     EXPECT_EQ(c.vocab_size, w.vocab);
   }
+  const models::BitNetConfig large = synthetic_config(synthetic_preset("bitnet-large"));
+  EXPECT_EQ(large.architecture, "bitnet");
+  EXPECT_TRUE(large.sub_norms);
+  EXPECT_EQ(large.ffn_activation, models::FfnActivation::Silu);
+  EXPECT_EQ(large.head_dim, 96u);
+  EXPECT_TRUE(large.tied_output);
 }
 
 TEST(SyntheticModel, BadShapesAreRejectedNamingTheOption) {

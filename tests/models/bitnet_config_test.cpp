@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <functional>
 #include <optional>
 
@@ -254,10 +256,31 @@ TEST(BitNetConfigErrors, NormOfWrongType) {
   expect_one_violation(m, "tensor \"output_norm.weight\": expected type F32, found F16");
 }
 
-TEST(BitNetConfigErrors, WhatTheGraphsDoNotApplyIsRefusedNotIgnored) {
+// Mainline llama.cpp's per-projection multipliers (`blk.N.<projection>.scale`, one F32) are read
+// (models::projection_multiplier); one of another tensor, of another shape or not finite is refused.
+TEST(BitNetConfigErrors, ScaleTensorsOfProjectionsAreReadAndOthersRefused) {
+  auto one = [](float v) {
+    return [v](std::span<std::byte> out) { std::memcpy(out.data(), &v, sizeof v); };
+  };
   TinyModel m;
-  m.extra = [](GgufWriter& w) { w.add_tensor("blk.0.ffn_up.scale", GgmlType::F32, {1}, [](std::span<std::byte>) {}); };
-  expect_one_violation(m, "tensor \"blk.0.ffn_up.scale\": per-projection scale tensors (mainline llama.cpp's *.scale) are not supported");
+  m.extra = [&](GgufWriter& w) { w.add_tensor("blk.0.ffn_up.scale", GgmlType::F32, {1}, one(2.5f)); };
+  EXPECT_TRUE(violations(m).empty());
+  const auto bytes = write(m);
+  const auto file = GgufFile::parse(bytes);
+  EXPECT_EQ(projection_multiplier(file, "blk.0.ffn_up.weight"), 2.5f);
+  EXPECT_EQ(projection_multiplier(file, "blk.0.ffn_down.weight"), 1.0f);
+  TinyModel norm;
+  norm.extra = [&](GgufWriter& w) { w.add_tensor("blk.0.attn_norm.scale", GgmlType::F32, {1}, one(2)); };
+  expect_one_violation(norm, "tensor \"blk.0.attn_norm.scale\": a scale tensor of no projection of this model");
+  TinyModel wide;
+  wide.extra = [&](GgufWriter& w) { w.add_tensor("blk.1.attn_q.scale", GgmlType::F32, {2}, one(2)); };
+  expect_one_violation(wide, "tensor \"blk.1.attn_q.scale\": expected type F32 shape [1], found F32 [2]");
+  TinyModel nan;
+  nan.extra = [&](GgufWriter& w) { w.add_tensor("blk.1.attn_q.scale", GgmlType::F32, {1}, one(std::nanf(""))); };
+  expect_one_violation(nan, "tensor \"blk.1.attn_q.scale\": the multiplier is not a finite number");
+}
+
+TEST(BitNetConfigErrors, WhatTheGraphsDoNotApplyIsRefusedNotIgnored) {
   TinyModel bias;
   bias.arch = "llama";
   bias.extra = [](GgufWriter& w) { w.add_tensor("blk.1.attn_q.bias", GgmlType::F32, {256}, [](std::span<std::byte>) {}); };

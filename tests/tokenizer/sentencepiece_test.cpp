@@ -4,6 +4,7 @@
 // token, byte tokens for characters outside the vocabulary.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -122,11 +123,17 @@ TEST(SentencePiece, ReadFromGgufKeysAndBadVocabulariesRefused) {
     }
   };
   TokenizerSpec no_byte = spec;
-  no_byte.token_types[3 + 0x80] = static_cast<int32_t>(TokenType::Normal);  // <0x80> no longer a byte token
+  no_byte.tokens[3 + 0x80] = "x80";  // no token "<0x80>" and none of the byte itself
+  no_byte.token_types[3 + 0x80] = static_cast<int32_t>(TokenType::Normal);
   refused(no_byte, "no byte token <0x80>");
-  TokenizerSpec bad_byte = spec;
-  bad_byte.tokens[3] = "<0xZZ>";
-  refused(bad_byte, "'<0xZZ>' is a byte token");
+  for (const char* bad : {"<0xZZ>", "<0x-1>", "<0x 5>", "<0x+F>", "<0x1>"}) {
+    TokenizerSpec bad_byte = spec;
+    bad_byte.tokens[3] = bad;
+    refused(bad_byte, std::string("'") + bad + "' is a byte token");
+  }
+  TokenizerSpec nan_score = spec;
+  nan_score.scores[270] = std::nanf("");
+  refused(nan_score, "tokenizer.ggml.scores[270] is not a finite number");
   TokenizerSpec short_scores = spec;
   short_scores.scores.pop_back();
   refused(short_scores, "tokenizer.ggml.scores has");
