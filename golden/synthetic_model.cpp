@@ -99,12 +99,16 @@ void add_hyperparameters(models::GgufWriter& w, const SyntheticModelOptions& o, 
 
 // The tokenizer keys as llama.cpp writes them for LLaMA-3 (and, like the BitNet file, no
 // tokenizer.ggml.pre: the reader must assume the LLaMA-3 split).
-void add_tokenizer(models::GgufWriter& w, uint32_t vocab_size) {
-  const models::TokenizerSpec vocab = make_synthetic_vocab(vocab_size);
-  w.add_string("tokenizer.ggml.model", "gpt2");
+void add_tokenizer(models::GgufWriter& w, uint32_t vocab_size, const std::string& model) {
+  if (model != "gpt2" && model != "llama")
+    throw std::invalid_argument("--tokenizer expects gpt2 or llama, got '" + model + "'");
+  const models::TokenizerSpec vocab =
+      model == "llama" ? make_synthetic_sentencepiece_vocab(vocab_size) : make_synthetic_vocab(vocab_size);
+  w.add_string("tokenizer.ggml.model", model);
   w.add_string_array("tokenizer.ggml.tokens", vocab.tokens);
   w.add_array<int32_t>("tokenizer.ggml.token_type", vocab.token_types);
-  w.add_string_array("tokenizer.ggml.merges", vocab.merges);
+  if (model == "gpt2") w.add_string_array("tokenizer.ggml.merges", vocab.merges);
+  if (model == "llama") w.add_array<float>("tokenizer.ggml.scores", vocab.scores);
   w.add_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(vocab.bos_id));
   w.add_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(vocab.eos_id));
 }
@@ -208,7 +212,7 @@ models::GgufWriter make_synthetic_model(const SyntheticModelOptions& options) {
   const models::BitNetConfig config = synthetic_config(options);
   models::GgufWriter w;
   add_hyperparameters(w, options, config);
-  add_tokenizer(w, options.vocab_size);
+  add_tokenizer(w, options.vocab_size, options.tokenizer);
   for (const auto& spec : models::bitnet_tensor_specs(config)) {
     if (spec.required) add_tensor(w, spec, options);
     if (spec.type == GgmlType::I2_S && options.projection_multiplier != 1.0f)  // "blk.N.x.weight" -> "blk.N.x.scale"

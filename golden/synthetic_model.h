@@ -47,6 +47,9 @@ struct SyntheticModelOptions {
   // multiplier, models::projection_multiplier) holding it is written after the projection. A power
   // of two gives the same weights as 1, exactly.
   float projection_multiplier = 1.0f;
+  // tokenizer.ggml.model: "gpt2" (byte-level BPE, as LLaMA 3 and BitNet 2B-4T) or "llama" (the same
+  // vocabulary as SentencePiece, as 1bitLLM's files: golden::make_synthetic_sentencepiece_vocab).
+  std::string tokenizer = "gpt2";
 };
 
 // "tiny": dim 512, 4 layers, 8/2 heads, FFN 1536, vocab 1000, ctx 256, RoPE base 10000 (a low

@@ -1,5 +1,6 @@
 #include "golden/synthetic_vocab.h"
 
+#include <cstdio>
 #include <deque>
 #include <map>
 #include <stdexcept>
@@ -171,6 +172,29 @@ models::TokenizerSpec make_synthetic_vocab(uint32_t vocab_size) {
   builder.learn_from(kCorpus);
   builder.fill_with_letter_strings();
   return std::move(builder).finish(vocab_size);
+}
+
+models::TokenizerSpec make_synthetic_sentencepiece_vocab(uint32_t vocab_size) {
+  models::TokenizerSpec spm = make_synthetic_vocab(vocab_size);
+  spm.model = "llama";
+  spm.merges.clear();
+  spm.scores.assign(spm.tokens.size(), 0.0f);
+  for (size_t i = 0; i < spm.tokens.size(); ++i) {
+    if (spm.token_types[i] != static_cast<int32_t>(models::TokenType::Normal)) continue;
+    const std::string bytes = models::byte_level_to_bytes(spm.tokens[i]);
+    if (bytes.size() == 1) {
+      char name[7];
+      std::snprintf(name, sizeof name, "<0x%02X>", static_cast<unsigned char>(bytes[0]));
+      spm.tokens[i] = name;
+      spm.token_types[i] = static_cast<int32_t>(models::TokenType::Byte);
+      continue;
+    }
+    std::string text;
+    for (char c : bytes) text += c == ' ' ? std::string("\xE2\x96\x81") : std::string(1, c);
+    spm.tokens[i] = text;
+    spm.scores[i] = -static_cast<float>(i);
+  }
+  return spm;
 }
 
 }  // namespace bdsl::golden

@@ -17,6 +17,12 @@ namespace bdsl::golden {
 // when vocab_size leaves no room for the byte tokens and the specials (minimum 266).
 models::TokenizerSpec make_synthetic_vocab(uint32_t vocab_size);
 
+// The same vocabulary as SentencePiece writes it (`tokenizer.ggml.model = "llama"`, 1bitLLM's
+// files): the same ids, the 256 byte tokens as "<0xXX>" (type 6), every other ordinary token as
+// its bytes with spaces written "▁" and the score -id (so earlier merges go first, as the BPE
+// ranks have it), the special tokens as they are.
+models::TokenizerSpec make_synthetic_sentencepiece_vocab(uint32_t vocab_size);
+
 // How many special tokens a vocabulary of this size ends with (LLaMA-3 has 256).
 uint32_t synthetic_special_count(uint32_t vocab_size);
 

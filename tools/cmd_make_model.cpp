@@ -16,7 +16,7 @@ constexpr const char* kUsage =
     "usage: bitnet-dsl make-model OUT.gguf [--preset NAME] [--dim N] [--layers N] [--heads N]\n"
     "                             [--kv-heads N] [--ffn N] [--vocab N] [--ctx N] [--rope-base F] [--seed S]\n"
     "                             [--weight-type i2_s|tq2_0|tq1_0] [--untied-output]\n"
-    "                             [--arch bitnet-b1.58|bitnet|llama]\n"
+    "                             [--arch bitnet-b1.58|bitnet|llama] [--tokenizer gpt2|llama]\n"
     "Writes a synthetic BitNet b1.58 model: real key and tensor names, I2_S projections, F32 norms,\n"
     "F16 embedding, a byte-level BPE vocabulary; the same options and seed give the same bytes.\n"
     "Presets: tiny (dim 512, 4 layers, 8/2 heads, FFN 1536, vocab 1000; the default), 2b (the 2B-4T\n"
@@ -26,7 +26,8 @@ constexpr const char* kUsage =
     "values. --weight-type writes the\n"
     "projections in mainline llama.cpp's TQ2_0 or TQ1_0 instead (scales rounded to F16, as theirs are);\n"
     "--untied-output an LM head (output.weight) of its own. --arch writes another graph of the family:\n"
-    "bitnet (1bitLLM's: SiLU) or llama (LLaMA-shaped: no sub-norms, SiLU, adjacent-pair RoPE).\n";
+    "bitnet (1bitLLM's: SiLU) or llama (LLaMA-shaped: no sub-norms, SiLU, adjacent-pair RoPE).\n"
+    "--tokenizer llama writes the vocabulary as SentencePiece (1bitLLM's files) instead of byte-level BPE.\n";
 
 uint64_t parse_number(const std::string& flag, const std::string& text, uint64_t max) {
   std::size_t used = 0;
@@ -72,6 +73,7 @@ golden::SyntheticModelOptions parse_options(const Args& args, std::string& out) 
       }
       o.seed = before.seed;
       o.weight_type = before.weight_type;
+      o.tokenizer = before.tokenizer;
       // --untied-output and --arch given before change the preset's graph: a custom model.
       if (untied_given && !o.untied_output) o.untied_output = true, o.preset = "custom";
       if (arch_given && before.architecture != o.architecture) o.architecture = before.architecture, o.preset = "custom";
@@ -85,6 +87,11 @@ golden::SyntheticModelOptions parse_options(const Args& args, std::string& out) 
       o.architecture = v;
       arch_given = true;
       o.preset = "custom";
+      continue;
+    }
+    if (a == "--tokenizer") {  // the same vocabulary in another form: still the preset
+      if (v != "gpt2" && v != "llama") throw UsageError("--tokenizer expects gpt2 or llama, got '" + v + "'");
+      o.tokenizer = v;
       continue;
     }
     if (a == "--weight-type") {  // the same weights in another format: still the preset

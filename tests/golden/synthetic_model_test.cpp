@@ -106,6 +106,18 @@ TEST(SyntheticVocab, TokenizesEnglishIntoWords) {
   EXPECT_EQ(tok.decode(ids), " the people");
 }
 
+// The SentencePiece form (1bitLLM's files): the same ids, the same words whole; "the people" takes
+// the space prefix SentencePiece puts in front of a prompt, so it is " the people" in BPE's terms.
+TEST(SyntheticVocab, TheSentencePieceFormTokenizesEnglishIntoTheSameWords) {
+  const models::Tokenizer bpe(make_synthetic_vocab(1000)), spm(make_synthetic_sentencepiece_vocab(1000));
+  EXPECT_EQ(spm.vocab_size(), 1000);
+  EXPECT_EQ(spm.bos_id(), bpe.bos_id());
+  const auto ids = spm.encode("the people", false);
+  EXPECT_EQ(ids, bpe.encode(" the people", false));
+  EXPECT_EQ(spm.decode(ids), " the people");
+  EXPECT_EQ(spm.token_type(int32_t(bpe.encode("a", false)[0])), models::TokenType::Byte);
+}
+
 TEST(SyntheticVocab, LargeVocabularyIsFullAndValid) {
   const auto spec = make_synthetic_vocab(20000);
   EXPECT_EQ(spec.tokens.size(), 20000u);
