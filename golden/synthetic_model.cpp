@@ -215,8 +215,8 @@ models::GgufWriter make_synthetic_model(const SyntheticModelOptions& options) {
   add_tokenizer(w, options.vocab_size, options.tokenizer);
   for (const auto& spec : models::bitnet_tensor_specs(config)) {
     if (spec.required) add_tensor(w, spec, options);
-    if (spec.type == GgmlType::I2_S && options.projection_multiplier != 1.0f)  // "blk.N.x.weight" -> "blk.N.x.scale"
-      w.add_tensor(spec.name.substr(0, spec.name.size() - 7) + ".scale", GgmlType::F32, {1},
+    if (spec.type == GgmlType::I2_S && options.projection_multiplier != 1.0f)
+      w.add_tensor(models::projection_scale_name(spec.name), GgmlType::F32, {1},
                    [k = options.projection_multiplier](std::span<std::byte> out) { std::memcpy(out.data(), &k, sizeof k); });
   }
   return w;

@@ -9,6 +9,7 @@
 
 #include "models/tokenizer/byte_unicode.h"
 #include "models/tokenizer/pretokenizer.h"
+#include "models/tokenizer/spm.h"
 
 namespace bdsl::golden {
 
@@ -189,9 +190,7 @@ models::TokenizerSpec make_synthetic_sentencepiece_vocab(uint32_t vocab_size) {
       spm.token_types[i] = static_cast<int32_t>(models::TokenType::Byte);
       continue;
     }
-    std::string text;
-    for (char c : bytes) text += c == ' ' ? std::string("\xE2\x96\x81") : std::string(1, c);
-    spm.tokens[i] = text;
+    spm.tokens[i] = models::spm_escape_spaces(bytes);
     spm.scores[i] = -static_cast<float>(i);
   }
   return spm;

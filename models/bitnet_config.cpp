@@ -244,18 +244,28 @@ std::vector<BitNetTensorSpec> bitnet_tensor_specs(const BitNetConfig& c) {
   return specs;
 }
 
-float projection_multiplier(const GgufFile& file, std::string_view weight_name) {
-  std::string_view base = weight_name;
-  for (std::string_view suffix : {".weight", ".scale"})
-    if (base.ends_with(suffix)) base.remove_suffix(suffix.size());
-  const GgufTensorInfo* t = file.find_tensor(std::string(base) + ".scale");
-  if (!t) return 1.0f;
-  const auto data = file.tensor_data(*t);
-  if (t->type != GgmlType::F32 || data.size() < sizeof(float))
-    throw BitNetConfigError(file.name(), {fmt::format("tensor \"{}\": expected one F32", t->name)});
+std::string projection_scale_name(std::string_view weight_name) {
+  if (weight_name.ends_with(".weight")) weight_name.remove_suffix(7);
+  return std::string(weight_name) + ".scale";
+}
+
+namespace {
+
+// The value of a one-element F32 tensor (a projection's multiplier).
+float single_f32(const GgufFile& file, const GgufTensorInfo& t) {
+  const auto data = file.tensor_data(t);
+  if (t.type != GgmlType::F32 || data.size() < sizeof(float))
+    throw BitNetConfigError(file.name(), {fmt::format("tensor \"{}\": expected one F32", t.name)});
   float v;
   std::memcpy(&v, data.data(), sizeof v);
   return v;
+}
+
+}  // namespace
+
+float projection_multiplier(const GgufFile& file, std::string_view weight_name) {
+  const GgufTensorInfo* t = file.find_tensor(projection_scale_name(weight_name));
+  return t ? single_f32(file, *t) : 1.0f;
 }
 
 void validate_bitnet_tensors(const BitNetConfig& config, const GgufFile& file) {
@@ -293,17 +303,17 @@ void validate_bitnet_tensors(const BitNetConfig& config, const GgufFile& file) {
   // What some files of the family may add and the graphs here do not apply: refused by name rather
   // than silently ignored (biases, Llama 3.1's RoPE factors, a scale of no projection).
   // Mainline's per-projection multipliers are read (projection_multiplier): one F32 each.
-  std::unordered_set<std::string> projections;
+  std::unordered_set<std::string> scale_names;
   for (const BitNetTensorSpec& spec : specs)
-    if (spec.type == GgmlType::I2_S) projections.insert(spec.name.substr(0, spec.name.size() - 7));  // less ".weight"
+    if (spec.type == GgmlType::I2_S) scale_names.insert(projection_scale_name(spec.name));
   for (const GgufTensorInfo& t : file.tensors()) {
     if (t.name.size() > 6 && t.name.ends_with(".scale")) {
-      if (!projections.contains(std::string(t.name.substr(0, t.name.size() - 6))))
+      if (!scale_names.contains(std::string(t.name)))
         problems.push_back(fmt::format("tensor \"{}\": a scale tensor of no projection of this model", t.name));
       else if (t.type != GgmlType::F32 || t.dims != std::vector<uint64_t>{1})
         problems.push_back(fmt::format("tensor \"{}\": expected type F32 shape [1], found {} {}", t.name,
                                        ggml_type_name(t.type), shape_text(t.dims)));
-      else if (!std::isfinite(projection_multiplier(file, t.name)))
+      else if (!std::isfinite(single_f32(file, t)))
         problems.push_back(fmt::format("tensor \"{}\": the multiplier is not a finite number", t.name));
     }
     if (t.name.size() > 5 && t.name.ends_with(".bias"))

@@ -99,6 +99,8 @@ std::vector<BitNetTensorSpec> bitnet_tensor_specs(const BitNetConfig& config);
 // `blk.N.attn_q.weight`, ...), 1 where the file has none. The loaders fold it into the
 // projection's per-tensor scale: y = acc / s * (scale * multiplier).
 float projection_multiplier(const GgufFile& file, std::string_view weight_name);
+// "blk.N.attn_q.weight" -> "blk.N.attn_q.scale": the multiplier's tensor name.
+std::string projection_scale_name(std::string_view weight_name);
 
 // Checks every spec against the file: present, expected type, expected shape; output.weight is
 // optional (F16 or F32), and a projection (I2_S) may be TQ1_0 or TQ2_0 (models/formats/tq.h).

@@ -118,8 +118,7 @@ float convert(GgmlType type, std::span<const std::byte> data, uint64_t n, std::s
 std::vector<std::byte> to_i2s(GgmlType type, std::span<const std::byte> data, uint64_t n, std::string_view tensor) {
   check_shape(type, data, n, tensor);
   std::vector<std::byte> out(i2s::packed_bytes(n));  // the codes, then the f32 scale at n / 4 and zero padding
-  const float scale = convert(type, data, n, tensor, reinterpret_cast<uint8_t*>(out.data()));
-  std::memcpy(out.data() + n / 4, &scale, sizeof scale);
+  i2s::set_scale(out, n, convert(type, data, n, tensor, reinterpret_cast<uint8_t*>(out.data())));
   return out;
 }
 

@@ -42,6 +42,20 @@ std::string spm_escape_spaces(std::string_view text) {
   return out;
 }
 
+std::string spm_unescape_spaces(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t at = 0; at < text.size();) {
+    if (text.compare(at, kSpace.size(), kSpace) == 0) {
+      out += ' ';
+      at += kSpace.size();
+    } else {
+      out += text[at++];
+    }
+  }
+  return out;
+}
+
 void spm_tokenize(std::string_view text, const SpmVocabulary& vocab, std::vector<int32_t>& out) {
   std::vector<Symbol> symbols;
   for (std::size_t at = 0; at < text.size();) {

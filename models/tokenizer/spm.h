@@ -21,7 +21,8 @@ struct SpmVocabulary {
 
 void spm_tokenize(std::string_view text, const SpmVocabulary& vocab, std::vector<int32_t>& out);
 
-// " " -> "▁", as llama.cpp's llama_escape_whitespace.
+// " " -> "▁", as llama.cpp's llama_escape_whitespace; and back ("▁" -> " ", llama_unescape_whitespace).
 std::string spm_escape_spaces(std::string_view text);
+std::string spm_unescape_spaces(std::string_view text);
 
 }  // namespace bdsl::models

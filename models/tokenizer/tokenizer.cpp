@@ -42,20 +42,27 @@ TokenType checked_type(int32_t value, std::size_t index) {
 }  // namespace
 
 Tokenizer::Tokenizer(const TokenizerSpec& spec) {
-  if (spec.model == "llama") {
-    load_sentencepiece(spec);
-    return;
-  }
-  if (spec.model != "gpt2") {
+  if (spec.model != "gpt2" && spec.model != "llama") {
     fail("tokenizer.ggml.model is '" + spec.model + "', expected 'gpt2' (byte-level BPE) or 'llama' (SentencePiece)");
   }
   // llama.cpp's names for the LLaMA-3 split; a missing key means the same (the BitNet file has none).
-  if (spec.pre && *spec.pre != "llama-bpe" && *spec.pre != "llama3" && *spec.pre != "llama-v3") {
+  if (spec.model == "gpt2" && spec.pre && *spec.pre != "llama-bpe" && *spec.pre != "llama3" && *spec.pre != "llama-v3") {
     fail("tokenizer.ggml.pre is '" + *spec.pre +
          "', only 'llama-bpe' (the LLaMA-3 split; also assumed when the key is missing) is supported");
   }
-  load_vocabulary(spec);
-  load_merges(spec.merges);
+  load_texts_and_types(spec);
+  if (spec.model == "llama") {
+    load_sentencepiece(spec);
+  } else {
+    load_vocabulary();
+    load_merges(spec.merges);
+  }
+  // Special tokens grouped by first byte, longest first (special_at takes the first that matches).
+  for (auto& group : specials_by_first_byte_) {
+    std::erase_if(group, [](const SpecialToken& s) { return s.text.empty(); });
+    std::stable_sort(group.begin(), group.end(),
+                     [](const SpecialToken& a, const SpecialToken& b) { return a.text.size() > b.text.size(); });
+  }
   load_special_ids(spec);
   chat_format_ = spec.chat_format;
 }
@@ -66,7 +73,7 @@ std::string Tokenizer::chat_prompt(const std::vector<ChatMessage>& messages, boo
   return apply_chat_template(chat_format_, messages, add_generation_prompt, bos, eos);
 }
 
-void Tokenizer::load_vocabulary(const TokenizerSpec& spec) {
+void Tokenizer::load_texts_and_types(const TokenizerSpec& spec) {
   const std::size_t n = spec.tokens.size();
   if (n == 0) fail("tokenizer.ggml.tokens is empty");
   if (!spec.token_types.empty() && spec.token_types.size() != n) {
@@ -76,11 +83,13 @@ void Tokenizer::load_vocabulary(const TokenizerSpec& spec) {
   texts_ = spec.tokens;
   bytes_.resize(n);
   types_.resize(n, TokenType::Normal);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!spec.token_types.empty()) types_[i] = checked_type(spec.token_types[i], i);
-    // Special tokens stand for their own text; ordinary ones are written in the byte alphabet.
-    bytes_[i] = is_special(types_[i]) ? texts_[i] : byte_level_to_bytes(texts_[i]);
-  }
+  for (std::size_t i = 0; i < n && !spec.token_types.empty(); ++i) types_[i] = checked_type(spec.token_types[i], i);
+}
+
+void Tokenizer::load_vocabulary() {
+  const std::size_t n = texts_.size();
+  // Special tokens stand for their own text; ordinary ones are written in the byte alphabet.
+  for (std::size_t i = 0; i < n; ++i) bytes_[i] = is_special(types_[i]) ? texts_[i] : byte_level_to_bytes(texts_[i]);
   std::fill(std::begin(byte_token_), std::end(byte_token_), -1);
   for (std::size_t i = 0; i < n; ++i) {
     const auto id = static_cast<int32_t>(i);
@@ -102,11 +111,6 @@ void Tokenizer::load_vocabulary(const TokenizerSpec& spec) {
            "'): a byte-level vocabulary needs all 256");
     }
   }
-  for (auto& group : specials_by_first_byte_) {
-    std::erase_if(group, [](const SpecialToken& s) { return s.text.empty(); });
-    std::stable_sort(group.begin(), group.end(),
-                     [](const SpecialToken& a, const SpecialToken& b) { return a.text.size() > b.text.size(); });
-  }
 }
 
 // SentencePiece: a token stands for its text with "▁" as a space; a byte token "<0xXX>" for that
@@ -114,22 +118,13 @@ void Tokenizer::load_vocabulary(const TokenizerSpec& spec) {
 void Tokenizer::load_sentencepiece(const TokenizerSpec& spec) {
   sentencepiece_ = true;
   add_space_prefix_ = spec.add_space_prefix;
-  const std::size_t n = spec.tokens.size();
-  if (n == 0) fail("tokenizer.ggml.tokens is empty");
-  if (!spec.token_types.empty() && spec.token_types.size() != n) {
-    fail("tokenizer.ggml.token_type has " + std::to_string(spec.token_types.size()) +
-         " entries, expected one per token (" + std::to_string(n) + ")");
-  }
+  const std::size_t n = texts_.size();
   if (!spec.scores.empty() && spec.scores.size() != n) {
     fail("tokenizer.ggml.scores has " + std::to_string(spec.scores.size()) + " entries, expected one per token (" +
          std::to_string(n) + ")");
   }
   scores_ = spec.scores;
-  texts_ = spec.tokens;
-  bytes_.resize(n);
-  types_.resize(n, TokenType::Normal);
   for (std::size_t i = 0; i < n; ++i) {
-    if (!spec.token_types.empty()) types_[i] = checked_type(spec.token_types[i], i);
     if (!std::isfinite(scores_.empty() ? 0.0f : scores_[i]))
       fail("tokenizer.ggml.scores[" + std::to_string(i) + "] is not a finite number");
     const std::string& t = texts_[i];
@@ -141,11 +136,9 @@ void Tokenizer::load_sentencepiece(const TokenizerSpec& spec) {
       bytes_[i] = std::string(1, static_cast<char>(*value));
     } else if (is_special(types_[i])) {
       bytes_[i] = t;
-      if (!t.empty()) specials_by_first_byte_[static_cast<unsigned char>(t[0])].push_back({t, id});
+      specials_by_first_byte_[static_cast<unsigned char>(t.empty() ? 0 : t[0])].push_back({t, id});
     } else {
-      std::string text = t;
-      for (std::size_t at; (at = text.find("\xE2\x96\x81")) != std::string::npos;) text.replace(at, 3, " ");
-      bytes_[i] = std::move(text);
+      bytes_[i] = spm_unescape_spaces(t);
     }
   }
   // As llama.cpp's byte_to_token: the token whose text is "<0xXX>" (whatever its type), else a
@@ -159,11 +152,6 @@ void Tokenizer::load_sentencepiece(const TokenizerSpec& spec) {
       fail(std::string("tokenizer.ggml.tokens has no byte token ") + name + ": SentencePiece's byte fallback needs all 256");
     byte_token_[b] = *single;
   }
-  for (auto& group : specials_by_first_byte_)
-    std::stable_sort(group.begin(), group.end(),
-                     [](const SpecialToken& a, const SpecialToken& b) { return a.text.size() > b.text.size(); });
-  load_special_ids(spec);
-  chat_format_ = spec.chat_format;
 }
 
 void Tokenizer::encode_sentencepiece(std::string_view fragment, bool after_special, std::vector<int32_t>& out) const {

@@ -95,7 +95,8 @@ class Tokenizer {
     int32_t id;
   };
 
-  void load_vocabulary(const TokenizerSpec& spec);
+  void load_texts_and_types(const TokenizerSpec& spec);  // both forms: texts_, types_, bytes_ sized
+  void load_vocabulary();                                // byte-level BPE's bytes and lookups
   void load_merges(const std::vector<std::string>& merges);
   void load_special_ids(const TokenizerSpec& spec);
   void check_id(int32_t id) const;
@@ -103,7 +104,7 @@ class Tokenizer {
   void encode_plain(std::string_view text, std::vector<int32_t>& out,
                     std::unordered_map<std::string_view, std::vector<int32_t>>& cache) const;
   void encode_word(std::string_view word, std::vector<int32_t>& out) const;
-  void load_sentencepiece(const TokenizerSpec& spec);
+  void load_sentencepiece(const TokenizerSpec& spec);  // SentencePiece's bytes, lookups and scores
   void encode_sentencepiece(std::string_view fragment, bool after_special, std::vector<int32_t>& out) const;
 
   bool sentencepiece_ = false;            // tokenizer.ggml.model = "llama"

@@ -24,20 +24,19 @@ struct Phase {
 };
 
 std::vector<Phase> phases(const OpTarget& t, const DecodeLayerShape& s, const DecodeLayerOptions& o) {
-  using C = detail::ProjectionCombine;
   const auto& d = s.dims;
   std::vector<Phase> p = {
-      {"attn_output", {{"w", s.dim}}, d.q_width(), C::Separate, o.residual, false,
+      {"attn_output", {{"w", s.dim}}, d.q_width(), detail::kSeparate, o.residual, false,
        ternary_matvec_workgroups(t, s.dim, o.residual)},
-      {"gate_up", {{"gate", s.ffn}, {"up", s.ffn}}, s.dim, C::Relu2Product, o.gate_up, false,
+      {"gate_up", {{"gate", s.ffn}, {"up", s.ffn}}, s.dim, GateActivation::Relu2, o.gate_up, false,
        ternary_matvec_workgroups(t, s.ffn, o.gate_up)},
-      {"ffn_down", {{"w", s.dim}}, s.ffn, C::Separate, o.residual, false, ternary_matvec_workgroups(t, s.dim, o.residual)},
+      {"ffn_down", {{"w", s.dim}}, s.ffn, detail::kSeparate, o.residual, false, ternary_matvec_workgroups(t, s.dim, o.residual)},
   };
   if (s.from_ffn_down) p.erase(p.begin(), p.begin() + 2);  // without next_qkv: ffn_down alone
   if (s.next_qkv) {
     MatvecOptions q = o.qkv;
     q.rows_per_subgroup = 4;
-    p.push_back({"qkv", {{"q", d.q_width()}, {"k", d.kv_width()}, {"v", d.kv_width()}}, s.dim, C::Separate, q, true,
+    p.push_back({"qkv", {{"q", d.q_width()}, {"k", d.kv_width()}, {"v", d.kv_width()}}, s.dim, detail::kSeparate, q, true,
                  ternary_matvec_qkv_rope_workgroups(t, d, q)});
   }
   const uint32_t wg = ternary_matvec_workgroup(t, p[0].options);

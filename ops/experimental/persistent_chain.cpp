@@ -24,7 +24,7 @@ Kernel persistent_chain_kernel(const OpTarget& target, const MatvecOptions& o, u
     site.step = step;
     site.coherent = true;
     if (p > 0) site.before_activations = [&, p] { sync.wait(base + kPhaseCounterStride * (p - 1), groups); };
-    detail::emit_ternary_projection(site, target, "chain", {{"w", dim}}, dim, detail::ProjectionCombine::Separate, o);
+    detail::emit_ternary_projection(site, target, "chain", {{"w", dim}}, dim, detail::kSeparate, o);
     if (p + 1 < phases) sync.signal(base + kPhaseCounterStride * p);
   }
   return k.build();

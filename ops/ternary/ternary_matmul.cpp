@@ -20,20 +20,20 @@ uint32_t ternary_matmul_token_tiles(uint32_t tokens, const MatmulOptions& option
 
 dsl::Kernel ternary_matmul(const OpTarget& target, uint32_t rows, uint32_t cols, MatmulOptions options) {
   return detail::build_ternary_projection(target, "ternary_matmul", {{"w", rows}}, cols,
-                                          detail::ProjectionCombine::Separate, options.projection, tile(options));
+                                          detail::kSeparate, options.projection, tile(options));
 }
 
 dsl::Kernel ternary_matmul_qkv(const OpTarget& target, uint32_t q_rows, uint32_t k_rows, uint32_t v_rows,
                                uint32_t cols, MatmulOptions options) {
   if (options.projection.add_residual) throw std::invalid_argument("ternary_matmul_qkv: no residual for Q, K and V");
   return detail::build_ternary_projection(target, "ternary_matmul_qkv", {{"q", q_rows}, {"k", k_rows}, {"v", v_rows}},
-                                          cols, detail::ProjectionCombine::Separate, options.projection, tile(options));
+                                          cols, detail::kSeparate, options.projection, tile(options));
 }
 
 dsl::Kernel ternary_matmul_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols, GateActivation activation,
                                    MatmulOptions options) {
   return detail::build_ternary_projection(target, "ternary_matmul_" + to_string(activation) + "_gate_up",
-                                          {{"gate", rows}, {"up", rows}}, cols, detail::gate_product_combine(activation),
+                                          {{"gate", rows}, {"up", rows}}, cols, activation,
                                           options.projection, tile(options));
 }
 

@@ -10,7 +10,6 @@
 namespace bdsl::ops {
 using namespace bdsl::dsl;
 
-using Combine = detail::ProjectionCombine;
 
 uint32_t ternary_matvec_workgroup(const OpTarget& target) { return ternary_matvec_workgroup(target, MatvecOptions{}); }
 
@@ -34,14 +33,14 @@ uint32_t ternary_matvec_workgroups(const OpTarget& target, uint32_t total_rows, 
 }
 
 Kernel ternary_matvec(const OpTarget& target, uint32_t rows, uint32_t cols, MatvecOptions options) {
-  return detail::build_ternary_projection(target, "ternary_matvec", {{"w", rows}}, cols, Combine::Separate, options, 0);
+  return detail::build_ternary_projection(target, "ternary_matvec", {{"w", rows}}, cols, detail::kSeparate, options, 0);
 }
 
 Kernel ternary_matvec_qkv(const OpTarget& target, uint32_t q_rows, uint32_t k_rows, uint32_t v_rows, uint32_t cols,
                           MatvecOptions options) {
   if (options.add_residual) throw std::invalid_argument("ternary_matvec_qkv: no residual for Q, K and V");
   return detail::build_ternary_projection(target, "ternary_matvec_qkv", {{"q", q_rows}, {"k", k_rows}, {"v", v_rows}},
-                                          cols, Combine::Separate, options, 0);
+                                          cols, detail::kSeparate, options, 0);
 }
 
 Kernel ternary_matvec_qkv_rope(const OpTarget& target, const AttentionDims& dims, uint32_t cols, uint32_t context,
@@ -50,7 +49,7 @@ Kernel ternary_matvec_qkv_rope(const OpTarget& target, const AttentionDims& dims
   options.rows_per_subgroup = 4;
   const detail::RopeKvEpilogue rope{dims, context};
   return detail::build_ternary_projection(target, "ternary_matvec_qkv", {{"q", dims.q_width()}, {"k", dims.kv_width()}, {"v", dims.kv_width()}},
-                                          cols, Combine::Separate, options, 0, &rope);
+                                          cols, detail::kSeparate, options, 0, &rope);
 }
 
 uint32_t ternary_matvec_qkv_rope_workgroups(const OpTarget& target, const AttentionDims& dims, MatvecOptions options) {
@@ -61,7 +60,7 @@ uint32_t ternary_matvec_qkv_rope_workgroups(const OpTarget& target, const Attent
 Kernel ternary_matvec_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols, GateActivation activation,
                               MatvecOptions options) {
   return detail::build_ternary_projection(target, "ternary_matvec_" + to_string(activation) + "_gate_up",
-                                          {{"gate", rows}, {"up", rows}}, cols, detail::gate_product_combine(activation), options, 0);
+                                          {{"gate", rows}, {"up", rows}}, cols, activation, options, 0);
 }
 
 

@@ -32,7 +32,6 @@ using detail::declare_prefetch;
 using detail::emit_row_dots;
 using detail::emit_row_word_dots;
 using detail::fill_prefetch;
-using detail::is_gate_product;
 using detail::kZeroQWords;
 using detail::Prefetch;
 using detail::QuadLoader;
@@ -44,7 +43,7 @@ using detail::WeightBuffer;
 uint32_t rows_per_subgroup(const std::string& what, const std::vector<Tensor>& tensors, Combine combine,
                            const MatvecOptions& o) {
   const uint32_t rs = std::max(1u, o.rows_per_subgroup);
-  for (size_t t = 0; combine == Combine::Separate && t + 1 < tensors.size(); ++t)
+  for (size_t t = 0; !combine && t + 1 < tensors.size(); ++t)
     if (tensors[t].rows % rs != 0)
       throw std::invalid_argument(what + ": rows_per_subgroup " + std::to_string(rs) + " does not divide the " +
                                   std::to_string(tensors[t].rows) + " rows of " + tensors[t].name);
@@ -138,7 +137,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
     y_q = activation("y_q", Access::Write, f32{});
     k_cache = activation("k_cache", Access::Write, u32{});
     v_cache = activation("v_cache", Access::Write, u32{});
-  } else if (is_gate_product(combine) || tensors.size() == 1)
+  } else if (combine || tensors.size() == 1)
     y.push_back(activation("y", out_access, f32{}));
   else
     for (const Tensor& t : tensors) y.push_back(activation("y_" + t.name, out_access, f32{}));
@@ -170,7 +169,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
   std::vector<uint32_t> offsets{0};
   for (const Tensor& t : tensors) offsets.push_back(offsets.back() + t.rows);
   // Gate and up share their rows: a row of the grid is one row of both.
-  const uint32_t total = is_gate_product(combine) ? tensors[0].rows : offsets.back();
+  const uint32_t total = combine ? tensors[0].rows : offsets.back();
   const uint32_t site_rows = site.rows_per_workgroup ? site.rows_per_workgroup : rows_per_wg;
   auto first = let("first_row", site.workgroup * site_rows);
   auto end = let("end_row", min(first + site_rows, total));
@@ -210,7 +209,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
     if (pass == 0) row0 = let("row0", first + k.subgroup_id() * rs);
     pass_rows.push_back(pass == 0 ? *row0 : let("row_pass", *row0 + stride * pass));
     auto readable = let("row0_read", min(pass_rows.back(), constant<u32>((total - 1) / rs * rs)));
-    const size_t weight_rows = rope ? 4 : is_gate_product(combine) ? 2 * rs : rs;
+    const size_t weight_rows = rope ? 4 : combine ? 2 * rs : rs;
     pres.push_back(declare_prefetch(k, chunk_unroll(units, target.subgroup_size, 1), weight_rows, tag, words));
     Prefetch* pre = &pres.back();
     pass_rotations.emplace_back();
@@ -221,7 +220,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
         for (const auto& r : rows) bases.push_back(r * units);
         fill_prefetch(k, *pre, std::vector<WeightBuffer>(4, w[t]), bases, units);
       });
-    } else if (is_gate_product(combine)) {
+    } else if (combine) {
       const auto [ws, bases] = gate_up_rows(rows_of(0, readable).first);
       fill_prefetch(k, *pre, ws, bases, units);
     } else {
@@ -246,7 +245,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
   // memory round trip overlaps the norm prologue instead of lengthening the epilogue. Only this
   // invocation writes these elements, so the value is the one the epilogue would have read.
   std::vector<Expr<f32>> residual0;
-  if (row0 && o.add_residual && combine == Combine::Separate && tensors.size() == 1)
+  if (row0 && o.add_residual && !combine && tensors.size() == 1)
     for (uint32_t r = 0; r < rs; ++r)
       residual0.push_back(let("residual" + std::to_string(r), y[0][min(*row0 + r, constant<u32>(total - 1))]));
 
@@ -381,7 +380,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
       }, *step, *rope_table, y_q, k_cache, v_cache, lane0, rotations);
       return;
     }
-    if (is_gate_product(combine)) {
+    if (combine) {
       auto [bases, valid] = rows_of(0, row);
       const auto [ws, all_bases] = gate_up_rows(bases);
       auto dots = row_dots(ws, all_bases, p);
@@ -391,7 +390,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
           const auto& du = dots[rs + r][i];
           auto gate = let("gate", project(dg, 0, i));
           auto up = let("up", project(du, 1, i));
-          auto product = let("gate_product", gate_product(detail::gate_activation_of(combine), gate, up));
+          auto product = let("gate_product", gate_product(*combine, gate, up));
           guarded(i, valid[r], [&] {
             auto at = out_index(i, row + r, tensors[0].rows);
             store(y[0], at, product);

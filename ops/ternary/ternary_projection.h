@@ -15,15 +15,10 @@
 
 namespace bdsl::ops::detail {
 
-// Separate: one output per tensor. Relu2Product / SiluProduct: gate and up, one output act(gate) * up.
-enum class ProjectionCombine { Separate, Relu2Product, SiluProduct };
-inline bool is_gate_product(ProjectionCombine c) { return c != ProjectionCombine::Separate; }
-inline ProjectionCombine gate_product_combine(GateActivation a) {
-  return a == GateActivation::Relu2 ? ProjectionCombine::Relu2Product : ProjectionCombine::SiluProduct;
-}
-inline GateActivation gate_activation_of(ProjectionCombine c) {
-  return c == ProjectionCombine::SiluProduct ? GateActivation::Silu : GateActivation::Relu2;
-}
+// How the tensors' rows combine: kSeparate, one output per tensor; an activation, gate and up
+// (the two tensors) give one output act(gate) * up.
+using ProjectionCombine = std::optional<GateActivation>;
+inline constexpr ProjectionCombine kSeparate = std::nullopt;
 
 // QKV with RoPE and the KV-cache write in the epilogue (decode): the tensors are q, k, v (or
 // only q, or only k and v); each subgroup takes rows (2m, 2m + 1, 2m + half, 2m + 1 + half) of

@@ -31,6 +31,15 @@ class TqModel : public DeviceTest {
 };
 fs::path TqModel::dir_;
 
+// The CPU reference's logits after the prompt (its last position).
+std::vector<float> reference_logits(const models::GgufFile& file, const std::vector<int32_t>& prompt) {
+  const auto weights = golden::ReferenceWeights::load(file);
+  golden::ReferenceModel ref(weights);
+  const golden::MatrixF all = ref.forward(prompt);
+  const auto last = all.row(all.rows - 1);
+  return {last.begin(), last.end()};
+}
+
 // Mainline llama.cpp's ternary types (models/formats/tq.h): the same weights written as TQ2_0 and
 // TQ1_0 (repacked into I2_S's layout at load) and as I2_S with the same F16-rounded scales give the
 // same logits, bit for bit, on the device and in the CPU reference, and the same tokens.
@@ -58,11 +67,7 @@ TEST_F(TqModel, TqFilesRunAsTheI2sFileWithTheSameScales) {
     });
     tokens.push_back(t);
     weight_bytes.push_back(model.weight_bytes());
-    const auto weights = golden::ReferenceWeights::load(file);
-    golden::ReferenceModel ref(weights);
-    const golden::MatrixF all = ref.forward(prompt);
-    const auto last = all.row(all.rows - 1);
-    reference.emplace_back(last.begin(), last.end());
+    reference.push_back(reference_logits(file, prompt));
   }
   for (size_t i = 1; i < 3; ++i) {
     EXPECT_EQ(tokens[i], tokens[0]) << "file " << i;
@@ -98,11 +103,7 @@ TEST_F(TqModel, ScaleTensorsFoldIntoTheProjectionsScales) {
         bitnet::BitNetModel model(ctx(), file, config);
         model.prefill(prompt, 0);
         logits.push_back(model.logits());
-        const auto weights = golden::ReferenceWeights::load(file);
-        golden::ReferenceModel ref(weights);
-        const golden::MatrixF all = ref.forward(prompt);
-        const auto last = all.row(all.rows - 1);
-        reference.emplace_back(last.begin(), last.end());
+        reference.push_back(reference_logits(file, prompt));
       }
       ASSERT_EQ(logits[1].size(), logits[0].size());
       EXPECT_EQ(std::memcmp(logits[1].data(), logits[0].data(), logits[0].size() * 4), 0) << "device logits";
