@@ -22,12 +22,13 @@ struct StepOutput {
 
 // Whether `sampling` draws over the whole vocabulary (top_k 0: no cut), not from the candidates.
 inline bool draws_over_vocabulary(const SamplerOptions& sampling) { return sampling.temperature > 0.0f && sampling.top_k == 0; }
+inline bool is_greedy(const SamplerOptions& sampling) { return sampling.temperature == 0.0f; }
 
 // The token `out` gives under `sampling` for position `counter`, picked on the host: the argmax,
 // models::Sampler over the candidates, or over every logit with top_k 0 (what the device sampler
 // picks). A draw over the vocabulary without out.logits throws std::logic_error.
 inline int32_t choose_on_host(const StepOutput& out, const SamplerOptions& sampling, uint32_t counter) {
-  if (sampling.temperature == 0.0f) return out.argmax;
+  if (is_greedy(sampling)) return out.argmax;
   if (draws_over_vocabulary(sampling)) {
     if (out.logits.empty()) throw std::logic_error("a draw over the whole vocabulary (top_k 0) needs the step's logits");
     return Sampler(sampling).sample_vocabulary(out.logits, counter);

@@ -17,6 +17,7 @@
 #include "ops/head/argmax.h"
 #include "ops/head/lm_head.h"
 #include "ops/head/lm_head_batch.h"
+#include "ops/head/lm_head_bounds_coopmat.h"
 #include "ops/head/lm_head_pruned.h"
 #include "ops/head/lm_head_shadow.h"
 #include "ops/head/sample_candidates.h"
@@ -150,6 +151,25 @@ const std::vector<CatalogEntry>& catalog() {
        [](T t) { return plan_lm_head_candidates(t, kVocab, kDim, lm_head_split(t, kVocab, kDim).rows_per_part).kernel; }},
       {"lm_head_candidates_final", "the same, its last workgroup picking the token and advancing the step (the model's)",
        [](T t) { return plan_lm_head_candidates(t, kVocab, kDim, lm_head_split(t, kVocab, kDim).rows_per_part, kContext).kernel; }},
+      {"lm_head_input_rows", "batched greedy head: the final norm and int8 x of every sequence",
+       [](T t) { return plan_lm_head_input(t, kDim, true).kernel; }},
+      {"lm_head_bounds_rows", "batched greedy head: each sequence's shadow bounds, the shadow read per sequence",
+       [](T t) { return plan_lm_head_bounds(t, kVocab, kDim, lm_head_split(t, kVocab, kDim).rows_per_part, true).kernel; }},
+      {"lm_head_bounds_coopmat", "batched greedy head: every sequence's bounds in one pass over the shadow, s8 x s8 -> s32 (16x8x32)",
+       [](T t) {
+         OpTarget with_tensor_cores = t;  // printable anywhere; runs where the device lists the shape
+         if (!lm_head_bounds_coopmat_shape(t)) {  // as on an NVIDIA GPU
+           with_tensor_cores.matrix_shapes = {MatrixShape{16, 8, 32}};
+           with_tensor_cores.subgroup_size = 32;
+           with_tensor_cores.max_shared_bytes = std::max(t.max_shared_bytes, 49152u);
+         }
+         return plan_lm_head_bounds_coopmat(with_tensor_cores, kVocab, kDim, 64).kernel;
+       }},
+      {"lm_head_candidate_rows", "batched greedy head: each sequence's exact logits of the rows that may win",
+       [](T t) {
+         return plan_lm_head_candidate_rows(t, kVocab, kDim, lm_head_split(t, kVocab, kDim).rows_per_part,
+                                            lm_head_bounds_workgroups(t, kVocab)).kernel;
+       }},
       {"lm_head_shadow", "greedy head: the int8 shadow of the F16 table, its scales and bounds (at load)",
        [](T t) { return plan_lm_head_shadow(t, kVocab, kDim, lm_head_split(t, kVocab, kDim).rows_per_part).kernel; }},
       {"lm_head_candidate_list", "sampled head: exact logits of the rows that may be among the 40 best, listed",

@@ -8,6 +8,7 @@
 #include "ops/head/argmax.h"
 #include "ops/head/lm_head.h"
 #include "ops/head/lm_head_batch.h"
+#include "ops/head/lm_head_bounds_coopmat.h"
 #include "ops/head/lm_head_coopmat.h"
 #include "ops/head/lm_head_pruned.h"
 #include "ops/head/lm_head_shadow.h"

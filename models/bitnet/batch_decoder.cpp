@@ -52,6 +52,9 @@ struct BitNetBatchDecoder::Lanes {
   rt::Buffer partials, counters, logits, arg_values, arg_indices, chosen, top_part_values, top_part_indices,
       top_values, top_indices, sample_params, sampled;
   rt::Buffer vocab_state, vocab_mass, vocab_part_values, vocab_part_indices;  // draws over the vocabulary (top_k 0)
+  // The pruned head's (x in int8, its stats, each lane's bounds), and the full head's argmax (its
+  // partials apart from the pruned head's, which the same tail may run).
+  rt::Buffer xq, head_stats, upper, lower, full_values, full_indices, full_best;
   uint64_t logits_stride = 0, cache_slot_bytes = 0;
   uint64_t bytes = 0;  // everything above
 };
@@ -70,7 +73,11 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
                                    1u, model.pipelines().attention_chunks)),
       head_on_tensor_cores_(options.tensor_core_head &&
                             ops::lm_head_coopmat_fits(model.pipelines().target, model.vocab_size(), model.config().dim,
-                                                      model.pipelines().split.parts)) {
+                                                      model.pipelines().split.parts)),
+      pruned_head_(options.pruned_head && model.greedy_head_ && ops::lm_head_pruned_supported(model.config().dim)),
+      bounds_on_tensor_cores_(pruned_head_ && options.tensor_core_head &&
+                              ops::lm_head_bounds_coopmat_fits(model.pipelines().target, model.vocab_size(), model.config().dim,
+                                                               uint32_t(model.greedy_head_->parts.size()))) {
   if (slots == 0) throw std::invalid_argument("a batch decoder needs at least one slot");
   const auto& t = model.pipelines().target;
   const auto& dims = model.pipelines().dims;
@@ -92,6 +99,13 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
     }
     batch.add(ops::plan_vocab_draw_partial(t, vocab), vocab_draw_partial_);
     batch.add(ops::plan_vocab_draw_final(t, vocab), vocab_draw_final_);
+  }
+  const uint32_t rows_per_part = model.pipelines().split.rows_per_part;
+  if (pruned_head_) {
+    batch.add(ops::plan_lm_head_input(t, model.config().dim, true), head_input_);
+    lower_count_ = bounds_on_tensor_cores_ ? ops::lm_head_bounds_coopmat_workgroups(t, vocab) : ops::lm_head_bounds_workgroups(t, vocab);
+    if (!bounds_on_tensor_cores_) batch.add(ops::plan_lm_head_bounds(t, vocab, model.config().dim, rows_per_part, true), head_bounds_);
+    batch.add(ops::plan_lm_head_candidate_rows(t, vocab, model.config().dim, rows_per_part, lower_count_), head_candidates_);
   }
   if (head_on_tensor_cores_)
     batch.add(ops::plan_pack_half(t), pack_half_);
@@ -161,6 +175,17 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
   L.arg_values = make(4ull * p.argmax_plan.groups * outs, "argmax partial values", f32);
   L.arg_indices = make(4ull * p.argmax_plan.groups * outs, "argmax partial indices", u32);
   L.chosen = make(4 * outs, "argmax tokens", u32, true);
+  L.full_values = make(4ull * p.argmax_plan.groups * outs, "full head's argmax partial values", f32);
+  L.full_indices = make(4ull * p.argmax_plan.groups * outs, "full head's argmax partial indices", u32);
+  L.full_best = make(4 * outs, "full head's argmax tokens", u32, true);
+  if (pruned_head_) {
+    const uint64_t xq_rows = bounds_on_tensor_cores_ ? ops::lm_head_bounds_coopmat_rows(t, slots) : outs;
+    L.xq = make(xq_rows * c.dim, "output norm in int8", std::nullopt);
+    L.xq.fill(0);  // rows past the lanes feed only bounds nobody reads
+    L.head_stats = make(16 * outs, "output norm stats", f32);
+    L.upper = make(L.logits_stride * outs, "upper bounds", f32);
+    L.lower = make(4ull * lower_count_ * outs, "lower bounds", f32);
+  }
   if (p.top_k) {
     L.top_part_values = make(4ull * p.top_k_plan.groups * p.top_k * outs, "top-k partial values", f32);
     L.top_part_indices = make(4ull * p.top_k_plan.groups * p.top_k * outs, "top-k partial indices", u32);
@@ -198,9 +223,18 @@ void BitNetBatchDecoder::record_all_buckets() {
     if (lanes == capacity_) break;
   }
   for (uint32_t rows = 1;; rows = std::min(rows * 2, slots_)) {
-    tail_for(rows, false);
+    // Every kind a step's outputs may need: greedy, sampled, both, with or without top_k 0.
+    for (bool greedy : {true, false})
+      for (bool full : {true, false})
+        for (bool vocabulary : {false, true})
+          if ((greedy || full) && (full || !vocabulary) && (top_k() || !vocabulary)) tail_for(rows, tail_kind(greedy, full, vocabulary));
     if (rows == slots_) break;
   }
+}
+
+BitNetBatchDecoder::TailKind BitNetBatchDecoder::tail_kind(bool greedy, bool full, bool vocabulary) const {
+  if (!pruned_head_) return {false, true, vocabulary};
+  return {greedy, full || !greedy, vocabulary};
 }
 
 BitNetBatchDecoder::Step& BitNetBatchDecoder::step_for(uint32_t lanes) {
@@ -216,14 +250,16 @@ BitNetBatchDecoder::Step& BitNetBatchDecoder::step_for(uint32_t lanes) {
   return steps_.back();
 }
 
-BitNetBatchDecoder::Tail& BitNetBatchDecoder::tail_for(uint32_t rows, bool vocabulary) {
+BitNetBatchDecoder::Tail& BitNetBatchDecoder::tail_for(uint32_t rows, TailKind kind) {
   for (auto& t : tails_)
-    if (t.rows == rows && t.vocabulary == vocabulary) return t;
-  Tail t{rows, vocabulary, std::nullopt, nullptr};
+    if (t.rows == rows && t.kind == kind) return t;
+  Tail t{rows, kind, std::nullopt, std::nullopt, nullptr};
   const auto& p = model_.pipelines();
-  if (head_on_tensor_cores_)
+  if (kind.full && head_on_tensor_cores_)
     t.head.emplace(ops::make_pipeline(ctx_, ops::plan_lm_head_coopmat(p.target, model_.vocab_size(), model_.config().dim, rows)));
-  t.graph = record_tail(rows, t.head ? &*t.head : nullptr, vocabulary);
+  if (kind.pruned && bounds_on_tensor_cores_)
+    t.bounds.emplace(ops::make_pipeline(ctx_, ops::plan_lm_head_bounds_coopmat(p.target, model_.vocab_size(), model_.config().dim, rows)));
+  t.graph = record_tail(rows, t);
   tails_.push_back(std::move(t));
   return tails_.back();
 }
@@ -257,9 +293,10 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes, const
   return graph;
 }
 
-// The tail, as the single-sequence graph runs it, for the first `rows` lanes (the lanes whose
-// outputs the step returns come first), after one norm over all of them.
-std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_tail(uint32_t rows, const ops::PlannedPipeline* head, bool vocabulary) {
+// The tail for the first `rows` lanes (the lanes whose outputs the step returns come first), a
+// grid row per lane: the final norm, then the pruned head's argmax (greedy outputs) and/or every
+// logit with its argmax, top-k and draws (the others).
+std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_tail(uint32_t rows, const Tail& tail) {
   const auto& c = model_.config();
   const auto& p = model_.pipelines();
   const auto& w = model_.weights_;
@@ -267,26 +304,53 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_tail(uint32_t rows, const 
   auto graph = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{timestamps_, fmt::format("batch tail of {}", rows)});
   rt::Graph& g = *graph;
   const float eps = c.rms_norm_eps;
-  p.output_norm.dispatch(g, {{"x", L.x}, {"weight", w.output_norm}, {"out", L.xn}}, rt::push(eps), rows);
-  // The LM head reads the table once for every row.
   const SplitMatrix& table = w.lm_head();
-  const uint32_t stride = uint32_t(L.logits_stride / 4);  // floats between two rows' logits
-  if (head) {
+  const uint32_t stride = uint32_t(L.logits_stride / 4);  // floats between two rows' logits (and upper bounds)
+  auto with_table = [&](std::vector<rt::Arg> args) {
+    for (size_t i = 0; i < table.parts.size(); ++i) args.push_back({"table" + std::to_string(i), table.parts[i]});
+    return args;
+  };
+  // The final norm: lm_head_input's xn is rms_norm's, bit for bit.
+  if (pruned_head_)
+    head_input_->dispatch(g, {{"x", L.x}, {"weight", w.output_norm}, {"xn", L.xn}, {"xq", L.xq}, {"stats", L.head_stats}},
+                          rt::push(eps), rows);
+  else
+    p.output_norm.dispatch(g, {{"x", L.x}, {"weight", w.output_norm}, {"out", L.xn}}, rt::push(eps), rows);
+  if (tail.kind.pruned) {
+    // Every lane's bounds from the int8 shadow (read once for all lanes on tensor cores), then
+    // each lane's rows that may win, exactly as lm_head computes them.
+    const GreedyHead& shadow = *model_.greedy_head_;
+    std::vector<rt::Arg> bounds = {{"xq", L.xq}, {"stats", L.head_stats}, {"scale", shadow.scale}, {"bound", shadow.bound},
+                                   {"upper", L.upper}, {"lower", L.lower}};
+    for (size_t i = 0; i < shadow.parts.size(); ++i) bounds.push_back({"table" + std::to_string(i), shadow.parts[i]});
+    if (tail.bounds)
+      tail.bounds->dispatch(g, bounds, rt::push(rows, stride), rows);
+    else
+      head_bounds_->dispatch(g, bounds, rt::push(stride), rows);
+    head_candidates_->dispatch(g, with_table({{"x", L.xn}, {"upper", L.upper}, {"lower", L.lower}, {"part_values", L.arg_values},
+                                              {"part_indices", L.arg_indices}}),
+                               rt::push(stride), rows);
+    argmax_final_.dispatch(g, {{"part_values", L.arg_values}, {"part_indices", L.arg_indices}, {"token", L.chosen}}, {}, rows);
+  }
+  if (!tail.kind.full) {
+    g.finish();
+    return graph;
+  }
+  // The LM head reads the table once for every row.
+  if (tail.head) {
     const uint32_t vec4s = ops::lm_head_coopmat_tokens(p.target, rows) * c.dim / 4;
     pack_half_->dispatch(g, {{"x", L.xn.slice(0, 16ull * vec4s)}, {"y", L.xh.slice(0, 8ull * vec4s)}}, rt::push(vec4s), vec4s);
-    head->dispatch(g, {{"x", L.xh}, {"table0", table.parts[0]}, {"logits", L.logits}}, rt::push(stride));
+    tail.head->dispatch(g, {{"x", L.xh}, {"table0", table.parts[0]}, {"logits", L.logits}}, rt::push(stride));
   } else {
-    std::vector<rt::Arg> args = {{"x", L.xn}, {"logits", L.logits}};
-    for (size_t i = 0; i < table.parts.size(); ++i) args.push_back({"table" + std::to_string(i), table.parts[i]});
-    lm_head_->dispatch(g, args, rt::push(rows, stride));
+    lm_head_->dispatch(g, with_table({{"x", L.xn}, {"logits", L.logits}}), rt::push(rows, stride));
   }
   // Every row's argmax (and candidates) in one dispatch per pass, a row of the grid per row.
-  argmax_partial_.dispatch(g, {{"values", L.logits}, {"part_values", L.arg_values}, {"part_indices", L.arg_indices}},
+  argmax_partial_.dispatch(g, {{"values", L.logits}, {"part_values", L.full_values}, {"part_indices", L.full_indices}},
                            rt::push(stride), rows);
   if (p.top_k)
     top_k_partial_->dispatch(g, {{"values", L.logits}, {"part_values", L.top_part_values}, {"part_indices", L.top_part_indices}},
                              rt::push(stride), rows);
-  argmax_final_.dispatch(g, {{"part_values", L.arg_values}, {"part_indices", L.arg_indices}, {"token", L.chosen}}, {}, rows);
+  argmax_final_.dispatch(g, {{"part_values", L.full_values}, {"part_indices", L.full_indices}, {"token", L.full_best}}, {}, rows);
   if (p.top_k)
     top_k_merge_->dispatch(g, {{"part_values", L.top_part_values}, {"part_indices", L.top_part_indices},
                                {"top_values", L.top_values}, {"top_indices", L.top_indices}},
@@ -295,16 +359,16 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_tail(uint32_t rows, const 
     sample_->dispatch(g, {{"top_values", L.top_values}, {"top_indices", L.top_indices}, {"params", L.sample_params},
                           {"token", L.sampled}},
                       {}, rows);
-  if (vocabulary) {
+  if (tail.kind.vocabulary) {
     // The rows that draw over every logit (top_k 0) replace sample_candidates' token with theirs;
     // the kernels leave the other rows alone.
     for (uint32_t pass = 0; pass < ops::kVocabPasses; ++pass) {
-      vocab_mass_histogram_[pass].dispatch(g, {{"logits", L.logits}, {"best", L.chosen}, {"params", L.sample_params},
+      vocab_mass_histogram_[pass].dispatch(g, {{"logits", L.logits}, {"best", L.full_best}, {"params", L.sample_params},
                                                {"state", L.vocab_state}, {"mass", L.vocab_mass}},
                                            rt::push(stride), rows);
       vocab_mass_select_[pass].dispatch(g, {{"params", L.sample_params}, {"mass", L.vocab_mass}, {"state", L.vocab_state}}, {}, rows);
     }
-    vocab_draw_partial_->dispatch(g, {{"logits", L.logits}, {"best", L.chosen}, {"params", L.sample_params}, {"state", L.vocab_state},
+    vocab_draw_partial_->dispatch(g, {{"logits", L.logits}, {"best", L.full_best}, {"params", L.sample_params}, {"state", L.vocab_state},
                                       {"part_values", L.vocab_part_values}, {"part_indices", L.vocab_part_indices}},
                                   rt::push(stride), rows);
     vocab_draw_final_->dispatch(g, {{"part_values", L.vocab_part_values}, {"part_indices", L.vocab_part_indices},
@@ -385,9 +449,17 @@ std::vector<models::StepOutput> BitNetBatchDecoder::decode(std::span<const Entry
   for (uint32_t i = 0, rest = outputs; i < batch.size(); ++i)
     if (last[batch[i].slot] != int64_t(i)) lane_of[i] = rest++;
   Step& step = step_for(bucket_for(uint32_t(batch.size())));
-  bool vocabulary = false;  // an output drawn over every logit (top_k 0): the tail that does it
-  for (size_t i = 0; i < batch.size(); ++i) vocabulary |= last[batch[i].slot] == int64_t(i) && models::draws_over_vocabulary(batch[i].sampling);
-  Tail& tail = tail_for(std::min(std::bit_ceil(outputs), slots_), vocabulary);
+  // The tail the outputs need: the pruned head for greedy ones, every logit for the others (and
+  // for returned candidates), the draw over them all for top_k 0.
+  bool greedy = false, full = options_.return_candidates, vocabulary = false;
+  for (size_t i = 0; i < batch.size(); ++i)
+    if (last[batch[i].slot] == int64_t(i)) {
+      const bool g = models::is_greedy(batch[i].sampling);
+      greedy |= g;
+      full |= !g;
+      vocabulary |= models::draws_over_vocabulary(batch[i].sampling);
+    }
+  Tail& tail = tail_for(std::min(std::bit_ceil(outputs), slots_), tail_kind(greedy, full, vocabulary));
   Lanes& L = *lanes_;
   // Lanes without an entry run at a position past the context: they write no cache row.
   std::vector<uint32_t> tokens(step.lanes, 0);
@@ -428,8 +500,12 @@ std::vector<models::StepOutput> BitNetBatchDecoder::decode(std::span<const Entry
       continue;
     }
     const uint64_t row = lane_of[i];
-    out[i].argmax = int32_t(L.chosen.download<uint32_t>(row * 4, 1)[0]);
-    out[i].token = sample_ ? int32_t(L.sampled.download<uint32_t>(row * 4, 1)[0]) : out[i].argmax;
+    // A greedy output's argmax is the pruned head's where the tail ran it; the others' (and every
+    // one without it) the full head's, whose logits they are drawn from.
+    const bool greedy_output = models::is_greedy(batch[i].sampling);
+    const rt::Buffer& argmax = tail.kind.pruned && greedy_output ? L.chosen : L.full_best;
+    out[i].argmax = int32_t(argmax.download<uint32_t>(row * 4, 1)[0]);
+    out[i].token = sample_ && !greedy_output ? int32_t(L.sampled.download<uint32_t>(row * 4, 1)[0]) : out[i].argmax;
     if (k && options_.return_candidates) {
       const auto ids = L.top_indices.download<uint32_t>(row * k * 4, k);
       out[i].top_ids.assign(ids.begin(), ids.end());
@@ -445,8 +521,9 @@ std::array<const rt::Graph*, 2> BitNetBatchDecoder::recorded(uint32_t bucket) co
   std::array<const rt::Graph*, 2> r{nullptr, nullptr};  // layers, tail
   for (const auto& s : steps_)
     if (s.lanes == bucket) r[0] = s.graph.get();
+  const TailKind greedy = tail_kind(true, false, false);  // a step of greedy outputs
   for (const auto& t : tails_)
-    if (t.rows == std::min(bucket, slots_) && !t.vocabulary) r[1] = t.graph.get();
+    if (t.rows == std::min(bucket, slots_) && t.kind == greedy) r[1] = t.graph.get();
   return r;
 }
 

@@ -63,6 +63,12 @@ struct BatchOptions {
   // CPU path does) where the device has them; else, or with false, lm_head_batch (lm_head's f32
   // arithmetic, bit for bit).
   bool tensor_core_head = true;
+  // Greedy outputs from the LM head's int8 shadow and the rows that may win (ops/head/
+  // lm_head_pruned.h; the bounds on int8 tensor cores where the device has them): the argmax of
+  // lm_head's exact f32 logits, as the single-sequence decode_greedy picks it, without every
+  // logit. Needs the model's shadow (ModelOptions::greedy_head); false, or without it: the argmax
+  // of the full head's logits.
+  bool pruned_head = true;
   // Lanes a step has beyond the slots, for prompt tokens; prompts of up to this many tokens may run
   // in steps (max_step_prompt). 0: every prompt goes through prefill().
   uint32_t prompt_lanes = 64;
@@ -116,16 +122,27 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
     std::unique_ptr<BlockProjections> projections;  // sized for this bucket (ProjectionChoice)
     std::unique_ptr<rt::Graph> graph;               // embedding and layers
   };
+  // What a tail computes. pruned: the pruned head's argmax (greedy outputs' tokens); full: every
+  // logit, its argmax (the other outputs' argmax) and the top-k and draws of sampled outputs;
+  // vocabulary: also the draw over every logit, for outputs with top_k 0.
+  struct TailKind {
+    bool pruned = false, full = true, vocabulary = false;
+    bool operator==(const TailKind&) const = default;
+  };
   struct Tail {
     uint32_t rows = 0;
-    bool vocabulary = false;  // also the draw over every logit, for outputs with top_k 0
-    std::optional<ops::PlannedPipeline> head;  // the tensor-core LM head for this many rows
+    TailKind kind;
+    std::optional<ops::PlannedPipeline> head;    // the tensor-core LM head for this many rows
+    std::optional<ops::PlannedPipeline> bounds;  // the pruned head's tensor-core bounds for this many rows
     std::unique_ptr<rt::Graph> graph;
   };
   Step& step_for(uint32_t lanes);
-  Tail& tail_for(uint32_t rows, bool vocabulary);
+  Tail& tail_for(uint32_t rows, TailKind kind);
+  // The tail a step's outputs need: `greedy`, whether any is greedy; `full`, whether any needs
+  // every logit (sampled, or candidates returned); `vocabulary`, whether any draws over them all.
+  TailKind tail_kind(bool greedy, bool full, bool vocabulary) const;
   std::unique_ptr<rt::Graph> record_step(uint32_t lanes, const BlockProjections& projections);
-  std::unique_ptr<rt::Graph> record_tail(uint32_t rows, const ops::PlannedPipeline* head, bool vocabulary);
+  std::unique_ptr<rt::Graph> record_tail(uint32_t rows, const Tail& tail);
   // The recordings a step of `bucket` lanes, all of them with outputs, runs: layers, tail (null:
   // not made yet).
   std::array<const rt::Graph*, 2> recorded(uint32_t bucket) const;
@@ -150,6 +167,11 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   ops::PlannedPipeline argmax_partial_, argmax_final_;           // a grid row per lane
   std::optional<ops::PlannedPipeline> top_k_partial_, top_k_merge_;  // with the model's top-k
   std::optional<ops::PlannedPipeline> sample_;  // each output's token under its entry's sampling
+  // The pruned head (BatchOptions::pruned_head), a grid row per lane: the final norm with x in int8,
+  // the bounds (here, or per tail on tensor cores) and the candidates' exact logits.
+  bool pruned_head_ = false, bounds_on_tensor_cores_ = false;
+  uint32_t lower_count_ = 0;  // lower bounds per lane that the bounds pass writes
+  std::optional<ops::PlannedPipeline> head_input_, head_bounds_, head_candidates_;
   // Outputs with top_k 0: the draw over every logit (ops/head/sample_vocabulary.h), a row each.
   std::vector<ops::PlannedPipeline> vocab_mass_histogram_, vocab_mass_select_;
   std::optional<ops::PlannedPipeline> vocab_draw_partial_, vocab_draw_final_;

@@ -19,11 +19,12 @@ namespace {
 
 // x . row over `words` table elements of `T` (u32: 2 halves, uvec4: 8 halves); every lane gets it.
 Expr<f32> row_dot_u32(KernelBuilder& k, const Buffer<u32>& table, const Buffer<f32>& x, Expr<u32> base,
-                      uint32_t words) {
+                      uint32_t words, const std::optional<Expr<u32>>& x_base) {
+  auto xi = [&](Expr<u32> i) { return x_base ? *x_base + i : i; };
   auto acc = k.var<f32>("acc", 0.0f);
   for_range(k.subgroup_invocation(), words, k.subgroup_size(), [&](Expr<u32> i) {
     auto e = let("e", unpack_half2x16(table[base + i]));
-    acc += e.x() * x[i * 2u] + e.y() * x[i * 2u + 1u];
+    acc += e.x() * x[xi(i * 2u)] + e.y() * x[xi(i * 2u + 1u)];
   }, "word");
   return subgroup_add(Expr<f32>(acc));
 }
@@ -32,7 +33,9 @@ Expr<f32> row_dot_u32(KernelBuilder& k, const Buffer<u32>& table, const Buffer<f
 // quads lane, lane + sg, ... in that order, then the subgroup adds the lanes. Each pass loads
 // every row's quad first.
 std::vector<Expr<f32>> row_dots_uvec4(KernelBuilder& k, const Buffer<uvec4>& table, const Buffer<vec4>& x,
-                                      const std::vector<Expr<u32>>& bases, uint32_t quads) {
+                                      const std::vector<Expr<u32>>& bases, uint32_t quads,
+                                      const std::optional<Expr<u32>>& x_base) {
+  auto xi = [&](Expr<u32> i) { return x_base ? *x_base + i : i; };
   std::vector<Var<f32>> acc;
   for (size_t r = 0; r < bases.size(); ++r) acc.push_back(k.var<f32>("acc", 0.0f));
   for_range(k.subgroup_invocation(), quads, k.subgroup_size(), [&](Expr<u32> i) {
@@ -41,8 +44,8 @@ std::vector<Expr<f32>> row_dots_uvec4(KernelBuilder& k, const Buffer<uvec4>& tab
     for (size_t r = 0; r < bases.size(); ++r) {
       auto a = let("h01", unpack_half2x16(t[r].x())), b = let("h23", unpack_half2x16(t[r].y()));
       auto c = let("h45", unpack_half2x16(t[r].z())), d = let("h67", unpack_half2x16(t[r].w()));
-      acc[r] += dot(make_vec<f32>(a.x(), a.y(), b.x(), b.y()), Expr<vec4>(x[i * 2u])) +
-                dot(make_vec<f32>(c.x(), c.y(), d.x(), d.y()), Expr<vec4>(x[i * 2u + 1u]));
+      acc[r] += dot(make_vec<f32>(a.x(), a.y(), b.x(), b.y()), Expr<vec4>(x[xi(i * 2u)])) +
+                dot(make_vec<f32>(c.x(), c.y(), d.x(), d.y()), Expr<vec4>(x[xi(i * 2u + 1u)]));
     }
   }, "quad");
   std::vector<Expr<f32>> dots;
@@ -51,8 +54,8 @@ std::vector<Expr<f32>> row_dots_uvec4(KernelBuilder& k, const Buffer<uvec4>& tab
 }
 
 Expr<f32> row_dot_uvec4(KernelBuilder& k, const Buffer<uvec4>& table, const Buffer<vec4>& x, Expr<u32> base,
-                        uint32_t quads) {
-  return row_dots_uvec4(k, table, x, {base}, quads)[0];
+                        uint32_t quads, const std::optional<Expr<u32>>& x_base) {
+  return row_dots_uvec4(k, table, x, {base}, quads, x_base)[0];
 }
 }  // namespace
 
@@ -72,7 +75,7 @@ void LmHeadRows::logit(KernelBuilder& k, Expr<u32> row, const std::function<void
   const uint32_t row_elems = wide ? dim / 8 : dim / 2;
   for_row_part(split, row, [&](uint32_t p, Expr<u32> local) {
     auto base = let("row_base", local * row_elems);
-    use(wide ? row_dot_uvec4(k, t4[p], *x4, base, row_elems) : row_dot_u32(k, t1[p], *x1, base, row_elems));
+    use(wide ? row_dot_uvec4(k, t4[p], *x4, base, row_elems, x_base) : row_dot_u32(k, t1[p], *x1, base, row_elems, x_base));
   });
 }
 
@@ -85,7 +88,7 @@ std::vector<Expr<f32>> LmHeadRows::logits(KernelBuilder& k, const std::vector<Ex
   const uint32_t quads = dim / 8;
   std::vector<Expr<u32>> bases;
   for (const Expr<u32>& row : rows) bases.push_back(let("row_base", row * quads));
-  return row_dots_uvec4(k, t4[0], *x4, bases, quads);
+  return row_dots_uvec4(k, t4[0], *x4, bases, quads, x_base);
 }
 
 LmHeadSplit lm_head_split(const OpTarget& target, uint32_t vocab, uint32_t dim) {

@@ -61,6 +61,9 @@ struct LmHeadRows {
   std::optional<dsl::Buffer<dsl::vec4>> x4;
   std::vector<dsl::Buffer<dsl::u32>> t1;
   std::vector<dsl::Buffer<dsl::uvec4>> t4;
+  // Where this x starts in its binding, in the binding's elements (vec4, or f32 where dim % 8 != 0):
+  // a batch's row of x. None: at 0.
+  std::optional<dsl::Expr<dsl::u32>> x_base = std::nullopt;
   // Row `row`'s logit (subgroup-uniform: every lane of the subgroup must run it) handed to `use`.
   void logit(dsl::KernelBuilder& k, dsl::Expr<dsl::u32> row, const std::function<void(dsl::Expr<dsl::f32>)>& use) const;
   // Whether logits() can take several rows at once: a table of one part, read as uvec4.

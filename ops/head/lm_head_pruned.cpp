@@ -48,23 +48,28 @@ Expr<i32> byte_dot(const Expr<u32>& a, const Expr<u32>& b, bool packed) {
   return (term(0) + term(1)) + (term(2) + term(3));
 }
 
-Kernel lm_head_input(const OpTarget& target, uint32_t dim) {
+Kernel lm_head_input(const OpTarget& target, uint32_t dim, bool rows) {
   if (!lm_head_pruned_supported(dim))
     throw std::invalid_argument("lm_head_input: dim " + std::to_string(dim) + " is not a multiple of 16");
   const uint32_t wg = rms_norm_workgroup(target);
-  KernelBuilder k("lm_head_input_" + std::to_string(dim), {wg, 1, 1});
+  KernelBuilder k("lm_head_input_" + std::to_string(dim) + (rows ? "_rows" : ""), {wg, 1, 1});
   auto x = k.buffer<f32>("x", Access::Read);
   auto weight = k.buffer<f32>("weight", Access::Read);
   auto xn = k.buffer<f32>("xn", Access::Write);
   auto xq = k.buffer<u32>("xq", Access::Write);
   auto stats = k.buffer<f32>("stats", Access::Write);
   auto eps = k.push<f32>("eps");
+  // With rows, row y of x, xn, xq and stats (an offset added only then: the single row's kernel
+  // stays as it was).
+  std::optional<Expr<u32>> row;
+  if (rows) row = let("row", k.workgroup_id().y());
+  auto in_row = [&](Expr<u32> i, uint32_t row_size) { return row ? *row * row_size + i : i; };
   // The final norm exactly as rms_norm computes it: lm_head_candidates reads this xn.
-  const RmsNormSlice s = emit_rms_norm_slice(k, target, x, weight, constant<u32>(0u), eps, dim);
+  const RmsNormSlice s = emit_rms_norm_slice(k, target, x, weight, in_row(constant<u32>(0u), dim), eps, dim);
   std::optional<Expr<f32>> amax;
   for (size_t u = 0; u < s.at.size(); ++u) {
     auto v = let("xn_value", s.normalized(u));
-    auto store = [&] { xn[s.at[u]] = v; };
+    auto store = [&] { xn[in_row(s.at[u], dim)] = v; };
     if (s.in[u])
       if_(*s.in[u], store);
     else
@@ -86,7 +91,7 @@ Kernel lm_head_input(const OpTarget& target, uint32_t dim) {
     auto readable = may_pass ? min(w, constant<u32>(words - 1)) : w;
     std::vector<Expr<f32>> e;
     for (uint32_t c = 0; c < 4; ++c)
-      e.push_back(let("e", (Expr<f32>(x[readable * 4u + c]) * s.inv) * Expr<f32>(weight[readable * 4u + c])));
+      e.push_back(let("e", (Expr<f32>(x[in_row(readable * 4u + c, dim)]) * s.inv) * Expr<f32>(weight[readable * 4u + c])));
     auto v = make_vec<f32>(e[0], e[1], e[2], e[3]);
     auto r = let("xr", clamp(round(v * inv_sx), make_vec<f32>(-127.0f, -127.0f, -127.0f, -127.0f),
                              make_vec<f32>(127.0f, 127.0f, 127.0f, 127.0f)));
@@ -95,9 +100,9 @@ Kernel lm_head_input(const OpTarget& target, uint32_t dim) {
     if (may_pass) {
       dv = select(w < words, dv, constant<f32>(0.0f));
       dd = select(w < words, dd, constant<f32>(0.0f));
-      if_(w < words, [&] { xq[w] = pack_i8x4(cast<ivec4>(r)); });
+      if_(w < words, [&] { xq[in_row(w, words)] = pack_i8x4(cast<ivec4>(r)); });
     } else {
-      xq[w] = pack_i8x4(cast<ivec4>(r));
+      xq[in_row(w, words)] = pack_i8x4(cast<ivec4>(r));
     }
     sq = sq ? *sq + dv : dv;
     res = res ? *res + dd : dd;
@@ -105,15 +110,15 @@ Kernel lm_head_input(const OpTarget& target, uint32_t dim) {
   // Both sums in one round.
   auto sums = workgroup_add<vec2>(k, k.shared<vec2>("sum_parts", wg), make_vec<f32>(*sq, *res), "sums");
   if_(lid == 0u, [&] {
-    stats[0u] = sx;
-    stats[1u] = sqrt(sums.x()) * 1.001f;
-    stats[2u] = sqrt(sums.y()) * 1.001f + 1e-30f;
-    stats[3u] = constant<f32>(0.0f);
+    stats[in_row(constant<u32>(0u), 4)] = sx;
+    stats[in_row(constant<u32>(1u), 4)] = sqrt(sums.x()) * 1.001f;
+    stats[in_row(constant<u32>(2u), 4)] = sqrt(sums.y()) * 1.001f + 1e-30f;
+    stats[in_row(constant<u32>(3u), 4)] = constant<f32>(0.0f);
   });
   return k.build();
 }
 
-Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part) {
+Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part, bool batch) {
   check(vocab, dim);
   const LmHeadSplit split = lm_head_split(target, vocab, dim, rows_per_part);
   const uint32_t wg = lm_head_workgroup(target);
@@ -121,7 +126,7 @@ Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint
   const uint32_t rows_per_wg = rows_per_workgroup(target, wg) * kRowsPerSubgroup;
   const bool packed = target.int_dot_product;
   KernelBuilder k("lm_head_bounds_" + std::to_string(vocab) + "x" + std::to_string(dim) + "_parts" + std::to_string(split.parts) +
-                      (packed ? "_sdot" : ""),
+                      (packed ? "_sdot" : "") + (batch ? "_rows" : ""),
                   {wg, 1, 1});
   auto x_q = k.buffer<uvec4>("xq", Access::Read);
   auto x_stats = k.buffer<f32>("stats", Access::Read);
@@ -131,6 +136,14 @@ Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint
   auto bound = k.buffer<vec2>("bound", Access::Read);
   auto upper = k.buffer<f32>("upper", Access::Write);
   auto lower = k.buffer<f32>("lower", Access::Write);
+  // With rows, x row y (its xq and stats) against every table row: upper at y * stride, lower at
+  // y * the workgroups (the offsets are added only then).
+  std::optional<Expr<u32>> x_row, upper_at;
+  if (batch) {
+    x_row = let("x_row", k.workgroup_id().y());
+    upper_at = let("upper_at", *x_row * k.push<u32>("stride"));
+  }
+  auto in_row = [&](Expr<u32> i, uint32_t row_size) { return x_row ? *x_row * row_size + i : i; };
 
   // Each lane takes the same 16-element quads of every row (lane, lane + sg, ...): its part of x~
   // (lm_head_input's int8 words, zero past the row) is loaded once and kept in registers, so a
@@ -147,15 +160,15 @@ Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint
   auto readable = [&](uint32_t j) { return valid[j] ? min(quad[j], constant<u32>(quads - 1)) : quad[j]; };
   std::vector<Expr<u32>> xq;
   for (uint32_t j = 0; j < per_lane; ++j) {
-    auto w = let("xq4", Expr<uvec4>(x_q[readable(j)]));
+    auto w = let("xq4", Expr<uvec4>(x_q[in_row(readable(j), dim / 16)]));
     for (uint32_t c = 0; c < 4; ++c) {
       Expr<u32> word = w.lane(c);
       xq.push_back(let("xq", valid[j] ? select(*valid[j], word, constant<u32>(0u)) : word));
     }
   }
-  auto sx = let("sx", Expr<f32>(x_stats[0u]));
-  auto norm = let("x_norm", Expr<f32>(x_stats[1u]));
-  auto res_norm = let("residual_norm", Expr<f32>(x_stats[2u]));
+  auto sx = let("sx", Expr<f32>(x_stats[in_row(constant<u32>(0u), 4)]));
+  auto norm = let("x_norm", Expr<f32>(x_stats[in_row(constant<u32>(1u), 4)]));
+  auto res_norm = let("residual_norm", Expr<f32>(x_stats[in_row(constant<u32>(2u), 4)]));
 
   auto first = let("first_row", k.workgroup_id().x() * rows_per_wg);
   auto end = let("end_row", min(first + rows_per_wg, vocab));
@@ -166,7 +179,7 @@ Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint
     auto approx = let("approx", (cast<f32>(dot_q) * Expr<f32>(scale[row])) * sx);
     auto c = let("bound", Expr<vec2>(bound[row]));
     auto margin = let("margin", c.x() * norm + c.y() * res_norm + abs(approx) * 1e-6f);
-    if_(row_valid ? lane == 0u && *row_valid : lane == 0u, [&] { upper[row] = approx + margin; });
+    if_(row_valid ? lane == 0u && *row_valid : lane == 0u, [&] { upper[upper_at ? *upper_at + row : row] = approx + margin; });
     auto low = approx - margin;
     best_lower = max(Expr<f32>(best_lower), row_valid ? select(*row_valid, low, constant<f32>(-INFINITY)) : low);
   };
@@ -209,7 +222,7 @@ Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint
     }, "row");
   }
   auto wg_lower = workgroup_max<f32>(k, k.shared<f32>("lower_parts", wg), Expr<f32>(best_lower), "wg_lower");
-  if_(k.local_index() == 0u, [&] { lower[k.workgroup_id().x()] = wg_lower; });
+  if_(k.local_index() == 0u, [&] { lower[in_row(k.workgroup_id().x(), lm_head_bounds_workgroups(target, vocab))] = wg_lower; });
   return k.build();
 }
 
@@ -247,7 +260,8 @@ uint32_t candidate_list_chunk(const OpTarget& target) { return lm_head_workgroup
 // lm_head_candidates, or with list_k lm_head_candidate_list.
 static Kernel candidates_kernel(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part,
                                 std::optional<uint32_t> final_advance, std::optional<EmbeddingShape> embed_next,
-                                std::optional<uint32_t> list_k) {
+                                std::optional<uint32_t> list_k, std::optional<uint32_t> rows_lower_count = std::nullopt) {
+  // rows_lower_count: lm_head_candidate_rows, x row y against lower bounds in rows of that many.
   if (embed_next && !final_advance) throw std::invalid_argument("lm_head_candidates: embed_next needs the final pass");
   if (list_k && final_advance) throw std::invalid_argument("lm_head_candidate_list: a list has no final pass");
   if (list_k && (*list_k == 0 || *list_k > kMaxTopK))
@@ -257,15 +271,29 @@ static Kernel candidates_kernel(const OpTarget& target, uint32_t vocab, uint32_t
   const LmHeadSplit split = lm_head_split(target, vocab, dim, rows_per_part);
   const ArgmaxPlan plan = argmax_plan(target, vocab);
   const uint32_t wg = lm_head_workgroup(target);
-  const uint32_t bound_groups = lm_head_bounds_workgroups(target, vocab);
-  KernelBuilder k((list_k ? "lm_head_candidate_list_" : "lm_head_candidates_") + std::to_string(vocab) + "x" +
-                      std::to_string(dim) + "_parts" + std::to_string(split.parts) + (list_k ? "_k" + std::to_string(*list_k) : "") +
-                      (final_advance ? (*final_advance ? "_final_advance" : "_final") : "") + (embed_next ? "_embed" : ""),
+  const bool batched = rows_lower_count.has_value();
+  if (batched && (list_k || final_advance)) throw std::logic_error("lm_head_candidate_rows: neither a list nor a final pass");
+  const uint32_t bound_groups = batched ? *rows_lower_count : lm_head_bounds_workgroups(target, vocab);
+  if (bound_groups == 0) throw std::invalid_argument("lm_head_candidate_rows: no lower bounds");
+  KernelBuilder k((list_k ? "lm_head_candidate_list_" : batched ? "lm_head_candidate_rows_" : "lm_head_candidates_") +
+                      std::to_string(vocab) + "x" + std::to_string(dim) + "_parts" + std::to_string(split.parts) +
+                      (list_k ? "_k" + std::to_string(*list_k) : "") +
+                      (final_advance ? (*final_advance ? "_final_advance" : "_final") : "") + (embed_next ? "_embed" : "") +
+                      (batched ? "_lower" + std::to_string(bound_groups) : ""),
                   {wg, 1, 1});
   auto [x1, x4, t1, t4] = lm_head_bindings(k, dim, split.parts);
-  const LmHeadRows rows{split, dim, x1, x4, t1, t4};
+  LmHeadRows rows{split, dim, x1, x4, t1, t4};
   auto upper = k.buffer<f32>("upper", Access::Read);
   auto lower = k.buffer<f32>("lower", Access::Read);
+  // Batched: x row y (rows.x_base), its upper bounds at y * stride, lower at y * bound_groups and
+  // its argmax partials at y * groups (argmax_final with rows reads them there).
+  std::optional<Expr<u32>> x_row, upper_at;
+  if (batched) {
+    x_row = let("x_row", k.workgroup_id().y());
+    upper_at = let("upper_at", *x_row * k.push<u32>("stride"));
+    rows.x_base = let("x_base", *x_row * (x4 ? dim / 4 : dim));
+  }
+  auto in_row = [&](Expr<u32> i, uint32_t row_size) { return x_row ? *x_row * row_size + i : i; };
   std::optional<Buffer<f32>> part_values, list_values;
   std::optional<Buffer<u32>> part_indices, params, list_indices, list_count;
   if (list_k) {
@@ -294,7 +322,7 @@ static Kernel candidates_kernel(const OpTarget& target, uint32_t vocab, uint32_t
   std::optional<Expr<f32>> local_lower;
   for (uint32_t j = 0; j * wg < bound_groups; ++j) {
     auto i = k.local_index() + j * wg;
-    Expr<f32> v = lower[min(i, constant<u32>(bound_groups - 1))];
+    Expr<f32> v = lower[in_row(min(i, constant<u32>(bound_groups - 1)), bound_groups)];
     if ((j + 1) * wg > bound_groups) v = select(i < bound_groups, v, constant<f32>(-INFINITY));
     local_lower = local_lower ? max(*local_lower, v) : v;
   }
@@ -322,7 +350,8 @@ static Kernel candidates_kernel(const OpTarget& target, uint32_t vocab, uint32_t
   for (uint32_t j = 0; j < batches; ++j) {
     bases.push_back(let("base", sg_first + batch * j));
     auto row = bases.back() + lane;
-    may_win.push_back(let("may_win", row < end && Expr<f32>(upper[min(row, constant<u32>(vocab - 1))]) >= floor_l));
+    auto at = min(row, constant<u32>(vocab - 1));
+    may_win.push_back(let("may_win", row < end && Expr<f32>(upper[upper_at ? *upper_at + at : at]) >= floor_l));
   }
   auto take = [&](Expr<f32> v, Expr<u32> candidate) {
     if_(argmax_beats(v, candidate, best_v, best_i), [&] {
@@ -405,8 +434,8 @@ static Kernel candidates_kernel(const OpTarget& target, uint32_t vocab, uint32_t
   // The workgroup's best over its subgroups (each subgroup's is uniform), ties to the lower index.
   auto [wv, wi] = workgroup_argmax_combine(k, wg, Expr<f32>(best_v), Expr<u32>(best_i));
   if_(k.local_index() == 0u, [&] {
-    (*part_values)[k.workgroup_id().x()] = wv;
-    (*part_indices)[k.workgroup_id().x()] = wi;
+    (*part_values)[in_row(k.workgroup_id().x(), plan.groups)] = wv;
+    (*part_indices)[in_row(k.workgroup_id().x(), plan.groups)] = wi;
   });
   if (final_advance) {
     // The last workgroup to finish runs argmax_final over every partial: one barrier-separated
@@ -445,6 +474,10 @@ Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, 
   return candidates_kernel(target, vocab, dim, rows_per_part, final_advance, embed_next, std::nullopt);
 }
 
+Kernel lm_head_candidate_rows(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part, uint32_t lower_count) {
+  return candidates_kernel(target, vocab, dim, rows_per_part, std::nullopt, std::nullopt, std::nullopt, lower_count);
+}
+
 uint32_t lm_head_candidate_list_workgroups(const OpTarget& target, uint32_t vocab) {
   return ceil_div(vocab, candidate_list_chunk(target));
 }
@@ -453,10 +486,21 @@ Kernel lm_head_candidate_list(const OpTarget& target, uint32_t vocab, uint32_t d
   return candidates_kernel(target, vocab, dim, rows_per_part, std::nullopt, std::nullopt, k);
 }
 
-Plan plan_lm_head_input(const OpTarget& target, uint32_t dim) { return {lm_head_input(target, dim), fixed_grid({1})}; }
+Plan plan_lm_head_input(const OpTarget& target, uint32_t dim, bool rows) {
+  if (rows) return {lm_head_input(target, dim, true), [](uint32_t count) { return rt::Grid{1, count}; }};
+  return {lm_head_input(target, dim), fixed_grid({1})};
+}
 
-Plan plan_lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part) {
-  return {lm_head_bounds(target, vocab, dim, rows_per_part), fixed_grid({lm_head_bounds_workgroups(target, vocab)})};
+Plan plan_lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part, bool rows) {
+  const uint32_t groups = lm_head_bounds_workgroups(target, vocab);
+  if (rows) return {lm_head_bounds(target, vocab, dim, rows_per_part, true), [groups](uint32_t count) { return rt::Grid{groups, count}; }};
+  return {lm_head_bounds(target, vocab, dim, rows_per_part), fixed_grid({groups})};
+}
+
+Plan plan_lm_head_candidate_rows(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part, uint32_t lower_count) {
+  const uint32_t groups = argmax_plan(target, vocab).groups;
+  return {lm_head_candidate_rows(target, vocab, dim, rows_per_part, lower_count),
+          [groups](uint32_t count) { return rt::Grid{groups, count}; }};
 }
 
 Plan plan_lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part,

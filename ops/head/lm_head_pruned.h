@@ -50,6 +50,18 @@
 //                                    leaves it so)
 //   grid: (lm_head_candidate_list_workgroups(target, vocab), 1, 1).
 //   Only rows whose logit reaches L are appended (below it, k' rows are above).
+//
+// With rows (a batch: many x against the same table, a row of the grid per x; each x's arithmetic
+// is the single x's, bit for bit):
+// lm_head_input(target, dim, true): x row y (of dim) in x, xn, xq (dim / 4 words) and stats (4).
+//   grid (1, rows).
+// lm_head_bounds(target, vocab, dim, rows_per_part, true): xq and stats row y; push stride (u32):
+//   upper[y * stride + r]; lower[y * lm_head_bounds_workgroups + g]. grid (workgroups, rows).
+// lm_head_candidate_rows(target, vocab, dim, rows_per_part, lower_count): lm_head_candidates for
+//   x row y (xn[y * dim ...]) against upper[y * stride + r] (push stride, u32) and lower bounds
+//   lower[y * lower_count ...] (whichever bounds pass wrote them: lm_head_bounds with rows, or
+//   ops/head/lm_head_bounds_coopmat.h), its partials at part_values[y * groups + g] for
+//   argmax_final with rows. grid (argmax_plan(target, vocab).groups, rows).
 // dim: a multiple of 16 (lm_head_pruned_supported).
 #pragma once
 #include <cstdint>
@@ -64,7 +76,7 @@ namespace bdsl::ops {
 
 bool lm_head_pruned_supported(uint32_t dim);
 uint32_t lm_head_bounds_workgroups(const OpTarget& target, uint32_t vocab);
-dsl::Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part);
+dsl::Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part, bool rows = false);
 // The final norm for the pruned head, once: xn exactly as rms_norm (ops/common/rms_norm.h) writes it (the
 // candidates read it), x~ = sx xq quantized as lm_head_bounds would, and the norms the bounds need.
 //   bindings  0 x       f32 read   [dim] (the residual stream)
@@ -73,7 +85,7 @@ dsl::Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim,
 //             3 xq      u32 write  [dim / 4]  int8, element 4w + j in byte j of word w
 //             4 stats   f32 write  [4]  sx, ||xn||_2 (1 + 1e-3), ||xn - x~||_2 (1 + 1e-3) + 1e-30, 0
 //   push eps (f32); grid (1, 1, 1) of rms_norm_workgroup(target) invocations.
-dsl::Kernel lm_head_input(const OpTarget& target, uint32_t dim);
+dsl::Kernel lm_head_input(const OpTarget& target, uint32_t dim, bool rows = false);
 // final_advance: the last workgroup to finish also runs argmax_final (ops/head/argmax.h) over every
 // workgroup's partial, with that advance_context (0: the token only), instead of a dispatch of
 // its own; bindings then add counter (u32 read-write [1], zero before the first dispatch and
@@ -84,12 +96,16 @@ dsl::Kernel lm_head_input(const OpTarget& target, uint32_t dim);
 dsl::Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part,
                                std::optional<uint32_t> final_advance = std::nullopt,
                                std::optional<EmbeddingShape> embed_next = std::nullopt);
+dsl::Kernel lm_head_candidate_rows(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part,
+                                   uint32_t lower_count);
 uint32_t lm_head_candidate_list_workgroups(const OpTarget& target, uint32_t vocab);
 dsl::Kernel lm_head_candidate_list(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part, uint32_t k);
 
 // The kernels with their grids (ops/plan.h).
-Plan plan_lm_head_input(const OpTarget& target, uint32_t dim);
-Plan plan_lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part);
+Plan plan_lm_head_input(const OpTarget& target, uint32_t dim, bool rows = false);
+Plan plan_lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part, bool rows = false);
+Plan plan_lm_head_candidate_rows(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part,
+                                 uint32_t lower_count);
 Plan plan_lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part,
                              std::optional<uint32_t> final_advance = std::nullopt,
                              std::optional<EmbeddingShape> embed_next = std::nullopt);

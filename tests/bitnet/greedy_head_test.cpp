@@ -13,6 +13,7 @@
 #include "ops/common/rms_norm.h"
 #include "ops/head/argmax.h"
 #include "ops/head/lm_head.h"
+#include "ops/head/lm_head_bounds_coopmat.h"
 #include "ops/head/lm_head_pruned.h"
 #include "ops/head/lm_head_shadow.h"
 #include "ops/head/sample_candidates.h"
@@ -303,6 +304,106 @@ TEST_F(GreedyHead, TheInputPassNormalizesAsRmsNormAndItsBoundsHold) {
       for (uint32_t r = 0; r < vocab; ++r) ASSERT_GE(u[r], l[r]) << "row " << r;
       EXPECT_EQ(pruned.download<uint32_t>()[0], full.download<uint32_t>()[0]);
     }
+}
+
+// The pruned head for a batch (lm_head_input and lm_head_bounds with rows, lm_head_candidate_rows,
+// argmax_final with rows; on int8 tensor cores lm_head_bounds_coopmat where the device has them):
+// every row's xn, int8 x, stats and upper bounds are the single row's kernels' bits, its largest
+// lower bound theirs, and its token the full head's argmax for that row alone. One row is zero
+// (every logit 0: the first row wins) and one copies another (the same token).
+TEST_F(HeadTest, TheBatchedPrunedHeadGivesEveryRowItsOwnArgmax) {
+  const uint32_t vocab = 9000, dim = 256, rows = 6;
+  const ops::OpTarget t = ops::OpTarget::from(ctx().info());
+  const ops::ArgmaxPlan plan = ops::argmax_plan(t, vocab);
+  const auto table = random_table(vocab, dim, 31);
+  const auto q = bitnet::quantize_rows_int8(table, vocab, dim);
+  std::vector<float> x = random_x(rows * dim, 32, 3.0f);
+  std::fill_n(x.begin() + 3 * dim, dim, 0.0f);
+  std::copy_n(x.begin(), dim, x.begin() + 5 * dim);
+  const auto weight_values = random_x(dim, 33, 0.5f);
+  const float eps = 1e-5f;
+  auto out = [&](uint64_t words, const char* name) { return rt::Buffer(ctx(), std::max<uint64_t>(words * 4, 4), {true, name}); };
+  for (uint32_t rows_per_part : {vocab, 4096u}) {
+    SCOPED_TRACE(testing::Message() << "rows per part " << rows_per_part);
+    const ops::LmHeadSplit split = ops::lm_head_split(t, vocab, dim, rows_per_part);
+    auto [f16_parts, int8_parts] = table_parts(table, q, split, vocab, dim);
+    rt::Buffer weight = buffer_of(weight_values, "weight"), scale = buffer_of(q.scale, "scale"), bound = buffer_of(q.bound, "bound");
+    const uint32_t groups = ops::lm_head_bounds_workgroups(t, vocab), stride = vocab + 7;
+    rt::Pipeline input = pipeline(ops::lm_head_input(t, dim)), bounds = pipeline(ops::lm_head_bounds(t, vocab, dim, rows_per_part));
+    rt::Pipeline candidates = pipeline(ops::lm_head_candidates(t, vocab, dim, rows_per_part));
+    rt::Pipeline final = pipeline(ops::argmax_final(t, vocab)), head = pipeline(ops::lm_head(t, vocab, dim, rows_per_part));
+    rt::Pipeline partial = pipeline(ops::argmax_partial(t, vocab));
+    auto with = [](std::vector<rt::BufferSlice> b, const std::vector<rt::Buffer>& parts, std::vector<rt::BufferSlice> after) {
+      for (auto& p : parts) b.push_back(p);
+      b.insert(b.end(), after.begin(), after.end());
+      return b;
+    };
+    // Each row alone: the single-row kernels, and the full head's argmax.
+    std::vector<std::vector<float>> xn1, stats1, upper1;
+    std::vector<std::vector<uint32_t>> xq1;
+    std::vector<float> lower1;
+    std::vector<uint32_t> full1;
+    for (uint32_t r = 0; r < rows; ++r) {
+      rt::Buffer raw = buffer_of(std::vector<float>(x.begin() + r * dim, x.begin() + (r + 1) * dim), "x");
+      rt::Buffer xn = out(dim, "xn"), xq = out(dim / 4, "xq"), stats = out(4, "stats"), upper = out(vocab, "upper");
+      rt::Buffer lower = out(groups, "lower"), logits = out(vocab, "logits"), pv = out(plan.groups, "pv"), pi = out(plan.groups, "pi");
+      rt::Buffer full = out(1, "full");
+      rt::Graph g(ctx());
+      g.dispatch(input, {raw, weight, xn, xq, stats}, rt::push(eps), rt::Grid{1});
+      g.dispatch(bounds, with({xq, stats}, int8_parts, {scale, bound, upper, lower}), rt::push(), rt::Grid{groups});
+      g.dispatch(head, with({xn}, f16_parts, {logits}), rt::push(), rt::Grid{ops::lm_head_workgroups(t, vocab)});
+      g.dispatch(partial, {logits, pv, pi}, rt::Grid{plan.groups});
+      g.dispatch(final, {pv, pi, full}, rt::Grid{1});
+      g.submit_and_wait();
+      xn1.push_back(xn.download<float>());
+      xq1.push_back(xq.download<uint32_t>());
+      stats1.push_back(stats.download<float>());
+      upper1.push_back(upper.download<float>());
+      const auto l = lower.download<float>();
+      lower1.push_back(*std::max_element(l.begin(), l.end()));
+      full1.push_back(full.download<uint32_t>()[0]);
+    }
+    EXPECT_EQ(full1[3], 0u) << "a zero x: every logit 0";
+    EXPECT_EQ(full1[5], full1[0]);
+    // All rows at once, the bounds from either pass.
+    const bool tensor_cores = ops::lm_head_bounds_coopmat_fits(t, vocab, dim, split.parts);
+    for (bool coopmat : {false, tensor_cores}) {
+      SCOPED_TRACE(testing::Message() << "bounds on tensor cores " << coopmat);
+      const uint32_t lower_count = coopmat ? ops::lm_head_bounds_coopmat_workgroups(t, vocab) : groups;
+      const uint32_t xq_rows = coopmat ? ops::lm_head_bounds_coopmat_rows(t, rows) : rows;
+      rt::Buffer raw = buffer_of(x, "x"), xn = out(rows * dim, "xn"), xq = out(xq_rows * dim / 4, "xq"), stats = out(rows * 4, "stats");
+      rt::Buffer upper = out(rows * stride, "upper"), lower = out(rows * lower_count, "lower");
+      rt::Buffer pv = out(rows * plan.groups, "pv"), pi = out(rows * plan.groups, "pi"), token = out(rows, "token");
+      const ops::PlannedPipeline input_rows = ops::make_pipeline(ctx(), ops::plan_lm_head_input(t, dim, true));
+      const ops::PlannedPipeline candidate_rows =
+          ops::make_pipeline(ctx(), ops::plan_lm_head_candidate_rows(t, vocab, dim, rows_per_part, lower_count));
+      const ops::PlannedPipeline final_rows = ops::make_pipeline(ctx(), ops::plan_argmax_final(t, vocab, 0, true));
+      const ops::PlannedPipeline bounds_rows = ops::make_pipeline(
+          ctx(), coopmat ? ops::plan_lm_head_bounds_coopmat(t, vocab, dim, rows) : ops::plan_lm_head_bounds(t, vocab, dim, rows_per_part, true));
+      rt::Graph g(ctx());
+      input_rows.dispatch(g, {{"x", raw}, {"weight", weight}, {"xn", xn}, {"xq", xq}, {"stats", stats}}, rt::push(eps), rows);
+      std::vector<rt::Arg> b = {{"xq", xq}, {"stats", stats}, {"scale", scale}, {"bound", bound}, {"upper", upper}, {"lower", lower}};
+      for (size_t i = 0; i < int8_parts.size(); ++i) b.push_back({"table" + std::to_string(i), int8_parts[i]});
+      bounds_rows.dispatch(g, b, coopmat ? rt::push(rows, stride) : rt::push(stride), rows);
+      b = {{"x", xn}, {"upper", upper}, {"lower", lower}, {"part_values", pv}, {"part_indices", pi}};
+      for (size_t i = 0; i < f16_parts.size(); ++i) b.push_back({"table" + std::to_string(i), f16_parts[i]});
+      candidate_rows.dispatch(g, b, rt::push(stride), rows);
+      final_rows.dispatch(g, {{"part_values", pv}, {"part_indices", pi}, {"token", token}}, {}, rows);
+      g.submit_and_wait();
+      const auto xn_all = xn.download<float>(), stats_all = stats.download<float>(), upper_all = upper.download<float>();
+      const auto lower_all = lower.download<float>();
+      const auto xq_all = xq.download<uint32_t>(), tokens = token.download<uint32_t>();
+      for (uint32_t r = 0; r < rows; ++r) {
+        SCOPED_TRACE(testing::Message() << "row " << r);
+        EXPECT_TRUE(std::equal(xn1[r].begin(), xn1[r].end(), xn_all.begin() + r * dim));
+        EXPECT_TRUE(std::equal(xq1[r].begin(), xq1[r].end(), xq_all.begin() + r * dim / 4));
+        EXPECT_TRUE(std::equal(stats1[r].begin(), stats1[r].end(), stats_all.begin() + r * 4));
+        EXPECT_TRUE(std::equal(upper1[r].begin(), upper1[r].end(), upper_all.begin() + size_t(r) * stride)) << "upper bounds";
+        EXPECT_EQ(*std::max_element(lower_all.begin() + r * lower_count, lower_all.begin() + (r + 1) * lower_count), lower1[r]);
+        EXPECT_EQ(tokens[r], full1[r]);
+      }
+    }
+  }
 }
 
 // The same table and x through both of sampling's heads, for each params row: the full one
