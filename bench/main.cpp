@@ -43,6 +43,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
     else if (a == "--batch-coop-rows") o.batch.coop_row_subgroups = uint32_t(std::stoul(value()));
     else if (a == "--batch-coop-tokens") o.batch.coop_token_subgroups = uint32_t(std::stoul(value()));
     else if (a == "--batch-f32-head") o.batch.tensor_core_head = false;
+    else if (a == "--batch-full-head") o.batch.pruned_head = false;
     else if (a == "--batch-prompt-lanes") o.batch.prompt_lanes = uint32_t(std::stoul(value()));
     else if (a == "--batch-norm-fused-max") o.batch.norm_fused_max_tokens = std::stoi(value());
     else if (a == "--batch-coop-double-buffer") o.batch.coop_double_buffer = int(std::stoul(value()));
@@ -71,7 +72,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "                        [--attention-positions-per-pass N] [--attention-defer N]\n"
                   "                        [--attn-output-workgroup N] [--attn-output-rows N]\n"
                   "                        [--batch-subgroup-max N] [--batch-coop-rows N] [--batch-coop-tokens N]\n"
-                  "                        [--batch-f32-head] [--batch-attention-chunks N]\n"
+                  "                        [--batch-f32-head] [--batch-full-head] [--batch-attention-chunks N]\n"
                   "                        [--batch-coop-double-buffer 0|1] [--batch-attention-head-split N]\n"
                   "                        [--batch-attention-positions N] [--batch-prompt-lanes N]\n"
                   "                        [--batch-norm-fused-max N]\n"
@@ -95,7 +96,9 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "    tensor cores; --batch-coop-rows, --batch-coop-tokens: the tensor-core tile's subgroups\n"
                   "    along the rows (16 rows each) and across the step's tokens; --batch-coop-double-buffer:\n"
                   "    its two-stage variant (1) or not (0)\n"
-                  "  --batch-f32-head: the LM head as lm_head_batch (f32 x) instead of on tensor cores\n"
+                  "  --batch-f32-head: the LM head as lm_head_batch (f32 x) instead of on tensor cores, and the\n"
+                  "    pruned head's bounds per sequence instead of on int8 tensor cores\n"
+                  "  --batch-full-head: greedy outputs from the full LM head's argmax, not the pruned head\n"
                   "  --batch-attention-chunks: each sequence's positions in at most N chunks;\n"
                   "    --batch-attention-head-split: workgroups per KV head; --batch-attention-positions:\n"
                   "    positions each row group reads per pass\n"

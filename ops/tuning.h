@@ -35,6 +35,10 @@ struct Tuning {
   // The batched LM head's workgroup (ops/head/lm_head_batch.h). 1024 spilled its rows' registers
   // on the H100 (46 ms against 5.7 at B = 64, bench/RESULTS.md run 12).
   uint32_t lm_head_batch_workgroup = 256;
+  // Batched decode's pruned LM head: tails of at least this many lanes take their bounds from
+  // one pass over the int8 shadow on tensor cores (ops/head/lm_head_bounds_coopmat.h), smaller
+  // ones from lm_head_bounds with rows (the shadow read once per lane, the decode graph's kernel).
+  uint32_t batch_head_coopmat_min_rows = 2;
   // Top-k's workgroup (ops/head/top_k.h).
   uint32_t top_k_workgroup = 1024;
   // Tensor-core projections take 64-row tiles where the rows or the reduction are longer than

@@ -102,10 +102,13 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
   }
   const uint32_t rows_per_part = model.pipelines().split.rows_per_part;
   if (pruned_head_) {
-    batch.add(ops::plan_lm_head_input(t, model.config().dim, true), head_input_);
-    lower_count_ = bounds_on_tensor_cores_ ? ops::lm_head_bounds_coopmat_workgroups(t, vocab) : ops::lm_head_bounds_workgroups(t, vocab);
-    if (!bounds_on_tensor_cores_) batch.add(ops::plan_lm_head_bounds(t, vocab, model.config().dim, rows_per_part, true), head_bounds_);
-    batch.add(ops::plan_lm_head_candidate_rows(t, vocab, model.config().dim, rows_per_part, lower_count_), head_candidates_);
+    const uint32_t dim = model.config().dim;
+    batch.add(ops::plan_lm_head_input(t, dim, true), head_input_);
+    batch.add(ops::plan_lm_head_bounds(t, vocab, dim, rows_per_part, true), head_bounds_);
+    batch.add(ops::plan_lm_head_candidate_rows(t, vocab, dim, rows_per_part, ops::lm_head_bounds_workgroups(t, vocab)), head_candidates_);
+    if (bounds_on_tensor_cores_)
+      batch.add(ops::plan_lm_head_candidate_rows(t, vocab, dim, rows_per_part, ops::lm_head_bounds_coopmat_workgroups(t, vocab)),
+                head_candidates_coopmat_);
   }
   if (head_on_tensor_cores_)
     batch.add(ops::plan_pack_half(t), pack_half_);
@@ -184,7 +187,9 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
     L.xq.fill(0);  // rows past the lanes feed only bounds nobody reads
     L.head_stats = make(16 * outs, "output norm stats", f32);
     L.upper = make(L.logits_stride * outs, "upper bounds", f32);
-    L.lower = make(4ull * lower_count_ * outs, "lower bounds", f32);
+    const uint32_t lower_count = std::max(ops::lm_head_bounds_workgroups(t, vocab),
+                                          bounds_on_tensor_cores_ ? ops::lm_head_bounds_coopmat_workgroups(t, vocab) : 0u);
+    L.lower = make(4ull * lower_count * outs, "lower bounds", f32);
   }
   if (p.top_k) {
     L.top_part_values = make(4ull * p.top_k_plan.groups * p.top_k * outs, "top-k partial values", f32);
@@ -257,7 +262,7 @@ BitNetBatchDecoder::Tail& BitNetBatchDecoder::tail_for(uint32_t rows, TailKind k
   const auto& p = model_.pipelines();
   if (kind.full && head_on_tensor_cores_)
     t.head.emplace(ops::make_pipeline(ctx_, ops::plan_lm_head_coopmat(p.target, model_.vocab_size(), model_.config().dim, rows)));
-  if (kind.pruned && bounds_on_tensor_cores_)
+  if (kind.pruned && bounds_on_tensor_cores_ && rows >= ops::tuning_for(p.target).batch_head_coopmat_min_rows)
     t.bounds.emplace(ops::make_pipeline(ctx_, ops::plan_lm_head_bounds_coopmat(p.target, model_.vocab_size(), model_.config().dim, rows)));
   t.graph = record_tail(rows, t);
   tails_.push_back(std::move(t));
@@ -317,8 +322,8 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_tail(uint32_t rows, const 
   else
     p.output_norm.dispatch(g, {{"x", L.x}, {"weight", w.output_norm}, {"out", L.xn}}, rt::push(eps), rows);
   if (tail.kind.pruned) {
-    // Every lane's bounds from the int8 shadow (read once for all lanes on tensor cores), then
-    // each lane's rows that may win, exactly as lm_head computes them.
+    // Every lane's bounds from the int8 shadow (read once for all lanes on tensor cores, else once
+    // per lane), then each lane's rows that may win, exactly as lm_head computes them.
     const GreedyHead& shadow = *model_.greedy_head_;
     std::vector<rt::Arg> bounds = {{"xq", L.xq}, {"stats", L.head_stats}, {"scale", shadow.scale}, {"bound", shadow.bound},
                                    {"upper", L.upper}, {"lower", L.lower}};
@@ -327,7 +332,7 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_tail(uint32_t rows, const 
       tail.bounds->dispatch(g, bounds, rt::push(rows, stride), rows);
     else
       head_bounds_->dispatch(g, bounds, rt::push(stride), rows);
-    head_candidates_->dispatch(g, with_table({{"x", L.xn}, {"upper", L.upper}, {"lower", L.lower}, {"part_values", L.arg_values},
+    (tail.bounds ? head_candidates_coopmat_ : head_candidates_)->dispatch(g, with_table({{"x", L.xn}, {"upper", L.upper}, {"lower", L.lower}, {"part_values", L.arg_values},
                                               {"part_indices", L.arg_indices}}),
                                rt::push(stride), rows);
     argmax_final_.dispatch(g, {{"part_values", L.arg_values}, {"part_indices", L.arg_indices}, {"token", L.chosen}}, {}, rows);

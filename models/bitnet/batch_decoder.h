@@ -170,8 +170,8 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   // The pruned head (BatchOptions::pruned_head), a grid row per lane: the final norm with x in int8,
   // the bounds (here, or per tail on tensor cores) and the candidates' exact logits.
   bool pruned_head_ = false, bounds_on_tensor_cores_ = false;
-  uint32_t lower_count_ = 0;  // lower bounds per lane that the bounds pass writes
   std::optional<ops::PlannedPipeline> head_input_, head_bounds_, head_candidates_;
+  std::optional<ops::PlannedPipeline> head_candidates_coopmat_;  // after the tensor-core bounds (their lower bounds)
   // Outputs with top_k 0: the draw over every logit (ops/head/sample_vocabulary.h), a row each.
   std::vector<ops::PlannedPipeline> vocab_mass_histogram_, vocab_mass_select_;
   std::optional<ops::PlannedPipeline> vocab_draw_partial_, vocab_draw_final_;

@@ -16,6 +16,7 @@ namespace {
 constexpr uint32_t kSubgroups = 4;     // subgroups of a workgroup
 constexpr uint32_t kRowTiles = 2;      // 16-row tiles a subgroup multiplies together (32 rows)
 constexpr uint32_t kPasses = 2;        // 32-row passes of each subgroup: 256 rows a workgroup
+constexpr uint32_t kUnroll = 2;        // K steps whose shadow loads are issued together
 constexpr uint32_t kSubgroupRows = 16 * kRowTiles;
 constexpr uint32_t kWorkgroupRows = kSubgroups * kPasses * kSubgroupRows;
 // uvec4 words per token column of a subgroup's accumulators in shared memory: its 32 int32, and
@@ -53,20 +54,8 @@ Kernel build(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t toke
   auto lane = k.subgroup_invocation();
   auto token0 = let("token0", k.workgroup_id().y() * tokens_per_group);
   auto region = let("region", k.subgroup_id() * (tokens_per_group * kColumnWords));
-  // Each token's sx and norms, read once (tokens past the batch read the last one's).
-  struct TokenStats {
-    Expr<f32> sx, norm, res_norm;
-    Expr<boolean> real;
-  };
-  std::vector<TokenStats> ts;
-  for (uint32_t t = 0; t < tokens_per_group; ++t) {
-    auto token = let("token", token0 + t);
-    auto at = let("stats_at", min(token, tokens - 1u) * 4u);
-    ts.push_back({let("sx", Expr<f32>(stats[at])), let("x_norm", Expr<f32>(stats[at + 1u])),
-                  let("residual_norm", Expr<f32>(stats[at + 2u])), let("real_token", token < tokens)});
-  }
-  for (uint32_t t = 0; t * sg < tokens_per_group * kSubgroups; ++t) {  // no lower bound yet
-    auto i = lane + k.subgroup_id() * sg + t * sg * kSubgroups;
+  for (uint32_t t = 0; t * sg * kSubgroups < tokens_per_group * kSubgroups; ++t) {  // no lower bound yet
+    auto i = k.local_index() + t * sg * kSubgroups;
     if_(i < kSubgroups * tokens_per_group, [&] { lowest[i] = constant<f32>(-INFINITY); });
   }
 
@@ -74,7 +63,7 @@ Kernel build(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t toke
   std::vector<MatrixAcc<i32, M, N>> acc;
   for (uint32_t i = 0; i < kRowTiles * token_tiles; ++i) acc.push_back(k.matrix<MatrixAcc<i32, M, N>>("acc" + std::to_string(i), 0));
   std::vector<MatrixA<i8, M, K>> a;
-  for (uint32_t i = 0; i < kRowTiles; ++i) a.push_back(k.matrix<MatrixA<i8, M, K>>("a" + std::to_string(i)));
+  for (uint32_t i = 0; i < kUnroll * kRowTiles; ++i) a.push_back(k.matrix<MatrixA<i8, M, K>>("a" + std::to_string(i)));
   auto b = k.matrix<MatrixB<i8, K, N>>("b");
   for (uint32_t pass = 0; pass < kPasses; ++pass) {
     // This pass's tiles; the last tile starts at vocab - 16 and tiles past it repeat it, so every
@@ -87,13 +76,18 @@ Kernel build(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t toke
       row0.push_back(let("row0", min(tile * M, constant<u32>(vocab - M))));
     }
     for (auto& c : acc) c.fill(0);
-    for_range(0u, quads, K / 16, [&](Expr<u32> quad) {
-      for (uint32_t i = 0; i < kRowTiles; ++i) a[i].load(table, row0[i] * quads + quad, quads, MatrixLayout::RowMajor);
-      for (uint32_t j = 0; j < token_tiles; ++j) {
-        // Element (c, t) = xq[token0 + j N + t] byte c of this K step.
-        b.load(xq, (token0 + j * N) * quads + quad, quads, MatrixLayout::ColumnMajor);
-        for (uint32_t i = 0; i < kRowTiles; ++i) acc[i * token_tiles + j].mul_add(a[i], b);
-      }
+    // kUnroll K steps a loop iteration, every shadow tile's load issued before the products: more
+    // of the shadow in flight.
+    for_range(0u, quads, kUnroll * K / 16, [&](Expr<u32> quad0) {
+      for (uint32_t u = 0; u < kUnroll; ++u)
+        for (uint32_t i = 0; i < kRowTiles; ++i)
+          a[u * kRowTiles + i].load(table, row0[i] * quads + quad0 + u * (K / 16), quads, MatrixLayout::RowMajor);
+      for (uint32_t u = 0; u < kUnroll; ++u)
+        for (uint32_t j = 0; j < token_tiles; ++j) {
+          // Element (c, t) = byte c of this K step of xq row token0 + j N + t.
+          b.load(xq, (token0 + j * N) * quads + quad0 + u * (K / 16), quads, MatrixLayout::ColumnMajor);
+          for (uint32_t i = 0; i < kRowTiles; ++i) acc[i * token_tiles + j].mul_add(a[u * kRowTiles + i], b);
+        }
     }, "quad");
     // The accumulators to shared memory: word (region + t * kColumnWords + r / 4), lane r % 4 holds
     // row r of the subgroup's 32 for token t of the group.
@@ -113,13 +107,18 @@ Kernel build(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t toke
       auto s = let("row_scale", Expr<f32>(scale[row]));
       auto c = let("row_bound", Expr<vec2>(bound[row]));
       for (uint32_t t = 0; t < tokens_per_group; ++t) {
+        // The token's sx and norms, read where used (tokens past the batch read the last one's).
+        auto token = let("token", token0 + t);
+        auto at = let("stats_at", min(token, tokens - 1u) * 4u);
+        auto sx = let("sx", Expr<f32>(stats[at])), norm = let("x_norm", Expr<f32>(stats[at + 1u]));
+        auto res_norm = let("residual_norm", Expr<f32>(stats[at + 2u]));
         auto word = let("word", Expr<uvec4>(columns[region + t * kColumnWords + in_tile / 4u]));
         auto lane_word = select(in_tile % 4u == 0u, word.x(), select(in_tile % 4u == 1u, word.y(),
                                                                     select(in_tile % 4u == 2u, word.z(), word.w())));
         auto dot_q = bitcast<i32>(lane_word);
-        auto approx = let("approx", (cast<f32>(dot_q) * s) * ts[t].sx);  // lm_head_bounds' expression
-        auto margin = let("margin", c.x() * ts[t].norm + c.y() * ts[t].res_norm + abs(approx) * 1e-6f);
-        if_(has_row && ts[t].real, [&] { upper[(token0 + t) * stride + row] = approx + margin; });
+        auto approx = let("approx", (cast<f32>(dot_q) * s) * sx);  // lm_head_bounds' expression
+        auto margin = let("margin", c.x() * norm + c.y() * res_norm + abs(approx) * 1e-6f);
+        if_(has_row && token < tokens, [&] { upper[(token0 + t) * stride + row] = approx + margin; });
         auto best = subgroup_max(select(has_row, approx - margin, constant<f32>(-INFINITY)));
         if_(lane == 0u, [&] {
           auto at = k.subgroup_id() * tokens_per_group + t;
@@ -150,7 +149,7 @@ std::optional<MatrixShape> lm_head_bounds_coopmat_shape(const OpTarget& target) 
 }
 
 bool lm_head_bounds_coopmat_fits(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t parts) {
-  return lm_head_bounds_coopmat_shape(target) && parts == 1 && vocab >= 32 && dim > 0 && dim % 32 == 0 &&
+  return lm_head_bounds_coopmat_shape(target) && parts == 1 && vocab >= 32 && dim > 0 && dim % 64 == 0 &&
          target.subgroup_size >= 1 && kSubgroups * target.subgroup_size <= target.max_workgroup_invocations;
 }
 
@@ -164,9 +163,9 @@ uint32_t lm_head_bounds_coopmat_workgroups(const OpTarget&, uint32_t vocab) { re
 
 Kernel lm_head_bounds_coopmat(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t tokens) {
   const MatrixShape shape = shape_or_throw(target);
-  if (vocab < 32 || dim == 0 || dim % 32 != 0)
+  if (vocab < 32 || dim == 0 || dim % 64 != 0)
     throw std::invalid_argument("lm_head_bounds_coopmat: vocab " + std::to_string(vocab) + " x dim " + std::to_string(dim) +
-                                ": vocab must be at least 32 and dim a positive multiple of 32");
+                                ": vocab must be at least 32 and dim a positive multiple of 64");
   if (uint64_t(vocab) * dim / 16 >= (1ull << 32))
     throw std::invalid_argument("lm_head_bounds_coopmat: the shadow is too large for 32-bit indices");
   const uint32_t token_tiles = ceil_div(std::min(std::max(tokens, 1u), kLmHeadBoundsCoopmatTokens), shape.n);

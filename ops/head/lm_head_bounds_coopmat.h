@@ -22,7 +22,7 @@
 //                        workgroup's largest lower bound for x t (lm_head_candidate_rows' lower)
 // Push constants: tokens (u32), stride (u32).
 // Grid: (lm_head_bounds_coopmat_workgroups(target, vocab), ceil(tokens / kLmHeadBoundsCoopmatTokens)).
-// vocab >= 32, dim a multiple of 32.
+// vocab >= 32, dim a multiple of 64.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -38,7 +38,7 @@ inline constexpr uint32_t kLmHeadBoundsCoopmatTokens = 64;
 
 // The i8 shape this op uses on the target (16x8x32, else 16x16x32, i32 accumulators), or none.
 std::optional<MatrixShape> lm_head_bounds_coopmat_shape(const OpTarget& target);
-// Whether it runs for this shadow: a shape, the shadow in one binding, vocab >= 32, dim % 32 == 0.
+// Whether it runs for this shadow: a shape, the shadow in one binding, vocab >= 32, dim % 64 == 0.
 bool lm_head_bounds_coopmat_fits(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t parts);
 // `tokens`: the most x a dispatch carries (1..); the kernel computes min(tokens, 64) rounded up
 // to the shape's N per grid row.

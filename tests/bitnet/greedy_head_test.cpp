@@ -310,9 +310,10 @@ TEST_F(GreedyHead, TheInputPassNormalizesAsRmsNormAndItsBoundsHold) {
 // argmax_final with rows; on int8 tensor cores lm_head_bounds_coopmat where the device has them):
 // every row's xn, int8 x, stats and upper bounds are the single row's kernels' bits, its largest
 // lower bound theirs, and its token the full head's argmax for that row alone. One row is zero
-// (every logit 0: the first row wins) and one copies another (the same token).
+// (every logit 0: the first row wins) and one copies another (the same token); 70 rows take the
+// tensor-core bounds two grid rows of 64 x, the second partly empty.
 TEST_F(HeadTest, TheBatchedPrunedHeadGivesEveryRowItsOwnArgmax) {
-  const uint32_t vocab = 9000, dim = 256, rows = 6;
+  const uint32_t vocab = 9000, dim = 256, rows = 70;
   const ops::OpTarget t = ops::OpTarget::from(ctx().info());
   const ops::ArgmaxPlan plan = ops::argmax_plan(t, vocab);
   const auto table = random_table(vocab, dim, 31);
