@@ -182,9 +182,7 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
   L.full_indices = make(4ull * p.argmax_plan.groups * outs, "full head's argmax partial indices", u32);
   L.full_best = make(4 * outs, "full head's argmax tokens", u32, true);
   if (pruned_head_) {
-    const uint64_t xq_rows = bounds_on_tensor_cores_ ? ops::lm_head_bounds_coopmat_rows(t, slots) : outs;
-    L.xq = make(xq_rows * c.dim, "output norm in int8", std::nullopt);
-    L.xq.fill(0);  // rows past the lanes feed only bounds nobody reads
+    L.xq = make(outs * c.dim, "output norm in int8", std::nullopt);
     L.head_stats = make(16 * outs, "output norm stats", f32);
     L.upper = make(L.logits_stride * outs, "upper bounds", f32);
     const uint32_t lower_count = std::max(ops::lm_head_bounds_workgroups(t, vocab),

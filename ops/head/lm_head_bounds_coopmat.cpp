@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -13,15 +14,14 @@ using namespace bdsl::dsl;
 
 namespace {
 
-constexpr uint32_t kSubgroups = 4;     // subgroups of a workgroup
-constexpr uint32_t kRowTiles = 2;      // 16-row tiles a subgroup multiplies together (32 rows)
-constexpr uint32_t kPasses = 2;        // 32-row passes of each subgroup: 256 rows a workgroup
-constexpr uint32_t kUnroll = 2;        // K steps whose shadow loads are issued together
-constexpr uint32_t kSubgroupRows = 16 * kRowTiles;
-constexpr uint32_t kWorkgroupRows = kSubgroups * kPasses * kSubgroupRows;
-// uvec4 words per token column of a subgroup's accumulators in shared memory: its 32 int32, and
-// one word of padding so the columns start in different banks.
-constexpr uint32_t kColumnWords = kSubgroupRows / 4 + 1;
+constexpr uint32_t kSubgroups = 4;                 // subgroups of a workgroup, 16 rows each
+constexpr uint32_t kRows = kSubgroups * 16;        // shadow rows of a workgroup
+constexpr uint32_t kBlockCols = 128;               // columns staged per step
+// uvec4 per staged row (a shadow row or an x): 8 hold its 128 int8, 1 is padding, so 8 rows in a
+// row start in 8 different 16-byte bank groups and a tensor-core load meets no bank conflict.
+constexpr uint32_t kRowWords = kBlockCols / 16 + 1;
+// uvec4 per token column of the accumulators in shared memory: its kRows int32, and padding.
+constexpr uint32_t kColumnWords = kRows / 4 + 1;
 constexpr MatrixShape kShapes[] = {{16, 8, 32, ScalarKind::I8, ScalarKind::I32}, {16, 16, 32, ScalarKind::I8, ScalarKind::I32}};
 
 MatrixShape shape_or_throw(const OpTarget& t) {
@@ -30,14 +30,26 @@ MatrixShape shape_or_throw(const OpTarget& t) {
   return *shape;
 }
 
+// Runs item(i, u) for this invocation's items i = local + u * invocations of `count`.
+void for_items(KernelBuilder& k, uint32_t count, uint32_t invocations, const std::function<void(Expr<u32>, uint32_t)>& item) {
+  for (uint32_t u = 0; u * invocations < count; ++u) {
+    auto i = let("item", k.local_index() + u * invocations);
+    if ((u + 1) * invocations <= count)
+      item(i, u);
+    else
+      if_(i < count, [&] { item(i, u); });
+  }
+}
+
 template <uint32_t M, uint32_t N, uint32_t K>
 Kernel build(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t token_tiles) {
-  const uint32_t sg = target.subgroup_size;
+  const uint32_t sg = target.subgroup_size, invocations = kSubgroups * sg;
   const uint32_t tokens_per_group = token_tiles * N;
   const uint32_t quads = dim / 16;  // uvec4 words of a row
+  const uint32_t blocks = dim / kBlockCols;
   KernelBuilder k("lm_head_bounds_coopmat_" + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) + "_" +
                       std::to_string(vocab) + "x" + std::to_string(dim) + "_tokens" + std::to_string(tokens_per_group),
-                  {kSubgroups * sg, 1, 1});
+                  {invocations, 1, 1});
   auto xq = k.buffer<uvec4>("xq", Access::Read);
   auto stats = k.buffer<f32>("stats", Access::Read);
   auto table = k.buffer<uvec4>("table0", Access::Read);
@@ -48,93 +60,89 @@ Kernel build(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t toke
   auto tokens = k.push<u32>("tokens");
   auto stride = k.push<u32>("stride");
   const uint32_t lower_count = lm_head_bounds_coopmat_workgroups(target, vocab);
-  auto columns = k.shared<uvec4>("columns", kSubgroups * tokens_per_group * kColumnWords);
-  auto lowest = k.shared<f32>("group_lower", kSubgroups * tokens_per_group);  // each subgroup's, per token
+  const uint32_t a_words = kRows * kRowWords, b_words = tokens_per_group * kRowWords;
+  auto tile = k.shared<uvec4>("tile", std::max(a_words + b_words, tokens_per_group * kColumnWords));
+  auto halves = k.shared<f32>("half_lower", 2 * tokens_per_group);  // each token's largest lower bound per 32 rows
 
-  auto lane = k.subgroup_invocation();
+  auto row0 = let("row0", k.workgroup_id().x() * kRows);
   auto token0 = let("token0", k.workgroup_id().y() * tokens_per_group);
-  auto region = let("region", k.subgroup_id() * (tokens_per_group * kColumnWords));
-  for (uint32_t t = 0; t * sg * kSubgroups < tokens_per_group * kSubgroups; ++t) {  // no lower bound yet
-    auto i = k.local_index() + t * sg * kSubgroups;
-    if_(i < kSubgroups * tokens_per_group, [&] { lowest[i] = constant<f32>(-INFINITY); });
-  }
-
-  const uint32_t tiles = ceil_div(vocab, M);
+  // One 128-column block's loads, held in registers while the tensor cores work on the previous
+  // one: item i of the shadow is row i / 8, uvec4 i % 8 of the block; of x, token i / 8. Rows past
+  // the shadow and tokens past the batch read the last one's (written nowhere).
+  std::vector<Var<uvec4>> a_stage, b_stage;
+  for (uint32_t u = 0; u * invocations < kRows * 8; ++u) a_stage.push_back(k.var<uvec4>("a_stage", make_vec<u32>(0u, 0u, 0u, 0u)));
+  for (uint32_t u = 0; u * invocations < tokens_per_group * 8; ++u)
+    b_stage.push_back(k.var<uvec4>("b_stage", make_vec<u32>(0u, 0u, 0u, 0u)));
+  auto fetch = [&](Expr<u32> blk) {
+    for_items(k, kRows * 8, invocations, [&](Expr<u32> i, uint32_t u) {
+      a_stage[u] = table[min(row0 + (i >> 3u), constant<u32>(vocab - 1)) * quads + blk * 8u + (i & 7u)];
+    });
+    for_items(k, tokens_per_group * 8, invocations, [&](Expr<u32> i, uint32_t u) {
+      b_stage[u] = xq[min(token0 + (i >> 3u), tokens - 1u) * quads + blk * 8u + (i & 7u)];
+    });
+  };
+  auto stash = [&] {
+    for_items(k, kRows * 8, invocations, [&](Expr<u32> i, uint32_t u) { tile[(i >> 3u) * kRowWords + (i & 7u)] = a_stage[u]; });
+    for_items(k, tokens_per_group * 8, invocations,
+              [&](Expr<u32> i, uint32_t u) { tile[a_words + (i >> 3u) * kRowWords + (i & 7u)] = b_stage[u]; });
+  };
   std::vector<MatrixAcc<i32, M, N>> acc;
-  for (uint32_t i = 0; i < kRowTiles * token_tiles; ++i) acc.push_back(k.matrix<MatrixAcc<i32, M, N>>("acc" + std::to_string(i), 0));
-  std::vector<MatrixA<i8, M, K>> a;
-  for (uint32_t i = 0; i < kUnroll * kRowTiles; ++i) a.push_back(k.matrix<MatrixA<i8, M, K>>("a" + std::to_string(i)));
+  for (uint32_t j = 0; j < token_tiles; ++j) acc.push_back(k.matrix<MatrixAcc<i32, M, N>>("acc" + std::to_string(j), 0));
+  auto a = k.matrix<MatrixA<i8, M, K>>("a");
   auto b = k.matrix<MatrixB<i8, K, N>>("b");
-  for (uint32_t pass = 0; pass < kPasses; ++pass) {
-    // This pass's tiles; the last tile starts at vocab - 16 and tiles past it repeat it, so every
-    // load is in range (rows computed twice are written twice with the same values).
-    const uint32_t first_tile = pass * kSubgroups * kRowTiles;
-    std::vector<Expr<u32>> row0;
-    for (uint32_t i = 0; i < kRowTiles; ++i) {
-      auto tile = min(k.workgroup_id().x() * (kWorkgroupRows / M) + first_tile + k.subgroup_id() * kRowTiles + i,
-                      constant<u32>(tiles - 1));
-      row0.push_back(let("row0", min(tile * M, constant<u32>(vocab - M))));
-    }
-    for (auto& c : acc) c.fill(0);
-    // kUnroll K steps a loop iteration, every shadow tile's load issued before the products: more
-    // of the shadow in flight.
-    for_range(0u, quads, kUnroll * K / 16, [&](Expr<u32> quad0) {
-      for (uint32_t u = 0; u < kUnroll; ++u)
-        for (uint32_t i = 0; i < kRowTiles; ++i)
-          a[u * kRowTiles + i].load(table, row0[i] * quads + quad0 + u * (K / 16), quads, MatrixLayout::RowMajor);
-      for (uint32_t u = 0; u < kUnroll; ++u)
-        for (uint32_t j = 0; j < token_tiles; ++j) {
-          // Element (c, t) = byte c of this K step of xq row token0 + j N + t.
-          b.load(xq, (token0 + j * N) * quads + quad0 + u * (K / 16), quads, MatrixLayout::ColumnMajor);
-          for (uint32_t i = 0; i < kRowTiles; ++i) acc[i * token_tiles + j].mul_add(a[u * kRowTiles + i], b);
-        }
-    }, "quad");
-    // The accumulators to shared memory: word (region + t * kColumnWords + r / 4), lane r % 4 holds
-    // row r of the subgroup's 32 for token t of the group.
-    barrier();  // the previous pass's lanes are done with the columns
-    for (uint32_t i = 0; i < kRowTiles; ++i)
-      for (uint32_t j = 0; j < token_tiles; ++j)
-        acc[i * token_tiles + j].store(columns, region + (i * M / 4 + j * N * kColumnWords), kColumnWords, MatrixLayout::ColumnMajor);
+  auto a_at = let("a_at", k.subgroup_id() * (M * kRowWords));  // this subgroup's 16 rows
+  fetch(constant<u32>(0u));
+  for_range(0u, blocks, [&](Expr<u32> blk) {
+    barrier();  // the previous block's tensor-core loads are done with the tile
+    stash();
     barrier();
-    // A lane per row: its bound for every token, and each token's largest lower bound.
-    for (uint32_t u = 0; u * sg < kSubgroupRows; ++u) {
-      auto r = let("local_row", lane + u * sg);
-      auto has_row = r < kSubgroupRows;
-      auto in_tile = let("in_tile", min(r, constant<u32>(kSubgroupRows - 1)));
-      Expr<u32> row = row0[0] + in_tile;
-      for (uint32_t i = 1; i < kRowTiles; ++i) row = select(in_tile >= i * M, row0[i] + (in_tile - i * M), row);
-      row = let("row", row);
-      auto s = let("row_scale", Expr<f32>(scale[row]));
-      auto c = let("row_bound", Expr<vec2>(bound[row]));
-      for (uint32_t t = 0; t < tokens_per_group; ++t) {
-        // The token's sx and norms, read where used (tokens past the batch read the last one's).
-        auto token = let("token", token0 + t);
-        auto at = let("stats_at", min(token, tokens - 1u) * 4u);
-        auto sx = let("sx", Expr<f32>(stats[at])), norm = let("x_norm", Expr<f32>(stats[at + 1u]));
-        auto res_norm = let("residual_norm", Expr<f32>(stats[at + 2u]));
-        auto word = let("word", Expr<uvec4>(columns[region + t * kColumnWords + in_tile / 4u]));
-        auto lane_word = select(in_tile % 4u == 0u, word.x(), select(in_tile % 4u == 1u, word.y(),
-                                                                    select(in_tile % 4u == 2u, word.z(), word.w())));
-        auto dot_q = bitcast<i32>(lane_word);
-        auto approx = let("approx", (cast<f32>(dot_q) * s) * sx);  // lm_head_bounds' expression
-        auto margin = let("margin", c.x() * norm + c.y() * res_norm + abs(approx) * 1e-6f);
-        if_(has_row && token < tokens, [&] { upper[(token0 + t) * stride + row] = approx + margin; });
-        auto best = subgroup_max(select(has_row, approx - margin, constant<f32>(-INFINITY)));
-        if_(lane == 0u, [&] {
-          auto at = k.subgroup_id() * tokens_per_group + t;
-          lowest[at] = max(Expr<f32>(lowest[at]), best);
-        });
+    if_(blk + 1u < blocks, [&] { fetch(blk + 1u); });
+    for (uint32_t kk = 0; kk < kBlockCols / 16; kk += K / 16) {
+      a.load(tile, a_at + kk, kRowWords, MatrixLayout::RowMajor);
+      for (uint32_t j = 0; j < token_tiles; ++j) {
+        b.load(tile, a_words + j * N * kRowWords + kk, kRowWords, MatrixLayout::ColumnMajor);  // (c, t): x t's byte c
+        acc[j].mul_add(a, b);
       }
     }
-  }
-  // Each token's largest lower bound over the workgroup's subgroups.
+  }, "blk");
+
+  // The accumulators to shared memory: word (t * kColumnWords + r / 4), lane r % 4 holds row r of
+  // the workgroup's 64 for token t of the group.
   barrier();
-  for (uint32_t t = 0; t * sg * kSubgroups < tokens_per_group; ++t) {
-    auto local = let("local_token", k.local_index() + t * sg * kSubgroups);
-    if_(local < tokens_per_group && token0 + local < tokens, [&] {
-      Expr<f32> m = lowest[local];
-      for (uint32_t s = 1; s < kSubgroups; ++s) m = max(m, Expr<f32>(lowest[local + s * tokens_per_group]));
-      lower[(token0 + local) * lower_count + k.workgroup_id().x()] = m;
+  for (uint32_t j = 0; j < token_tiles; ++j)
+    acc[j].store(tile, k.subgroup_id() * (M / 4) + j * N * kColumnWords, kColumnWords, MatrixLayout::ColumnMajor);
+  barrier();
+  // Subgroup s: rows (s % 2) * 32 + lane (one each), tokens s / 2, s / 2 + 2, ...: each lane
+  // writes its row's upper bound per token, and each token's largest lower bound over the 32 rows
+  // goes to shared memory.
+  auto lane = k.subgroup_invocation();
+  auto half = let("half", k.subgroup_id() % 2u);
+  auto local_row = let("local_row", half * 32u + lane);
+  auto row = let("row", row0 + local_row);
+  auto real_row = let("real_row", row < vocab);
+  auto read_row = let("read_row", min(row, constant<u32>(vocab - 1)));
+  auto s = let("row_scale", Expr<f32>(scale[read_row]));
+  auto c = let("row_bound", Expr<vec2>(bound[read_row]));
+  auto quarter = let("quarter", local_row % 4u);
+  for (uint32_t i = 0; i < tokens_per_group / 2; ++i) {
+    auto t = let("local_token", k.subgroup_id() / 2u + 2u * i);
+    auto token = let("token", token0 + t);
+    auto at = let("stats_at", min(token, tokens - 1u) * 4u);
+    auto sx = let("sx", Expr<f32>(stats[at])), norm = let("x_norm", Expr<f32>(stats[at + 1u]));
+    auto res_norm = let("residual_norm", Expr<f32>(stats[at + 2u]));
+    auto word = let("word", Expr<uvec4>(tile[t * kColumnWords + local_row / 4u]));
+    auto dot_q = bitcast<i32>(select(quarter == 0u, word.x(), select(quarter == 1u, word.y(), select(quarter == 2u, word.z(), word.w()))));
+    auto approx = let("approx", (cast<f32>(dot_q) * s) * sx);  // lm_head_bounds' expression
+    auto margin = let("margin", c.x() * norm + c.y() * res_norm + abs(approx) * 1e-6f);
+    if_(real_row && token < tokens, [&] { upper[token * stride + row] = approx + margin; });
+    auto best = subgroup_max(select(real_row, approx - margin, constant<f32>(-INFINITY)));
+    if_(lane == 0u, [&] { halves[half * tokens_per_group + t] = best; });
+  }
+  barrier();
+  for (uint32_t u = 0; u * invocations < tokens_per_group; ++u) {
+    auto t = let("group_token", k.local_index() + u * invocations);
+    if_(t < tokens_per_group && token0 + t < tokens, [&] {
+      lower[(token0 + t) * lower_count + k.workgroup_id().x()] = max(Expr<f32>(halves[t]), Expr<f32>(halves[tokens_per_group + t]));
     });
   }
   return k.build();
@@ -149,23 +157,20 @@ std::optional<MatrixShape> lm_head_bounds_coopmat_shape(const OpTarget& target) 
 }
 
 bool lm_head_bounds_coopmat_fits(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t parts) {
-  return lm_head_bounds_coopmat_shape(target) && parts == 1 && vocab >= 32 && dim > 0 && dim % 64 == 0 &&
-         target.subgroup_size >= 1 && kSubgroups * target.subgroup_size <= target.max_workgroup_invocations;
+  return lm_head_bounds_coopmat_shape(target) && parts == 1 && vocab > 0 && dim > 0 && dim % kBlockCols == 0 &&
+         target.subgroup_size == 32 && kSubgroups * 32 <= target.max_workgroup_invocations;
 }
 
-uint32_t lm_head_bounds_coopmat_rows(const OpTarget& target, uint32_t tokens) {
-  const uint32_t n = shape_or_throw(target).n;
-  const uint32_t per_group = ceil_div(std::min(std::max(tokens, 1u), kLmHeadBoundsCoopmatTokens), n) * n;
-  return ceil_div(std::max(tokens, 1u), per_group) * per_group;
-}
-
-uint32_t lm_head_bounds_coopmat_workgroups(const OpTarget&, uint32_t vocab) { return ceil_div(vocab, kWorkgroupRows); }
+uint32_t lm_head_bounds_coopmat_workgroups(const OpTarget&, uint32_t vocab) { return ceil_div(vocab, kRows); }
 
 Kernel lm_head_bounds_coopmat(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t tokens) {
   const MatrixShape shape = shape_or_throw(target);
-  if (vocab < 32 || dim == 0 || dim % 64 != 0)
+  if (vocab == 0 || dim == 0 || dim % kBlockCols != 0)
     throw std::invalid_argument("lm_head_bounds_coopmat: vocab " + std::to_string(vocab) + " x dim " + std::to_string(dim) +
-                                ": vocab must be at least 32 and dim a positive multiple of 64");
+                                ": dim must be a positive multiple of 128");
+  if (target.subgroup_size != 32)
+    throw std::invalid_argument("lm_head_bounds_coopmat: subgroups of 32 invocations (the target has " +
+                                std::to_string(target.subgroup_size) + ")");
   if (uint64_t(vocab) * dim / 16 >= (1ull << 32))
     throw std::invalid_argument("lm_head_bounds_coopmat: the shadow is too large for 32-bit indices");
   const uint32_t token_tiles = ceil_div(std::min(std::max(tokens, 1u), kLmHeadBoundsCoopmatTokens), shape.n);
@@ -175,7 +180,8 @@ Kernel lm_head_bounds_coopmat(const OpTarget& target, uint32_t vocab, uint32_t d
 
 Plan plan_lm_head_bounds_coopmat(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t tokens) {
   const uint32_t groups = lm_head_bounds_coopmat_workgroups(target, vocab);
-  const uint32_t per_group = lm_head_bounds_coopmat_rows(target, std::min(tokens, kLmHeadBoundsCoopmatTokens));
+  const uint32_t n = shape_or_throw(target).n;
+  const uint32_t per_group = ceil_div(std::min(std::max(tokens, 1u), kLmHeadBoundsCoopmatTokens), n) * n;
   return {lm_head_bounds_coopmat(target, vocab, dim, tokens),
           [groups, per_group](uint32_t count) { return rt::Grid{groups, ceil_div(std::max(count, 1u), per_group)}; }};
 }

@@ -371,8 +371,7 @@ TEST_F(HeadTest, TheBatchedPrunedHeadGivesEveryRowItsOwnArgmax) {
     for (bool coopmat : {false, tensor_cores}) {
       SCOPED_TRACE(testing::Message() << "bounds on tensor cores " << coopmat);
       const uint32_t lower_count = coopmat ? ops::lm_head_bounds_coopmat_workgroups(t, vocab) : groups;
-      const uint32_t xq_rows = coopmat ? ops::lm_head_bounds_coopmat_rows(t, rows) : rows;
-      rt::Buffer raw = buffer_of(x, "x"), xn = out(rows * dim, "xn"), xq = out(xq_rows * dim / 4, "xq"), stats = out(rows * 4, "stats");
+      rt::Buffer raw = buffer_of(x, "x"), xn = out(rows * dim, "xn"), xq = out(rows * dim / 4, "xq"), stats = out(rows * 4, "stats");
       rt::Buffer upper = out(rows * stride, "upper"), lower = out(rows * lower_count, "lower");
       rt::Buffer pv = out(rows * plan.groups, "pv"), pi = out(rows * plan.groups, "pi"), token = out(rows, "token");
       const ops::PlannedPipeline input_rows = ops::make_pipeline(ctx(), ops::plan_lm_head_input(t, dim, true));
