@@ -246,7 +246,8 @@ BitNetBatchDecoder::Step& BitNetBatchDecoder::step_for(uint32_t lanes) {
   Step s{lanes, std::make_unique<BlockProjections>(ctx_, model_.config(), model_.pipelines().target,
                                                    ProjectionChoice{layout_, lanes, options_.subgroup_max_tokens,
                                                                     options_.coop_row_subgroups, options_.coop_token_subgroups,
-                                                                    options_.coop_double_buffer, options_.norm_fused_max_tokens}),
+                                                                    options_.coop_double_buffer, options_.norm_fused_max_tokens,
+                                                                    options_.rope_in_qkv}),
          nullptr};
   s.graph = record_step(lanes, *s.projections);
   steps_.push_back(std::move(s));
@@ -282,15 +283,20 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes, const
   pp.embedding.dispatch(g, embedding, rt::push(lanes), lanes);
   const BlockActivations acts{L.x, L.q8, L.act, L.q, L.k, L.v, L.attn, L.ffn, proj.separate ? &L.up : nullptr};
   for (uint32_t l = 0; l < c.n_layers; ++l) {
+    // Every lane's RoPE and cache row (in QKV's epilogue, or a dispatch of their own), then its
+    // attention over its own slot's rows.
+    const std::vector<rt::Arg> rope = {{"sequences", L.sequences}, {"rope_table", a.rope_table}, {"k_cache", L.k_cache[l]},
+                                       {"v_cache", L.v_cache[l]}};
     record_block_layer(g, proj, pp.norm_quantize, w.layers[l], acts, lanes, eps, [&] {
-      // Every lane's RoPE and cache row, then its attention over its own slot's rows.
-      rope_kv_.dispatch(g, {{"sequences", L.sequences}, {"rope_table", a.rope_table}, {"q", L.q}, {"k", L.k}, {"v", L.v},
-                            {"k_cache", L.k_cache[l]}, {"v_cache", L.v_cache[l]}},
-                        rt::push(lanes), lanes);
+      if (!proj.qkv_rope) {
+        std::vector<rt::Arg> args = rope;
+        args.insert(args.end(), {{"q", L.q}, {"k", L.k}, {"v", L.v}});
+        rope_kv_.dispatch(g, args, rt::push(lanes), lanes);
+      }
       attention_.dispatch(g, {{"sequences", L.sequences}, {"q", L.q}, {"k_cache", L.k_cache[l]}, {"v_cache", L.v_cache[l]},
                               {"partials", L.partials}, {"counters", L.counters}, {"out", L.attn}},
                           rt::push(lanes), lanes);
-    });
+    }, proj.qkv_rope ? rope : std::vector<rt::Arg>{});
   }
   g.finish();
   return graph;

@@ -5,11 +5,14 @@
 // In a step the projections run as the prompt path does (record_block_layer): RMSNorm + int8 per
 // token, then every weight is read once for the whole batch by the matrix-matrix kernels, sized
 // for the bucket (ProjectionChoice: the subgroup matmul for a few lanes, tensor cores for many). RoPE
-// with the KV-cache write and attention take each token's position and cache rows from its
-// sequence record (ops/common/step_state.h), one dispatch for all; so do the final norm and the
-// LM head (ops/head/lm_head_coopmat.h on tensor cores, else ops/head/lm_head_batch.h), argmax and
-// top-k (a grid row per sequence). Every sequence's arithmetic is the same whatever else is in
-// the batch, so its tokens are too.
+// with the KV-cache write (in the QKV epilogue where QKV is one subgroup-matmul dispatch, else a
+// dispatch of its own) and attention take each token's position and cache rows from its
+// sequence record (ops/common/step_state.h), one dispatch for all. The tail runs a grid row per
+// output: greedy outputs take the pruned LM head (the int8 shadow's bounds, on int8 tensor cores
+// for all lanes at once where the device has them, then each lane's candidate rows exactly: the
+// argmax of lm_head's f32 logits, as decode_greedy picks it); the others every logit (ops/head/
+// lm_head_coopmat.h on tensor cores, else ops/head/lm_head_batch.h), argmax, top-k and draws.
+// Every sequence's arithmetic is the same whatever else is in the batch, so its tokens are too.
 //
 // With the model's top-k, the tail samples every output on the device (ops/head/sample_candidates.h)
 // under its entry's settings, or over every logit for an entry with top_k 0 (ops/head/
@@ -56,6 +59,9 @@ struct BatchOptions {
   // Buckets of up to this many lanes normalize inside the projections (0: ops/tuning.h's
   // step_norm_fused_max_tokens; -1: never), the same bits either way.
   int norm_fused_max_tokens = 0;
+  // Buckets whose QKV is one subgroup-matmul dispatch rotate q and k and write the cache rows in
+  // its epilogue (ternary_matmul_qkv_rope): one dispatch fewer a layer, the same bits.
+  bool rope_in_qkv = true;
   uint32_t attention_chunks = 0;  // each sequence's positions in at most this many chunks (0: ops/tuning.h's)
   uint32_t attention_head_split = 0;        // workgroups per KV head (0: ops/tuning.h's)
   uint32_t attention_positions_per_pass = 0;  // (0: the model's decode attention's)

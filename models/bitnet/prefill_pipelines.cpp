@@ -89,7 +89,10 @@ BlockProjections::BlockProjections(rt::Context& ctx, const models::BitNetConfig&
     b.add(projection(t, c, e, c.kv_dim(), c.dim, false), kv_proj);
     b.add(projection(t, c, e, c.ffn_dim, c.dim, false), gate_up_proj);
   } else {
-    b.add(ops::plan_ternary_matmul_qkv(t, c.n_heads * c.head_dim, c.kv_dim(), c.kv_dim(), c.dim, e.options), qkv);
+    if (choice.rope_in_qkv && choice.step_tokens)
+      b.add(ops::plan_ternary_matmul_qkv_rope(t, {c.n_heads, c.n_kv_heads, c.head_dim}, c.dim, c.context_length, e.options), qkv_rope);
+    else
+      b.add(ops::plan_ternary_matmul_qkv(t, c.n_heads * c.head_dim, c.kv_dim(), c.kv_dim(), c.dim, e.options), qkv);
     b.add(ops::plan_ternary_matmul_gate_up(t, c.ffn_dim, c.dim, gate_activation(c), e.options), gate_up);
   }
   if (!batch) own.build(ctx, cache);
@@ -114,7 +117,21 @@ PrefillPipelines::PrefillPipelines(rt::Context& ctx, const models::BitNetConfig&
 
 void record_block_layer(rt::Graph& g, const BlockProjections& pp, const ops::PlannedPipeline& norm_quantize,
                         const LayerWeights& w, const BlockActivations& b, uint32_t n, float eps,
-                        const std::function<void()>& attend) {
+                        const std::function<void()>& attend, const std::vector<rt::Arg>& rope_args) {
+  if (pp.qkv_rope && rope_args.empty()) throw std::logic_error("record_block_layer: QKV with RoPE needs its bindings");
+  // Q, K and V of the block's input (x normalized here, or the quantized block): into b.q, b.k,
+  // b.v, or with RoPE q alone and the cache rows.
+  auto qkv = [&](std::vector<rt::Arg> input, const rt::PushConstants& push) {
+    std::vector<rt::Arg> args = {{"w_q", w.attn_q}, {"w_k", w.attn_k}, {"w_v", w.attn_v}, {"y_q", b.q}};
+    args.insert(args.end(), input.begin(), input.end());
+    if (pp.qkv_rope) {
+      args.insert(args.end(), rope_args.begin(), rope_args.end());
+      pp.qkv_rope->dispatch(g, args, push, n);
+    } else {
+      args.insert(args.end(), {{"y_k", b.k}, {"y_v", b.v}});
+      pp.qkv->dispatch(g, args, push, n);
+    }
+  };
   // A single-tensor projection of the quantized block into `out` (or added to it, with a residual).
   auto project = [&](const ops::PlannedPipeline& proj, const rt::Buffer& weights, const rt::Buffer& out) {
     proj.dispatch(g, {{"w", weights}, {"x_q", b.q8}, {"x_act", b.act}, {"y", out}}, rt::push(n), n);
@@ -124,9 +141,7 @@ void record_block_layer(rt::Graph& g, const BlockProjections& pp, const ops::Pla
     norm_quantize.dispatch(g, {{"x", x}, {"norm_weight", norm_weight}, {"q", b.q8}, {"act", b.act}}, rt::push(eps), n);
   };
   if (pp.normalized) {  // each projection normalizes its own input: four dispatches a layer
-    pp.qkv->dispatch(g, {{"w_q", w.attn_q}, {"w_k", w.attn_k}, {"w_v", w.attn_v}, {"x", b.x}, {"norm_weight", w.attn_norm},
-                         {"y_q", b.q}, {"y_k", b.k}, {"y_v", b.v}},
-                     rt::push(eps, n), n);
+    qkv({{"x", b.x}, {"norm_weight", w.attn_norm}}, rt::push(eps, n));
     attend();
     // Without sub-norms attn_output and ffn_down quantize their input alone: no norm weight, no eps.
     auto sub_normed = [&](const ops::PlannedPipeline& proj, const rt::Buffer& weights, const rt::Buffer& x,
@@ -148,9 +163,7 @@ void record_block_layer(rt::Graph& g, const BlockProjections& pp, const ops::Pla
     project(*pp.kv_proj, w.attn_k, b.k);
     project(*pp.kv_proj, w.attn_v, b.v);
   } else {
-    pp.qkv->dispatch(g, {{"w_q", w.attn_q}, {"w_k", w.attn_k}, {"w_v", w.attn_v}, {"x_q", b.q8}, {"x_act", b.act},
-                         {"y_q", b.q}, {"y_k", b.k}, {"y_v", b.v}},
-                     rt::push(n), n);
+    qkv({{"x_q", b.q8}, {"x_act", b.act}}, rt::push(n));
   }
   attend();
   if (pp.sub_norms)

@@ -42,6 +42,11 @@ struct ProjectionChoice {
   // Steps of up to this many tokens with the Fused layout normalize in the projections
   // (BlockProjections::normalized); 0: the table's step_norm_fused_max_tokens; -1: never.
   int norm_fused_max_tokens = 0;
+  // Decode steps in the Fused layout: QKV rotates q and k and writes each token's cache rows
+  // itself (ternary_matmul_qkv_rope: BlockProjections::qkv_rope), bit for bit the QKV then
+  // rope_kv_write_sequences it replaces; the step binds its sequences, the RoPE table and the
+  // layer's caches (record_block_layer's rope_args).
+  bool rope_in_qkv = false;
 };
 
 struct BlockProjections {
@@ -64,6 +69,7 @@ struct BlockProjections {
   // int8 alone over dim: attention's output before attn_output without sub-norms; not with `normalized`.
   std::optional<ops::PlannedPipeline> quantize;
   std::optional<ops::PlannedPipeline> qkv, gate_up;  // Fused
+  std::optional<ops::PlannedPipeline> qkv_rope;       // Fused with ProjectionChoice::rope_in_qkv, instead of qkv
   // Separate: Q; K and V (one shape); gate and up (one shape). Either engine.
   std::optional<ops::PlannedPipeline> q_proj, kv_proj, gate_up_proj;
   ops::PlannedPipeline attn_output;  // residual added
@@ -104,9 +110,10 @@ struct BlockActivations {
 // Layer `w` of a block of n tokens into g: norm+quantize, QKV, attend() (RoPE, the cache rows
 // and attention into b.attn, recorded by the caller), norm+quantize, attn_output (+ residual),
 // norm+quantize, gate/up, norm+quantize, ffn_down (+ residual); with pp.normalized, the
-// projections alone.
+// projections alone. With pp.qkv_rope, QKV does the RoPE and cache rows itself, with `rope_args`
+// (sequences, rope_table, k_cache, v_cache), and attend() records the attention alone.
 void record_block_layer(rt::Graph& g, const BlockProjections& pp, const ops::PlannedPipeline& norm_quantize,
                         const LayerWeights& w, const BlockActivations& b, uint32_t n, float eps,
-                        const std::function<void()>& attend);
+                        const std::function<void()>& attend, const std::vector<rt::Arg>& rope_args = {});
 
 }  // namespace bdsl::bitnet

@@ -30,6 +30,23 @@ dsl::Kernel ternary_matmul_qkv(const OpTarget& target, uint32_t q_rows, uint32_t
                                           cols, detail::kSeparate, options.projection, tile(options));
 }
 
+namespace {
+MatmulOptions quads(MatmulOptions options) {
+  options.projection.rows_per_subgroup = 4;  // one RoPE quad of a head
+  return options;
+}
+}  // namespace
+
+dsl::Kernel ternary_matmul_qkv_rope(const OpTarget& target, const AttentionDims& dims, uint32_t cols, uint32_t context,
+                                    MatmulOptions options) {
+  dims.check("ternary_matmul_qkv_rope");
+  options = quads(options);
+  const detail::RopeKvEpilogue rope{dims, context};
+  return detail::build_ternary_projection(target, "ternary_matmul_qkv",
+                                          {{"q", dims.q_width()}, {"k", dims.kv_width()}, {"v", dims.kv_width()}}, cols,
+                                          detail::kSeparate, options.projection, tile(options), &rope);
+}
+
 dsl::Kernel ternary_matmul_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols, GateActivation activation,
                                    MatmulOptions options) {
   return detail::build_ternary_projection(target, "ternary_matmul_" + to_string(activation) + "_gate_up",
@@ -53,6 +70,12 @@ Plan plan_ternary_matmul_qkv(const OpTarget& target, uint32_t q_rows, uint32_t k
                              const MatmulOptions& options) {
   return {ternary_matmul_qkv(target, q_rows, k_rows, v_rows, cols, options),
           matmul_grid(target, q_rows + k_rows + v_rows, options)};
+}
+
+Plan plan_ternary_matmul_qkv_rope(const OpTarget& target, const AttentionDims& dims, uint32_t cols, uint32_t context,
+                                  const MatmulOptions& options) {
+  return {ternary_matmul_qkv_rope(target, dims, cols, context, options),
+          matmul_grid(target, dims.q_width() + 2 * dims.kv_width(), quads(options))};
 }
 
 // One subgroup computes row r of both gate and up: the grid covers `rows` rows.

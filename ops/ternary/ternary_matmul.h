@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include "dsl/dsl.h"
+#include "ops/attention/attention_dims.h"
 #include "ops/plan.h"
 #include "ops/target.h"
 #include "ops/ternary/ternary_matvec.h"
@@ -41,12 +42,25 @@ dsl::Kernel ternary_matmul_qkv(const OpTarget& target, uint32_t q_rows, uint32_t
                                uint32_t cols, MatmulOptions options = {});
 dsl::Kernel ternary_matmul_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols, GateActivation activation,
                                    MatmulOptions options = {});
+// QKV of a batch of sequences' next tokens with RoPE and the KV-cache write in the epilogue (the
+// decode graph's ternary_matvec_qkv_rope for many sequences): ternary_matmul_qkv then
+// rope_kv_write_sequences, bit for bit, in one dispatch. Each subgroup takes rows (2m, 2m + 1,
+// 2m + half, 2m + 1 + half) of one head (options.projection.rows_per_subgroup is set to 4) for
+// every token of its tile. Bindings: w_q, w_k, w_v; the input (x_q, x_act or, normalizing in the
+// workgroup, x and norm_weight); sequences (u32 read [tokens][4], ops/common/step_state.h),
+// rope_table (vec2 read, as rope_kv_write), y_q (f32 write [tokens, q_width]: q after RoPE),
+// k_cache, v_cache (u32 write [rows, kv_words]: token t's row first_row + pos, none at a position
+// past the context). Push constants: (eps,) tokens. Grid as ternary_matmul_qkv's.
+dsl::Kernel ternary_matmul_qkv_rope(const OpTarget& target, const AttentionDims& dims, uint32_t cols, uint32_t context,
+                                    MatmulOptions options = {});
 uint32_t ternary_matmul_token_tiles(uint32_t tokens, const MatmulOptions& options = {});
 
 // The kernels with their grids (ops/plan.h); the grid's count is the block's tokens.
 Plan plan_ternary_matmul(const OpTarget& target, uint32_t rows, uint32_t cols, const MatmulOptions& options = {});
 Plan plan_ternary_matmul_qkv(const OpTarget& target, uint32_t q_rows, uint32_t k_rows, uint32_t v_rows, uint32_t cols,
                              const MatmulOptions& options = {});
+Plan plan_ternary_matmul_qkv_rope(const OpTarget& target, const AttentionDims& dims, uint32_t cols, uint32_t context,
+                                  const MatmulOptions& options = {});
 Plan plan_ternary_matmul_gate_up(const OpTarget& target, uint32_t rows, uint32_t cols, GateActivation activation,
                                  const MatmulOptions& options = {});
 

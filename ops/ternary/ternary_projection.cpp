@@ -76,8 +76,8 @@ ProjectionPlan plan_projection(const OpTarget& target, const std::string& what, 
                                uint32_t cols, Combine combine, const MatvecOptions& o, uint32_t tokens_per_wg,
                                const detail::RopeKvEpilogue* rope) {
   check_shapes(what, tensors, cols);
-  if (rope && (tokens_per_wg > 0 || o.rows_per_subgroup != 4 || o.add_residual || o.write_accumulators))
-    throw std::invalid_argument(what + ": the RoPE epilogue is for one token, 4 rows per subgroup, no residual or accumulators");
+  if (rope && (o.rows_per_subgroup != 4 || o.add_residual || o.write_accumulators))
+    throw std::invalid_argument(what + ": the RoPE epilogue takes 4 rows per subgroup, no residual or accumulators");
   const bool packed = o.dot == DotProduct::Auto ? target.int_dot_product : o.dot == DotProduct::Packed;
   // In the workgroup: int8 quantization of x (with the RMSNorm in front, NormalizeInWorkgroup).
   const bool norm = o.input != MatvecInput::Quantized;
@@ -132,7 +132,8 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
   std::optional<Buffer<vec2>> rope_table;
   std::optional<Buffer<f32>> y_q;
   if (rope) {
-    step = site.step ? *site.step : k.buffer<u32>("step", Access::Read);
+    // A batch's tokens: each its own sequence's record (ops/common/step_state.h).
+    step = site.step ? *site.step : k.buffer<u32>(batched ? "sequences" : "step", Access::Read);
     rope_table = k.buffer<vec2>("rope_table", Access::Read);
     y_q = activation("y_q", Access::Write, f32{});
     k_cache = activation("k_cache", Access::Write, u32{});
@@ -337,6 +338,15 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
     }
     q = [&](Expr<u32> token, Expr<u32> i) { return Expr<uvec4>((*x_q)[token * (cols / 16) + i]); };
   }
+  // RoPE over a batch: each token's position and the cache row it writes (its sequence's first
+  // row + pos); a token past the batch reads the last one's record (and writes nothing).
+  std::vector<Expr<u32>> token_pos, token_cache_row;
+  if (rope && batched)
+    for (size_t i = 0; i < slots.size(); ++i) {
+      auto record = let("record", min(slots[i].token, *token_count - 1u) * kSequenceWords);
+      token_pos.push_back(let("token_pos", Expr<u32>((*step)[record + kSequencePos])));
+      token_cache_row.push_back(let("cache_row", Expr<u32>((*step)[record + kSequenceFirstRow]) + token_pos.back()));
+    }
   auto lane0 = k.subgroup_invocation() == 0u;
   auto project = [&](Expr<i32> dot, size_t t, size_t slot) {
     return cast<f32>(dot - q_sum[slot]) / s[slot] * scales[t];
@@ -370,14 +380,26 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
         write_guard(slot, body);
     };
     if (rope) {
-      emit_rope_kv_quad(*rope, row, [&](size_t t, const std::vector<Expr<u32>>& rows) {
+      // The quad's four values for every token of the workgroup: [token][row].
+      auto project_quad = [&](size_t t, const std::vector<Expr<u32>>& rows) {
         std::vector<Expr<u32>> bases;
         for (const auto& r : rows) bases.push_back(r * units);
         auto dots = row_dots(std::vector<WeightBuffer>(4, w[t]), bases, p);
-        std::vector<Expr<f32>> v;
-        for (uint32_t r = 0; r < 4; ++r) v.push_back(let("proj", project(dots[r][0], t, 0)));
+        std::vector<std::vector<Expr<f32>>> v(slots.size());
+        for (uint32_t r = 0; r < 4; ++r)
+          for (size_t i = 0; i < slots.size(); ++i) v[i].push_back(let("proj", project(dots[r][i], t, i)));
         return v;
-      }, *step, *rope_table, y_q, k_cache, v_cache, lane0, rotations);
+      };
+      if (!batched) {
+        emit_rope_kv_quad(*rope, row, [&](size_t t, const std::vector<Expr<u32>>& rows) { return project_quad(t, rows)[0]; },
+                          *step, *rope_table, y_q, k_cache, v_cache, lane0, rotations);
+        return;
+      }
+      std::vector<detail::RopeToken> toks;
+      for (size_t i = 0; i < slots.size(); ++i)
+        toks.push_back({token_pos[i], token_cache_row[i], let("q_base", slots[i].token * rope->dims.q_width()), slots[i].valid,
+                        rope_quad_rotations_at(*rope, row, token_pos[i], *rope_table)});
+      emit_rope_kv_quad_tokens(*rope, row, project_quad, toks, y_q, k_cache, v_cache, lane0);
       return;
     }
     if (combine) {

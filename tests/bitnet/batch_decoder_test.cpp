@@ -290,6 +290,35 @@ TEST_F(BatchDecoder, NormsInsideTheProjectionsGiveTheSameBits) {
   EXPECT_LT(fused.step_stats(1).dispatches, apart.step_stats(1).dispatches) << "the norms are not dispatches";
 }
 
+// Buckets whose QKV is one dispatch rotate q and k and write the cache rows in its epilogue; the
+// same steps with RoPE as a dispatch of its own give the same bits, with the norms inside the
+// projections or apart, and one dispatch fewer a layer.
+TEST_F(BatchDecoder, RopeInTheQkvEpilogueGivesTheSameBits) {
+  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto config = models::BitNetConfig::from_gguf(file);
+  bitnet::ModelOptions o;
+  o.top_k = 8;
+  for (int norms : {4, -1}) {
+    bitnet::BitNetModel in_model(ctx(), file, config, o), apart_model(ctx(), file, config, o);
+    bitnet::BitNetBatchDecoder in(ctx(), in_model, 4, {.norm_fused_max_tokens = norms, .rope_in_qkv = true, .return_candidates = true});
+    bitnet::BitNetBatchDecoder apart(ctx(), apart_model, 4,
+                                     {.norm_fused_max_tokens = norms, .rope_in_qkv = false, .return_candidates = true});
+    const uint32_t v = config.vocab_size, steps = 5;
+    std::vector<Stream> a, b;
+    for (uint32_t i = 0; i < 3; ++i) {
+      a.push_back({i, prompt_of(30 + i, 4 + 3 * i, v), {}, {}});
+      b.push_back(a.back());
+    }
+    run_in_steps(in, a, steps, 2);  // prompt tokens two a step: runs of one sequence in a step
+    run_in_steps(apart, b, steps, 2);
+    for (uint32_t i = 0; i < 3; ++i) {
+      ASSERT_EQ(a[i].top_logits.size(), steps);
+      expect_same_candidates(a[i], b[i], "norms " + std::to_string(norms) + ", stream " + std::to_string(i));
+    }
+    EXPECT_EQ(in.step_stats(4).dispatches + config.n_layers, apart.step_stats(4).dispatches) << "RoPE is not a dispatch";
+  }
+}
+
 // Sampling on the device: each output's token is the host twin's draw from the same candidates
 // (checked at every step by run_together), and a sequence sampled beside others, with other
 // seeds and settings, draws the same tokens as alone (its draws depend on its seed and positions
