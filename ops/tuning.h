@@ -32,6 +32,10 @@ struct Tuning {
   uint32_t sequences_attention_head_split = 2;
   // ... and its positions in fewer, longer chunks than one token's decode needs to fill the GPU.
   uint32_t sequences_attention_chunks = 2;
+  // Buckets of more lanes than this take sequences_attention_chunks_per_workgroup chunks in each
+  // workgroup (the same bits: each chunk its own partial), smaller ones a workgroup a chunk.
+  uint32_t sequences_attention_spread_lanes = 4;
+  uint32_t sequences_attention_chunks_per_workgroup = 1;
   // The batched LM head's workgroup (ops/head/lm_head_batch.h). 1024 spilled its rows' registers
   // on the H100 (46 ms against 5.7 at B = 64, bench/RESULTS.md run 12).
   uint32_t lm_head_batch_workgroup = 256;

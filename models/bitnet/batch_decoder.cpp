@@ -85,6 +85,16 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
   ops::PipelineBatch batch;  // built together, on a pool of threads
   batch.add(ops::plan_rope_kv_write_sequences(t, dims, model.context_length()), rope_kv_);
   batch.add(ops::plan_attention_decode_sequences(t, dims, model.context_length(), attention_chunks_, attention_tuning_), attention_);
+  {
+    const ops::Tuning& tu = ops::tuning_for(t);
+    spread_lanes_ = options.attention_spread_lanes ? options.attention_spread_lanes : tu.sequences_attention_spread_lanes;
+    ops::SplitKvTuning grouped = attention_tuning_;
+    grouped.chunks_per_workgroup = std::min(attention_chunks_, options.attention_chunks_per_workgroup
+                                                                  ? options.attention_chunks_per_workgroup
+                                                                  : tu.sequences_attention_chunks_per_workgroup);
+    if (grouped.chunks_per_workgroup > 1 && spread_lanes_ < capacity_)
+      batch.add(ops::plan_attention_decode_sequences(t, dims, model.context_length(), attention_chunks_, grouped), attention_grouped_);
+  }
   batch.add(ops::plan_argmax_partial(t, vocab, true), argmax_partial_);
   batch.add(ops::plan_argmax_final(t, vocab, 0, true), argmax_final_);
   if (k) {
@@ -293,7 +303,8 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes, const
         args.insert(args.end(), {{"q", L.q}, {"k", L.k}, {"v", L.v}});
         rope_kv_.dispatch(g, args, rt::push(lanes), lanes);
       }
-      attention_.dispatch(g, {{"sequences", L.sequences}, {"q", L.q}, {"k_cache", L.k_cache[l]}, {"v_cache", L.v_cache[l]},
+      const ops::PlannedPipeline& attention = lanes > spread_lanes_ && attention_grouped_ ? *attention_grouped_ : attention_;
+      attention.dispatch(g, {{"sequences", L.sequences}, {"q", L.q}, {"k_cache", L.k_cache[l]}, {"v_cache", L.v_cache[l]},
                               {"partials", L.partials}, {"counters", L.counters}, {"out", L.attn}},
                           rt::push(lanes), lanes);
     }, proj.qkv_rope ? rope : std::vector<rt::Arg>{});

@@ -1,5 +1,6 @@
 #include "ops/attention/attention_decode.h"
 
+#include <algorithm>
 #include <string>
 
 namespace bdsl::ops {
@@ -9,6 +10,7 @@ namespace {
 std::string kernel_name(std::string base, const SplitKvTuning& tuning) {
   if (tuning.head_split > 1) base += "_split" + std::to_string(tuning.head_split);
   if (tuning.positions_per_pass != SplitKvTuning{}.positions_per_pass) base += "_p" + std::to_string(tuning.positions_per_pass);
+  if (tuning.chunks_per_workgroup > 1) base += "_c" + std::to_string(tuning.chunks_per_workgroup);
   return base;
 }
 }  // namespace
@@ -27,15 +29,17 @@ dsl::Kernel attention_decode_sequences(const OpTarget& target, const AttentionDi
 
 Plan plan_attention_decode(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks,
                            const SplitKvTuning& tuning) {
+  const uint32_t per = std::clamp(tuning.chunks_per_workgroup, 1u, chunks);
   return {attention_decode(target, dims, context, chunks, tuning),
-          fixed_grid({dims.n_kv_heads * attention_head_split(dims, tuning), chunks, 1})};
+          fixed_grid({dims.n_kv_heads * attention_head_split(dims, tuning), (chunks + per - 1) / per, 1})};
 }
 
 Plan plan_attention_decode_sequences(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks,
                                      const SplitKvTuning& tuning) {
   const uint32_t heads = dims.n_kv_heads * attention_head_split(dims, tuning);
+  const uint32_t per = std::clamp(tuning.chunks_per_workgroup, 1u, chunks), groups = (chunks + per - 1) / per;
   return {attention_decode_sequences(target, dims, context, chunks, tuning),
-          [heads, chunks](uint32_t tokens) { return rt::Grid{heads, chunks, tokens}; }};
+          [heads, groups](uint32_t tokens) { return rt::Grid{heads, groups, tokens}; }};
 }
 
 }  // namespace bdsl::ops

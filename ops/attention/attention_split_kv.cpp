@@ -129,6 +129,7 @@ class SplitKv {
         chunks_(chunks), hd_(d.head_dim), group_(d.group()), hg_(group_ / split_),
         unroll_(std::max(1u, tuning.positions_per_pass)), combine_unroll_(std::max(1u, tuning.combine_unroll)),
         defer_(batch ? 0u : tuning.defer_combine),
+        per_workgroup_(std::clamp(tuning.chunks_per_workgroup, 1u, chunks)),
         k_(name, {l_.wg, 1, 1}),
         step_(k_.buffer<u32>(sequences ? "sequences" : "step", Access::Read)),
         q_(k_.buffer<vec4>("q", Access::Read)),
@@ -180,14 +181,25 @@ class SplitKv {
                          : let("wanted", select(last_ < pass, 1u, min(last_ / half_pass + 1u, constant<u32>(chunks_))));
     auto chunk_len = split_chunks(last_, wanted).length;
     active_ = active_chunks(last_, wanted, defer_ ? pass : half_pass, chunks_);
-    if_(c_ < active_, [&] {
-      start_ = let("start", c_ * chunk_len);
-      count_ = let("count", min(chunk_len, last_ + 1u - start_));
-      scan_positions();
-      merge_in_subgroup();
+    auto chunk = [&] {
+      if_(c_ < active_, [&] {
+        start_ = let("start", c_ * chunk_len);
+        count_ = let("count", min(chunk_len, last_ + 1u - start_));
+        scan_positions();
+        merge_in_subgroup();
+        barrier();
+        merge_subgroups_and_finish();
+      });
+    };
+    if (per_workgroup_ == 1) return chunk();
+    // This workgroup's chunks one after the other (uniform: the barriers stay uniform), each
+    // starting once the previous one is done with the shared memory.
+    auto first_chunk = let("first_chunk", k_.workgroup_id().y() * per_workgroup_);
+    for_range(0u, per_workgroup_, [&](Expr<u32> j) {
       barrier();
-      merge_subgroups_and_finish();
-    });
+      c_ = let("chunk", first_chunk + j);
+      chunk();
+    }, "chunk_of_workgroup");
   }
 
   uint32_t target_subgroup() const { return l_.wg / l_.subgroups; }
@@ -425,7 +437,7 @@ class SplitKv {
   const AttentionDims d_;
   const uint32_t split_;  // workgroups per KV head, each hg_ of its group_ query heads
   const Layout l_;
-  const uint32_t context_, chunks_, hd_, group_, hg_, unroll_, combine_unroll_, defer_;
+  const uint32_t context_, chunks_, hd_, group_, hg_, unroll_, combine_unroll_, defer_, per_workgroup_;
   KernelBuilder k_;
   Buffer<u32> step_;
   Buffer<vec4> q_;

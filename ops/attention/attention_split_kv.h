@@ -59,6 +59,11 @@ struct SplitKvTuning {
   // the group): more, lighter workgroups reading the same K/V rows (the second from the L2). The
   // grid's x is then n_kv_heads * head_split; partials, counters and outputs are laid out as with 1.
   uint32_t head_split = 1;
+  // Chunks each workgroup takes, one after the other (grid y = ceil(chunks / this)). Every chunk
+  // keeps its own positions and partial, so the results are the same bits whatever this is: a
+  // batch of many sequences can run fewer, longer-lived workgroups than one sequence alone with
+  // the same arithmetic.
+  uint32_t chunks_per_workgroup = 1;
 };
 
 // Positions one workgroup reads at once (the chunk unit): what a consumer of deferred partials
@@ -73,7 +78,7 @@ dsl::Expr<dsl::u32> attention_active_chunks(dsl::Expr<dsl::u32> last, uint32_t p
 // [tokens * n_heads * chunks * (head_dim + 2)], scratch), counters (read-write, u32
 // [tokens * n_kv_heads], zero before the first dispatch; left zero by every dispatch),
 // out (write, f32 [tokens, n_heads*head_dim]). Push: n (u32) when `batch`, none otherwise.
-// Grid: (n_kv_heads * head_split, chunks, tokens).
+// Grid: (n_kv_heads * head_split, ceil(chunks / chunks_per_workgroup), tokens).
 dsl::Kernel attention_split_kv(const std::string& name, const OpTarget& target, const AttentionDims& dims,
                                uint32_t context, uint32_t chunks, bool batch, const SplitKvTuning& tuning = {},
                                bool sequences = false);

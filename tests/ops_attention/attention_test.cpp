@@ -1,6 +1,7 @@
 // attention_decode and attention_prefill against golden::attention on the device, over an F16
 // KV cache filled with random values (rather than thousands of decode steps).
 #include <cmath>
+#include <optional>
 
 #include "golden/reference_ops.h"
 #include "models/numerics/rope.h"
@@ -315,6 +316,47 @@ TEST_F(Sequences, EachTokenGetsWhatItsSequenceGetsAlone) {
     EXPECT_EQ(slot(v_after), vc1.download<uint32_t>());
     const auto want = out1.download<float>();
     EXPECT_EQ(std::vector<float>(got.begin() + s * d.q_width(), got.begin() + (s + 1) * d.q_width()), want);
+  }
+}
+
+// Several chunks a workgroup (SplitKvTuning::chunks_per_workgroup, one after the other, each its
+// own partial): every sequence's output the same bits as a workgroup a chunk, at positions of
+// one chunk up to all of them, with the heads split or not; the counters are left zero.
+TEST_F(Sequences, ChunksTakenByFewerWorkgroupsGiveTheSameBits) {
+  const ops::AttentionDims d{8, 2, 64};
+  const uint32_t context = 300, chunks = ops::attention_chunks(target(), d, context);
+  ASSERT_GE(chunks, 3u);
+  const std::vector<uint32_t> pos = {0, 299, 130, 40};
+  const uint32_t n = uint32_t(pos.size());
+  const uint64_t slot_words = uint64_t(context) * d.kv_words();
+  rt::Buffer kc = buffer_of(pack_f16(f16_rounded(random_floats(slot_words * n * 2, 21, 1.0f))), "k_cache");
+  rt::Buffer vc = buffer_of(pack_f16(f16_rounded(random_floats(slot_words * n * 2, 22, 1.0f))), "v_cache");
+  rt::Buffer qb = buffer_of(f16_rounded(random_floats(size_t(n) * d.q_width(), 23, 8.0f)), "q");
+  std::vector<uint32_t> states;
+  for (uint32_t s = 0; s < n; ++s) states.insert(states.end(), {0u, pos[s], s * context, 0u});
+  rt::Buffer sb = buffer_of(states, "sequences");
+  for (uint32_t split : {1u, 2u}) {
+    std::optional<std::vector<float>> first;
+    for (uint32_t per : {1u, 2u, 3u, chunks}) {
+      SCOPED_TRACE(testing::Message() << "split " << split << ", " << per << " chunks a workgroup");
+      ops::SplitKvTuning tuning;
+      tuning.head_split = split;
+      tuning.chunks_per_workgroup = per;
+      const ops::PlannedPipeline attend = ops::make_pipeline(ctx(), ops::plan_attention_decode_sequences(target(), d, context, chunks, tuning));
+      EXPECT_EQ(attend.grid(n).y, (chunks + per - 1) / per);
+      rt::Buffer out(ctx(), uint64_t(n) * d.q_width() * 4, {true, "out"});
+      rt::Buffer partials(ctx(), ops::attention_partials_bytes(d, chunks, n), {false, "partials"});
+      rt::Buffer counters = buffer_of(std::vector<uint32_t>(n * d.n_kv_heads, 0), "counters");
+      rt::Graph g(ctx());
+      attend.dispatch(g, {{"sequences", sb}, {"q", qb}, {"k_cache", kc}, {"v_cache", vc}, {"partials", partials}, {"counters", counters},
+                          {"out", out}},
+                      rt::push(n), n);
+      g.submit_and_wait();
+      EXPECT_EQ(counters.download<uint32_t>(), std::vector<uint32_t>(n * d.n_kv_heads, 0));
+      const auto got = out.download<float>();
+      if (!first) first = got;
+      EXPECT_EQ(got, *first);
+    }
   }
 }
 
