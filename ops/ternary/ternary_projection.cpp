@@ -92,8 +92,9 @@ ProjectionPlan plan_projection(const OpTarget& target, const std::string& what, 
     throw std::invalid_argument(what + ": " + std::to_string(tile) + " x " + std::to_string(cols) +
                                 " int8 activations and the reduction scratch do not fit in " +
                                 std::to_string(target.max_shared_bytes) + " bytes of shared memory");
-  // Word units (emit_row_word_dots) where every lane of every pass has a word of the row.
-  const bool words = norm && !batched && packed && target.subgroup_size_fixed &&
+  // Word units (emit_row_word_dots) where every lane of every pass has a word of the row: one
+  // token a workgroup (decode, or a batch in tiles of one token).
+  const bool words = norm && tile == 1 && packed && target.subgroup_size_fixed &&
                      (cols / 16) % std::max(1u, target.subgroup_size) == 0;
   return {packed, norm, batched, words, wg, rs, rows_per_wg, chunks};
 }
@@ -159,6 +160,14 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
   if (norm_weight) eps = site.eps ? *site.eps : k.push<f32>("eps");
   std::optional<Expr<u32>> token_count;
   if (batched) token_count = k.push<u32>("tokens");
+  // A batch in tiles of one token runs the decode body (weights prefetched before the norm
+  // prologue, word units) for its token, read at an offset: the same int32 dots, the same bits.
+  const bool one_token = !batched || tokens_per_wg == 1;
+  std::optional<Expr<u32>> tile_token, readable_token;
+  if (batched && one_token) {
+    tile_token = let("tile_token", k.workgroup_id().y());
+    readable_token = let("readable_token", min(*tile_token, *token_count - 1u));
+  }
 
   std::vector<Expr<f32>> scales;
   for (size_t t = 0; t < tensors.size(); ++t)
@@ -205,7 +214,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
   std::vector<Expr<u32>> pass_rows;  // each prefetched row group's first row
   std::vector<Prefetch> pres;
   std::vector<std::optional<std::pair<Expr<vec2>, Expr<vec2>>>> pass_rotations;
-  for (uint32_t pass = 0; !batched && pass < std::max(1u, site.prefetch_passes); ++pass) {
+  for (uint32_t pass = 0; one_token && pass < std::max(1u, site.prefetch_passes); ++pass) {
     const std::string tag = pass ? std::to_string(pass) + "_" : "";
     if (pass == 0) row0 = let("row0", first + k.subgroup_id() * rs);
     pass_rows.push_back(pass == 0 ? *row0 : let("row_pass", *row0 + stride * pass));
@@ -215,7 +224,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
     Prefetch* pre = &pres.back();
     pass_rotations.emplace_back();
     if (rope) {
-      pass_rotations.back() = rope_quad_rotations(*rope, readable, *step, *rope_table);
+      if (!batched) pass_rotations.back() = rope_quad_rotations(*rope, readable, *step, *rope_table);
       rope_quad_rows(*rope, readable, [&](size_t t, const std::vector<Expr<u32>>& rows) {
         std::vector<Expr<u32>> bases;
         for (const auto& r : rows) bases.push_back(r * units);
@@ -248,7 +257,9 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
   std::vector<Expr<f32>> residual0;
   if (row0 && o.add_residual && !combine && tensors.size() == 1)
     for (uint32_t r = 0; r < rs; ++r)
-      residual0.push_back(let("residual" + std::to_string(r), y[0][min(*row0 + r, constant<u32>(total - 1))]));
+      residual0.push_back(let("residual" + std::to_string(r),
+                              y[0][readable_token ? *readable_token * total + min(*row0 + r, constant<u32>(total - 1))
+                                                  : min(*row0 + r, constant<u32>(total - 1))]));
 
   // The tokens of this workgroup, their activation scales s, sums of q and a loader of q.
   std::vector<TokenSlot> slots;
@@ -257,7 +268,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
   QuadLoader q;
   std::optional<uint32_t> zero_quad;  // with q in shared memory
   std::optional<Shared<u32>> q_shared;
-  if (norm && batched) {
+  if (norm && !one_token) {
     // Each token of the tile as the one-token case below, one after the other: its q words and
     // kZeroQWords zeros in a region of its own, its scale and sum of q from the same arithmetic as
     // quantize_activations' (so a token's q is the same bits whichever kernel quantized it).
@@ -307,14 +318,14 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
     QuantizeBody body;
     body.dim = cols;
     body.workgroup = wg;
-    body.load_x = [&](Expr<u32> i) { return Expr<f32>((*x)[i]); };
+    body.load_x = [&](Expr<u32> i) { return Expr<f32>((*x)[readable_token ? *readable_token * cols + i : i]); };
     if (norm_weight) body.load_norm_weight = [&](Expr<u32> i) { return Expr<f32>((*norm_weight)[i]); };
     if (o.attention_partials)
       body.load_word = attention_word_loader(k, *o.attention_partials, *x, *attn_step, *attn_partials, *attn_used, site.workgroup, wg);
     body.eps = eps;
     body.store_q = [&](Expr<u32> word, Expr<u32> v) { q_words[words ? swizzled_q_word(word) : word] = v; };
     const QuantizedTotals totals = emit_quantize_activations(k, body);  // ends with a barrier
-    slots.push_back({constant<u32>(0u), std::nullopt});
+    slots.push_back(tile_token ? TokenSlot{*tile_token, *tile_token < *token_count} : TokenSlot{constant<u32>(0u), std::nullopt});
     s.push_back(totals.scale);
     q_sum.push_back(totals.sum);
     q = [q_words](Expr<u32>, Expr<u32> i) {

@@ -184,9 +184,11 @@ TEST_P(TernaryMatmul, PerFieldAccumulatorsInTheChunkLoopOrTheKnownDriverBug) {
 
 // With the norm in the workgroup each token of the tile is normalized and quantized in shared
 // memory: its accumulators are golden's for golden's RMSNorm + int8 of that token, and its outputs
-// are the same bits as quantize_activations (rms_norm) followed by the quantized matmul.
+// are the same bits as quantize_activations (rms_norm) followed by the quantized matmul. Tiles of
+// 2 (the last one half empty) and of 1 (the decode body: weights prefetched before the norm, word
+// units where the device allows), with and without the residual added.
 TEST_P(TernaryMatmul, NormalizesEachTokenOfTheTileInTheWorkgroup) {
-  const uint32_t rows = 40, cols = 384, tokens = 5;  // tiles of 2: the last one half empty
+  const uint32_t rows = 40, cols = 384, tokens = 5;
   const float eps = 1e-5f;
   const I2sWeights w = random_i2s(rows, cols, 51);
   std::vector<float> x;
@@ -195,35 +197,42 @@ TEST_P(TernaryMatmul, NormalizesEachTokenOfTheTileInTheWorkgroup) {
     x.insert(x.end(), row.begin(), row.end());
   }
   const auto norm = random_floats(cols, 70, 2.0f);
+  const auto residual = random_floats(rows * tokens, 71, 4.0f);
   rt::Buffer wb = buffer_of(w.bytes, "w"), xb = buffer_of(x, "x"), nb = buffer_of(norm, "norm_weight");
-  rt::Buffer y = output(rows * tokens * 4, "y"), acc = output(rows * tokens * 4, "acc");
-  ops::MatmulOptions o = options();
-  o.tokens_per_workgroup = 2;
-  o.projection.input = ops::MatvecInput::NormalizeInWorkgroup;
-  const ops::Plan fused = ops::plan_ternary_matmul(target(), rows, cols, o);
-  run2d(fused.kernel, {wb, xb, nb, y, acc}, fused.grid(tokens).x, fused.grid(tokens).y, rt::push(eps, tokens));
-
-  // The same tokens through the standalone quantizer, then the quantized matmul.
+  // The same tokens through the standalone quantizer, for the quantized matmul.
   rt::Buffer qb = output(tokens * cols, "x_q"), ab = output(tokens * 8, "x_act");
   run2d(ops::quantize_activations(target(), cols, {true}), {xb, nb, qb, ab}, tokens, 1, rt::push(eps));
-  rt::Buffer y2 = output(rows * tokens * 4, "y apart"), acc2 = output(rows * tokens * 4, "acc apart");
-  ops::MatmulOptions q = options();
-  q.tokens_per_workgroup = 2;
-  const ops::Plan apart = ops::plan_ternary_matmul(target(), rows, cols, q);
-  run2d(apart.kernel, {wb, qb, ab, y2, acc2}, apart.grid(tokens).x, apart.grid(tokens).y, rt::push(tokens));
+  for (uint32_t tile : {2u, 1u})
+    for (bool add_residual : {false, true}) {
+      SCOPED_TRACE(testing::Message() << "tile " << tile << (add_residual ? ", residual" : ""));
+      auto y_start = [&](const char* name) { return add_residual ? buffer_of(residual, name) : output(rows * tokens * 4, name); };
+      rt::Buffer y = y_start("y"), acc = output(rows * tokens * 4, "acc");
+      ops::MatmulOptions o = options();
+      o.tokens_per_workgroup = tile;
+      o.projection.input = ops::MatvecInput::NormalizeInWorkgroup;
+      o.projection.add_residual = add_residual;
+      const ops::Plan fused = ops::plan_ternary_matmul(target(), rows, cols, o);
+      run2d(fused.kernel, {wb, xb, nb, y, acc}, fused.grid(tokens).x, fused.grid(tokens).y, rt::push(eps, tokens));
+      rt::Buffer y2 = y_start("y apart"), acc2 = output(rows * tokens * 4, "acc apart");
+      ops::MatmulOptions q = options();
+      q.tokens_per_workgroup = 2;
+      q.projection.add_residual = add_residual;
+      const ops::Plan apart = ops::plan_ternary_matmul(target(), rows, cols, q);
+      run2d(apart.kernel, {wb, qb, ab, y2, acc2}, apart.grid(tokens).x, apart.grid(tokens).y, rt::push(tokens));
 
-  const auto got_y = y.download<float>(), want_y = y2.download<float>();
-  const auto got_acc = acc.download<int32_t>();
-  for (uint32_t t = 0; t < tokens; ++t) {
-    std::vector<float> normed(cols);
-    golden::rms_norm(std::span(x).subspan(size_t(t) * cols, cols), norm, eps, normed);
-    const QuantizedX xq = quantize_cpu(normed);
-    for (uint32_t r = 0; r < rows; ++r) {
-      ASSERT_EQ(got_acc[t * rows + r], golden::ternary_dot(w.m.row(r), xq.q)) << "token " << t << " row " << r;
-      ASSERT_EQ(std::bit_cast<uint32_t>(got_y[t * rows + r]), std::bit_cast<uint32_t>(want_y[t * rows + r]))
-          << "token " << t << " row " << r;
+      const auto got_y = y.download<float>(), want_y = y2.download<float>();
+      const auto got_acc = acc.download<int32_t>();
+      for (uint32_t t = 0; t < tokens; ++t) {
+        std::vector<float> normed(cols);
+        golden::rms_norm(std::span(x).subspan(size_t(t) * cols, cols), norm, eps, normed);
+        const QuantizedX xq = quantize_cpu(normed);
+        for (uint32_t r = 0; r < rows; ++r) {
+          ASSERT_EQ(got_acc[t * rows + r], golden::ternary_dot(w.m.row(r), xq.q)) << "token " << t << " row " << r;
+          ASSERT_EQ(std::bit_cast<uint32_t>(got_y[t * rows + r]), std::bit_cast<uint32_t>(want_y[t * rows + r]))
+              << "token " << t << " row " << r;
+        }
+      }
     }
-  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Dot, TernaryMatmul, ::testing::Values(DotProduct::Packed, DotProduct::PlainInteger),
