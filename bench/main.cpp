@@ -51,6 +51,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
     else if (a == "--batch-attention-head-split") o.batch.attention_head_split = uint32_t(std::stoul(value()));
     else if (a == "--batch-attention-spread") o.batch.attention_spread_lanes = uint32_t(std::stoul(value()));
     else if (a == "--batch-attention-per-workgroup") o.batch.attention_chunks_per_workgroup = uint32_t(std::stoul(value()));
+    else if (a == "--batch-attention-spread-split") o.batch.attention_spread_head_split = uint32_t(std::stoul(value()));
     else if (a == "--batch-attention-positions") o.batch.attention_positions_per_pass = uint32_t(std::stoul(value()));
     else if (a == "--matvec-rows") o.decode_tuning.rows_per_subgroup = uint32_t(std::stoul(value()));
     else if (a == "--matvec-workgroup") o.decode_tuning.workgroup = uint32_t(std::stoul(value()));
@@ -78,7 +79,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "                        [--batch-coop-double-buffer 0|1] [--batch-attention-head-split N]\n"
                   "                        [--batch-attention-positions N] [--batch-prompt-lanes N]\n"
                   "                        [--batch-norm-fused-max N] [--batch-attention-spread N]\n"
-                  "                        [--batch-attention-per-workgroup N]\n"
+                  "                        [--batch-attention-per-workgroup N] [--batch-attention-spread-split N]\n"
                   "                        [--benchmark_...]\n"
                   "  default model: a synthetic BitNet b1.58 of the real 2B-4T shape (made once in the cache)\n"
                   "  --model-preset: another synthetic shape (make-model's presets: llama3-8b, falcon3-10b, ...)\n"
@@ -105,7 +106,8 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "  --batch-attention-chunks: each sequence's positions in at most N chunks;\n"
                   "    --batch-attention-head-split: workgroups per KV head; --batch-attention-positions:\n"
                   "    positions each row group reads per pass; --batch-attention-per-workgroup: chunks each\n"
-                  "    workgroup takes in buckets of more than --batch-attention-spread lanes (the same bits)\n"
+                  "    workgroup takes in buckets of more than --batch-attention-spread lanes, and\n"
+                  "    --batch-attention-spread-split the workgroups per KV head of the others (the same bits)\n"
                   "  --batch-prompt-lanes: prompt tokens a step carries beside its streams (serve/; 0:\n"
                   "    every prompt in blocks between steps)\n"
                   "  --batch-norm-fused-max: buckets of up to N lanes normalize inside the projections\n"

@@ -30,12 +30,18 @@ struct Tuning {
   // few workgroups per KV head: 2 gave 6.69 ms a step at B = 64 against 6.89 with 1 and 6.95 with
   // 4 on the H100, and was faster at B = 1 and 16 too (bench/RESULTS.md run 13, calls 9-10).
   uint32_t sequences_attention_head_split = 2;
-  // ... and its positions in fewer, longer chunks than one token's decode needs to fill the GPU.
-  uint32_t sequences_attention_chunks = 2;
-  // Buckets of more lanes than this take sequences_attention_chunks_per_workgroup chunks in each
-  // workgroup (the same bits: each chunk its own partial), smaller ones a workgroup a chunk.
+  // ... and its positions in fewer, longer chunks than one token's decode needs to fill the GPU
+  // (a sequence's bits depend on it: one value for every bucket). Buckets of more lanes than
+  // sequences_attention_spread_lanes take sequences_attention_chunks_per_workgroup chunks in each
+  // workgroup (the same bits: each chunk its own partial), smaller ones a workgroup a chunk and
+  // sequences_attention_spread_head_split workgroups per KV head (the same bits too). H200
+  // (bench/RESULTS.md run 22, ctx 512, tokens/s): 2 chunks B = 1 790, B = 64 11,030; 4 chunks
+  // B = 1 820, B = 64 10,469 a workgroup a chunk, 10,667 two; 8 chunks B = 1 819; a split of 4
+  // in the small buckets 779 (2 chunks), 820 (4).
+  uint32_t sequences_attention_chunks = 4;
   uint32_t sequences_attention_spread_lanes = 4;
-  uint32_t sequences_attention_chunks_per_workgroup = 1;
+  uint32_t sequences_attention_chunks_per_workgroup = 2;
+  uint32_t sequences_attention_spread_head_split = 2;
   // The batched LM head's workgroup (ops/head/lm_head_batch.h). 1024 spilled its rows' registers
   // on the H100 (46 ms against 5.7 at B = 64, bench/RESULTS.md run 12).
   uint32_t lm_head_batch_workgroup = 256;

@@ -94,6 +94,11 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
                                                                   : tu.sequences_attention_chunks_per_workgroup);
     if (grouped.chunks_per_workgroup > 1 && spread_lanes_ < capacity_)
       batch.add(ops::plan_attention_decode_sequences(t, dims, model.context_length(), attention_chunks_, grouped), attention_grouped_);
+    ops::SplitKvTuning spread = attention_tuning_;
+    spread.head_split = options.attention_spread_head_split ? options.attention_spread_head_split : tu.sequences_attention_spread_head_split;
+    if (dims.group() % spread.head_split != 0) spread.head_split = attention_tuning_.head_split;
+    if (spread.head_split != attention_tuning_.head_split && spread_lanes_ > 0)
+      batch.add(ops::plan_attention_decode_sequences(t, dims, model.context_length(), attention_chunks_, spread), attention_spread_);
   }
   batch.add(ops::plan_argmax_partial(t, vocab, true), argmax_partial_);
   batch.add(ops::plan_argmax_final(t, vocab, 0, true), argmax_final_);
@@ -303,7 +308,8 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes, const
         args.insert(args.end(), {{"q", L.q}, {"k", L.k}, {"v", L.v}});
         rope_kv_.dispatch(g, args, rt::push(lanes), lanes);
       }
-      const ops::PlannedPipeline& attention = lanes > spread_lanes_ && attention_grouped_ ? *attention_grouped_ : attention_;
+      const ops::PlannedPipeline& attention = lanes > spread_lanes_ ? (attention_grouped_ ? *attention_grouped_ : attention_)
+                                                                    : (attention_spread_ ? *attention_spread_ : attention_);
       attention.dispatch(g, {{"sequences", L.sequences}, {"q", L.q}, {"k_cache", L.k_cache[l]}, {"v_cache", L.v_cache[l]},
                               {"partials", L.partials}, {"counters", L.counters}, {"out", L.attn}},
                           rt::push(lanes), lanes);

@@ -64,11 +64,12 @@ struct BatchOptions {
   bool rope_in_qkv = true;
   uint32_t attention_chunks = 0;  // each sequence's positions in at most this many chunks (0: ops/tuning.h's)
   uint32_t attention_head_split = 0;        // workgroups per KV head (0: ops/tuning.h's)
-  // Buckets of more lanes than attention_spread_lanes take attention_chunks_per_workgroup chunks
-  // in each workgroup, one after the other, the smaller ones a workgroup a chunk: the same bits
-  // (0: ops/tuning.h's).
-  uint32_t attention_spread_lanes = 0, attention_chunks_per_workgroup = 0;
   uint32_t attention_positions_per_pass = 0;  // (0: the model's decode attention's)
+  // Buckets of more lanes than attention_spread_lanes take attention_chunks_per_workgroup chunks
+  // in each workgroup, one after the other, the smaller ones a workgroup a chunk and
+  // attention_spread_head_split workgroups per KV head: the same bits (0: ops/tuning.h's).
+  uint32_t attention_spread_lanes = 0, attention_chunks_per_workgroup = 0;
+  uint32_t attention_spread_head_split = 0;
   // The LM head on tensor cores (ops/head/lm_head_coopmat.h: x rounded to F16, as bitnet.cpp's
   // CPU path does) where the device has them; else, or with false, lm_head_batch (lm_head's f32
   // arithmetic, bit for bit).
@@ -171,8 +172,9 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   ops::SplitKvTuning attention_tuning_;
   uint32_t attention_chunks_;  // each sequence's positions in at most this many chunks
   ops::PlannedPipeline attention_;  // every lane over its own slot's rows (ops::attention_decode_sequences)
-  // The same with several chunks a workgroup, for buckets of more than spread_lanes_ lanes.
-  std::optional<ops::PlannedPipeline> attention_grouped_;
+  // The same with several chunks a workgroup, for buckets of more than spread_lanes_ lanes, and
+  // with more workgroups per KV head for the others.
+  std::optional<ops::PlannedPipeline> attention_grouped_, attention_spread_;
   uint32_t spread_lanes_ = 0;
   bool head_on_tensor_cores_;
   std::optional<ops::PlannedPipeline> pack_half_;  // xn -> F16 for the tensor-core head

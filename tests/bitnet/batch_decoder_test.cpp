@@ -319,6 +319,34 @@ TEST_F(BatchDecoder, RopeInTheQkvEpilogueGivesTheSameBits) {
   }
 }
 
+// Attention's chunks taken several to a workgroup in the larger buckets (and the smaller ones'
+// KV heads split over more workgroups): the same bits as a workgroup a chunk everywhere. One
+// position a row group per pass, so the tiny model's short sequences span all 4 chunks.
+TEST_F(BatchDecoder, AttentionWorkgroupLayoutsGiveTheSameBits) {
+  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto config = models::BitNetConfig::from_gguf(file);
+  bitnet::ModelOptions o;
+  o.top_k = 8;
+  bitnet::BitNetModel a_model(ctx(), file, config, o), b_model(ctx(), file, config, o);
+  bitnet::BitNetBatchDecoder plain(ctx(), a_model, 4,
+                                   {.attention_chunks = 4, .attention_positions_per_pass = 1, .attention_spread_lanes = 64,
+                                    .attention_chunks_per_workgroup = 1,
+                                    .attention_spread_head_split = 1, .return_candidates = true});
+  bitnet::BitNetBatchDecoder grouped(ctx(), b_model, 4,
+                                     {.attention_chunks = 4, .attention_positions_per_pass = 1, .attention_spread_lanes = 1,
+                                      .attention_chunks_per_workgroup = 3,
+                                      .attention_spread_head_split = 2, .return_candidates = true});
+  const uint32_t v = config.vocab_size, steps = 5;
+  std::vector<Stream> a, b;
+  for (uint32_t i = 0; i < 3; ++i) {
+    a.push_back({i, prompt_of(40 + i, 50 + 9 * i, v), {}, {}});  // past 48 positions: 4 chunks of a pass of one position a row group
+    b.push_back(a.back());
+  }
+  run_together(plain, a, steps);
+  run_together(grouped, b, steps);
+  for (uint32_t i = 0; i < 3; ++i) expect_same_candidates(a[i], b[i], "stream " + std::to_string(i));
+}
+
 // Sampling on the device: each output's token is the host twin's draw from the same candidates
 // (checked at every step by run_together), and a sequence sampled beside others, with other
 // seeds and settings, draws the same tokens as alone (its draws depend on its seed and positions
