@@ -34,13 +34,13 @@ struct Tuning {
   // (a sequence's bits depend on it: one value for every bucket). Buckets of more lanes than
   // sequences_attention_spread_lanes take sequences_attention_chunks_per_workgroup chunks in each
   // workgroup (the same bits: each chunk its own partial), smaller ones a workgroup a chunk and
-  // sequences_attention_spread_head_split workgroups per KV head (the same bits too). H200
-  // (bench/RESULTS.md run 22, ctx 512, tokens/s): 2 chunks B = 1 790, B = 64 11,030; 4 chunks
-  // B = 1 820, B = 64 10,469 a workgroup a chunk, 10,667 two; 8 chunks B = 1 819; a split of 4
-  // in the small buckets 779 (2 chunks), 820 (4).
-  uint32_t sequences_attention_chunks = 4;
+  // sequences_attention_spread_head_split workgroups per KV head (the same bits too). H100
+  // (bench/RESULTS.md run 22, ctx 512, tokens/s): 2 chunks B = 1 753, B = 16 4,289, B = 64
+  // 10,720; 4 chunks 772, 4,141, 10,258 (two a workgroup past 4 lanes; 4,202 and 10,184 one).
+  // H200: 8 chunks at B = 1 no faster than 4; a split of 4 in the small buckets no faster.
+  uint32_t sequences_attention_chunks = 2;
   uint32_t sequences_attention_spread_lanes = 4;
-  uint32_t sequences_attention_chunks_per_workgroup = 2;
+  uint32_t sequences_attention_chunks_per_workgroup = 1;
   uint32_t sequences_attention_spread_head_split = 2;
   // The batched LM head's workgroup (ops/head/lm_head_batch.h). 1024 spilled its rows' registers
   // on the H100 (46 ms against 5.7 at B = 64, bench/RESULTS.md run 12).
