@@ -47,7 +47,7 @@ struct Tuning {
   uint32_t lm_head_batch_workgroup = 256;
   // Batched decode's pruned LM head: tails of at least this many lanes take their bounds from
   // one pass over the int8 shadow on tensor cores (ops/head/lm_head_bounds_coopmat.h), smaller
-  // ones from lm_head_bounds with rows (the shadow read once per lane, the decode graph's kernel).
+  // ones from lm_head_bounds with rows (the shadow read once per lane, as the decode graph does).
   uint32_t batch_head_coopmat_min_rows = 2;
   // Top-k's workgroup (ops/head/top_k.h).
   uint32_t top_k_workgroup = 1024;

@@ -272,12 +272,21 @@ BitNetBatchDecoder::Step& BitNetBatchDecoder::step_for(uint32_t lanes) {
 BitNetBatchDecoder::Tail& BitNetBatchDecoder::tail_for(uint32_t rows, TailKind kind) {
   for (auto& t : tails_)
     if (t.rows == rows && t.kind == kind) return t;
-  Tail t{rows, kind, std::nullopt, std::nullopt, nullptr};
+  Tail t{rows, kind, nullptr, nullptr, nullptr};
   const auto& p = model_.pipelines();
-  if (kind.full && head_on_tensor_cores_)
-    t.head.emplace(ops::make_pipeline(ctx_, ops::plan_lm_head_coopmat(p.target, model_.vocab_size(), model_.config().dim, rows)));
-  if (kind.pruned && bounds_on_tensor_cores_ && rows >= ops::tuning_for(p.target).batch_head_coopmat_min_rows)
-    t.bounds.emplace(ops::make_pipeline(ctx_, ops::plan_lm_head_bounds_coopmat(p.target, model_.vocab_size(), model_.config().dim, rows)));
+  const uint32_t vocab = model_.vocab_size(), dim = model_.config().dim;
+  if (kind.full && head_on_tensor_cores_) {
+    auto it = coopmat_heads_.find(rows);
+    if (it == coopmat_heads_.end())
+      it = coopmat_heads_.emplace(rows, ops::make_pipeline(ctx_, ops::plan_lm_head_coopmat(p.target, vocab, dim, rows))).first;
+    t.head = &it->second;
+  }
+  if (kind.pruned && bounds_on_tensor_cores_ && rows >= ops::tuning_for(p.target).batch_head_coopmat_min_rows) {
+    auto it = coopmat_bounds_.find(rows);
+    if (it == coopmat_bounds_.end())
+      it = coopmat_bounds_.emplace(rows, ops::make_pipeline(ctx_, ops::plan_lm_head_bounds_coopmat(p.target, vocab, dim, rows))).first;
+    t.bounds = &it->second;
+  }
   t.graph = record_tail(rows, t);
   tails_.push_back(std::move(t));
   return tails_.back();
@@ -332,10 +341,12 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_tail(uint32_t rows, const 
   const float eps = c.rms_norm_eps;
   const SplitMatrix& table = w.lm_head();
   const uint32_t stride = uint32_t(L.logits_stride / 4);  // floats between two rows' logits (and upper bounds)
-  auto with_table = [&](std::vector<rt::Arg> args) {
-    for (size_t i = 0; i < table.parts.size(); ++i) args.push_back({"table" + std::to_string(i), table.parts[i]});
+  // `args` and the parts of a table split over bindings table0, table1, ...
+  auto with_parts = [](std::vector<rt::Arg> args, const std::vector<rt::Buffer>& parts) {
+    for (size_t i = 0; i < parts.size(); ++i) args.push_back({"table" + std::to_string(i), parts[i]});
     return args;
   };
+  auto with_table = [&](std::vector<rt::Arg> args) { return with_parts(std::move(args), table.parts); };
   // The final norm: lm_head_input's xn is rms_norm's, bit for bit.
   if (pruned_head_)
     head_input_->dispatch(g, {{"x", L.x}, {"weight", w.output_norm}, {"xn", L.xn}, {"xq", L.xq}, {"stats", L.head_stats}},
@@ -346,9 +357,9 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_tail(uint32_t rows, const 
     // Every lane's bounds from the int8 shadow (read once for all lanes on tensor cores, else once
     // per lane), then each lane's rows that may win, exactly as lm_head computes them.
     const GreedyHead& shadow = *model_.greedy_head_;
-    std::vector<rt::Arg> bounds = {{"xq", L.xq}, {"stats", L.head_stats}, {"scale", shadow.scale}, {"bound", shadow.bound},
-                                   {"upper", L.upper}, {"lower", L.lower}};
-    for (size_t i = 0; i < shadow.parts.size(); ++i) bounds.push_back({"table" + std::to_string(i), shadow.parts[i]});
+    std::vector<rt::Arg> bounds = with_parts({{"xq", L.xq}, {"stats", L.head_stats}, {"scale", shadow.scale}, {"bound", shadow.bound},
+                                              {"upper", L.upper}, {"lower", L.lower}},
+                                             shadow.parts);
     if (tail.bounds)
       tail.bounds->dispatch(g, bounds, rt::push(rows, stride), rows);
     else
@@ -477,7 +488,7 @@ std::vector<models::StepOutput> BitNetBatchDecoder::decode(std::span<const Entry
   Step& step = step_for(bucket_for(uint32_t(batch.size())));
   // The tail the outputs need: the pruned head for greedy ones, every logit for the others (and
   // for returned candidates), the draw over them all for top_k 0.
-  bool greedy = false, full = options_.return_candidates, vocabulary = false;
+  bool greedy = false, full = options_.return_candidates && top_k(), vocabulary = false;
   for (size_t i = 0; i < batch.size(); ++i)
     if (last[batch[i].slot] == int64_t(i)) {
       const bool g = models::is_greedy(batch[i].sampling);

@@ -8,10 +8,11 @@
 // with the KV-cache write (in the QKV epilogue where QKV is one subgroup-matmul dispatch, else a
 // dispatch of its own) and attention take each token's position and cache rows from its
 // sequence record (ops/common/step_state.h), one dispatch for all. The tail runs a grid row per
-// output: greedy outputs take the pruned LM head (the int8 shadow's bounds, on int8 tensor cores
-// for all lanes at once where the device has them, then each lane's candidate rows exactly: the
-// argmax of lm_head's f32 logits, as decode_greedy picks it); the others every logit (ops/head/
-// lm_head_coopmat.h on tensor cores, else ops/head/lm_head_batch.h), argmax, top-k and draws.
+// output: greedy outputs take the pruned LM head where the model holds its int8 shadow
+// (BatchOptions::pruned_head: the shadow's bounds, on int8 tensor cores for all lanes at once where
+// the device has them, then each lane's candidate rows exactly: the argmax of lm_head's f32
+// logits, as decode_greedy picks it); the others every logit (ops/head/lm_head_coopmat.h on tensor
+// cores, else ops/head/lm_head_batch.h), argmax, top-k and draws.
 // Every sequence's arithmetic is the same whatever else is in the batch, so its tokens are too.
 //
 // With the model's top-k, the tail samples every output on the device (ops/head/sample_candidates.h)
@@ -35,6 +36,7 @@
 // first when the model's cache holds another sequence.
 #pragma once
 #include <array>
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -85,7 +87,9 @@ struct BatchOptions {
   uint32_t prompt_lanes = 64;
   // decode() returns each output's top-k candidates too (StepOutput::top_ids/top_logits), and every
   // logit of an output drawn over the vocabulary (StepOutput::logits), not only the tokens the
-  // device chose: for tests and tools that look at them; a server needs none.
+  // device chose: for tests and tools that look at them; a server needs none. They come from the
+  // full head: on tensor cores (x in F16) a greedy output's top_ids[0] may differ from its token,
+  // which the pruned head takes from the f32 logits.
   bool return_candidates = false;
 };
 
@@ -143,8 +147,8 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   struct Tail {
     uint32_t rows = 0;
     TailKind kind;
-    std::optional<ops::PlannedPipeline> head;    // the tensor-core LM head for this many rows
-    std::optional<ops::PlannedPipeline> bounds;  // the pruned head's tensor-core bounds for this many rows
+    const ops::PlannedPipeline* head = nullptr;    // the tensor-core LM head for this many rows
+    const ops::PlannedPipeline* bounds = nullptr;  // the pruned head's tensor-core bounds for this many rows
     std::unique_ptr<rt::Graph> graph;
   };
   Step& step_for(uint32_t lanes);
@@ -191,8 +195,11 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   std::vector<ops::PlannedPipeline> vocab_mass_histogram_, vocab_mass_select_;
   std::optional<ops::PlannedPipeline> vocab_draw_partial_, vocab_draw_final_;
   std::unique_ptr<Lanes> lanes_;
+  // The tails' pipelines that depend on the row count, by row count (shared by every kind; before
+  // the recordings, which outlive them otherwise).
+  std::map<uint32_t, ops::PlannedPipeline> coopmat_heads_, coopmat_bounds_;
   std::vector<Step> steps_;  // recorded buckets, by lane count
-  std::vector<Tail> tails_;  // recorded tails, by row count (at most slots_)
+  std::vector<Tail> tails_;  // recorded tails, by row count (at most slots_) and kind
   // Whose rows the model's own cache holds: slot and how many positions (none: UINT32_MAX).
   uint32_t model_slot_ = UINT32_MAX, model_rows_ = 0;
 };

@@ -61,4 +61,18 @@ dsl::Expr<T> workgroup_max(dsl::KernelBuilder& k, const dsl::Shared<T>& scratch,
       [](dsl::Expr<T> a, dsl::Expr<T> b) { return dsl::max(a, b); }, name);
 }
 
+// Runs item(i, u) for this invocation's items i = local + u * invocations of `count` (a
+// workgroup of `invocations` spreading `count` loads or stores over its invocations).
+inline void for_invocation_items(dsl::KernelBuilder& k, uint32_t count, uint32_t invocations,
+                                 const std::function<void(dsl::Expr<dsl::u32>, uint32_t)>& item) {
+  using namespace dsl;
+  for (uint32_t u = 0; u * invocations < count; ++u) {
+    auto i = let("item", k.local_index() + u * invocations);
+    if ((u + 1) * invocations <= count)
+      item(i, u);
+    else
+      if_(i < count, [&] { item(i, u); });
+  }
+}
+
 }  // namespace bdsl::ops

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ops/common/matrix_support.h"
+#include "ops/head/lm_head_pruned.h"
 
 namespace bdsl::ops {
 using namespace bdsl::dsl;
@@ -24,21 +25,16 @@ constexpr uint32_t kRowWords = kBlockCols / 16 + 1;
 constexpr uint32_t kColumnWords = kRows / 4 + 1;
 constexpr MatrixShape kShapes[] = {{16, 8, 32, ScalarKind::I8, ScalarKind::I32}, {16, 16, 32, ScalarKind::I8, ScalarKind::I32}};
 
+// Shared memory of a workgroup for a group of `tokens` x: the staged block or the accumulator
+// columns (one array), and each token's two halves' lower bounds.
+uint64_t shared_bytes(uint32_t tokens) {
+  return 16ull * std::max((kRows + tokens) * kRowWords, tokens * kColumnWords) + 8ull * tokens;
+}
+
 MatrixShape shape_or_throw(const OpTarget& t) {
   const auto shape = lm_head_bounds_coopmat_shape(t);
   if (!shape) throw std::invalid_argument("lm_head_bounds_coopmat: the target lists no cooperative-matrix shape 16x8x32 or 16x16x32 i8*i8+i32");
   return *shape;
-}
-
-// Runs item(i, u) for this invocation's items i = local + u * invocations of `count`.
-void for_items(KernelBuilder& k, uint32_t count, uint32_t invocations, const std::function<void(Expr<u32>, uint32_t)>& item) {
-  for (uint32_t u = 0; u * invocations < count; ++u) {
-    auto i = let("item", k.local_index() + u * invocations);
-    if ((u + 1) * invocations <= count)
-      item(i, u);
-    else
-      if_(i < count, [&] { item(i, u); });
-  }
 }
 
 template <uint32_t M, uint32_t N, uint32_t K>
@@ -74,16 +70,16 @@ Kernel build(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t toke
   for (uint32_t u = 0; u * invocations < tokens_per_group * 8; ++u)
     b_stage.push_back(k.var<uvec4>("b_stage", make_vec<u32>(0u, 0u, 0u, 0u)));
   auto fetch = [&](Expr<u32> blk) {
-    for_items(k, kRows * 8, invocations, [&](Expr<u32> i, uint32_t u) {
+    for_invocation_items(k, kRows * 8, invocations, [&](Expr<u32> i, uint32_t u) {
       a_stage[u] = table[min(row0 + (i >> 3u), constant<u32>(vocab - 1)) * quads + blk * 8u + (i & 7u)];
     });
-    for_items(k, tokens_per_group * 8, invocations, [&](Expr<u32> i, uint32_t u) {
+    for_invocation_items(k, tokens_per_group * 8, invocations, [&](Expr<u32> i, uint32_t u) {
       b_stage[u] = xq[min(token0 + (i >> 3u), tokens - 1u) * quads + blk * 8u + (i & 7u)];
     });
   };
   auto stash = [&] {
-    for_items(k, kRows * 8, invocations, [&](Expr<u32> i, uint32_t u) { tile[(i >> 3u) * kRowWords + (i & 7u)] = a_stage[u]; });
-    for_items(k, tokens_per_group * 8, invocations,
+    for_invocation_items(k, kRows * 8, invocations, [&](Expr<u32> i, uint32_t u) { tile[(i >> 3u) * kRowWords + (i & 7u)] = a_stage[u]; });
+    for_invocation_items(k, tokens_per_group * 8, invocations,
               [&](Expr<u32> i, uint32_t u) { tile[a_words + (i >> 3u) * kRowWords + (i & 7u)] = b_stage[u]; });
   };
   std::vector<MatrixAcc<i32, M, N>> acc;
@@ -132,8 +128,7 @@ Kernel build(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t toke
     auto res_norm = let("residual_norm", Expr<f32>(stats[at + 2u]));
     auto word = let("word", Expr<uvec4>(tile[t * kColumnWords + local_row / 4u]));
     auto dot_q = bitcast<i32>(select(quarter == 0u, word.x(), select(quarter == 1u, word.y(), select(quarter == 2u, word.z(), word.w()))));
-    auto approx = let("approx", (cast<f32>(dot_q) * s) * sx);  // lm_head_bounds' expression
-    auto margin = let("margin", c.x() * norm + c.y() * res_norm + abs(approx) * 1e-6f);
+    const auto [approx, margin] = lm_head_row_bound(dot_q, s, c, sx, norm, res_norm);
     if_(real_row && token < tokens, [&] { upper[token * stride + row] = approx + margin; });
     auto best = subgroup_max(select(real_row, approx - margin, constant<f32>(-INFINITY)));
     if_(lane == 0u, [&] { halves[half * tokens_per_group + t] = best; });
@@ -158,10 +153,18 @@ std::optional<MatrixShape> lm_head_bounds_coopmat_shape(const OpTarget& target) 
 
 bool lm_head_bounds_coopmat_fits(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t parts) {
   return lm_head_bounds_coopmat_shape(target) && parts == 1 && vocab > 0 && dim > 0 && dim % kBlockCols == 0 &&
-         target.subgroup_size == 32 && kSubgroups * 32 <= target.max_workgroup_invocations;
+         target.subgroup_size == 32 && kSubgroups * 32 <= target.max_workgroup_invocations &&
+         shared_bytes(kLmHeadBoundsCoopmatTokens) <= target.max_shared_bytes;
 }
 
 uint32_t lm_head_bounds_coopmat_workgroups(const OpTarget&, uint32_t vocab) { return ceil_div(vocab, kRows); }
+
+namespace {
+// x a grid row takes: min(tokens, 64) rounded up to the shape's N.
+uint32_t group_tokens(const MatrixShape& shape, uint32_t tokens) {
+  return ceil_div(std::min(std::max(tokens, 1u), kLmHeadBoundsCoopmatTokens), shape.n) * shape.n;
+}
+}  // namespace
 
 Kernel lm_head_bounds_coopmat(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t tokens) {
   const MatrixShape shape = shape_or_throw(target);
@@ -173,17 +176,18 @@ Kernel lm_head_bounds_coopmat(const OpTarget& target, uint32_t vocab, uint32_t d
                                 std::to_string(target.subgroup_size) + ")");
   if (uint64_t(vocab) * dim / 16 >= (1ull << 32))
     throw std::invalid_argument("lm_head_bounds_coopmat: the shadow is too large for 32-bit indices");
-  const uint32_t token_tiles = ceil_div(std::min(std::max(tokens, 1u), kLmHeadBoundsCoopmatTokens), shape.n);
+  const uint32_t token_tiles = group_tokens(shape, tokens) / shape.n;
   if (shape.n == 8) return build<16, 8, 32>(target, vocab, dim, token_tiles);
   return build<16, 16, 32>(target, vocab, dim, token_tiles);
 }
 
 Plan plan_lm_head_bounds_coopmat(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t tokens) {
   const uint32_t groups = lm_head_bounds_coopmat_workgroups(target, vocab);
-  const uint32_t n = shape_or_throw(target).n;
-  const uint32_t per_group = ceil_div(std::min(std::max(tokens, 1u), kLmHeadBoundsCoopmatTokens), n) * n;
-  return {lm_head_bounds_coopmat(target, vocab, dim, tokens),
-          [groups, per_group](uint32_t count) { return rt::Grid{groups, ceil_div(std::max(count, 1u), per_group)}; }};
+  const uint32_t per_group = group_tokens(shape_or_throw(target), tokens);
+  return {lm_head_bounds_coopmat(target, vocab, dim, tokens), [groups, per_group](uint32_t count) {
+            if (count == 0) throw std::invalid_argument("lm_head_bounds_coopmat: a dispatch of no x");
+            return rt::Grid{groups, ceil_div(count, per_group)};
+          }};
 }
 
 }  // namespace bdsl::ops

@@ -38,13 +38,13 @@ inline constexpr uint32_t kLmHeadBoundsCoopmatTokens = 64;
 // The i8 shape this op uses on the target (16x8x32, else 16x16x32, i32 accumulators), or none.
 std::optional<MatrixShape> lm_head_bounds_coopmat_shape(const OpTarget& target);
 // Whether it runs for this shadow: a shape, the shadow in one binding, dim % 128 == 0, subgroups
-// of 32.
+// of 32, and the shared memory a group of 64 x needs (about 19 KB).
 bool lm_head_bounds_coopmat_fits(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t parts);
 // `tokens`: the most x a dispatch carries (1..); a grid row takes min(tokens, 64) of them, rounded
 // up to the shape's N.
 dsl::Kernel lm_head_bounds_coopmat(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t tokens);
 uint32_t lm_head_bounds_coopmat_workgroups(const OpTarget& target, uint32_t vocab);
-// Its grid for `count` x (ops/plan.h).
+// Its grid for `count` x (ops/plan.h; count >= 1).
 Plan plan_lm_head_bounds_coopmat(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t tokens);
 
 }  // namespace bdsl::ops

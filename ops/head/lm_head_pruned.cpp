@@ -27,6 +27,10 @@ constexpr uint32_t kRowsPerSubgroup = 2;
 // bench/RESULTS.md, "Behind the code").
 constexpr uint32_t kRowsAtOnce = 2;
 
+// Element i of row `row` (of row_size elements) where a batch's row is given, else i itself: the
+// single row's kernels keep their indices as they were.
+Expr<u32> in_row(const std::optional<Expr<u32>>& row, Expr<u32> i, uint32_t row_size) { return row ? *row * row_size + i : i; }
+
 void check(uint32_t vocab, uint32_t dim) {
   if (vocab == 0) throw std::invalid_argument("lm_head_pruned: empty vocabulary");
   if (!lm_head_pruned_supported(dim))
@@ -35,6 +39,13 @@ void check(uint32_t vocab, uint32_t dim) {
 }  // namespace
 
 bool lm_head_pruned_supported(uint32_t dim) { return dim > 0 && dim % 16 == 0; }
+
+LmHeadRowBound lm_head_row_bound(Expr<i32> dot, Expr<f32> row_scale, Expr<vec2> row_bound, Expr<f32> sx, Expr<f32> norm,
+                                 Expr<f32> residual_norm) {
+  auto approx = let("approx", (cast<f32>(dot) * row_scale) * sx);
+  auto margin = let("margin", row_bound.x() * norm + row_bound.y() * residual_norm + abs(approx) * 1e-6f);
+  return {approx, margin};
+}
 
 uint32_t lm_head_bounds_workgroups(const OpTarget& target, uint32_t vocab) {
   return ceil_div(vocab, rows_per_workgroup(target, lm_head_workgroup(target)) * kRowsPerSubgroup);
@@ -63,13 +74,12 @@ Kernel lm_head_input(const OpTarget& target, uint32_t dim, bool rows) {
   // stays as it was).
   std::optional<Expr<u32>> row;
   if (rows) row = let("row", k.workgroup_id().y());
-  auto in_row = [&](Expr<u32> i, uint32_t row_size) { return row ? *row * row_size + i : i; };
   // The final norm exactly as rms_norm computes it: lm_head_candidates reads this xn.
-  const RmsNormSlice s = emit_rms_norm_slice(k, target, x, weight, in_row(constant<u32>(0u), dim), eps, dim);
+  const RmsNormSlice s = emit_rms_norm_slice(k, target, x, weight, in_row(row, constant<u32>(0u), dim), eps, dim);
   std::optional<Expr<f32>> amax;
   for (size_t u = 0; u < s.at.size(); ++u) {
     auto v = let("xn_value", s.normalized(u));
-    auto store = [&] { xn[in_row(s.at[u], dim)] = v; };
+    auto store = [&] { xn[in_row(row, s.at[u], dim)] = v; };
     if (s.in[u])
       if_(*s.in[u], store);
     else
@@ -91,7 +101,7 @@ Kernel lm_head_input(const OpTarget& target, uint32_t dim, bool rows) {
     auto readable = may_pass ? min(w, constant<u32>(words - 1)) : w;
     std::vector<Expr<f32>> e;
     for (uint32_t c = 0; c < 4; ++c)
-      e.push_back(let("e", (Expr<f32>(x[in_row(readable * 4u + c, dim)]) * s.inv) * Expr<f32>(weight[readable * 4u + c])));
+      e.push_back(let("e", (Expr<f32>(x[in_row(row, readable * 4u + c, dim)]) * s.inv) * Expr<f32>(weight[readable * 4u + c])));
     auto v = make_vec<f32>(e[0], e[1], e[2], e[3]);
     auto r = let("xr", clamp(round(v * inv_sx), make_vec<f32>(-127.0f, -127.0f, -127.0f, -127.0f),
                              make_vec<f32>(127.0f, 127.0f, 127.0f, 127.0f)));
@@ -100,9 +110,9 @@ Kernel lm_head_input(const OpTarget& target, uint32_t dim, bool rows) {
     if (may_pass) {
       dv = select(w < words, dv, constant<f32>(0.0f));
       dd = select(w < words, dd, constant<f32>(0.0f));
-      if_(w < words, [&] { xq[in_row(w, words)] = pack_i8x4(cast<ivec4>(r)); });
+      if_(w < words, [&] { xq[in_row(row, w, words)] = pack_i8x4(cast<ivec4>(r)); });
     } else {
-      xq[in_row(w, words)] = pack_i8x4(cast<ivec4>(r));
+      xq[in_row(row, w, words)] = pack_i8x4(cast<ivec4>(r));
     }
     sq = sq ? *sq + dv : dv;
     res = res ? *res + dd : dd;
@@ -110,10 +120,10 @@ Kernel lm_head_input(const OpTarget& target, uint32_t dim, bool rows) {
   // Both sums in one round.
   auto sums = workgroup_add<vec2>(k, k.shared<vec2>("sum_parts", wg), make_vec<f32>(*sq, *res), "sums");
   if_(lid == 0u, [&] {
-    stats[in_row(constant<u32>(0u), 4)] = sx;
-    stats[in_row(constant<u32>(1u), 4)] = sqrt(sums.x()) * 1.001f;
-    stats[in_row(constant<u32>(2u), 4)] = sqrt(sums.y()) * 1.001f + 1e-30f;
-    stats[in_row(constant<u32>(3u), 4)] = constant<f32>(0.0f);
+    stats[in_row(row, constant<u32>(0u), 4)] = sx;
+    stats[in_row(row, constant<u32>(1u), 4)] = sqrt(sums.x()) * 1.001f;
+    stats[in_row(row, constant<u32>(2u), 4)] = sqrt(sums.y()) * 1.001f + 1e-30f;
+    stats[in_row(row, constant<u32>(3u), 4)] = constant<f32>(0.0f);
   });
   return k.build();
 }
@@ -143,7 +153,6 @@ Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint
     x_row = let("x_row", k.workgroup_id().y());
     upper_at = let("upper_at", *x_row * k.push<u32>("stride"));
   }
-  auto in_row = [&](Expr<u32> i, uint32_t row_size) { return x_row ? *x_row * row_size + i : i; };
 
   // Each lane takes the same 16-element quads of every row (lane, lane + sg, ...): its part of x~
   // (lm_head_input's int8 words, zero past the row) is loaded once and kept in registers, so a
@@ -160,15 +169,15 @@ Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint
   auto readable = [&](uint32_t j) { return valid[j] ? min(quad[j], constant<u32>(quads - 1)) : quad[j]; };
   std::vector<Expr<u32>> xq;
   for (uint32_t j = 0; j < per_lane; ++j) {
-    auto w = let("xq4", Expr<uvec4>(x_q[in_row(readable(j), dim / 16)]));
+    auto w = let("xq4", Expr<uvec4>(x_q[in_row(x_row, readable(j), dim / 16)]));
     for (uint32_t c = 0; c < 4; ++c) {
       Expr<u32> word = w.lane(c);
       xq.push_back(let("xq", valid[j] ? select(*valid[j], word, constant<u32>(0u)) : word));
     }
   }
-  auto sx = let("sx", Expr<f32>(x_stats[in_row(constant<u32>(0u), 4)]));
-  auto norm = let("x_norm", Expr<f32>(x_stats[in_row(constant<u32>(1u), 4)]));
-  auto res_norm = let("residual_norm", Expr<f32>(x_stats[in_row(constant<u32>(2u), 4)]));
+  auto sx = let("sx", Expr<f32>(x_stats[in_row(x_row, constant<u32>(0u), 4)]));
+  auto norm = let("x_norm", Expr<f32>(x_stats[in_row(x_row, constant<u32>(1u), 4)]));
+  auto res_norm = let("residual_norm", Expr<f32>(x_stats[in_row(x_row, constant<u32>(2u), 4)]));
 
   auto first = let("first_row", k.workgroup_id().x() * rows_per_wg);
   auto end = let("end_row", min(first + rows_per_wg, vocab));
@@ -176,9 +185,7 @@ Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint
   // A row's bound from its shadow dot product (the lanes' partial sums, reduced here).
   auto finish_row = [&](Expr<u32> row, Expr<i32> partial, std::optional<Expr<boolean>> row_valid) {
     auto dot_q = subgroup_add(partial);
-    auto approx = let("approx", (cast<f32>(dot_q) * Expr<f32>(scale[row])) * sx);
-    auto c = let("bound", Expr<vec2>(bound[row]));
-    auto margin = let("margin", c.x() * norm + c.y() * res_norm + abs(approx) * 1e-6f);
+    const auto [approx, margin] = lm_head_row_bound(dot_q, Expr<f32>(scale[row]), let("bound", Expr<vec2>(bound[row])), sx, norm, res_norm);
     if_(row_valid ? lane == 0u && *row_valid : lane == 0u, [&] { upper[upper_at ? *upper_at + row : row] = approx + margin; });
     auto low = approx - margin;
     best_lower = max(Expr<f32>(best_lower), row_valid ? select(*row_valid, low, constant<f32>(-INFINITY)) : low);
@@ -222,7 +229,7 @@ Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint
     }, "row");
   }
   auto wg_lower = workgroup_max<f32>(k, k.shared<f32>("lower_parts", wg), Expr<f32>(best_lower), "wg_lower");
-  if_(k.local_index() == 0u, [&] { lower[in_row(k.workgroup_id().x(), lm_head_bounds_workgroups(target, vocab))] = wg_lower; });
+  if_(k.local_index() == 0u, [&] { lower[in_row(x_row, k.workgroup_id().x(), lm_head_bounds_workgroups(target, vocab))] = wg_lower; });
   return k.build();
 }
 
@@ -293,7 +300,6 @@ static Kernel candidates_kernel(const OpTarget& target, uint32_t vocab, uint32_t
     upper_at = let("upper_at", *x_row * k.push<u32>("stride"));
     rows.x_base = let("x_base", *x_row * (x4 ? dim / 4 : dim));
   }
-  auto in_row = [&](Expr<u32> i, uint32_t row_size) { return x_row ? *x_row * row_size + i : i; };
   std::optional<Buffer<f32>> part_values, list_values;
   std::optional<Buffer<u32>> part_indices, params, list_indices, list_count;
   if (list_k) {
@@ -322,7 +328,7 @@ static Kernel candidates_kernel(const OpTarget& target, uint32_t vocab, uint32_t
   std::optional<Expr<f32>> local_lower;
   for (uint32_t j = 0; j * wg < bound_groups; ++j) {
     auto i = k.local_index() + j * wg;
-    Expr<f32> v = lower[in_row(min(i, constant<u32>(bound_groups - 1)), bound_groups)];
+    Expr<f32> v = lower[in_row(x_row, min(i, constant<u32>(bound_groups - 1)), bound_groups)];
     if ((j + 1) * wg > bound_groups) v = select(i < bound_groups, v, constant<f32>(-INFINITY));
     local_lower = local_lower ? max(*local_lower, v) : v;
   }
@@ -434,8 +440,8 @@ static Kernel candidates_kernel(const OpTarget& target, uint32_t vocab, uint32_t
   // The workgroup's best over its subgroups (each subgroup's is uniform), ties to the lower index.
   auto [wv, wi] = workgroup_argmax_combine(k, wg, Expr<f32>(best_v), Expr<u32>(best_i));
   if_(k.local_index() == 0u, [&] {
-    (*part_values)[in_row(k.workgroup_id().x(), plan.groups)] = wv;
-    (*part_indices)[in_row(k.workgroup_id().x(), plan.groups)] = wi;
+    (*part_values)[in_row(x_row, k.workgroup_id().x(), plan.groups)] = wv;
+    (*part_indices)[in_row(x_row, k.workgroup_id().x(), plan.groups)] = wi;
   });
   if (final_advance) {
     // The last workgroup to finish runs argmax_final over every partial: one barrier-separated

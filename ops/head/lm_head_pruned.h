@@ -75,6 +75,14 @@
 namespace bdsl::ops {
 
 bool lm_head_pruned_supported(uint32_t dim);
+// A row's approximate logit a_r and margin m_r from its shadow dot product (q_r . xq), the
+// arithmetic of every bounds pass (lm_head_bounds, ops/head/lm_head_bounds_coopmat.h):
+// upper = approx + margin, lower = approx - margin. row_bound: (c_r, d_r).
+struct LmHeadRowBound {
+  dsl::Expr<dsl::f32> approx, margin;
+};
+LmHeadRowBound lm_head_row_bound(dsl::Expr<dsl::i32> dot, dsl::Expr<dsl::f32> row_scale, dsl::Expr<dsl::vec2> row_bound,
+                                 dsl::Expr<dsl::f32> sx, dsl::Expr<dsl::f32> norm, dsl::Expr<dsl::f32> residual_norm);
 uint32_t lm_head_bounds_workgroups(const OpTarget& target, uint32_t vocab);
 dsl::Kernel lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part, bool rows = false);
 // The final norm for the pruned head, once: xn exactly as rms_norm (ops/common/rms_norm.h) writes it (the

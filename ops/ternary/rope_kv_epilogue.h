@@ -1,6 +1,7 @@
-// The RoPE + KV-cache epilogue of the decode QKV projection (ternary_matvec_qkv_rope and the
-// fused decode layer's QKV phase): which head a subgroup's quad of rows belongs to, its rotations
-// and its stores. Internal to ops/ternary/ternary_projection.cpp.
+// The RoPE + KV-cache epilogue of the QKV projection (decode: ternary_matvec_qkv_rope and the
+// fused decode layer's QKV phase; a batch of sequences: ternary_matmul_qkv_rope): which head a
+// subgroup's quad of rows belongs to, its rotations and its stores, for one token or each token
+// of a tile. Internal to ops/ternary/ternary_projection.cpp.
 #pragma once
 #include <optional>
 #include <string>
@@ -56,14 +57,10 @@ inline std::pair<Expr<vec2>, Expr<vec2>> rope_quad_rotations_at(const RopeKvEpil
           let("rot1", rope::table_rotation(table, pos, m2 + 1u, r.context, hd))};
 }
 
-// The cos/sin pairs of quad row / 4's two RoPE pairs, (m2, m2 + 1).
+// The same at the decode step's position.
 inline std::pair<Expr<vec2>, Expr<vec2>> rope_quad_rotations(const RopeKvEpilogue& r, Expr<u32> row,
                                                       const Buffer<u32>& step, const Buffer<vec2>& table) {
-  const uint32_t hd = r.dims.head_dim;
-  auto m2 = let("rot_pair0", ((row / 4u) % (hd / 4)) * 2u);
-  auto pos = let("rot_pos", step[kStepPos]);
-  return {let("rot0", rope::table_rotation(table, pos, m2, r.context, hd)),
-          let("rot1", rope::table_rotation(table, pos, m2 + 1u, r.context, hd))};
+  return rope_quad_rotations_at(r, row, let("rot_pos", step[kStepPos]), table);
 }
 
 // Where one token of a quad's epilogue goes: its position (rotations), the cache row that position

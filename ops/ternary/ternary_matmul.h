@@ -50,7 +50,8 @@ dsl::Kernel ternary_matmul_gate_up(const OpTarget& target, uint32_t rows, uint32
 // workgroup, x and norm_weight); sequences (u32 read [tokens][4], ops/common/step_state.h),
 // rope_table (vec2 read, as rope_kv_write), y_q (f32 write [tokens, q_width]: q after RoPE),
 // k_cache, v_cache (u32 write [rows, kv_words]: token t's row first_row + pos, none at a position
-// past the context). Push constants: (eps,) tokens. Grid as ternary_matmul_qkv's.
+// past the context). Push constants: (eps,) tokens. Grid: plan_ternary_matmul_qkv_rope's (4 rows a
+// subgroup, so not ternary_matmul_qkv's for the same options).
 dsl::Kernel ternary_matmul_qkv_rope(const OpTarget& target, const AttentionDims& dims, uint32_t cols, uint32_t context,
                                     MatmulOptions options = {});
 uint32_t ternary_matmul_token_tiles(uint32_t tokens, const MatmulOptions& options = {});

@@ -65,27 +65,16 @@ struct Staging {
   std::vector<Var<uvec4>> w, x;  // per invocation: its weight and activation items
 };
 
-// Runs item(i, u) for this invocation's items i = local + u * invocations of `count`.
-void for_items(KernelBuilder& k, uint32_t count, uint32_t invocations, const std::function<void(Expr<u32>, uint32_t)>& item) {
-  for (uint32_t u = 0; u * invocations < count; ++u) {
-    auto i = let("item", k.local_index() + u * invocations);
-    if ((u + 1) * invocations <= count)
-      item(i, u);
-    else
-      if_(i < count, [&] { item(i, u); });
-  }
-}
-
 // Weight item i: row i / 2 of the workgroup's, uvec4 i % 2 of its 32-byte block (bytes 16h..16h+15,
 // each holding elements byte, 32 + byte, 64 + byte, 96 + byte at shifts 6, 4, 2, 0).
 // Activation item i: token i / 8, uvec4 i % 8 of its 128 int8 of the block.
 void fetch(KernelBuilder& k, Staging& st, const Buffer<uvec4>& w, const Buffer<uvec4>& x_q, Expr<u32> row0,
            Expr<u32> token0, Expr<u32> tokens, Expr<u32> blk, uint32_t rows, uint32_t cols, const Tiles& t) {
-  for_items(k, t.rows * 2, t.invocations, [&](Expr<u32> i, uint32_t u) {
+  for_invocation_items(k, t.rows * 2, t.invocations, [&](Expr<u32> i, uint32_t u) {
     auto row = min(row0 + (i >> 1u), rows - 1u);  // rows past the end read the last one, written nowhere
     st.w[u] = w[row * (cols / 64) + blk * 2u + (i & 1u)];
   });
-  for_items(k, t.tokens * 8, t.invocations, [&](Expr<u32> i, uint32_t u) {
+  for_invocation_items(k, t.tokens * 8, t.invocations, [&](Expr<u32> i, uint32_t u) {
     auto token = min(token0 + (i >> 3u), tokens - 1u);  // likewise: a column of B feeds only its own token
     st.x[u] = x_q[token * (cols / 16) + blk * 8u + (i & 7u)];
   });
@@ -94,7 +83,7 @@ void fetch(KernelBuilder& k, Staging& st, const Buffer<uvec4>& w, const Buffer<u
 // Registers -> shared: weights as int8 rows of 128 (element 32j + 16h + 4m + byte sits in word m of
 // uvec4 2j + h of the row, so one I2_S uvec4 gives four int8 uvec4), activations copied as they are.
 void stash(KernelBuilder& k, const Staging& st, const Shared<uvec4>& tile, Expr<u32> stage, const Tiles& t) {
-  for_items(k, t.rows * 2, t.invocations, [&](Expr<u32> i, uint32_t u) {
+  for_invocation_items(k, t.rows * 2, t.invocations, [&](Expr<u32> i, uint32_t u) {
     auto at = let("a_at", stage + (i >> 1u) * kRowWords + (i & 1u));
     Expr<uvec4> v = st.w[u];
     for (uint32_t j = 0; j < 4; ++j) {
@@ -103,7 +92,7 @@ void stash(KernelBuilder& k, const Staging& st, const Shared<uvec4>& tile, Expr<
                                        ternary_bytes(v.z(), shift), ternary_bytes(v.w(), shift));
     }
   });
-  for_items(k, t.tokens * 8, t.invocations, [&](Expr<u32> i, uint32_t u) {
+  for_invocation_items(k, t.tokens * 8, t.invocations, [&](Expr<u32> i, uint32_t u) {
     tile[stage + t.a_words + (i >> 3u) * kRowWords + (i & 7u)] = st.x[u];
   });
 }

@@ -319,9 +319,10 @@ TEST_F(BatchDecoder, RopeInTheQkvEpilogueGivesTheSameBits) {
   }
 }
 
-// Attention's chunks taken several to a workgroup in the larger buckets (and the smaller ones'
-// KV heads split over more workgroups): the same bits as a workgroup a chunk everywhere. One
-// position a row group per pass, so the tiny model's short sequences span all 4 chunks.
+// Attention's chunks taken several to a workgroup in the larger buckets, and the smaller ones' KV
+// heads split over more workgroups: the same bits as a workgroup a chunk everywhere with one
+// split. One position a row group per pass, so the tiny model's short sequences span all 4
+// chunks; three streams together (bucket 4), then one alone (bucket 1).
 TEST_F(BatchDecoder, AttentionWorkgroupLayoutsGiveTheSameBits) {
   const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
@@ -329,13 +330,13 @@ TEST_F(BatchDecoder, AttentionWorkgroupLayoutsGiveTheSameBits) {
   o.top_k = 8;
   bitnet::BitNetModel a_model(ctx(), file, config, o), b_model(ctx(), file, config, o);
   bitnet::BitNetBatchDecoder plain(ctx(), a_model, 4,
-                                   {.attention_chunks = 4, .attention_positions_per_pass = 1, .attention_spread_lanes = 64,
-                                    .attention_chunks_per_workgroup = 1,
-                                    .attention_spread_head_split = 1, .return_candidates = true});
+                                   {.attention_chunks = 4, .attention_head_split = 2, .attention_positions_per_pass = 1,
+                                    .attention_spread_lanes = 64, .attention_chunks_per_workgroup = 1,
+                                    .attention_spread_head_split = 2, .return_candidates = true});
   bitnet::BitNetBatchDecoder grouped(ctx(), b_model, 4,
-                                     {.attention_chunks = 4, .attention_positions_per_pass = 1, .attention_spread_lanes = 1,
-                                      .attention_chunks_per_workgroup = 3,
-                                      .attention_spread_head_split = 2, .return_candidates = true});
+                                     {.attention_chunks = 4, .attention_head_split = 1, .attention_positions_per_pass = 1,
+                                      .attention_spread_lanes = 1, .attention_chunks_per_workgroup = 3,
+                                      .attention_spread_head_split = 4, .return_candidates = true});
   const uint32_t v = config.vocab_size, steps = 5;
   std::vector<Stream> a, b;
   for (uint32_t i = 0; i < 3; ++i) {
@@ -345,6 +346,11 @@ TEST_F(BatchDecoder, AttentionWorkgroupLayoutsGiveTheSameBits) {
   run_together(plain, a, steps);
   run_together(grouped, b, steps);
   for (uint32_t i = 0; i < 3; ++i) expect_same_candidates(a[i], b[i], "stream " + std::to_string(i));
+  std::vector<Stream> alone_a = {{3, prompt_of(44, 60, v), {}, {}}}, alone_b = alone_a;
+  run_together(plain, alone_a, steps);
+  run_together(grouped, alone_b, steps);
+  expect_same_candidates(alone_a[0], alone_b[0], "alone");
+  EXPECT_EQ(grouped.bucket_for(1), 1u);
 }
 
 // Sampling on the device: each output's token is the host twin's draw from the same candidates

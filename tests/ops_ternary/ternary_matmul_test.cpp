@@ -188,7 +188,7 @@ TEST_P(TernaryMatmul, PerFieldAccumulatorsInTheChunkLoopOrTheKnownDriverBug) {
 // 2 (the last one half empty) and of 1 (the decode body: weights prefetched before the norm, word
 // units where the device allows), with and without the residual added.
 TEST_P(TernaryMatmul, NormalizesEachTokenOfTheTileInTheWorkgroup) {
-  const uint32_t rows = 40, cols = 384, tokens = 5;
+  const uint32_t rows = 40, cols = 512, tokens = 5;  // 32 quads a row: word units with subgroups of 32
   const float eps = 1e-5f;
   const I2sWeights w = random_i2s(rows, cols, 51);
   std::vector<float> x;

@@ -69,11 +69,12 @@ TEST_P(TernaryMatvecQkvRope, SameBitsAsProjectionThenRope) {
 }
 
 // Five tokens of four sequences (two of one sequence at consecutive positions, one at a position
-// past the context, which writes no cache row) in tiles of 2 (the last one half empty) and of 8:
-// q and both caches the same bits as the two dispatches it replaces.
+// past the context, which writes no cache row) in tiles of 1 (the decode body: weights prefetched,
+// word units where 512 columns allow them), of 2 (the last one half empty) and of 8: q and both
+// caches the same bits as the two dispatches it replaces.
 TEST_P(TernaryMatvecQkvRope, BatchOfSequencesSameBitsAsProjectionThenRope) {
   const ops::AttentionDims d{8, 2, 64};
-  const uint32_t cols = 256, context = 16, tokens = 5, slots = 4;
+  const uint32_t cols = 512, context = 16, tokens = 5, slots = 4;
   const bool normed = GetParam() == ops::MatvecInput::NormalizeInWorkgroup;
   const I2sWeights wq = random_i2s(d.q_width(), cols, 11), wk = random_i2s(d.kv_width(), cols, 12, 0.5f),
                    wv = random_i2s(d.kv_width(), cols, 13, 1.25f);
@@ -104,7 +105,7 @@ TEST_P(TernaryMatvecQkvRope, BatchOfSequencesSameBitsAsProjectionThenRope) {
   rt::Buffer table = buffer_of(numerics::rope_table(context, d.head_dim, 10000.0f), "rope_table");
   const float eps = 1e-5f;
   const std::vector<uint32_t> empty(size_t(slots) * context * d.kv_words(), kUntouched);
-  for (uint32_t tile : {2u, 8u}) {
+  for (uint32_t tile : {1u, 2u, 8u}) {
     SCOPED_TRACE(testing::Message() << "tile " << tile);
     ops::MatmulOptions o;
     o.projection.input = GetParam();
