@@ -530,6 +530,11 @@ std::vector<models::StepOutput> BitNetBatchDecoder::decode(std::span<const Entry
   tail.graph->submit_and_wait();
   step.graph->wait(layers);  // done already; keeps the recording's own bookkeeping
   const uint32_t k = top_k();
+  // Each output's words, read once per buffer (host reads of device memory are slow one by one).
+  std::vector<uint32_t> pruned, full_best, sampled;
+  if (tail.kind.pruned) pruned = L.chosen.download<uint32_t>(0, outputs);
+  if (tail.kind.full) full_best = L.full_best.download<uint32_t>(0, outputs);
+  if (tail.kind.full && sample_) sampled = L.sampled.download<uint32_t>(0, outputs);
   std::vector<models::StepOutput> out(batch.size());
   for (size_t i = 0; i < batch.size(); ++i) {
     if (last[batch[i].slot] != int64_t(i)) {
@@ -540,9 +545,8 @@ std::vector<models::StepOutput> BitNetBatchDecoder::decode(std::span<const Entry
     // A greedy output's argmax is the pruned head's where the tail ran it; the others' (and every
     // one without it) the full head's, whose logits they are drawn from.
     const bool greedy_output = models::is_greedy(batch[i].sampling);
-    const rt::Buffer& argmax = tail.kind.pruned && greedy_output ? L.chosen : L.full_best;
-    out[i].argmax = int32_t(argmax.download<uint32_t>(row * 4, 1)[0]);
-    out[i].token = sample_ && !greedy_output ? int32_t(L.sampled.download<uint32_t>(row * 4, 1)[0]) : out[i].argmax;
+    out[i].argmax = int32_t(tail.kind.pruned && greedy_output ? pruned[row] : full_best[row]);
+    out[i].token = sample_ && !greedy_output ? int32_t(sampled[row]) : out[i].argmax;
     if (k && options_.return_candidates) {
       const auto ids = L.top_indices.download<uint32_t>(row * k * 4, k);
       out[i].top_ids.assign(ids.begin(), ids.end());
