@@ -42,6 +42,18 @@ MatvecOptions normalized(bool residual, DotProduct dot = DotProduct::Auto) {
   return o;
 }
 
+// The target as an NVIDIA GPU's where it lists no int8 tensor-core shape: a tensor-core op prints
+// anywhere and runs where the device lists the shape.
+OpTarget with_int8_tensor_cores(const OpTarget& t) {
+  if (ternary_matmul_coopmat_shape(t)) return t;
+  OpTarget n = t;
+  n.matrix_shapes = {MatrixShape{16, 8, 32}};
+  n.subgroup_size = 32;
+  n.max_shared_bytes = std::max(t.max_shared_bytes, 49152u);
+  n.max_workgroup_invocations = std::max(t.max_workgroup_invocations, 1024u);
+  return n;
+}
+
 EmbeddingShape embedding_shape(const OpTarget& t) {
   const LmHeadSplit s = lm_head_split(t, kVocab, kDim);
   return {kDim, s.rows_per_part, s.parts};
@@ -114,16 +126,7 @@ const std::vector<CatalogEntry>& catalog() {
        [](T t) { return plan_ternary_matmul_qkv(t, kHeads.q_width(), kHeads.kv_width(), kHeads.kv_width(), kDim).kernel; }},
       {"gate_up_matmul", "gate, up, relu^2 product for a block (prefill)", [](T t) { return plan_ternary_matmul_gate_up(t, kFfn, kDim, GateActivation::Relu2).kernel; }},
       {"ternary_matmul_coopmat", "Y = W X on tensor cores, s8 x s8 -> s32 (shown for 16x8x32)",
-       [](T t) {
-         OpTarget with_tensor_cores = t;  // printable anywhere; runs where the device lists the shape
-         if (!ternary_matmul_coopmat_shape(t)) {  // as on an NVIDIA GPU
-           with_tensor_cores.matrix_shapes = {MatrixShape{16, 8, 32}};
-           with_tensor_cores.subgroup_size = 32;
-           with_tensor_cores.max_shared_bytes = std::max(t.max_shared_bytes, 49152u);
-           with_tensor_cores.max_workgroup_invocations = std::max(t.max_workgroup_invocations, 1024u);
-         }
-         return plan_ternary_matmul_coopmat(with_tensor_cores, kDim, kDim).kernel;
-       }},
+       [](T t) { return plan_ternary_matmul_coopmat(with_int8_tensor_cores(t), kDim, kDim).kernel; }},
       {"rope_kv_write", "NeoX RoPE on q and k, k/v into the F16 cache", [](T t) { return plan_rope_kv_write(t, kHeads, kContext).kernel; }},
       {"attention_decode", "one token over the F16 KV cache, split-K",
        [](T t) { return plan_attention_decode(t, kHeads, kContext, attention_chunks(t, kHeads, kContext)).kernel; }},
@@ -156,15 +159,7 @@ const std::vector<CatalogEntry>& catalog() {
       {"lm_head_bounds_rows", "batched greedy head: each sequence's shadow bounds, the shadow read per sequence",
        [](T t) { return plan_lm_head_bounds(t, kVocab, kDim, lm_head_split(t, kVocab, kDim).rows_per_part, true).kernel; }},
       {"lm_head_bounds_coopmat", "batched greedy head: every sequence's bounds in one pass over the shadow, s8 x s8 -> s32 (16x8x32)",
-       [](T t) {
-         OpTarget with_tensor_cores = t;  // printable anywhere; runs where the device lists the shape
-         if (!lm_head_bounds_coopmat_shape(t)) {  // as on an NVIDIA GPU
-           with_tensor_cores.matrix_shapes = {MatrixShape{16, 8, 32}};
-           with_tensor_cores.subgroup_size = 32;
-           with_tensor_cores.max_shared_bytes = std::max(t.max_shared_bytes, 49152u);
-         }
-         return plan_lm_head_bounds_coopmat(with_tensor_cores, kVocab, kDim, 64).kernel;
-       }},
+       [](T t) { return plan_lm_head_bounds_coopmat(with_int8_tensor_cores(t), kVocab, kDim, 64).kernel; }},
       {"lm_head_candidate_rows", "batched greedy head: each sequence's exact logits of the rows that may win",
        [](T t) {
          return plan_lm_head_candidate_rows(t, kVocab, kDim, lm_head_split(t, kVocab, kDim).rows_per_part,
