@@ -241,11 +241,12 @@ void BitNetBatchDecoder::record_all_buckets() {
     if (lanes == capacity_) break;
   }
   for (uint32_t rows = 1;; rows = std::min(rows * 2, slots_)) {
-    // Every kind a step's outputs may need: greedy, sampled, both, with or without top_k 0.
+    // Every kind a step's outputs may ask for: greedy, sampled (with the model's top-k only),
+    // both, with or without a draw over every logit.
     for (bool greedy : {true, false})
       for (bool full : {true, false})
         for (bool vocabulary : {false, true})
-          if ((greedy || full) && (full || !vocabulary) && (top_k() || !vocabulary)) tail_for(rows, tail_kind(greedy, full, vocabulary));
+          if ((greedy || full) && (full || !vocabulary) && (top_k() || !full)) tail_for(rows, tail_kind(greedy, full, vocabulary));
     if (rows == slots_) break;
   }
 }
@@ -364,9 +365,10 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_tail(uint32_t rows, const 
       tail.bounds->dispatch(g, bounds, rt::push(rows, stride), rows);
     else
       head_bounds_->dispatch(g, bounds, rt::push(stride), rows);
-    (tail.bounds ? head_candidates_coopmat_ : head_candidates_)->dispatch(g, with_table({{"x", L.xn}, {"upper", L.upper}, {"lower", L.lower}, {"part_values", L.arg_values},
-                                              {"part_indices", L.arg_indices}}),
-                               rt::push(stride), rows);
+    const ops::PlannedPipeline& candidates = tail.bounds ? *head_candidates_coopmat_ : *head_candidates_;  // their lower bounds' count
+    candidates.dispatch(g, with_table({{"x", L.xn}, {"upper", L.upper}, {"lower", L.lower}, {"part_values", L.arg_values},
+                                       {"part_indices", L.arg_indices}}),
+                        rt::push(stride), rows);
     argmax_final_.dispatch(g, {{"part_values", L.arg_values}, {"part_indices", L.arg_indices}, {"token", L.chosen}}, {}, rows);
   }
   if (!tail.kind.full) {
