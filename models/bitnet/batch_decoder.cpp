@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "models/bitnet/activations.h"
+#include "models/bitnet/batch_lanes.h"
 #include "models/bitnet/sample_settings.h"
 #include "ops/attention.h"
 #include "ops/common.h"
@@ -42,22 +43,6 @@ ops::SplitKvTuning sequences_tuning(const BitNetPipelines& p, const BatchOptions
 
 }  // namespace
 
-// Every buffer of the batch. Each lane's logits start at a multiple of logits_stride (the
-// storage buffer alignment, at least 64 bytes); the kernels after them index rows themselves.
-struct BitNetBatchDecoder::Lanes {
-  uint64_t align = 1;  // the device's storage buffer offset alignment
-
-  rt::Buffer tokens, sequences, x, q8, act, q, k, v, attn, ffn, up, xn, xh;
-  std::vector<rt::Buffer> k_cache, v_cache;  // per layer: [slots][context][kv_words]
-  rt::Buffer partials, counters, logits, arg_values, arg_indices, chosen, top_part_values, top_part_indices,
-      top_values, top_indices, sample_params, sampled;
-  rt::Buffer vocab_state, vocab_mass, vocab_part_values, vocab_part_indices;  // draws over the vocabulary (top_k 0)
-  // The pruned head's (x in int8, its stats, each lane's bounds), and the full head's argmax (its
-  // partials apart from the pruned head's, which the same tail may run).
-  rt::Buffer xq, head_stats, upper, lower, full_values, full_indices, full_best;
-  uint64_t logits_stride = 0, cache_slot_bytes = 0;
-  uint64_t bytes = 0;  // everything above
-};
 
 BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uint32_t slots, const BatchOptions& options)
     : ctx_(ctx),
@@ -89,10 +74,9 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
     const ops::Tuning& tu = ops::tuning_for(t);
     spread_lanes_ = options.attention_spread_lanes ? options.attention_spread_lanes : tu.sequences_attention_spread_lanes;
     ops::SplitKvTuning grouped = attention_tuning_;
-    grouped.chunks_per_workgroup = std::min(attention_chunks_, options.attention_chunks_per_workgroup
-                                                                  ? options.attention_chunks_per_workgroup
-                                                                  : tu.sequences_attention_chunks_per_workgroup);
-    if (grouped.chunks_per_workgroup > 1 && spread_lanes_ < capacity_)
+    grouped.chunks_per_workgroup = options.attention_chunks_per_workgroup ? options.attention_chunks_per_workgroup
+                                                                          : tu.sequences_attention_chunks_per_workgroup;
+    if (ops::attention_chunks_per_workgroup(attention_chunks_, grouped) > 1 && spread_lanes_ < capacity_)
       batch.add(ops::plan_attention_decode_sequences(t, dims, model.context_length(), attention_chunks_, grouped), attention_grouped_);
     ops::SplitKvTuning spread = attention_tuning_;
     spread.head_split = options.attention_spread_head_split ? options.attention_spread_head_split : tu.sequences_attention_spread_head_split;
@@ -233,189 +217,6 @@ uint32_t BitNetBatchDecoder::bucket_for(uint32_t entries) const {
   if (entries == 0 || entries > capacity_)
     throw std::out_of_range(fmt::format("a step of {} entries; this decoder's steps take 1 to {}", entries, capacity_));
   return std::min(std::bit_ceil(entries), capacity_);
-}
-
-void BitNetBatchDecoder::record_all_buckets() {
-  for (uint32_t lanes = 1;; lanes = std::min(lanes * 2, capacity_)) {
-    step_for(lanes);
-    if (lanes == capacity_) break;
-  }
-  for (uint32_t rows = 1;; rows = std::min(rows * 2, slots_)) {
-    // Every kind a step's outputs may ask for: greedy, sampled (with the model's top-k only),
-    // both, with or without a draw over every logit.
-    for (bool greedy : {true, false})
-      for (bool full : {true, false})
-        for (bool vocabulary : {false, true})
-          if ((greedy || full) && (full || !vocabulary) && (top_k() || !full)) tail_for(rows, tail_kind(greedy, full, vocabulary));
-    if (rows == slots_) break;
-  }
-}
-
-BitNetBatchDecoder::TailKind BitNetBatchDecoder::tail_kind(bool greedy, bool full, bool vocabulary) const {
-  if (!pruned_head_) return {false, true, vocabulary};
-  return {greedy, full || !greedy, vocabulary};
-}
-
-BitNetBatchDecoder::Step& BitNetBatchDecoder::step_for(uint32_t lanes) {
-  for (auto& s : steps_)
-    if (s.lanes == lanes) return s;
-  Step s{lanes, std::make_unique<BlockProjections>(ctx_, model_.config(), model_.pipelines().target,
-                                                   ProjectionChoice{layout_, lanes, options_.subgroup_max_tokens,
-                                                                    options_.coop_row_subgroups, options_.coop_token_subgroups,
-                                                                    options_.coop_double_buffer, options_.norm_fused_max_tokens,
-                                                                    options_.rope_in_qkv}),
-         nullptr};
-  s.graph = record_step(lanes, *s.projections);
-  steps_.push_back(std::move(s));
-  return steps_.back();
-}
-
-BitNetBatchDecoder::Tail& BitNetBatchDecoder::tail_for(uint32_t rows, TailKind kind) {
-  for (auto& t : tails_)
-    if (t.rows == rows && t.kind == kind) return t;
-  Tail t{rows, kind, nullptr, nullptr, nullptr};
-  const auto& p = model_.pipelines();
-  const uint32_t vocab = model_.vocab_size(), dim = model_.config().dim;
-  if (kind.full && head_on_tensor_cores_) {
-    auto it = coopmat_heads_.find(rows);
-    if (it == coopmat_heads_.end())
-      it = coopmat_heads_.emplace(rows, ops::make_pipeline(ctx_, ops::plan_lm_head_coopmat(p.target, vocab, dim, rows))).first;
-    t.head = &it->second;
-  }
-  if (kind.pruned && bounds_on_tensor_cores_ && rows >= ops::tuning_for(p.target).batch_head_coopmat_min_rows) {
-    auto it = coopmat_bounds_.find(rows);
-    if (it == coopmat_bounds_.end())
-      it = coopmat_bounds_.emplace(rows, ops::make_pipeline(ctx_, ops::plan_lm_head_bounds_coopmat(p.target, vocab, dim, rows))).first;
-    t.bounds = &it->second;
-  }
-  t.graph = record_tail(rows, t);
-  tails_.push_back(std::move(t));
-  return tails_.back();
-}
-
-std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes, const BlockProjections& proj) {
-  const auto& c = model_.config();
-  const auto& pp = pp_;
-  const auto& w = model_.weights_;
-  const auto& a = *model_.act_;
-  Lanes& L = *lanes_;
-  auto graph = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{timestamps_, fmt::format("batch of {}", lanes)});
-  rt::Graph& g = *graph;
-  const float eps = c.rms_norm_eps;
-  std::vector<rt::Arg> embedding = {{"tokens", L.tokens}, {"x", L.x}};
-  for (size_t i = 0; i < w.token_embd.parts.size(); ++i)
-    embedding.push_back({"table_" + std::to_string(i), w.token_embd.parts[i]});
-  pp.embedding.dispatch(g, embedding, rt::push(lanes), lanes);
-  const BlockActivations acts{L.x, L.q8, L.act, L.q, L.k, L.v, L.attn, L.ffn, proj.separate ? &L.up : nullptr};
-  for (uint32_t l = 0; l < c.n_layers; ++l) {
-    // Every lane's RoPE and cache row (in QKV's epilogue, or a dispatch of their own), then its
-    // attention over its own slot's rows.
-    const std::vector<rt::Arg> rope = {{"sequences", L.sequences}, {"rope_table", a.rope_table}, {"k_cache", L.k_cache[l]},
-                                       {"v_cache", L.v_cache[l]}};
-    record_block_layer(g, proj, pp.norm_quantize, w.layers[l], acts, lanes, eps, [&] {
-      if (!proj.qkv_rope) {
-        std::vector<rt::Arg> args = rope;
-        args.insert(args.end(), {{"q", L.q}, {"k", L.k}, {"v", L.v}});
-        rope_kv_.dispatch(g, args, rt::push(lanes), lanes);
-      }
-      const ops::PlannedPipeline& attention = lanes > spread_lanes_ ? (attention_grouped_ ? *attention_grouped_ : attention_)
-                                                                    : (attention_spread_ ? *attention_spread_ : attention_);
-      attention.dispatch(g, {{"sequences", L.sequences}, {"q", L.q}, {"k_cache", L.k_cache[l]}, {"v_cache", L.v_cache[l]},
-                              {"partials", L.partials}, {"counters", L.counters}, {"out", L.attn}},
-                          rt::push(lanes), lanes);
-    }, proj.qkv_rope ? rope : std::vector<rt::Arg>{});
-  }
-  g.finish();
-  return graph;
-}
-
-// The tail for the first `rows` lanes (the lanes whose outputs the step returns come first), a
-// grid row per lane: the final norm, then the pruned head's argmax (greedy outputs) and/or every
-// logit with its argmax, top-k and draws (the others).
-std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_tail(uint32_t rows, const Tail& tail) {
-  const auto& c = model_.config();
-  const auto& p = model_.pipelines();
-  const auto& w = model_.weights_;
-  Lanes& L = *lanes_;
-  auto graph = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{timestamps_, fmt::format("batch tail of {}", rows)});
-  rt::Graph& g = *graph;
-  const float eps = c.rms_norm_eps;
-  const SplitMatrix& table = w.lm_head();
-  const uint32_t stride = uint32_t(L.logits_stride / 4);  // floats between two rows' logits (and upper bounds)
-  // `args` and the parts of a table split over bindings table0, table1, ...
-  auto with_parts = [](std::vector<rt::Arg> args, const std::vector<rt::Buffer>& parts) {
-    for (size_t i = 0; i < parts.size(); ++i) args.push_back({"table" + std::to_string(i), parts[i]});
-    return args;
-  };
-  auto with_table = [&](std::vector<rt::Arg> args) { return with_parts(std::move(args), table.parts); };
-  // The final norm: lm_head_input's xn is rms_norm's, bit for bit.
-  if (pruned_head_)
-    head_input_->dispatch(g, {{"x", L.x}, {"weight", w.output_norm}, {"xn", L.xn}, {"xq", L.xq}, {"stats", L.head_stats}},
-                          rt::push(eps), rows);
-  else
-    p.output_norm.dispatch(g, {{"x", L.x}, {"weight", w.output_norm}, {"out", L.xn}}, rt::push(eps), rows);
-  if (tail.kind.pruned) {
-    // Every lane's bounds from the int8 shadow (read once for all lanes on tensor cores, else once
-    // per lane), then each lane's rows that may win, exactly as lm_head computes them.
-    const GreedyHead& shadow = *model_.greedy_head_;
-    std::vector<rt::Arg> bounds = with_parts({{"xq", L.xq}, {"stats", L.head_stats}, {"scale", shadow.scale}, {"bound", shadow.bound},
-                                              {"upper", L.upper}, {"lower", L.lower}},
-                                             shadow.parts);
-    if (tail.bounds)
-      tail.bounds->dispatch(g, bounds, rt::push(rows, stride), rows);
-    else
-      head_bounds_->dispatch(g, bounds, rt::push(stride), rows);
-    const ops::PlannedPipeline& candidates = tail.bounds ? *head_candidates_coopmat_ : *head_candidates_;  // their lower bounds' count
-    candidates.dispatch(g, with_table({{"x", L.xn}, {"upper", L.upper}, {"lower", L.lower}, {"part_values", L.arg_values},
-                                       {"part_indices", L.arg_indices}}),
-                        rt::push(stride), rows);
-    argmax_final_.dispatch(g, {{"part_values", L.arg_values}, {"part_indices", L.arg_indices}, {"token", L.chosen}}, {}, rows);
-  }
-  if (!tail.kind.full) {
-    g.finish();
-    return graph;
-  }
-  // The LM head reads the table once for every row.
-  if (tail.head) {
-    const uint32_t vec4s = ops::lm_head_coopmat_tokens(p.target, rows) * c.dim / 4;
-    pack_half_->dispatch(g, {{"x", L.xn.slice(0, 16ull * vec4s)}, {"y", L.xh.slice(0, 8ull * vec4s)}}, rt::push(vec4s), vec4s);
-    tail.head->dispatch(g, {{"x", L.xh}, {"table0", table.parts[0]}, {"logits", L.logits}}, rt::push(stride));
-  } else {
-    lm_head_->dispatch(g, with_table({{"x", L.xn}, {"logits", L.logits}}), rt::push(rows, stride));
-  }
-  // Every row's argmax (and candidates) in one dispatch per pass, a row of the grid per row.
-  argmax_partial_.dispatch(g, {{"values", L.logits}, {"part_values", L.full_values}, {"part_indices", L.full_indices}},
-                           rt::push(stride), rows);
-  if (p.top_k)
-    top_k_partial_->dispatch(g, {{"values", L.logits}, {"part_values", L.top_part_values}, {"part_indices", L.top_part_indices}},
-                             rt::push(stride), rows);
-  argmax_final_.dispatch(g, {{"part_values", L.full_values}, {"part_indices", L.full_indices}, {"token", L.full_best}}, {}, rows);
-  if (p.top_k)
-    top_k_merge_->dispatch(g, {{"part_values", L.top_part_values}, {"part_indices", L.top_part_indices},
-                               {"top_values", L.top_values}, {"top_indices", L.top_indices}},
-                           {}, rows);
-  if (sample_)
-    sample_->dispatch(g, {{"top_values", L.top_values}, {"top_indices", L.top_indices}, {"params", L.sample_params},
-                          {"token", L.sampled}},
-                      {}, rows);
-  if (tail.kind.vocabulary) {
-    // The rows that draw over every logit (top_k 0) replace sample_candidates' token with theirs;
-    // the kernels leave the other rows alone.
-    for (uint32_t pass = 0; pass < ops::kVocabPasses; ++pass) {
-      vocab_mass_histogram_[pass].dispatch(g, {{"logits", L.logits}, {"best", L.full_best}, {"params", L.sample_params},
-                                               {"state", L.vocab_state}, {"mass", L.vocab_mass}},
-                                           rt::push(stride), rows);
-      vocab_mass_select_[pass].dispatch(g, {{"params", L.sample_params}, {"mass", L.vocab_mass}, {"state", L.vocab_state}}, {}, rows);
-    }
-    vocab_draw_partial_->dispatch(g, {{"logits", L.logits}, {"best", L.full_best}, {"params", L.sample_params}, {"state", L.vocab_state},
-                                      {"part_values", L.vocab_part_values}, {"part_indices", L.vocab_part_indices}},
-                                  rt::push(stride), rows);
-    vocab_draw_final_->dispatch(g, {{"part_values", L.vocab_part_values}, {"part_indices", L.vocab_part_indices},
-                                    {"params", L.sample_params}, {"token", L.sampled}},
-                                {}, rows);
-  }
-  g.finish();
-  return graph;
 }
 
 void BitNetBatchDecoder::copy_rows(bool into_slot, uint32_t slot, uint32_t first, uint32_t count) {

@@ -1,6 +1,5 @@
 #include "ops/attention/attention_decode.h"
 
-#include <algorithm>
 #include <string>
 
 namespace bdsl::ops {
@@ -29,15 +28,14 @@ dsl::Kernel attention_decode_sequences(const OpTarget& target, const AttentionDi
 
 Plan plan_attention_decode(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks,
                            const SplitKvTuning& tuning) {
-  const uint32_t per = std::clamp(tuning.chunks_per_workgroup, 1u, chunks);
   return {attention_decode(target, dims, context, chunks, tuning),
-          fixed_grid({dims.n_kv_heads * attention_head_split(dims, tuning), (chunks + per - 1) / per, 1})};
+          fixed_grid({dims.n_kv_heads * attention_head_split(dims, tuning), attention_chunk_workgroups(chunks, tuning), 1})};
 }
 
 Plan plan_attention_decode_sequences(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks,
                                      const SplitKvTuning& tuning) {
   const uint32_t heads = dims.n_kv_heads * attention_head_split(dims, tuning);
-  const uint32_t per = std::clamp(tuning.chunks_per_workgroup, 1u, chunks), groups = (chunks + per - 1) / per;
+  const uint32_t groups = attention_chunk_workgroups(chunks, tuning);
   return {attention_decode_sequences(target, dims, context, chunks, tuning),
           [heads, groups](uint32_t tokens) { return rt::Grid{heads, groups, tokens}; }};
 }

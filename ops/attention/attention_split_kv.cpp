@@ -64,6 +64,15 @@ uint32_t attention_head_split(const AttentionDims& dims, const SplitKvTuning& tu
   return split;
 }
 
+uint32_t attention_chunks_per_workgroup(uint32_t chunks, const SplitKvTuning& tuning) {
+  return std::clamp(tuning.chunks_per_workgroup, 1u, std::max(chunks, 1u));
+}
+
+uint32_t attention_chunk_workgroups(uint32_t chunks, const SplitKvTuning& tuning) {
+  const uint32_t per = attention_chunks_per_workgroup(chunks, tuning);
+  return (chunks + per - 1) / per;
+}
+
 uint32_t attention_pass(const OpTarget& target, const AttentionDims& dims, const SplitKvTuning& tuning) {
   return layout(target, dims, tuning.max_lanes_per_row).rows * std::max(1u, tuning.positions_per_pass);
 }
@@ -129,7 +138,7 @@ class SplitKv {
         chunks_(chunks), hd_(d.head_dim), group_(d.group()), hg_(group_ / split_),
         unroll_(std::max(1u, tuning.positions_per_pass)), combine_unroll_(std::max(1u, tuning.combine_unroll)),
         defer_(batch ? 0u : tuning.defer_combine),
-        per_workgroup_(std::clamp(tuning.chunks_per_workgroup, 1u, chunks)),
+        per_workgroup_(attention_chunks_per_workgroup(chunks, tuning)),
         k_(name, {l_.wg, 1, 1}),
         step_(k_.buffer<u32>(sequences ? "sequences" : "step", Access::Read)),
         q_(k_.buffer<vec4>("q", Access::Read)),

@@ -86,6 +86,10 @@ dsl::Kernel attention_split_kv(const std::string& name, const OpTarget& target, 
 uint32_t attention_workgroup(const OpTarget& target, const AttentionDims& dims);
 // tuning.head_split (at least 1), checked against the group: the grid's x is n_kv_heads times it.
 uint32_t attention_head_split(const AttentionDims& dims, const SplitKvTuning& tuning);
+// The chunks a workgroup takes (tuning.chunks_per_workgroup within 1..chunks), and the grid's y:
+// the workgroups that take a token's `chunks`.
+uint32_t attention_chunks_per_workgroup(uint32_t chunks, const SplitKvTuning& tuning);
+uint32_t attention_chunk_workgroups(uint32_t chunks, const SplitKvTuning& tuning);
 // The most chunks a token's positions are cut into: enough to fill a large GPU at the longest
 // context (fewer are used at short positions).
 uint32_t attention_chunks(const OpTarget& target, const AttentionDims& dims, uint32_t context);

@@ -94,9 +94,9 @@ void emit_rope_kv_quad_tokens(const RopeKvEpilogue& r, Expr<u32> row, Project&& 
     auto at = let("head_row", local_head * hd + m2);
     const std::vector<Expr<u32>> rows{at, at + 1u, at + half, at + (1 + half)};
     const std::vector<std::vector<Expr<f32>>> values = project(t, rows);
-    for (size_t i = 0; i < tokens.size(); ++i) {
-      const RopeToken& tok = tokens[i];
-      const std::vector<Expr<f32>>& v = values[i];
+    for (size_t n = 0; n < tokens.size(); ++n) {
+      const RopeToken& tok = tokens[n];
+      const std::vector<Expr<f32>>& v = values[n];
       if (t == 0) {
         if_(tok.valid ? lane0 && *tok.valid : lane0, [&] {
           auto [a, b] = turned(v, tok);

@@ -256,10 +256,10 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
   // invocation writes these elements, so the value is the one the epilogue would have read.
   std::vector<Expr<f32>> residual0;
   if (row0 && o.add_residual && !combine && tensors.size() == 1)
-    for (uint32_t r = 0; r < rs; ++r)
-      residual0.push_back(let("residual" + std::to_string(r),
-                              y[0][readable_token ? *readable_token * total + min(*row0 + r, constant<u32>(total - 1))
-                                                  : min(*row0 + r, constant<u32>(total - 1))]));
+    for (uint32_t r = 0; r < rs; ++r) {
+      auto at = min(*row0 + r, constant<u32>(total - 1));
+      residual0.push_back(let("residual" + std::to_string(r), y[0][readable_token ? *readable_token * total + at : at]));
+    }
 
   // The tokens of this workgroup, their activation scales s, sums of q and a loader of q.
   std::vector<TokenSlot> slots;

@@ -1,0 +1,30 @@
+// The device buffers of a BitNetBatchDecoder (all lanes, all slots' caches): shared by its
+// construction and host side (batch_decoder.cpp) and its recordings (batch_recording.cpp).
+// Internal to models/bitnet.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "models/bitnet/batch_decoder.h"
+#include "runtime/buffer.h"
+
+namespace bdsl::bitnet {
+
+// Every buffer of the batch. Each lane's logits start at a multiple of logits_stride (the
+// storage buffer alignment, at least 64 bytes); the kernels after them index rows themselves.
+struct BitNetBatchDecoder::Lanes {
+  uint64_t align = 1;  // the device's storage buffer offset alignment
+
+  rt::Buffer tokens, sequences, x, q8, act, q, k, v, attn, ffn, up, xn, xh;
+  std::vector<rt::Buffer> k_cache, v_cache;  // per layer: [slots][context][kv_words]
+  rt::Buffer partials, counters, logits, arg_values, arg_indices, chosen, top_part_values, top_part_indices,
+      top_values, top_indices, sample_params, sampled;
+  rt::Buffer vocab_state, vocab_mass, vocab_part_values, vocab_part_indices;  // draws over the vocabulary (top_k 0)
+  // The pruned head's (x in int8, its stats, each lane's bounds), and the full head's argmax (its
+  // partials apart from the pruned head's, which the same tail may run).
+  rt::Buffer xq, head_stats, upper, lower, full_values, full_indices, full_best;
+  uint64_t logits_stride = 0, cache_slot_bytes = 0;
+  uint64_t bytes = 0;  // everything above
+};
+
+}  // namespace bdsl::bitnet
