@@ -11,6 +11,7 @@ void register_bandwidth_benchmarks(BenchSession& s);
 void register_matvec_benchmarks(BenchSession& s);
 void register_projection_benchmarks(BenchSession& s);
 void register_matmul_benchmarks(BenchSession& s);
+void register_coop_probe_benchmarks(BenchSession& s);
 void register_attention_benchmarks(BenchSession& s);
 void register_attention_prefill_benchmarks(BenchSession& s);
 void register_model_benchmarks(BenchSession& s);

@@ -74,6 +74,13 @@ BenchSession::BenchSession(const BenchOptions& o) : options(o) {
   ctx = std::make_unique<rt::Context>(copts);
   if (!ctx->info().timestamps) throw std::runtime_error("device '" + ctx->info().name + "' has no GPU timestamps");
   target = ops::OpTarget::from(ctx->info());
+  if (o.coop_tile_short || o.coop_tile_tall || o.coop_tile_deep) {
+    ops::Tuning t = ops::tuning_for(target);
+    if (o.coop_tile_short) t.coop_tile_short = *o.coop_tile_short;
+    if (o.coop_tile_tall) t.coop_tile_tall = *o.coop_tile_tall;
+    if (o.coop_tile_deep) t.coop_tile_deep = *o.coop_tile_deep;
+    ops::override_tuning(t);
+  }
   std::fprintf(stderr, "device: %s\n", ctx->info().summary().c_str());
   peak_read_gbps = measure_peak_read(*ctx, o.quick ? (64ull << 20) : (1ull << 30), o.quick ? 3 : 10);
   std::fprintf(stderr, "peak read bandwidth (stream_read, %s): %.0f GB/s\n", o.quick ? "64 MiB" : "1 GiB",

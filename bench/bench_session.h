@@ -12,6 +12,7 @@
 #include "models/bitnet/bitnet_pipelines.h"
 #include "models/bitnet/prefill_pipelines.h"
 #include "ops/target.h"
+#include "ops/tuning.h"
 #include "runtime/buffer.h"
 #include "runtime/context.h"
 #include "runtime/graph.h"
@@ -29,6 +30,8 @@ struct BenchOptions {
   bitnet::DecodeTuning decode_tuning;  // to compare decode kernel shapes
   uint32_t prefill_block = 512;         // tokens of the prefill per-op table (not with --quick)
   bitnet::BatchOptions batch;           // to compare batched-decode kernel choices
+  // Prompt blocks' tensor-core tiles in place of the tuning table's (ops::override_tuning).
+  std::optional<ops::CoopTile> coop_tile_short, coop_tile_tall, coop_tile_deep;
 };
 
 struct BenchSession {

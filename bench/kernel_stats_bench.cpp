@@ -30,6 +30,7 @@ struct StatsState {
   std::unique_ptr<rt::Pipeline> fused, fused_down;  // ops/experimental/decode_layer.h
   std::unique_ptr<rt::Pipeline> down_alone;  // ffn_down as a one-phase decode_layer
   std::unique_ptr<rt::Pipeline> chain;       // persistent_chain/'s kernel, four phases
+  std::vector<std::unique_ptr<rt::Pipeline>> prompt;  // the prompt blocks' tensor-core projections
 };
 
 }  // namespace
@@ -70,6 +71,12 @@ void register_kernel_stats_benchmarks(BenchSession& s) {
                                                 &p.output_norm.pipeline, &p.lm_head.pipeline, &p.argmax_partial.pipeline,
                                                 state->fused.get(),
                                                 state->fused_down.get(), state->down_alone.get(), state->chain.get()};
+  if (ops::ternary_matmul_coopmat_shape(p.target))
+    for (auto [rows, cols] : {std::pair{config.dim, config.dim}, std::pair{config.ffn_dim, config.dim}, std::pair{config.dim, config.ffn_dim}}) {
+      const auto tile = ops::coop_tiles_for(p.target, rows, cols);
+      state->prompt.push_back(std::make_unique<rt::Pipeline>(rt::make_pipeline(*state->ctx, ops::ternary_matmul_coopmat(p.target, rows, cols, tile))));
+      pipelines.push_back(state->prompt.back().get());
+    }
   std::erase(pipelines, nullptr);
   for (const rt::Pipeline* pipeline : pipelines)
     benchmark::RegisterBenchmark(fmt::format("kernel/{}", pipeline->name()).c_str(),

@@ -3,7 +3,8 @@
 // Own flags: --quick (small shapes, seconds on lavapipe), --model FILE, --model-preset NAME, --device N|NAME,
 // --prefill-projections auto|fused|separate (compare the two prefill layouts on one device),
 // --matvec-rows N, --matvec-workgroup N (compare decode projection kernel shapes),
-// --prefill-block N (the tokens of the prefill per-op table, 512 by default).
+// --prefill-block N (the tokens of the prefill per-op table, 512 by default),
+// --coop-tile-short|tall|deep RSxTSxRTxTT[,db] (prompt blocks' tensor-core tiles, ops/tuning.h).
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -22,6 +23,18 @@ bdsl::bitnet::PrefillProjections prefill_projections(const std::string& v) {
   if (v == "fused") return P::Fused;
   if (v == "separate") return P::Separate;
   throw std::invalid_argument("--prefill-projections: auto, fused or separate, not " + v);
+}
+
+// A tensor-core tile as --coop-tile-* spell it: RSxTSxRTxTT (subgroups along rows and tokens,
+// tiles per subgroup along rows and tokens), then ",db" for two shared-memory stages.
+bdsl::ops::CoopTile coop_tile(const std::string& v) {
+  bdsl::ops::CoopTile t;
+  char rest[32] = "";
+  if (std::sscanf(v.c_str(), "%ux%ux%ux%u%31s", &t.row_subgroups, &t.token_subgroups, &t.row_tiles, &t.token_tiles, rest) < 4 ||
+      (rest[0] && std::string(rest) != ",db"))
+    throw std::invalid_argument("--coop-tile-*: RSxTSxRTxTT[,db], not " + v);
+  t.double_buffer = rest[0] != 0;
+  return t;
 }
 
 // Takes this program's own flags out of argv, leaving Google Benchmark's.
@@ -67,6 +80,9 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
       o.decode_tuning.defer_attention_combine = o.decode_tuning.attention_defer_chunks > 0;
     }
     else if (a == "--prefill-block") o.prefill_block = uint32_t(std::stoul(value()));
+    else if (a == "--coop-tile-short") o.coop_tile_short = coop_tile(value());
+    else if (a == "--coop-tile-tall") o.coop_tile_tall = coop_tile(value());
+    else if (a == "--coop-tile-deep") o.coop_tile_deep = coop_tile(value());
     else if (a == "--help" || a == "-h") {
       std::printf("usage: bitnet-dsl-bench [--quick] [--model FILE.gguf | --model-preset NAME] [--device N|NAME]\n"
                   "                        [--prefill-projections auto|fused|separate] [--prefill-block N]\n"
@@ -80,6 +96,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "                        [--batch-attention-positions N] [--batch-prompt-lanes N]\n"
                   "                        [--batch-norm-fused-max N] [--batch-attention-spread N]\n"
                   "                        [--batch-attention-per-workgroup N] [--batch-attention-spread-split N]\n"
+                  "                        [--coop-tile-short T] [--coop-tile-tall T] [--coop-tile-deep T]\n"
                   "                        [--benchmark_...]\n"
                   "  default model: a synthetic BitNet b1.58 of the real 2B-4T shape (made once in the cache)\n"
                   "  --model-preset: another synthetic shape (make-model's presets: llama3-8b, falcon3-10b, ...)\n"
@@ -95,6 +112,9 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "  --attention-positions-per-pass: K/V positions each row group reads per pass\n"
                   "  --attention-defer: up to how many chunks attn_output combines itself (0: none)\n"
                   "  --prefill-block: tokens of the block the prefill_op/ table times (default 512)\n"
+                  "  --coop-tile-short, --coop-tile-tall, --coop-tile-deep: prompt blocks' tensor-core tile\n"
+                  "    (RSxTSxRTxTT[,db]: subgroups along rows and tokens, tiles per subgroup, two stages)\n"
+                  "    of Q/K/V/attn_output, gate/up and ffn_down\n"
                   "  batched decode (decode_batch/, serve/), 0 or absent: ops/tuning.h's choice:\n"
                   "  --batch-subgroup-max: steps of up to N tokens run the subgroup matmul, larger ones the\n"
                   "    tensor cores; --batch-coop-rows, --batch-coop-tokens: the tensor-core tile's subgroups\n"
@@ -134,6 +154,7 @@ int main(int argc, char** argv) {
     bdsl::bench::register_grid_sync_benchmarks(session);
     bdsl::bench::register_persistent_chain_benchmarks(session);
     bdsl::bench::register_matmul_benchmarks(session);
+    bdsl::bench::register_coop_probe_benchmarks(session);
     bdsl::bench::register_attention_benchmarks(session);
     bdsl::bench::register_attention_prefill_benchmarks(session);
     bdsl::bench::register_model_benchmarks(session);

@@ -53,7 +53,8 @@ void register_matmul_benchmarks(BenchSession& s) {
   // {row subgroups, token subgroups, row tiles, token tiles, double buffer}
   const std::vector<std::array<uint32_t, 5>> tiles = {{4, 2, 2, 4, 0}, {2, 2, 4, 4, 0}, {2, 1, 4, 8, 0},
                                                       {4, 1, 2, 8, 0}, {4, 1, 2, 4, 0}, {4, 1, 2, 4, 1},
-                                                      {4, 2, 1, 4, 0}, {4, 2, 1, 4, 1}, {2, 2, 2, 4, 1}};
+                                                      {4, 2, 1, 4, 0}, {4, 2, 1, 4, 1}, {2, 2, 2, 4, 1},
+                                                      {4, 1, 1, 4, 0}, {2, 2, 1, 4, 0}};
   for (auto [rows, cols] : {std::pair{dim, dim}, std::pair{ffn, dim}, std::pair{dim, ffn}}) {
     std::vector<std::pair<std::string, MatmulCase>> cases = {{"subgroup", {rows, cols, tokens, std::nullopt}}};
     for (const auto& t : coop ? tiles : decltype(tiles){}) {
@@ -65,8 +66,15 @@ void register_matmul_benchmarks(BenchSession& s) {
                                    t[1], o.double_buffer ? "/db" : ""),
                        {rows, cols, tokens, o}});
     }
+    // The same projection over 4x the tokens: 4x the workgroups (does the grid's size limit it?).
+    if (coop && !s.options.quick)
+      for (uint32_t row_tiles : {2u, 1u}) {
+        ops::CoopMatmulOptions o;
+        o.row_tiles = row_tiles;
+        cases.push_back({fmt::format("coopmat/tile:{}x64/sg:4x2", row_tiles * 64), {rows, cols, 2048, o}});
+      }
     for (const auto& [name, c] : cases)
-      benchmark::RegisterBenchmark(fmt::format("matmul/{}x{}/tokens:{}/{}", rows, cols, tokens, name).c_str(),
+      benchmark::RegisterBenchmark(fmt::format("matmul/{}x{}/tokens:{}/{}", rows, cols, c.tokens, name).c_str(),
                                    [&s, c = c](benchmark::State& st) { matmul(st, s, c); })
           ->UseManualTime()->Iterations(s.options.quick ? 2 : 10)->Unit(benchmark::kMicrosecond);
   }

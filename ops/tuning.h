@@ -3,10 +3,18 @@
 // from tuning_for(target); bitnet-dsl-bench overrides them to compare shapes on a device.
 #pragma once
 #include <cstdint>
+#include <optional>
 
 #include "ops/target.h"
 
 namespace bdsl::ops {
+
+// A tensor-core matmul tile (ternary_matmul_coopmat.h's CoopMatmulOptions): subgroups along the
+// rows and the tokens, M-row and N-token tiles per subgroup, one or two shared-memory stages.
+struct CoopTile {
+  uint32_t row_subgroups = 4, token_subgroups = 2, row_tiles = 2, token_tiles = 4;
+  bool double_buffer = false;
+};
 
 struct Tuning {
   // Decode projections with the norm fused in front (ops/ternary/ternary_matvec.h).
@@ -51,9 +59,16 @@ struct Tuning {
   uint32_t batch_head_coopmat_min_rows = 2;
   // Top-k's workgroup (ops/head/top_k.h).
   uint32_t top_k_workgroup = 1024;
-  // Tensor-core projections take 64-row tiles where the rows or the reduction are longer than
-  // this, 128-row tiles otherwise (ops/ternary/ternary_matmul_coopmat.h).
+  // Prompt blocks' tensor-core projections (ops/ternary/ternary_matmul_coopmat.h): the tile of
+  // a projection whose rows and reduction are at most coop_short_tiles_past (Q, K, V,
+  // attn_output), of one with more rows (gate, up), and of one with a longer reduction
+  // (ffn_down). 64 x 64 everywhere: on an H200 (bench/RESULTS.md run 23) prefill-512 went 30.6k ->
+  // 32.9k tokens/s with the short projections' 128 x 64 tiles made 64 x 64; every other tile,
+  // two stages or more blocks a stage was slower in each class.
   uint32_t coop_short_tiles_past = 4096;
+  CoopTile coop_tile_short{4, 2, 1, 4, false};
+  CoopTile coop_tile_tall{4, 2, 1, 4, false};
+  CoopTile coop_tile_deep{4, 2, 1, 4, false};
   // Batched decode's projections (models/bitnet/batch_decoder.h): steps of up to this many tokens
   // run the subgroup matmul (the matvec's row dot, one token tile; 16 tokens took 14.8 ms a step
   // against 4.0 on tensor cores), larger ones the tensor cores with tiles of
@@ -73,7 +88,11 @@ struct Tuning {
   bool step_coop_double_buffer = false;  // the tiles' two-stage variant (one barrier per block)
 };
 
-// The row of the table for this device (by name), or the default row.
+// The row of the table for this device (by name), or the default row; while an override is set,
+// the override for every device.
 const Tuning& tuning_for(const OpTarget& target);
+// bitnet-dsl-bench's way to compare shapes on a device: every later tuning_for answers `t`
+// (none: the table again). Not for the library or the tools.
+void override_tuning(const std::optional<Tuning>& t);
 
 }  // namespace bdsl::ops

@@ -212,10 +212,14 @@ Kernel build(const OpTarget& target, uint32_t rows, uint32_t cols, const CoopMat
 }  // namespace
 
 CoopMatmulOptions coop_tiles_for(const OpTarget& target, uint32_t rows, uint32_t cols) {
-  // 64x64 tiles (twice the workgroups) where the rows or the reduction are long, 128x64 otherwise.
+  const Tuning& tu = tuning_for(target);
+  const CoopTile& t = cols > tu.coop_short_tiles_past   ? tu.coop_tile_deep
+                      : rows > tu.coop_short_tiles_past ? tu.coop_tile_tall
+                                                        : tu.coop_tile_short;
   CoopMatmulOptions o;
-  const uint32_t past = tuning_for(target).coop_short_tiles_past;
-  if (rows > past || cols > past) o.row_tiles = 1;
+  o.row_subgroups = t.row_subgroups, o.token_subgroups = t.token_subgroups;
+  o.row_tiles = t.row_tiles, o.token_tiles = t.token_tiles;
+  o.double_buffer = t.double_buffer;
   return o;
 }
 

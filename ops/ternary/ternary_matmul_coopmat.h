@@ -48,8 +48,8 @@ uint32_t ternary_matmul_coopmat_row_groups(const OpTarget& target, uint32_t rows
 uint32_t ternary_matmul_coopmat_token_groups(const OpTarget& target, uint32_t tokens,
                                              const CoopMatmulOptions& options = {});
 
-// The tile shape ternary_matmul_auto gives a rows x cols projection (128x64 or 64x64 tokens per
-// workgroup, as ops/tuning.h says for the device).
+// The tile ternary_matmul_auto gives a rows x cols projection of a prompt block (ops/tuning.h's
+// coop_tile_short, _tall or _deep for the device).
 CoopMatmulOptions coop_tiles_for(const OpTarget& target, uint32_t rows, uint32_t cols);
 // The tiles for a decode step of `tokens` tokens (1..): one token group covering them all, and
 // small row tiles (ops/tuning.h, step_coop_*) so that the few tokens still give many workgroups.
