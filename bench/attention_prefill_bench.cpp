@@ -1,7 +1,8 @@
 // Prefill attention alone at the 2B-4T shape (20/5 heads, head_dim 128, F16 KV cache of 4096
 // positions): GPU time per dispatch for a block of n tokens at position pos (median of a barrier
 // chain). The tiled kernel in several tilings runs beside the split-KV kernel it replaced (one
-// workgroup per token, kv head and chunk), so the gain is measured in the same run.
+// workgroup per token, kv head and chunk) and the F16 tensor-core kernel, so the gain is measured
+// in the same run.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
@@ -21,6 +22,7 @@ struct PrefillVariant {
   std::string name;
   bool split_kv = false;               // the previous kernel
   ops::PrefillAttentionLayout layout;  // lanes 0: the target's default
+  bool tensor_cores = false;           // attention_prefill_coopmat
 };
 
 void attention_prefill(benchmark::State& st, BenchSession& s, const ops::AttentionDims& d, uint32_t context,
@@ -28,14 +30,15 @@ void attention_prefill(benchmark::State& st, BenchSession& s, const ops::Attenti
   auto& ctx = *s.ctx;
   const uint32_t chunks = ops::attention_chunks(s.target, d, context);
   const auto layout = v.layout.lanes ? v.layout : ops::attention_prefill_layout(s.target, d);
-  if (!v.split_kv && ops::attention_prefill_shared_bytes(d, layout) > s.target.max_shared_bytes) {
+  if (!v.split_kv && !v.tensor_cores && ops::attention_prefill_shared_bytes(d, layout) > s.target.max_shared_bytes) {
     st.SkipWithError("tiling needs more shared memory than the device has");
     return;
   }
   rt::Pipeline p = rt::make_pipeline(
-      ctx, v.split_kv ? ops::attention_split_kv("attention_prefill_split_kv", s.target, d, context, chunks, true)
-                      : ops::attention_prefill(s.target, d, context, layout));
-  const auto g3 = ops::attention_prefill_grid(d, layout, n);
+      ctx, v.tensor_cores ? ops::attention_prefill_coopmat(s.target, d, context)
+           : v.split_kv   ? ops::attention_split_kv("attention_prefill_split_kv", s.target, d, context, chunks, true)
+                          : ops::attention_prefill(s.target, d, context, layout));
+  const auto g3 = v.tensor_cores ? ops::attention_prefill_coopmat_grid(d, n) : ops::attention_prefill_grid(d, layout, n);
   const rt::Grid grid = v.split_kv ? rt::Grid{d.n_kv_heads, chunks, n} : rt::Grid{g3[0], g3[1], g3[2]};
   const uint64_t cache_bytes = uint64_t{context} * d.kv_words() * 4;
   rt::Buffer k(ctx, cache_bytes, {false, "k cache"}), vc(ctx, cache_bytes, {false, "v cache"});
@@ -56,7 +59,12 @@ void attention_prefill(benchmark::State& st, BenchSession& s, const ops::Attenti
   step.upload(std::vector<ops::StepState>{state});
   constexpr int kDispatches = 16;
   rt::Graph g(ctx, {true, "attention prefill"});
-  for (int i = 0; i < kDispatches; ++i) g.dispatch(p, {step, q, k, vc, partials, counters, out}, rt::push(n), grid);
+  for (int i = 0; i < kDispatches; ++i) {
+    if (v.tensor_cores)
+      g.dispatch(p, {step, q, k, vc, out}, rt::push(n), grid);
+    else
+      g.dispatch(p, {step, q, k, vc, partials, counters, out}, rt::push(n), grid);
+  }
   const auto t0 = std::chrono::steady_clock::now();  // clocks up first
   while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(200)) g.submit_and_wait();
   const double per = time_median_dispatch(st, g);
@@ -79,6 +87,7 @@ void register_attention_prefill_benchmarks(BenchSession& s) {
   std::vector<PrefillVariant> variants = {{"tiled", false, {0, 0, 0}}};
   if (!quick) {
     variants.push_back({"split_kv", true, {}});
+    if (ops::attention_prefill_coopmat_supported(s.target, d)) variants.push_back({"tensor_cores", false, {}, true});
     for (auto [lanes, keys, tokens] : {std::array<uint32_t, 3>{32, 1, 8}, {16, 1, 16}, {8, 2, 16}, {16, 2, 4}})
       variants.push_back({fmt::format("tiled_l{}_k{}_t{}", lanes, keys, tokens), false, {lanes, keys, tokens}});
   }

@@ -27,6 +27,7 @@ struct BenchOptions {
   std::string model_preset;   // golden::synthetic_preset's name; empty: 2b (tiny with quick)
   std::string device;
   bitnet::PrefillProjections prefill_projections = bitnet::PrefillProjections::Auto;  // to compare layouts
+  bool tensor_core_attention = true;  // prompt blocks' attention on tensor cores where it pays
   bitnet::DecodeTuning decode_tuning;  // to compare decode kernel shapes
   uint32_t prefill_block = 512;         // tokens of the prefill per-op table (not with --quick)
   bitnet::BatchOptions batch;           // to compare batched-decode kernel choices

@@ -1,4 +1,5 @@
-// What the driver says of each decode kernel (VK_KHR_pipeline_executable_properties: on NVIDIA
+// What the driver says of each decode kernel and the prompt blocks' tensor-core projections
+// (VK_KHR_pipeline_executable_properties: on NVIDIA
 // the register count among others): `kernel/<name>`, the statistics as counters, no time. The
 // registers decide how many workgroups fit on the GPU at once, which the fused decode layers
 // (ops/experimental/decode_layer.h) and any persistent kernel depend on. Skipped where the device has none.

@@ -4,7 +4,8 @@
 // --prefill-projections auto|fused|separate (compare the two prefill layouts on one device),
 // --matvec-rows N, --matvec-workgroup N (compare decode projection kernel shapes),
 // --prefill-block N (the tokens of the prefill per-op table, 512 by default),
-// --coop-tile-short|tall|deep RSxTSxRTxTT[,db] (prompt blocks' tensor-core tiles, ops/tuning.h).
+// --coop-tile-short|tall|deep RSxTSxRTxTT[,db] (prompt blocks' tensor-core tiles, ops/tuning.h),
+// --prefill-attention-plain (prompt blocks' attention on FMA only).
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -80,12 +81,14 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
       o.decode_tuning.defer_attention_combine = o.decode_tuning.attention_defer_chunks > 0;
     }
     else if (a == "--prefill-block") o.prefill_block = uint32_t(std::stoul(value()));
+    else if (a == "--prefill-attention-plain") o.tensor_core_attention = false;
     else if (a == "--coop-tile-short") o.coop_tile_short = coop_tile(value());
     else if (a == "--coop-tile-tall") o.coop_tile_tall = coop_tile(value());
     else if (a == "--coop-tile-deep") o.coop_tile_deep = coop_tile(value());
     else if (a == "--help" || a == "-h") {
       std::printf("usage: bitnet-dsl-bench [--quick] [--model FILE.gguf | --model-preset NAME] [--device N|NAME]\n"
                   "                        [--prefill-projections auto|fused|separate] [--prefill-block N]\n"
+                  "                        [--prefill-attention-plain]\n"
                   "                        [--matvec-rows N] [--matvec-workgroup N] [--qkv-workgroup N]\n"
                   "                        [--gate-up-workgroup N] [--gate-up-rows N] [--attention-head-split N]\n"
                   "                        [--attention-positions-per-pass N] [--attention-defer N]\n"
@@ -112,6 +115,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "  --attention-positions-per-pass: K/V positions each row group reads per pass\n"
                   "  --attention-defer: up to how many chunks attn_output combines itself (0: none)\n"
                   "  --prefill-block: tokens of the block the prefill_op/ table times (default 512)\n"
+                  "  --prefill-attention-plain: prompt blocks' attention on FMA only (not on tensor cores)\n"
                   "  --coop-tile-short, --coop-tile-tall, --coop-tile-deep: prompt blocks' tensor-core tile\n"
                   "    (RSxTSxRTxTT[,db]: subgroups along rows and tokens, tiles per subgroup, two stages)\n"
                   "    of Q/K/V/attn_output, gate/up and ffn_down\n"

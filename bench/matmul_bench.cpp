@@ -71,7 +71,9 @@ void register_matmul_benchmarks(BenchSession& s) {
       for (uint32_t row_tiles : {2u, 1u}) {
         ops::CoopMatmulOptions o;
         o.row_tiles = row_tiles;
-        cases.push_back({fmt::format("coopmat/tile:{}x64/sg:4x2", row_tiles * 64), {rows, cols, 2048, o}});
+        const auto shape = *ops::ternary_matmul_coopmat_shape(s.target);
+        cases.push_back({fmt::format("coopmat/tile:{}x{}/sg:4x2", row_tiles * 4 * shape.m, 2 * o.token_tiles * shape.n),
+                         {rows, cols, 2048, o}});
       }
     for (const auto& [name, c] : cases)
       benchmark::RegisterBenchmark(fmt::format("matmul/{}x{}/tokens:{}/{}", rows, cols, c.tokens, name).c_str(),

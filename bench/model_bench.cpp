@@ -44,6 +44,7 @@ ModelState& model_state(BenchSession& s, Variant variant = Variant::Timed) {
     o.greedy_head = variant != Variant::UntimedFullHead;
     if (variant == Variant::UntimedSampling || variant == Variant::TimedSampling) o.top_k = 40;
     o.prefill_projections = s.options.prefill_projections;
+    o.tensor_core_attention = s.options.tensor_core_attention;
     o.decode_tuning = s.options.decode_tuning;
     state->model = std::make_unique<bitnet::BitNetModel>(*s.ctx, state->file, state->config, o);
     state->load_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -259,7 +260,8 @@ void prefill(benchmark::State& st, BenchSession& s, uint32_t n) {
   m.filled = uint32_t(prompt.size());
   const double tokens = double(prompt.size()) * double(st.iterations());
   st.counters["tokens_per_s"] = tokens / seconds;
-  if (gpu > 0) st.counters["gpu_tokens_per_s"] = tokens / gpu;  // the last block's graph only
+  // The last block's graph only: a prompt of one block.
+  if (gpu > 0 && n <= bitnet::BitNetModel::kMaxPrefillBlock) st.counters["gpu_tokens_per_s"] = tokens / gpu;
   st.counters["batched"] = 1;  // matrix-matrix projections over the whole block
 }
 
@@ -328,7 +330,7 @@ void register_model_benchmarks(BenchSession& s) {
     benchmark::RegisterBenchmark(fmt::format("decode_sampled_repeat_penalty/ctx:{}", ctx).c_str(),
                                  [&s, ctx](benchmark::State& st) { decode_sampled(st, s, ctx, kRepeatPenalty); })
         ->UseManualTime()->Iterations(quick ? 2 : 20)->Unit(benchmark::kMicrosecond);
-  for (uint32_t n : quick ? std::vector<uint32_t>{16} : std::vector<uint32_t>{128, 512})
+  for (uint32_t n : quick ? std::vector<uint32_t>{16} : std::vector<uint32_t>{128, 512, 2048})
     benchmark::RegisterBenchmark(fmt::format("prefill/tokens:{}", n).c_str(),
                                  [&s, n](benchmark::State& st) { prefill(st, s, n); })
         ->UseManualTime()->Iterations(quick ? 1 : 3)->Unit(benchmark::kMillisecond);

@@ -12,9 +12,10 @@
 //   acc.mul_add(a, b);                                    // acc = a * b + acc
 //   acc.store(c_tile, 0u, 16u, MatrixLayout::ColumnMajor);
 //
-// An integer matrix also loads from and stores to arrays of 32-bit words (u32, uvec2, uvec4, ...):
-// the bytes are the matrix's elements in order, and `element` and `stride` count the array's
-// elements (GLSL_KHR_cooperative_matrix issue 3). So int8 tiles can be written a word at a time.
+// An integer or F16 matrix also loads from and stores to arrays of 32-bit words (u32, uvec2,
+// uvec4, ...): the bytes are the matrix's elements in order, and `element` and `stride` count the
+// array's elements (GLSL_KHR_cooperative_matrix issue 3). So int8 and F16 tiles can be written a
+// word at a time (F16 pairs as packHalf2x16 packs them, the lower element in the low half).
 //
 // Prints as GL_NV_cooperative_matrix (icoopmatNV / fcoopmatNV): the device must list the shape
 // (rt::DeviceInfo::cooperative_matrix_nv_shapes); the runtime refuses it otherwise.
@@ -29,11 +30,11 @@ namespace bdsl::dsl {
 template <class S>
 concept MatrixComponent = std::same_as<S, i8> || std::same_as<S, i32> || std::same_as<S, f16> || std::same_as<S, f32>;
 
-// Arrays a matrix of component S loads from and stores to: its own type, or for an integer
-// matrix 32-bit words (scalars or 2- and 4-lane vectors), counted in those words.
+// Arrays a matrix of component S loads from and stores to: its own type, or for an integer or
+// F16 matrix 32-bit words (scalars or 2- and 4-lane vectors), counted in those words.
 template <class U, class S>
-concept MatrixMemory = std::same_as<U, S> || ((std::same_as<S, i8> || std::same_as<S, i32>) && Integer<U> &&
-                                              (lanes_v<U> == 1 || lanes_v<U> == 2 || lanes_v<U> == 4));
+concept MatrixMemory = std::same_as<U, S> || ((std::same_as<S, i8> || std::same_as<S, i32> || std::same_as<S, f16>) &&
+                                              Integer<U> && (lanes_v<U> == 1 || lanes_v<U> == 2 || lanes_v<U> == 4));
 
 // Which A/B element types multiply into which accumulator type.
 template <class AB, class C>
@@ -164,12 +165,12 @@ class Matrix {
   static void access_hint() {
     if constexpr (MatrixMemory<U, S>)
       static_assert(hint::dependent_false<U>, "a matrix's element offset and stride are u32: write 0u, 16u or cast<u32>(x)");
-    else if constexpr (std::same_as<S, f16> || std::same_as<S, f32>)
+    else if constexpr (std::same_as<S, f32>)
       static_assert(hint::dependent_false<U>,
-                    "only integer matrices load from and store to arrays of 32-bit words: an f16 or f32 matrix needs an array of its own component type");
+                    "only integer and f16 matrices load from and store to arrays of 32-bit words: an f32 matrix needs an array of f32");
     else
       static_assert(hint::dependent_false<U>,
-                    "an i8 or i32 matrix uses an array of its own component type or of 32-bit words: u32 or i32 scalars, 2- or 4-lane vectors");
+                    "an i8, i32 or f16 matrix uses an array of its own component type or of 32-bit words: u32 or i32 scalars, 2- or 4-lane vectors");
   }
 
   template <class E, class St>

@@ -4,6 +4,7 @@
 
 #include "ops/attention/attention_decode.h"
 #include "ops/attention/attention_prefill.h"
+#include "ops/attention/attention_prefill_coopmat.h"
 #include "ops/attention/attention_split_kv.h"
 #include "ops/attention/rope_kv_write.h"
 #include "ops/common/embedding_lookup.h"
@@ -51,6 +52,14 @@ OpTarget with_int8_tensor_cores(const OpTarget& t) {
   n.subgroup_size = 32;
   n.max_shared_bytes = std::max(t.max_shared_bytes, 49152u);
   n.max_workgroup_invocations = std::max(t.max_workgroup_invocations, 1024u);
+  return n;
+}
+
+// The same for the F16 16x16x16 shape (attention on tensor cores).
+OpTarget with_f16_tensor_cores(const OpTarget& t) {
+  OpTarget n = with_int8_tensor_cores(t);
+  n.subgroup_size = 32;
+  n.matrix_shapes.push_back({16, 16, 16, ScalarKind::F16, ScalarKind::F32});
   return n;
 }
 
@@ -127,6 +136,8 @@ const std::vector<CatalogEntry>& catalog() {
       {"gate_up_matmul", "gate, up, relu^2 product for a block (prefill)", [](T t) { return plan_ternary_matmul_gate_up(t, kFfn, kDim, GateActivation::Relu2).kernel; }},
       {"ternary_matmul_coopmat", "Y = W X on tensor cores, s8 x s8 -> s32 (shown for 16x8x32)",
        [](T t) { return plan_ternary_matmul_coopmat(with_int8_tensor_cores(t), kDim, kDim).kernel; }},
+      {"attention_prefill_coopmat", "causal attention of a block on F16 tensor cores (prefill, 16x16x16)",
+       [](T t) { return plan_attention_prefill_coopmat(with_f16_tensor_cores(t), kHeads, kContext).kernel; }},
       {"rope_kv_write", "NeoX RoPE on q and k, k/v into the F16 cache", [](T t) { return plan_rope_kv_write(t, kHeads, kContext).kernel; }},
       {"attention_decode", "one token over the F16 KV cache, split-K",
        [](T t) { return plan_attention_decode(t, kHeads, kContext, attention_chunks(t, kHeads, kContext)).kernel; }},

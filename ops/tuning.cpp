@@ -13,7 +13,9 @@ struct Row {
 // Every value below was measured on an NVIDIA H100 80GB HBM3 with bitnet-dsl-bench at the 2B-4T
 // shape (bench/RESULTS.md): rows per subgroup run 3; gate/up's 128 invocations, positions per
 // pass and the head split run 7; the deferred combine run 5; attn_output's 4 rows run 10; top-k's
-// 1024 invocations and the tensor-core tiles in the runs that introduced them. No other device
+// 1024 invocations and the tensor-core tiles in the runs that introduced them; the prompt blocks'
+// tensor-core tiles and attention (run 23) on an NVIDIA H200 (same driver and SM count; no H100
+// was lent that session, so the H100 row takes them unmeasured there). No other kind of device
 // has been measured yet, so it is also the default row; a device that differs gets a row of its
 // own above it, with the run that shows why.
 constexpr Row kTable[] = {

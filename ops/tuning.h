@@ -69,6 +69,14 @@ struct Tuning {
   CoopTile coop_tile_short{4, 2, 1, 4, false};
   CoopTile coop_tile_tall{4, 2, 1, 4, false};
   CoopTile coop_tile_deep{4, 2, 1, 4, false};
+  // Prompt blocks attend on F16 tensor cores (ops/attention/attention_prefill_coopmat.h) from this
+  // position on, when their token tiles give at least prefill_coopmat_attention_workgroups
+  // workgroups. H200 (bench/RESULTS.md run 23), 512-token blocks: at position 0 the FMA kernel
+  // served the graph better (prefill-512 33.1k against 32.4k tokens/s, though alone it took 82
+  // us against 69); at 512 160 us against 245, at 3584 765 against 1,224. The workgroups' bound
+  // lies between what was measured: 20 (64 tokens, 18.0 us against 13.8) lost, 160 (512) won.
+  uint32_t prefill_coopmat_attention_from = 512;
+  uint32_t prefill_coopmat_attention_workgroups = 128;
   // Batched decode's projections (models/bitnet/batch_decoder.h): steps of up to this many tokens
   // run the subgroup matmul (the matvec's row dot, one token tile; 16 tokens took 14.8 ms a step
   // against 4.0 on tensor cores), larger ones the tensor cores with tiles of

@@ -3,6 +3,7 @@
 #pragma once
 #include <map>
 #include <optional>
+#include <tuple>
 #include <utility>
 #include <fmt/format.h>
 
@@ -126,7 +127,8 @@ struct BitNetModel::PrefillBlock {
     std::unique_ptr<rt::Graph> graph;
     uint64_t last_used = 0;
   };
-  std::map<std::pair<uint32_t, bool>, Recorded> graphs;  // by block length and with the head or not, at most kMaxGraphs
+  // By block length, with the head or not and attention on tensor cores or not; at most kMaxGraphs.
+  std::map<std::tuple<uint32_t, bool, bool>, Recorded> graphs;
   static constexpr size_t kMaxGraphs = 32;
   uint64_t uses = 0;
   const rt::Graph* last = nullptr;  // the graph of the last block run

@@ -32,6 +32,9 @@ struct ModelOptions {
   bool dump = false;          // copy every materialized intermediate out after each token
   bool timestamps = false;    // GPU time per dispatch
   PrefillProjections prefill_projections = PrefillProjections::Auto;  // see prefill_pipelines.h
+  // Long prompt blocks attend on F16 tensor cores where the device has them
+  // (PrefillPipelines::attention_coopmat); false: attention_prefill everywhere.
+  bool tensor_core_attention = true;
   DecodeTuning decode_tuning;  // kernel shapes of the decode projections (bitnet_pipelines.h)
   // decode_greedy picks each token from the LM head's int8 shadow and the few F16 rows that may
   // win (ops/head/lm_head_pruned.h): the same token as the full head, half its bytes; the shadow takes
@@ -189,7 +192,8 @@ class BitNetModel final : public models::DecoderModel {
   void record_embed_graph();  // embed_graph_: the first token's embedding for the pruned and vocabulary recordings
   void wait_idle();  // for every replay of any recording
   std::unique_ptr<PrefillBlock> make_prefill_buffers();
-  std::unique_ptr<rt::Graph> record_prefill_block(uint32_t n, bool head);  // on prefill_'s buffers
+  // On prefill_'s buffers; `tensor_core_attention`: PrefillPipelines::attention_coopmat.
+  std::unique_ptr<rt::Graph> record_prefill_block(uint32_t n, bool head, bool tensor_core_attention);
   void run_prefill(std::span<const int32_t> tokens, uint32_t pos, bool head);  // head: the last token's tail too
   const PrefillPipelines& prefill_pipelines();  // built at the first prompt block (or batched step)
   StepOutput read_step_output() const;

@@ -1,9 +1,10 @@
-// The batched prompt path of BitNetModel: one recording per block length, replayed for every
-// block of that length. Per layer: norm+quantize, QKV, RoPE + KV write, attention over the block,
-// norm+quantize, attn_output (+ residual), norm+quantize, gate/up, norm+quantize, ffn_down (+
-// residual); then, in the block that ends a prefill(), the last token's row goes through the decode
-// graph's tail (norm, LM head, argmax). fill_cache() and the blocks before a prompt's last record
-// no tail: the F16 head is not read (on a CPU device its pages then stay out of memory).
+// The batched prompt path of BitNetModel: one recording per block length (with or without the
+// head, attention on tensor cores or not), replayed for every such block. Per layer:
+// norm+quantize, QKV, RoPE + KV write, attention over the block, norm+quantize, attn_output (+
+// residual), norm+quantize, gate/up, norm+quantize, ffn_down (+ residual); then, in the block that
+// ends a prefill(), the last token's row goes through the decode graph's tail (norm, LM head,
+// argmax). fill_cache() and the blocks before a prompt's last record no tail: the F16 head is
+// not read (on a CPU device its pages then stay out of memory).
 // QKV and gate/up are one dispatch each, or one per tensor side by side (prefill_pipelines.h).
 #include <fmt/format.h>
 
@@ -56,7 +57,7 @@ std::unique_ptr<BitNetModel::PrefillBlock> BitNetModel::make_prefill_buffers() {
   return b;
 }
 
-std::unique_ptr<rt::Graph> BitNetModel::record_prefill_block(uint32_t n, bool head) {
+std::unique_ptr<rt::Graph> BitNetModel::record_prefill_block(uint32_t n, bool head, bool tensor_core_attention) {
   const auto& c = config_;
   const auto& p = *pipelines_;
   const auto& pp = prefill_pipelines();
@@ -75,9 +76,13 @@ std::unique_ptr<rt::Graph> BitNetModel::record_prefill_block(uint32_t n, bool he
       p.rope_kv.dispatch(g, {{"step", a.step}, {"rope_table", a.rope_table}, {"q", b->q}, {"k", b->k}, {"v", b->v},
                              {"k_cache", a.k_cache[l]}, {"v_cache", a.v_cache[l]}},
                          rt::push(n), n);
-      pp.attention.dispatch(g, {{"step", a.step}, {"q", b->q}, {"k_cache", a.k_cache[l]}, {"v_cache", a.v_cache[l]},
-                                {"partials", b->partials}, {"counters", b->counters}, {"out", b->attn}},
-                            rt::push(n), n);
+      if (tensor_core_attention)
+        pp.attention_coopmat->dispatch(
+            g, {{"step", a.step}, {"q", b->q}, {"k_cache", a.k_cache[l]}, {"v_cache", a.v_cache[l]}, {"out", b->attn}}, rt::push(n), n);
+      else
+        pp.attention.dispatch(g, {{"step", a.step}, {"q", b->q}, {"k_cache", a.k_cache[l]}, {"v_cache", a.v_cache[l]},
+                                  {"partials", b->partials}, {"counters", b->counters}, {"out", b->attn}},
+                              rt::push(n), n);
     });
   }
   if (head) {  // the last token continues through the decode graph's tail
@@ -103,15 +108,20 @@ void BitNetModel::run_prefill(std::span<const int32_t> tokens, uint32_t pos, boo
     const auto block = tokens.subspan(first, std::min<size_t>(kMaxPrefillBlock, tokens.size() - first));
     const auto n = uint32_t(block.size());
     const bool block_head = head && first + n == tokens.size();  // only the last block's last token is chosen from
+    const auto& pp = prefill_pipelines();
+    const bool tensor_cores = options_.tensor_core_attention && pp.attention_coopmat &&
+                              ops::attention_prefill_coopmat_pays(pipelines_->target, pipelines_->dims, n, pos + uint32_t(first));
     if (!prefill_) prefill_ = make_prefill_buffers();
     auto& graphs = prefill_->graphs;
-    auto it = graphs.find({n, block_head});
+    auto it = graphs.find({n, block_head, tensor_cores});
     if (it == graphs.end()) {
       if (graphs.size() >= PrefillBlock::kMaxGraphs)  // the least recently used recording goes
         graphs.erase(std::min_element(graphs.begin(), graphs.end(), [](const auto& a, const auto& b) {
           return a.second.last_used < b.second.last_used;
         }));
-      it = graphs.emplace(std::pair{n, block_head}, PrefillBlock::Recorded{record_prefill_block(n, block_head), 0}).first;
+      it = graphs.emplace(std::tuple{n, block_head, tensor_cores},
+                          PrefillBlock::Recorded{record_prefill_block(n, block_head, tensor_cores), 0})
+               .first;
     }
     it->second.last_used = ++prefill_->uses;
     prefill_->last = it->second.graph.get();

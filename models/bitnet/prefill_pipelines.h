@@ -86,6 +86,9 @@ struct PrefillPipelines {
   ops::PlannedPipeline embedding;       // token ids -> rows of the F16 table
   ops::PlannedPipeline norm_quantize;   // RMSNorm + int8, over dim (attn_norm, ffn_norm, attn_sub_norm)
   ops::PlannedPipeline attention;       // causal, block of tokens against the cache
+  // The same on F16 tensor cores, where the device has them (for long blocks late in the
+  // context: ops::attention_prefill_coopmat_pays).
+  std::optional<ops::PlannedPipeline> attention_coopmat;
   BlockProjections projections;
   // Blocks of up to kShortBlock tokens (a chat turn, a server's prompt): the projections with a
   // decode step's tiles, many more workgroups than the prompt tiles give so few tokens. Only

@@ -12,6 +12,7 @@
 #include "codegen/validate.h"
 #include "dsl/dsl.h"
 #include "ops/ternary/ternary_matmul_coopmat.h"
+#include "ops/tuning.h"
 
 using namespace bdsl::dsl;
 using bdsl::MatrixShape;
@@ -163,16 +164,24 @@ TEST(TernaryMatmulCoopmat, DoubleBufferStagesTheNextBlockBesideTheCurrentOne) {
   EXPECT_THROW(bdsl::ops::ternary_matmul_coopmat(target, 2560, 2560, o), std::invalid_argument);
 }
 
-TEST(TernaryMatmulCoopmat, AutoTakesSmallerRowTilesForLongRowsOrReductions) {
+// Each projection class takes the tuning table's tile (16x8x32: 16 rows, 8 tokens a tile), and
+// the bench's override replaces the table until it is reset.
+TEST(TernaryMatmulCoopmat, AutoTakesTheTuningTablesTileForEachProjectionClass) {
   const auto target = tensor_core_target();
-  const auto square = bdsl::ops::ternary_matmul_auto(target, 2560, 2560);
-  EXPECT_EQ(square.row_groups, 20u);  // 128 rows per workgroup
-  EXPECT_EQ(square.tokens_per_group, 64u);
-  for (auto [rows, cols] : {std::pair{6912u, 2560u}, std::pair{2560u, 6912u}}) {
+  auto check = [&](uint32_t rows, uint32_t cols, const bdsl::ops::CoopTile& t) {
     const auto m = bdsl::ops::ternary_matmul_auto(target, rows, cols);
-    EXPECT_EQ(m.row_groups, rows / 64) << rows << "x" << cols;
-    EXPECT_EQ(m.tokens_per_group, 64u);
-  }
+    EXPECT_EQ(m.row_groups, rows / (t.row_subgroups * t.row_tiles * 16)) << rows << "x" << cols;
+    EXPECT_EQ(m.tokens_per_group, t.token_subgroups * t.token_tiles * 8) << rows << "x" << cols;
+  };
+  bdsl::ops::Tuning tuning = bdsl::ops::tuning_for(target);
+  check(2560, 2560, tuning.coop_tile_short);
+  check(6912, 2560, tuning.coop_tile_tall);
+  check(2560, 6912, tuning.coop_tile_deep);
+  tuning.coop_tile_short = {4, 2, 2, 4, false};  // 128 x 64
+  bdsl::ops::override_tuning(tuning);
+  EXPECT_EQ(bdsl::ops::ternary_matmul_auto(target, 2560, 2560).row_groups, 20u);
+  bdsl::ops::override_tuning(std::nullopt);
+  check(2560, 2560, bdsl::ops::tuning_for(target).coop_tile_short);
 }
 
 TEST(TernaryMatmulCoopmat, AutoPicksTensorCoresOnlyWhereListed) {

@@ -7,6 +7,7 @@
 #include "models/numerics/rope.h"
 #include "ops/attention/attention_decode.h"
 #include "ops/attention/attention_prefill.h"
+#include "ops/attention/attention_prefill_coopmat.h"
 #include "ops/attention/attention_split_kv.h"
 #include "ops/attention/rope_kv_write.h"
 #include "ops/common/step_state.h"
@@ -34,6 +35,7 @@ class Attention : public OpsTest {
   }
   double prefill_error(const ops::AttentionDims& d, uint32_t context, uint32_t pos0, uint32_t n,
                        const ops::PrefillAttentionLayout& layout, uint32_t chunks = 0);
+  double prefill_coopmat_error(const ops::AttentionDims& d, uint32_t context, uint32_t pos0, uint32_t n);
   // Largest |got - want| over every query token and head.
   static double max_error(const std::vector<float>& got, const golden::MatrixF& want) {
     double worst = 0;
@@ -191,6 +193,21 @@ double Attention::prefill_error(const ops::AttentionDims& d, uint32_t context, u
   return max_error(out.download<float>(), want);
 }
 
+// The same block through attention_prefill_coopmat (F16 tensor cores).
+double Attention::prefill_coopmat_error(const ops::AttentionDims& d, uint32_t context, uint32_t pos0, uint32_t n) {
+  Cache kv = cache(d, context, 17 + pos0);
+  golden::MatrixF qm(n, d.q_width());
+  qm.data = f16_rounded(random_floats(qm.data.size(), 8 + n, 8.0f));
+  rt::Buffer step = step_buffer(0, pos0), qb = buffer_of(qm.data, "q");
+  rt::Buffer out(ctx(), qm.data.size() * 4, {false, "out"});
+  const auto grid = ops::attention_prefill_coopmat_grid(d, n);
+  run(ops::attention_prefill_coopmat(target(), d, context), {step, qb, kv.kb, kv.vb, out}, rt::push(n),
+      rt::Grid{grid[0], grid[1], grid[2]});
+  golden::MatrixF want;
+  golden::attention(qm, kv.k, kv.v, pos0, {d.n_heads, d.n_kv_heads, d.head_dim}, want);
+  return max_error(out.download<float>(), want);
+}
+
 // Blocks at position 0 and later, token counts that are not a multiple of the token tile, and
 // blocks that span several K/V tiles with the causal edge inside a tile.
 TEST_F(Attention, PrefillIsCausalOverTheBlock) {
@@ -202,6 +219,21 @@ TEST_F(Attention, PrefillIsCausalOverTheBlock) {
     EXPECT_LT(prefill_error(c.dims, c.context, c.pos0, c.n, layout), kTolerance)
         << "heads " << c.dims.n_heads << " pos0 " << c.pos0 << " n " << c.n;
   }
+}
+
+// On F16 tensor cores (where the device lists 16x16x16): blocks at position 0 and late, token
+// counts that fill no tile, the causal edge inside a K/V tile, the 2B shape's 512-token block and
+// one near the end of a long context, a head_dim of 64, groups of 4, 3 (K/V rows that do not
+// divide among the workgroup) and 1.
+TEST_F(Attention, PrefillOnTensorCoresMatchesTheReference) {
+  if (!ops::attention_prefill_coopmat_supported(target(), k2B))
+    GTEST_SKIP() << "device " << ctx().info().name << " lists no F16 16x16x16 cooperative-matrix shape with subgroups of 32";
+  struct Case { ops::AttentionDims dims; uint32_t context, pos0, n; };
+  for (const Case& c : {Case{k2B, 4096, 0, 512}, Case{k2B, 4096, 97, 5}, Case{k2B, 4096, 3584, 512}, Case{k2B, 1024, 301, 77},
+                        Case{k2B, 4096, 4090, 6}, Case{kTiny, 512, 0, 9}, Case{kTiny, 4096, 33, 130},
+                        Case{{6, 2, 64}, 512, 40, 50}, Case{{4, 4, 64}, 512, 7, 33}})
+    EXPECT_LT(prefill_coopmat_error(c.dims, c.context, c.pos0, c.n), kTolerance)
+        << "heads " << c.dims.n_heads << " pos0 " << c.pos0 << " n " << c.n;
 }
 
 // Positions cut into chunks merged by the last workgroup: chunk counts that divide the K/V tiles

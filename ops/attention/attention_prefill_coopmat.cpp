@@ -1,0 +1,275 @@
+#include "ops/attention/attention_prefill_coopmat.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "dsl/dsl.h"
+#include "ops/common/half_rounding.h"
+#include "ops/common/step_state.h"
+#include "ops/tuning.h"
+
+namespace bdsl::ops {
+using namespace bdsl::dsl;
+
+namespace {
+
+constexpr float kLowest = -3.402823466e38f;
+constexpr uint32_t kTokens = 16;  // query tokens per workgroup: the matrices' rows
+constexpr uint32_t kKeys = 32;    // K/V positions per tile
+constexpr uint32_t kLanes = 32;   // the subgroup
+// p goes into the F16 matrices times 2^10 (exact), so that lo = p - hi stays a normal F16 number
+// down to p ~ 1e-4 (F16 normals start at 2^-14; packHalf2x16 may flush smaller ones); the output
+// is scaled back by 2^-10, exactly.
+constexpr float kWeightScale = 1024.0f;
+constexpr MatrixShape kShape{16, 16, 16, ScalarKind::F16, ScalarKind::F32};
+
+uint32_t ceil_div(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
+
+// Bytes of shared memory: the stage (q rows, then a K and a V tile), the scores, the weights' hi
+// and lo halves.
+uint32_t shared_bytes(const AttentionDims& d) {
+  const uint32_t row_words = d.head_dim / 8 + 1, group = d.group();
+  return 16 * std::max(group * kTokens, 2 * kKeys) * row_words + 4 * group * kTokens * (kKeys + 4) +
+         16 * 2 * group * kTokens * (kKeys / 8 + 1);
+}
+
+// One kernel under construction. The stage and the weights are 16-byte words of F16 values, rows
+// padded by one word (`row_words`, `p_words`), so 8 rows' 16-byte loads meet no bank conflict;
+// the scores are f32.
+class CoopAttention {
+ public:
+  CoopAttention(const AttentionDims& d, uint32_t context)
+      : d_(d), context_(context), hd_(d.head_dim), group_(d.group()), row_words_(d.head_dim / 8 + 1),
+        dim_blocks_(d.head_dim / 16), p_words_(kKeys / 8 + 1), s_stride_(kKeys + 4),
+        k_("attention_prefill_coopmat_f16kv", {d.group() * kLanes, 1, 1}),
+        step_(k_.buffer<u32>("step", Access::Read)),
+        q_(k_.buffer<vec4>("q", Access::Read)),
+        k_cache_(k_.buffer<uvec4>("k_cache", Access::Read)),
+        v_cache_(k_.buffer<uvec4>("v_cache", Access::Read)),
+        out_(k_.buffer<f32>("out", Access::Write)),
+        n_(k_.push<u32>("n")),
+        // The tile's q rows (head-major), then K and V tiles: one array for both phases.
+        stage_(k_.shared<uvec4>("stage", std::max(d.group() * kTokens, 2 * kKeys) * row_words_)),
+        scores_(k_.shared<f32>("scores", d.group() * kTokens * s_stride_)),
+        probs_(k_.shared<uvec4>("probs", 2 * d.group() * kTokens * p_words_)),
+        lid_(k_.local_index()), kv_(k_.workgroup_id().x()), head_(k_.subgroup_id()), lane_(k_.subgroup_invocation()) {}
+
+  Kernel build() {
+    auto tiles = let("token_tiles", (n_ + (kTokens - 1)) / kTokens);
+    // Last tile first: the tiles with the most positions start first.
+    auto first_token = let("first_token", (tiles - 1u - k_.workgroup_id().y()) * kTokens);
+    auto pos0 = let("pos0", step_[kStepPos]);
+    // This lane's query row (token) and half of each K/V tile's keys in the softmax steps.
+    row_ = let("row", lane_ >> 1u);
+    half_ = let("half", lane_ & 1u);
+    auto query_token = let("query_token", min(first_token + row_, n_ - 1u));  // rows past n: computed, not written
+    query_pos_ = let("query_pos", min(pos0 + query_token, constant<u32>(context_ - 1)));
+    auto end = let("end", min(pos0 + min(first_token + kTokens, n_), constant<u32>(context_)));
+    auto key_tiles = let("key_tiles", (end + (kKeys - 1)) / kKeys);
+
+    load_queries(first_token);
+    barrier();
+    std::vector<MatrixA<f16, 16, 16>> q;
+    for (uint32_t c = 0; c < dim_blocks_; ++c) {
+      q.push_back(k_.matrix<MatrixA<f16, 16, 16>>("q" + std::to_string(c)));
+      q.back().load(stage_, head_ * (kTokens * row_words_) + 2 * c, row_words_, MatrixLayout::RowMajor);
+    }
+    std::vector<MatrixAcc<f32, 16, 16>> s;
+    for (uint32_t j = 0; j < kKeys / 16; ++j) s.push_back(k_.matrix<MatrixAcc<f32, 16, 16>>("s" + std::to_string(j), 0.0f));
+    auto kt = k_.matrix<MatrixB<f16, 16, 16>>("kt");
+    // Scores of the K tile in the stage for this subgroup's head, into `scores` (rows: tokens).
+    auto scores_of_tile = [&] {
+      for (uint32_t j = 0; j < kKeys / 16; ++j) {
+        s[j].fill(0.0f);
+        for (uint32_t c = 0; c < dim_blocks_; ++c) {
+          kt.load(stage_, constant<u32>(j * 16 * row_words_ + 2 * c), row_words_, MatrixLayout::ColumnMajor);
+          s[j].mul_add(q[c], kt);
+        }
+        s[j].store(scores_, head_ * (kTokens * s_stride_) + j * 16, s_stride_, MatrixLayout::RowMajor);
+      }
+    };
+
+    // Pass 1: each row's max and sum of exp(score - max) over its positions.
+    auto m = k_.var<f32>("m", kLowest);
+    auto l = k_.var<f32>("l", 0.0f);
+    for_range(constant<u32>(0u), key_tiles, [&](Expr<u32> t) {
+      auto base = let("base", t * kKeys);
+      barrier();  // the previous tile's loads from the stage are done
+      load_rows(k_cache_, base, end, 0);
+      barrier();
+      scores_of_tile();
+      barrier();
+      std::vector<Expr<f32>> sc;
+      std::vector<Expr<boolean>> valid;
+      Expr<f32> best = constant<f32>(kLowest);
+      for (uint32_t i = 0; i < kKeys / 2; ++i) {
+        sc.push_back(score(i));
+        valid.push_back(key_valid(base, i));
+        best = max(best, select(valid[i], sc[i], constant<f32>(kLowest)));
+      }
+      auto m_new = let("m_new", max(Expr<f32>(m), pair_max(let("tile_max", best))));
+      Expr<f32> sum = constant<f32>(0.0f);
+      for (uint32_t i = 0; i < kKeys / 2; ++i) sum = sum + select(valid[i], exp(sc[i] - m_new), constant<f32>(0.0f));
+      auto tile_sum = let("tile_sum", pair_sum(let("lane_sum", sum)));
+      l = Expr<f32>(l) * exp(Expr<f32>(m) - m_new) + tile_sum;
+      m = m_new;
+    }, "key_tile");
+
+    // Pass 2: p = exp(score - max) / sum, then p x V as hi + lo F16 matrices (times kWeightScale).
+    std::vector<MatrixAcc<f32, 16, 16>> o;
+    for (uint32_t c = 0; c < dim_blocks_; ++c) o.push_back(k_.matrix<MatrixAcc<f32, 16, 16>>("o" + std::to_string(c), 0.0f));
+    auto p_hi = k_.matrix<MatrixA<f16, 16, 16>>("p_hi");
+    auto p_lo = k_.matrix<MatrixA<f16, 16, 16>>("p_lo");
+    auto v = k_.matrix<MatrixB<f16, 16, 16>>("v");
+    const uint32_t lo_at = group_ * kTokens * p_words_;
+    for_range(constant<u32>(0u), key_tiles, [&](Expr<u32> t) {
+      auto base = let("base", t * kKeys);
+      barrier();  // the previous tile's loads from the stage and the weights are done
+      load_rows(k_cache_, base, end, 0);
+      load_rows(v_cache_, base, end, kKeys * row_words_);
+      barrier();
+      scores_of_tile();
+      barrier();
+      std::vector<Expr<f32>> p;
+      for (uint32_t i = 0; i < kKeys / 2; ++i)
+        p.push_back(let("p", select(key_valid(base, i), exp(score(i) - Expr<f32>(m)) / Expr<f32>(l), constant<f32>(0.0f)) *
+                                 kWeightScale));
+      auto at = let("p_at", (head_ * kTokens + row_) * p_words_ + half_ * 2u);
+      for (uint32_t w = 0; w < 2; ++w) {  // 8 weights a 16-byte word
+        std::vector<Expr<u32>> hi, lo;
+        for (uint32_t j = 0; j < 4; ++j) {
+          // round_to_half, not unpackHalf2x16(packHalf2x16(p)), which the driver folds into p.
+          auto h0 = let("p_hi_value", round_to_half(p[8 * w + 2 * j]));
+          auto h1 = let("p_hi_value", round_to_half(p[8 * w + 2 * j + 1]));
+          hi.push_back(pack_half2x16(make_vec<f32>(h0, h1)));
+          lo.push_back(pack_half2x16(make_vec<f32>(p[8 * w + 2 * j] - h0, p[8 * w + 2 * j + 1] - h1)));
+        }
+        probs_[at + w] = make_vec<u32>(hi[0], hi[1], hi[2], hi[3]);
+        probs_[at + (lo_at + w)] = make_vec<u32>(lo[0], lo[1], lo[2], lo[3]);
+      }
+      barrier();
+      for (uint32_t kk = 0; kk < kKeys / 16; ++kk) {
+        auto p_at = head_ * (kTokens * p_words_) + 2 * kk;
+        p_hi.load(probs_, p_at, p_words_, MatrixLayout::RowMajor);
+        p_lo.load(probs_, p_at + lo_at, p_words_, MatrixLayout::RowMajor);
+        for (uint32_t c = 0; c < dim_blocks_; ++c) {
+          v.load(stage_, constant<u32>((kKeys + kk * 16) * row_words_ + 2 * c), row_words_, MatrixLayout::RowMajor);
+          o[c].mul_add(p_hi, v);
+          o[c].mul_add(p_lo, v);
+        }
+      }
+    }, "key_tile");
+
+    auto token = let("out_token", first_token + row_);
+    // The output, a 16 x 16 block at a time through this subgroup's scores rows.
+    auto out_row = let("out_row", token * d_.q_width() + (kv_ * group_ + head_) * hd_ + half_ * 8u);
+    for (uint32_t c = 0; c < dim_blocks_; ++c) {
+      barrier();
+      o[c].store(scores_, head_ * (kTokens * s_stride_), s_stride_, MatrixLayout::RowMajor);
+      barrier();
+      if_(token < n_, [&] {
+        for (uint32_t e = 0; e < 8; ++e)
+          out_[out_row + (c * 16 + e)] = scores_[(head_ * kTokens + row_) * s_stride_ + half_ * 8u + e] * (1.0f / kWeightScale);
+      });
+    }
+    return k_.build();
+  }
+
+ private:
+  // q rows of the tile's tokens (past n: the last), head-major, F16 pairs packed: 8 values a word.
+  void load_queries(Expr<u32> first_token) {
+    const uint32_t words = hd_ / 8, total = group_ * kTokens * words;
+    for_range(lid_, constant<u32>(total), group_ * kLanes, [&](Expr<u32> i) {
+      auto r = let("q_row", i / words);  // head * kTokens + token
+      auto c = let("q_word", i % words);
+      auto t = min(first_token + r % kTokens, n_ - 1u);
+      auto at = let("q_at", (t * d_.q_width() + (kv_ * group_ + r / kTokens) * hd_) / 4u + 2u * c);
+      auto a = let("q_a", Expr<vec4>(q_[at]));
+      auto b = let("q_b", Expr<vec4>(q_[at + 1u]));
+      stage_[r * row_words_ + c] = make_vec<u32>(pack_half2x16(make_vec<f32>(a.x(), a.y())), pack_half2x16(make_vec<f32>(a.z(), a.w())),
+                                                 pack_half2x16(make_vec<f32>(b.x(), b.y())), pack_half2x16(make_vec<f32>(b.z(), b.w())));
+    }, "i");
+  }
+
+  // Cache rows [base, base + kKeys) of this KV head into the stage at `offset` (rows at or past
+  // `end` repeat the last one: finite values, weighed by zero).
+  void load_rows(const Buffer<uvec4>& cache, Expr<u32> base, Expr<u32> end, uint32_t offset) {
+    const uint32_t words = hd_ / 8, total = kKeys * words, per = ceil_div(total, group_ * kLanes);
+    std::vector<Expr<uvec4>> loaded;
+    std::vector<Expr<u32>> to;
+    for (uint32_t u = 0; u < per; ++u) {
+      auto i = lid_ + u * (group_ * kLanes);
+      if (total % (group_ * kLanes) != 0) i = min(i, constant<u32>(total - 1));  // duplicates store the same
+      auto r = let("kv_row", i / words);
+      auto c = let("kv_word", i % words);
+      loaded.push_back(let("kv_words", Expr<uvec4>(cache[min(base + r, end - 1u) * (d_.kv_width() / 8) + kv_ * words + c])));
+      to.push_back(let("kv_to", r * row_words_ + c + offset));
+    }
+    for (uint32_t u = 0; u < per; ++u) stage_[to[u]] = loaded[u];
+  }
+
+  // This lane's score i (key half * 16 + i of the tile), scaled by 1 / sqrt(head_dim).
+  Expr<f32> score(uint32_t i) {
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd_));
+    return let("score", Expr<f32>(scores_[(head_ * kTokens + row_) * s_stride_ + half_ * 16u + i]) * scale);
+  }
+  Expr<boolean> key_valid(Expr<u32> base, uint32_t i) { return base + half_ * 16u + i <= query_pos_; }
+  // Over the two lanes of a row.
+  static Expr<f32> pair_max(Expr<f32> x) { return max(x, subgroup_shuffle_xor(x, constant<u32>(1u))); }
+  static Expr<f32> pair_sum(Expr<f32> x) { return x + subgroup_shuffle_xor(x, constant<u32>(1u)); }
+
+  const AttentionDims d_;
+  const uint32_t context_, hd_, group_, row_words_, dim_blocks_, p_words_, s_stride_;
+  KernelBuilder k_;
+  Buffer<u32> step_;
+  Buffer<vec4> q_;
+  Buffer<uvec4> k_cache_, v_cache_;
+  Buffer<f32> out_;
+  Expr<u32> n_;
+  Shared<uvec4> stage_;
+  Shared<f32> scores_;
+  Shared<uvec4> probs_;
+  Expr<u32> lid_, kv_, head_, lane_;
+  Expr<u32> row_ = constant<u32>(0), half_ = constant<u32>(0), query_pos_ = constant<u32>(0);
+};
+
+}  // namespace
+
+bool attention_prefill_coopmat_supported(const OpTarget& target, const AttentionDims& d) {
+  return target.has_matrix_shape(kShape) && target.subgroup_size == kLanes && d.head_dim % 16 == 0 && d.head_dim > 0 &&
+         d.n_kv_heads > 0 && d.n_heads % d.n_kv_heads == 0 && d.group() * kLanes <= target.max_workgroup_invocations &&
+         shared_bytes(d) <= target.max_shared_bytes;
+}
+
+bool attention_prefill_coopmat_pays(const OpTarget& target, const AttentionDims& d, uint32_t n, uint32_t pos) {
+  const Tuning& t = tuning_for(target);
+  return attention_prefill_coopmat_supported(target, d) && pos >= t.prefill_coopmat_attention_from &&
+         d.n_kv_heads * ceil_div(n, kTokens) >= t.prefill_coopmat_attention_workgroups;
+}
+
+dsl::Kernel attention_prefill_coopmat(const OpTarget& target, const AttentionDims& d, uint32_t context) {
+  d.check("attention_prefill_coopmat");
+  if (context == 0) throw std::invalid_argument("attention_prefill_coopmat: need context > 0");
+  if (!attention_prefill_coopmat_supported(target, d))
+    throw std::invalid_argument("attention_prefill_coopmat: the target needs the F16 16x16x16 cooperative-matrix shape, "
+                                "subgroups of 32, a workgroup of a subgroup per query head of a KV head and " +
+                                std::to_string(shared_bytes(d)) + " bytes of shared memory; head_dim " +
+                                std::to_string(d.head_dim) + " must be a multiple of 16");
+  return CoopAttention(d, context).build();
+}
+
+std::array<uint32_t, 3> attention_prefill_coopmat_grid(const AttentionDims& d, uint32_t n) {
+  return {d.n_kv_heads, ceil_div(n, kTokens), 1};
+}
+
+Plan plan_attention_prefill_coopmat(const OpTarget& target, const AttentionDims& d, uint32_t context) {
+  return {attention_prefill_coopmat(target, d, context), [d](uint32_t n) {
+            const auto g = attention_prefill_coopmat_grid(d, n);
+            return rt::Grid{g[0], g[1], g[2]};
+          }};
+}
+
+}  // namespace bdsl::ops

@@ -1,0 +1,43 @@
+// Causal prefill attention on tensor cores (F16 x F16 -> F32 cooperative matrices, 16x16x16):
+// attention_prefill's result (same bindings but the scratch, same causal rule) where the device
+// lists that shape, for long blocks late in the context (attention_prefill_coopmat_pays).
+//
+// Workgroup (kv, tile): 16 query tokens x the `group` query heads of KV head kv, a subgroup per
+// head. Two passes over the K/V positions the tile needs, 32 at a time through shared memory:
+// the first takes each query row's max and sum of exp(score - max) (online, two scalars a row);
+// the second turns the scores into the softmax weights p = exp(score - max) / sum as the
+// reference does, and multiplies them by V. q is F16 already (rope_kv_write rounds it, as
+// bitnet.cpp multiplies it), so q x K^T on F16 tensor cores is the exact products summed in f32.
+// p stays f32 in bitnet.cpp's batched P x V: it goes in as two F16 matrices, hi = f16(p) and
+// lo = f16(p - hi) (p scaled by 2^10 first, so that lo stays a normal F16 number), whose products
+// with V sum to p x V within ~2^-22 of p.
+// CPU twin: golden::attention (the same tolerance as attention_prefill's tests).
+#pragma once
+#include <array>
+#include <cstdint>
+
+#include "dsl/builder.h"
+#include "ops/attention/attention_dims.h"
+#include "ops/plan.h"
+#include "ops/target.h"
+
+namespace bdsl::ops {
+
+// Whether the target runs it for these dims: the F16 16x16x16 shape, subgroups of 32, head_dim a
+// multiple of 16, a subgroup per query head of a KV head within the workgroup limit, and its
+// shared memory (~37 KB at the 2B shape; more with more query heads per KV head or a longer
+// head_dim) within the target's.
+bool attention_prefill_coopmat_supported(const OpTarget& target, const AttentionDims& dims);
+// Whether a block of n tokens from position pos is better served by it than by
+// attention_prefill (ops/tuning.h): late enough, and enough token tiles to fill the GPU without
+// attention_prefill's position chunks.
+bool attention_prefill_coopmat_pays(const OpTarget& target, const AttentionDims& dims, uint32_t n, uint32_t pos);
+
+// Bindings: step (u32 read: pos), q (f32 [n, n_heads*head_dim] read, F16 values), k_cache,
+// v_cache (u32 [context, kv_words] read), out (f32 [n, n_heads*head_dim] write). Push: n (u32).
+// Grid: attention_prefill_coopmat_grid(dims, n). Throws std::invalid_argument where unsupported.
+dsl::Kernel attention_prefill_coopmat(const OpTarget& target, const AttentionDims& dims, uint32_t context);
+std::array<uint32_t, 3> attention_prefill_coopmat_grid(const AttentionDims& dims, uint32_t n);
+Plan plan_attention_prefill_coopmat(const OpTarget& target, const AttentionDims& dims, uint32_t context);
+
+}  // namespace bdsl::ops
