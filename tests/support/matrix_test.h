@@ -99,6 +99,10 @@ inline double ulps(float a, float b) {
   return std::fabs(double(a) - double(b)) / ulp;
 }
 
+// The relative error SiLU's exp(-gate) may add on a GPU: Vulkan allows exp 3 + 2|x| ulp (the
+// SPIR-V precision table), which for a negative gate carries into gate / (1 + exp(-gate)).
+inline float silu_exp_error(float gate) { return gate < 0 ? (3.0f + 2.0f * std::fabs(gate)) * 0x1p-23f : 0.0f; }
+
 // A block of tokens quantized on the CPU, packed as the matmul kernels read them. Token i's values
 // have magnitude up to 1 + (i % scale_period), so tokens get different activation scales.
 struct Tokens {
