@@ -15,6 +15,8 @@
 #include "models/bitnet/golden_check.h"
 #include "models/bitnet/op_local_check.h"
 #include "models/generator.h"
+#include "ops/attention.h"
+#include "ops/tuning.h"
 
 namespace bdsl::test {
 namespace {
@@ -420,6 +422,25 @@ TEST_F(Model, PrefillMatchesDecodeAtEveryPosition) {
 // logits and cache, ffn_sub_norm's quantize forming relu(gate)^2 * up from the two outputs.
 TEST_F(Model, PrefillWithOneDispatchPerProjectionMatchesDecode) {
   expect_prefill_matches_decode(ctx(), dir_ / "tiny.gguf", bitnet::PrefillProjections::Separate);
+}
+
+// Attention on F16 tensor cores (where the device has them) for every block, whatever its length
+// and position (the tuning table asks for long blocks late in the context): the decode path's
+// logits and cache, blocks of one token to the whole prompt, and a prompt in two blocks.
+TEST_F(Model, PrefillWithTensorCoreAttentionMatchesDecode) {
+  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto config = models::BitNetConfig::from_gguf(file);
+  const auto target = ops::OpTarget::from(ctx().info());
+  if (!ops::attention_prefill_coopmat_supported(target, {config.n_heads, config.n_kv_heads, config.head_dim}))
+    GTEST_SKIP() << "device " << ctx().info().name << " runs no prefill attention on tensor cores";
+  struct Reset {  // the table again, however the test ends
+    ~Reset() { ops::override_tuning(std::nullopt); }
+  } reset;
+  ops::Tuning tuning = ops::tuning_for(target);
+  tuning.prefill_coopmat_attention_from = 0;
+  tuning.prefill_coopmat_attention_workgroups = 1;
+  ops::override_tuning(tuning);
+  expect_prefill_matches_decode(ctx(), dir_ / "tiny.gguf", bitnet::PrefillProjections::Auto);
 }
 
 // The other graphs: `llama` (no sub-norms: the int8 of attention's output and of silu(gate) * up
