@@ -19,7 +19,7 @@ const PrefillPipelines& BitNetModel::prefill_pipelines() {
   const auto& p = *pipelines_;
   if (!prefill_pipelines_)
     prefill_pipelines_ = std::make_unique<PrefillPipelines>(ctx_, config_, p.target, p.split.rows_per_part, p.split.parts,
-                                                            options_.prefill_projections);
+                                                            options_.prefill_projections, options_.tensor_core_attention);
   return *prefill_pipelines_;
 }
 
@@ -109,8 +109,8 @@ void BitNetModel::run_prefill(std::span<const int32_t> tokens, uint32_t pos, boo
     const auto n = uint32_t(block.size());
     const bool block_head = head && first + n == tokens.size();  // only the last block's last token is chosen from
     const auto& pp = prefill_pipelines();
-    const bool tensor_cores = options_.tensor_core_attention && pp.attention_coopmat &&
-                              ops::attention_prefill_coopmat_pays(pipelines_->target, pipelines_->dims, n, pos + uint32_t(first));
+    const bool tensor_cores =
+        pp.attention_coopmat && ops::attention_prefill_coopmat_pays(pipelines_->target, pipelines_->dims, n, pos + uint32_t(first));
     if (!prefill_) prefill_ = make_prefill_buffers();
     auto& graphs = prefill_->graphs;
     auto it = graphs.find({n, block_head, tensor_cores});

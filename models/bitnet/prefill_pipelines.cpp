@@ -100,18 +100,18 @@ BlockProjections::BlockProjections(rt::Context& ctx, const models::BitNetConfig&
 
 PrefillPipelines::PrefillPipelines(rt::Context& ctx, const models::BitNetConfig& c, const ops::OpTarget& t,
                                    uint32_t rows_per_part, uint32_t parts, PrefillProjections layout,
-                                   codegen::ShaderCache& cache)
-    : PrefillPipelines(ctx, c, t, rows_per_part, parts, layout, cache, ops::PipelineBatch{}) {}
+                                   bool tensor_core_attention, codegen::ShaderCache& cache)
+    : PrefillPipelines(ctx, c, t, rows_per_part, parts, layout, tensor_core_attention, cache, ops::PipelineBatch{}) {}
 
 PrefillPipelines::PrefillPipelines(rt::Context& ctx, const models::BitNetConfig& c, const ops::OpTarget& t,
                                    uint32_t rows_per_part, uint32_t parts, PrefillProjections layout,
-                                   codegen::ShaderCache& cache, ops::PipelineBatch&& batch)
+                                   bool tensor_core_attention, codegen::ShaderCache& cache, ops::PipelineBatch&& batch)
     : attention_layout(ops::attention_prefill_layout(t, {c.n_heads, c.n_kv_heads, c.head_dim})),
       projections(ctx, c, t, {layout}, cache, &batch) {
   batch.add(ops::plan_embedding_lookup_batch(t, {c.dim, rows_per_part, parts}), embedding);
   batch.add(ops::plan_quantize_activations(t, c.dim, {true}), norm_quantize);
   batch.add(ops::plan_attention_prefill(t, {c.n_heads, c.n_kv_heads, c.head_dim}, c.context_length, attention_layout), attention);
-  if (ops::attention_prefill_coopmat_supported(t, {c.n_heads, c.n_kv_heads, c.head_dim}))
+  if (tensor_core_attention && ops::attention_prefill_coopmat_supported(t, {c.n_heads, c.n_kv_heads, c.head_dim}))
     batch.add(ops::plan_attention_prefill_coopmat(t, {c.n_heads, c.n_kv_heads, c.head_dim}, c.context_length), attention_coopmat);
   if (ops::ternary_matmul_coopmat_shape(t)) short_projections.emplace(ctx, c, t, ProjectionChoice{layout, kShortBlock}, cache, &batch);
   batch.build(ctx, cache);  // every prompt pipeline at once, on a pool of threads

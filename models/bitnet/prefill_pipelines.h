@@ -77,17 +77,18 @@ struct BlockProjections {
 };
 
 struct PrefillPipelines {
+  // tensor_core_attention: build attention_coopmat where the device can run it.
   PrefillPipelines(rt::Context& ctx, const models::BitNetConfig& config, const ops::OpTarget& target,
                    uint32_t rows_per_part, uint32_t parts,
-                   PrefillProjections layout = PrefillProjections::Auto,
+                   PrefillProjections layout = PrefillProjections::Auto, bool tensor_core_attention = true,
                    codegen::ShaderCache& cache = codegen::default_shader_cache());
 
   ops::PrefillAttentionLayout attention_layout;  // how `attention` tiles a block (its scratch sizes)
   ops::PlannedPipeline embedding;       // token ids -> rows of the F16 table
   ops::PlannedPipeline norm_quantize;   // RMSNorm + int8, over dim (attn_norm, ffn_norm, attn_sub_norm)
   ops::PlannedPipeline attention;       // causal, block of tokens against the cache
-  // The same on F16 tensor cores, where the device has them (for long blocks late in the
-  // context: ops::attention_prefill_coopmat_pays).
+  // The same on F16 tensor cores, where the device has them and it was asked for (for long
+  // blocks late in the context: ops::attention_prefill_coopmat_pays).
   std::optional<ops::PlannedPipeline> attention_coopmat;
   BlockProjections projections;
   // Blocks of up to kShortBlock tokens (a chat turn, a server's prompt): the projections with a
@@ -101,7 +102,8 @@ struct PrefillPipelines {
  private:
   // The public one's work: every pipeline into `batch`, built together at the end.
   PrefillPipelines(rt::Context& ctx, const models::BitNetConfig& config, const ops::OpTarget& target, uint32_t rows_per_part,
-                   uint32_t parts, PrefillProjections layout, codegen::ShaderCache& cache, ops::PipelineBatch&& batch);
+                   uint32_t parts, PrefillProjections layout, bool tensor_core_attention, codegen::ShaderCache& cache,
+                   ops::PipelineBatch&& batch);
 };
 
 // The activations of a block of n tokens, token-major. `up` only with the Separate layout.
