@@ -9,11 +9,13 @@
 
 namespace bdsl::ops {
 
-// A tensor-core matmul tile (ternary_matmul_coopmat.h's CoopMatmulOptions): subgroups along the
-// rows and the tokens, M-row and N-token tiles per subgroup, one or two shared-memory stages.
+// A tensor-core matmul tile (the shape part of ternary_matmul_coopmat.h's CoopMatmulOptions).
 struct CoopTile {
-  uint32_t row_subgroups = 4, token_subgroups = 2, row_tiles = 2, token_tiles = 4;
-  bool double_buffer = false;
+  uint32_t row_subgroups = 4;    // subgroups along the rows of a workgroup
+  uint32_t token_subgroups = 2;  // subgroups along its tokens
+  uint32_t row_tiles = 2;        // M-row tiles per subgroup
+  uint32_t token_tiles = 4;      // N-token tiles per subgroup (accumulators: row_tiles x token_tiles)
+  bool double_buffer = false;    // two stages in shared memory: one barrier per block, not two
 };
 
 struct Tuning {

@@ -110,9 +110,10 @@ PrefillPipelines::PrefillPipelines(rt::Context& ctx, const models::BitNetConfig&
       projections(ctx, c, t, {layout}, cache, &batch) {
   batch.add(ops::plan_embedding_lookup_batch(t, {c.dim, rows_per_part, parts}), embedding);
   batch.add(ops::plan_quantize_activations(t, c.dim, {true}), norm_quantize);
-  batch.add(ops::plan_attention_prefill(t, {c.n_heads, c.n_kv_heads, c.head_dim}, c.context_length, attention_layout), attention);
-  if (tensor_core_attention && ops::attention_prefill_coopmat_supported(t, {c.n_heads, c.n_kv_heads, c.head_dim}))
-    batch.add(ops::plan_attention_prefill_coopmat(t, {c.n_heads, c.n_kv_heads, c.head_dim}, c.context_length), attention_coopmat);
+  const ops::AttentionDims dims{c.n_heads, c.n_kv_heads, c.head_dim};
+  batch.add(ops::plan_attention_prefill(t, dims, c.context_length, attention_layout), attention);
+  if (tensor_core_attention && ops::attention_prefill_coopmat_supported(t, dims))
+    batch.add(ops::plan_attention_prefill_coopmat(t, dims, c.context_length), attention_coopmat);
   if (ops::ternary_matmul_coopmat_shape(t)) short_projections.emplace(ctx, c, t, ProjectionChoice{layout, kShortBlock}, cache, &batch);
   batch.build(ctx, cache);  // every prompt pipeline at once, on a pool of threads
 }

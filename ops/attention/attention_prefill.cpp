@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "dsl/dsl.h"
+#include "ops/attention/attention_merge.h"
+#include "ops/common/matrix_support.h"
 #include "ops/common/step_state.h"
 
 namespace bdsl::ops {
@@ -14,13 +16,11 @@ using namespace bdsl::dsl;
 
 namespace {
 
-constexpr float kLowest = -3.402823466e38f;
+constexpr float kLowest = detail::kAttentionLowest;
 // Position chunks: enough workgroups to fill a large GPU (100+ multiprocessors) when a block has
 // few token tiles; a 512-token block has 320 at the 2B shape and takes one chunk.
 constexpr uint32_t kWantedWorkgroups = 256;
 constexpr uint32_t kMaxChunks = 16;
-
-uint32_t ceil_div(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 

@@ -8,6 +8,8 @@
 
 #include "dsl/dsl.h"
 #include "ops/common/half_rounding.h"
+#include "ops/attention/attention_merge.h"
+#include "ops/common/matrix_support.h"
 #include "ops/common/step_state.h"
 #include "ops/tuning.h"
 
@@ -16,7 +18,7 @@ using namespace bdsl::dsl;
 
 namespace {
 
-constexpr float kLowest = -3.402823466e38f;
+constexpr float kLowest = detail::kAttentionLowest;
 constexpr uint32_t kTokens = 16;  // query tokens per workgroup: the matrices' rows
 constexpr uint32_t kKeys = 32;    // K/V positions per tile
 constexpr uint32_t kLanes = 32;   // the subgroup
@@ -25,8 +27,6 @@ constexpr uint32_t kLanes = 32;   // the subgroup
 // is scaled back by 2^-10, exactly.
 constexpr float kWeightScale = 1024.0f;
 constexpr MatrixShape kShape{16, 16, 16, ScalarKind::F16, ScalarKind::F32};
-
-uint32_t ceil_div(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 
 // Bytes of shared memory: the stage (q rows, then a K and a V tile), the scores, the weights' hi
 // and lo halves.

@@ -217,9 +217,7 @@ CoopMatmulOptions coop_tiles_for(const OpTarget& target, uint32_t rows, uint32_t
                       : rows > tu.coop_short_tiles_past ? tu.coop_tile_tall
                                                         : tu.coop_tile_short;
   CoopMatmulOptions o;
-  o.row_subgroups = t.row_subgroups, o.token_subgroups = t.token_subgroups;
-  o.row_tiles = t.row_tiles, o.token_tiles = t.token_tiles;
-  o.double_buffer = t.double_buffer;
+  static_cast<CoopTile&>(o) = t;
   return o;
 }
 

@@ -25,17 +25,14 @@
 #include "dsl/dsl.h"
 #include "ops/target.h"
 #include "ops/ternary/ternary_matmul.h"
+#include "ops/tuning.h"
 
 namespace bdsl::ops {
 
-struct CoopMatmulOptions {
+// The tile (ops/tuning.h's CoopTile: subgroups, tiles per subgroup, stages) and the epilogue.
+struct CoopMatmulOptions : CoopTile {
   bool add_residual = false;        // y = y + proj, y bound read-write
   bool write_accumulators = false;  // extra i32 output with the exact accumulators
-  uint32_t row_subgroups = 4;       // subgroups along the rows of a workgroup
-  uint32_t token_subgroups = 2;     // subgroups along its tokens
-  uint32_t row_tiles = 2;           // M-row tiles per subgroup
-  uint32_t token_tiles = 4;         // N-token tiles per subgroup (accumulators: row_tiles x token_tiles)
-  bool double_buffer = false;       // two stages in shared memory: one barrier per block, not two
 };
 
 // The int8 shape this op uses on the target (16x8x32, else 16x16x32), or none: then only the
