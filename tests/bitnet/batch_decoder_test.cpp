@@ -165,7 +165,7 @@ TEST_F(BatchDecoder, GreedyTokensAreTheSameAloneOrBesideOthersInAnySlot) {
 // The batch's kernels are the prompt path's (norm and quantization per token, matrix-matrix
 // projections) and the decode attention: other summation orders than the single-sequence decode
 // graph, and on the tiny model the same greedy tokens (as prefill and decode agree at every
-// position, Model.PrefillMatchesDecodeAtEveryPosition). A wrong slot, position or cache row would
+// position, Prefill.MatchesDecodeAtEveryPosition). A wrong slot, position or cache row would
 // not.
 // `distinct`: the fewest different tokens a stream's continuation must hold (a check that can fail).
 void expect_greedy_tokens_of_the_single_sequence_model(rt::Context& ctx, const fs::path& path, size_t distinct) {
@@ -193,7 +193,7 @@ TEST_F(BatchDecoder, GreedyTokensAreTheSingleSequenceModels) {
 
 // `llama`'s graph (no sub-norms, SiLU, reordered q and k rows) in the batch: the same. The tiny
 // random `llama` settles on one token after a few steps (without sub-norms its FFN output swamps
-// the residual stream); its logits are checked against decode by Model.PrefillMatchesDecodeForEveryArchitecture
+// the residual stream); its logits are checked against decode by Prefill.MatchesDecodeForEveryArchitecture
 // (the prompt path's kernels are the batch's).
 TEST_F(BatchDecoder, GreedyTokensAreTheSingleSequenceModelsForLlama) {
   expect_greedy_tokens_of_the_single_sequence_model(ctx(), dir_ / "tiny-llama.gguf", 1);

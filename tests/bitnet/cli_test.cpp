@@ -192,7 +192,7 @@ TEST(Cli, EveryShapeValidatesAgainstGoldenDataMadeForItsOwnFile) {
 // on reordered q and k rows) and 1bitLLM's `bitnet` (sub-norms, SiLU) validate layer by layer
 // against golden data the CPU reference makes for their own file, and `run` generates from a
 // prompt that goes through the prompt blocks first. (Prefill against decode and the batch:
-// Model.PrefillMatchesDecodeForEveryArchitecture, BatchDecoder.*ForLlama.)
+// Prefill.MatchesDecodeForEveryArchitecture, BatchDecoder.*ForLlama.)
 TEST(Cli, EveryArchitectureValidatesOnTheGpu) {
   namespace fs = std::filesystem;
   const auto dir = fs::temp_directory_path() / ("bdsl-cli-arch-test-" + std::to_string(::getpid()));

@@ -41,7 +41,7 @@ std::vector<int32_t> text_tokens(size_t n, uint32_t vocab) {
 
 // Each row is what prefill() of the tokens up to it gives through the decode graph's tail (the
 // same head, bit for bit); against step() by step() the prompt path drifts as it does for
-// prefill() (Model.PrefillMatchesDecodeAtEveryPosition).
+// prefill() (Prefill.MatchesDecodeAtEveryPosition).
 TEST_F(Perplexity, EveryTokensLogitsAreThePromptPathsAndCloseToTheDecodeGraphs) {
   const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
