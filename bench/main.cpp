@@ -67,6 +67,8 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
     else if (a == "--batch-attention-per-workgroup") o.batch.attention_chunks_per_workgroup = uint32_t(std::stoul(value()));
     else if (a == "--batch-attention-spread-split") o.batch.attention_spread_head_split = uint32_t(std::stoul(value()));
     else if (a == "--batch-attention-positions") o.batch.attention_positions_per_pass = uint32_t(std::stoul(value()));
+    else if (a == "--batch-attention-combined") o.batch.defer_attention_combine = false;
+    else if (a == "--batch-merging-rows") o.batch.merging_attn_output_rows = uint32_t(std::stoul(value()));
     else if (a == "--matvec-rows") o.decode_tuning.rows_per_subgroup = uint32_t(std::stoul(value()));
     else if (a == "--matvec-workgroup") o.decode_tuning.workgroup = uint32_t(std::stoul(value()));
     else if (a == "--qkv-workgroup") o.decode_tuning.qkv_workgroup = uint32_t(std::stoul(value()));
@@ -132,6 +134,9 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "    positions each row group reads per pass; --batch-attention-per-workgroup: chunks each\n"
                   "    workgroup takes in buckets of more than --batch-attention-spread lanes, and\n"
                   "    --batch-attention-spread-split the workgroups per KV head of the others (the same bits)\n"
+                  "  --batch-attention-combined: the one-lane bucket combines attention's chunks in the\n"
+                  "    attention kernel, not in attn_output's prologue (the same bits); --batch-merging-rows:\n"
+                  "    that attn_output's rows per subgroup (default: the decode graph's)\n"
                   "  --batch-prompt-lanes: prompt tokens a step carries beside its streams (serve/; 0:\n"
                   "    every prompt in blocks between steps)\n"
                   "  --batch-norm-fused-max: buckets of up to N lanes normalize inside the projections\n"

@@ -48,7 +48,11 @@ struct Tuning {
   // (bench/RESULTS.md run 22, ctx 512, tokens/s): 2 chunks B = 1 753, B = 16 4,289, B = 64
   // 10,720; 4 chunks 772, 4,141, 10,258 (two a workgroup past 4 lanes; 4,202 and 10,184 one).
   // H200: 8 chunks at B = 1 no faster than 4; a split of 4 in the small buckets no faster.
-  uint32_t sequences_attention_chunks = 2;
+  // Since the one-lane bucket leaves the combine to attn_output (BatchOptions::
+  // defer_attention_combine; chunks of whole passes in every bucket), H200 run 24: 4 chunks
+  // B = 1 829-833, B = 16 4,328-4,339, B = 64 10,381-10,408; 2 chunks 801-802, 4,363-4,374,
+  // 11,093-11,155.
+  uint32_t sequences_attention_chunks = 4;
   uint32_t sequences_attention_spread_lanes = 4;
   uint32_t sequences_attention_chunks_per_workgroup = 1;
   uint32_t sequences_attention_spread_head_split = 2;

@@ -31,9 +31,13 @@ void check_batch_sampling(const models::SamplerOptions& sampling, uint32_t top_k
 
 uint64_t round_up(uint64_t bytes, uint64_t align) { return (bytes + align - 1) / align * align; }
 
-// The model's attention shape, with the head split the tuning table gives batched decode.
+// The model's attention shape, with the head split the tuning table gives batched decode. Every
+// bucket cuts a sequence's positions into whole passes (the split a deferred combine needs) and,
+// but for the buckets that defer, combines them in the kernel.
 ops::SplitKvTuning sequences_tuning(const BitNetPipelines& p, const BatchOptions& o) {
   ops::SplitKvTuning t = p.attention_tuning;
+  t.defer_combine = 0;
+  t.whole_pass_chunks = true;
   t.head_split = std::max(1u, o.attention_head_split ? o.attention_head_split
                                                      : ops::tuning_for(p.target).sequences_attention_head_split);
   if (o.attention_positions_per_pass) t.positions_per_pass = o.attention_positions_per_pass;
@@ -83,6 +87,18 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
     if (dims.group() % spread.head_split != 0) spread.head_split = attention_tuning_.head_split;
     if (spread.head_split != attention_tuning_.head_split && spread_lanes_ > 0)
       batch.add(ops::plan_attention_decode_sequences(t, dims, model.context_length(), attention_chunks_, spread), attention_spread_);
+    // The buckets that defer have one token a projection workgroup: the single-sequence decode
+    // graph's split (one workgroup per query head), the same bits as any other.
+    if (options.defer_attention_combine && attention_chunks_ > 1) {
+      ops::SplitKvTuning deferred = attention_tuning_;
+      deferred.head_split = model.pipelines().attention_tuning.head_split;
+      if (options.attention_spread_head_split) deferred.head_split = spread.head_split;
+      deferred.defer_combine = attention_chunks_;
+      deferred_partials_ = ops::AttentionPartialsInput{dims, model.context_length(), attention_chunks_,
+                                                       ops::attention_pass(t, dims, deferred), attention_chunks_};
+      batch.add(ops::plan_attention_decode_sequences(t, dims, model.context_length(), attention_chunks_, deferred),
+                attention_deferred_);
+    }
   }
   batch.add(ops::plan_argmax_partial(t, vocab, true), argmax_partial_);
   batch.add(ops::plan_argmax_final(t, vocab, 0, true), argmax_final_);

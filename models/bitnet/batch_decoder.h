@@ -72,6 +72,13 @@ struct BatchOptions {
   // attention_spread_head_split workgroups per KV head: the same bits (0: ops/tuning.h's).
   uint32_t attention_spread_lanes = 0, attention_chunks_per_workgroup = 0;
   uint32_t attention_spread_head_split = 0;
+  // Buckets whose projections normalize their own input (tiles of one token: BlockProjections::
+  // normalized) leave attention's combine to attn_output, as the single-sequence decode graph
+  // does: one pass less over the partials, the same bits (every bucket cuts a sequence's
+  // positions into the same whole-pass chunks and merges them with the same arithmetic).
+  bool defer_attention_combine = true;
+  // attn_output's rows per subgroup there (0: the single-sequence decode graph's): the same bits.
+  uint32_t merging_attn_output_rows = 0;
   // The LM head on tensor cores (ops/head/lm_head_coopmat.h: x rounded to F16, as bitnet.cpp's
   // CPU path does) where the device has them; else, or with false, lm_head_batch (lm_head's f32
   // arithmetic, bit for bit).
@@ -180,6 +187,10 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   // with more workgroups per KV head for the others.
   std::optional<ops::PlannedPipeline> attention_grouped_, attention_spread_;
   uint32_t spread_lanes_ = 0;
+  // The small buckets' attention with the combine left to attn_output (defer_attention_combine),
+  // and what attn_output needs to merge its partials.
+  std::optional<ops::PlannedPipeline> attention_deferred_;
+  std::optional<ops::AttentionPartialsInput> deferred_partials_;
   bool head_on_tensor_cores_;
   std::optional<ops::PlannedPipeline> pack_half_;  // xn -> F16 for the tensor-core head
   std::optional<ops::PlannedPipeline> lm_head_;    // else every lane's logits from one read of the table (lm_head_batch)

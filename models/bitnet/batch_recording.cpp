@@ -40,11 +40,17 @@ BitNetBatchDecoder::TailKind BitNetBatchDecoder::tail_kind(bool greedy, bool ful
 BitNetBatchDecoder::Step& BitNetBatchDecoder::step_for(uint32_t lanes) {
   for (auto& s : steps_)
     if (s.lanes == lanes) return s;
+  // attn_output where it merges attention's chunks: the decode graph's rows per subgroup.
+  const DecodeTuning& decode = model_.pipelines().tuning;
+  const uint32_t merging_rows = options_.merging_attn_output_rows      ? options_.merging_attn_output_rows
+                                : decode.attn_output_rows_per_subgroup ? decode.attn_output_rows_per_subgroup
+                                                                       : decode.rows_per_subgroup;
   Step s{lanes, std::make_unique<BlockProjections>(ctx_, model_.config(), model_.pipelines().target,
                                                    ProjectionChoice{layout_, lanes, options_.subgroup_max_tokens,
                                                                     options_.coop_row_subgroups, options_.coop_token_subgroups,
                                                                     options_.coop_double_buffer, options_.norm_fused_max_tokens,
-                                                                    options_.rope_in_qkv}),
+                                                                    options_.rope_in_qkv, deferred_partials_,
+                                                                    merging_rows}),
          nullptr};
   s.graph = record_step(lanes, *s.projections);
   steps_.push_back(std::move(s));
@@ -99,12 +105,13 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes, const
         args.insert(args.end(), {{"q", L.q}, {"k", L.k}, {"v", L.v}});
         rope_kv_.dispatch(g, args, rt::push(lanes), lanes);
       }
-      const ops::PlannedPipeline& attention = lanes > spread_lanes_ ? (attention_grouped_ ? *attention_grouped_ : attention_)
-                                                                    : (attention_spread_ ? *attention_spread_ : attention_);
+      const ops::PlannedPipeline& attention = proj.attention_partials ? *attention_deferred_
+                                              : lanes > spread_lanes_ ? (attention_grouped_ ? *attention_grouped_ : attention_)
+                                                                      : (attention_spread_ ? *attention_spread_ : attention_);
       attention.dispatch(g, {{"sequences", L.sequences}, {"q", L.q}, {"k_cache", L.k_cache[l]}, {"v_cache", L.v_cache[l]},
                               {"partials", L.partials}, {"counters", L.counters}, {"out", L.attn}},
                           rt::push(lanes), lanes);
-    }, proj.qkv_rope ? rope : std::vector<rt::Arg>{});
+    }, proj.qkv_rope ? rope : std::vector<rt::Arg>{}, {{"attention_step", L.sequences}, {"attention_partials", L.partials}});
   }
   g.finish();
   return graph;

@@ -48,13 +48,20 @@ Engine engine_for(const ops::OpTarget& t, const ProjectionChoice& choice) {
   return e;
 }
 
+// Whether attn_output merges attention's deferred partials: a choice that asks, normalized in
+// tiles of one token (MatvecOptions::attention_partials).
+bool merges_attention(const ProjectionChoice& choice, const Engine& e) {
+  return choice.attention_partials && e.normalized && e.options.tokens_per_workgroup == 1;
+}
+
 // A single-tensor projection with the choice's engine. `residual`: attn_output and ffn_down, whose
 // normalized input is their sub-norm's, or without sub-norms the int8 of their input alone.
 ops::Plan projection(const ops::OpTarget& t, const models::BitNetConfig& c, const Engine& e, uint32_t rows, uint32_t cols,
-                     bool residual) {
+                     bool residual, const std::optional<ops::AttentionPartialsInput>& attention = std::nullopt) {
   ops::MatmulOptions o = e.options;
   o.projection.add_residual = residual;
   if (residual && e.normalized) o.projection.input = sub_norm_input(c);
+  o.projection.attention_partials = attention;
   return ops::plan_ternary_matmul_auto(t, rows, cols, o, e.engine);
 }
 
@@ -74,13 +81,18 @@ BlockProjections::BlockProjections(rt::Context& ctx, const models::BitNetConfig&
     : tensor_cores(engine_for(t, choice).cooperative),
       separate(engine_for(t, choice).separate),
       normalized(engine_for(t, choice).normalized),
-      sub_norms(c.sub_norms) {
+      sub_norms(c.sub_norms),
+      attention_partials(merges_attention(choice, engine_for(t, choice))) {
   if (c.n_heads * c.head_dim != c.dim)
     throw std::invalid_argument("prefill: attention's output is quantized over dim, so n_heads * head_dim must equal dim");
   const Engine e = engine_for(t, choice);
   ops::PipelineBatch own;
   ops::PipelineBatch& b = batch ? *batch : own;
-  b.add(projection(t, c, e, c.dim, c.n_heads * c.head_dim, true), attn_output);
+  Engine merging = e;
+  if (attention_partials && choice.merging_attn_output_rows)
+    merging.options.projection.rows_per_subgroup = choice.merging_attn_output_rows;
+  b.add(projection(t, c, merging, c.dim, c.n_heads * c.head_dim, true,
+                   attention_partials ? choice.attention_partials : std::nullopt), attn_output);
   b.add(projection(t, c, e, c.dim, c.ffn_dim, true), ffn_down);
   if (!normalized) b.add(ops::plan_quantize_activations(t, c.ffn_dim, ffn_down_quantize(c, separate)), norm_quantize_ffn);
   if (!normalized && !c.sub_norms) b.add(ops::plan_quantize_activations(t, c.dim), quantize);
@@ -120,8 +132,11 @@ PrefillPipelines::PrefillPipelines(rt::Context& ctx, const models::BitNetConfig&
 
 void record_block_layer(rt::Graph& g, const BlockProjections& pp, const ops::PlannedPipeline& norm_quantize,
                         const LayerWeights& w, const BlockActivations& b, uint32_t n, float eps,
-                        const std::function<void()>& attend, const std::vector<rt::Arg>& rope_args) {
+                        const std::function<void()>& attend, const std::vector<rt::Arg>& rope_args,
+                        const std::vector<rt::Arg>& attention_args) {
   if (pp.qkv_rope && rope_args.empty()) throw std::logic_error("record_block_layer: QKV with RoPE needs its bindings");
+  if (pp.attention_partials && attention_args.empty())
+    throw std::logic_error("record_block_layer: attn_output on attention's partials needs their bindings");
   // Q, K and V of the block's input (x normalized here, or the quantized block): into b.q, b.k,
   // b.v, or with RoPE q alone and the cache rows.
   auto qkv = [&](std::vector<rt::Arg> input, const rt::PushConstants& push) {
@@ -148,16 +163,17 @@ void record_block_layer(rt::Graph& g, const BlockProjections& pp, const ops::Pla
     attend();
     // Without sub-norms attn_output and ffn_down quantize their input alone: no norm weight, no eps.
     auto sub_normed = [&](const ops::PlannedPipeline& proj, const rt::Buffer& weights, const rt::Buffer& x,
-                          const rt::Buffer& norm_weight) {
-      if (pp.sub_norms)
-        proj.dispatch(g, {{"w", weights}, {"x", x}, {"norm_weight", norm_weight}, {"y", b.x}}, rt::push(eps, n), n);
-      else
-        proj.dispatch(g, {{"w", weights}, {"x", x}, {"y", b.x}}, rt::push(n), n);
+                          const rt::Buffer& norm_weight, const std::vector<rt::Arg>& extra) {
+      std::vector<rt::Arg> args = {{"w", weights}, {"x", x}};
+      if (pp.sub_norms) args.push_back({"norm_weight", norm_weight});
+      args.push_back({"y", b.x});
+      args.insert(args.end(), extra.begin(), extra.end());
+      proj.dispatch(g, args, pp.sub_norms ? rt::push(eps, n) : rt::push(n), n);
     };
-    sub_normed(pp.attn_output, w.attn_output, b.attn, w.attn_sub_norm);
+    sub_normed(pp.attn_output, w.attn_output, b.attn, w.attn_sub_norm, pp.attention_partials ? attention_args : std::vector<rt::Arg>{});
     pp.gate_up->dispatch(g, {{"w_gate", w.ffn_gate}, {"w_up", w.ffn_up}, {"x", b.x}, {"norm_weight", w.ffn_norm}, {"y", b.ffn}},
                          rt::push(eps, n), n);
-    sub_normed(pp.ffn_down, w.ffn_down, b.ffn, w.ffn_sub_norm);
+    sub_normed(pp.ffn_down, w.ffn_down, b.ffn, w.ffn_sub_norm, {});
     return;
   }
   norm_quantize_rows(b.x, w.attn_norm);

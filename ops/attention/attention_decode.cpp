@@ -10,6 +10,7 @@ std::string kernel_name(std::string base, const SplitKvTuning& tuning) {
   if (tuning.head_split > 1) base += "_split" + std::to_string(tuning.head_split);
   if (tuning.positions_per_pass != SplitKvTuning{}.positions_per_pass) base += "_p" + std::to_string(tuning.positions_per_pass);
   if (tuning.chunks_per_workgroup > 1) base += "_c" + std::to_string(tuning.chunks_per_workgroup);
+  if (tuning.whole_pass_chunks && !tuning.defer_combine) base += "_whole";
   return base;
 }
 }  // namespace
@@ -22,7 +23,8 @@ dsl::Kernel attention_decode(const OpTarget& target, const AttentionDims& dims, 
 
 dsl::Kernel attention_decode_sequences(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks,
                                        const SplitKvTuning& tuning) {
-  return attention_split_kv(kernel_name("attention_decode_sequences_f16kv", tuning), target, dims, context, chunks,
+  const std::string base = tuning.defer_combine ? "attention_decode_sequences_f16kv_deferred" : "attention_decode_sequences_f16kv";
+  return attention_split_kv(kernel_name(base, tuning), target, dims, context, chunks,
                             /*batch=*/true, tuning, /*sequences=*/true);
 }
 

@@ -137,7 +137,7 @@ class SplitKv {
         split_(attention_head_split(d, tuning)), l_(layout(target, d, tuning.max_lanes_per_row)), context_(context),
         chunks_(chunks), hd_(d.head_dim), group_(d.group()), hg_(group_ / split_),
         unroll_(std::max(1u, tuning.positions_per_pass)), combine_unroll_(std::max(1u, tuning.combine_unroll)),
-        defer_(batch ? 0u : tuning.defer_combine),
+        defer_(batch && !sequences ? 0u : tuning.defer_combine), whole_pass_(defer_ > 0 || tuning.whole_pass_chunks),
         per_workgroup_(attention_chunks_per_workgroup(chunks, tuning)),
         k_(name, {l_.wg, 1, 1}),
         step_(k_.buffer<u32>(sequences ? "sequences" : "step", Access::Read)),
@@ -186,10 +186,10 @@ class SplitKv {
     last_ = last;
     const uint32_t pass = l_.rows * unroll_, half_pass = std::max(1u, pass / 2);
     // A deferred combine's consumer finds `active` again with attention_active_chunks.
-    auto wanted = defer_ ? whole_pass_chunks(last_, pass, chunks_)
-                         : let("wanted", select(last_ < pass, 1u, min(last_ / half_pass + 1u, constant<u32>(chunks_))));
+    auto wanted = whole_pass_ ? whole_pass_chunks(last_, pass, chunks_)
+                              : let("wanted", select(last_ < pass, 1u, min(last_ / half_pass + 1u, constant<u32>(chunks_))));
     auto chunk_len = split_chunks(last_, wanted).length;
-    active_ = active_chunks(last_, wanted, defer_ ? pass : half_pass, chunks_);
+    active_ = active_chunks(last_, wanted, whole_pass_ ? pass : half_pass, chunks_);
     auto chunk = [&] {
       if_(c_ < active_, [&] {
         start_ = let("start", c_ * chunk_len);
@@ -372,15 +372,17 @@ class SplitKv {
       auto m = let("m_all", big);
       Expr<vec2> o = make_vec<f32>(0.0f, 0.0f);
       Expr<f32> total = constant<f32>(0.0f);
+      // Precise (no fma contraction): the deferring and the combining kernels are different
+      // shaders, and a chunk's partial must be the same bits in both.
       for (uint32_t s = 0; s < l_.subgroups; ++s) {
         auto head = s * hg_ + g;
         auto e = let("e", exp(Expr<f32>(stats_sh_[2u * head]) - m));
         auto part = make_vec<f32>(o_sh_[head * hd_ + 2u * (i % (hd_ / 2))], o_sh_[head * hd_ + 2u * (i % (hd_ / 2)) + 1u]);
-        total = s == 0 ? Expr<f32>(stats_sh_[2u * head + 1u]) * e : total + Expr<f32>(stats_sh_[2u * head + 1u]) * e;
-        o = s == 0 ? part * e : o + part * e;
+        total = let_precise("chunk_total", s == 0 ? Expr<f32>(stats_sh_[2u * head + 1u]) * e : total + Expr<f32>(stats_sh_[2u * head + 1u]) * e);
+        o = let_precise("chunk_o", s == 0 ? part * e : o + part * e);
       }
       auto t = let("total", total);
-      use(g, m, t, let("o", o / make_vec<f32>(t, t)));
+      use(g, m, t, let_precise("o", o / make_vec<f32>(t, t)));
     };
     auto write_partials = [&] {
       for_range(lid_, constant<u32>(pairs), l_.wg, [&](Expr<u32> i) {
@@ -436,7 +438,7 @@ class SplitKv {
       o = next.pairs[0];
       big = next.max;
     }, "c");
-    auto result = Expr<vec2>(o) / make_vec<f32>(Expr<f32>(total), Expr<f32>(total));
+    auto result = let_precise("combined", Expr<vec2>(o) / make_vec<f32>(Expr<f32>(total), Expr<f32>(total)));
     out_[group_row_ / 2u + i] = result;
   }
 
@@ -446,7 +448,9 @@ class SplitKv {
   const AttentionDims d_;
   const uint32_t split_;  // workgroups per KV head, each hg_ of its group_ query heads
   const Layout l_;
-  const uint32_t context_, chunks_, hd_, group_, hg_, unroll_, combine_unroll_, defer_, per_workgroup_;
+  const uint32_t context_, chunks_, hd_, group_, hg_, unroll_, combine_unroll_, defer_;
+  const bool whole_pass_;  // chunks of whole passes (attention_active_chunks)
+  const uint32_t per_workgroup_;
   KernelBuilder k_;
   Buffer<u32> step_;
   Buffer<vec4> q_;

@@ -64,6 +64,10 @@ struct SplitKvTuning {
   // batch of many sequences can run fewer, longer-lived workgroups than one sequence alone with
   // the same arithmetic.
   uint32_t chunks_per_workgroup = 1;
+  // Cut chunks a whole pass long, as defer_combine does, without deferring: a batch whose
+  // buckets combine in different places (some here, some in the consumer) cuts every token's
+  // positions the same way, so its bits do not depend on the bucket.
+  bool whole_pass_chunks = false;
 };
 
 // Positions one workgroup reads at once (the chunk unit): what a consumer of deferred partials
@@ -102,12 +106,14 @@ dsl::Expr<dsl::u32> partials_block(const AttentionDims& dims, uint32_t chunks, d
 
 // The consumer's side of defer_combine (MatvecOptions::attention_partials): word w (elements
 // 4w .. 4w + 3) of decode attention's output, from x where attention wrote it or combined from
-// the partials where it left them; `workgroup` 0 also writes it to `used`. For a kernel's norm
-// prologue (QuantizeBody::load_word).
+// the partials where it left them; `workgroup` 0 also writes it to `used` where given. For a
+// kernel's norm prologue (QuantizeBody::load_word). With `token` (batched decode, a tile of one
+// token): `step` holds the sequence records (ops/common/step_state.h) and x and the partials are
+// the batch's, read at that token's.
 std::function<std::array<dsl::Expr<dsl::f32>, 4>(dsl::Expr<dsl::u32>)> attention_word_loader(
     dsl::KernelBuilder& k, const AttentionPartialsInput& a, const dsl::Buffer<dsl::f32>& x, const dsl::Buffer<dsl::u32>& step,
-    const dsl::Buffer<dsl::vec2>& partials, const dsl::Buffer<dsl::f32>& used, dsl::Expr<dsl::u32> workgroup,
-    uint32_t workgroup_size = 0);
+    const dsl::Buffer<dsl::vec2>& partials, const std::optional<dsl::Buffer<dsl::f32>>& used, dsl::Expr<dsl::u32> workgroup,
+    uint32_t workgroup_size = 0, std::optional<dsl::Expr<dsl::u32>> token = std::nullopt);
 
 uint64_t attention_counters_bytes(const AttentionDims& dims, uint32_t tokens);
 

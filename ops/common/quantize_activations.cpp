@@ -60,16 +60,33 @@ QuantizedTotals emit_quantize_activations(KernelBuilder& k, const QuantizeBody& 
     // was validated with. Reordering it can move an int8 across a rounding boundary.
     auto sq_scratch = k.shared<f32>("sum_sq_parts", w);
     std::optional<Expr<f32>> sum_sq;
-    if (b.load_word)
+    std::function<Expr<f32>(Expr<u32>)> load_x = b.load_x;
+    if (b.load_word && b.stride_order_squares) {
+      auto staged = k.shared<f32>("staged_x", b.dim);
+      for (const Slot& s : slots) {
+        auto stage = [&] {
+          for (uint32_t j = 0; j < 4; ++j) staged[s.word * 4u + j] = s.x[j];
+        };
+        if (s.valid) {
+          if_(*s.valid, stage);
+        } else {
+          stage();
+        }
+      }
+      barrier();
+      load_x = [staged](Expr<u32> i) { return Expr<f32>(staged[i]); };
+    }
+    const bool word_order = b.load_word && !b.stride_order_squares;
+    if (word_order)
       for (const Slot& s : slots)
         for (uint32_t j = 0; j < 4; ++j) {
           auto sq = masked(s, s.x[j] * s.x[j]);
           sum_sq = sum_sq ? *sum_sq + sq : sq;
         }
-    for (uint32_t u = 0; !b.load_word && u * w < b.dim; ++u) {
+    for (uint32_t u = 0; !word_order && u * w < b.dim; ++u) {
       auto i = lid + u * w;
       const bool may_pass = (u + 1) * w > b.dim;
-      auto xv = let("xs", b.load_x(may_pass ? min(i, constant<u32>(b.dim - 1)) : i));
+      auto xv = let("xs", load_x(may_pass ? min(i, constant<u32>(b.dim - 1)) : i));
       Expr<f32> sq = xv * xv;
       if (may_pass) sq = select(i < b.dim, sq, constant<f32>(0.0f));
       sum_sq = sum_sq ? *sum_sq + sq : sq;

@@ -88,7 +88,8 @@ ProjectionPlan plan_projection(const OpTarget& target, const std::string& what, 
   const uint32_t chunks = cols / 64;
   // With the norm in the workgroup, each token of the tile has its own q words and reduction scratch.
   const uint32_t tile = batched ? tokens_per_wg : 1;
-  if (norm && tile * (cols + kZeroQWords * 4 + 3 * wg * 4) > target.max_shared_bytes)
+  const uint32_t staged = o.attention_partials && batched ? cols * 4 : 0;  // stride_order_squares' copy of x
+  if (norm && tile * (cols + kZeroQWords * 4 + 3 * wg * 4) + staged > target.max_shared_bytes)
     throw std::invalid_argument(what + ": " + std::to_string(tile) + " x " + std::to_string(cols) +
                                 " int8 activations and the reduction scratch do not fit in " +
                                 std::to_string(target.max_shared_bytes) + " bytes of shared memory");
@@ -146,23 +147,25 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
   std::vector<Buffer<i32>> accs;
   if (o.write_accumulators)
     for (const Tensor& t : tensors) accs.push_back(k.buffer<i32>("acc_" + t.name, Access::Write));
+  // A batch in tiles of one token runs the decode body (weights prefetched before the norm
+  // prologue, word units) for its token, read at an offset: the same int32 dots, the same bits.
+  const bool one_token = !batched || tokens_per_wg == 1;
   // Attention's deferred partials (MatvecOptions::attention_partials): bound after the outputs.
+  // In a batch attention_step holds the sequence records, and nothing writes attention_used.
   std::optional<Buffer<u32>> attn_step;
   std::optional<Buffer<vec2>> attn_partials;
   std::optional<Buffer<f32>> attn_used;
   if (o.attention_partials) {
-    if (!norm || batched || site.coherent) throw std::invalid_argument(what + ": attention partials are a decode, norm-fused input of a kernel of its own");
+    if (!norm || !one_token || site.coherent)
+      throw std::invalid_argument(what + ": attention partials are the norm-fused input of a kernel of its own, one token a workgroup");
     attn_step = k.buffer<u32>("attention_step", Access::Read);
     attn_partials = k.buffer<vec2>("attention_partials", Access::Read);
-    attn_used = k.buffer<f32>("attention_used", Access::Write);
+    if (!batched) attn_used = k.buffer<f32>("attention_used", Access::Write);
   }
   std::optional<Expr<f32>> eps;
   if (norm_weight) eps = site.eps ? *site.eps : k.push<f32>("eps");
   std::optional<Expr<u32>> token_count;
   if (batched) token_count = k.push<u32>("tokens");
-  // A batch in tiles of one token runs the decode body (weights prefetched before the norm
-  // prologue, word units) for its token, read at an offset: the same int32 dots, the same bits.
-  const bool one_token = !batched || tokens_per_wg == 1;
   std::optional<Expr<u32>> tile_token, readable_token;
   if (batched && one_token) {
     tile_token = let("tile_token", k.workgroup_id().y());
@@ -320,8 +323,12 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
     body.workgroup = wg;
     body.load_x = [&](Expr<u32> i) { return Expr<f32>((*x)[readable_token ? *readable_token * cols + i : i]); };
     if (norm_weight) body.load_norm_weight = [&](Expr<u32> i) { return Expr<f32>((*norm_weight)[i]); };
-    if (o.attention_partials)
-      body.load_word = attention_word_loader(k, *o.attention_partials, *x, *attn_step, *attn_partials, *attn_used, site.workgroup, wg);
+    if (o.attention_partials) {
+      body.load_word = attention_word_loader(k, *o.attention_partials, *x, *attn_step, *attn_partials, attn_used, site.workgroup, wg,
+                                             readable_token);
+      // A batch's bucket must give the bits of the others, which quantize in their own kernel.
+      body.stride_order_squares = batched;
+    }
     body.eps = eps;
     body.store_q = [&](Expr<u32> word, Expr<u32> v) { q_words[words ? swizzled_q_word(word) : word] = v; };
     const QuantizedTotals totals = emit_quantize_activations(k, body);  // ends with a barrier
@@ -478,7 +485,7 @@ Kernel detail::build_ternary_projection(const OpTarget& target, const std::strin
   const auto [packed, norm, batched, words, wg, rs, rows_per_wg, chunks] = plan_projection(target, what, tensors, cols, combine, o, tokens_per_wg, rope);
 
   std::string name = what + (rope ? "_rope" : "") + (packed ? "_sdot" : "_int") + (o.input == MatvecInput::NormalizeInWorkgroup ? "_normed" : norm ? "_quantizing" : "") +
-                     (o.add_residual ? "_residual" : "") + (o.write_accumulators ? "_acc" : "") +
+                     (o.add_residual ? "_residual" : "") + (o.write_accumulators ? "_acc" : "") + (o.attention_partials && batched ? "_merging" : "") +
                      (rs > 1 ? "_r" + std::to_string(rs) : "") + (o.workgroup ? "_w" + std::to_string(wg) : "") + (batched ? "_t" + std::to_string(tokens_per_wg) : "") + shape_suffix(tensors, cols);
   KernelBuilder k(name, {wg, 1, 1});
   emit_projection({&k, k.workgroup_id().x()}, target, what, tensors, cols, combine, o, tokens_per_wg, rope);

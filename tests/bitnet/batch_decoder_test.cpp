@@ -2,6 +2,7 @@
 // tokens are the same alone or beside others, in any slot, after the slot served another
 // sequence, with its prompt prefilled or run in the steps however split; and a bad step is
 // refused, naming what is wrong.
+#include <algorithm>
 #include <bit>
 #include <filesystem>
 #include <set>
@@ -288,6 +289,36 @@ TEST_F(BatchDecoder, NormsInsideTheProjectionsGiveTheSameBits) {
     }
   }
   EXPECT_LT(fused.step_stats(1).dispatches, apart.step_stats(1).dispatches) << "the norms are not dispatches";
+}
+
+// The one-lane bucket normalizes inside the projections and leaves attention's combine to
+// attn_output (BatchOptions::defer_attention_combine), which merges a token's chunks in its
+// prologue; the same steps with the norms apart combine in the attention kernel. The same bits,
+// at positions of one to four chunks, alone or beside others.
+TEST_F(BatchDecoder, AttentionCombinedByAttnOutputGivesTheSameBits) {
+  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto config = models::BitNetConfig::from_gguf(file);
+  bitnet::ModelOptions o;
+  o.top_k = 8;
+  bitnet::BitNetModel deferring_model(ctx(), file, config, o), apart_model(ctx(), file, config, o);
+  const bitnet::BatchOptions short_passes{.attention_chunks = 4, .attention_positions_per_pass = 1, .return_candidates = true};
+  bitnet::BatchOptions deferring = short_passes, apart = short_passes;
+  deferring.norm_fused_max_tokens = 1;
+  apart.norm_fused_max_tokens = -1;
+  bitnet::BitNetBatchDecoder a(ctx(), deferring_model, 3, deferring), b(ctx(), apart_model, 3, apart);
+  const uint32_t v = config.vocab_size, steps = 40;  // from 10 positions (one chunk) past 48 (four)
+  std::vector<Stream> alone_a = {{0, prompt_of(70, 10, v), {}, {}}}, alone_b = alone_a;
+  run_together(a, alone_a, steps);
+  run_together(b, alone_b, steps);
+  expect_same_candidates(alone_a[0], alone_b[0], "alone");
+  const auto names = a.step_operation_names(a.bucket_for(1));
+  auto has = [&](const char* part) {
+    return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return n.find(part) != std::string::npos; });
+  };
+  EXPECT_TRUE(has("_deferred") && has("_merging")) << "the one-lane bucket does not leave the combine to attn_output";
+  std::vector<Stream> crowd = {{1, prompt_of(70, 10, v), {}, {}}, {2, prompt_of(71, 30, v), {}, {}}};
+  run_together(a, crowd, steps);
+  expect_same_candidates(crowd[0], alone_b[0], "beside another");
 }
 
 // Buckets whose QKV is one dispatch rotate q and k and write the cache rows in its epilogue; the
