@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ops/attention/attention_decode.h"
+#include "ops/attention/attention_output_quantize.h"
 #include "ops/attention/attention_prefill.h"
 #include "ops/attention/attention_prefill_coopmat.h"
 #include "ops/attention/attention_split_kv.h"
@@ -152,6 +153,14 @@ const std::vector<CatalogEntry>& catalog() {
        [](T t) { return plan_rope_kv_write_sequences(t, kHeads, kContext).kernel; }},
       {"attention_decode_sequences", "decode attention of many sequences, each over its own cache rows (batched decode)",
        [](T t) { return plan_attention_decode_sequences(t, kHeads, kContext, attention_chunks(t, kHeads, kContext)).kernel; }},
+      {"attention_output_quantize", "attn_sub_norm + int8 of many sequences' attention, merging deferred chunks (batched decode)",
+       [](T t) {
+         SplitKvTuning tuning;
+         tuning.defer_combine = 4;
+         const uint32_t chunks = attention_chunks(t, kHeads, kContext);
+         return plan_attention_output_quantize(t, AttentionPartialsInput{kHeads, kContext, chunks, attention_pass(t, kHeads, tuning), 4},
+                                               true).kernel;
+       }},
       {"attention_prefill", "causal attention of a block over the cache",
        [](T t) { return plan_attention_prefill(t, kHeads, kContext, attention_prefill_layout(t, kHeads)).kernel; }},
       {"lm_head", "logits from the tied F16 embedding", [](T t) { return plan_lm_head(t, kVocab, kDim).kernel; }},

@@ -73,32 +73,20 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
   const uint32_t vocab = model.vocab_size(), k = model.pipelines().top_k;
   ops::PipelineBatch batch;  // built together, on a pool of threads
   batch.add(ops::plan_rope_kv_write_sequences(t, dims, model.context_length()), rope_kv_);
-  batch.add(ops::plan_attention_decode_sequences(t, dims, model.context_length(), attention_chunks_, attention_tuning_), attention_);
   {
+    // The attention kernels' shapes by bucket (attention_for; the same bits in every one).
     const ops::Tuning& tu = ops::tuning_for(t);
     spread_lanes_ = options.attention_spread_lanes ? options.attention_spread_lanes : tu.sequences_attention_spread_lanes;
-    ops::SplitKvTuning grouped = attention_tuning_;
-    grouped.chunks_per_workgroup = options.attention_chunks_per_workgroup ? options.attention_chunks_per_workgroup
-                                                                          : tu.sequences_attention_chunks_per_workgroup;
-    if (ops::attention_chunks_per_workgroup(attention_chunks_, grouped) > 1 && spread_lanes_ < capacity_)
-      batch.add(ops::plan_attention_decode_sequences(t, dims, model.context_length(), attention_chunks_, grouped), attention_grouped_);
-    ops::SplitKvTuning spread = attention_tuning_;
-    spread.head_split = options.attention_spread_head_split ? options.attention_spread_head_split : tu.sequences_attention_spread_head_split;
-    if (dims.group() % spread.head_split != 0) spread.head_split = attention_tuning_.head_split;
-    if (spread.head_split != attention_tuning_.head_split && spread_lanes_ > 0)
-      batch.add(ops::plan_attention_decode_sequences(t, dims, model.context_length(), attention_chunks_, spread), attention_spread_);
-    // The buckets that defer have one token a projection workgroup: the single-sequence decode
-    // graph's split (one workgroup per query head), the same bits as any other.
-    if (options.defer_attention_combine && attention_chunks_ > 1) {
-      ops::SplitKvTuning deferred = attention_tuning_;
-      deferred.head_split = model.pipelines().attention_tuning.head_split;
-      if (options.attention_spread_head_split) deferred.head_split = spread.head_split;
-      deferred.defer_combine = attention_chunks_;
+    per_workgroup_ = options.attention_chunks_per_workgroup ? options.attention_chunks_per_workgroup
+                                                            : tu.sequences_attention_chunks_per_workgroup;
+    spread_split_ = options.attention_spread_head_split ? options.attention_spread_head_split : tu.sequences_attention_spread_head_split;
+    if (dims.group() % spread_split_ != 0) spread_split_ = attention_tuning_.head_split;
+    // Where attn_output merges the chunks (one token a projection workgroup): the single-sequence
+    // decode graph's split (a workgroup per query head).
+    merging_split_ = options.attention_spread_head_split ? spread_split_ : model.pipelines().attention_tuning.head_split;
+    if (options.defer_attention_combine && attention_chunks_ > 1)
       deferred_partials_ = ops::AttentionPartialsInput{dims, model.context_length(), attention_chunks_,
-                                                       ops::attention_pass(t, dims, deferred), attention_chunks_};
-      batch.add(ops::plan_attention_decode_sequences(t, dims, model.context_length(), attention_chunks_, deferred),
-                attention_deferred_);
-    }
+                                                       ops::attention_pass(t, dims, attention_tuning_), attention_chunks_};
   }
   batch.add(ops::plan_argmax_partial(t, vocab, true), argmax_partial_);
   batch.add(ops::plan_argmax_final(t, vocab, 0, true), argmax_final_);

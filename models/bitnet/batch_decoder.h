@@ -7,7 +7,8 @@
 // for the bucket (ProjectionChoice: the subgroup matmul for a few lanes, tensor cores for many). RoPE
 // with the KV-cache write (in the QKV epilogue where QKV is one subgroup-matmul dispatch, else a
 // dispatch of its own) and attention take each token's position and cache rows from its
-// sequence record (ops/common/step_state.h), one dispatch for all. The tail runs a grid row per
+// sequence record (ops/common/step_state.h), one dispatch for all; attention leaves the merge of
+// a token's chunks to attn_output or attn_sub_norm's quantize (BatchOptions::defer_attention_combine). The tail runs a grid row per
 // output: greedy outputs take the pruned LM head where the model holds its int8 shadow
 // (BatchOptions::pruned_head: the shadow's bounds, on int8 tensor cores for all lanes at once where
 // the device has them, then each lane's candidate rows exactly: the argmax of lm_head's f32
@@ -72,12 +73,15 @@ struct BatchOptions {
   // attention_spread_head_split workgroups per KV head: the same bits (0: ops/tuning.h's).
   uint32_t attention_spread_lanes = 0, attention_chunks_per_workgroup = 0;
   uint32_t attention_spread_head_split = 0;
-  // Buckets whose projections normalize their own input (tiles of one token: BlockProjections::
-  // normalized) leave attention's combine to attn_output, as the single-sequence decode graph
-  // does: one pass less over the partials, the same bits (every bucket cuts a sequence's
-  // positions into the same whole-pass chunks and merges them with the same arithmetic).
+  // Attention leaves its chunks' combine to the next step, as the single-sequence decode graph
+  // does: attn_output's norm prologue merges them where the projections normalize their input in
+  // tiles of one token (the one-lane bucket), attn_sub_norm's quantize elsewhere
+  // (ops::attention_output_quantize). No counter, no last workgroup's second pass; the same bits
+  // (every bucket cuts a sequence's positions into the same whole-pass chunks and merges them
+  // with the same arithmetic). false: attention combines them itself in every bucket.
   bool defer_attention_combine = true;
-  // attn_output's rows per subgroup there (0: the single-sequence decode graph's): the same bits.
+  // attn_output's rows per subgroup where it merges (0: the single-sequence decode graph's): the
+  // same bits.
   uint32_t merging_attn_output_rows = 0;
   // The LM head on tensor cores (ops/head/lm_head_coopmat.h: x rounded to F16, as bitnet.cpp's
   // CPU path does) where the device has them; else, or with false, lm_head_batch (lm_head's f32
@@ -182,15 +186,14 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   ops::PlannedPipeline rope_kv_;    // every lane's RoPE and cache row (ops::rope_kv_write_sequences)
   ops::SplitKvTuning attention_tuning_;
   uint32_t attention_chunks_;  // each sequence's positions in at most this many chunks
-  ops::PlannedPipeline attention_;  // every lane over its own slot's rows (ops::attention_decode_sequences)
-  // The same with several chunks a workgroup, for buckets of more than spread_lanes_ lanes, and
-  // with more workgroups per KV head for the others.
-  std::optional<ops::PlannedPipeline> attention_grouped_, attention_spread_;
-  uint32_t spread_lanes_ = 0;
-  // The small buckets' attention with the combine left to attn_output (defer_attention_combine),
-  // and what attn_output needs to merge its partials.
-  std::optional<ops::PlannedPipeline> attention_deferred_;
+  // Attention's shape by bucket (ops::attention_decode_sequences, every lane over its own slot's
+  // rows): buckets of more than spread_lanes_ lanes take per_workgroup_ chunks a workgroup, the
+  // others spread_split_ workgroups per KV head, or merging_split_ where attn_output merges.
+  uint32_t spread_lanes_ = 0, per_workgroup_ = 1, spread_split_ = 1, merging_split_ = 1;
+  // What a consumer of the deferred partials needs (BatchOptions::defer_attention_combine).
   std::optional<ops::AttentionPartialsInput> deferred_partials_;
+  // The attention pipeline of a bucket of `lanes` with these projections, made at its first use.
+  const ops::PlannedPipeline& attention_for(uint32_t lanes, const BlockProjections& projections);
   bool head_on_tensor_cores_;
   std::optional<ops::PlannedPipeline> pack_half_;  // xn -> F16 for the tensor-core head
   std::optional<ops::PlannedPipeline> lm_head_;    // else every lane's logits from one read of the table (lm_head_batch)
@@ -209,6 +212,8 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   // The tails' pipelines that depend on the row count, by row count (shared by every kind; before
   // the recordings, which outlive them otherwise).
   std::map<uint32_t, ops::PlannedPipeline> coopmat_heads_, coopmat_bounds_;
+  // The steps' attention pipelines by (head split, chunks a workgroup, deferred chunks).
+  std::map<std::array<uint32_t, 3>, ops::PlannedPipeline> attention_;
   std::vector<Step> steps_;  // recorded buckets, by lane count
   std::vector<Tail> tails_;  // recorded tails, by row count (at most slots_) and kind
   // Whose rows the model's own cache holds: slot and how many positions (none: UINT32_MAX).

@@ -80,6 +80,27 @@ BitNetBatchDecoder::Tail& BitNetBatchDecoder::tail_for(uint32_t rows, TailKind k
   return tails_.back();
 }
 
+const ops::PlannedPipeline& BitNetBatchDecoder::attention_for(uint32_t lanes, const BlockProjections& proj) {
+  ops::SplitKvTuning tuning = attention_tuning_;
+  if (proj.attention_partials)
+    tuning.head_split = merging_split_;
+  else if (lanes > spread_lanes_)
+    tuning.chunks_per_workgroup = per_workgroup_;
+  else
+    tuning.head_split = spread_split_;
+  if (proj.merges_attention()) tuning.defer_combine = attention_chunks_;
+  const std::array<uint32_t, 3> key = {tuning.head_split, ops::attention_chunks_per_workgroup(attention_chunks_, tuning),
+                                       tuning.defer_combine};
+  auto it = attention_.find(key);
+  if (it == attention_.end()) {
+    const auto& p = model_.pipelines();
+    it = attention_.emplace(key, ops::make_pipeline(ctx_, ops::plan_attention_decode_sequences(p.target, p.dims, model_.context_length(),
+                                                                                              attention_chunks_, tuning)))
+             .first;
+  }
+  return it->second;
+}
+
 std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes, const BlockProjections& proj) {
   const auto& c = model_.config();
   const auto& pp = pp_;
@@ -89,6 +110,7 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes, const
   auto graph = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{timestamps_, fmt::format("batch of {}", lanes)});
   rt::Graph& g = *graph;
   const float eps = c.rms_norm_eps;
+  const ops::PlannedPipeline& attention = attention_for(lanes, proj);
   std::vector<rt::Arg> embedding = {{"tokens", L.tokens}, {"x", L.x}};
   for (size_t i = 0; i < w.token_embd.parts.size(); ++i)
     embedding.push_back({"table_" + std::to_string(i), w.token_embd.parts[i]});
@@ -105,9 +127,6 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes, const
         args.insert(args.end(), {{"q", L.q}, {"k", L.k}, {"v", L.v}});
         rope_kv_.dispatch(g, args, rt::push(lanes), lanes);
       }
-      const ops::PlannedPipeline& attention = proj.attention_partials ? *attention_deferred_
-                                              : lanes > spread_lanes_ ? (attention_grouped_ ? *attention_grouped_ : attention_)
-                                                                      : (attention_spread_ ? *attention_spread_ : attention_);
       attention.dispatch(g, {{"sequences", L.sequences}, {"q", L.q}, {"k_cache", L.k_cache[l]}, {"v_cache", L.v_cache[l]},
                               {"partials", L.partials}, {"counters", L.counters}, {"out", L.attn}},
                           rt::push(lanes), lanes);

@@ -50,7 +50,7 @@ Engine engine_for(const ops::OpTarget& t, const ProjectionChoice& choice) {
 
 // Whether attn_output merges attention's deferred partials: a choice that asks, normalized in
 // tiles of one token (MatvecOptions::attention_partials).
-bool merges_attention(const ProjectionChoice& choice, const Engine& e) {
+bool attn_output_merges(const ProjectionChoice& choice, const Engine& e) {
   return choice.attention_partials && e.normalized && e.options.tokens_per_workgroup == 1;
 }
 
@@ -82,7 +82,7 @@ BlockProjections::BlockProjections(rt::Context& ctx, const models::BitNetConfig&
       separate(engine_for(t, choice).separate),
       normalized(engine_for(t, choice).normalized),
       sub_norms(c.sub_norms),
-      attention_partials(merges_attention(choice, engine_for(t, choice))) {
+      attention_partials(attn_output_merges(choice, engine_for(t, choice))) {
   if (c.n_heads * c.head_dim != c.dim)
     throw std::invalid_argument("prefill: attention's output is quantized over dim, so n_heads * head_dim must equal dim");
   const Engine e = engine_for(t, choice);
@@ -96,6 +96,8 @@ BlockProjections::BlockProjections(rt::Context& ctx, const models::BitNetConfig&
   b.add(projection(t, c, e, c.dim, c.ffn_dim, true), ffn_down);
   if (!normalized) b.add(ops::plan_quantize_activations(t, c.ffn_dim, ffn_down_quantize(c, separate)), norm_quantize_ffn);
   if (!normalized && !c.sub_norms) b.add(ops::plan_quantize_activations(t, c.dim), quantize);
+  if (!normalized && choice.attention_partials)
+    b.add(ops::plan_attention_output_quantize(t, *choice.attention_partials, c.sub_norms), merge_quantize);
   if (separate) {
     b.add(projection(t, c, e, c.n_heads * c.head_dim, c.dim, false), q_proj);
     b.add(projection(t, c, e, c.kv_dim(), c.dim, false), kv_proj);
@@ -135,8 +137,8 @@ void record_block_layer(rt::Graph& g, const BlockProjections& pp, const ops::Pla
                         const std::function<void()>& attend, const std::vector<rt::Arg>& rope_args,
                         const std::vector<rt::Arg>& attention_args) {
   if (pp.qkv_rope && rope_args.empty()) throw std::logic_error("record_block_layer: QKV with RoPE needs its bindings");
-  if (pp.attention_partials && attention_args.empty())
-    throw std::logic_error("record_block_layer: attn_output on attention's partials needs their bindings");
+  if (pp.merges_attention() && attention_args.empty())
+    throw std::logic_error("record_block_layer: merging attention's partials needs their bindings");
   // Q, K and V of the block's input (x normalized here, or the quantized block): into b.q, b.k,
   // b.v, or with RoPE q alone and the cache rows.
   auto qkv = [&](std::vector<rt::Arg> input, const rt::PushConstants& push) {
@@ -185,10 +187,16 @@ void record_block_layer(rt::Graph& g, const BlockProjections& pp, const ops::Pla
     qkv({{"x_q", b.q8}, {"x_act", b.act}}, rt::push(n));
   }
   attend();
-  if (pp.sub_norms)
+  if (pp.merge_quantize) {
+    std::vector<rt::Arg> args = {{"x", b.attn}, {"q", b.q8}, {"act", b.act}};
+    if (pp.sub_norms) args.push_back({"norm_weight", w.attn_sub_norm});
+    args.insert(args.end(), attention_args.begin(), attention_args.end());
+    pp.merge_quantize->dispatch(g, args, pp.sub_norms ? rt::push(eps) : rt::PushConstants{}, n);
+  } else if (pp.sub_norms) {
     norm_quantize_rows(b.attn, w.attn_sub_norm);
-  else
+  } else {
     pp.quantize->dispatch(g, {{"x", b.attn}, {"q", b.q8}, {"act", b.act}}, {}, n);
+  }
   project(pp.attn_output, w.attn_output, b.x);
   norm_quantize_rows(b.x, w.ffn_norm);
   // ffn_down's input, quantized by norm_quantize_ffn (ffn_sub_norm in front where the graph has it).

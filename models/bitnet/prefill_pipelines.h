@@ -47,11 +47,13 @@ struct ProjectionChoice {
   // rope_kv_write_sequences it replaces; the step binds its sequences, the RoPE table and the
   // layer's caches (record_block_layer's rope_args).
   bool rope_in_qkv = false;
-  // Decode steps that normalize in the projections (BlockProjections::normalized, tiles of one
-  // token): attn_output merges attention's deferred partials itself (attention_decode_sequences
-  // with defer_combine; MatvecOptions::attention_partials), bit for bit the output attention
-  // would have combined; the step binds attention_step (its sequences) and attention_partials
-  // (record_block_layer's attention_args). Ignored unless they normalize in tiles of one token.
+  // Decode steps whose attention leaves its chunks' combine to the consumer
+  // (attention_decode_sequences with defer_combine): attn_output merges them in its prologue
+  // where it normalizes in tiles of one token (BlockProjections::attention_partials), attn_sub_norm's
+  // quantize where the input is quantized (BlockProjections::merge_quantize), bit for bit the
+  // output attention would have combined. The step binds attention_step (its sequences) and
+  // attention_partials (record_block_layer's attention_args). Projections that normalize in
+  // tiles of several tokens cannot merge: they take attention's combined output.
   std::optional<ops::AttentionPartialsInput> attention_partials;
   // attn_output's rows per subgroup where it merges them (0: the engine's): the single-sequence
   // decode graph's shape, the same bits (each row's dot is exact whatever the grouping).
@@ -73,6 +75,11 @@ struct BlockProjections {
   bool sub_norms = true;  // the graph's: attn_sub_norm and ffn_sub_norm in front of attn_output and ffn_down
   // attn_output reads attention's deferred partials (ProjectionChoice::attention_partials).
   bool attention_partials = false;
+  // Else, with ProjectionChoice::attention_partials and quantized input: attn_sub_norm's norm +
+  // int8 merges them (ops::attention_output_quantize), instead of norm_quantize.
+  std::optional<ops::PlannedPipeline> merge_quantize;
+  // Whether the block's attention must leave its combine to the consumer (defer_combine).
+  bool merges_attention() const { return attention_partials || merge_quantize.has_value(); }
   // Each with its grid for a block's tokens (ops/plan.h).
   // ffn_down's input: RMSNorm (ffn_sub_norm, with sub_norms) + int8 over ffn_dim (Separate: reads
   // gate and up and forms act(gate) * up); not with `normalized`.
@@ -128,8 +135,8 @@ struct BlockActivations {
 // norm+quantize, gate/up, norm+quantize, ffn_down (+ residual); with pp.normalized, the
 // projections alone. With pp.qkv_rope, QKV does the RoPE and cache rows itself, with `rope_args`
 // (sequences, rope_table, k_cache, v_cache), and attend() records the attention alone. With
-// pp.attention_partials, attn_output also binds `attention_args` (attention_step,
-// attention_partials).
+// pp.merges_attention(), attn_output or attn_sub_norm's quantize also binds `attention_args`
+// (attention_step, attention_partials).
 void record_block_layer(rt::Graph& g, const BlockProjections& pp, const ops::PlannedPipeline& norm_quantize,
                         const LayerWeights& w, const BlockActivations& b, uint32_t n, float eps,
                         const std::function<void()>& attend, const std::vector<rt::Arg>& rope_args = {},

@@ -38,8 +38,8 @@ dsl::Kernel attention_decode(const OpTarget& target, const AttentionDims& dims, 
 // n_kv_heads], zeroed once), out (write, f32 [tokens, n_heads*head_dim]). Push: n (u32, tokens).
 // Grid: (n_kv_heads * tuning.head_split, chunks, tokens). `context`: the positions a sequence
 // may have. With tuning.defer_combine, a token's out is not written for 1 < active <=
-// defer_combine: a batch in tiles of one token whose attn_output combines its partials
-// (MatvecOptions::attention_partials with AttentionPartialsInput::sequences).
+// defer_combine: its consumer merges the partials (attention_word_loader with a token: attn_output
+// in tiles of one token, MatvecOptions::attention_partials, or attention_output_quantize).
 dsl::Kernel attention_decode_sequences(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks,
                                        const SplitKvTuning& tuning = {});
 

@@ -291,34 +291,41 @@ TEST_F(BatchDecoder, NormsInsideTheProjectionsGiveTheSameBits) {
   EXPECT_LT(fused.step_stats(1).dispatches, apart.step_stats(1).dispatches) << "the norms are not dispatches";
 }
 
-// The one-lane bucket normalizes inside the projections and leaves attention's combine to
-// attn_output (BatchOptions::defer_attention_combine), which merges a token's chunks in its
-// prologue; the same steps with the norms apart combine in the attention kernel. The same bits,
-// at positions of one to four chunks, alone or beside others.
-TEST_F(BatchDecoder, AttentionCombinedByAttnOutputGivesTheSameBits) {
+// Attention leaves its chunks' combine to the consumer (BatchOptions::defer_attention_combine):
+// attn_output's prologue in the one-lane bucket, which normalizes inside the projections, and
+// attn_sub_norm's quantize (ops::attention_output_quantize) where the norms are dispatches. The
+// same bits as attention combining them itself, at positions of one to four chunks, alone or
+// beside others.
+TEST_F(BatchDecoder, AttentionCombinedByItsConsumerGivesTheSameBits) {
   const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
   bitnet::ModelOptions o;
   o.top_k = 8;
-  bitnet::BitNetModel deferring_model(ctx(), file, config, o), apart_model(ctx(), file, config, o);
+  bitnet::BitNetModel model_a(ctx(), file, config, o), model_b(ctx(), file, config, o), model_c(ctx(), file, config, o);
   const bitnet::BatchOptions short_passes{.attention_chunks = 4, .attention_positions_per_pass = 1, .return_candidates = true};
-  bitnet::BatchOptions deferring = short_passes, apart = short_passes;
-  deferring.norm_fused_max_tokens = 1;
-  apart.norm_fused_max_tokens = -1;
-  bitnet::BitNetBatchDecoder a(ctx(), deferring_model, 3, deferring), b(ctx(), apart_model, 3, apart);
+  bitnet::BatchOptions in_attn_output = short_passes, in_quantize = short_passes, in_attention = short_passes;
+  in_attn_output.norm_fused_max_tokens = 1;
+  in_quantize.norm_fused_max_tokens = -1;
+  in_attention.norm_fused_max_tokens = -1;
+  in_attention.defer_attention_combine = false;
+  bitnet::BitNetBatchDecoder a(ctx(), model_a, 3, in_attn_output), b(ctx(), model_b, 3, in_quantize), c(ctx(), model_c, 3, in_attention);
   const uint32_t v = config.vocab_size, steps = 40;  // from 10 positions (one chunk) past 48 (four)
-  std::vector<Stream> alone_a = {{0, prompt_of(70, 10, v), {}, {}}}, alone_b = alone_a;
+  std::vector<Stream> alone_a = {{0, prompt_of(70, 10, v), {}, {}}}, alone_b = alone_a, alone_c = alone_a;
   run_together(a, alone_a, steps);
   run_together(b, alone_b, steps);
-  expect_same_candidates(alone_a[0], alone_b[0], "alone");
-  const auto names = a.step_operation_names(a.bucket_for(1));
-  auto has = [&](const char* part) {
+  run_together(c, alone_c, steps);
+  expect_same_candidates(alone_a[0], alone_c[0], "alone, attn_output merging");
+  expect_same_candidates(alone_b[0], alone_c[0], "alone, the quantize merging");
+  auto has = [](const bitnet::BitNetBatchDecoder& d, const char* part) {
+    const auto names = d.step_operation_names(d.bucket_for(1));
     return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return n.find(part) != std::string::npos; });
   };
-  EXPECT_TRUE(has("_deferred") && has("_merging")) << "the one-lane bucket does not leave the combine to attn_output";
+  EXPECT_TRUE(has(a, "_deferred") && has(a, "_merging")) << "attn_output does not merge";
+  EXPECT_TRUE(has(b, "_deferred") && has(b, "quantize_attention_output")) << "the quantize does not merge";
+  EXPECT_FALSE(has(c, "_deferred"));
   std::vector<Stream> crowd = {{1, prompt_of(70, 10, v), {}, {}}, {2, prompt_of(71, 30, v), {}, {}}};
   run_together(a, crowd, steps);
-  expect_same_candidates(crowd[0], alone_b[0], "beside another");
+  expect_same_candidates(crowd[0], alone_c[0], "beside another");
 }
 
 // Buckets whose QKV is one dispatch rotate q and k and write the cache rows in its epilogue; the

@@ -1,14 +1,16 @@
-// Batched decode's deferred combine: attention_decode_sequences leaves a token's chunks to
-// attn_output (SplitKvTuning::defer_combine), whose norm prologue merges them
-// (MatvecOptions::attention_partials in a tile of one token). A batch's buckets combine in either
-// place, so both must give the same bits: attention combining in the kernel, then the standalone
-// RMSNorm + int8 and the quantized matmul.
+// Batched decode's deferred combine: attention_decode_sequences leaves a token's chunks to its
+// consumer (SplitKvTuning::defer_combine): attn_output's norm prologue in a tile of one token
+// (MatvecOptions::attention_partials) or attn_sub_norm's quantize (attention_output_quantize). A
+// batch's buckets merge in either place, or take attention's own combine, so all must give the
+// same bits: attention combining in the kernel, then the standalone RMSNorm + int8 and the
+// quantized matmul.
 #include <bit>
 #include <cstring>
 #include <string>
 
 #include "models/formats/i2s.h"
 #include "ops/attention/attention_decode.h"
+#include "ops/attention/attention_output_quantize.h"
 #include "ops/attention/attention_split_kv.h"
 #include "ops/common/quantize_activations.h"
 #include "ops/ternary/ternary_matmul.h"
@@ -93,6 +95,26 @@ TEST_F(DeferredCombine, AttnOutputMergingThePartialsGivesTheBitsOfTheCombinedOut
                        {"attention_partials", partials_d}},
                    rt::push(eps, n), n);
     g.submit_and_wait();
+    // attn_sub_norm's quantize merging them itself (ops::attention_output_quantize, the larger
+    // buckets' step): the standalone quantizer's int8 words, scales and sums.
+    for (bool rms_norm : {true, false}) {
+      rt::Buffer mq(ctx(), uint64_t(n) * cols, {false, "q"}), ma(ctx(), 8ull * n, {false, "act"});
+      const ops::PlannedPipeline merge = ops::make_pipeline(ctx(), ops::plan_attention_output_quantize(target(), *f.projection.attention_partials, rms_norm));
+      std::vector<rt::Arg> args = {{"x", out_d}, {"q", mq}, {"act", ma}, {"attention_step", sb}, {"attention_partials", partials_d}};
+      if (rms_norm) args.push_back({"norm_weight", norm});
+      rt::Graph mg(ctx());
+      merge.dispatch(mg, args, rms_norm ? rt::push(eps) : rt::PushConstants{}, n);
+      mg.submit_and_wait();
+      if (rms_norm) {
+        EXPECT_EQ(mq.download<uint32_t>(), q8.download<uint32_t>());
+        EXPECT_EQ(ma.download<uint32_t>(), act.download<uint32_t>());
+      } else {
+        rt::Buffer pq(ctx(), uint64_t(n) * cols, {false, "q"}), pa(ctx(), 8ull * n, {false, "act"});
+        run(ops::quantize_activations(target(), cols), {out, pq, pa}, rt::push(), rt::Grid{n});
+        EXPECT_EQ(mq.download<uint32_t>(), pq.download<uint32_t>());
+        EXPECT_EQ(ma.download<uint32_t>(), pa.download<uint32_t>());
+      }
+    }
     const auto got = y.download<float>(), want = y_apart.download<float>();
     const auto got_acc = acc.download<int32_t>(), want_acc = acc_apart.download<int32_t>();
     for (uint32_t t = 0; t < n; ++t)
