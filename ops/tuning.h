@@ -48,12 +48,13 @@ struct Tuning {
   // (bench/RESULTS.md run 22, ctx 512, tokens/s): 2 chunks B = 1 753, B = 16 4,289, B = 64
   // 10,720; 4 chunks 772, 4,141, 10,258 (two a workgroup past 4 lanes; 4,202 and 10,184 one).
   // H200: 8 chunks at B = 1 no faster than 4; a split of 4 in the small buckets no faster.
-  // Since every bucket leaves the combine to its consumer (BatchOptions::defer_attention_combine;
-  // chunks of whole passes), H200 (bench/RESULTS.md run 24, tokens/s): 4 chunks B = 1 844-849,
-  // B = 16 4,387-4,414, B = 64 10,769-10,872, two a workgroup past 4 lanes 841-846, 4,330-4,346,
-  // 10,985-11,036; 2 chunks 809-814, 4,472-4,494, 11,383-11,453; combined in the kernel (4
-  // chunks) 807-816, 4,392-4,396, 10,534-10,542. Two a workgroup only past 16 lanes: B = 16
-  // 4,342-4,354 against 4,246-4,264 (B = 64 the same); four a workgroup: B = 64 10,654.
+  // Since the buckets leave the combine to their consumer (BatchOptions::defer_attention_combine;
+  // chunks of whole passes; the one-lane bucket then takes the decode graph's head split), H200
+  // (bench/RESULTS.md run 24, tokens/s): 4 chunks B = 1 844-849, B = 16 4,387-4,414, B = 64
+  // 10,769-10,872; two a workgroup past 4 lanes 839-846, 4,246-4,346, 10,849-11,036; 2 chunks
+  // 809-814, 4,472-4,494, 11,383-11,453; combined in the kernel (4 chunks) 807-816,
+  // 4,392-4,396, 10,534-10,542. Two a workgroup only past 16 lanes: B = 16 4,342-4,354 (B = 64
+  // the same); four a workgroup: B = 64 10,654.
   // 4 chunks trade 5% of B = 64 for 3.5% of B = 1, which the bar (B = 1 as fast as one
   // sequence's decode) asks for first.
   uint32_t sequences_attention_chunks = 4;

@@ -68,6 +68,9 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
                               ops::lm_head_bounds_coopmat_fits(model.pipelines().target, model.vocab_size(), model.config().dim,
                                                                uint32_t(model.greedy_head_->parts.size()))) {
   if (slots == 0) throw std::invalid_argument("a batch decoder needs at least one slot");
+  // A consumer merges every chunk in one round; attention's own combine (the buckets that cannot
+  // merge) must too, or its sums round differently.
+  attention_tuning_.combine_unroll = std::max(attention_tuning_.combine_unroll, attention_chunks_);
   const auto& t = model.pipelines().target;
   const auto& dims = model.pipelines().dims;
   const uint32_t vocab = model.vocab_size(), k = model.pipelines().top_k;

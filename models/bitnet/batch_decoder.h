@@ -8,7 +8,8 @@
 // with the KV-cache write (in the QKV epilogue where QKV is one subgroup-matmul dispatch, else a
 // dispatch of its own) and attention take each token's position and cache rows from its
 // sequence record (ops/common/step_state.h), one dispatch for all; attention leaves the merge of
-// a token's chunks to attn_output or attn_sub_norm's quantize (BatchOptions::defer_attention_combine). The tail runs a grid row per
+// a token's chunks to attn_output or attn_sub_norm's quantize (BatchOptions::defer_attention_combine;
+// buckets whose projections normalize in tiles of several tokens take attention's own combine). The tail runs a grid row per
 // output: greedy outputs take the pruned LM head where the model holds its int8 shadow
 // (BatchOptions::pruned_head: the shadow's bounds, on int8 tensor cores for all lanes at once where
 // the device has them, then each lane's candidate rows exactly: the argmax of lm_head's f32
@@ -75,8 +76,9 @@ struct BatchOptions {
   uint32_t attention_spread_head_split = 0;
   // Attention leaves its chunks' combine to the next step, as the single-sequence decode graph
   // does: attn_output's norm prologue merges them where the projections normalize their input in
-  // tiles of one token (the one-lane bucket), attn_sub_norm's quantize elsewhere
-  // (ops::attention_output_quantize). No counter, no last workgroup's second pass; the same bits
+  // tiles of one token (the one-lane bucket), attn_sub_norm's quantize where they read quantized
+  // input (ops::attention_output_quantize); projections that normalize in tiles of several tokens
+  // take attention's own combine. No counter, no last workgroup's second pass; the same bits
   // (every bucket cuts a sequence's positions into the same whole-pass chunks and merges them
   // with the same arithmetic). false: attention combines them itself in every bucket.
   bool defer_attention_combine = true;
@@ -163,6 +165,8 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
     std::unique_ptr<rt::Graph> graph;
   };
   Step& step_for(uint32_t lanes);
+  // The attention pipeline of a bucket of `lanes` with these projections, made at its first use.
+  const ops::PlannedPipeline& attention_for(uint32_t lanes, const BlockProjections& projections);
   Tail& tail_for(uint32_t rows, TailKind kind);
   // The tail a step's outputs need: `greedy`, whether any is greedy; `full`, whether any needs
   // every logit (sampled, or candidates returned); `vocabulary`, whether any draws over them all.
@@ -192,8 +196,6 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   uint32_t spread_lanes_ = 0, per_workgroup_ = 1, spread_split_ = 1, merging_split_ = 1;
   // What a consumer of the deferred partials needs (BatchOptions::defer_attention_combine).
   std::optional<ops::AttentionPartialsInput> deferred_partials_;
-  // The attention pipeline of a bucket of `lanes` with these projections, made at its first use.
-  const ops::PlannedPipeline& attention_for(uint32_t lanes, const BlockProjections& projections);
   bool head_on_tensor_cores_;
   std::optional<ops::PlannedPipeline> pack_half_;  // xn -> F16 for the tensor-core head
   std::optional<ops::PlannedPipeline> lm_head_;    // else every lane's logits from one read of the table (lm_head_batch)

@@ -82,7 +82,7 @@ BitNetBatchDecoder::Tail& BitNetBatchDecoder::tail_for(uint32_t rows, TailKind k
 
 const ops::PlannedPipeline& BitNetBatchDecoder::attention_for(uint32_t lanes, const BlockProjections& proj) {
   ops::SplitKvTuning tuning = attention_tuning_;
-  if (proj.attention_partials)
+  if (proj.attn_output_merges)
     tuning.head_split = merging_split_;
   else if (lanes > spread_lanes_)
     tuning.chunks_per_workgroup = per_workgroup_;

@@ -50,7 +50,7 @@ Engine engine_for(const ops::OpTarget& t, const ProjectionChoice& choice) {
 
 // Whether attn_output merges attention's deferred partials: a choice that asks, normalized in
 // tiles of one token (MatvecOptions::attention_partials).
-bool attn_output_merges(const ProjectionChoice& choice, const Engine& e) {
+bool merges_in_attn_output(const ProjectionChoice& choice, const Engine& e) {
   return choice.attention_partials && e.normalized && e.options.tokens_per_workgroup == 1;
 }
 
@@ -82,17 +82,17 @@ BlockProjections::BlockProjections(rt::Context& ctx, const models::BitNetConfig&
       separate(engine_for(t, choice).separate),
       normalized(engine_for(t, choice).normalized),
       sub_norms(c.sub_norms),
-      attention_partials(attn_output_merges(choice, engine_for(t, choice))) {
+      attn_output_merges(merges_in_attn_output(choice, engine_for(t, choice))) {
   if (c.n_heads * c.head_dim != c.dim)
     throw std::invalid_argument("prefill: attention's output is quantized over dim, so n_heads * head_dim must equal dim");
   const Engine e = engine_for(t, choice);
   ops::PipelineBatch own;
   ops::PipelineBatch& b = batch ? *batch : own;
   Engine merging = e;
-  if (attention_partials && choice.merging_attn_output_rows)
+  if (attn_output_merges && choice.merging_attn_output_rows)
     merging.options.projection.rows_per_subgroup = choice.merging_attn_output_rows;
   b.add(projection(t, c, merging, c.dim, c.n_heads * c.head_dim, true,
-                   attention_partials ? choice.attention_partials : std::nullopt), attn_output);
+                   attn_output_merges ? choice.attention_partials : std::nullopt), attn_output);
   b.add(projection(t, c, e, c.dim, c.ffn_dim, true), ffn_down);
   if (!normalized) b.add(ops::plan_quantize_activations(t, c.ffn_dim, ffn_down_quantize(c, separate)), norm_quantize_ffn);
   if (!normalized && !c.sub_norms) b.add(ops::plan_quantize_activations(t, c.dim), quantize);
@@ -172,7 +172,7 @@ void record_block_layer(rt::Graph& g, const BlockProjections& pp, const ops::Pla
       args.insert(args.end(), extra.begin(), extra.end());
       proj.dispatch(g, args, pp.sub_norms ? rt::push(eps, n) : rt::push(n), n);
     };
-    sub_normed(pp.attn_output, w.attn_output, b.attn, w.attn_sub_norm, pp.attention_partials ? attention_args : std::vector<rt::Arg>{});
+    sub_normed(pp.attn_output, w.attn_output, b.attn, w.attn_sub_norm, pp.attn_output_merges ? attention_args : std::vector<rt::Arg>{});
     pp.gate_up->dispatch(g, {{"w_gate", w.ffn_gate}, {"w_up", w.ffn_up}, {"x", b.x}, {"norm_weight", w.ffn_norm}, {"y", b.ffn}},
                          rt::push(eps, n), n);
     sub_normed(pp.ffn_down, w.ffn_down, b.ffn, w.ffn_sub_norm, {});

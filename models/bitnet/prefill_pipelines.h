@@ -49,7 +49,7 @@ struct ProjectionChoice {
   bool rope_in_qkv = false;
   // Decode steps whose attention leaves its chunks' combine to the consumer
   // (attention_decode_sequences with defer_combine): attn_output merges them in its prologue
-  // where it normalizes in tiles of one token (BlockProjections::attention_partials), attn_sub_norm's
+  // where it normalizes in tiles of one token (BlockProjections::attn_output_merges), attn_sub_norm's
   // quantize where the input is quantized (BlockProjections::merge_quantize), bit for bit the
   // output attention would have combined. The step binds attention_step (its sequences) and
   // attention_partials (record_block_layer's attention_args). Projections that normalize in
@@ -74,12 +74,12 @@ struct BlockProjections {
   bool normalized = false;
   bool sub_norms = true;  // the graph's: attn_sub_norm and ffn_sub_norm in front of attn_output and ffn_down
   // attn_output reads attention's deferred partials (ProjectionChoice::attention_partials).
-  bool attention_partials = false;
+  bool attn_output_merges = false;
   // Else, with ProjectionChoice::attention_partials and quantized input: attn_sub_norm's norm +
   // int8 merges them (ops::attention_output_quantize), instead of norm_quantize.
   std::optional<ops::PlannedPipeline> merge_quantize;
   // Whether the block's attention must leave its combine to the consumer (defer_combine).
-  bool merges_attention() const { return attention_partials || merge_quantize.has_value(); }
+  bool merges_attention() const { return attn_output_merges || merge_quantize.has_value(); }
   // Each with its grid for a block's tokens (ops/plan.h).
   // ffn_down's input: RMSNorm (ffn_sub_norm, with sub_norms) + int8 over ffn_dim (Separate: reads
   // gate and up and forms act(gate) * up); not with `normalized`.

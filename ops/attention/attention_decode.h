@@ -36,7 +36,7 @@ dsl::Kernel attention_decode(const OpTarget& target, const AttentionDims& dims, 
 // rows, token t's positions 0..pos at rows first_row..first_row + pos), partials (read-write,
 // attention_partials_bytes(dims, chunks, tokens)), counters (read-write, u32 [tokens *
 // n_kv_heads], zeroed once), out (write, f32 [tokens, n_heads*head_dim]). Push: n (u32, tokens).
-// Grid: (n_kv_heads * tuning.head_split, chunks, tokens). `context`: the positions a sequence
+// Grid: (n_kv_heads * tuning.head_split, attention_chunk_workgroups(chunks, tuning), tokens). `context`: the positions a sequence
 // may have. With tuning.defer_combine, a token's out is not written for 1 < active <=
 // defer_combine: its consumer merges the partials (attention_word_loader with a token: attn_output
 // in tiles of one token, MatvecOptions::attention_partials, or attention_output_quantize).

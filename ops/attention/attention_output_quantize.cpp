@@ -1,5 +1,6 @@
 #include "ops/attention/attention_output_quantize.h"
 
+#include <stdexcept>
 #include <string>
 
 #include "ops/attention/attention_split_kv.h"
@@ -13,6 +14,11 @@ Kernel attention_output_quantize(const OpTarget& target, const AttentionPartials
   const uint32_t dim = a.dims.q_width();
   const QuantizeOptions standalone{rms_norm};
   const uint32_t w = quantize_activations_workgroup(target, standalone);  // the standalone kernel's: its bits
+  // The staged copy of x (QuantizeBody::stride_order_squares) and three reductions' scratch.
+  if (4ull * dim + 3ull * 4 * w > target.max_shared_bytes)
+    throw std::invalid_argument("attention_output_quantize: " + std::to_string(dim) + " floats of attention's output and the "
+                                "reduction scratch do not fit in " + std::to_string(target.max_shared_bytes) +
+                                " bytes of shared memory");
   KernelBuilder k(std::string(rms_norm ? "rms_norm_" : "") + "quantize_attention_output_" + std::to_string(dim), {w, 1, 1});
   auto x = k.buffer<f32>("x", Access::Read);
   std::optional<Buffer<f32>> norm_weight;

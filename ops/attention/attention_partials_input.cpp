@@ -25,7 +25,6 @@ std::function<std::array<Expr<f32>, 4>(Expr<u32>)> attention_word_loader(KernelB
                                                                          const Buffer<u32>& step, const Buffer<vec2>& partials,
                                                                          const std::optional<Buffer<f32>>& used, Expr<u32> workgroup,
                                                                          uint32_t workgroup_size, std::optional<Expr<u32>> token) {
-  static_assert(kSequencePos == kStepPos);
   const uint32_t hd = a.dims.head_dim, group = a.dims.group(), pairs = group * hd / 2;
   KernelBuilder* kb = &k;
   const Expr<u32> t = token ? *token : constant<u32>(0u);

@@ -9,7 +9,8 @@
 // run 7). Token t sees n = pos + t + 1 positions, where a pass is
 // what one workgroup reads at once (rows x positions_per_pass positions): up to one pass they are
 // one chunk (no combine); beyond, `active` = min(chunks, ceil(n / (pass / 2))) equal non-empty
-// chunks at run time. Short contexts use few workgroups and a short combine, long ones all
+// chunks at run time (with defer_combine or whole_pass_chunks: min(chunks, ceil(n / pass)),
+// attention_active_chunks). Short contexts use few workgroups and a short combine, long ones all
 // `chunks`, and the grid never depends on pos.
 // Workgroups past `active` return at once.
 //

@@ -295,7 +295,7 @@ TEST_F(BatchDecoder, NormsInsideTheProjectionsGiveTheSameBits) {
 // attn_output's prologue in the one-lane bucket, which normalizes inside the projections, and
 // attn_sub_norm's quantize (ops::attention_output_quantize) where the norms are dispatches. The
 // same bits as attention combining them itself, at positions of one to four chunks, alone or
-// beside others.
+// beside another (two chunks a workgroup there, where the quantize merges).
 TEST_F(BatchDecoder, AttentionCombinedByItsConsumerGivesTheSameBits) {
   const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
@@ -306,11 +306,20 @@ TEST_F(BatchDecoder, AttentionCombinedByItsConsumerGivesTheSameBits) {
   bitnet::BatchOptions in_attn_output = short_passes, in_quantize = short_passes, in_attention = short_passes;
   in_attn_output.norm_fused_max_tokens = 1;
   in_quantize.norm_fused_max_tokens = -1;
+  in_quantize.attention_spread_lanes = 1;  // two chunks a workgroup from two lanes on
   in_attention.norm_fused_max_tokens = -1;
   in_attention.defer_attention_combine = false;
   bitnet::BitNetBatchDecoder a(ctx(), model_a, 3, in_attn_output), b(ctx(), model_b, 3, in_quantize), c(ctx(), model_c, 3, in_attention);
-  const uint32_t v = config.vocab_size, steps = 40;  // from 10 positions (one chunk) past 48 (four)
-  std::vector<Stream> alone_a = {{0, prompt_of(70, 10, v), {}, {}}}, alone_b = alone_a, alone_c = alone_a;
+  // Decode steps from position 40 (two chunks) to 99: four chunks from 3 passes + 1 on (one
+  // chunk: the DeferredCombine op tests).
+  const uint32_t v = config.vocab_size, prompt = 40, steps = 60;
+  ops::SplitKvTuning one_position;
+  one_position.positions_per_pass = 1;
+  const uint32_t pass = ops::attention_pass(ops::OpTarget::from(ctx().info()), {config.n_heads, config.n_kv_heads, config.head_dim},
+                                            one_position);
+  ASSERT_GE(prompt + steps - 1, 3 * pass + 1) << "the steps do not reach four chunks";
+  ASSERT_GE(prompt, pass) << "the steps start past one chunk";
+  std::vector<Stream> alone_a = {{0, prompt_of(70, prompt, v), {}, {}}}, alone_b = alone_a, alone_c = alone_a;
   run_together(a, alone_a, steps);
   run_together(b, alone_b, steps);
   run_together(c, alone_c, steps);
@@ -323,9 +332,11 @@ TEST_F(BatchDecoder, AttentionCombinedByItsConsumerGivesTheSameBits) {
   EXPECT_TRUE(has(a, "_deferred") && has(a, "_merging")) << "attn_output does not merge";
   EXPECT_TRUE(has(b, "_deferred") && has(b, "quantize_attention_output")) << "the quantize does not merge";
   EXPECT_FALSE(has(c, "_deferred"));
-  std::vector<Stream> crowd = {{1, prompt_of(70, 10, v), {}, {}}, {2, prompt_of(71, 30, v), {}, {}}};
-  run_together(a, crowd, steps);
-  expect_same_candidates(crowd[0], alone_c[0], "beside another");
+  for (bitnet::BitNetBatchDecoder* d : {&a, &b}) {
+    std::vector<Stream> crowd = {{1, prompt_of(70, prompt, v), {}, {}}, {2, prompt_of(71, 30, v), {}, {}}};
+    run_together(*d, crowd, steps);
+    expect_same_candidates(crowd[0], alone_c[0], d == &a ? "beside another" : "beside another, the quantize merging");
+  }
 }
 
 // Buckets whose QKV is one dispatch rotate q and k and write the cache rows in its epilogue; the

@@ -22,7 +22,7 @@ namespace {
 class DeferredCombine : public OpsTest {};
 
 TEST_F(DeferredCombine, AttnOutputMergingThePartialsGivesTheBitsOfTheCombinedOutput) {
-  const ops::AttentionDims d{4, 2, 64};  // attention's output is 256 wide: attn_output's columns
+  const ops::AttentionDims d{16, 4, 64};  // attention's output is 1024 wide: attn_output's columns, 4 a quantizer invocation
   const uint32_t cols = d.q_width(), rows = 40, chunks = 4;
   const float eps = 1e-5f;
   ops::SplitKvTuning combined;
@@ -76,11 +76,12 @@ TEST_F(DeferredCombine, AttnOutputMergingThePartialsGivesTheBitsOfTheCombinedOut
   }
 
   // Deferred: attention leaves 2..4 chunks as partials, attn_output merges them in its prologue.
-  for (uint32_t split : {1u, 2u}) {
-    SCOPED_TRACE(testing::Message() << "head split " << split);
+  for (const auto [split, per] : {std::pair{1u, 1u}, std::pair{2u, 1u}, std::pair{1u, 2u}}) {
+    SCOPED_TRACE(testing::Message() << "head split " << split << ", " << per << " chunks a workgroup");
     ops::SplitKvTuning deferred = combined;
     deferred.defer_combine = chunks;
     deferred.head_split = split;
+    deferred.chunks_per_workgroup = per;
     rt::Buffer out_d = buffer_of(std::vector<float>(size_t(n) * cols, -7.0f), "out");
     rt::Buffer partials_d(ctx(), ops::attention_partials_bytes(d, chunks, n), {false, "partials"});
     attention(deferred, out_d, partials_d);
@@ -162,11 +163,12 @@ TEST_F(DeferredCombine, MergedWordsAreTheCombinedOutputsBits) {
   attention(combined, want, scratch);
   const auto combined_out = want.download<float>();
 
-  for (uint32_t split : {1u, 4u}) {
-    SCOPED_TRACE(testing::Message() << "head split " << split);
+  for (const auto [split, per] : {std::pair{1u, 1u}, std::pair{4u, 1u}, std::pair{1u, 2u}}) {
+    SCOPED_TRACE(testing::Message() << "head split " << split << ", " << per << " chunks a workgroup");
     ops::SplitKvTuning deferred = combined;
     deferred.defer_combine = chunks;
     deferred.head_split = split;
+    deferred.chunks_per_workgroup = per;
     rt::Buffer out = buffer_of(std::vector<float>(size_t(n) * width, -7.0f), "out");
     rt::Buffer partials(ctx(), ops::attention_partials_bytes(d, chunks, n), {false, "partials"});
     attention(deferred, out, partials);
