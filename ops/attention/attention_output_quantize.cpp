@@ -32,7 +32,6 @@ Kernel attention_output_quantize(const OpTarget& target, const AttentionPartials
 
   auto token = k.workgroup_id().x();
   auto x_base = let("x_base", token * dim);
-  auto q_base = let("q_base", token * (dim / 4));
   QuantizeBody body;
   body.dim = dim;
   body.workgroup = w;
@@ -41,12 +40,7 @@ Kernel attention_output_quantize(const OpTarget& target, const AttentionPartials
   body.stride_order_squares = true;
   if (norm_weight) body.load_norm_weight = [&](Expr<u32> i) { return Expr<f32>((*norm_weight)[i]); };
   body.eps = eps;
-  body.store_q = [&](Expr<u32> word, Expr<u32> packed) { q[q_base + word] = packed; };
-  const QuantizedTotals totals = emit_quantize_activations(k, body);
-  if_(k.local_index() == 0u, [&] {
-    act[token * 2u] = bitcast<u32>(totals.scale);
-    act[token * 2u + 1u] = bitcast<u32>(totals.sum);
-  });
+  emit_token_quantize(k, body, q, act, token);
   return k.build();
 }
 

@@ -141,6 +141,16 @@ QuantizedTotals emit_quantize_activations(KernelBuilder& k, const QuantizeBody& 
   return {scale, sum};
 }
 
+void emit_token_quantize(KernelBuilder& k, QuantizeBody body, const Buffer<u32>& q, const Buffer<u32>& act, Expr<u32> token) {
+  auto q_base = let("q_base", token * (body.dim / 4));
+  body.store_q = [&](Expr<u32> word, Expr<u32> packed) { q[q_base + word] = packed; };
+  const QuantizedTotals totals = emit_quantize_activations(k, body);
+  if_(k.local_index() == 0u, [&] {
+    act[token * 2u] = bitcast<u32>(totals.scale);
+    act[token * 2u + 1u] = bitcast<u32>(totals.sum);
+  });
+}
+
 Kernel quantize_activations(const OpTarget& target, uint32_t dim, QuantizeOptions options) {
   if (dim == 0 || dim % 4 != 0)
     throw std::invalid_argument("quantize_activations: dim " + std::to_string(dim) + " is not a multiple of 4");
@@ -163,7 +173,6 @@ Kernel quantize_activations(const OpTarget& target, uint32_t dim, QuantizeOption
 
   auto token = k.workgroup_id().x();
   auto x_base = let("x_base", token * dim);
-  auto q_base = let("q_base", token * (dim / 4));
   QuantizeBody body;
   body.dim = dim;
   body.workgroup = w;
@@ -176,13 +185,8 @@ Kernel quantize_activations(const OpTarget& target, uint32_t dim, QuantizeOption
   }
   if (norm_weight) body.load_norm_weight = [&](Expr<u32> i) { return Expr<f32>((*norm_weight)[i]); };
   body.eps = eps;
-  body.store_q = [&](Expr<u32> word, Expr<u32> packed) { q[q_base + word] = packed; };
   if (normalized) body.store_normalized = [&](Expr<u32> i, Expr<f32> v) { (*normalized)[x_base + i] = v; };
-  const QuantizedTotals totals = emit_quantize_activations(k, body);
-  if_(k.local_index() == 0u, [&] {
-    act[token * 2u] = bitcast<u32>(totals.scale);
-    act[token * 2u + 1u] = bitcast<u32>(totals.sum);
-  });
+  emit_token_quantize(k, body, q, act, token);
   return k.build();
 }
 

@@ -71,5 +71,10 @@ struct QuantizedTotals {
   dsl::Expr<dsl::i32> sum;    // sum of q, the same in every invocation
 };
 QuantizedTotals emit_quantize_activations(dsl::KernelBuilder& k, const QuantizeBody& body);
+// A kernel that quantizes one token a workgroup: `body` (its store_q set here) writes token
+// `token`'s packed words at q[token * dim / 4 ..] and act[2 token], act[2 token + 1] (the scale's
+// bits, the sum of q), as quantize_activations lays them out.
+void emit_token_quantize(dsl::KernelBuilder& k, QuantizeBody body, const dsl::Buffer<dsl::u32>& q,
+                         const dsl::Buffer<dsl::u32>& act, dsl::Expr<dsl::u32> token);
 
 }  // namespace bdsl::ops
