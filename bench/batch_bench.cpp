@@ -98,6 +98,29 @@ void decode_batch(benchmark::State& st, BenchSession& s, uint32_t batch, uint32_
   st.counters["steps"] = stats.steps;
 }
 
+// The device's time a greedy step of `batch` sequences, the host doing nothing between steps (the
+// step and tail replayed back to back, kSteps an iteration): against decode_batch/, what the
+// host's turnaround (wait, read the tokens, write the next inputs, submit) costs a step.
+void decode_batch_device(benchmark::State& st, BenchSession& s, uint32_t batch, uint32_t slots, uint32_t ctx_len) {
+  constexpr uint32_t kSteps = 16;
+  auto& b = batch_state(s, slots, ctx_len, 0);
+  fill_slots(b, ctx_len - 1);
+  std::vector<models::BatchDecoder::Entry> entries;
+  for (uint32_t i = 0; i < batch; ++i) entries.push_back({i, int32_t(i + 1), ctx_len - 1});
+  b.decoder->decode(entries);  // records the bucket's step and sets its inputs
+  const uint32_t bucket = b.decoder->bucket_for(batch);
+  double wall = 0;
+  for (auto _ : st) {
+    const auto t0 = Clock::now();
+    b.decoder->replay_greedy_steps(bucket, kSteps);
+    const double w = std::chrono::duration<double>(Clock::now() - t0).count();
+    st.SetIterationTime(w / kSteps);
+    wall += w;
+  }
+  st.counters["tokens_per_s"] = double(st.iterations()) * kSteps * batch / wall;
+  st.counters["ms_per_step"] = wall / (double(st.iterations()) * kSteps) * 1e3;
+}
+
 // Where a step of B sequences goes: GPU time per kernel (summed over its dispatches), largest
 // first, on stderr; the counters hold the step's GPU span.
 void decode_batch_ops(benchmark::State& st, BenchSession& s, uint32_t batch, uint32_t slots, uint32_t ctx_len) {
@@ -198,6 +221,10 @@ void register_batch_benchmarks(BenchSession& s) {
   for (uint32_t batch : quick ? std::vector<uint32_t>{4} : std::vector<uint32_t>{1, 64})
     benchmark::RegisterBenchmark(fmt::format("decode_batch_sampled/B:{}", batch).c_str(),
                                  [&s, batch, slots, ctx](benchmark::State& st) { decode_batch(st, s, batch, slots, ctx, true); })
+        ->UseManualTime()->Iterations(quick ? 2 : 20)->Unit(benchmark::kMillisecond);
+  for (uint32_t batch : quick ? std::vector<uint32_t>{4} : std::vector<uint32_t>{1, 16, 64})
+    benchmark::RegisterBenchmark(fmt::format("decode_batch_device/B:{}", batch).c_str(),
+                                 [&s, batch, slots, ctx](benchmark::State& st) { decode_batch_device(st, s, batch, slots, ctx); })
         ->UseManualTime()->Iterations(quick ? 2 : 20)->Unit(benchmark::kMillisecond);
   for (uint32_t batch : quick ? std::vector<uint32_t>{4} : std::vector<uint32_t>{1, 16, 64})
     benchmark::RegisterBenchmark(fmt::format("decode_batch_ops/B:{}", batch).c_str(),

@@ -11,8 +11,11 @@
 
 #include "bench/bench_registry.h"
 #include "models/bitnet/bitnet_pipelines.h"
+#include "models/bitnet/graph_traits.h"
 #include "models/formats/gguf.h"
+#include "ops/attention.h"
 #include "ops/experimental.h"
+#include "ops/ternary.h"
 #include "runtime/kernel_pipeline.h"
 
 namespace bdsl::bench {
@@ -32,6 +35,7 @@ struct StatsState {
   std::unique_ptr<rt::Pipeline> down_alone;  // ffn_down as a one-phase decode_layer
   std::unique_ptr<rt::Pipeline> chain;       // persistent_chain/'s kernel, four phases
   std::vector<std::unique_ptr<rt::Pipeline>> prompt;  // the prompt blocks' tensor-core projections
+  std::vector<std::unique_ptr<rt::Pipeline>> one_lane;  // batched decode's one-token tiles
 };
 
 }  // namespace
@@ -78,6 +82,33 @@ void register_kernel_stats_benchmarks(BenchSession& s) {
       state->prompt.push_back(std::make_unique<rt::Pipeline>(rt::make_pipeline(*state->ctx, ops::ternary_matmul_coopmat(p.target, rows, cols, tile))));
       pipelines.push_back(state->prompt.back().get());
     }
+  // Batched decode's one-lane bucket (models/bitnet/batch_decoder.h): the decode bodies in tiles
+  // of one token, QKV with RoPE, attn_output merging 4 chunks, the attention that defers them.
+  {
+    ops::MatmulOptions tile;
+    tile.tokens_per_workgroup = 1;
+    tile.step_tokens = 1;
+    tile.projection.input = ops::MatvecInput::NormalizeInWorkgroup;
+    ops::MatmulOptions residual = tile, qkv = tile, merging = tile;
+    residual.projection.add_residual = true;
+    qkv.projection.rows_per_subgroup = 4;
+    ops::SplitKvTuning attention = p.attention_tuning;
+    attention.whole_pass_chunks = true;
+    attention.defer_combine = 4;
+    merging.projection = p.attn_output_options;
+    merging.projection.workgroup = 0;
+    merging.projection.attention_partials =
+        ops::AttentionPartialsInput{p.dims, config.context_length, 4, ops::attention_pass(p.target, p.dims, attention), 4};
+    for (const ops::Plan& plan :
+         {ops::plan_ternary_matmul_qkv_rope(p.target, p.dims, config.dim, config.context_length, qkv),
+          ops::plan_attention_decode_sequences(p.target, p.dims, config.context_length, 4, attention),
+          ops::plan_ternary_matmul(p.target, config.dim, p.dims.q_width(), merging),
+          ops::plan_ternary_matmul_gate_up(p.target, config.ffn_dim, config.dim, bitnet::gate_activation(config), tile),
+          ops::plan_ternary_matmul(p.target, config.dim, config.ffn_dim, residual)}) {
+      state->one_lane.push_back(std::make_unique<rt::Pipeline>(rt::make_pipeline(*state->ctx, plan.kernel)));
+      pipelines.push_back(state->one_lane.back().get());
+    }
+  }
   std::erase(pipelines, nullptr);
   for (const rt::Pipeline* pipeline : pipelines)
     benchmark::RegisterBenchmark(fmt::format("kernel/{}", pipeline->name()).c_str(),

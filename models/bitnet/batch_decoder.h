@@ -136,6 +136,10 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   rt::GraphStats step_stats(uint32_t bucket) const;
   std::vector<double> step_timestamps_ns(uint32_t bucket) const;
   double step_gpu_span_ns(uint32_t bucket) const;
+  // The bucket's recorded step and greedy tail replayed `n` times back to back, the host doing
+  // nothing between them (the inputs of the last decode() again): the device's time a step
+  // without the host's turnaround (bench/, decode_batch_device/).
+  void replay_greedy_steps(uint32_t bucket, uint32_t n);
   std::vector<std::string> step_operation_names(uint32_t bucket) const;
 
   // GPU timestamps in the step recordings (bitnet-dsl-bench); before the first decode().

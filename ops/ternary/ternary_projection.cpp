@@ -166,11 +166,24 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
   if (norm_weight) eps = site.eps ? *site.eps : k.push<f32>("eps");
   std::optional<Expr<u32>> token_count;
   if (batched) token_count = k.push<u32>("tokens");
+  // A tile of one token: the grid has a row per token (ternary_matmul_token_tiles), so every
+  // workgroup's token exists and needs neither a clamp nor a guard.
   std::optional<Expr<u32>> tile_token, readable_token;
   if (batched && one_token) {
     tile_token = let("tile_token", k.workgroup_id().y());
-    readable_token = let("readable_token", min(*tile_token, *token_count - 1u));
+    readable_token = tile_token;
   }
+  // RoPE over a batch: each token's position and the cache row it writes (its sequence's first
+  // row + pos); a token past the batch reads the last one's record (and writes nothing). A tile
+  // of one token reads its record here, with the weights, so that the rotations' dependent loads
+  // overlap the norm prologue as the decode step's do.
+  std::vector<Expr<u32>> token_pos, token_cache_row;
+  auto read_record = [&](Expr<u32> readable) {
+    auto record = let("record", readable * kSequenceWords);
+    token_pos.push_back(let("token_pos", Expr<u32>((*step)[record + kSequencePos])));
+    token_cache_row.push_back(let("cache_row", Expr<u32>((*step)[record + kSequenceFirstRow]) + token_pos.back()));
+  };
+  if (rope && tile_token) read_record(*tile_token);
 
   std::vector<Expr<f32>> scales;
   for (size_t t = 0; t < tensors.size(); ++t)
@@ -228,6 +241,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
     pass_rotations.emplace_back();
     if (rope) {
       if (!batched) pass_rotations.back() = rope_quad_rotations(*rope, readable, *step, *rope_table);
+      else if (tile_token) pass_rotations.back() = rope_quad_rotations_at(*rope, readable, token_pos[0], *rope_table);
       rope_quad_rows(*rope, readable, [&](size_t t, const std::vector<Expr<u32>>& rows) {
         std::vector<Expr<u32>> bases;
         for (const auto& r : rows) bases.push_back(r * units);
@@ -332,7 +346,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
     body.eps = eps;
     body.store_q = [&](Expr<u32> word, Expr<u32> v) { q_words[words ? swizzled_q_word(word) : word] = v; };
     const QuantizedTotals totals = emit_quantize_activations(k, body);  // ends with a barrier
-    slots.push_back(tile_token ? TokenSlot{*tile_token, *tile_token < *token_count} : TokenSlot{constant<u32>(0u), std::nullopt});
+    slots.push_back({tile_token ? *tile_token : constant<u32>(0u), std::nullopt});
     s.push_back(totals.scale);
     q_sum.push_back(totals.sum);
     q = [q_words](Expr<u32>, Expr<u32> i) {
@@ -356,15 +370,8 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
     }
     q = [&](Expr<u32> token, Expr<u32> i) { return Expr<uvec4>((*x_q)[token * (cols / 16) + i]); };
   }
-  // RoPE over a batch: each token's position and the cache row it writes (its sequence's first
-  // row + pos); a token past the batch reads the last one's record (and writes nothing).
-  std::vector<Expr<u32>> token_pos, token_cache_row;
-  if (rope && batched)
-    for (size_t i = 0; i < slots.size(); ++i) {
-      auto record = let("record", min(slots[i].token, *token_count - 1u) * kSequenceWords);
-      token_pos.push_back(let("token_pos", Expr<u32>((*step)[record + kSequencePos])));
-      token_cache_row.push_back(let("cache_row", Expr<u32>((*step)[record + kSequenceFirstRow]) + token_pos.back()));
-    }
+  if (rope && batched && !tile_token)
+    for (const TokenSlot& slot : slots) read_record(min(slot.token, *token_count - 1u));
   auto lane0 = k.subgroup_invocation() == 0u;
   auto project = [&](Expr<i32> dot, size_t t, size_t slot) {
     return cast<f32>(dot - q_sum[slot]) / s[slot] * scales[t];
@@ -416,7 +423,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
       std::vector<detail::RopeToken> toks;
       for (size_t i = 0; i < slots.size(); ++i)
         toks.push_back({token_pos[i], token_cache_row[i], let("q_base", slots[i].token * rope->dims.q_width()), slots[i].valid,
-                        rope_quad_rotations_at(*rope, row, token_pos[i], *rope_table)});
+                        rotations ? *rotations : rope_quad_rotations_at(*rope, row, token_pos[i], *rope_table)});
       emit_rope_kv_quad_tokens(*rope, row, project_quad, toks, y_q, k_cache, v_cache, lane0);
       return;
     }
