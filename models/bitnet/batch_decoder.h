@@ -218,8 +218,8 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   // The tails' pipelines that depend on the row count, by row count (shared by every kind; before
   // the recordings, which outlive them otherwise).
   std::map<uint32_t, ops::PlannedPipeline> coopmat_heads_, coopmat_bounds_;
-  // The steps' attention pipelines by (head split, chunks a workgroup, deferred chunks).
-  std::map<std::array<uint32_t, 3>, ops::PlannedPipeline> attention_;
+  // The steps' attention pipelines by (head split, chunks a workgroup, deferred chunks, one sequence).
+  std::map<std::array<uint32_t, 4>, ops::PlannedPipeline> attention_;
   std::vector<Step> steps_;  // recorded buckets, by lane count
   std::vector<Tail> tails_;  // recorded tails, by row count (at most slots_) and kind
   // Whose rows the model's own cache holds: slot and how many positions (none: UINT32_MAX).

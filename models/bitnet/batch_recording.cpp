@@ -89,13 +89,15 @@ const ops::PlannedPipeline& BitNetBatchDecoder::attention_for(uint32_t lanes, co
   else
     tuning.head_split = spread_split_;
   if (proj.merges_attention()) tuning.defer_combine = attention_chunks_;
-  const std::array<uint32_t, 3> key = {tuning.head_split, ops::attention_chunks_per_workgroup(attention_chunks_, tuning),
-                                       tuning.defer_combine};
+  // The one-lane bucket's kernel serves one sequence (token 0 a constant: faster code).
+  const bool one = lanes == 1;
+  const std::array<uint32_t, 4> key = {tuning.head_split, ops::attention_chunks_per_workgroup(attention_chunks_, tuning),
+                                       tuning.defer_combine, one};
   auto it = attention_.find(key);
   if (it == attention_.end()) {
     const auto& p = model_.pipelines();
     it = attention_.emplace(key, ops::make_pipeline(ctx_, ops::plan_attention_decode_sequences(p.target, p.dims, model_.context_length(),
-                                                                                              attention_chunks_, tuning)))
+                                                                                              attention_chunks_, tuning, one)))
              .first;
   }
   return it->second;

@@ -1,5 +1,6 @@
 #include "ops/attention/attention_decode.h"
 
+#include <stdexcept>
 #include <string>
 
 namespace bdsl::ops {
@@ -22,10 +23,10 @@ dsl::Kernel attention_decode(const OpTarget& target, const AttentionDims& dims, 
 }
 
 dsl::Kernel attention_decode_sequences(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks,
-                                       const SplitKvTuning& tuning) {
+                                       const SplitKvTuning& tuning, bool one_sequence) {
   const std::string base = tuning.defer_combine ? "attention_decode_sequences_f16kv_deferred" : "attention_decode_sequences_f16kv";
-  return attention_split_kv(kernel_name(base, tuning), target, dims, context, chunks,
-                            /*batch=*/true, tuning, /*sequences=*/true);
+  return attention_split_kv(kernel_name(base, tuning) + (one_sequence ? "_one" : ""), target, dims, context, chunks,
+                            /*batch=*/true, tuning, /*sequences=*/true, one_sequence);
 }
 
 Plan plan_attention_decode(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks,
@@ -35,11 +36,15 @@ Plan plan_attention_decode(const OpTarget& target, const AttentionDims& dims, ui
 }
 
 Plan plan_attention_decode_sequences(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks,
-                                     const SplitKvTuning& tuning) {
+                                     const SplitKvTuning& tuning, bool one_sequence) {
   const uint32_t heads = dims.n_kv_heads * attention_head_split(dims, tuning);
   const uint32_t groups = attention_chunk_workgroups(chunks, tuning);
-  return {attention_decode_sequences(target, dims, context, chunks, tuning),
-          [heads, groups](uint32_t tokens) { return rt::Grid{heads, groups, tokens}; }};
+  return {attention_decode_sequences(target, dims, context, chunks, tuning, one_sequence),
+          [heads, groups, one_sequence](uint32_t tokens) {
+            if (one_sequence && tokens != 1)
+              throw std::invalid_argument("attention_decode_sequences for one sequence dispatched for " + std::to_string(tokens));
+            return rt::Grid{heads, groups, tokens};
+          }};
 }
 
 }  // namespace bdsl::ops

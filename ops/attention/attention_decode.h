@@ -40,13 +40,15 @@ dsl::Kernel attention_decode(const OpTarget& target, const AttentionDims& dims, 
 // may have. With tuning.defer_combine, a token's out is not written for 1 < active <=
 // defer_combine: its consumer merges the partials (attention_word_loader with a token: attn_output
 // in tiles of one token, MatvecOptions::attention_partials, or attention_output_quantize).
+// one_sequence: steps of one sequence only (grid z 1, the push constant unread); much faster code
+// for a batch of one than indexing by z (attention_split_kv.h).
 dsl::Kernel attention_decode_sequences(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks,
-                                       const SplitKvTuning& tuning = {});
+                                       const SplitKvTuning& tuning = {}, bool one_sequence = false);
 
 // Both with their grids (ops/plan.h); the sequences' count is the tokens.
 Plan plan_attention_decode(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks,
                            const SplitKvTuning& tuning = {});
 Plan plan_attention_decode_sequences(const OpTarget& target, const AttentionDims& dims, uint32_t context, uint32_t chunks,
-                                     const SplitKvTuning& tuning = {});
+                                     const SplitKvTuning& tuning = {}, bool one_sequence = false);
 
 }  // namespace bdsl::ops

@@ -132,7 +132,7 @@ class SplitKv {
 
  public:
   SplitKv(const std::string& name, const OpTarget& target, const AttentionDims& d, uint32_t context, uint32_t chunks,
-          bool batch, const SplitKvTuning& tuning, bool sequences)
+          bool batch, const SplitKvTuning& tuning, bool sequences, bool one_sequence)
       : name_(name), target_(target), sequences_(sequences), d_(d),
         split_(attention_head_split(d, tuning)), l_(layout(target, d, tuning.max_lanes_per_row)), context_(context),
         chunks_(chunks), hd_(d.head_dim), group_(d.group()), hg_(group_ / split_),
@@ -147,13 +147,15 @@ class SplitKv {
         partials_(k_.coherent_buffer<vec2>("partials", Access::ReadWrite)),
         counters_(k_.buffer<u32>("counters", Access::ReadWrite)),
         out_(k_.buffer<vec2>("out", Access::Write)),
-        n_(batch ? k_.push<u32>("n") : constant<u32>(1)),
+        n_(batch && !one_sequence ? k_.push<u32>("n") : constant<u32>(1)),
         o_sh_(k_.shared<f32>("o_subgroups", l_.subgroups * hg_ * hd_)),
         stats_sh_(k_.shared<f32>("stats_subgroups", l_.subgroups * hg_ * 2)),
         last_sh_(k_.shared<u32>("is_last", 1)),
         lid_(k_.local_index()), kv_(split_ == 1 ? k_.workgroup_id().x() : k_.workgroup_id().x() / split_),
-        part_(split_ == 1 ? zero() : k_.workgroup_id().x() % split_), c_(k_.workgroup_id().y()), t_(k_.workgroup_id().z()) {
+        part_(split_ == 1 ? zero() : k_.workgroup_id().x() % split_), c_(k_.workgroup_id().y()),
+        t_(one_sequence ? zero() : k_.workgroup_id().z()) {
     if (kVw != l_.vw) throw std::logic_error("attention_split_kv: vector width mismatch");
+    if (one_sequence) k_.push<u32>("n");  // the batch's push constant, unread: one sequence, token 0
   }
 
   Kernel build() {
@@ -475,8 +477,10 @@ class SplitKv {
 }  // namespace
 
 dsl::Kernel attention_split_kv(const std::string& name, const OpTarget& target, const AttentionDims& d,
-                               uint32_t context, uint32_t chunks, bool batch, const SplitKvTuning& tuning, bool sequences) {
+                               uint32_t context, uint32_t chunks, bool batch, const SplitKvTuning& tuning, bool sequences,
+                               bool one_sequence) {
   if (sequences && !batch) throw std::invalid_argument(name + ": sequences are a batch of tokens");
+  if (one_sequence && !sequences) throw std::invalid_argument(name + ": one sequence is a kind of sequences");
   d.check(name.c_str());
   if (chunks == 0 || context == 0) throw std::invalid_argument(name + ": need chunks > 0 and context > 0");
   const uint32_t heads = d.group() / attention_head_split(d, tuning);
@@ -484,8 +488,8 @@ dsl::Kernel attention_split_kv(const std::string& name, const OpTarget& target, 
   if (shared_bytes(d, l, heads) > target.max_shared_bytes)
     throw std::invalid_argument(name + ": " + std::to_string(d.group()) + " heads of " + std::to_string(d.head_dim) +
                                 " need more shared memory than the device has");
-  if (l.vw == 4) return SplitKv<uvec4>(name, target, d, context, chunks, batch, tuning, sequences).build();
-  return SplitKv<uvec2>(name, target, d, context, chunks, batch, tuning, sequences).build();
+  if (l.vw == 4) return SplitKv<uvec4>(name, target, d, context, chunks, batch, tuning, sequences, one_sequence).build();
+  return SplitKv<uvec2>(name, target, d, context, chunks, batch, tuning, sequences, one_sequence).build();
 }
 
 }  // namespace bdsl::ops

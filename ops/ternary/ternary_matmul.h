@@ -31,7 +31,9 @@ struct MatmulOptions {
   MatvecOptions projection;  // input: Quantized, or NormalizeInWorkgroup (binds x and norm_weight, push eps then tokens)
   uint32_t tokens_per_workgroup = 8;  // tokens sharing each weight load (accumulators per lane)
   // > 0: the kernel serves decode steps of up to this many tokens, not prompt blocks: the
-  // tensor-core variant takes tiles sized for it (coop_tiles_for_step).
+  // tensor-core variant takes tiles sized for it (coop_tiles_for_step). 1, with tiles of one
+  // token: steps of one token only (token 0 a constant, as the decode step's kernels; faster
+  // code than indexing by the grid), dispatched for one token.
   uint32_t step_tokens = 0;
   uint32_t step_row_subgroups = 0, step_token_subgroups = 0;  // its tiles; 0: ops/tuning.h's
   int step_double_buffer = -1;  // 0 or 1; -1: ops/tuning.h's

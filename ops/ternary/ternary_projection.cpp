@@ -102,7 +102,7 @@ ProjectionPlan plan_projection(const OpTarget& target, const std::string& what, 
 
 void emit_projection(const detail::ProjectionSite& site, const OpTarget& target, const std::string& what,
                      const std::vector<Tensor>& tensors, uint32_t cols, Combine combine, const MatvecOptions& o,
-                     uint32_t tokens_per_wg, const detail::RopeKvEpilogue* rope) {
+                     uint32_t tokens_per_wg, const detail::RopeKvEpilogue* rope, bool one_token_step) {
   const auto [packed, norm, batched, words, wg, rs, rows_per_wg, chunks] = plan_projection(target, what, tensors, cols, combine, o, tokens_per_wg, rope);
   const uint32_t units = words ? cols / 16 : chunks;  // a row's read units
   KernelBuilder& k = *site.k;
@@ -167,10 +167,12 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
   std::optional<Expr<u32>> token_count;
   if (batched) token_count = k.push<u32>("tokens");
   // A tile of one token: the grid has a row per token (ternary_matmul_token_tiles), so every
-  // workgroup's token exists and needs neither a clamp nor a guard.
+  // workgroup's token exists and needs neither a clamp nor a guard. A kernel for steps of one
+  // token has token 0 as a constant: the decode step's code (indexing by the grid's y cost the
+  // one-lane bucket's ffn_down ~2.5% on the H200).
   std::optional<Expr<u32>> tile_token, readable_token;
   if (batched && one_token) {
-    tile_token = let("tile_token", k.workgroup_id().y());
+    tile_token = one_token_step ? constant<u32>(0u) : let("tile_token", k.workgroup_id().y());
     readable_token = tile_token;
   }
   // RoPE over a batch: each token's position and the cache row it writes (its sequence's first
@@ -488,21 +490,23 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
 
 Kernel detail::build_ternary_projection(const OpTarget& target, const std::string& what,
                                         const std::vector<Tensor>& tensors, uint32_t cols, Combine combine,
-                                        const MatvecOptions& o, uint32_t tokens_per_wg, const detail::RopeKvEpilogue* rope) {
+                                        const MatvecOptions& o, uint32_t tokens_per_wg, const detail::RopeKvEpilogue* rope,
+                                        bool one_token_step) {
   const auto [packed, norm, batched, words, wg, rs, rows_per_wg, chunks] = plan_projection(target, what, tensors, cols, combine, o, tokens_per_wg, rope);
+  if (one_token_step && tokens_per_wg != 1) throw std::invalid_argument(what + ": a kernel for steps of one token takes tiles of one");
 
   std::string name = what + (rope ? "_rope" : "") + (packed ? "_sdot" : "_int") + (o.input == MatvecInput::NormalizeInWorkgroup ? "_normed" : norm ? "_quantizing" : "") +
                      (o.add_residual ? "_residual" : "") + (o.write_accumulators ? "_acc" : "") + (o.attention_partials && batched ? "_merging" : "") +
-                     (rs > 1 ? "_r" + std::to_string(rs) : "") + (o.workgroup ? "_w" + std::to_string(wg) : "") + (batched ? "_t" + std::to_string(tokens_per_wg) : "") + shape_suffix(tensors, cols);
+                     (rs > 1 ? "_r" + std::to_string(rs) : "") + (o.workgroup ? "_w" + std::to_string(wg) : "") + (one_token_step ? "_one" : batched ? "_t" + std::to_string(tokens_per_wg) : "") + shape_suffix(tensors, cols);
   KernelBuilder k(name, {wg, 1, 1});
-  emit_projection({&k, k.workgroup_id().x()}, target, what, tensors, cols, combine, o, tokens_per_wg, rope);
+  emit_projection({&k, k.workgroup_id().x()}, target, what, tensors, cols, combine, o, tokens_per_wg, rope, one_token_step);
   return k.build();
 }
 
 void detail::emit_ternary_projection(const ProjectionSite& site, const OpTarget& target, const std::string& what,
                                      const std::vector<ProjectionTensor>& tensors, uint32_t cols, ProjectionCombine combine,
                                      const MatvecOptions& o, const RopeKvEpilogue* rope) {
-  emit_projection(site, target, what, tensors, cols, combine, o, 0, rope);
+  emit_projection(site, target, what, tensors, cols, combine, o, 0, rope, false);
 }
 
 }  // namespace bdsl::ops

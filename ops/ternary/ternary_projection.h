@@ -54,10 +54,12 @@ void emit_ternary_projection(const ProjectionSite& site, const OpTarget& target,
                              const MatvecOptions& options, const RopeKvEpilogue* rope = nullptr);
 
 // tokens_per_workgroup == 0: decode (token 0, no push constant); > 0: a `tokens` push constant
-// and grid y = ceil(tokens / tokens_per_workgroup).
+// and grid y = ceil(tokens / tokens_per_workgroup). one_token_step (with tiles of one token):
+// steps of one token, token 0 a constant (grid y 1, the push constant unread).
 dsl::Kernel build_ternary_projection(const OpTarget& target, const std::string& what,
                                      const std::vector<ProjectionTensor>& tensors, uint32_t cols,
                                      ProjectionCombine combine, const MatvecOptions& options,
-                                     uint32_t tokens_per_workgroup, const RopeKvEpilogue* rope = nullptr);
+                                     uint32_t tokens_per_workgroup, const RopeKvEpilogue* rope = nullptr,
+                                     bool one_token_step = false);
 
 }  // namespace bdsl::ops::detail
