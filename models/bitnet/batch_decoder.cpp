@@ -111,9 +111,11 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
     const uint32_t dim = model.config().dim;
     batch.add(ops::plan_lm_head_input(t, dim, true), head_input_);
     batch.add(ops::plan_lm_head_bounds(t, vocab, dim, rows_per_part, true), head_bounds_);
-    batch.add(ops::plan_lm_head_candidate_rows(t, vocab, dim, rows_per_part, ops::lm_head_bounds_workgroups(t, vocab)), head_candidates_);
+    // Each row's last candidates workgroup picks its token (no argmax_final of its own).
+    batch.add(ops::plan_lm_head_candidate_rows(t, vocab, dim, rows_per_part, ops::lm_head_bounds_workgroups(t, vocab), true),
+              head_candidates_);
     if (bounds_on_tensor_cores_)
-      batch.add(ops::plan_lm_head_candidate_rows(t, vocab, dim, rows_per_part, ops::lm_head_bounds_coopmat_workgroups(t, vocab)),
+      batch.add(ops::plan_lm_head_candidate_rows(t, vocab, dim, rows_per_part, ops::lm_head_bounds_coopmat_workgroups(t, vocab), true),
                 head_candidates_coopmat_);
   }
   if (head_on_tensor_cores_)
@@ -184,6 +186,8 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
   L.arg_values = make(4ull * p.argmax_plan.groups * outs, "argmax partial values", f32);
   L.arg_indices = make(4ull * p.argmax_plan.groups * outs, "argmax partial indices", u32);
   L.chosen = make(4 * outs, "argmax tokens", u32, true);
+  L.pick_counters = make(4 * outs, "argmax pick counters", u32);
+  L.pick_counters.fill(0);  // each row's last candidates workgroup leaves its counter zero
   L.full_values = make(4ull * p.argmax_plan.groups * outs, "full head's argmax partial values", f32);
   L.full_indices = make(4ull * p.argmax_plan.groups * outs, "full head's argmax partial indices", u32);
   L.full_best = make(4 * outs, "full head's argmax tokens", u32, true);

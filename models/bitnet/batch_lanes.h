@@ -23,6 +23,7 @@ struct BitNetBatchDecoder::Lanes {
   // The pruned head's (x in int8, its stats, each lane's bounds), and the full head's argmax (its
   // partials apart from the pruned head's, which the same tail may run).
   rt::Buffer xq, head_stats, upper, lower, full_values, full_indices, full_best;
+  rt::Buffer pick_counters;  // the pruned head's: finished candidates workgroups a row
   uint64_t logits_stride = 0, cache_slot_bytes = 0;
   uint64_t bytes = 0;  // everything above
 };

@@ -139,7 +139,8 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes, const
 }
 
 // The tail for the first `rows` lanes (the lanes whose outputs the step returns come first), a
-// grid row per lane: the final norm, then the pruned head's argmax (greedy outputs) and/or every
+// grid row per lane: the final norm, then the pruned head's argmax (greedy outputs; each row's
+// token picked by its last candidates workgroup) and/or every
 // logit with its argmax, top-k and draws (the others).
 std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_tail(uint32_t rows, const Tail& tail) {
   const auto& c = model_.config();
@@ -176,9 +177,8 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_tail(uint32_t rows, const 
       head_bounds_->dispatch(g, bounds, rt::push(stride), rows);
     const ops::PlannedPipeline& candidates = tail.bounds ? *head_candidates_coopmat_ : *head_candidates_;  // their lower bounds' count
     candidates.dispatch(g, with_table({{"x", L.xn}, {"upper", L.upper}, {"lower", L.lower}, {"part_values", L.arg_values},
-                                       {"part_indices", L.arg_indices}}),
+                                       {"part_indices", L.arg_indices}, {"counter", L.pick_counters}, {"token", L.chosen}}),
                         rt::push(stride), rows);
-    argmax_final_.dispatch(g, {{"part_values", L.arg_values}, {"part_indices", L.arg_indices}, {"token", L.chosen}}, {}, rows);
   }
   if (!tail.kind.full) {
     g.finish();

@@ -161,14 +161,18 @@ void emit_argmax_final(KernelBuilder& k, uint32_t wg, uint32_t groups, const Buf
 }
 
 Expr<u32> emit_argmax_final_in_subgroup(KernelBuilder& k, uint32_t groups, const Buffer<f32>& part_values,
-                                        const Buffer<u32>& part_indices, const ArgmaxFinalBindings& b) {
+                                        const Buffer<u32>& part_indices, const ArgmaxFinalBindings& b,
+                                        std::optional<Expr<u32>> row) {
   auto lane = k.subgroup_invocation();
+  std::optional<Expr<u32>> first;
+  if (row) first = let("first_part", *row * groups);
+  auto at = [&](Expr<u32> j) { return first ? *first + j : j; };
   auto [v, i] = scan_argmax(k, lane, constant<u32>(groups), k.subgroup_size(),
-                            [&](Expr<u32> j) { return Expr<f32>(part_values[j]); },
-                            [&](Expr<u32> j) { return Expr<u32>(part_indices[j]); });
+                            [&](Expr<u32> j) { return Expr<f32>(part_values[at(j)]); },
+                            [&](Expr<u32> j) { return Expr<u32>(part_indices[at(j)]); });
   auto [top, top_index] = subgroup_argmax(v, i);
   (void)top;
-  if_(lane == 0u, [&] { store_argmax(b, top_index); });
+  if_(lane == 0u, [&] { row ? store_argmax(b, top_index, *row) : store_argmax(b, top_index); });
   return top_index;
 }
 

@@ -72,8 +72,10 @@ ArgmaxFinalBindings declare_argmax_final(dsl::KernelBuilder& k, uint32_t advance
 void emit_argmax_final(dsl::KernelBuilder& k, uint32_t wg, uint32_t groups, const dsl::Buffer<dsl::f32>& part_values,
                        const dsl::Buffer<dsl::u32>& part_indices, const ArgmaxFinalBindings& b);
 // The same by one subgroup, with no barrier (for a branch that not every invocation takes);
-// returns the index (the same in every lane).
+// returns the index (the same in every lane). With `row`: that row's partials (at row * groups)
+// and token (as argmax_final with rows).
 dsl::Expr<dsl::u32> emit_argmax_final_in_subgroup(dsl::KernelBuilder& k, uint32_t groups, const dsl::Buffer<dsl::f32>& part_values,
-                                   const dsl::Buffer<dsl::u32>& part_indices, const ArgmaxFinalBindings& b);
+                                   const dsl::Buffer<dsl::u32>& part_indices, const ArgmaxFinalBindings& b,
+                                   std::optional<dsl::Expr<dsl::u32>> row = std::nullopt);
 
 }  // namespace bdsl::ops

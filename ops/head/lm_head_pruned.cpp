@@ -267,8 +267,10 @@ uint32_t candidate_list_chunk(const OpTarget& target) { return lm_head_workgroup
 // lm_head_candidates, or with list_k lm_head_candidate_list.
 static Kernel candidates_kernel(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part,
                                 std::optional<uint32_t> final_advance, std::optional<EmbeddingShape> embed_next,
-                                std::optional<uint32_t> list_k, std::optional<uint32_t> rows_lower_count = std::nullopt) {
-  // rows_lower_count: lm_head_candidate_rows, x row y against lower bounds in rows of that many.
+                                std::optional<uint32_t> list_k, std::optional<uint32_t> rows_lower_count = std::nullopt,
+                                bool final_pick = false) {
+  // rows_lower_count: lm_head_candidate_rows, x row y against lower bounds in rows of that many;
+  // final_pick: with it, each row's last workgroup picks that row's token.
   if (embed_next && !final_advance) throw std::invalid_argument("lm_head_candidates: embed_next needs the final pass");
   if (list_k && final_advance) throw std::invalid_argument("lm_head_candidate_list: a list has no final pass");
   if (list_k && (*list_k == 0 || *list_k > kMaxTopK))
@@ -280,13 +282,14 @@ static Kernel candidates_kernel(const OpTarget& target, uint32_t vocab, uint32_t
   const uint32_t wg = lm_head_workgroup(target);
   const bool batched = rows_lower_count.has_value();
   if (batched && (list_k || final_advance)) throw std::logic_error("lm_head_candidate_rows: neither a list nor a final pass");
+  if (final_pick && !batched) throw std::logic_error("lm_head_candidates: final_pick is the rows' final pass");
   const uint32_t bound_groups = batched ? *rows_lower_count : lm_head_bounds_workgroups(target, vocab);
   if (bound_groups == 0) throw std::invalid_argument("lm_head_candidate_rows: no lower bounds");
   KernelBuilder k((list_k ? "lm_head_candidate_list_" : batched ? "lm_head_candidate_rows_" : "lm_head_candidates_") +
                       std::to_string(vocab) + "x" + std::to_string(dim) + "_parts" + std::to_string(split.parts) +
                       (list_k ? "_k" + std::to_string(*list_k) : "") +
                       (final_advance ? (*final_advance ? "_final_advance" : "_final") : "") + (embed_next ? "_embed" : "") +
-                      (batched ? "_lower" + std::to_string(bound_groups) : ""),
+                      (batched ? "_lower" + std::to_string(bound_groups) : "") + (final_pick ? "_final" : ""),
                   {wg, 1, 1});
   auto [x1, x4, t1, t4] = lm_head_bindings(k, dim, split.parts);
   LmHeadRows rows{split, dim, x1, x4, t1, t4};
@@ -309,16 +312,16 @@ static Kernel candidates_kernel(const OpTarget& target, uint32_t vocab, uint32_t
     list_count = k.buffer<u32>("list_count", Access::ReadWrite);
   } else {
     // With the final pass here, the last workgroup reads every workgroup's partial: coherent.
-    part_values = final_advance ? k.coherent_buffer<f32>("part_values", Access::ReadWrite)
-                                : k.buffer<f32>("part_values", Access::Write);
-    part_indices = final_advance ? k.coherent_buffer<u32>("part_indices", Access::ReadWrite)
-                                 : k.buffer<u32>("part_indices", Access::Write);
+    part_values = final_advance || final_pick ? k.coherent_buffer<f32>("part_values", Access::ReadWrite)
+                                              : k.buffer<f32>("part_values", Access::Write);
+    part_indices = final_advance || final_pick ? k.coherent_buffer<u32>("part_indices", Access::ReadWrite)
+                                               : k.buffer<u32>("part_indices", Access::Write);
   }
   std::optional<Buffer<u32>> counter;
   std::optional<ArgmaxFinalBindings> final_bindings;
-  if (final_advance) {
+  if (final_advance || final_pick) {
     counter = k.buffer<u32>("counter", Access::ReadWrite);
-    final_bindings = declare_argmax_final(k, *final_advance);
+    final_bindings = declare_argmax_final(k, final_advance ? *final_advance : 0u);
   }
   std::optional<NextEmbedding> next_embedding;
   if (embed_next) next_embedding = declare_next_embedding(k, *embed_next);
@@ -443,22 +446,23 @@ static Kernel candidates_kernel(const OpTarget& target, uint32_t vocab, uint32_t
     (*part_values)[in_row(x_row, k.workgroup_id().x(), plan.groups)] = wv;
     (*part_indices)[in_row(x_row, k.workgroup_id().x(), plan.groups)] = wi;
   });
-  if (final_advance) {
-    // The last workgroup to finish runs argmax_final over every partial: one barrier-separated
-    // step less than a dispatch of its own.
+  if (final_advance || final_pick) {
+    // The last workgroup to finish (of the row) runs argmax_final over every partial: one
+    // barrier-separated step less than a dispatch of its own.
     auto is_last = k.shared<u32>("is_last", 1);
+    const Expr<u32> counter_at = x_row ? *x_row : constant<u32>(0u);
     barrier(true);  // this workgroup's partial written and made visible before it counts itself
     if_(k.local_index() == 0u, [&] {
-      auto done_before = atomic_add((*counter)[0u], 1u);
+      auto done_before = atomic_add((*counter)[counter_at], 1u);
       is_last[0u] = select(done_before == plan.groups - 1u, 1u, 0u);
     });
     barrier(true);
     // One subgroup of the last workgroup (a shared flag is not a condition a barrier may sit under).
     auto next_token = k.shared<u32>("next_token", 1);
     if_(Expr<u32>(is_last[0u]) == 1u && k.subgroup_id() == 0u, [&] {
-      auto token = emit_argmax_final_in_subgroup(k, plan.groups, *part_values, *part_indices, *final_bindings);
+      auto token = emit_argmax_final_in_subgroup(k, plan.groups, *part_values, *part_indices, *final_bindings, x_row);
       if_(k.subgroup_invocation() == 0u, [&] {
-        atomic_exchange((*counter)[0u], 0u);  // zero for the next replay
+        atomic_exchange((*counter)[counter_at], 0u);  // zero for the next replay
         if (embed_next) next_token[0u] = token;
       });
     });
@@ -480,8 +484,9 @@ Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, 
   return candidates_kernel(target, vocab, dim, rows_per_part, final_advance, embed_next, std::nullopt);
 }
 
-Kernel lm_head_candidate_rows(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part, uint32_t lower_count) {
-  return candidates_kernel(target, vocab, dim, rows_per_part, std::nullopt, std::nullopt, std::nullopt, lower_count);
+Kernel lm_head_candidate_rows(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part, uint32_t lower_count,
+                              bool final_pick) {
+  return candidates_kernel(target, vocab, dim, rows_per_part, std::nullopt, std::nullopt, std::nullopt, lower_count, final_pick);
 }
 
 uint32_t lm_head_candidate_list_workgroups(const OpTarget& target, uint32_t vocab) {
@@ -503,9 +508,10 @@ Plan plan_lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, u
   return {lm_head_bounds(target, vocab, dim, rows_per_part), fixed_grid({groups})};
 }
 
-Plan plan_lm_head_candidate_rows(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part, uint32_t lower_count) {
+Plan plan_lm_head_candidate_rows(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part, uint32_t lower_count,
+                                 bool final_pick) {
   const uint32_t groups = argmax_plan(target, vocab).groups;
-  return {lm_head_candidate_rows(target, vocab, dim, rows_per_part, lower_count),
+  return {lm_head_candidate_rows(target, vocab, dim, rows_per_part, lower_count, final_pick),
           [groups](uint32_t count) { return rt::Grid{groups, count}; }};
 }
 

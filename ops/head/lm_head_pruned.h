@@ -61,7 +61,10 @@
 //   x row y (xn[y * dim ...]) against upper[y * stride + r] (push stride, u32) and lower bounds
 //   lower[y * lower_count ...] (whichever bounds pass wrote them: lm_head_bounds with rows, or
 //   ops/head/lm_head_bounds_coopmat.h), its partials at part_values[y * groups + g] for
-//   argmax_final with rows. grid (argmax_plan(target, vocab).groups, rows).
+//   argmax_final with rows. grid (argmax_plan(target, vocab).groups, rows). final_pick: each
+//   row's last workgroup runs that argmax_final itself (one dispatch fewer): binds counter (u32
+//   read-write [rows], zero before the first dispatch, left zero) and token (u32 write [rows])
+//   after part_indices.
 // dim: a multiple of 16 (lm_head_pruned_supported).
 #pragma once
 #include <cstdint>
@@ -105,7 +108,7 @@ dsl::Kernel lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t 
                                std::optional<uint32_t> final_advance = std::nullopt,
                                std::optional<EmbeddingShape> embed_next = std::nullopt);
 dsl::Kernel lm_head_candidate_rows(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part,
-                                   uint32_t lower_count);
+                                   uint32_t lower_count, bool final_pick = false);
 uint32_t lm_head_candidate_list_workgroups(const OpTarget& target, uint32_t vocab);
 dsl::Kernel lm_head_candidate_list(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part, uint32_t k);
 
@@ -113,7 +116,7 @@ dsl::Kernel lm_head_candidate_list(const OpTarget& target, uint32_t vocab, uint3
 Plan plan_lm_head_input(const OpTarget& target, uint32_t dim, bool rows = false);
 Plan plan_lm_head_bounds(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part, bool rows = false);
 Plan plan_lm_head_candidate_rows(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part,
-                                 uint32_t lower_count);
+                                 uint32_t lower_count, bool final_pick = false);
 Plan plan_lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part,
                              std::optional<uint32_t> final_advance = std::nullopt,
                              std::optional<EmbeddingShape> embed_next = std::nullopt);

@@ -309,7 +309,9 @@ TEST_F(GreedyHead, TheInputPassNormalizesAsRmsNormAndItsBoundsHold) {
 // The pruned head for a batch (lm_head_input and lm_head_bounds with rows, lm_head_candidate_rows,
 // argmax_final with rows; on int8 tensor cores lm_head_bounds_coopmat where the device has them):
 // every row's xn, int8 x, stats and upper bounds are the single row's kernels' bits, its largest
-// lower bound theirs, and its token the full head's argmax for that row alone. One row is zero
+// lower bound theirs, and its token the full head's argmax for that row alone, whether
+// argmax_final runs on its own or in each row's last candidates workgroup (final_pick; replayed
+// twice: the counters are left zero for the next replay). One row is zero
 // (every logit 0: the first row wins) and one copies another (the same token); 70 rows take the
 // tensor-core bounds two grid rows of 64 x, the second partly empty.
 TEST_F(HeadTest, TheBatchedPrunedHeadGivesEveryRowItsOwnArgmax) {
@@ -378,6 +380,10 @@ TEST_F(HeadTest, TheBatchedPrunedHeadGivesEveryRowItsOwnArgmax) {
       const ops::PlannedPipeline candidate_rows =
           ops::make_pipeline(ctx(), ops::plan_lm_head_candidate_rows(t, vocab, dim, rows_per_part, lower_count));
       const ops::PlannedPipeline final_rows = ops::make_pipeline(ctx(), ops::plan_argmax_final(t, vocab, 0, true));
+      const ops::PlannedPipeline picking_rows =
+          ops::make_pipeline(ctx(), ops::plan_lm_head_candidate_rows(t, vocab, dim, rows_per_part, lower_count, true));
+      rt::Buffer picked = out(rows, "picked"), counter = out(rows, "counter");
+      counter.fill(0);
       const ops::PlannedPipeline bounds_rows = ops::make_pipeline(
           ctx(), coopmat ? ops::plan_lm_head_bounds_coopmat(t, vocab, dim, rows) : ops::plan_lm_head_bounds(t, vocab, dim, rows_per_part, true));
       rt::Graph g(ctx());
@@ -389,10 +395,15 @@ TEST_F(HeadTest, TheBatchedPrunedHeadGivesEveryRowItsOwnArgmax) {
       for (size_t i = 0; i < f16_parts.size(); ++i) b.push_back({"table" + std::to_string(i), f16_parts[i]});
       candidate_rows.dispatch(g, b, rt::push(stride), rows);
       final_rows.dispatch(g, {{"part_values", pv}, {"part_indices", pi}, {"token", token}}, {}, rows);
+      b.insert(b.end(), {{"counter", counter}, {"token", picked}});
+      picking_rows.dispatch(g, b, rt::push(stride), rows);
+      g.submit_and_wait();
+      picked.fill(0xffffffffu);
       g.submit_and_wait();
       const auto xn_all = xn.download<float>(), stats_all = stats.download<float>(), upper_all = upper.download<float>();
       const auto lower_all = lower.download<float>();
       const auto xq_all = xq.download<uint32_t>(), tokens = token.download<uint32_t>();
+      const auto picked_all = picked.download<uint32_t>(), counters = counter.download<uint32_t>();
       for (uint32_t r = 0; r < rows; ++r) {
         SCOPED_TRACE(testing::Message() << "row " << r);
         EXPECT_TRUE(std::equal(xn1[r].begin(), xn1[r].end(), xn_all.begin() + r * dim));
@@ -401,6 +412,8 @@ TEST_F(HeadTest, TheBatchedPrunedHeadGivesEveryRowItsOwnArgmax) {
         EXPECT_TRUE(std::equal(upper1[r].begin(), upper1[r].end(), upper_all.begin() + size_t(r) * stride)) << "upper bounds";
         EXPECT_EQ(*std::max_element(lower_all.begin() + r * lower_count, lower_all.begin() + (r + 1) * lower_count), lower1[r]);
         EXPECT_EQ(tokens[r], full1[r]);
+        EXPECT_EQ(picked_all[r], full1[r]) << "picked by the candidates' last workgroup";
+        EXPECT_EQ(counters[r], 0u);
       }
     }
   }
