@@ -392,5 +392,57 @@ TEST_F(Sequences, ChunksTakenByFewerWorkgroupsGiveTheSameBits) {
   }
 }
 
+// A kernel for steps of one sequence (one_sequence: token 0 a constant) gives each sequence the
+// batch kernel's bits from its own record (first rows past 0 included), with the heads split or
+// not and the combine deferred or not; its grid refuses another count.
+TEST_F(Sequences, TheOneSequenceKernelGivesTheBatchKernelsBits) {
+  const ops::AttentionDims d{8, 2, 64};
+  const uint32_t context = 300, chunks = ops::attention_chunks(target(), d, context);
+  const std::vector<uint32_t> pos = {299, 0, 130};
+  const uint32_t n = uint32_t(pos.size());
+  const uint64_t slot_words = uint64_t(context) * d.kv_words();
+  rt::Buffer kc = buffer_of(pack_f16(f16_rounded(random_floats(slot_words * n, 31, 1.0f))), "k_cache");
+  rt::Buffer vc = buffer_of(pack_f16(f16_rounded(random_floats(slot_words * n, 32, 1.0f))), "v_cache");
+  const std::vector<float> q = f16_rounded(random_floats(size_t(n) * d.q_width(), 33, 8.0f));
+  rt::Buffer qb = buffer_of(q, "q");
+  std::vector<uint32_t> states;
+  for (uint32_t s = 0; s < n; ++s) states.insert(states.end(), {0u, pos[s], (n - 1 - s) * context, 0u});
+  rt::Buffer sb = buffer_of(states, "sequences");
+  for (uint32_t split : {1u, 2u})
+    for (uint32_t defer : {0u, chunks}) {
+      SCOPED_TRACE(testing::Message() << "split " << split << ", deferred " << defer);
+      ops::SplitKvTuning tuning;
+      tuning.head_split = split;
+      tuning.defer_combine = defer;
+      tuning.whole_pass_chunks = true;
+      auto run = [&](const ops::PlannedPipeline& attend, const rt::Buffer& records, const rt::Buffer& queries, uint32_t tokens) {
+        rt::Buffer out(ctx(), uint64_t(tokens) * d.q_width() * 4, {true, "out"});
+        rt::Buffer partials(ctx(), ops::attention_partials_bytes(d, chunks, tokens), {true, "partials"});
+        rt::Buffer counters = buffer_of(std::vector<uint32_t>(tokens * d.n_kv_heads, 0), "counters");
+        out.fill(0);
+        partials.fill(0);
+        rt::Graph g(ctx());
+        attend.dispatch(g, {{"sequences", records}, {"q", queries}, {"k_cache", kc}, {"v_cache", vc}, {"partials", partials},
+                            {"counters", counters}, {"out", out}},
+                        rt::push(tokens), tokens);
+        g.submit_and_wait();
+        return std::pair{out.download<float>(), partials.download<float>()};
+      };
+      const auto [all_out, all_partials] =
+          run(ops::make_pipeline(ctx(), ops::plan_attention_decode_sequences(target(), d, context, chunks, tuning)), sb, qb, n);
+      const ops::PlannedPipeline one = ops::make_pipeline(ctx(), ops::plan_attention_decode_sequences(target(), d, context, chunks, tuning, true));
+      EXPECT_THROW(one.grid(2), std::invalid_argument);
+      const size_t block = ops::attention_partials_bytes(d, chunks, 1) / 4;
+      for (uint32_t s = 0; s < n; ++s) {
+        SCOPED_TRACE(testing::Message() << "sequence " << s << " at " << pos[s]);
+        rt::Buffer record = buffer_of(std::vector<uint32_t>(states.begin() + 4 * s, states.begin() + 4 * (s + 1)), "record");
+        rt::Buffer query = buffer_of(std::vector<float>(q.begin() + s * d.q_width(), q.begin() + (s + 1) * d.q_width()), "query");
+        const auto [got_out, got_partials] = run(one, record, query, 1);
+        EXPECT_EQ(got_out, std::vector<float>(all_out.begin() + s * d.q_width(), all_out.begin() + (s + 1) * d.q_width()));
+        EXPECT_EQ(got_partials, std::vector<float>(all_partials.begin() + s * block, all_partials.begin() + (s + 1) * block));
+      }
+    }
+}
+
 }  // namespace
 }  // namespace bdsl::test

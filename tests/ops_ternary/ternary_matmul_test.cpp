@@ -237,6 +237,44 @@ TEST_P(TernaryMatmul, NormalizesEachTokenOfTheTileInTheWorkgroup) {
     }
 }
 
+// A kernel for decode steps of one token (step_tokens 1: token 0 a constant, '_one') gives the
+// general tile-of-one kernel's bits for that token, normalized in the workgroup or from quantized
+// input, with and without the residual; its grid refuses another count.
+TEST_P(TernaryMatmul, AStepOfOneTokenGivesTheTileOfOnesBits) {
+  const uint32_t rows = 40, cols = 512;
+  const float eps = 1e-5f;
+  const I2sWeights w = random_i2s(rows, cols, 81);
+  const auto x = random_floats(cols, 82, 3.0f), norm = random_floats(cols, 83, 2.0f), residual = random_floats(rows, 84, 4.0f);
+  rt::Buffer wb = buffer_of(w.bytes, "w"), xb = buffer_of(x, "x"), nb = buffer_of(norm, "norm_weight");
+  rt::Buffer qb = output(cols, "x_q"), ab = output(8, "x_act");
+  run2d(ops::quantize_activations(target(), cols, {true}), {xb, nb, qb, ab}, 1, 1, rt::push(eps));
+  for (bool normed : {true, false})
+    for (bool add_residual : {false, true}) {
+      SCOPED_TRACE(testing::Message() << (normed ? "normalized" : "quantized") << (add_residual ? ", residual" : ""));
+      std::vector<std::vector<uint32_t>> results;
+      for (uint32_t step_tokens : {0u, 1u}) {
+        ops::MatmulOptions o = options();
+        o.tokens_per_workgroup = 1;
+        o.step_tokens = step_tokens;
+        if (normed) o.projection.input = ops::MatvecInput::NormalizeInWorkgroup;
+        o.projection.add_residual = add_residual;
+        const ops::Plan plan = ops::plan_ternary_matmul(target(), rows, cols, o);
+        EXPECT_EQ(plan.kernel.name().find("_one") != std::string::npos, step_tokens == 1) << plan.kernel.name();
+        if (step_tokens == 1) EXPECT_THROW(plan.grid(2), std::invalid_argument);
+        rt::Buffer y = add_residual ? buffer_of(residual, "y") : output(rows * 4, "y"), acc = output(rows * 4, "acc");
+        const std::vector<rt::BufferSlice> input = normed ? std::vector<rt::BufferSlice>{xb, nb} : std::vector<rt::BufferSlice>{qb, ab};
+        std::vector<rt::BufferSlice> bindings = {wb};
+        bindings.insert(bindings.end(), input.begin(), input.end());
+        bindings.insert(bindings.end(), {y, acc});
+        run2d(plan.kernel, bindings, plan.grid(1).x, plan.grid(1).y, normed ? rt::push(eps, 1u) : rt::push(1u));
+        results.push_back(y.download<uint32_t>());
+        const auto a = acc.download<uint32_t>();
+        results.back().insert(results.back().end(), a.begin(), a.end());
+      }
+      EXPECT_EQ(results[1], results[0]);
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Dot, TernaryMatmul, ::testing::Values(DotProduct::Packed, DotProduct::PlainInteger),
                          [](const auto& p) { return p.param == DotProduct::Packed ? "Packed" : "PlainInteger"; });
 

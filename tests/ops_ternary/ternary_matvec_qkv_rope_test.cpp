@@ -140,6 +140,41 @@ TEST_P(TernaryMatvecQkvRope, BatchOfSequencesSameBitsAsProjectionThenRope) {
         << "slot 3 (a position past the context) has no row";
     EXPECT_NE(kc[(context + 10) * d.kv_words()], kUntouched) << "slot 1's second token's row";
   }
+  // A kernel for steps of one token (step_tokens 1: token 0 a constant) gives the tile-of-one
+  // kernel's bits for one token (the batch's last: slot 2, position 15), and refuses another count.
+  const uint32_t t = tokens - 1;
+  rt::Buffer record = buffer_of(std::vector<ops::SequenceState>{states[t]}, "sequence");
+  rt::Buffer x1 = normed ? buffer_of(std::vector<float>(x.begin() + t * cols, x.begin() + (t + 1) * cols), "x")
+                         : buffer_of(std::vector<uint32_t>(q_words.begin() + t * cols / 4, q_words.begin() + (t + 1) * cols / 4), "x_q");
+  rt::Buffer second1 = normed ? buffer_of(norm_weight, "norm_weight")
+                              : buffer_of(std::vector<uint32_t>(acts.begin() + 2 * t, acts.begin() + 2 * t + 2), "x_act");
+  std::vector<std::vector<uint32_t>> results;
+  for (uint32_t step_tokens : {0u, 1u}) {
+    SCOPED_TRACE(testing::Message() << "step tokens " << step_tokens);
+    ops::MatmulOptions o;
+    o.projection.input = GetParam();
+    o.tokens_per_workgroup = 1;
+    o.step_tokens = step_tokens;
+    const ops::PlannedPipeline fused = ops::make_pipeline(ctx(), ops::plan_ternary_matmul_qkv_rope(target(), d, cols, context, o));
+    if (step_tokens == 1) EXPECT_THROW(fused.grid(2), std::invalid_argument);
+    rt::Buffer q = output(d.q_width() * 4, "q"), kc = buffer_of(empty, "k_cache"), vc = buffer_of(empty, "v_cache");
+    std::vector<rt::Arg> a = {{"w_q", bq}, {"w_k", bk}, {"w_v", bv}, {"sequences", record}, {"rope_table", table}, {"y_q", q},
+                              {"k_cache", kc}, {"v_cache", vc}};
+    if (normed)
+      a.insert(a.end(), {{"x", x1}, {"norm_weight", second1}});
+    else
+      a.insert(a.end(), {{"x_q", x1}, {"x_act", second1}});
+    rt::Graph g(ctx());
+    fused.dispatch(g, a, normed ? rt::push(eps, 1u) : rt::push(1u), 1);
+    g.submit_and_wait();
+    results.push_back(q.download<uint32_t>());
+    for (const rt::Buffer* b : {&kc, &vc}) {
+      const auto words = b->download<uint32_t>();
+      results.back().insert(results.back().end(), words.begin(), words.end());
+    }
+    EXPECT_NE(kc.download<uint32_t>(), empty) << "the token's cache row is written";
+  }
+  EXPECT_EQ(results[1], results[0]);
 }
 
 INSTANTIATE_TEST_SUITE_P(Inputs, TernaryMatvecQkvRope,
