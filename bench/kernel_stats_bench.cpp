@@ -6,6 +6,7 @@
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <memory>
 
@@ -16,6 +17,7 @@
 #include "ops/attention.h"
 #include "ops/experimental.h"
 #include "ops/ternary.h"
+#include "ops/tuning.h"
 #include "runtime/kernel_pipeline.h"
 
 namespace bdsl::bench {
@@ -83,8 +85,10 @@ void register_kernel_stats_benchmarks(BenchSession& s) {
       pipelines.push_back(state->prompt.back().get());
     }
   // Batched decode's one-lane bucket (models/bitnet/batch_decoder.h): the decode bodies in tiles
-  // of one token, QKV with RoPE, attn_output merging 4 chunks, the attention that defers them.
+  // of one token, QKV with RoPE, attn_output merging the chunks the attention for one sequence
+  // defers to it (as BitNetBatchDecoder builds them by default).
   {
+    const uint32_t chunks = std::min(ops::tuning_for(p.target).sequences_attention_chunks, p.attention_chunks);
     ops::MatmulOptions tile;
     tile.tokens_per_workgroup = 1;
     tile.step_tokens = 1;
@@ -94,14 +98,14 @@ void register_kernel_stats_benchmarks(BenchSession& s) {
     qkv.projection.rows_per_subgroup = 4;
     ops::SplitKvTuning attention = p.attention_tuning;
     attention.whole_pass_chunks = true;
-    attention.defer_combine = 4;
+    attention.defer_combine = chunks;
     merging.projection = p.attn_output_options;
     merging.projection.workgroup = 0;
     merging.projection.attention_partials =
-        ops::AttentionPartialsInput{p.dims, config.context_length, 4, ops::attention_pass(p.target, p.dims, attention), 4};
+        ops::AttentionPartialsInput{p.dims, config.context_length, chunks, ops::attention_pass(p.target, p.dims, attention), chunks};
     for (const ops::Plan& plan :
          {ops::plan_ternary_matmul_qkv_rope(p.target, p.dims, config.dim, config.context_length, qkv),
-          ops::plan_attention_decode_sequences(p.target, p.dims, config.context_length, 4, attention),
+          ops::plan_attention_decode_sequences(p.target, p.dims, config.context_length, chunks, attention, true),
           ops::plan_ternary_matmul(p.target, config.dim, p.dims.q_width(), merging),
           ops::plan_ternary_matmul_gate_up(p.target, config.ffn_dim, config.dim, bitnet::gate_activation(config), tile),
           ops::plan_ternary_matmul(p.target, config.dim, config.ffn_dim, residual)}) {
