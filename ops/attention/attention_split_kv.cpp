@@ -153,7 +153,9 @@ class SplitKv {
         last_sh_(k_.shared<u32>("is_last", 1)),
         lid_(k_.local_index()), kv_(split_ == 1 ? k_.workgroup_id().x() : k_.workgroup_id().x() / split_),
         part_(split_ == 1 ? zero() : k_.workgroup_id().x() % split_), c_(k_.workgroup_id().y()),
-        t_(one_sequence ? zero() : k_.workgroup_id().z()) {
+        // One token (decode, or a batch's kernel for one sequence): token 0 a constant, which the
+        // compiler turns into faster code than the grid's z (bench/RESULTS.md run 25).
+        t_(one_sequence || !batch ? zero() : k_.workgroup_id().z()) {
     if (kVw != l_.vw) throw std::logic_error("attention_split_kv: vector width mismatch");
     if (one_sequence) k_.push<u32>("n");  // the batch's push constant, unread: one sequence, token 0
   }

@@ -83,7 +83,8 @@ dsl::Expr<dsl::u32> attention_active_chunks(dsl::Expr<dsl::u32> last, uint32_t p
 // [tokens * n_heads * chunks * (head_dim + 2)], scratch), counters (read-write, u32
 // [tokens * n_kv_heads], zero before the first dispatch; left zero by every dispatch),
 // out (write, f32 [tokens, n_heads*head_dim]). Push: n (u32) when `batch`, none otherwise.
-// Grid: (n_kv_heads * head_split, ceil(chunks / chunks_per_workgroup), tokens).
+// Grid: (n_kv_heads * head_split, ceil(chunks / chunks_per_workgroup), tokens); without `batch`
+// one token (z 1, token 0 a constant).
 // one_sequence (with sequences): the kernel serves steps of one sequence, its record the first:
 // token 0 is a constant (grid z 1), which the compiler turns into much cheaper code than the
 // same kernel indexing by the grid's z (~10% of attention's time for one sequence on the H200).
