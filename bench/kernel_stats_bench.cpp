@@ -12,11 +12,10 @@
 
 #include "bench/bench_registry.h"
 #include "models/bitnet/bitnet_pipelines.h"
-#include "models/bitnet/graph_traits.h"
+#include "models/bitnet/prefill_pipelines.h"
 #include "models/formats/gguf.h"
 #include "ops/attention.h"
 #include "ops/experimental.h"
-#include "ops/ternary.h"
 #include "ops/tuning.h"
 #include "runtime/kernel_pipeline.h"
 
@@ -37,7 +36,8 @@ struct StatsState {
   std::unique_ptr<rt::Pipeline> down_alone;  // ffn_down as a one-phase decode_layer
   std::unique_ptr<rt::Pipeline> chain;       // persistent_chain/'s kernel, four phases
   std::vector<std::unique_ptr<rt::Pipeline>> prompt;  // the prompt blocks' tensor-core projections
-  std::vector<std::unique_ptr<rt::Pipeline>> one_lane;  // batched decode's one-token tiles
+  std::unique_ptr<bitnet::BlockProjections> one_lane;  // batched decode's one-lane bucket
+  std::unique_ptr<rt::Pipeline> one_lane_attention;
 };
 
 }  // namespace
@@ -84,34 +84,26 @@ void register_kernel_stats_benchmarks(BenchSession& s) {
       state->prompt.push_back(std::make_unique<rt::Pipeline>(rt::make_pipeline(*state->ctx, ops::ternary_matmul_coopmat(p.target, rows, cols, tile))));
       pipelines.push_back(state->prompt.back().get());
     }
-  // Batched decode's one-lane bucket (models/bitnet/batch_decoder.h): the decode bodies in tiles
-  // of one token, QKV with RoPE, attn_output merging the chunks the attention for one sequence
-  // defers to it (as BitNetBatchDecoder builds them by default).
+  // Batched decode's one-lane bucket (models/bitnet/batch_decoder.h), as BitNetBatchDecoder builds
+  // it by default: the projections for steps of one token, attn_output merging the chunks the
+  // attention for one sequence defers to it.
   {
     const uint32_t chunks = std::min(ops::tuning_for(p.target).sequences_attention_chunks, p.attention_chunks);
-    ops::MatmulOptions tile;
-    tile.tokens_per_workgroup = 1;
-    tile.step_tokens = 1;
-    tile.projection.input = ops::MatvecInput::NormalizeInWorkgroup;
-    ops::MatmulOptions residual = tile, qkv = tile, merging = tile;
-    residual.projection.add_residual = true;
-    qkv.projection.rows_per_subgroup = 4;
     ops::SplitKvTuning attention = p.attention_tuning;
     attention.whole_pass_chunks = true;
     attention.defer_combine = chunks;
-    merging.projection = p.attn_output_options;
-    merging.projection.workgroup = 0;
-    merging.projection.attention_partials =
+    bitnet::ProjectionChoice choice{bitnet::PrefillProjections::Auto, 1};
+    choice.rope_in_qkv = true;
+    choice.attention_partials =
         ops::AttentionPartialsInput{p.dims, config.context_length, chunks, ops::attention_pass(p.target, p.dims, attention), chunks};
-    for (const ops::Plan& plan :
-         {ops::plan_ternary_matmul_qkv_rope(p.target, p.dims, config.dim, config.context_length, qkv),
-          ops::plan_attention_decode_sequences(p.target, p.dims, config.context_length, chunks, attention, true),
-          ops::plan_ternary_matmul(p.target, config.dim, p.dims.q_width(), merging),
-          ops::plan_ternary_matmul_gate_up(p.target, config.ffn_dim, config.dim, bitnet::gate_activation(config), tile),
-          ops::plan_ternary_matmul(p.target, config.dim, config.ffn_dim, residual)}) {
-      state->one_lane.push_back(std::make_unique<rt::Pipeline>(rt::make_pipeline(*state->ctx, plan.kernel)));
-      pipelines.push_back(state->one_lane.back().get());
-    }
+    choice.merging_attn_output_rows = p.tuning.attn_output_rows_per_subgroup;
+    state->one_lane = std::make_unique<bitnet::BlockProjections>(*state->ctx, config, p.target, choice);
+    state->one_lane_attention = std::make_unique<rt::Pipeline>(rt::make_pipeline(
+        *state->ctx, ops::attention_decode_sequences(p.target, p.dims, config.context_length, chunks, attention, true)));
+    const bitnet::BlockProjections& one = *state->one_lane;
+    pipelines.insert(pipelines.end(), {one.qkv_rope ? &one.qkv_rope->pipeline : nullptr, state->one_lane_attention.get(),
+                                       &one.attn_output.pipeline, one.gate_up ? &one.gate_up->pipeline : nullptr,
+                                       &one.ffn_down.pipeline});  // absent ones are erased below
   }
   std::erase(pipelines, nullptr);
   for (const rt::Pipeline* pipeline : pipelines)

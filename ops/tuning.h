@@ -56,7 +56,8 @@ struct Tuning {
   // 4,392-4,396, 10,534-10,542. Two a workgroup only past 16 lanes: B = 16 4,342-4,354 (B = 64
   // the same); four a workgroup: B = 64 10,654.
   // 4 chunks trade 5% of B = 64 for 3.5% of B = 1, which the bar (B = 1 as fast as one
-  // sequence's decode) asks for first.
+  // sequence's decode) asks for first. With the one-lane bucket's kernels for one token (run 25,
+  // call 10): 2 chunks B = 1 849-859, B = 64 11,025-11,100; 4 chunks 855-867, 10,785-10,838.
   uint32_t sequences_attention_chunks = 4;
   uint32_t sequences_attention_spread_lanes = 16;
   uint32_t sequences_attention_chunks_per_workgroup = 2;

@@ -413,11 +413,12 @@ std::vector<std::string> BitNetBatchDecoder::step_operation_names(uint32_t bucke
 }
 
 void BitNetBatchDecoder::replay_greedy_steps(uint32_t bucket, uint32_t n) {
-  std::array<rt::Graph*, 2> graphs{};  // recorded(bucket)'s, to replay
+  const auto wanted = recorded(bucket);
+  std::array<rt::Graph*, 2> graphs{};  // the same graphs, to replay
   for (auto& s : steps_)
-    if (s.graph.get() == recorded(bucket)[0]) graphs[0] = s.graph.get();
+    if (s.graph.get() == wanted[0]) graphs[0] = s.graph.get();
   for (auto& t : tails_)
-    if (t.graph.get() == recorded(bucket)[1]) graphs[1] = t.graph.get();
+    if (t.graph.get() == wanted[1]) graphs[1] = t.graph.get();
   if (!graphs[0] || !graphs[1]) throw std::logic_error(fmt::format("no greedy step recorded for bucket {}", bucket));
   for (uint32_t i = 0; i < n; ++i)
     for (rt::Graph* g : graphs) g->submit();

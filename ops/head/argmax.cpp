@@ -140,17 +140,22 @@ void store_argmax(const ArgmaxFinalBindings& b, Expr<u32> i, std::optional<Expr<
 
 namespace {
 
+// Where partial j of `row` lies: row * groups + j (j for one row).
+std::function<Expr<u32>(Expr<u32>)> row_partial(std::optional<Expr<u32>> row, uint32_t groups) {
+  if (!row) return [](Expr<u32> j) { return j; };
+  auto first = let("first_part", *row * groups);
+  return [first](Expr<u32> j) { return first + j; };
+}
+
 // row: none for one row (the token at token[0]).
 void emit_argmax_final_rows(KernelBuilder& k, uint32_t wg, uint32_t groups, const Buffer<f32>& part_values,
                             const Buffer<u32>& part_indices, const ArgmaxFinalBindings& b, std::optional<Expr<u32>> row) {
-  std::optional<Expr<u32>> first;
-  if (row) first = let("first_part", *row * groups);
-  auto at = [&](Expr<u32> j) { return first ? *first + j : j; };
+  const auto at = row_partial(row, groups);
   auto [v, i] = workgroup_argmax(k, wg, constant<u32>(0u), constant<u32>(groups),
                                  [&](Expr<u32> j) { return Expr<f32>(part_values[at(j)]); },
                                  [&](Expr<u32> j) { return Expr<u32>(part_indices[at(j)]); });
   (void)v;
-  if_(k.local_index() == 0u, [&] { row ? store_argmax(b, i, *row) : store_argmax(b, i); });
+  if_(k.local_index() == 0u, [&] { store_argmax(b, i, row); });
 }
 
 }  // namespace
@@ -164,15 +169,13 @@ Expr<u32> emit_argmax_final_in_subgroup(KernelBuilder& k, uint32_t groups, const
                                         const Buffer<u32>& part_indices, const ArgmaxFinalBindings& b,
                                         std::optional<Expr<u32>> row) {
   auto lane = k.subgroup_invocation();
-  std::optional<Expr<u32>> first;
-  if (row) first = let("first_part", *row * groups);
-  auto at = [&](Expr<u32> j) { return first ? *first + j : j; };
+  const auto at = row_partial(row, groups);
   auto [v, i] = scan_argmax(k, lane, constant<u32>(groups), k.subgroup_size(),
                             [&](Expr<u32> j) { return Expr<f32>(part_values[at(j)]); },
                             [&](Expr<u32> j) { return Expr<u32>(part_indices[at(j)]); });
   auto [top, top_index] = subgroup_argmax(v, i);
   (void)top;
-  if_(lane == 0u, [&] { row ? store_argmax(b, top_index, *row) : store_argmax(b, top_index); });
+  if_(lane == 0u, [&] { store_argmax(b, top_index, row); });
   return top_index;
 }
 

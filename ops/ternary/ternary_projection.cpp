@@ -170,11 +170,8 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
   // workgroup's token exists and needs neither a clamp nor a guard. A kernel for steps of one
   // token has token 0 as a constant: the decode step's code (indexing by the grid's y cost the
   // one-lane bucket's ffn_down ~2.5% on the H200).
-  std::optional<Expr<u32>> tile_token, readable_token;
-  if (batched && one_token) {
-    tile_token = one_token_step ? constant<u32>(0u) : let("tile_token", k.workgroup_id().y());
-    readable_token = tile_token;
-  }
+  std::optional<Expr<u32>> tile_token;
+  if (batched && one_token) tile_token = one_token_step ? constant<u32>(0u) : let("tile_token", k.workgroup_id().y());
   // RoPE over a batch: each token's position and the cache row it writes (its sequence's first
   // row + pos); a token past the batch reads the last one's record (and writes nothing). A tile
   // of one token reads its record here, with the weights, so that the rotations' dependent loads
@@ -277,7 +274,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
   if (row0 && o.add_residual && !combine && tensors.size() == 1)
     for (uint32_t r = 0; r < rs; ++r) {
       auto at = min(*row0 + r, constant<u32>(total - 1));
-      residual0.push_back(let("residual" + std::to_string(r), y[0][readable_token ? *readable_token * total + at : at]));
+      residual0.push_back(let("residual" + std::to_string(r), y[0][tile_token ? *tile_token * total + at : at]));
     }
 
   // The tokens of this workgroup, their activation scales s, sums of q and a loader of q.
@@ -337,11 +334,11 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
     QuantizeBody body;
     body.dim = cols;
     body.workgroup = wg;
-    body.load_x = [&](Expr<u32> i) { return Expr<f32>((*x)[readable_token ? *readable_token * cols + i : i]); };
+    body.load_x = [&](Expr<u32> i) { return Expr<f32>((*x)[tile_token ? *tile_token * cols + i : i]); };
     if (norm_weight) body.load_norm_weight = [&](Expr<u32> i) { return Expr<f32>((*norm_weight)[i]); };
     if (o.attention_partials) {
       body.load_word = attention_word_loader(k, *o.attention_partials, *x, *attn_step, *attn_partials, attn_used, site.workgroup, wg,
-                                             readable_token);
+                                             tile_token);
       // A batch's bucket must give the bits of the others, which quantize in their own kernel.
       body.stride_order_squares = batched;
     }
