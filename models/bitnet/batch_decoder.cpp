@@ -66,7 +66,8 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
       pruned_head_(options.pruned_head && model.greedy_head_ && ops::lm_head_pruned_supported(model.config().dim)),
       bounds_on_tensor_cores_(pruned_head_ && options.tensor_core_head &&
                               ops::lm_head_bounds_coopmat_fits(model.pipelines().target, model.vocab_size(), model.config().dim,
-                                                               uint32_t(model.greedy_head_->parts.size()))) {
+                                                               uint32_t(model.greedy_head_->parts.size()))),
+      listed_head_(pruned_head_ && model.pipelines().top_k > 0) {
   if (slots == 0) throw std::invalid_argument("a batch decoder needs at least one slot");
   // A consumer merges every chunk in one round; attention's own combine (the buckets that cannot
   // merge) must too, or its sums round differently.
@@ -117,6 +118,14 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
     if (bounds_on_tensor_cores_)
       batch.add(ops::plan_lm_head_candidate_rows(t, vocab, dim, rows_per_part, ops::lm_head_bounds_coopmat_workgroups(t, vocab), true),
                 head_candidates_coopmat_);
+    if (listed_head_) {
+      batch.add(ops::plan_lm_head_candidate_list_rows(t, vocab, dim, rows_per_part, k, ops::lm_head_bounds_workgroups(t, vocab)),
+                head_list_);
+      if (bounds_on_tensor_cores_)
+        batch.add(ops::plan_lm_head_candidate_list_rows(t, vocab, dim, rows_per_part, k, ops::lm_head_bounds_coopmat_workgroups(t, vocab)),
+                  head_list_coopmat_);
+      batch.add(ops::plan_sample_candidate_list_rows(t, k), sample_list_);
+    }
   }
   if (head_on_tensor_cores_)
     batch.add(ops::plan_pack_half(t), pack_half_);
@@ -198,6 +207,17 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
     const uint32_t lower_count = std::max(ops::lm_head_bounds_workgroups(t, vocab),
                                           bounds_on_tensor_cores_ ? ops::lm_head_bounds_coopmat_workgroups(t, vocab) : 0u);
     L.lower = make(4ull * lower_count * outs, "lower bounds", f32);
+  }
+  if (listed_head_) {
+    L.list_values = make(L.logits_stride * outs, "candidate lists' logits", f32);
+    L.list_indices = make(L.logits_stride * outs, "candidate lists' ids", u32);
+    L.list_count = make(4 * outs, "candidate lists' lengths", u32);
+    L.list_count.fill(0);  // each draw leaves its list empty
+    L.list_top_values = make(4ull * p.top_k * outs, "candidate lists' best values", f32);
+    L.list_top_indices = make(4ull * p.top_k * outs, "candidate lists' best ids", u32);
+    L.list_token = make(4 * outs, "candidate lists' draws", u32, true);
+    L.list_length = make(4 * outs, "candidate lists' last lengths", u32);
+    L.list_best = make(4 * outs, "candidate lists' best tokens", u32, true);
   }
   if (p.top_k) {
     L.top_part_values = make(4ull * p.top_k_plan.groups * p.top_k * outs, "top-k partial values", f32);
@@ -300,17 +320,17 @@ std::vector<models::StepOutput> BitNetBatchDecoder::decode(std::span<const Entry
   for (uint32_t i = 0, rest = outputs; i < batch.size(); ++i)
     if (last[batch[i].slot] != int64_t(i)) lane_of[i] = rest++;
   Step& step = step_for(bucket_for(uint32_t(batch.size())));
-  // The tail the outputs need: the pruned head for greedy ones, every logit for the others (and
-  // for returned candidates), the draw over them all for top_k 0.
-  bool greedy = false, full = options_.return_candidates && top_k(), vocabulary = false;
+  // The tail the outputs need (tail_kind): greedy ones, ones drawn from their top-k, ones drawn
+  // over every logit.
+  bool greedy = false, sampled = false, vocabulary = false;
   for (size_t i = 0; i < batch.size(); ++i)
     if (last[batch[i].slot] == int64_t(i)) {
-      const bool g = models::is_greedy(batch[i].sampling);
-      greedy |= g;
-      full |= !g;
-      vocabulary |= models::draws_over_vocabulary(batch[i].sampling);
+      const bool v = models::draws_over_vocabulary(batch[i].sampling);
+      greedy |= models::is_greedy(batch[i].sampling);
+      vocabulary |= v;
+      sampled |= !models::is_greedy(batch[i].sampling) && !v;
     }
-  Tail& tail = tail_for(std::min(std::bit_ceil(outputs), slots_), tail_kind(greedy, full, vocabulary));
+  Tail& tail = tail_for(std::min(std::bit_ceil(outputs), slots_), tail_kind(greedy, sampled, vocabulary));
   Lanes& L = *lanes_;
   // Lanes without an entry run at a position past the context: they write no cache row.
   std::vector<uint32_t> tokens(step.lanes, 0);
@@ -345,10 +365,11 @@ std::vector<models::StepOutput> BitNetBatchDecoder::decode(std::span<const Entry
   step.graph->wait(layers);  // done already; keeps the recording's own bookkeeping
   const uint32_t k = top_k();
   // Each output's words, read once per buffer (host reads of device memory are slow one by one).
-  std::vector<uint32_t> pruned, full_best, sampled;
+  std::vector<uint32_t> pruned, listed, listed_best, full_best, full_sampled;
   if (tail.kind.pruned) pruned = L.chosen.download<uint32_t>(0, outputs);
+  if (tail.kind.listed) listed = L.list_token.download<uint32_t>(0, outputs), listed_best = L.list_best.download<uint32_t>(0, outputs);
   if (tail.kind.full) full_best = L.full_best.download<uint32_t>(0, outputs);
-  if (tail.kind.full && sample_) sampled = L.sampled.download<uint32_t>(0, outputs);
+  if (tail.kind.full && sample_) full_sampled = L.sampled.download<uint32_t>(0, outputs);
   std::vector<models::StepOutput> out(batch.size());
   for (size_t i = 0; i < batch.size(); ++i) {
     if (last[batch[i].slot] != int64_t(i)) {
@@ -356,11 +377,18 @@ std::vector<models::StepOutput> BitNetBatchDecoder::decode(std::span<const Entry
       continue;
     }
     const uint64_t row = lane_of[i];
-    // A greedy output's argmax is the pruned head's where the tail ran it; the others' (and every
-    // one without it) the full head's, whose logits they are drawn from.
+    // Where the tail ran the candidate lists, every output but a draw over the vocabulary takes its
+    // list's best and draw; else a greedy output the pruned head's argmax where the tail ran it.
+    // The others (and every one without them) take the full head's, whose logits they are drawn from.
     const bool greedy_output = models::is_greedy(batch[i].sampling);
-    out[i].argmax = int32_t(tail.kind.pruned && greedy_output ? pruned[row] : full_best[row]);
-    out[i].token = sample_ && !greedy_output ? int32_t(sampled[row]) : out[i].argmax;
+    const bool over_vocabulary = models::draws_over_vocabulary(batch[i].sampling);
+    if (tail.kind.listed && !over_vocabulary) {
+      out[i].argmax = int32_t(listed_best[row]);
+      out[i].token = int32_t(listed[row]);
+    } else {
+      out[i].argmax = int32_t(tail.kind.pruned && greedy_output ? pruned[row] : full_best[row]);
+      out[i].token = sample_ && !greedy_output ? int32_t(full_sampled[row]) : out[i].argmax;
+    }
     if (k && options_.return_candidates) {
       const auto ids = L.top_indices.download<uint32_t>(row * k * 4, k);
       out[i].top_ids.assign(ids.begin(), ids.end());

@@ -17,10 +17,15 @@
 // cores, else ops/head/lm_head_batch.h), argmax, top-k and draws.
 // Every sequence's arithmetic is the same whatever else is in the batch, so its tokens are too.
 //
-// With the model's top-k, the tail samples every output on the device (ops/head/sample_candidates.h)
-// under its entry's settings, or over every logit for an entry with top_k 0 (ops/head/
-// sample_vocabulary.h, in a tail recorded with it for the steps that have one); a step reads back
-// one token per output.
+// With the model's top-k, the tail samples every output on the device under its entry's settings.
+// An output drawn from its top-k takes the pruned head too where the model has it (BatchOptions::
+// pruned_head): each lane's list of the rows that may be among its k best, their exact f32 logits
+// and the draw from them (ops/head/lm_head_pruned.h's lm_head_candidate_list_rows, then
+// sample_candidate_list_rows): the logits and the draw decode_sampled takes, whatever else the
+// step carries. Greedy outputs in such a step take the same list (its best row: their argmax).
+// Without the pruned head, outputs draw from the full head's top-k (ops/head/sample_candidates.h);
+// an entry with top_k 0 draws over every logit (ops/head/sample_vocabulary.h, in a tail recorded
+// with it for the steps that have one). A step reads back one token per output.
 //
 // Entry i of a step is lane i of the recorded batch, whatever its slot: a step of n entries runs
 // the smallest bucket of at least n lanes. Lanes past the entries compute at a position past the
@@ -154,11 +159,13 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
     std::unique_ptr<BlockProjections> projections;  // sized for this bucket (ProjectionChoice)
     std::unique_ptr<rt::Graph> graph;               // embedding and layers
   };
-  // What a tail computes. pruned: the pruned head's argmax (greedy outputs' tokens); full: every
-  // logit, its argmax (the other outputs' argmax) and the top-k and draws of sampled outputs;
-  // vocabulary: also the draw over every logit, for outputs with top_k 0.
+  // What a tail computes. pruned: the pruned head's argmax (greedy outputs' tokens); listed: the
+  // pruned head's candidate list and draw for every row (the outputs drawn from their top-k, and
+  // the greedy ones beside them); full: every logit, its argmax (the other outputs' argmax) and
+  // the top-k and draws of sampled outputs; vocabulary: also the draw over every logit, for
+  // outputs with top_k 0.
   struct TailKind {
-    bool pruned = false, full = true, vocabulary = false;
+    bool pruned = false, listed = false, full = true, vocabulary = false;
     bool operator==(const TailKind&) const = default;
   };
   struct Tail {
@@ -172,9 +179,9 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   // The attention pipeline of a bucket of `lanes` with these projections, made at its first use.
   const ops::PlannedPipeline& attention_for(uint32_t lanes, const BlockProjections& projections);
   Tail& tail_for(uint32_t rows, TailKind kind);
-  // The tail a step's outputs need: `greedy`, whether any is greedy; `full`, whether any needs
-  // every logit (sampled, or candidates returned); `vocabulary`, whether any draws over them all.
-  TailKind tail_kind(bool greedy, bool full, bool vocabulary) const;
+  // The tail a step's outputs need: `greedy`, whether any is greedy; `sampled`, whether any draws
+  // from its top-k; `vocabulary`, whether any draws over every logit.
+  TailKind tail_kind(bool greedy, bool sampled, bool vocabulary) const;
   std::unique_ptr<rt::Graph> record_step(uint32_t lanes, const BlockProjections& projections);
   std::unique_ptr<rt::Graph> record_tail(uint32_t rows, const Tail& tail);
   // The recordings a step of `bucket` lanes, all of them with outputs, runs: layers, tail (null:
@@ -211,6 +218,10 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   bool pruned_head_ = false, bounds_on_tensor_cores_ = false;
   std::optional<ops::PlannedPipeline> head_input_, head_bounds_, head_candidates_;
   std::optional<ops::PlannedPipeline> head_candidates_coopmat_;  // after the tensor-core bounds (their lower bounds)
+  // Sampling's pruned head (with the model's top-k): each row's candidate list after either
+  // bounds pass, and the draw from it.
+  bool listed_head_ = false;
+  std::optional<ops::PlannedPipeline> head_list_, head_list_coopmat_, sample_list_;
   // Outputs with top_k 0: the draw over every logit (ops/head/sample_vocabulary.h), a row each.
   std::vector<ops::PlannedPipeline> vocab_mass_histogram_, vocab_mass_select_;
   std::optional<ops::PlannedPipeline> vocab_draw_partial_, vocab_draw_final_;

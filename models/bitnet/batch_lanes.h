@@ -24,6 +24,9 @@ struct BitNetBatchDecoder::Lanes {
   // partials apart from the pruned head's, which the same tail may run).
   rt::Buffer xq, head_stats, upper, lower, full_values, full_indices, full_best;
   rt::Buffer pick_counters;  // the pruned head's: finished candidates workgroups a row
+  // Sampling's pruned head: each row's candidate list (at row * logits_stride) and its count,
+  // the draw's k candidates, token, list length and best id.
+  rt::Buffer list_values, list_indices, list_count, list_top_values, list_top_indices, list_token, list_length, list_best;
   uint64_t logits_stride = 0, cache_slot_bytes = 0;
   uint64_t bytes = 0;  // everything above
 };

@@ -22,19 +22,28 @@ void BitNetBatchDecoder::record_all_buckets() {
     if (lanes == capacity_) break;
   }
   for (uint32_t rows = 1;; rows = std::min(rows * 2, slots_)) {
-    // Every kind a step's outputs may ask for: greedy, sampled (with the model's top-k only),
-    // both, with or without a draw over every logit.
+    // Every kind a step's outputs may ask for: any mix of greedy outputs, outputs drawn from
+    // their top-k and outputs drawn over every logit (the last two with the model's top-k only).
     for (bool greedy : {true, false})
-      for (bool full : {true, false})
+      for (bool sampled : {true, false})
         for (bool vocabulary : {false, true})
-          if ((greedy || full) && (full || !vocabulary) && (top_k() || !full)) tail_for(rows, tail_kind(greedy, full, vocabulary));
+          if ((greedy || sampled || vocabulary) && (top_k() || !(sampled || vocabulary)))
+            tail_for(rows, tail_kind(greedy, sampled, vocabulary));
     if (rows == slots_) break;
   }
 }
 
-BitNetBatchDecoder::TailKind BitNetBatchDecoder::tail_kind(bool greedy, bool full, bool vocabulary) const {
-  if (!pruned_head_) return {false, true, vocabulary};
-  return {greedy, full || !greedy, vocabulary};
+BitNetBatchDecoder::TailKind BitNetBatchDecoder::tail_kind(bool greedy, bool sampled, bool vocabulary) const {
+  TailKind kind;
+  // Outputs drawn from their top-k take the candidate lists wherever there are any, so that their
+  // logits do not depend on what else the step carries; greedy ones beside them take the lists too.
+  kind.listed = listed_head_ && sampled;
+  kind.pruned = pruned_head_ && greedy && !kind.listed;
+  // Every logit: for greedy outputs without the pruned head, draws over the vocabulary, draws from
+  // the top-k without the lists, and the candidates decode() returns.
+  kind.full = (greedy && !pruned_head_) || vocabulary || (sampled && !kind.listed) || (options_.return_candidates && top_k());
+  kind.vocabulary = vocabulary;
+  return kind;
 }
 
 BitNetBatchDecoder::Step& BitNetBatchDecoder::step_for(uint32_t lanes) {
@@ -69,7 +78,7 @@ BitNetBatchDecoder::Tail& BitNetBatchDecoder::tail_for(uint32_t rows, TailKind k
       it = coopmat_heads_.emplace(rows, ops::make_pipeline(ctx_, ops::plan_lm_head_coopmat(p.target, vocab, dim, rows))).first;
     t.head = &it->second;
   }
-  if (kind.pruned && bounds_on_tensor_cores_ && rows >= ops::tuning_for(p.target).batch_head_coopmat_min_rows) {
+  if ((kind.pruned || kind.listed) && bounds_on_tensor_cores_ && rows >= ops::tuning_for(p.target).batch_head_coopmat_min_rows) {
     auto it = coopmat_bounds_.find(rows);
     if (it == coopmat_bounds_.end())
       it = coopmat_bounds_.emplace(rows, ops::make_pipeline(ctx_, ops::plan_lm_head_bounds_coopmat(p.target, vocab, dim, rows))).first;
@@ -140,8 +149,8 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes, const
 
 // The tail for the first `rows` lanes (the lanes whose outputs the step returns come first), a
 // grid row per lane: the final norm, then the pruned head's argmax (greedy outputs; each row's
-// token picked by its last candidates workgroup) and/or every
-// logit with its argmax, top-k and draws (the others).
+// token picked by its last candidates workgroup) or its candidate lists and their draws, and/or
+// every logit with its argmax, top-k and draws (the others).
 std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_tail(uint32_t rows, const Tail& tail) {
   const auto& c = model_.config();
   const auto& p = model_.pipelines();
@@ -164,9 +173,10 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_tail(uint32_t rows, const 
                           rt::push(eps), rows);
   else
     p.output_norm.dispatch(g, {{"x", L.x}, {"weight", w.output_norm}, {"out", L.xn}}, rt::push(eps), rows);
-  if (tail.kind.pruned) {
+  if (tail.kind.pruned || tail.kind.listed) {
     // Every lane's bounds from the int8 shadow (read once for all lanes on tensor cores, else once
-    // per lane), then each lane's rows that may win, exactly as lm_head computes them.
+    // per lane), then each lane's rows that may win (or be among its k best), exactly as lm_head
+    // computes them.
     const GreedyHead& shadow = *model_.greedy_head_;
     std::vector<rt::Arg> bounds = with_parts({{"xq", L.xq}, {"stats", L.head_stats}, {"scale", shadow.scale}, {"bound", shadow.bound},
                                               {"upper", L.upper}, {"lower", L.lower}},
@@ -175,10 +185,21 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_tail(uint32_t rows, const 
       tail.bounds->dispatch(g, bounds, rt::push(rows, stride), rows);
     else
       head_bounds_->dispatch(g, bounds, rt::push(stride), rows);
-    const ops::PlannedPipeline& candidates = tail.bounds ? *head_candidates_coopmat_ : *head_candidates_;  // their lower bounds' count
-    candidates.dispatch(g, with_table({{"x", L.xn}, {"upper", L.upper}, {"lower", L.lower}, {"part_values", L.arg_values},
-                                       {"part_indices", L.arg_indices}, {"counter", L.pick_counters}, {"token", L.chosen}}),
-                        rt::push(stride), rows);
+    if (tail.kind.pruned) {
+      const ops::PlannedPipeline& candidates = tail.bounds ? *head_candidates_coopmat_ : *head_candidates_;  // their lower bounds' count
+      candidates.dispatch(g, with_table({{"x", L.xn}, {"upper", L.upper}, {"lower", L.lower}, {"part_values", L.arg_values},
+                                         {"part_indices", L.arg_indices}, {"counter", L.pick_counters}, {"token", L.chosen}}),
+                          rt::push(stride), rows);
+    } else {
+      const ops::PlannedPipeline& list = tail.bounds ? *head_list_coopmat_ : *head_list_;
+      list.dispatch(g, with_table({{"x", L.xn}, {"upper", L.upper}, {"lower", L.lower}, {"params", L.sample_params},
+                                   {"list_values", L.list_values}, {"list_indices", L.list_indices}, {"list_count", L.list_count}}),
+                    rt::push(stride), rows);
+      sample_list_->dispatch(g, {{"list_values", L.list_values}, {"list_indices", L.list_indices}, {"list_count", L.list_count},
+                                 {"params", L.sample_params}, {"top_values", L.list_top_values}, {"top_indices", L.list_top_indices},
+                                 {"token", L.list_token}, {"list_length", L.list_length}, {"best", L.list_best}},
+                             rt::push(stride), rows);
+    }
   }
   if (!tail.kind.full) {
     g.finish();

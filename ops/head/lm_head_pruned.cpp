@@ -269,8 +269,9 @@ static Kernel candidates_kernel(const OpTarget& target, uint32_t vocab, uint32_t
                                 std::optional<uint32_t> final_advance, std::optional<EmbeddingShape> embed_next,
                                 std::optional<uint32_t> list_k, std::optional<uint32_t> rows_lower_count = std::nullopt,
                                 bool final_pick = false) {
-  // rows_lower_count: lm_head_candidate_rows, x row y against lower bounds in rows of that many;
-  // final_pick: with it, each row's last workgroup picks that row's token.
+  // rows_lower_count: lm_head_candidate_rows (with list_k lm_head_candidate_list_rows), x row y
+  // against lower bounds in rows of that many; final_pick: with it, each row's last workgroup
+  // picks that row's token.
   if (embed_next && !final_advance) throw std::invalid_argument("lm_head_candidates: embed_next needs the final pass");
   if (list_k && final_advance) throw std::invalid_argument("lm_head_candidate_list: a list has no final pass");
   if (list_k && (*list_k == 0 || *list_k > kMaxTopK))
@@ -281,7 +282,8 @@ static Kernel candidates_kernel(const OpTarget& target, uint32_t vocab, uint32_t
   const ArgmaxPlan plan = argmax_plan(target, vocab);
   const uint32_t wg = lm_head_workgroup(target);
   const bool batched = rows_lower_count.has_value();
-  if (batched && (list_k || final_advance)) throw std::logic_error("lm_head_candidate_rows: neither a list nor a final pass");
+  if (batched && final_advance) throw std::logic_error("lm_head_candidate_rows: no final pass with its advance");
+  if (final_pick && list_k) throw std::logic_error("lm_head_candidate_list_rows: a list has no final pass");
   if (final_pick && !batched) throw std::logic_error("lm_head_candidates: final_pick is the rows' final pass");
   const uint32_t bound_groups = batched ? *rows_lower_count : lm_head_bounds_workgroups(target, vocab);
   if (bound_groups == 0) throw std::invalid_argument("lm_head_candidate_rows: no lower bounds");
@@ -289,14 +291,16 @@ static Kernel candidates_kernel(const OpTarget& target, uint32_t vocab, uint32_t
                       std::to_string(vocab) + "x" + std::to_string(dim) + "_parts" + std::to_string(split.parts) +
                       (list_k ? "_k" + std::to_string(*list_k) : "") +
                       (final_advance ? (*final_advance ? "_final_advance" : "_final") : "") + (embed_next ? "_embed" : "") +
-                      (batched ? "_lower" + std::to_string(bound_groups) : "") + (final_pick ? "_final" : ""),
+                      (batched ? "_lower" + std::to_string(bound_groups) : "") + (final_pick ? "_final" : "") +
+                      (batched && list_k ? "_rows" : ""),
                   {wg, 1, 1});
   auto [x1, x4, t1, t4] = lm_head_bindings(k, dim, split.parts);
   LmHeadRows rows{split, dim, x1, x4, t1, t4};
   auto upper = k.buffer<f32>("upper", Access::Read);
   auto lower = k.buffer<f32>("lower", Access::Read);
   // Batched: x row y (rows.x_base), its upper bounds at y * stride, lower at y * bound_groups and
-  // its argmax partials at y * groups (argmax_final with rows reads them there).
+  // its argmax partials at y * groups (argmax_final with rows reads them there), or its list at
+  // y * stride, its count at y and its settings at y * kSampleParamsWords.
   std::optional<Expr<u32>> x_row, upper_at;
   if (batched) {
     x_row = let("x_row", k.workgroup_id().y());
@@ -326,6 +330,8 @@ static Kernel candidates_kernel(const OpTarget& target, uint32_t vocab, uint32_t
   std::optional<NextEmbedding> next_embedding;
   if (embed_next) next_embedding = declare_next_embedding(k, *embed_next);
 
+  const Expr<u32> list_row = x_row ? *x_row : constant<u32>(0u);
+  const Expr<u32> list_first = upper_at ? *upper_at : constant<u32>(0u);
   // L: the largest lower bound of all rows. Loads written out, all in flight at once (a loop
   // would wait for each in turn).
   std::optional<Expr<f32>> local_lower;
@@ -339,7 +345,7 @@ static Kernel candidates_kernel(const OpTarget& target, uint32_t vocab, uint32_t
   // (each over its own workgroups of lm_head_bounds, so k distinct rows have lower_r >= L: a row
   // with upper_r < L is below k rows' logits), k from the params (1 when greedy, top_k or list_k
   // otherwise); -inf when fewer than k invocations have a row.
-  Expr<f32> floor_l = list_k ? select_kth_largest(k, wg, wg, let("local_lower", *local_lower), sample_rows_needed(*params, *list_k))
+  Expr<f32> floor_l = list_k ? select_kth_largest(k, wg, wg, let("local_lower", *local_lower), sample_rows_needed(*params, *list_k, x_row))
                              : workgroup_max<f32>(k, k.shared<f32>("lower_parts", wg), let("local_lower", *local_lower), "floor");
 
   // This workgroup's rows, in subgroup-wide batches: the rows that may win, each computed by the
@@ -380,7 +386,7 @@ static Kernel candidates_kernel(const OpTarget& target, uint32_t vocab, uint32_t
       }
       auto n = let("kept_rows", kept);
       if_(n > 0u, [&] {
-        auto at = k.var<u32>("list_at", atomic_add((*list_count)[0u], n));
+        auto at = k.var<u32>("list_at", list_first + atomic_add((*list_count)[list_row], n));
         for (size_t g = 0; g < v.size(); ++g)
           if_(keep[g], [&] {
             (*list_values)[Expr<u32>(at)] = v[g];
@@ -497,6 +503,11 @@ Kernel lm_head_candidate_list(const OpTarget& target, uint32_t vocab, uint32_t d
   return candidates_kernel(target, vocab, dim, rows_per_part, std::nullopt, std::nullopt, k);
 }
 
+Kernel lm_head_candidate_list_rows(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part, uint32_t k,
+                                   uint32_t lower_count) {
+  return candidates_kernel(target, vocab, dim, rows_per_part, std::nullopt, std::nullopt, k, lower_count);
+}
+
 Plan plan_lm_head_input(const OpTarget& target, uint32_t dim, bool rows) {
   if (rows) return {lm_head_input(target, dim, true), [](uint32_t count) { return rt::Grid{1, count}; }};
   return {lm_head_input(target, dim), fixed_grid({1})};
@@ -523,6 +534,13 @@ Plan plan_lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t di
 
 Plan plan_lm_head_candidate_list(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part, uint32_t k) {
   return {lm_head_candidate_list(target, vocab, dim, rows_per_part, k), fixed_grid({lm_head_candidate_list_workgroups(target, vocab)})};
+}
+
+Plan plan_lm_head_candidate_list_rows(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part, uint32_t k,
+                                      uint32_t lower_count) {
+  const uint32_t groups = lm_head_candidate_list_workgroups(target, vocab);
+  return {lm_head_candidate_list_rows(target, vocab, dim, rows_per_part, k, lower_count),
+          [groups](uint32_t count) { return rt::Grid{groups, count}; }};
 }
 
 }  // namespace bdsl::ops

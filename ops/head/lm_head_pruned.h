@@ -65,6 +65,11 @@
 //   row's last workgroup runs that argmax_final itself (one dispatch fewer): binds counter (u32
 //   read-write [rows], zero before the first dispatch, left zero) and token (u32 write [rows])
 //   after part_indices.
+// lm_head_candidate_list_rows(target, vocab, dim, rows_per_part, k, lower_count):
+//   lm_head_candidate_list for x row y, its bounds as lm_head_candidate_rows reads them (push
+//   stride, u32), its settings at params[y * kSampleParamsWords ..], its list at
+//   list_values/list_indices[y * stride ..] and its count at list_count[y] (for
+//   sample_candidate_list_rows). grid (lm_head_candidate_list_workgroups(target, vocab), rows).
 // dim: a multiple of 16 (lm_head_pruned_supported).
 #pragma once
 #include <cstdint>
@@ -111,6 +116,8 @@ dsl::Kernel lm_head_candidate_rows(const OpTarget& target, uint32_t vocab, uint3
                                    uint32_t lower_count, bool final_pick = false);
 uint32_t lm_head_candidate_list_workgroups(const OpTarget& target, uint32_t vocab);
 dsl::Kernel lm_head_candidate_list(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part, uint32_t k);
+dsl::Kernel lm_head_candidate_list_rows(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part, uint32_t k,
+                                        uint32_t lower_count);
 
 // The kernels with their grids (ops/plan.h).
 Plan plan_lm_head_input(const OpTarget& target, uint32_t dim, bool rows = false);
@@ -121,5 +128,7 @@ Plan plan_lm_head_candidates(const OpTarget& target, uint32_t vocab, uint32_t di
                              std::optional<uint32_t> final_advance = std::nullopt,
                              std::optional<EmbeddingShape> embed_next = std::nullopt);
 Plan plan_lm_head_candidate_list(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part, uint32_t k);
+Plan plan_lm_head_candidate_list_rows(const OpTarget& target, uint32_t vocab, uint32_t dim, uint32_t rows_per_part, uint32_t k,
+                                      uint32_t lower_count);
 
 }  // namespace bdsl::ops

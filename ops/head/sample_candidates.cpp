@@ -121,8 +121,9 @@ Kernel sample_candidates(const OpTarget& target, uint32_t k, bool rows, uint32_t
   return kb.build();
 }
 
-Expr<u32> sample_rows_needed(const Buffer<u32>& params, uint32_t k) {
-  return rows_needed(bitcast<f32>(Expr<u32>(params[0u])), Expr<u32>(params[1u]), k);
+Expr<u32> sample_rows_needed(const Buffer<u32>& params, uint32_t k, std::optional<Expr<u32>> row) {
+  const Expr<u32> first = row ? *row * kSampleParamsWords : constant<u32>(0u);
+  return rows_needed(bitcast<f32>(Expr<u32>(params[first])), Expr<u32>(params[first + 1u]), k);
 }
 
 SampleListPlan sample_list_plan(const OpTarget& target, uint32_t k) {
@@ -148,12 +149,17 @@ SampleListPlan sample_list_plan(const OpTarget& target, uint32_t k) {
   return p;
 }
 
-Kernel sample_candidate_list(const OpTarget& target, uint32_t k, uint32_t advance_context,
-                             std::optional<EmbeddingShape> embed_next) {
+namespace {
+
+// sample_candidate_list, or with rows its batch form (a grid row per list).
+Kernel candidate_list_draw(const OpTarget& target, uint32_t k, uint32_t advance_context, std::optional<EmbeddingShape> embed_next,
+                           bool rows) {
   if (embed_next && !advance_context) throw std::invalid_argument("sample_candidate_list: embed_next needs advance_context");
+  if (rows && advance_context) throw std::invalid_argument("sample_candidate_list_rows: rows advance no step state");
   const SampleListPlan p = sample_list_plan(target, k);
   const uint32_t wg = p.workgroup;
-  KernelBuilder kb("sample_candidate_list_k" + std::to_string(k) + (advance_context ? "_advance" : "") + (embed_next ? "_embed" : ""),
+  KernelBuilder kb("sample_candidate_list_k" + std::to_string(k) + (advance_context ? "_advance" : "") + (embed_next ? "_embed" : "") +
+                       (rows ? "_rows" : ""),
                    {wg, 1, 1});
   auto list_values = kb.buffer<f32>("list_values", Access::Read);
   auto list_indices = kb.buffer<u32>("list_indices", Access::Read);
@@ -163,24 +169,35 @@ Kernel sample_candidate_list(const OpTarget& target, uint32_t k, uint32_t advanc
   auto top_indices = kb.buffer<u32>("top_indices", Access::Write);
   auto token = kb.buffer<u32>("token", Access::Write);
   auto list_length = kb.buffer<u32>("list_length", Access::Write);
+  std::optional<Buffer<u32>> best;
+  if (rows) best = kb.buffer<u32>("best", Access::Write);
   auto advance = declare_advance(kb, advance_context);
   auto& step = advance.first;
   auto& generated = advance.second;
   std::optional<NextEmbedding> next_embedding;
   if (embed_next) next_embedding = declare_next_embedding(kb, *embed_next);
+  // Rows: row y's list at y * stride, its count, settings and outputs at y.
+  std::optional<Expr<u32>> row;
+  Expr<u32> row_at = constant<u32>(0u), list_at = constant<u32>(0u), top_at = constant<u32>(0u);
+  if (rows) {
+    row = let("row", kb.workgroup_id().y());
+    row_at = *row;
+    list_at = let("list_at", *row * kb.push<u32>("stride"));
+    top_at = let("top_at", *row * k);
+  }
   auto sv = kb.shared<f32>("window_values", p.large_window);
   auto si = kb.shared<u32>("window_indices", p.large_window);
-  auto count = kb.broadcast("count", Expr<u32>(list_count[0u]));
+  auto count = kb.broadcast("count", Expr<u32>(list_count[row_at]));
   if_(kb.local_index() == 0u, [&] {
-    list_length[0u] = count;
-    list_count[0u] = 0u;  // empty for the next replay's list
+    list_length[row_at] = count;
+    list_count[row_at] = 0u;  // empty for the next replay's list
   });
-  auto value = [&](Expr<u32> j) { return Expr<f32>(list_values[j]); };
-  auto index = [&](Expr<u32> j) { return Expr<u32>(list_indices[j]); };
+  auto value = [&](Expr<u32> j) { return Expr<f32>(list_values[list_at + j]); };
+  auto index = [&](Expr<u32> j) { return Expr<u32>(list_indices[list_at + j]); };
   // T: the k'-th largest of the first p.shares invocations' maxima over their shares of the list.
   auto own_max = kb.var<f32>("own_max", -INFINITY);
   for_range(kb.local_index(), count, constant<u32>(p.shares), [&](Expr<u32> j) { own_max = max(Expr<f32>(own_max), value(j)); }, "j");
-  auto floor_t = select_kth_largest(kb, wg, p.shares, own_max, sample_rows_needed(params, k));
+  auto floor_t = select_kth_largest(kb, wg, p.shares, own_max, sample_rows_needed(params, k, row));
   // The candidates at or above T into the short window (padding first), counted.
   auto kept = kb.shared<u32>("kept_count", 1);
   fill_window(kb, sv, si, 0, p.small_window, wg, constant<u32>(0u), constant<u32>(0u), value, index);
@@ -206,10 +223,10 @@ Kernel sample_candidate_list(const OpTarget& target, uint32_t k, uint32_t advanc
   };
   if_(n_kept <= p.small_window, [&] { bitonic_sort(kb, sv, si, p.small_window, wg); }).else_([&] { sort_list_from(p.small_window); });
   for_range(kb.local_index(), k, wg, [&](Expr<u32> r) {
-    top_values[r] = sv[r];
-    top_indices[r] = si[r];
+    top_values[top_at + r] = sv[r];
+    top_indices[top_at + r] = si[r];
   }, "r");
-  auto param = [&](uint32_t word) { return Expr<u32>(params[word]); };
+  auto param = [&](uint32_t word) { return Expr<u32>(params[row_at * kSampleParamsWords + word]); };
   Expr<u32> counter = advance_context ? let("counter", Expr<u32>((*step)[kStepPos]) + 1u) : param(6);
   auto winner = emit_draw(
       kb, wg, k, [&](Expr<u32> i) { return Expr<f32>(sv[i]); }, [&](Expr<u32> i) { return Expr<u32>(si[i]); }, param,
@@ -219,12 +236,23 @@ Kernel sample_candidate_list(const OpTarget& target, uint32_t k, uint32_t advanc
   auto picked = let("picked", Expr<u32>(si[winner]));
   auto chosen = let("chosen", select(picked == kWindowNone, constant<u32>(0u), picked));
   if_(kb.local_index() == 0u, [&] {
-    token[0u] = chosen;
+    token[row_at] = chosen;
+    // The list's best: the argmax of the row's logits (its first candidate, lowest id on ties).
+    if (best) (*best)[row_at] = select(Expr<u32>(si[0u]) == kWindowNone, constant<u32>(0u), Expr<u32>(si[0u]));
     if (advance_context) advance_step(*step, *generated, advance_context, chosen);
   });
   if (embed_next) emit_embedding_row(kb, wg, *embed_next, next_embedding->table, chosen, next_embedding->x_next);
   return kb.build();
 }
+
+}  // namespace
+
+Kernel sample_candidate_list(const OpTarget& target, uint32_t k, uint32_t advance_context,
+                             std::optional<EmbeddingShape> embed_next) {
+  return candidate_list_draw(target, k, advance_context, embed_next, false);
+}
+
+Kernel sample_candidate_list_rows(const OpTarget& target, uint32_t k) { return candidate_list_draw(target, k, 0, std::nullopt, true); }
 
 Plan plan_sample_candidates(const OpTarget& target, uint32_t k, bool rows, uint32_t advance_context) {
   return {sample_candidates(target, k, rows, advance_context), [](uint32_t count) { return rt::Grid{1, count}; }};
@@ -233,6 +261,10 @@ Plan plan_sample_candidates(const OpTarget& target, uint32_t k, bool rows, uint3
 Plan plan_sample_candidate_list(const OpTarget& target, uint32_t k, uint32_t advance_context,
                                 std::optional<EmbeddingShape> embed_next) {
   return {sample_candidate_list(target, k, advance_context, embed_next), fixed_grid({1})};
+}
+
+Plan plan_sample_candidate_list_rows(const OpTarget& target, uint32_t k) {
+  return {sample_candidate_list_rows(target, k), [](uint32_t count) { return rt::Grid{1, count}; }};
 }
 
 }  // namespace bdsl::ops

@@ -51,6 +51,13 @@
 //   of the F16 embedding table widened to f32 (ops/common/embedding_lookup.h's emit_embedding_row),
 //   the next replay's input.
 //   push constants: none.   grid: (1, 1, 1).
+// sample_candidate_list_rows(target, k): the same draw for a batch, a grid row per list (no
+//   advance, no embedding), each row's arithmetic the single list's, bit for bit: row y's list at
+//   list_values/list_indices[y * stride ..] (push stride, u32), its count at list_count[y], its
+//   settings at params[y * kSampleParamsWords ..], its k candidates at top_values/top_indices[y * k ..],
+//   token[y], list_length[y]; and binding 8 best (u32 write [rows]): the list's best id (the
+//   argmax of the row's logits, the lowest id on ties; 0 for an empty list).
+//   grid: (1, rows, 1).
 #pragma once
 #include <array>
 #include <cstdint>
@@ -82,9 +89,11 @@ dsl::Kernel sample_candidates(const OpTarget& target, uint32_t k, bool rows = fa
 Plan plan_sample_candidates(const OpTarget& target, uint32_t k, bool rows = false, uint32_t advance_context = 0);
 
 // How many of the best candidates a draw under `params` (a SampleParams::pack buffer, read at
-// word 0 and 1) can take, given k: 1 for a greedy draw (inverse temperature 0), else top_k capped
-// at k, or k when top_k is 0. The pruned head needs the list to hold at least these.
-dsl::Expr<dsl::u32> sample_rows_needed(const dsl::Buffer<dsl::u32>& params, uint32_t k);
+// word 0 and 1, of row `row` where given) can take, given k: 1 for a greedy draw (inverse
+// temperature 0), else top_k capped at k, or k when top_k is 0. The pruned head needs the list
+// to hold at least these.
+dsl::Expr<dsl::u32> sample_rows_needed(const dsl::Buffer<dsl::u32>& params, uint32_t k,
+                                       std::optional<dsl::Expr<dsl::u32>> row = std::nullopt);
 
 struct SampleListPlan {
   uint32_t workgroup = 0;     // invocations
@@ -97,5 +106,7 @@ dsl::Kernel sample_candidate_list(const OpTarget& target, uint32_t k, uint32_t a
                                   std::optional<EmbeddingShape> embed_next = std::nullopt);
 Plan plan_sample_candidate_list(const OpTarget& target, uint32_t k, uint32_t advance_context = 0,
                                 std::optional<EmbeddingShape> embed_next = std::nullopt);
+dsl::Kernel sample_candidate_list_rows(const OpTarget& target, uint32_t k);
+Plan plan_sample_candidate_list_rows(const OpTarget& target, uint32_t k);
 
 }  // namespace bdsl::ops

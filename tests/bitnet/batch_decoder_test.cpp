@@ -407,14 +407,16 @@ TEST_F(BatchDecoder, AttentionWorkgroupLayoutsGiveTheSameBits) {
 // seeds and settings, draws the same tokens as alone (its draws depend on its seed and positions
 // only); with another seed it draws others.
 // top_k 0 draws over every logit (ops/head/sample_vocabulary.h), beside a stream that draws from
-// its top 10 candidates and a greedy one in the same steps.
+// its top 10 candidates and a greedy one in the same steps. The full head in f32 (not on tensor
+// cores, where x is rounded to F16): its candidates are then the logits the top-k draws take from
+// the pruned head's lists, and the host twin's draw from them is the device's.
 TEST_F(BatchDecoder, SampledTokensAreTheSameAloneOrBesideOthers) {
   const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
   bitnet::ModelOptions o;
   o.top_k = 32;
   bitnet::BitNetModel model(ctx(), file, config, o);
-  bitnet::BitNetBatchDecoder dec(ctx(), model, 5, {.return_candidates = true});
+  bitnet::BitNetBatchDecoder dec(ctx(), model, 5, {.tensor_core_head = false, .return_candidates = true});
   const uint32_t v = config.vocab_size, steps = 16;
   const models::SamplerOptions hot{1.5f, 0, 1.0f, 0.0f, 7};
   std::vector<Stream> alone = {{1, prompt_of(30, 5, v), {}}};
@@ -436,6 +438,47 @@ TEST_F(BatchDecoder, SampledTokensAreTheSameAloneOrBesideOthers) {
   std::vector<Stream> greedy = {{1, prompt_of(30, 5, v), {}}};
   run_together(dec, greedy, steps);
   EXPECT_NE(greedy[0].tokens, alone[0].tokens) << "a hot sampler leaves the greedy path";
+}
+
+// Draws from the top-k take the pruned head's candidate lists: each sequence's tokens are the
+// single-sequence model's decode_sampled (its pruned head: the same exact logits and draw), with
+// greedy and whole-vocabulary draws beside it or not (a step with a draw over the vocabulary runs
+// the full head too); without the pruned head the batch draws from the full head's top-k, here
+// the same tokens (lm_head_batch's logits are lm_head's bits where the head is not on tensor cores).
+TEST_F(BatchDecoder, SampledTokensAreTheSingleSequenceModels) {
+  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto config = models::BitNetConfig::from_gguf(file);
+  bitnet::ModelOptions o;
+  o.top_k = 32;
+  bitnet::BitNetModel model(ctx(), file, config, o), reference(ctx(), file, config, o);
+  ASSERT_TRUE(reference.pipelines().lm_head_candidate_list) << "the tiny model's shape takes the pruned head";
+  bitnet::BitNetBatchDecoder dec(ctx(), model, 4);
+  const uint32_t v = config.vocab_size, steps = 14;
+  std::vector<Stream> streams = {{0, prompt_of(40, 6, v), {}}, {2, prompt_of(41, 3, v), {}}};
+  streams[0].sampling = {0.9f, 20, 0.95f, 0.0f, 11};
+  streams[1].sampling = {1.3f, 5, 1.0f, 0.02f, 12};
+  run_together(dec, streams, steps, 4);
+  for (const auto& s : streams) {
+    auto first = reference.prefill(s.prompt, 0);
+    std::vector<int32_t> expected = {models::choose_after_step(reference, first, s.sampling, uint32_t(s.prompt.size()))};
+    reference.decode_sampled(expected[0], uint32_t(s.prompt.size()), steps - 1, s.sampling, [&](int32_t t) {
+      expected.push_back(t);
+      return true;
+    });
+    EXPECT_EQ(s.tokens, expected) << "slot " << s.slot;
+    EXPECT_GE(std::set<int32_t>(s.tokens.begin(), s.tokens.end()).size(), 4u) << "a continuation that varies";
+  }
+  // Beside a greedy stream and one drawn over the whole vocabulary: the same tokens.
+  std::vector<Stream> crowd = {{1, prompt_of(42, 5, v), {}}, {3, prompt_of(40, 6, v), {}}, {0, prompt_of(43, 4, v), {}}};
+  crowd[1].sampling = streams[0].sampling;
+  crowd[2].sampling = {1.0f, 0, 1.0f, 0.0f, 13};
+  run_together(dec, crowd, steps, 4);
+  EXPECT_EQ(crowd[1].tokens, streams[0].tokens);
+  bitnet::BitNetBatchDecoder full(ctx(), model, 4, {.tensor_core_head = false, .pruned_head = false});
+  std::vector<Stream> again = {{1, prompt_of(40, 6, v), {}}};
+  again[0].sampling = streams[0].sampling;
+  run_together(full, again, steps, 4);
+  EXPECT_EQ(again[0].tokens, streams[0].tokens) << "the full head's top-k";
 }
 
 TEST_F(BatchDecoder, BadStepsAreRefusedNamingTheProblem) {

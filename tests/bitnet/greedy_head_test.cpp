@@ -543,5 +543,134 @@ TEST_F(SampledHead, EveryRowOnTheListStillDrawsTheSame) {
   EXPECT_EQ(lengths[1], vocab);
 }
 
+// Sampling's pruned head for a batch (lm_head_candidate_list_rows, sample_candidate_list_rows
+// after lm_head_input and the bounds with rows): every row, under its own settings, draws the
+// token the single-row kernels draw for it alone, with the same k' best (value, index) bits, and
+// its `best` is their first id. With lm_head_bounds' rows the lower bounds are the single row's,
+// so the list is as long too; on tensor cores (the coopmat bounds, where the device has them) the
+// lists differ, the draws do not. Replayed twice: each list's count is left zero. One row is zero
+// (every logit 0: ties everywhere), one copies another's x and settings (the same draw).
+TEST_F(SampledHead, TheBatchedListGivesEveryRowItsOwnDraw) {
+  const uint32_t vocab = 7000, dim = 256;
+  const ops::OpTarget t = ops::OpTarget::from(ctx().info());
+  const std::vector<ops::SampleParams> settings_all = settings();
+  const uint32_t rows = uint32_t(settings_all.size()) + 2;
+  auto table = random_table(vocab, dim, 41);
+  for (uint32_t copy : {11u, 4000u}) std::copy_n(table.begin() + 9 * dim, dim, table.begin() + size_t(copy) * dim);  // ties
+  std::vector<float> x = random_x(rows * dim, 42, 2.0f);
+  std::fill_n(x.begin() + 2 * dim, dim, 0.0f);
+  std::copy_n(x.begin() + 4 * dim, dim, x.begin() + size_t(rows - 1) * dim);
+  std::vector<ops::SampleParams> params_of(rows);
+  for (uint32_t r = 0; r < rows; ++r) {
+    params_of[r] = settings_all[r % settings_all.size()];
+    params_of[r].counter = 3 + r;
+  }
+  params_of[rows - 1] = params_of[4];
+  const auto q = bitnet::quantize_rows_int8(table, vocab, dim);
+  auto out = [&](uint64_t words, const char* name) { return rt::Buffer(ctx(), std::max<uint64_t>(words * 4, 4), {true, name}); };
+  for (uint32_t rows_per_part : {vocab, 2048u}) {
+    SCOPED_TRACE(testing::Message() << "rows per part " << rows_per_part);
+    const ops::LmHeadSplit split = ops::lm_head_split(t, vocab, dim, rows_per_part);
+    auto [f16_parts, int8_parts] = table_parts(table, q, split, vocab, dim);
+    rt::Buffer unit = buffer_of(std::vector<float>(dim, 1.0f), "weight");
+    rt::Buffer scale = buffer_of(q.scale, "scale"), bound = buffer_of(q.bound, "bound");
+    const uint32_t groups = ops::lm_head_bounds_workgroups(t, vocab), stride = vocab + 5;
+    auto with = [](std::vector<rt::Arg> args, const char* name, const std::vector<rt::Buffer>& parts) {
+      for (size_t i = 0; i < parts.size(); ++i) args.push_back({name + std::to_string(i), parts[i]});
+      return args;
+    };
+    // Each row alone.
+    const ops::PlannedPipeline input = ops::make_pipeline(ctx(), ops::plan_lm_head_input(t, dim));
+    const ops::PlannedPipeline bounds = ops::make_pipeline(ctx(), ops::plan_lm_head_bounds(t, vocab, dim, rows_per_part));
+    const ops::PlannedPipeline list = ops::make_pipeline(ctx(), ops::plan_lm_head_candidate_list(t, vocab, dim, rows_per_part, kK));
+    const ops::PlannedPipeline draw = ops::make_pipeline(ctx(), ops::plan_sample_candidate_list(t, kK));
+    std::vector<uint32_t> token1, length1;
+    std::vector<std::vector<float>> values1;
+    std::vector<std::vector<uint32_t>> indices1;
+    for (uint32_t r = 0; r < rows; ++r) {
+      rt::Buffer raw = buffer_of(std::vector<float>(x.begin() + r * dim, x.begin() + (r + 1) * dim), "x");
+      const auto words = params_of[r].pack();
+      rt::Buffer params = buffer_of(std::vector<uint32_t>(words.begin(), words.end()), "params");
+      rt::Buffer xn = out(dim, "xn"), xq = out(dim / 4, "xq"), stats = out(4, "stats"), upper = out(vocab, "upper"),
+                 lower = out(groups, "lower");
+      rt::Buffer lv = out(vocab, "lv"), li = out(vocab, "li"), ln = buffer_of(std::vector<uint32_t>{0}, "ln");
+      rt::Buffer tv = out(kK, "tv"), ti = out(kK, "ti"), token = out(1, "token"), length = out(1, "length");
+      rt::Graph g(ctx());
+      input.dispatch(g, {{"x", raw}, {"weight", unit}, {"xn", xn}, {"xq", xq}, {"stats", stats}}, rt::push(1e-5f));
+      bounds.dispatch(g, with({{"xq", xq}, {"stats", stats}, {"scale", scale}, {"bound", bound}, {"upper", upper}, {"lower", lower}},
+                              "table", int8_parts));
+      list.dispatch(g, with({{"x", xn}, {"upper", upper}, {"lower", lower}, {"params", params}, {"list_values", lv},
+                             {"list_indices", li}, {"list_count", ln}},
+                            "table", f16_parts));
+      draw.dispatch(g, {{"list_values", lv}, {"list_indices", li}, {"list_count", ln}, {"params", params}, {"top_values", tv},
+                        {"top_indices", ti}, {"token", token}, {"list_length", length}});
+      g.submit_and_wait();
+      token1.push_back(token.download<uint32_t>()[0]);
+      length1.push_back(length.download<uint32_t>()[0]);
+      values1.push_back(tv.download<float>());
+      indices1.push_back(ti.download<uint32_t>());
+    }
+    EXPECT_EQ(token1[rows - 1], token1[4]);
+    // All rows at once.
+    const bool tensor_cores = ops::lm_head_bounds_coopmat_fits(t, vocab, dim, split.parts);
+    for (bool coopmat : {false, tensor_cores}) {
+      SCOPED_TRACE(testing::Message() << "bounds on tensor cores " << coopmat);
+      const uint32_t lower_count = coopmat ? ops::lm_head_bounds_coopmat_workgroups(t, vocab) : groups;
+      std::vector<uint32_t> packed;
+      for (const auto& p : params_of) {
+        const auto words = p.pack();
+        packed.insert(packed.end(), words.begin(), words.end());
+      }
+      rt::Buffer raw = buffer_of(x, "x"), params = buffer_of(packed, "params");
+      rt::Buffer xn = out(rows * dim, "xn"), xq = out(rows * dim / 4, "xq"), stats = out(rows * 4, "stats");
+      rt::Buffer upper = out(rows * stride, "upper"), lower = out(rows * lower_count, "lower");
+      rt::Buffer lv = out(rows * stride, "lv"), li = out(rows * stride, "li"), ln = out(rows, "ln");
+      ln.fill(0);
+      rt::Buffer tv = out(rows * kK, "tv"), ti = out(rows * kK, "ti"), token = out(rows, "token"), length = out(rows, "length"),
+                 best = out(rows, "best");
+      const ops::PlannedPipeline input_rows = ops::make_pipeline(ctx(), ops::plan_lm_head_input(t, dim, true));
+      const ops::PlannedPipeline bounds_rows = ops::make_pipeline(
+          ctx(), coopmat ? ops::plan_lm_head_bounds_coopmat(t, vocab, dim, rows) : ops::plan_lm_head_bounds(t, vocab, dim, rows_per_part, true));
+      const ops::PlannedPipeline list_rows =
+          ops::make_pipeline(ctx(), ops::plan_lm_head_candidate_list_rows(t, vocab, dim, rows_per_part, kK, lower_count));
+      const ops::PlannedPipeline draw_rows = ops::make_pipeline(ctx(), ops::plan_sample_candidate_list_rows(t, kK));
+      rt::Graph g(ctx());
+      input_rows.dispatch(g, {{"x", raw}, {"weight", unit}, {"xn", xn}, {"xq", xq}, {"stats", stats}}, rt::push(1e-5f), rows);
+      bounds_rows.dispatch(g, with({{"xq", xq}, {"stats", stats}, {"scale", scale}, {"bound", bound}, {"upper", upper}, {"lower", lower}},
+                                   "table", int8_parts),
+                           coopmat ? rt::push(rows, stride) : rt::push(stride), rows);
+      list_rows.dispatch(g, with({{"x", xn}, {"upper", upper}, {"lower", lower}, {"params", params}, {"list_values", lv},
+                                  {"list_indices", li}, {"list_count", ln}},
+                                 "table", f16_parts),
+                         rt::push(stride), rows);
+      draw_rows.dispatch(g, {{"list_values", lv}, {"list_indices", li}, {"list_count", ln}, {"params", params}, {"top_values", tv},
+                             {"top_indices", ti}, {"token", token}, {"list_length", length}, {"best", best}},
+                         rt::push(stride), rows);
+      g.submit_and_wait();
+      token.fill(0xffffffffu);
+      g.submit_and_wait();
+      const auto tokens = token.download<uint32_t>(), lengths = length.download<uint32_t>(), bests = best.download<uint32_t>();
+      const auto counts = ln.download<uint32_t>(), iv = ti.download<uint32_t>();
+      const auto vv = tv.download<float>();
+      for (uint32_t r = 0; r < rows; ++r) {
+        SCOPED_TRACE(testing::Message() << "row " << r);
+        EXPECT_EQ(tokens[r], token1[r]);
+        EXPECT_EQ(bests[r], indices1[r][0]) << "the list's best";
+        EXPECT_EQ(counts[r], 0u) << "the draw leaves the list empty for the next replay";
+        if (!coopmat) {
+          EXPECT_EQ(lengths[r], length1[r]);
+        }
+        const ops::SampleParams& s = params_of[r];
+        const uint32_t k_wanted = s.inverse_temperature == 0 ? 1 : s.top_k > 0 ? std::min(s.top_k, kK) : kK;
+        EXPECT_GE(lengths[r], k_wanted);
+        for (uint32_t i = 0; i < k_wanted; ++i) {
+          EXPECT_EQ(std::bit_cast<uint32_t>(vv[r * kK + i]), std::bit_cast<uint32_t>(values1[r][i])) << "candidate " << i;
+          EXPECT_EQ(iv[r * kK + i], indices1[r][i]) << "candidate " << i;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace bdsl::test
