@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -71,25 +72,40 @@ void fill_slots(BatchState& b, uint32_t positions) {
   b.filled = positions;
 }
 
-// A step of `batch` sequences at position ctx - 1; `sampled`: each drawn on the GPU at `run`'s
-// defaults (temperature 0.8, top-k 40, top-p 0.95, its own seed) from the server's 128 candidates.
-void decode_batch(benchmark::State& st, BenchSession& s, uint32_t batch, uint32_t slots, uint32_t ctx_len, bool sampled = false) {
+// Steps of `batch` sequences at position ctx - 1, pipelined as the server runs them: each step's
+// tokens are the step before's outputs, fed on the device (Entry::previous), and the next step is
+// submitted before the one before is collected (`sync`: each step submitted and collected in
+// turn, its tokens given by the host). `sampled`: each drawn on the GPU at `run`'s defaults
+// (temperature 0.8, top-k 40, top-p 0.95, its own seed) from the server's 128 candidates.
+void decode_batch(benchmark::State& st, BenchSession& s, uint32_t batch, uint32_t slots, uint32_t ctx_len, bool sampled = false,
+                  bool sync = false) {
   auto& b = batch_state(s, slots, ctx_len, sampled ? kServerCandidates : 0);
   fill_slots(b, ctx_len - 1);
-  std::vector<models::BatchDecoder::Entry> entries;
+  std::vector<models::BatchDecoder::Entry> given, fed;
   for (uint32_t i = 0; i < batch; ++i) {
-    entries.push_back({i, int32_t(i + 1), ctx_len - 1});
-    if (sampled) entries.back().sampling = {0.8f, 40, 0.95f, 0.0f, 1000u + i};
+    given.push_back({i, int32_t(i + 1), ctx_len - 1});
+    if (sampled) given.back().sampling = {0.8f, 40, 0.95f, 0.0f, 1000u + i};
+    fed.push_back(given.back());
+    fed.back().previous = int32_t(i);
   }
-  b.decoder->decode(entries);  // records the bucket's step once
+  b.decoder->decode(given);  // records the bucket's step once
+  std::deque<uint64_t> in_flight;
+  if (!sync) in_flight.push_back(b.decoder->submit(given));
   double wall = 0;
   for (auto _ : st) {
     const auto t0 = Clock::now();
-    b.decoder->decode(entries);
+    if (sync) {
+      b.decoder->decode(given);
+    } else {
+      in_flight.push_back(b.decoder->submit(fed));
+      b.decoder->collect(in_flight.front());
+      in_flight.pop_front();
+    }
     const double w = std::chrono::duration<double>(Clock::now() - t0).count();
     st.SetIterationTime(w);
     wall += w;
   }
+  for (uint64_t t : in_flight) b.decoder->collect(t);
   const double steps = double(st.iterations());
   const auto stats = b.decoder->step_stats(b.decoder->bucket_for(batch));
   st.counters["tokens_per_s"] = steps * batch / wall;
@@ -217,6 +233,10 @@ void register_batch_benchmarks(BenchSession& s) {
   for (uint32_t batch : quick ? std::vector<uint32_t>{1, 4} : std::vector<uint32_t>{1, 4, 16, 32, 64})
     benchmark::RegisterBenchmark(fmt::format("decode_batch/B:{}", batch).c_str(),
                                  [&s, batch, slots, ctx](benchmark::State& st) { decode_batch(st, s, batch, slots, ctx); })
+        ->UseManualTime()->Iterations(quick ? 2 : 20)->Unit(benchmark::kMillisecond);
+  for (uint32_t batch : quick ? std::vector<uint32_t>{4} : std::vector<uint32_t>{1, 64})
+    benchmark::RegisterBenchmark(fmt::format("decode_batch_sync/B:{}", batch).c_str(),
+                                 [&s, batch, slots, ctx](benchmark::State& st) { decode_batch(st, s, batch, slots, ctx, false, true); })
         ->UseManualTime()->Iterations(quick ? 2 : 20)->Unit(benchmark::kMillisecond);
   for (uint32_t batch : quick ? std::vector<uint32_t>{4} : std::vector<uint32_t>{1, 64})
     benchmark::RegisterBenchmark(fmt::format("decode_batch_sampled/B:{}", batch).c_str(),

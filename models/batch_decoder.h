@@ -6,9 +6,16 @@
 // slot's cache holds whatever was last written at each position. Each output's token is chosen
 // under its entry's sampling settings (models/sampler.h): by the device where it samples, else on
 // the host from the candidates, with the same arithmetic.
+//
+// Steps may be pipelined: submit() queues a step, collect() returns its outputs, and an entry may
+// take its token from an output of the step submitted just before it (Entry::previous), so the
+// next step is queued before the host has read the one before. Every decoder takes them; a
+// decoder on a device overlaps them (the base class runs each step at its submit()).
 #pragma once
 #include <cstdint>
+#include <deque>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "models/decoder_model.h"
@@ -22,6 +29,9 @@ class BatchDecoder {
     int32_t token = 0;   // decoded at `pos`: the slot's cache must hold positions 0..pos-1
     uint32_t pos = 0;
     SamplerOptions sampling{};  // how the output's token is chosen (temperature 0: greedy)
+    // >= 0: `token` is ignored; the token is the output of entry `previous` of the step submitted
+    // just before this one (submit()), which must have an output.
+    int32_t previous = -1;
   };
 
   virtual ~BatchDecoder() = default;
@@ -44,8 +54,29 @@ class BatchDecoder {
                              const SamplerOptions& sampling = {}) = 0;
   // One decode step for every entry (1 <= size <= step_capacity()); outputs in entry order. A slot
   // appears once, or (max_step_prompt() > 0) in a run at consecutive positions, in order: only the
-  // last entry of a slot has an output (the others' argmax is -1, with no candidates).
+  // last entry of a slot has an output (the others' argmax is -1, with no candidates). The same
+  // as collect(submit(batch)); only submit() may take entries with `previous`.
   virtual std::vector<StepOutput> decode(std::span<const Entry> batch) = 0;
+
+  // Queues a step as decode() runs it and returns its ticket; at most kMaxSubmitted steps are
+  // submitted and not collected (std::logic_error past it). The base class runs it here, with
+  // each `previous` entry's token taken from the outputs of the step submitted before; a device
+  // decoder returns at once and passes those tokens on itself.
+  static constexpr uint32_t kMaxSubmitted = 2;
+  virtual uint64_t submit(std::span<const Entry> batch);
+  // Waits for the step of `ticket` (the oldest one not collected, else std::logic_error) and
+  // returns its outputs, as decode() does.
+  virtual std::vector<StepOutput> collect(uint64_t ticket);
+
+ protected:
+  // The token of output `index` of the step submitted last (base submit(), and a device
+  // decoder's checks): throws std::invalid_argument naming `entry` where there is none.
+  static int32_t previous_token(const std::vector<StepOutput>& last, int32_t index, size_t entry);
+
+ private:
+  uint64_t submitted_ = 0;
+  std::deque<std::pair<uint64_t, std::vector<StepOutput>>> done_;  // submitted, not collected
+  std::vector<StepOutput> last_;  // the outputs of the step submitted last
 };
 
 }  // namespace bdsl::models

@@ -32,6 +32,7 @@ class SequentialDecoder final : public BatchDecoder {
     if (batch.size() != 1) throw std::invalid_argument("a sequential decoder steps one sequence, got " +
                                                        std::to_string(batch.size()));
     check_slot(batch[0].slot);
+    if (batch[0].previous >= 0) throw std::invalid_argument("decode() takes tokens, not outputs of the step before (submit() does)");
     StepOutput out = model_.step(batch[0].token, batch[0].pos);
     out.token = choose_after_step(model_, out, batch[0].sampling, batch[0].pos + 1);
     return {out};

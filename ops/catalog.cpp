@@ -9,6 +9,7 @@
 #include "ops/attention/attention_split_kv.h"
 #include "ops/attention/rope_kv_write.h"
 #include "ops/common/embedding_lookup.h"
+#include "ops/common/parity_copy.h"
 #include "ops/common/quantize_activations.h"
 #include "ops/common/rms_norm.h"
 #include "ops/examples/saxpy.h"
@@ -76,6 +77,10 @@ const std::vector<CatalogEntry>& catalog() {
   static const std::vector<CatalogEntry> entries = {
       {"embedding_lookup", "token row of the F16 table -> f32 (decode)", [](T t) { return plan_embedding_lookup(t, embedding_shape(t)).kernel; }},
       {"embedding_lookup_batch", "token rows -> f32 (prefill)", [](T t) { return plan_embedding_lookup_batch(t, embedding_shape(t)).kernel; }},
+      {"embedding_lookup_fed", "token rows -> f32, each token given or left on the device by the step before (batched decode)",
+       [](T t) { return plan_embedding_lookup_fed(t, embedding_shape(t), kVocab, 4).kernel; }},
+      {"parity_copy", "a replayed step's inputs from the staging half its count picks (batched decode)",
+       [](T t) { return plan_parity_copy(t, 1024, ParityCopy::FromHalf).kernel; }},
       {"rms_norm", "RMSNorm of rows, fp32", [](T t) { return plan_rms_norm(t, kDim).kernel; }},
       {"quantize_activations", "per-token int8 absmax quantization", [](T t) { return plan_quantize_activations(t, kDim).kernel; }},
       {"rms_norm_quantize", "RMSNorm then int8 quantization (prefill)", [](T t) { return plan_quantize_activations(t, kDim, {true}).kernel; }},
@@ -189,6 +194,11 @@ const std::vector<CatalogEntry>& catalog() {
        [](T t) { return plan_lm_head_shadow(t, kVocab, kDim, lm_head_split(t, kVocab, kDim).rows_per_part).kernel; }},
       {"lm_head_candidate_list", "sampled head: exact logits of the rows that may be among the 40 best, listed",
        [](T t) { return plan_lm_head_candidate_list(t, kVocab, kDim, lm_head_split(t, kVocab, kDim).rows_per_part, 40).kernel; }},
+      {"lm_head_candidate_list_rows", "batched sampled head: each sequence's list of the rows that may be among its k best",
+       [](T t) {
+         return plan_lm_head_candidate_list_rows(t, kVocab, kDim, lm_head_split(t, kVocab, kDim).rows_per_part, kMaxTopK,
+                                                 lm_head_bounds_workgroups(t, kVocab)).kernel;
+       }},
       {"argmax_partial", "argmax, first pass", [](T t) { return plan_argmax_partial(t, kVocab).kernel; }},
       {"argmax_final", "argmax, second pass", [](T t) { return plan_argmax_final(t, kVocab).kernel; }},
       {"top_k_partial", "top-40 candidates, first pass", [](T t) { return plan_top_k_partial(t, kVocab, 40).kernel; }},
@@ -197,6 +207,8 @@ const std::vector<CatalogEntry>& catalog() {
        [](T t) { return plan_sample_candidates(t, kMaxTopK, true).kernel; }},
       {"sample_candidate_list", "the same from an unsorted candidate list, advancing the step (the model's sampled head)",
        [](T t) { return plan_sample_candidate_list(t, 40, kContext).kernel; }},
+      {"sample_candidate_list_rows", "the same for a batch, a list per sequence (batched decode)",
+       [](T t) { return plan_sample_candidate_list_rows(t, kMaxTopK).kernel; }},
       {"vocab_mass_histogram", "top-p over the whole vocabulary: a radix pass summing token weights into buckets (a row per sequence)",
        [](T t) { return plan_vocab_mass_histogram(t, kVocab, 0).kernel; }},
       {"vocab_mass_select", "the same: the bucket where the mass from the top reaches top-p",

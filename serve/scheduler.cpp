@@ -35,9 +35,11 @@ struct Scheduler::Sequence {
   models::TokenStreamDecoder text;
   StopMatcher stop;
   uint64_t admitted;
-  uint32_t prefilled = 0;  // prompt tokens in the slot's cache
-  uint32_t pos = 0;        // where `next` is decoded: the cache holds positions 0..pos-1
-  int32_t next = -1;       // sampled and not yet decoded
+  uint32_t prefilled = 0;  // prompt tokens in the slot's cache or in submitted steps
+  uint32_t pos = 0;        // where the next entry decodes: submitted steps fill positions 0..pos-1
+  int32_t next = -1;       // sampled and not yet decoded (where fed_entry is -1)
+  int32_t fed_entry = -1;  // its entry in the step submitted last, whose output is the next token
+  uint32_t in_flight = 0;  // its outputs in submitted steps not collected yet
   uint32_t generated = 0;
 };
 
@@ -121,15 +123,18 @@ void Scheduler::run() {
   for (;;) {
     {
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || active_ > 0; });
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || active_ > 0 || !in_flight_.empty(); });
       if (stopping_) break;
     }
     admit();
     drop_cancelled();
     prefill_some();
-    decode_all();
+    // The next step goes in before the one in flight is read, so the device always has one queued.
+    const bool submitted = submit_step();
+    if (!in_flight_.empty() && (in_flight_.size() >= models::BatchDecoder::kMaxSubmitted || !submitted)) collect_step();
   }
-  // Shutting down: every request still here ends now.
+  // Shutting down: every request still here ends now (the steps in flight first: nothing reads them).
+  while (!in_flight_.empty()) collect_step(false);
   drop_cancelled();
   for (uint32_t s = 0; s < slots_; ++s)
     if (running_[s]) finish(s, FinishReason::Shutdown);
@@ -219,56 +224,113 @@ void Scheduler::prefill_chunk(uint32_t slot, uint32_t n) {
   seq.prefilled += n;
   if (seq.prefilling()) return;
   seq.pos = seq.prefilled;
-  accept(slot, out.token);
+  accept(slot, out.token, seq.pos);
 }
 
-void Scheduler::decode_all() {
+// One decode step over every sequence that is generating (its token given, or fed by the step
+// submitted before: Entry::previous), with the short prompts' tokens in the spare entries. A
+// sequence takes no entry once its submitted outputs reach its max_tokens or the context.
+bool Scheduler::submit_step() {
   std::vector<models::BatchDecoder::Entry> batch;
-  for (uint32_t s = 0; s < slots_; ++s)
-    if (running_[s] && !running_[s]->prefilling())
-      batch.push_back({s, running_[s]->next, running_[s]->pos, running_[s]->request().sampling});
+  InFlightStep step;
+  std::vector<std::pair<uint32_t, int32_t>> decoding;  // slot, its entry
+  for (uint32_t s = 0; s < slots_; ++s) {
+    Sequence* seq = running_[s].get();
+    if (!seq || seq->prefilling()) continue;
+    if (seq->pos >= context_ || seq->generated + seq->in_flight >= seq->request().max_tokens) continue;
+    if (seq->fed_entry < 0 && seq->next < 0) continue;  // its token is in a step not yet collected
+    models::BatchDecoder::Entry e{s, seq->next, seq->pos, seq->request().sampling};
+    if (seq->fed_entry >= 0) e.previous = seq->fed_entry, e.token = 0;
+    decoding.emplace_back(s, int32_t(batch.size()));
+    batch.push_back(e);
+    step.owners.push_back({s, seq->admitted, true, seq->pos + 1});
+  }
   // Short prompts take the step's spare entries, oldest first: a run of each one's next tokens.
   std::vector<uint32_t> waiting;
   for (uint32_t s = 0; s < slots_; ++s)
     if (running_[s] && running_[s]->prefilling() && prompt_in_steps(*running_[s])) waiting.push_back(s);
   std::sort(waiting.begin(), waiting.end(), [&](uint32_t a, uint32_t b) { return running_[a]->admitted < running_[b]->admitted; });
-  const size_t decoding = batch.size();
+  struct Run {
+    uint32_t slot, tokens;
+    int32_t last_entry;  // the prompt's last token's entry, or -1 where the prompt goes on
+  };
+  std::vector<Run> runs;
   for (uint32_t s : waiting) {
     const Sequence& seq = *running_[s];
     const auto& prompt = seq.request().prompt;
-    for (uint32_t p = seq.prefilled; p < prompt.size() && batch.size() < decoder_.step_capacity(); ++p)
+    Run run{s, 0, -1};
+    for (uint32_t p = seq.prefilled; p < prompt.size() && batch.size() < decoder_.step_capacity(); ++p, ++run.tokens) {
+      const bool last = p + 1 == prompt.size();
+      if (last) run.last_entry = int32_t(batch.size());
       batch.push_back({s, prompt[p], p, seq.request().sampling});
+      step.owners.push_back({s, seq.admitted, last, p + 1});
+    }
+    if (run.tokens) runs.push_back(run);
   }
-  if (batch.empty()) return;
+  for (auto& r : running_)
+    if (r) r->fed_entry = -1;  // `previous` names an entry of the step submitted last only
+  if (batch.empty()) return false;
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<models::StepOutput> outs;
   try {
-    outs = decoder_.decode(batch);
+    step.ticket = decoder_.submit(batch);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "serve: decode failed: %s\n", e.what());
     for (const auto& entry : batch)
       if (running_[entry.slot]) finish(entry.slot, FinishReason::Error);
+    return false;
+  }
+  busy_ns_ += nanoseconds_since(t0);
+  // Each output's token is taken on by the next step on the device (fed_entry).
+  auto awaits = [](Sequence& seq, int32_t entry) {
+    seq.fed_entry = entry;
+    seq.next = -1;
+    ++seq.in_flight;
+  };
+  for (const auto& [slot, entry] : decoding) {
+    ++running_[slot]->pos;
+    awaits(*running_[slot], entry);
+  }
+  for (const Run& run : runs) {
+    Sequence& seq = *running_[run.slot];
+    seq.prefilled += run.tokens;
+    prompt_tokens_ += run.tokens;
+    if (run.last_entry < 0) continue;
+    seq.pos = seq.prefilled;
+    awaits(seq, run.last_entry);
+  }
+  in_flight_.push_back(std::move(step));
+  return true;
+}
+
+// The oldest step in flight: each output's token to its sequence, if it is still the one in its
+// slot (`deliver`: false while shutting down).
+void Scheduler::collect_step(bool deliver) {
+  InFlightStep step = std::move(in_flight_.front());
+  in_flight_.pop_front();
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<models::StepOutput> outs;
+  try {
+    outs = decoder_.collect(step.ticket);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "serve: decode failed: %s\n", e.what());
+    for (const auto& o : step.owners)
+      if (running_[o.slot] && running_[o.slot]->admitted == o.admitted) finish(o.slot, FinishReason::Error);
     return;
   }
   busy_ns_ += nanoseconds_since(t0);
   ++decode_steps_;
-  for (size_t i = 0; i < batch.size(); ++i) {
-    Sequence& seq = *running_[batch[i].slot];
-    if (i >= decoding) {  // a prompt token: the last one of the prompt gives the first sample
-      ++seq.prefilled;
-      ++prompt_tokens_;
-      if (seq.prefilling()) continue;
-      seq.pos = seq.prefilled;
-    } else {
-      ++seq.pos;
-    }
-    accept(batch[i].slot, outs[i].token);
+  if (!deliver) return;
+  for (size_t i = 0; i < step.owners.size(); ++i) {
+    const auto& o = step.owners[i];
+    if (!o.output || !running_[o.slot] || running_[o.slot]->admitted != o.admitted) continue;  // it ended meanwhile
+    --running_[o.slot]->in_flight;
+    accept(o.slot, outs[i].token, o.out_pos);
   }
 }
 
 // A sampled token: text out, then the checks that may end the sequence (the same order as
 // models::Generator: end of generation, stop string, token limit, full context).
-void Scheduler::accept(uint32_t slot, int32_t token) {
+void Scheduler::accept(uint32_t slot, int32_t token, uint32_t position) {
   Sequence& seq = *running_[slot];
   ++seq.generated;
   ++generated_;
@@ -276,8 +338,8 @@ void Scheduler::accept(uint32_t slot, int32_t token) {
   const auto piece = seq.stop.push(seq.text.push(token));
   emit(seq, piece.text);
   if (piece.stopped) return finish(slot, FinishReason::Stop, false);
-  if (seq.generated >= seq.request().max_tokens || seq.pos >= context_) return finish(slot, FinishReason::Length);
-  seq.next = token;
+  if (seq.generated >= seq.request().max_tokens || position >= context_) return finish(slot, FinishReason::Length);
+  if (seq.fed_entry < 0) seq.next = token;  // else the step submitted last takes it on the device
 }
 
 void Scheduler::emit(Sequence& seq, const std::string& text) {

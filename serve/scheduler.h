@@ -5,9 +5,15 @@
 //   2. runs prompt chunks of the sequences still reading prompts longer than the decoder's
 //      max_step_prompt, oldest first, up to max_prefill_chunk tokens and kMaxPrefillsPerStep
 //      chunks in all: a long prompt delays the streams already decoding by one chunk a step;
-//   3. runs ONE decode() over every sequence that is generating, with the tokens of the short
-//      prompts (up to max_step_prompt tokens each) in the step's spare entries, oldest first:
-//      many short prompts start together and cost the running streams little.
+//   3. submits ONE decode step over every sequence that is generating, with the tokens of the
+//      short prompts (up to max_step_prompt tokens each) in the step's spare entries, oldest
+//      first: many short prompts start together and cost the running streams little;
+//   4. collects the step submitted in the turn before: text out, ends checked.
+// Steps are pipelined (models::BatchDecoder::submit): a sequence's entry in a step takes its
+// token from its output in the step before on the device (Entry::previous), so the next step is
+// queued before the host reads the one before, and the device never waits for the host. A
+// sequence that ends when its output is read has one more token computed in the step already
+// submitted; that token is dropped.
 // Each entry carries its request's sampling settings; the decoder picks the token (on the device
 // for the batched BitNet decoder), each draw a function of the seed and the token's position, so
 // a request gives the same text whether it runs alone or beside others.
@@ -97,9 +103,23 @@ class Scheduler {
   void prefill_some();
   void prefill_chunk(uint32_t slot, uint32_t n);
   static constexpr uint32_t kMaxPrefillsPerStep = 16;
-  void decode_all();
+  // A submitted step: whose each entry is (the sequence by admission order: a slot may have
+  // changed hands by the time it is collected), and where an output's token would be decoded.
+  struct InFlightStep {
+    uint64_t ticket = 0;
+    struct Owner {
+      uint32_t slot;
+      uint64_t admitted;
+      bool output;       // a decoding entry, or a prompt's last token
+      uint32_t out_pos;  // the position of the token it gives
+    };
+    std::vector<Owner> owners;
+  };
+  bool submit_step();                     // false: no sequence had an entry
+  void collect_step(bool deliver = true);
   bool prompt_in_steps(const Sequence& seq) const;  // its prompt runs as entries of decode steps
-  void accept(uint32_t slot, int32_t token);
+  // `token` for the sequence in `slot`, to be decoded at `position`.
+  void accept(uint32_t slot, int32_t token, uint32_t position);
   void finish(uint32_t slot, FinishReason reason, bool release_held = true);
   void emit(Sequence& seq, const std::string& text);
   void validate(const GenerationRequest& r) const;
@@ -117,6 +137,7 @@ class Scheduler {
 
   std::vector<std::unique_ptr<Sequence>> running_;  // by slot; null: free. The worker's alone.
   uint64_t admitted_ = 0;                           // admission order, for prefill fairness
+  std::deque<InFlightStep> in_flight_;              // submitted steps, oldest first. The worker's alone.
 
   std::atomic<uint32_t> active_{0}, queued_{0};
   std::atomic<uint64_t> prompt_tokens_{0}, generated_{0}, finished_{0}, cancelled_{0}, rejected_{0}, busy_ns_{0}, prefill_ns_{0}, prefills_{0}, decode_steps_{0};

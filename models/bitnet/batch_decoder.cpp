@@ -92,6 +92,9 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
       deferred_partials_ = ops::AttentionPartialsInput{dims, model.context_length(), attention_chunks_,
                                                        ops::attention_pass(t, dims, attention_tuning_), attention_chunks_};
   }
+  batch.add(ops::plan_embedding_lookup_fed(t, {model.config().dim, model.pipelines().split.rows_per_part, model.pipelines().split.parts},
+                                           vocab, kFedSources),
+            embedding_);
   batch.add(ops::plan_argmax_partial(t, vocab, true), argmax_partial_);
   batch.add(ops::plan_argmax_final(t, vocab, 0, true), argmax_final_);
   if (k) {
@@ -168,8 +171,26 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
                                             "more than {} allocates at once ({:.1f} MiB; lower --parallel or --ctx-size)",
                                             slots, c.context_length, layer_cache / 1048576.0, ctx.info().name,
                                             largest / 1048576.0));
-  L.tokens = make(4 * n, "tokens", u32, true);
-  L.sequences = make(sizeof(ops::SequenceState) * n, "sequence states", u32, true);
+  // A step's inputs, one buffer that its first dispatch fills from the staging half of its parity:
+  // the lanes' tokens, their sequence records, the outputs' sampling settings.
+  {
+    const uint64_t tokens_at = 0, records_at = round_up(tokens_at + 4 * n, L.align);
+    const uint64_t params_at = round_up(records_at + sizeof(ops::SequenceState) * n, L.align);
+    const uint64_t bytes = round_up(params_at + 4ull * ops::kSampleParamsWords * outs, 4);
+    L.inputs = make(bytes, "step inputs", u32);
+    L.inputs.fill(0);  // rows of a tail past a step's outputs draw greedily from defined settings
+    L.tokens = L.inputs.slice(tokens_at, 4 * n);
+    L.sequences = L.inputs.slice(records_at, sizeof(ops::SequenceState) * n);
+    L.sample_params = L.inputs.slice(params_at, 4ull * ops::kSampleParamsWords * outs);
+    L.in_staging = make(2 * bytes, "step inputs' staging", u32, true);
+    // Both halves defined before any step (every lane away: past the context, token 0).
+    const std::span<uint32_t> staging = L.in_staging.host_words();
+    std::fill(staging.begin(), staging.end(), 0u);
+    for (uint32_t half = 0; half < 2; ++half)
+      for (uint32_t lane = 0; lane < n; ++lane) staging[(half * bytes + records_at) / 4 + lane * ops::kSequenceWords + ops::kSequencePos] = c.context_length;
+    L.step_count = make(4, "steps run", u32);
+    L.step_count.fill(0);
+  }
   L.x = make(4 * n * c.dim, "x", f32);
   L.q8 = make(n * std::max(c.dim, c.ffn_dim), "int8 activations", std::nullopt);
   L.act = make(8 * n, "activation scales", u32);
@@ -194,12 +215,10 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
   L.logits = make(L.logits_stride * head_rows, "logits", f32);
   L.arg_values = make(4ull * p.argmax_plan.groups * outs, "argmax partial values", f32);
   L.arg_indices = make(4ull * p.argmax_plan.groups * outs, "argmax partial indices", u32);
-  L.chosen = make(4 * outs, "argmax tokens", u32, true);
   L.pick_counters = make(4 * outs, "argmax pick counters", u32);
   L.pick_counters.fill(0);  // each row's last candidates workgroup leaves its counter zero
   L.full_values = make(4ull * p.argmax_plan.groups * outs, "full head's argmax partial values", f32);
   L.full_indices = make(4ull * p.argmax_plan.groups * outs, "full head's argmax partial indices", u32);
-  L.full_best = make(4 * outs, "full head's argmax tokens", u32, true);
   if (pruned_head_) {
     L.xq = make(outs * c.dim, "output norm in int8", std::nullopt);
     L.head_stats = make(16 * outs, "output norm stats", f32);
@@ -215,18 +234,24 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
     L.list_count.fill(0);  // each draw leaves its list empty
     L.list_top_values = make(4ull * p.top_k * outs, "candidate lists' best values", f32);
     L.list_top_indices = make(4ull * p.top_k * outs, "candidate lists' best ids", u32);
-    L.list_token = make(4 * outs, "candidate lists' draws", u32, true);
     L.list_length = make(4 * outs, "candidate lists' last lengths", u32);
-    L.list_best = make(4 * outs, "candidate lists' best tokens", u32, true);
+  }
+  // Every token source (TokenSource order, each where the tails write it), for the next step's
+  // embedding and, through the staging half of the step's parity, the host.
+  {
+    const uint64_t source_bytes = round_up(4 * outs, L.align);
+    L.token_sources = make(kTokenSources * source_bytes, "output tokens", u32);
+    L.token_sources.fill(0);
+    rt::BufferSlice* sources[kTokenSources] = {&L.chosen, &L.list_token, &L.full_best, &L.sampled, &L.list_best};
+    for (uint32_t i = 0; i < kTokenSources; ++i) *sources[i] = L.token_sources.slice(i * source_bytes, 4 * outs);
+    L.source_words = uint32_t(source_bytes / 4);
+    L.out_staging = make(2 * L.token_sources.size(), "output tokens' staging", u32, true);
   }
   if (p.top_k) {
     L.top_part_values = make(4ull * p.top_k_plan.groups * p.top_k * outs, "top-k partial values", f32);
     L.top_part_indices = make(4ull * p.top_k_plan.groups * p.top_k * outs, "top-k partial indices", u32);
     L.top_values = make(4ull * p.top_k * outs, "top-k values", f32, true);
     L.top_indices = make(4ull * p.top_k * outs, "top-k indices", u32, true);
-    L.sample_params = make(4ull * ops::kSampleParamsWords * outs, "sampling settings", u32, true);
-    L.sample_params.fill(0);  // rows of a tail past a step's outputs draw greedily from defined settings
-    L.sampled = make(4 * outs, "sampled tokens", u32, true);
     L.vocab_state = make(4ull * ops::kVocabStateWords * outs, "vocabulary draws' state", u32);
     L.vocab_mass = make(8ull * ops::kVocabBuckets * outs, "vocabulary draws' buckets", u32);
     L.vocab_mass.fill(0);  // each select leaves its buckets zero
@@ -234,6 +259,11 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
     L.vocab_part_values = make(4 * groups * outs, "vocabulary draws' partial scores", f32);
     L.vocab_part_indices = make(4 * groups * outs, "vocabulary draws' partial ids", u32);
   }
+  // The steps' inputs in from their staging half, their tokens out to theirs (the count of steps
+  // run then one more): two small compiles, sized by the buffers above.
+  stage_inputs_.emplace(ops::make_pipeline(ctx, ops::plan_parity_copy(t, uint32_t(L.inputs.size() / 4), ops::ParityCopy::FromHalf)));
+  stage_outputs_.emplace(
+      ops::make_pipeline(ctx, ops::plan_parity_copy(t, uint32_t(L.token_sources.size() / 4), ops::ParityCopy::ToHalf, true)));
   device_bytes_ = L.bytes;
 }
 
@@ -276,6 +306,7 @@ models::StepOutput BitNetBatchDecoder::prefill(uint32_t slot, std::span<const in
     throw std::out_of_range(fmt::format("prefill of {} tokens at position {} goes past the context length {}", tokens.size(),
                                         pos, context_length()));
   check_batch_sampling(sampling, top_k());
+  wait_in_flight();  // a step in flight may still write this slot's rows
   // The model's cache must hold this slot's positions 0..pos-1 for the chunk's attention.
   if (model_slot_ != slot || model_rows_ < pos) copy_rows(false, slot, 0, pos);
   model_slot_ = UINT32_MAX;  // until the prefill has run
@@ -288,16 +319,37 @@ models::StepOutput BitNetBatchDecoder::prefill(uint32_t slot, std::span<const in
   return out;
 }
 
-std::vector<models::StepOutput> BitNetBatchDecoder::decode(std::span<const Entry> batch) {
+std::vector<models::StepOutput> BitNetBatchDecoder::decode(std::span<const Entry> batch) { return collect(submit(batch)); }
+
+// Where an output's token is left on the device for the next step's embedding (its fed source),
+// and which buffer collect() reads it from: the lists' draw where the tail ran them (but for
+// draws over the vocabulary), else the pruned head's argmax for greedy outputs, else the full head's.
+BitNetBatchDecoder::TokenSource BitNetBatchDecoder::token_source(const TailKind& kind, const models::SamplerOptions& s) const {
+  if (kind.listed && !models::draws_over_vocabulary(s)) return TokenSource::Listed;
+  if (models::is_greedy(s)) return kind.pruned ? TokenSource::Pruned : TokenSource::FullArgmax;
+  return TokenSource::FullSampled;
+}
+
+uint64_t BitNetBatchDecoder::submit(std::span<const Entry> batch) {
   if (batch.empty() || batch.size() > capacity_)
     throw std::invalid_argument(fmt::format("a decode step takes 1 to {} entries, got {}", capacity_, batch.size()));
+  if (in_flight_.size() >= kMaxSubmitted)
+    throw std::logic_error(fmt::format("a step submitted while {} are not collected", in_flight_.size()));
   // A slot's entries: one, or a prompt run at consecutive positions. `last[s]`: its last entry.
   std::vector<int64_t> last(slots_, -1);
   for (size_t i = 0; i < batch.size(); ++i) {
     const Entry& e = batch[i];
     if (e.slot >= slots_) throw std::out_of_range(fmt::format("slot {} of a {}-slot decoder", e.slot, slots_));
-    if (e.token < 0 || uint32_t(e.token) >= vocab_size())
+    if (e.previous >= 0) {
+      if (size_t(e.previous) >= previous_fed_.size() || previous_fed_[size_t(e.previous)] == kNoOutput)
+        throw std::invalid_argument(fmt::format("entry {} takes the output of entry {} of the step before, which {}", i,
+                                                e.previous,
+                                                size_t(e.previous) >= previous_fed_.size()
+                                                    ? fmt::format("has {} entries", previous_fed_.size())
+                                                    : std::string("has no output")));
+    } else if (e.token < 0 || uint32_t(e.token) >= vocab_size()) {
       throw std::out_of_range(fmt::format("token id {} outside the vocabulary of {}", e.token, vocab_size()));
+    }
     if (e.pos >= context_length())
       throw std::out_of_range(fmt::format("position {} is past the context length {}", e.pos, context_length()));
     if (last[e.slot] >= 0) {
@@ -312,90 +364,126 @@ std::vector<models::StepOutput> BitNetBatchDecoder::decode(std::span<const Entry
     last[e.slot] = int64_t(i);
     check_batch_sampling(e.sampling, top_k());
   }
+  InFlight f;
+  f.batch.assign(batch.begin(), batch.end());
   // Lanes: the entries with an output (each slot's last) first, in entry order, then the rest.
-  std::vector<uint32_t> lane_of(batch.size());
-  uint32_t outputs = 0;
+  f.lane_of.resize(batch.size());
+  f.has_output.resize(batch.size());
   for (size_t i = 0; i < batch.size(); ++i)
-    if (last[batch[i].slot] == int64_t(i)) lane_of[i] = outputs++;
-  for (uint32_t i = 0, rest = outputs; i < batch.size(); ++i)
-    if (last[batch[i].slot] != int64_t(i)) lane_of[i] = rest++;
+    if ((f.has_output[i] = last[batch[i].slot] == int64_t(i))) f.lane_of[i] = f.outputs++;
+  for (uint32_t i = 0, rest = f.outputs; i < batch.size(); ++i)
+    if (!f.has_output[i]) f.lane_of[i] = rest++;
   Step& step = step_for(bucket_for(uint32_t(batch.size())));
   // The tail the outputs need (tail_kind): greedy ones, ones drawn from their top-k, ones drawn
   // over every logit.
   bool greedy = false, sampled = false, vocabulary = false;
   for (size_t i = 0; i < batch.size(); ++i)
-    if (last[batch[i].slot] == int64_t(i)) {
+    if (f.has_output[i]) {
       const bool v = models::draws_over_vocabulary(batch[i].sampling);
       greedy |= models::is_greedy(batch[i].sampling);
       vocabulary |= v;
       sampled |= !models::is_greedy(batch[i].sampling) && !v;
     }
-  Tail& tail = tail_for(std::min(std::bit_ceil(outputs), slots_), tail_kind(greedy, sampled, vocabulary));
+  Tail& tail = tail_for(std::min(std::bit_ceil(f.outputs), slots_), tail_kind(greedy, sampled, vocabulary));
+  f.kind = tail.kind;
   Lanes& L = *lanes_;
-  // Lanes without an entry run at a position past the context: they write no cache row.
-  std::vector<uint32_t> tokens(step.lanes, 0);
-  std::vector<ops::SequenceState> states(step.lanes);
-  for (uint32_t t = 0; t < step.lanes; ++t) states[t].pos = context_length();
+  // This step's inputs, into the staging buffer of its parity (the step two before, which used
+  // it, has been collected): its inputs graph copies them where the step reads them. Lanes
+  // without an entry run at a position past the context: they write no cache row.
+  f.parity = uint32_t(steps_run_ % 2);
+  const std::span<uint32_t> staging = L.in_staging.host_words().subspan(f.parity * L.inputs.size() / 4, L.inputs.size() / 4);
+  const std::span<uint32_t> tokens = staging.subspan(L.tokens.offset / 4, capacity_);
+  const std::span<uint32_t> states = staging.subspan(L.sequences.offset / 4, size_t{ops::kSequenceWords} * capacity_);
+  std::fill(tokens.begin(), tokens.end(), 0u);
+  for (uint32_t t = 0; t < capacity_; ++t) {
+    const ops::SequenceState away{0, context_length(), 0, 0};
+    std::memcpy(&states[size_t{ops::kSequenceWords} * t], &away, sizeof away);
+  }
   for (size_t i = 0; i < batch.size(); ++i) {
     const Entry& e = batch[i];
-    const uint32_t lane = lane_of[i];
-    tokens[lane] = uint32_t(e.token);
-    states[lane].token = uint32_t(e.token);
-    states[lane].pos = e.pos;
-    states[lane].first_row = e.slot * context_length();
+    const uint32_t lane = f.lane_of[i];
+    const bool fed = e.previous >= 0;
+    tokens[lane] = fed ? previous_fed_[size_t(e.previous)] : uint32_t(e.token);
+    const ops::SequenceState state{fed ? 0u : uint32_t(e.token), e.pos, e.slot * context_length(), 0};
+    std::memcpy(&states[size_t{ops::kSequenceWords} * lane], &state, sizeof state);
     // The model's copy of this slot (prefill) no longer holds the rows the step rewrites.
     if (e.slot == model_slot_) model_rows_ = std::min(model_rows_, e.pos);
   }
-  for (rt::Graph* g : {step.graph.get(), tail.graph.get()})
-    if (g->last_ticket()) g->wait(g->last_ticket());
-  L.tokens.upload(tokens);
-  L.sequences.upload(states);
   if (sample_) {
-    std::vector<uint32_t> params(size_t{ops::kSampleParamsWords} * outputs);
+    const std::span<uint32_t> params = staging.subspan(L.sample_params.offset / 4, L.sample_params.bytes / 4);
     for (size_t i = 0; i < batch.size(); ++i)
-      if (lane_of[i] < outputs) {
+      if (f.has_output[i]) {
         const auto words = sample_params(batch[i].sampling, batch[i].pos + 1).pack();
-        std::copy(words.begin(), words.end(), params.begin() + size_t{lane_of[i]} * ops::kSampleParamsWords);
+        std::copy(words.begin(), words.end(), params.begin() + size_t{f.lane_of[i]} * ops::kSampleParamsWords);
       }
-    L.sample_params.upload(params);
   }
-  // Back to back: each replay ends with a barrier to what follows, so the tail reads the layers' x.
-  const uint64_t layers = step.graph->submit();
-  tail.graph->submit_and_wait();
-  step.graph->wait(layers);  // done already; keeps the recording's own bookkeeping
+  // Back to back: each replay ends with a barrier to what follows, so the tail reads the layers' x
+  // (and the next step what this one's tail wrote).
+  step.graph->submit();
+  f.tail = tail.graph.get();
+  f.tail_ticket = tail.graph->submit();
+  ++steps_run_;
+  f.ticket = ++tickets_;
+  // What the next step's `previous` entries name: where each output's token is left.
+  previous_fed_.assign(batch.size(), kNoOutput);
+  for (size_t i = 0; i < batch.size(); ++i)
+    if (f.has_output[i])
+      previous_fed_[i] = ops::fed_token_word(uint32_t(token_source(f.kind, batch[i].sampling)), f.lane_of[i]);
+  in_flight_.push_back(std::move(f));
+  // Candidates and logits are read where the tail left them, before the next step overwrites them.
+  if (options_.return_candidates) in_flight_.back().candidates = read_candidates(in_flight_.back());
+  return tickets_;
+}
+
+void BitNetBatchDecoder::wait_in_flight() {
+  for (auto& s : steps_)
+    if (s.graph->last_ticket()) s.graph->wait(s.graph->last_ticket());
+  for (auto& t : tails_)
+    if (t.graph->last_ticket()) t.graph->wait(t.graph->last_ticket());
+}
+
+std::vector<models::StepOutput> BitNetBatchDecoder::read_candidates(const InFlight& f) {
+  wait_in_flight();
+  const Lanes& L = *lanes_;
   const uint32_t k = top_k();
-  // Each output's words, read once per buffer (host reads of device memory are slow one by one).
-  std::vector<uint32_t> pruned, listed, listed_best, full_best, full_sampled;
-  if (tail.kind.pruned) pruned = L.chosen.download<uint32_t>(0, outputs);
-  if (tail.kind.listed) listed = L.list_token.download<uint32_t>(0, outputs), listed_best = L.list_best.download<uint32_t>(0, outputs);
-  if (tail.kind.full) full_best = L.full_best.download<uint32_t>(0, outputs);
-  if (tail.kind.full && sample_) full_sampled = L.sampled.download<uint32_t>(0, outputs);
-  std::vector<models::StepOutput> out(batch.size());
-  for (size_t i = 0; i < batch.size(); ++i) {
-    if (last[batch[i].slot] != int64_t(i)) {
+  std::vector<models::StepOutput> out(f.batch.size());
+  if (!k) return out;
+  for (size_t i = 0; i < f.batch.size(); ++i) {
+    if (!f.has_output[i]) continue;
+    const uint64_t row = f.lane_of[i];
+    const auto ids = L.top_indices.download<uint32_t>(row * k * 4, k);
+    out[i].top_ids.assign(ids.begin(), ids.end());
+    out[i].top_logits = L.top_values.download<float>(row * k * 4, k);
+    if (models::draws_over_vocabulary(f.batch[i].sampling))
+      out[i].logits = L.logits.download<float>(row * L.logits_stride, vocab_size());
+  }
+  return out;
+}
+
+std::vector<models::StepOutput> BitNetBatchDecoder::collect(uint64_t ticket) {
+  if (in_flight_.empty() || in_flight_.front().ticket != ticket)
+    throw std::logic_error(fmt::format("collect({}): steps are collected in the order submitted", ticket));
+  InFlight f = std::move(in_flight_.front());
+  in_flight_.pop_front();
+  f.tail->wait(f.tail_ticket);
+  // Each source's words, as the tail's last dispatch copied them to the staging half of its parity.
+  Lanes& L = *lanes_;
+  const std::span<const uint32_t> words = L.out_staging.host_words().subspan(f.parity * L.token_sources.size() / 4);
+  auto word = [&](TokenSource source, uint32_t row) { return words[size_t(source) * L.source_words + row]; };
+  std::vector<models::StepOutput> out = f.candidates.empty() ? std::vector<models::StepOutput>(f.batch.size()) : std::move(f.candidates);
+  for (size_t i = 0; i < f.batch.size(); ++i) {
+    if (!f.has_output[i]) {
       out[i].argmax = -1;  // a prompt token with more of its run after it
       continue;
     }
-    const uint64_t row = lane_of[i];
-    // Where the tail ran the candidate lists, every output but a draw over the vocabulary takes its
-    // list's best and draw; else a greedy output the pruned head's argmax where the tail ran it.
-    // The others (and every one without them) take the full head's, whose logits they are drawn from.
-    const bool greedy_output = models::is_greedy(batch[i].sampling);
-    const bool over_vocabulary = models::draws_over_vocabulary(batch[i].sampling);
-    if (tail.kind.listed && !over_vocabulary) {
-      out[i].argmax = int32_t(listed_best[row]);
-      out[i].token = int32_t(listed[row]);
-    } else {
-      out[i].argmax = int32_t(tail.kind.pruned && greedy_output ? pruned[row] : full_best[row]);
-      out[i].token = sample_ && !greedy_output ? int32_t(full_sampled[row]) : out[i].argmax;
-    }
-    if (k && options_.return_candidates) {
-      const auto ids = L.top_indices.download<uint32_t>(row * k * 4, k);
-      out[i].top_ids.assign(ids.begin(), ids.end());
-      out[i].top_logits = L.top_values.download<float>(row * k * 4, k);
-      if (models::draws_over_vocabulary(batch[i].sampling))
-        out[i].logits = L.logits.download<float>(row * L.logits_stride, vocab_size());
-    }
+    const uint32_t row = f.lane_of[i];
+    const TokenSource source = token_source(f.kind, f.batch[i].sampling);
+    out[i].token = int32_t(word(source, row));
+    // The argmax: the list's best where the token came from a list, the pruned head's or the full
+    // head's for the others (the full head's logits are what the others were drawn from).
+    out[i].argmax = source == TokenSource::Listed      ? int32_t(word(TokenSource::ListedBest, row))
+                    : source == TokenSource::Pruned    ? out[i].token
+                                                       : int32_t(word(TokenSource::FullArgmax, row));
   }
   return out;
 }
@@ -448,8 +536,16 @@ void BitNetBatchDecoder::replay_greedy_steps(uint32_t bucket, uint32_t n) {
   for (auto& t : tails_)
     if (t.graph.get() == wanted[1]) graphs[1] = t.graph.get();
   if (!graphs[0] || !graphs[1]) throw std::logic_error(fmt::format("no greedy step recorded for bucket {}", bucket));
-  for (uint32_t i = 0; i < n; ++i)
+  if (!in_flight_.empty()) throw std::logic_error("replay_greedy_steps with steps in flight");
+  // The last step's inputs in both staging halves: the replays alternate between them.
+  Lanes& L = *lanes_;
+  const std::span<uint32_t> staging = L.in_staging.host_words();
+  const size_t half = L.inputs.size() / 4, last = (steps_run_ + 1) % 2;
+  std::copy_n(staging.begin() + last * half, half, staging.begin() + (1 - last) * half);
+  for (uint32_t i = 0; i < n; ++i) {
     for (rt::Graph* g : graphs) g->submit();
+    ++steps_run_;  // each tail counts a step on the device
+  }
   for (rt::Graph* g : graphs) g->wait(g->last_ticket());
 }
 

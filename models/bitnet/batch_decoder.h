@@ -31,6 +31,13 @@
 // the smallest bucket of at least n lanes. Lanes past the entries compute at a position past the
 // context, which writes no cache row.
 //
+// Steps are pipelined (models::BatchDecoder::submit): a step's first dispatch copies its inputs
+// from the half of a staging buffer its parity picks, and its tail's last dispatch copies its
+// tokens out to the half of another (ops::parity_copy, the parity a count of steps run kept on
+// the device), so that the next step can be queued while it runs; an entry that takes its token
+// from the step before (Entry::previous) has its embedding read it where that step's tail left it
+// (ops::embedding_lookup_fed). The host then only reads the tokens.
+//
 // A short prompt (up to BatchOptions::prompt_lanes tokens) may run as lanes of decode steps,
 // beside the decoding sequences: its tokens are entries of its slot at consecutive positions.
 // RoPE writes every lane's cache row before attention reads any, so a prompt token attends to the
@@ -43,6 +50,7 @@
 // first when the model's cache holds another sequence.
 #pragma once
 #include <array>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -127,9 +135,14 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   uint32_t step_capacity() const override { return capacity_; }
   uint32_t max_step_prompt() const override { return options_.prompt_lanes; }
 
+  // Waits for the steps in flight first (they may write the slot's cache).
   models::StepOutput prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos,
                              const models::SamplerOptions& sampling = {}) override;
   std::vector<models::StepOutput> decode(std::span<const Entry> batch) override;
+  // With BatchOptions::return_candidates, submit() waits for its step (the candidates are read
+  // before the next step overwrites them).
+  uint64_t submit(std::span<const Entry> batch) override;
+  std::vector<models::StepOutput> collect(uint64_t ticket) override;
 
   // Builds and records every bucket's step now (else each is made at its first step): a server
   // calls it before it takes requests, so that none waits for a compile.
@@ -175,6 +188,26 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
     const ops::PlannedPipeline* bounds = nullptr;  // the pruned head's tensor-core bounds for this many rows
     std::unique_ptr<rt::Graph> graph;
   };
+  // Where a tail leaves each output's token: the fed sources of the next step's embedding
+  // (ops::embedding_lookup_fed, in this order) and the rows of the outputs' staging buffer.
+  enum class TokenSource : uint32_t { Pruned, Listed, FullArgmax, FullSampled, ListedBest };
+  static constexpr uint32_t kFedSources = 4, kTokenSources = 5;
+  static constexpr uint32_t kNoOutput = UINT32_MAX;
+  TokenSource token_source(const TailKind& kind, const models::SamplerOptions& sampling) const;
+  // A submitted step not yet collected.
+  struct InFlight {
+    uint64_t ticket = 0;
+    rt::Graph* tail = nullptr;  // its tail's recording and replay
+    uint64_t tail_ticket = 0;
+    uint32_t parity = 0, outputs = 0;
+    std::vector<Entry> batch;
+    std::vector<uint32_t> lane_of;
+    std::vector<bool> has_output;
+    TailKind kind;
+    std::vector<models::StepOutput> candidates;  // read at submit() (BatchOptions::return_candidates)
+  };
+  void wait_in_flight();  // every submitted step done on the device
+  std::vector<models::StepOutput> read_candidates(const InFlight& f);
   Step& step_for(uint32_t lanes);
   // The attention pipeline of a bucket of `lanes` with these projections, made at its first use.
   const ops::PlannedPipeline& attention_for(uint32_t lanes, const BlockProjections& projections);
@@ -211,6 +244,8 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   std::optional<ops::PlannedPipeline> pack_half_;  // xn -> F16 for the tensor-core head
   std::optional<ops::PlannedPipeline> lm_head_;    // else every lane's logits from one read of the table (lm_head_batch)
   ops::PlannedPipeline argmax_partial_, argmax_final_;           // a grid row per lane
+  ops::PlannedPipeline embedding_;  // every lane's embedding, its token given or fed by the step before
+  std::optional<ops::PlannedPipeline> stage_inputs_, stage_outputs_;  // ops::parity_copy in and out
   std::optional<ops::PlannedPipeline> top_k_partial_, top_k_merge_;  // with the model's top-k
   std::optional<ops::PlannedPipeline> sample_;  // each output's token under its entry's sampling
   // The pruned head (BatchOptions::pruned_head), a grid row per lane: the final norm with x in int8,
@@ -231,6 +266,12 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   std::map<uint32_t, ops::PlannedPipeline> coopmat_heads_, coopmat_bounds_;
   // The steps' attention pipelines by (head split, chunks a workgroup, deferred chunks, one sequence).
   std::map<std::array<uint32_t, 4>, ops::PlannedPipeline> attention_;
+  std::deque<InFlight> in_flight_;
+  uint64_t tickets_ = 0;
+  uint64_t steps_run_ = 0;  // tails submitted: the device's step count (the next step's parity)
+  // Per entry of the step submitted last: where its output's token is (an ops::fed_token_word),
+  // or kNoOutput.
+  std::vector<uint32_t> previous_fed_;
   std::vector<Step> steps_;  // recorded buckets, by lane count
   std::vector<Tail> tails_;  // recorded tails, by row count (at most slots_) and kind
   // Whose rows the model's own cache holds: slot and how many positions (none: UINT32_MAX).

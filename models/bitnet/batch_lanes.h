@@ -15,18 +15,27 @@ namespace bdsl::bitnet {
 struct BitNetBatchDecoder::Lanes {
   uint64_t align = 1;  // the device's storage buffer offset alignment
 
-  rt::Buffer tokens, sequences, x, q8, act, q, k, v, attn, ffn, up, xn, xh;
+  // A step's inputs (tokens, sequence records, sampling settings: slices of `inputs`), filled by
+  // its first dispatch from the staging half of its parity (step_count % 2).
+  rt::Buffer inputs, in_staging, step_count;
+  rt::BufferSlice tokens, sequences, sample_params;
+  // Each output's token where each kind of tail leaves it (TokenSource order: slices of
+  // token_sources, source_words apart), copied by the tail's last dispatch to the staging half of
+  // its parity for the host.
+  rt::Buffer token_sources, out_staging;
+  rt::BufferSlice chosen, list_token, full_best, sampled, list_best;
+  uint32_t source_words = 0;
+  rt::Buffer x, q8, act, q, k, v, attn, ffn, up, xn, xh;
   std::vector<rt::Buffer> k_cache, v_cache;  // per layer: [slots][context][kv_words]
-  rt::Buffer partials, counters, logits, arg_values, arg_indices, chosen, top_part_values, top_part_indices,
-      top_values, top_indices, sample_params, sampled;
+  rt::Buffer partials, counters, logits, arg_values, arg_indices, top_part_values, top_part_indices, top_values, top_indices;
   rt::Buffer vocab_state, vocab_mass, vocab_part_values, vocab_part_indices;  // draws over the vocabulary (top_k 0)
   // The pruned head's (x in int8, its stats, each lane's bounds), and the full head's argmax (its
   // partials apart from the pruned head's, which the same tail may run).
-  rt::Buffer xq, head_stats, upper, lower, full_values, full_indices, full_best;
+  rt::Buffer xq, head_stats, upper, lower, full_values, full_indices;
   rt::Buffer pick_counters;  // the pruned head's: finished candidates workgroups a row
   // Sampling's pruned head: each row's candidate list (at row * logits_stride) and its count,
-  // the draw's k candidates, token, list length and best id.
-  rt::Buffer list_values, list_indices, list_count, list_top_values, list_top_indices, list_token, list_length, list_best;
+  // the draw's k candidates and list length.
+  rt::Buffer list_values, list_indices, list_count, list_top_values, list_top_indices, list_length;
   uint64_t logits_stride = 0, cache_slot_bytes = 0;
   uint64_t bytes = 0;  // everything above
 };

@@ -122,10 +122,14 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes, const
   rt::Graph& g = *graph;
   const float eps = c.rms_norm_eps;
   const ops::PlannedPipeline& attention = attention_for(lanes, proj);
-  std::vector<rt::Arg> embedding = {{"tokens", L.tokens}, {"x", L.x}};
+  // The step's inputs from the staging half of its parity, then each lane's token as the host gave
+  // it, or where the step before left it (TokenSource order).
+  stage_inputs_->dispatch(g, {{"counter", L.step_count}, {"src", L.in_staging}, {"dst", L.inputs}});
+  std::vector<rt::Arg> embedding = {{"tokens", L.tokens}, {"fed_0", L.chosen}, {"fed_1", L.list_token},
+                                    {"fed_2", L.full_best}, {"fed_3", L.sampled}, {"x", L.x}};
   for (size_t i = 0; i < w.token_embd.parts.size(); ++i)
     embedding.push_back({"table_" + std::to_string(i), w.token_embd.parts[i]});
-  pp.embedding.dispatch(g, embedding, rt::push(lanes), lanes);
+  embedding_.dispatch(g, embedding, rt::push(lanes), lanes);
   const BlockActivations acts{L.x, L.q8, L.act, L.q, L.k, L.v, L.attn, L.ffn, proj.separate ? &L.up : nullptr};
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     // Every lane's RoPE and cache row (in QKV's epilogue, or a dispatch of their own), then its
@@ -201,10 +205,13 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_tail(uint32_t rows, const 
                              rt::push(stride), rows);
     }
   }
-  if (!tail.kind.full) {
+  // Last: the outputs' tokens to the staging half of the step's parity, and the step counted.
+  auto finish = [&] {
+    stage_outputs_->dispatch(g, {{"counter", L.step_count}, {"src", L.token_sources}, {"dst", L.out_staging}});
     g.finish();
-    return graph;
-  }
+    return std::move(graph);
+  };
+  if (!tail.kind.full) return finish();
   // The LM head reads the table once for every row.
   if (tail.head) {
     const uint32_t vec4s = ops::lm_head_coopmat_tokens(p.target, rows) * c.dim / 4;
@@ -244,8 +251,7 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_tail(uint32_t rows, const 
                                     {"params", L.sample_params}, {"token", L.sampled}},
                                 {}, rows);
   }
-  g.finish();
-  return graph;
+  return finish();
 }
 
 }  // namespace bdsl::bitnet

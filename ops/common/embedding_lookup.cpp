@@ -1,6 +1,7 @@
 #include "ops/common/embedding_lookup.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,43 @@ dsl::Kernel embedding_lookup_batch(const OpTarget& target, const EmbeddingShape&
   return k.build();
 }
 
+dsl::Kernel embedding_lookup_fed(const OpTarget& target, const EmbeddingShape& shape, uint32_t vocab, uint32_t sources) {
+  if (sources == 0 || sources > kFedMaxSources)
+    throw std::invalid_argument("embedding_lookup_fed: " + std::to_string(sources) + " sources; 1 to " +
+                                std::to_string(kFedMaxSources) + " may feed it");
+  if (vocab == 0 || vocab > uint64_t{shape.rows_per_part} * shape.parts)
+    throw std::invalid_argument("embedding_lookup_fed: a vocabulary of " + std::to_string(vocab) + " in a table of " +
+                                std::to_string(uint64_t{shape.rows_per_part} * shape.parts) + " rows");
+  KernelBuilder k("embedding_lookup_f16_fed" + std::to_string(sources) + "_v" + std::to_string(vocab),
+                  {embedding_workgroup(target), 1, 1});
+  auto tokens = k.buffer<u32>("tokens", Access::Read);
+  std::vector<Buffer<u32>> fed;
+  for (uint32_t s = 0; s < sources; ++s) fed.push_back(k.buffer<u32>("fed_" + std::to_string(s), Access::Read));
+  auto parts = table_parts(k, shape);
+  auto x = k.buffer<f32>("x", Access::Write);
+  auto n = k.push<u32>("n");
+  auto row = k.workgroup_id().y();
+  if_(row < n, [&] {
+    auto word = let("word", Expr<u32>(tokens[row]));
+    auto token = k.var<u32>("token", word);
+    if_((word & kFedTokenFlag) != 0u, [&] {
+      auto source = let("source", (word >> kFedSourceShift) & (kFedMaxSources - 1));
+      auto index = let("index", word & (kFedMaxIndex - 1));
+      Expr<u32> id = constant<u32>(0u);
+      for (uint32_t s = 0; s < sources; ++s) {
+        // Only the named source is read (the others' index may lie past their end).
+        auto from = k.var<u32>("from", 0u);
+        if_(source == s, [&] { from = Expr<u32>(fed[s][index]); });
+        id = s == 0 ? Expr<u32>(from) : select(source == s, Expr<u32>(from), id);
+      }
+      auto fed_id = let("fed_id", id);
+      token = select(fed_id < vocab, fed_id, constant<u32>(0u));
+    });
+    gather_row(k, shape, parts, x, let("token_id", Expr<u32>(token)), row);
+  });
+  return k.build();
+}
+
 Plan plan_embedding_lookup(const OpTarget& target, const EmbeddingShape& shape) {
   return {embedding_lookup(target, shape), fixed_grid({ceil_div(shape.dim, embedding_workgroup(target))})};
 }
@@ -99,6 +137,11 @@ Plan plan_embedding_lookup(const OpTarget& target, const EmbeddingShape& shape) 
 Plan plan_embedding_lookup_batch(const OpTarget& target, const EmbeddingShape& shape) {
   const uint32_t groups = ceil_div(shape.dim, embedding_workgroup(target));
   return {embedding_lookup_batch(target, shape), [groups](uint32_t tokens) { return rt::Grid{groups, tokens}; }};
+}
+
+Plan plan_embedding_lookup_fed(const OpTarget& target, const EmbeddingShape& shape, uint32_t vocab, uint32_t sources) {
+  const uint32_t groups = ceil_div(shape.dim, embedding_workgroup(target));
+  return {embedding_lookup_fed(target, shape, vocab, sources), [groups](uint32_t tokens) { return rt::Grid{groups, tokens}; }};
 }
 
 }  // namespace bdsl::ops

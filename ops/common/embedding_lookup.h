@@ -30,11 +30,24 @@ dsl::Kernel embedding_lookup(const OpTarget& target, const EmbeddingShape& shape
 // x (write, f32 [n, dim]). Push: n (u32). Grid: (ceil(dim / embedding_workgroup(target)), n).
 dsl::Kernel embedding_lookup_batch(const OpTarget& target, const EmbeddingShape& shape);
 
+// A batch whose tokens may come from the device (pipelined decode steps: the step before wrote
+// them, and the host never read them): tokens[row] is a token id, or fed_token_word(source, i):
+// element i of binding fed_<source>, taken as the id where it is below `vocab` and as 0 otherwise.
+// Bindings: tokens, fed_0 .. fed_{sources-1} (read, u32), the table's parts, x, as
+// embedding_lookup_batch's. Push: n (u32). Grid: as embedding_lookup_batch's.
+inline constexpr uint32_t kFedTokenFlag = 0x80000000u;
+inline constexpr uint32_t kFedSourceShift = 24, kFedMaxSources = 0x80, kFedMaxIndex = 1u << kFedSourceShift;
+constexpr uint32_t fed_token_word(uint32_t source, uint32_t index) {
+  return kFedTokenFlag | source << kFedSourceShift | index;
+}
+dsl::Kernel embedding_lookup_fed(const OpTarget& target, const EmbeddingShape& shape, uint32_t vocab, uint32_t sources);
+
 uint32_t embedding_workgroup(const OpTarget& target);
 
 // The same with their grids (ops/plan.h); the batch grid's count is the tokens.
 Plan plan_embedding_lookup(const OpTarget& target, const EmbeddingShape& shape);
 Plan plan_embedding_lookup_batch(const OpTarget& target, const EmbeddingShape& shape);
+Plan plan_embedding_lookup_fed(const OpTarget& target, const EmbeddingShape& shape, uint32_t vocab, uint32_t sources);
 
 // Runs body(p, token's row inside part p) for the part that holds `token`: the part boundaries
 // compared in a short if-chain (uniform where the token is).

@@ -3,6 +3,7 @@
 
 #include "golden/reference_ops.h"
 #include "ops/common/embedding_lookup.h"
+#include "ops/common/parity_copy.h"
 #include "ops/common/rms_norm.h"
 #include "ops_test_util.h"
 
@@ -67,6 +68,55 @@ TEST_F(EmbeddingAndNorm, BatchLookupFillsOneRowPerToken) {
   for (uint32_t r = 0; r < n; ++r)
     for (uint32_t j = 0; j < dim; ++j)
       ASSERT_EQ(got[size_t(r) * dim + j], t.values[size_t(tokens[r]) * dim + j]) << "row " << r << " j " << j;
+}
+
+// Tokens fed from other buffers (a pipelined step's, which the step before wrote): each row the
+// named source's element, a fed id outside the vocabulary taken as 0, the plain ids as they are.
+TEST_F(EmbeddingAndNorm, FedLookupTakesEachRowsTokenFromItsSource) {
+  const uint32_t vocab = 29, dim = 258, rows_per_part = 12;
+  Table t = table(vocab, dim, rows_per_part);
+  const ops::EmbeddingShape shape{dim, rows_per_part, uint32_t(t.parts.size())};
+  const std::vector<uint32_t> source0{7, 28, 3}, source1{19, 0xffffffffu, 29}, source2{1};
+  const std::vector<uint32_t> words{ops::fed_token_word(1, 0), 5, ops::fed_token_word(0, 1), ops::fed_token_word(2, 0),
+                                    ops::fed_token_word(1, 1), 28, ops::fed_token_word(1, 2), ops::fed_token_word(0, 2)};
+  const std::vector<uint32_t> want{19, 5, 28, 1, 0, 28, 0, 3};
+  const uint32_t n = uint32_t(words.size());
+  rt::Buffer ids = buffer_of(words, "tokens"), x(ctx(), size_t(n) * dim * 4, {false, "x"});
+  rt::Buffer fed0 = buffer_of(source0, "fed 0"), fed1 = buffer_of(source1, "fed 1"), fed2 = buffer_of(source2, "fed 2");
+  std::vector<rt::BufferSlice> bindings{ids, fed0, fed1, fed2};
+  for (auto& b : t.parts) bindings.emplace_back(b);
+  bindings.emplace_back(x);
+  const uint32_t wg = ops::embedding_workgroup(target());
+  run(ops::embedding_lookup_fed(target(), shape, vocab, 3), bindings, rt::push(n), rt::Grid{(dim + wg - 1) / wg, n});
+  const auto got = x.download<float>();
+  for (uint32_t r = 0; r < n; ++r)
+    for (uint32_t j = 0; j < dim; ++j)
+      ASSERT_EQ(got[size_t(r) * dim + j], t.values[size_t(want[r]) * dim + j]) << "row " << r << " j " << j;
+  EXPECT_THROW(ops::embedding_lookup_fed(target(), shape, 37, 3), std::invalid_argument);
+  EXPECT_THROW(ops::embedding_lookup_fed(target(), shape, vocab, 0), std::invalid_argument);
+}
+
+// A replayed step's staging: the half the counter picks, in and out, and the counter counted on
+// only where the copy advances it (after every invocation read it: one count, whatever the words).
+TEST_F(EmbeddingAndNorm, ParityCopyPicksTheHalfOfTheCountAndCountsOn) {
+  const uint32_t words = 700;  // more than one pass of the workgroup
+  std::vector<uint32_t> halves(2 * words);
+  for (uint32_t i = 0; i < 2 * words; ++i) halves[i] = 1000000 + i;
+  rt::Buffer staging = buffer_of(halves, "staging"), out(ctx(), 4ull * words, {true, "out"});
+  rt::Buffer back(ctx(), 8ull * words, {true, "back"});
+  back.fill(0);
+  for (uint32_t count : {0u, 1u, 6u, 7u}) {
+    rt::Buffer counter = buffer_of(std::vector<uint32_t>{count}, "counter");
+    run(ops::parity_copy(target(), words, ops::ParityCopy::FromHalf), {counter, staging, out}, rt::push(), rt::Grid{1});
+    const auto got = out.download<uint32_t>();
+    for (uint32_t i = 0; i < words; ++i) ASSERT_EQ(got[i], halves[(count % 2) * words + i]) << "count " << count << " word " << i;
+    EXPECT_EQ(counter.download<uint32_t>()[0], count) << "no advance";
+    run(ops::parity_copy(target(), words, ops::ParityCopy::ToHalf, true), {counter, out, back}, rt::push(), rt::Grid{1});
+    const auto b = back.download<uint32_t>();
+    for (uint32_t i = 0; i < words; ++i) ASSERT_EQ(b[(count % 2) * words + i], got[i]) << "count " << count << " word " << i;
+    EXPECT_EQ(counter.download<uint32_t>()[0], count + 1);
+  }
+  EXPECT_THROW(ops::parity_copy(target(), 0, ops::ParityCopy::FromHalf), std::invalid_argument);
 }
 
 // Tolerance: the device sums the squares as strided partials and a tree, the reference in order;

@@ -4,6 +4,7 @@
 // scheduler makes, so the tests see how it interleaves prefill chunks and batched decode steps.
 #include <algorithm>
 
+#include "models/bitnet/batch_decoder.h"
 #include "scheduler_fixture.h"
 
 namespace bdsl::test {
@@ -141,6 +142,52 @@ TEST_F(BatchedScheduler, CancellingOneStreamLeavesTheOtherAndFreesItsSlot) {
   EXPECT_EQ(a.reason, FinishReason::Cancelled);
   EXPECT_EQ(b.text, b_alone);
   EXPECT_EQ(c.reason, FinishReason::Length);
+  EXPECT_EQ(s.stats().active_slots, 0u);
+}
+
+// The batched decoder on the device, its steps pipelined (each step's tokens fed to the next on
+// the device, the host a step behind): five requests through three slots, so that slots change
+// hands while a step that still holds the last occupant's entry is in flight, give the text and
+// token counts each gives alone: greedy and sampled, from one token to several, a prompt that
+// runs in the steps and one prefilled first.
+TEST_F(BatchedScheduler, PipelinedDeviceStepsGiveEveryRequestItsTextAlone) {
+  auto config = models::BitNetConfig::from_gguf(*file_);
+  bitnet::ModelOptions o;
+  o.top_k = 128;
+  auto model = std::make_unique<bitnet::BitNetModel>(ctx(), *file_, config, o);
+  bitnet::BitNetBatchDecoder d(ctx(), *model, 3, {.prompt_lanes = 4});
+  serve::Scheduler s(d, *tokenizer_, {8});
+  std::vector<serve::GenerationRequest> requests = {request(kPrompt, 7, 0.9f, 1), request(kOther, 1), request("Next", 12),
+                                                    request(kPrompt + " " + kOther, 3, 1.2f, 3), request("Hi", 9, 0.7f, 4)};
+  requests[4].sampling.top_k = 20;
+  // The greedy one ends at a stop string from the middle of its text: an end the step already
+  // submitted does not know of (its next token is computed and dropped).
+  {
+    const Collector& c = generate(s, requests[2]);
+    ASSERT_GE(c.pieces.size(), 4u);
+    requests[2].stop = {c.pieces[c.pieces.size() / 2]};
+  }
+  std::vector<std::string> alone;
+  std::vector<serve::Usage> alone_usage;
+  for (const auto& r : requests) {
+    const Collector& c = generate(s, r);
+    alone.push_back(c.text), alone_usage.push_back(c.usage);
+  }
+  std::vector<std::unique_ptr<Collector>> together;
+  for (auto r : requests) {
+    together.push_back(std::make_unique<Collector>());
+    together.back()->attach(r);
+    s.submit(std::move(r));
+  }
+  for (size_t i = 0; i < requests.size(); ++i) {
+    ASSERT_TRUE(together[i]->wait_end());
+    EXPECT_EQ(together[i]->text, alone[i]) << "request " << i;
+    EXPECT_EQ(together[i]->usage.completion_tokens, alone_usage[i].completion_tokens) << "request " << i;
+    EXPECT_LE(together[i]->usage.completion_tokens, requests[i].max_tokens);
+  }
+  EXPECT_EQ(alone_usage[1].completion_tokens, 1u);
+  EXPECT_LT(alone_usage[2].completion_tokens, requests[2].max_tokens) << "the stop string ended it";
+  s.shutdown();
   EXPECT_EQ(s.stats().active_slots, 0u);
 }
 
