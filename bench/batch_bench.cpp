@@ -166,10 +166,15 @@ void decode_batch_ops(benchmark::State& st, BenchSession& s, uint32_t batch, uin
   st.counters["span_us"] = span / n / 1e3;
 }
 
-// `clients` threads each send `requests` completions (`max_tokens` each) to the server: greedy,
-// or (`sampled`) at temperature 0.8, top-p 0.95, top-k 40, a seed each, drawn on the GPU.
+// How serve/ clients ask: greedy; sampled at temperature 0.8, top-p 0.95, top-k 40, a seed each;
+// or with OpenAI's defaults (no sampling field: temperature 1, every token of the vocabulary).
+enum class Asking { Greedy, Sampled, Defaults };
+
+// `clients` threads each send `requests` completions (`max_tokens` each) to the server, asking as
+// `asking` says; every draw on the GPU.
 void serve_load(benchmark::State& st, BenchSession& s, uint32_t clients, uint32_t ctx_len, uint32_t requests,
-                uint32_t max_tokens, bool sampled = false) {
+                uint32_t max_tokens, Asking asking = Asking::Greedy) {
+  const bool sampled = asking != Asking::Greedy;
   auto& b = batch_state(s, clients, ctx_len, sampled ? kServerCandidates : 0);
   b.decoder->record_all_buckets();  // as `bitnet-dsl serve` does before it listens: no compile in the timing
   const auto tokenizer = models::Tokenizer::from_gguf(b.file);
@@ -190,9 +195,10 @@ void serve_load(benchmark::State& st, BenchSession& s, uint32_t clients, uint32_
         for (uint32_t r = 0; r < requests; ++r) {
           nlohmann::json body = {{"model", "bench"},
                                  {"prompt", fmt::format("Request {} of client {}: tell a story", r, c)},
-                                 {"max_tokens", max_tokens},
-                                 {"temperature", sampled ? 0.8 : 0.0}};
-          if (sampled) body.update({{"top_p", 0.95}, {"top_k", 40}, {"seed", c * 1000 + r}});
+                                 {"max_tokens", max_tokens}};
+          if (asking == Asking::Greedy) body["temperature"] = 0.0;
+          if (asking == Asking::Sampled) body.update({{"temperature", 0.8}, {"top_p", 0.95}, {"top_k", 40}});
+          if (sampled) body["seed"] = c * 1000 + r;
           const auto res = client.Post("/v1/completions", body.dump(), "application/json");
           if (!res || res->status != 200) {
             ++failed;
@@ -258,7 +264,12 @@ void register_batch_benchmarks(BenchSession& s) {
       ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark(fmt::format("serve_sampled/clients:{}", clients).c_str(),
                                [&s, clients, ctx, quick](benchmark::State& st) {
-                                 serve_load(st, s, clients, ctx, quick ? 2 : 4, quick ? 8 : 128, true);
+                                 serve_load(st, s, clients, ctx, quick ? 2 : 4, quick ? 8 : 128, Asking::Sampled);
+                               })
+      ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark(fmt::format("serve_default/clients:{}", clients).c_str(),
+                               [&s, clients, ctx, quick](benchmark::State& st) {
+                                 serve_load(st, s, clients, ctx, quick ? 2 : 4, quick ? 8 : 128, Asking::Defaults);
                                })
       ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 }

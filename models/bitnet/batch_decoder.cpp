@@ -92,9 +92,6 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
       deferred_partials_ = ops::AttentionPartialsInput{dims, model.context_length(), attention_chunks_,
                                                        ops::attention_pass(t, dims, attention_tuning_), attention_chunks_};
   }
-  batch.add(ops::plan_embedding_lookup_fed(t, {model.config().dim, model.pipelines().split.rows_per_part, model.pipelines().split.parts},
-                                           vocab, kFedSources),
-            embedding_);
   batch.add(ops::plan_argmax_partial(t, vocab, true), argmax_partial_);
   batch.add(ops::plan_argmax_final(t, vocab, 0, true), argmax_final_);
   if (k) {
@@ -259,9 +256,12 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
     L.vocab_part_values = make(4 * groups * outs, "vocabulary draws' partial scores", f32);
     L.vocab_part_indices = make(4 * groups * outs, "vocabulary draws' partial ids", u32);
   }
-  // The steps' inputs in from their staging half, their tokens out to theirs (the count of steps
-  // run then one more): two small compiles, sized by the buffers above.
-  stage_inputs_.emplace(ops::make_pipeline(ctx, ops::plan_parity_copy(t, uint32_t(L.inputs.size() / 4), ops::ParityCopy::FromHalf)));
+  // The steps' inputs in from their staging half with the embedding, their tokens out to theirs
+  // (the count of steps run then one more): two small compiles, sized by the buffers above.
+  const auto& split = model.pipelines().split;
+  embedding_.emplace(ops::make_pipeline(ctx, ops::plan_embedding_lookup_fed(t, {c.dim, split.rows_per_part, split.parts}, vocab, kFedSources,
+                                                                            ops::StagedInputs{uint32_t(L.inputs.size() / 4),
+                                                                                              uint32_t(L.tokens.offset / 4)})));
   stage_outputs_.emplace(
       ops::make_pipeline(ctx, ops::plan_parity_copy(t, uint32_t(L.token_sources.size() / 4), ops::ParityCopy::ToHalf, true)));
   device_bytes_ = L.bytes;

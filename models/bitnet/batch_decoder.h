@@ -31,12 +31,13 @@
 // the smallest bucket of at least n lanes. Lanes past the entries compute at a position past the
 // context, which writes no cache row.
 //
-// Steps are pipelined (models::BatchDecoder::submit): a step's first dispatch copies its inputs
-// from the half of a staging buffer its parity picks, and its tail's last dispatch copies its
-// tokens out to the half of another (ops::parity_copy, the parity a count of steps run kept on
-// the device), so that the next step can be queued while it runs; an entry that takes its token
-// from the step before (Entry::previous) has its embedding read it where that step's tail left it
-// (ops::embedding_lookup_fed). The host then only reads the tokens.
+// Steps are pipelined (models::BatchDecoder::submit): a step's first dispatch (its embedding,
+// ops::embedding_lookup_fed) copies its inputs from the half of a staging buffer its parity
+// picks, and its tail's last dispatch copies its tokens out to the half of another
+// (ops::parity_copy; the parity is a count of steps run kept on the device), so that the next
+// step can be queued while it runs; an entry that takes its token from the step before
+// (Entry::previous) has its embedding read it where that step's tail left it. The host then only
+// reads the tokens.
 //
 // A short prompt (up to BatchOptions::prompt_lanes tokens) may run as lanes of decode steps,
 // beside the decoding sequences: its tokens are entries of its slot at consecutive positions.
@@ -244,8 +245,9 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   std::optional<ops::PlannedPipeline> pack_half_;  // xn -> F16 for the tensor-core head
   std::optional<ops::PlannedPipeline> lm_head_;    // else every lane's logits from one read of the table (lm_head_batch)
   ops::PlannedPipeline argmax_partial_, argmax_final_;           // a grid row per lane
-  ops::PlannedPipeline embedding_;  // every lane's embedding, its token given or fed by the step before
-  std::optional<ops::PlannedPipeline> stage_inputs_, stage_outputs_;  // ops::parity_copy in and out
+  // Every lane's embedding, its token given or fed by the step before, with the step's inputs
+  // from their staging half; the outputs' tokens out to theirs (ops::parity_copy).
+  std::optional<ops::PlannedPipeline> embedding_, stage_outputs_;
   std::optional<ops::PlannedPipeline> top_k_partial_, top_k_merge_;  // with the model's top-k
   std::optional<ops::PlannedPipeline> sample_;  // each output's token under its entry's sampling
   // The pruned head (BatchOptions::pruned_head), a grid row per lane: the final norm with x in int8,

@@ -122,14 +122,14 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes, const
   rt::Graph& g = *graph;
   const float eps = c.rms_norm_eps;
   const ops::PlannedPipeline& attention = attention_for(lanes, proj);
-  // The step's inputs from the staging half of its parity, then each lane's token as the host gave
-  // it, or where the step before left it (TokenSource order).
-  stage_inputs_->dispatch(g, {{"counter", L.step_count}, {"src", L.in_staging}, {"dst", L.inputs}});
-  std::vector<rt::Arg> embedding = {{"tokens", L.tokens}, {"fed_0", L.chosen}, {"fed_1", L.list_token},
-                                    {"fed_2", L.full_best}, {"fed_3", L.sampled}, {"x", L.x}};
+  // The step's inputs from the staging half of its parity, and each lane's embedding: its token
+  // as the host gave it, or where the step before left it (TokenSource order).
+  std::vector<rt::Arg> embedding = {{"counter", L.step_count}, {"staging", L.in_staging}, {"inputs", L.inputs},
+                                    {"fed_0", L.chosen}, {"fed_1", L.list_token}, {"fed_2", L.full_best},
+                                    {"fed_3", L.sampled}, {"x", L.x}};
   for (size_t i = 0; i < w.token_embd.parts.size(); ++i)
     embedding.push_back({"table_" + std::to_string(i), w.token_embd.parts[i]});
-  embedding_.dispatch(g, embedding, rt::push(lanes), lanes);
+  embedding_->dispatch(g, embedding, rt::push(lanes), lanes);
   const BlockActivations acts{L.x, L.q8, L.act, L.q, L.k, L.v, L.attn, L.ffn, proj.separate ? &L.up : nullptr};
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     // Every lane's RoPE and cache row (in QKV's epilogue, or a dispatch of their own), then its

@@ -93,24 +93,47 @@ dsl::Kernel embedding_lookup_batch(const OpTarget& target, const EmbeddingShape&
   return k.build();
 }
 
-dsl::Kernel embedding_lookup_fed(const OpTarget& target, const EmbeddingShape& shape, uint32_t vocab, uint32_t sources) {
+dsl::Kernel embedding_lookup_fed(const OpTarget& target, const EmbeddingShape& shape, uint32_t vocab, uint32_t sources,
+                                 std::optional<StagedInputs> staged) {
   if (sources == 0 || sources > kFedMaxSources)
     throw std::invalid_argument("embedding_lookup_fed: " + std::to_string(sources) + " sources; 1 to " +
                                 std::to_string(kFedMaxSources) + " may feed it");
   if (vocab == 0 || vocab > uint64_t{shape.rows_per_part} * shape.parts)
     throw std::invalid_argument("embedding_lookup_fed: a vocabulary of " + std::to_string(vocab) + " in a table of " +
                                 std::to_string(uint64_t{shape.rows_per_part} * shape.parts) + " rows");
-  KernelBuilder k("embedding_lookup_f16_fed" + std::to_string(sources) + "_v" + std::to_string(vocab),
-                  {embedding_workgroup(target), 1, 1});
-  auto tokens = k.buffer<u32>("tokens", Access::Read);
+  if (staged && (staged->words == 0 || staged->tokens_at >= staged->words))
+    throw std::invalid_argument("embedding_lookup_fed: tokens at word " + std::to_string(staged->tokens_at) + " of a staged half of " +
+                                std::to_string(staged->words));
+  const uint32_t wg = embedding_workgroup(target);
+  KernelBuilder k("embedding_lookup_f16_fed" + std::to_string(sources) + "_v" + std::to_string(vocab) +
+                      (staged ? "_staged" + std::to_string(staged->words) + "_at" + std::to_string(staged->tokens_at) : ""),
+                  {wg, 1, 1});
+  std::optional<Buffer<u32>> tokens, counter, staging;
+  if (staged) {
+    counter = k.buffer<u32>("counter", Access::Read);
+    staging = k.buffer<u32>("staging", Access::Read);
+  } else {
+    tokens = k.buffer<u32>("tokens", Access::Read);
+  }
   std::vector<Buffer<u32>> fed;
   for (uint32_t s = 0; s < sources; ++s) fed.push_back(k.buffer<u32>("fed_" + std::to_string(s), Access::Read));
   auto parts = table_parts(k, shape);
   auto x = k.buffer<f32>("x", Access::Write);
+  std::optional<Buffer<u32>> inputs;
+  if (staged) inputs = k.buffer<u32>("inputs", Access::Write);
   auto n = k.push<u32>("n");
   auto row = k.workgroup_id().y();
+  std::optional<Expr<u32>> half;
+  if (staged) {
+    // The whole half into `inputs`, spread over every invocation of the grid.
+    half = let("half", (Expr<u32>((*counter)[0u]) & 1u) * staged->words);
+    auto groups = k.num_workgroups();
+    auto first = let("first", (row * groups.x() + k.workgroup_id().x()) * wg + k.local_index());
+    for_range(first, constant<u32>(staged->words), let("stride", groups.x() * groups.y() * wg),
+              [&](Expr<u32> i) { (*inputs)[i] = Expr<u32>((*staging)[*half + i]); }, "i");
+  }
   if_(row < n, [&] {
-    auto word = let("word", Expr<u32>(tokens[row]));
+    auto word = let("word", staged ? Expr<u32>((*staging)[*half + staged->tokens_at + row]) : Expr<u32>((*tokens)[row]));
     auto token = k.var<u32>("token", word);
     if_((word & kFedTokenFlag) != 0u, [&] {
       auto source = let("source", (word >> kFedSourceShift) & (kFedMaxSources - 1));
@@ -139,9 +162,10 @@ Plan plan_embedding_lookup_batch(const OpTarget& target, const EmbeddingShape& s
   return {embedding_lookup_batch(target, shape), [groups](uint32_t tokens) { return rt::Grid{groups, tokens}; }};
 }
 
-Plan plan_embedding_lookup_fed(const OpTarget& target, const EmbeddingShape& shape, uint32_t vocab, uint32_t sources) {
+Plan plan_embedding_lookup_fed(const OpTarget& target, const EmbeddingShape& shape, uint32_t vocab, uint32_t sources,
+                               std::optional<StagedInputs> staged) {
   const uint32_t groups = ceil_div(shape.dim, embedding_workgroup(target));
-  return {embedding_lookup_fed(target, shape, vocab, sources), [groups](uint32_t tokens) { return rt::Grid{groups, tokens}; }};
+  return {embedding_lookup_fed(target, shape, vocab, sources, staged), [groups](uint32_t tokens) { return rt::Grid{groups, tokens}; }};
 }
 
 }  // namespace bdsl::ops

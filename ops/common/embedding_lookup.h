@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "dsl/builder.h"
@@ -35,19 +36,30 @@ dsl::Kernel embedding_lookup_batch(const OpTarget& target, const EmbeddingShape&
 // element i of binding fed_<source>, taken as the id where it is below `vocab` and as 0 otherwise.
 // Bindings: tokens, fed_0 .. fed_{sources-1} (read, u32), the table's parts, x, as
 // embedding_lookup_batch's. Push: n (u32). Grid: as embedding_lookup_batch's.
+// With `staged`, the step's inputs come from the half of a staging buffer that a count of steps
+// picks (ops/common/parity_copy.h's FromHalf, done here by the whole grid, one dispatch less):
+// bindings counter (u32 read [1]) and staging (u32 read [2 * words]) instead of tokens, and inputs
+// (u32 write [words]) last: inputs[i] = staging[(counter % 2) * words + i] for i < words, row y's
+// token word read from the half at tokens_at + y.
 inline constexpr uint32_t kFedTokenFlag = 0x80000000u;
 inline constexpr uint32_t kFedSourceShift = 24, kFedMaxSources = 0x80, kFedMaxIndex = 1u << kFedSourceShift;
 constexpr uint32_t fed_token_word(uint32_t source, uint32_t index) {
   return kFedTokenFlag | source << kFedSourceShift | index;
 }
-dsl::Kernel embedding_lookup_fed(const OpTarget& target, const EmbeddingShape& shape, uint32_t vocab, uint32_t sources);
+struct StagedInputs {
+  uint32_t words = 0;      // a half of the staging buffer
+  uint32_t tokens_at = 0;  // row 0's token word inside a half
+};
+dsl::Kernel embedding_lookup_fed(const OpTarget& target, const EmbeddingShape& shape, uint32_t vocab, uint32_t sources,
+                                 std::optional<StagedInputs> staged = std::nullopt);
 
 uint32_t embedding_workgroup(const OpTarget& target);
 
 // The same with their grids (ops/plan.h); the batch grid's count is the tokens.
 Plan plan_embedding_lookup(const OpTarget& target, const EmbeddingShape& shape);
 Plan plan_embedding_lookup_batch(const OpTarget& target, const EmbeddingShape& shape);
-Plan plan_embedding_lookup_fed(const OpTarget& target, const EmbeddingShape& shape, uint32_t vocab, uint32_t sources);
+Plan plan_embedding_lookup_fed(const OpTarget& target, const EmbeddingShape& shape, uint32_t vocab, uint32_t sources,
+                               std::optional<StagedInputs> staged = std::nullopt);
 
 // Runs body(p, token's row inside part p) for the part that holds `token`: the part boundaries
 // compared in a short if-chain (uniform where the token is).

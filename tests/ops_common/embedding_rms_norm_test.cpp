@@ -77,11 +77,11 @@ TEST_F(EmbeddingAndNorm, FedLookupTakesEachRowsTokenFromItsSource) {
   Table t = table(vocab, dim, rows_per_part);
   const ops::EmbeddingShape shape{dim, rows_per_part, uint32_t(t.parts.size())};
   const std::vector<uint32_t> source0{7, 28, 3}, source1{19, 0xffffffffu, 29}, source2{1};
-  const std::vector<uint32_t> words{ops::fed_token_word(1, 0), 5, ops::fed_token_word(0, 1), ops::fed_token_word(2, 0),
+  const std::vector<uint32_t> words_of{ops::fed_token_word(1, 0), 5, ops::fed_token_word(0, 1), ops::fed_token_word(2, 0),
                                     ops::fed_token_word(1, 1), 28, ops::fed_token_word(1, 2), ops::fed_token_word(0, 2)};
   const std::vector<uint32_t> want{19, 5, 28, 1, 0, 28, 0, 3};
-  const uint32_t n = uint32_t(words.size());
-  rt::Buffer ids = buffer_of(words, "tokens"), x(ctx(), size_t(n) * dim * 4, {false, "x"});
+  const uint32_t n = uint32_t(words_of.size());
+  rt::Buffer ids = buffer_of(words_of, "tokens"), x(ctx(), size_t(n) * dim * 4, {false, "x"});
   rt::Buffer fed0 = buffer_of(source0, "fed 0"), fed1 = buffer_of(source1, "fed 1"), fed2 = buffer_of(source2, "fed 2");
   std::vector<rt::BufferSlice> bindings{ids, fed0, fed1, fed2};
   for (auto& b : t.parts) bindings.emplace_back(b);
@@ -92,6 +92,29 @@ TEST_F(EmbeddingAndNorm, FedLookupTakesEachRowsTokenFromItsSource) {
   for (uint32_t r = 0; r < n; ++r)
     for (uint32_t j = 0; j < dim; ++j)
       ASSERT_EQ(got[size_t(r) * dim + j], t.values[size_t(want[r]) * dim + j]) << "row " << r << " j " << j;
+  // Staged: the same rows from the half of the staging buffer the count picks, and that half
+  // copied out whole (more words than one pass of the grid).
+  const uint32_t words = 3000, tokens_at = 5;
+  for (uint32_t count : {4u, 9u}) {
+    std::vector<uint32_t> halves(2 * words);
+    for (uint32_t i = 0; i < 2 * words; ++i) halves[i] = 7 * i + 1;
+    std::copy(words_of.begin(), words_of.end(), halves.begin() + (count % 2) * words + tokens_at);
+    rt::Buffer counter = buffer_of(std::vector<uint32_t>{count}, "counter"), staging = buffer_of(halves, "staging");
+    rt::Buffer inputs(ctx(), 4ull * words, {true, "inputs"}), xs(ctx(), size_t(n) * dim * 4, {false, "x"});
+    std::vector<rt::BufferSlice> b{counter, staging, fed0, fed1, fed2};
+    for (auto& p : t.parts) b.emplace_back(p);
+    b.emplace_back(xs);
+    b.emplace_back(inputs);
+    run(ops::embedding_lookup_fed(target(), shape, vocab, 3, ops::StagedInputs{words, tokens_at}), b, rt::push(n),
+        rt::Grid{(dim + wg - 1) / wg, n});
+    const auto staged_x = xs.download<float>();
+    for (uint32_t r = 0; r < n; ++r)
+      for (uint32_t j = 0; j < dim; ++j)
+        ASSERT_EQ(staged_x[size_t(r) * dim + j], t.values[size_t(want[r]) * dim + j]) << "count " << count << " row " << r << " j " << j;
+    EXPECT_TRUE(std::equal(halves.begin() + (count % 2) * words, halves.begin() + (count % 2 + 1) * words,
+                           inputs.download<uint32_t>().begin()))
+        << "count " << count;
+  }
   EXPECT_THROW(ops::embedding_lookup_fed(target(), shape, 37, 3), std::invalid_argument);
   EXPECT_THROW(ops::embedding_lookup_fed(target(), shape, vocab, 0), std::invalid_argument);
 }
