@@ -175,12 +175,12 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
     const uint64_t params_at = round_up(records_at + sizeof(ops::SequenceState) * n, L.align);
     const uint64_t bytes = round_up(params_at + 4ull * ops::kSampleParamsWords * outs, 4);
     L.inputs = make(bytes, "step inputs", u32);
-    L.inputs.fill(0);  // rows of a tail past a step's outputs draw greedily from defined settings
     L.tokens = L.inputs.slice(tokens_at, 4 * n);
     L.sequences = L.inputs.slice(records_at, sizeof(ops::SequenceState) * n);
     L.sample_params = L.inputs.slice(params_at, 4ull * ops::kSampleParamsWords * outs);
     L.in_staging = make(2 * bytes, "step inputs' staging", u32, true);
-    // Both halves defined before any step (every lane away: past the context, token 0).
+    // Both halves defined before any step (every lane away: past the context, token 0; rows of a
+    // tail past a step's outputs draw greedily from defined settings).
     const std::span<uint32_t> staging = L.in_staging.host_words();
     std::fill(staging.begin(), staging.end(), 0u);
     for (uint32_t half = 0; half < 2; ++half)
@@ -387,9 +387,9 @@ uint64_t BitNetBatchDecoder::submit(std::span<const Entry> batch) {
   Tail& tail = tail_for(std::min(std::bit_ceil(f.outputs), slots_), tail_kind(greedy, sampled, vocabulary));
   f.kind = tail.kind;
   Lanes& L = *lanes_;
-  // This step's inputs, into the staging buffer of its parity (the step two before, which used
-  // it, has been collected): its inputs graph copies them where the step reads them. Lanes
-  // without an entry run at a position past the context: they write no cache row.
+  // This step's inputs, into the staging half of its parity (the step two before, which used it,
+  // has been collected): its embedding copies them where the step reads them. Lanes without an
+  // entry run at a position past the context: they write no cache row.
   f.parity = uint32_t(steps_run_ % 2);
   const std::span<uint32_t> staging = L.in_staging.host_words().subspan(f.parity * L.inputs.size() / 4, L.inputs.size() / 4);
   const std::span<uint32_t> tokens = staging.subspan(L.tokens.offset / 4, capacity_);
@@ -419,7 +419,8 @@ uint64_t BitNetBatchDecoder::submit(std::span<const Entry> batch) {
   }
   // Back to back: each replay ends with a barrier to what follows, so the tail reads the layers' x
   // (and the next step what this one's tail wrote).
-  step.graph->submit();
+  f.step = step.graph.get();
+  f.step_ticket = step.graph->submit();
   f.tail = tail.graph.get();
   f.tail_ticket = tail.graph->submit();
   ++steps_run_;
@@ -466,6 +467,7 @@ std::vector<models::StepOutput> BitNetBatchDecoder::collect(uint64_t ticket) {
   InFlight f = std::move(in_flight_.front());
   in_flight_.pop_front();
   f.tail->wait(f.tail_ticket);
+  f.step->wait(f.step_ticket);  // done already; keeps the recording's own bookkeeping
   // Each source's words, as the tail's last dispatch copied them to the staging half of its parity.
   Lanes& L = *lanes_;
   const std::span<const uint32_t> words = L.out_staging.host_words().subspan(f.parity * L.token_sources.size() / 4);

@@ -198,8 +198,8 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   // A submitted step not yet collected.
   struct InFlight {
     uint64_t ticket = 0;
-    rt::Graph* tail = nullptr;  // its tail's recording and replay
-    uint64_t tail_ticket = 0;
+    rt::Graph *step = nullptr, *tail = nullptr;  // its recordings and their replays
+    uint64_t step_ticket = 0, tail_ticket = 0;
     uint32_t parity = 0, outputs = 0;
     std::vector<Entry> batch;
     std::vector<uint32_t> lane_of;
