@@ -58,7 +58,7 @@ struct SchedulerStats {
   uint64_t requests_finished = 0;   // every end, cancellations included
   uint64_t requests_cancelled = 0;
   uint64_t requests_rejected = 0;   // queue full
-  double busy_seconds = 0;          // spent in prefill() and decode()
+  double busy_seconds = 0;          // spent in prefill() and in submitting and collecting decode steps
   double prefill_seconds = 0;       // of which in prefill()
   uint64_t prefills = 0, decode_steps = 0;
 };
