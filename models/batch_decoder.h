@@ -54,8 +54,9 @@ class BatchDecoder {
                              const SamplerOptions& sampling = {}) = 0;
   // One decode step for every entry (1 <= size <= step_capacity()); outputs in entry order. A slot
   // appears once, or (max_step_prompt() > 0) in a run at consecutive positions, in order: only the
-  // last entry of a slot has an output (the others' argmax is -1, with no candidates). The same
-  // as collect(submit(batch)); only submit() may take entries with `previous`.
+  // last entry of a slot has an output (the others' argmax is -1, with no candidates). Entries
+  // with `previous` go through submit(), which resolves them (the base class) or passes them on
+  // (a device decoder, whose decode() is collect(submit(batch))).
   virtual std::vector<StepOutput> decode(std::span<const Entry> batch) = 0;
 
   // Queues a step as decode() runs it and returns its ticket; at most kMaxSubmitted steps are
@@ -68,12 +69,11 @@ class BatchDecoder {
   // returns its outputs, as decode() does.
   virtual std::vector<StepOutput> collect(uint64_t ticket);
 
- protected:
-  // The token of output `index` of the step submitted last (base submit(), and a device
-  // decoder's checks): throws std::invalid_argument naming `entry` where there is none.
+ private:
+  // The token of output `index` of the step submitted last: throws std::invalid_argument naming
+  // `entry` where there is none.
   static int32_t previous_token(const std::vector<StepOutput>& last, int32_t index, size_t entry);
 
- private:
   uint64_t submitted_ = 0;
   std::deque<std::pair<uint64_t, std::vector<StepOutput>>> done_;  // submitted, not collected
   std::vector<StepOutput> last_;  // the outputs of the step submitted last
