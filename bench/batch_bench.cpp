@@ -39,11 +39,11 @@ struct BatchState {
 
 // BenchSession::model_states keys: greedy only, the same with timestamps, and with the server's
 // 128 candidates a step for sampling.
-constexpr int kBatchState = 100, kTimedBatchState = 101, kSamplingBatchState = 102;
+constexpr int kBatchState = 100, kTimedBatchState = 101, kSamplingBatchState = 102, kTimedSamplingBatchState = 103;
 constexpr uint32_t kServerCandidates = 128;  // what `bitnet-dsl serve` loads
 
 BatchState& batch_state(BenchSession& s, uint32_t slots, uint32_t context, uint32_t top_k, bool timed = false) {
-  auto& slot = s.model_states[top_k ? kSamplingBatchState : timed ? kTimedBatchState : kBatchState];
+  auto& slot = s.model_states[top_k ? (timed ? kTimedSamplingBatchState : kSamplingBatchState) : timed ? kTimedBatchState : kBatchState];
   auto state = std::static_pointer_cast<BatchState>(slot);
   if (!state) {
     auto file = models::GgufFile::open(s.model_path);
@@ -138,30 +138,34 @@ void decode_batch_device(benchmark::State& st, BenchSession& s, uint32_t batch, 
 }
 
 // Where a step of B sequences goes: GPU time per kernel (summed over its dispatches), largest
-// first, on stderr; the counters hold the step's GPU span.
-void decode_batch_ops(benchmark::State& st, BenchSession& s, uint32_t batch, uint32_t slots, uint32_t ctx_len) {
-  auto& b = batch_state(s, slots, ctx_len, 0, true);
+// first, on stderr; the counters hold the step's GPU span. Every sequence greedy, or drawn under
+// `sampling` from the server's 128 candidates.
+void decode_batch_ops(benchmark::State& st, BenchSession& s, uint32_t batch, uint32_t slots, uint32_t ctx_len,
+                      const models::SamplerOptions& sampling = {}) {
+  const bool greedy = models::is_greedy(sampling);
+  auto& b = batch_state(s, slots, ctx_len, greedy ? 0 : kServerCandidates, true);
   fill_slots(b, ctx_len - 1);
   std::vector<models::BatchDecoder::Entry> entries;
-  for (uint32_t i = 0; i < batch; ++i) entries.push_back({i, int32_t(i + 1), ctx_len - 1});
+  for (uint32_t i = 0; i < batch; ++i) entries.push_back({i, int32_t(i + 1), ctx_len - 1, sampling});
   const uint32_t bucket = b.decoder->bucket_for(batch);
   std::map<std::string, double> ns;
   std::map<std::string, uint32_t> calls;
   double span = 0;
   for (auto _ : st) {
     b.decoder->decode(entries);
-    const auto names = b.decoder->step_operation_names(bucket);
-    const auto times = b.decoder->step_timestamps_ns(bucket);
+    const auto names = b.decoder->step_operation_names(bucket, sampling);
+    const auto times = b.decoder->step_timestamps_ns(bucket, sampling);
     calls.clear();
     for (size_t i = 0; i < names.size() && i < times.size(); ++i) ns[names[i]] += times[i], ++calls[names[i]];
-    span += b.decoder->step_gpu_span_ns(bucket);
-    st.SetIterationTime(b.decoder->step_gpu_span_ns(bucket) * 1e-9);
+    span += b.decoder->step_gpu_span_ns(bucket, sampling);
+    st.SetIterationTime(b.decoder->step_gpu_span_ns(bucket, sampling) * 1e-9);
   }
   const double n = double(st.iterations());
   std::vector<std::pair<double, std::string>> order;
   for (const auto& [name, t] : ns) order.push_back({t / n, name});
   std::sort(order.rbegin(), order.rend());
-  fmt::print(stderr, "decode_batch_ops/B:{}: GPU us per step by kernel (calls), span {:.0f} us\n", batch, span / n / 1e3);
+  const char* asked = greedy ? "" : models::draws_over_vocabulary(sampling) ? "_default" : "_sampled";
+  fmt::print(stderr, "decode_batch_ops{}/B:{}: GPU us per step by kernel (calls), span {:.0f} us\n", asked, batch, span / n / 1e3);
   for (const auto& [t, name] : order) fmt::print(stderr, "  {:>9.1f}  {} ({})\n", t / 1e3, name, calls[name]);
   st.counters["span_us"] = span / n / 1e3;
 }
@@ -256,6 +260,15 @@ void register_batch_benchmarks(BenchSession& s) {
     benchmark::RegisterBenchmark(fmt::format("decode_batch_ops/B:{}", batch).c_str(),
                                  [&s, batch, slots, ctx](benchmark::State& st) { decode_batch_ops(st, s, batch, slots, ctx); })
         ->UseManualTime()->Iterations(quick ? 1 : 5)->Unit(benchmark::kMillisecond);
+  // The same at OpenAI's defaults (temperature 1 over the whole vocabulary) and at run's (top-k 40).
+  for (const auto& [name, sampling] : {std::pair<const char*, models::SamplerOptions>{"default", {1.0f, 0, 1.0f, 0.0f, 5}},
+                                       std::pair<const char*, models::SamplerOptions>{"sampled", {0.8f, 40, 0.95f, 0.0f, 5}}})
+    for (uint32_t batch : quick ? std::vector<uint32_t>{4} : std::vector<uint32_t>{1, 64})
+      benchmark::RegisterBenchmark(fmt::format("decode_batch_ops_{}/B:{}", name, batch).c_str(),
+                                   [&s, batch, slots, ctx, sampling](benchmark::State& st) {
+                                     decode_batch_ops(st, s, batch, slots, ctx, sampling);
+                                   })
+          ->UseManualTime()->Iterations(quick ? 1 : 5)->Unit(benchmark::kMillisecond);
   const uint32_t clients = slots;  // one slot each
   benchmark::RegisterBenchmark(fmt::format("serve/clients:{}", clients).c_str(),
                                [&s, clients, ctx, quick](benchmark::State& st) {

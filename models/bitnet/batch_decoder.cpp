@@ -490,19 +490,20 @@ std::vector<models::StepOutput> BitNetBatchDecoder::collect(uint64_t ticket) {
   return out;
 }
 
-std::array<const rt::Graph*, 2> BitNetBatchDecoder::recorded(uint32_t bucket) const {
+std::array<const rt::Graph*, 2> BitNetBatchDecoder::recorded(uint32_t bucket, const models::SamplerOptions& sampling) const {
   std::array<const rt::Graph*, 2> r{nullptr, nullptr};  // layers, tail
   for (const auto& s : steps_)
     if (s.lanes == bucket) r[0] = s.graph.get();
-  const TailKind greedy = tail_kind(true, false, false);  // a step of greedy outputs
+  const bool greedy = models::is_greedy(sampling), vocabulary = models::draws_over_vocabulary(sampling);
+  const TailKind kind = tail_kind(greedy, !greedy && !vocabulary, vocabulary);
   for (const auto& t : tails_)
-    if (t.rows == std::min(bucket, slots_) && t.kind == greedy) r[1] = t.graph.get();
+    if (t.rows == std::min(bucket, slots_) && t.kind == kind) r[1] = t.graph.get();
   return r;
 }
 
-rt::GraphStats BitNetBatchDecoder::step_stats(uint32_t bucket) const {
+rt::GraphStats BitNetBatchDecoder::step_stats(uint32_t bucket, const models::SamplerOptions& sampling) const {
   rt::GraphStats sum;
-  for (const rt::Graph* g : recorded(bucket))
+  for (const rt::Graph* g : recorded(bucket, sampling))
     if (g) {
       const rt::GraphStats s = g->stats();
       sum.dispatches += s.dispatches, sum.transfers += s.transfers, sum.barriers += s.barriers, sum.steps += s.steps;
@@ -510,9 +511,9 @@ rt::GraphStats BitNetBatchDecoder::step_stats(uint32_t bucket) const {
   return sum;
 }
 
-std::vector<double> BitNetBatchDecoder::step_timestamps_ns(uint32_t bucket) const {
+std::vector<double> BitNetBatchDecoder::step_timestamps_ns(uint32_t bucket, const models::SamplerOptions& sampling) const {
   std::vector<double> ns;
-  for (const rt::Graph* g : recorded(bucket))
+  for (const rt::Graph* g : recorded(bucket, sampling))
     if (g) {
       const auto t = g->timestamps_ns();
       ns.insert(ns.end(), t.begin(), t.end());
@@ -520,9 +521,9 @@ std::vector<double> BitNetBatchDecoder::step_timestamps_ns(uint32_t bucket) cons
   return ns;
 }
 
-std::vector<std::string> BitNetBatchDecoder::step_operation_names(uint32_t bucket) const {
+std::vector<std::string> BitNetBatchDecoder::step_operation_names(uint32_t bucket, const models::SamplerOptions& sampling) const {
   std::vector<std::string> names;
-  for (const rt::Graph* g : recorded(bucket))
+  for (const rt::Graph* g : recorded(bucket, sampling))
     if (g) {
       const auto n = g->operation_names();
       names.insert(names.end(), n.begin(), n.end());
@@ -551,9 +552,9 @@ void BitNetBatchDecoder::replay_greedy_steps(uint32_t bucket, uint32_t n) {
   for (rt::Graph* g : graphs) g->wait(g->last_ticket());
 }
 
-double BitNetBatchDecoder::step_gpu_span_ns(uint32_t bucket) const {
+double BitNetBatchDecoder::step_gpu_span_ns(uint32_t bucket, const models::SamplerOptions& sampling) const {
   double span = 0;
-  for (const rt::Graph* g : recorded(bucket))
+  for (const rt::Graph* g : recorded(bucket, sampling))
     if (g) span += g->span_ns();
   return span;
 }

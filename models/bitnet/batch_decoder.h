@@ -150,16 +150,17 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   void record_all_buckets();
   // The bucket (lanes of the recorded step) that a step of `entries` entries runs.
   uint32_t bucket_for(uint32_t entries) const;
-  // Of a bucket's step whose every lane returns an output (a decode step): both recordings'
-  // dispatches and barrier-separated steps, GPU times, names and spans, layers then tail.
-  rt::GraphStats step_stats(uint32_t bucket) const;
-  std::vector<double> step_timestamps_ns(uint32_t bucket) const;
-  double step_gpu_span_ns(uint32_t bucket) const;
+  // Of a bucket's step whose every lane returns an output (a decode step), each drawn under
+  // `sampling`: both recordings' dispatches and barrier-separated steps, GPU times, names and
+  // spans, layers then tail.
+  rt::GraphStats step_stats(uint32_t bucket, const models::SamplerOptions& sampling = {}) const;
+  std::vector<double> step_timestamps_ns(uint32_t bucket, const models::SamplerOptions& sampling = {}) const;
+  double step_gpu_span_ns(uint32_t bucket, const models::SamplerOptions& sampling = {}) const;
   // The bucket's recorded step and greedy tail replayed `n` times back to back, the host doing
   // nothing between them (the inputs of the last decode() again): the device's time a step
   // without the host's turnaround (bench/, decode_batch_device/).
   void replay_greedy_steps(uint32_t bucket, uint32_t n);
-  std::vector<std::string> step_operation_names(uint32_t bucket) const;
+  std::vector<std::string> step_operation_names(uint32_t bucket, const models::SamplerOptions& sampling = {}) const;
 
   // GPU timestamps in the step recordings (bitnet-dsl-bench); before the first decode().
   void set_timestamps(bool on) { timestamps_ = on; }
@@ -176,10 +177,11 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   // What a tail computes. pruned: the pruned head's argmax (greedy outputs' tokens); listed: the
   // pruned head's candidate list and draw for every row (the outputs drawn from their top-k, and
   // the greedy ones beside them); full: every logit, its argmax (the other outputs' argmax) and
-  // the top-k and draws of sampled outputs; vocabulary: also the draw over every logit, for
-  // outputs with top_k 0.
+  // the top-k and draws of sampled outputs (top_k: the full head's top-k and draw from it, for
+  // outputs drawn from their top-k without the lists, and returned candidates); vocabulary: also
+  // the draw over every logit, for outputs with top_k 0.
   struct TailKind {
-    bool pruned = false, listed = false, full = true, vocabulary = false;
+    bool pruned = false, listed = false, full = true, top_k = false, vocabulary = false;
     bool operator==(const TailKind&) const = default;
   };
   struct Tail {
@@ -218,9 +220,9 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   TailKind tail_kind(bool greedy, bool sampled, bool vocabulary) const;
   std::unique_ptr<rt::Graph> record_step(uint32_t lanes, const BlockProjections& projections);
   std::unique_ptr<rt::Graph> record_tail(uint32_t rows, const Tail& tail);
-  // The recordings a step of `bucket` lanes, all of them with outputs, runs: layers, tail (null:
-  // not made yet).
-  std::array<const rt::Graph*, 2> recorded(uint32_t bucket) const;
+  // The recordings a step of `bucket` lanes, all of them with outputs drawn under `sampling`,
+  // runs: layers, tail (null: not made yet).
+  std::array<const rt::Graph*, 2> recorded(uint32_t bucket, const models::SamplerOptions& sampling = {}) const;
   void copy_rows(bool into_slot, uint32_t slot, uint32_t first, uint32_t count);
 
   rt::Context& ctx_;

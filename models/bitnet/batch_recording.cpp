@@ -42,6 +42,7 @@ BitNetBatchDecoder::TailKind BitNetBatchDecoder::tail_kind(bool greedy, bool sam
   // Every logit: for greedy outputs without the pruned head, draws over the vocabulary, draws from
   // the top-k without the lists, and the candidates decode() returns.
   kind.full = (greedy && !pruned_head_) || vocabulary || (sampled && !kind.listed) || (options_.return_candidates && top_k());
+  kind.top_k = top_k() && ((sampled && !kind.listed) || options_.return_candidates);
   kind.vocabulary = vocabulary;
   return kind;
 }
@@ -223,21 +224,21 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_tail(uint32_t rows, const 
   // Every row's argmax (and candidates) in one dispatch per pass, a row of the grid per row.
   argmax_partial_.dispatch(g, {{"values", L.logits}, {"part_values", L.full_values}, {"part_indices", L.full_indices}},
                            rt::push(stride), rows);
-  if (p.top_k)
+  if (tail.kind.top_k)
     top_k_partial_->dispatch(g, {{"values", L.logits}, {"part_values", L.top_part_values}, {"part_indices", L.top_part_indices}},
                              rt::push(stride), rows);
   argmax_final_.dispatch(g, {{"part_values", L.full_values}, {"part_indices", L.full_indices}, {"token", L.full_best}}, {}, rows);
-  if (p.top_k)
+  if (tail.kind.top_k)
     top_k_merge_->dispatch(g, {{"part_values", L.top_part_values}, {"part_indices", L.top_part_indices},
                                {"top_values", L.top_values}, {"top_indices", L.top_indices}},
                            {}, rows);
-  if (sample_)
+  if (tail.kind.top_k)
     sample_->dispatch(g, {{"top_values", L.top_values}, {"top_indices", L.top_indices}, {"params", L.sample_params},
                           {"token", L.sampled}},
                       {}, rows);
   if (tail.kind.vocabulary) {
-    // The rows that draw over every logit (top_k 0) replace sample_candidates' token with theirs;
-    // the kernels leave the other rows alone.
+    // The rows that draw over every logit (top_k 0) write their token (over sample_candidates'
+    // where the tail ran it); the kernels leave the other rows alone.
     for (uint32_t pass = 0; pass < ops::kVocabPasses; ++pass) {
       vocab_mass_histogram_[pass].dispatch(g, {{"logits", L.logits}, {"best", L.full_best}, {"params", L.sample_params},
                                                {"state", L.vocab_state}, {"mass", L.vocab_mass}},
