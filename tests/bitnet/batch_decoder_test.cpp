@@ -444,7 +444,8 @@ TEST_F(BatchDecoder, SampledTokensAreTheSameAloneOrBesideOthers) {
 // Draws from the top-k take the pruned head's candidate lists: each sequence's tokens are the
 // single-sequence model's decode_sampled (its pruned head: the same exact logits and draw), with
 // greedy and whole-vocabulary draws beside it or not (a step with a draw over the vocabulary runs
-// the full head too); without the pruned head the batch draws from the full head's top-k, here
+// the full head too, and its top-k only where returned candidates need it: the same draw either
+// way); without the pruned head the batch draws from the full head's top-k, here
 // the same tokens (lm_head_batch's logits are lm_head's bits where the head is not on tensor cores).
 TEST_F(BatchDecoder, SampledTokensAreTheSingleSequenceModels) {
   const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
@@ -475,6 +476,13 @@ TEST_F(BatchDecoder, SampledTokensAreTheSingleSequenceModels) {
   crowd[2].sampling = {1.0f, 0, 1.0f, 0.0f, 13};
   run_together(dec, crowd, steps, 4);
   EXPECT_EQ(crowd[1].tokens, streams[0].tokens);
+  // The draw over the vocabulary the same where its tail also runs the full head's top-k (for the
+  // candidates returned: then checked against the host twin's draw too) and where it does not.
+  bitnet::BitNetBatchDecoder with_candidates(ctx(), model, 4, {.return_candidates = true});
+  std::vector<Stream> vocabulary = {{2, prompt_of(43, 4, v), {}}};
+  vocabulary[0].sampling = crowd[2].sampling;
+  run_together(with_candidates, vocabulary, steps, 4);
+  EXPECT_EQ(vocabulary[0].tokens, crowd[2].tokens);
   bitnet::BitNetBatchDecoder full(ctx(), model, 4, {.tensor_core_head = false, .pruned_head = false});
   std::vector<Stream> again = {{1, prompt_of(40, 6, v), {}}};
   again[0].sampling = streams[0].sampling;
