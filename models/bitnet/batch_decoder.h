@@ -115,8 +115,9 @@ struct BatchOptions {
   // decode() returns each output's top-k candidates too (StepOutput::top_ids/top_logits), and every
   // logit of an output drawn over the vocabulary (StepOutput::logits), not only the tokens the
   // device chose: for tests and tools that look at them; a server needs none. They come from the
-  // full head: on tensor cores (x in F16) a greedy output's top_ids[0] may differ from its token,
-  // which the pruned head takes from the f32 logits.
+  // full head: on tensor cores (x in F16) they may differ in the last bits from the f32 logits that
+  // a greedy or top-k output's token is taken from (the pruned head's), and so may its top_ids[0].
+  // submit() then waits for its step (the candidates are read before the next step runs).
   bool return_candidates = false;
 };
 
@@ -140,8 +141,6 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   models::StepOutput prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos,
                              const models::SamplerOptions& sampling = {}) override;
   std::vector<models::StepOutput> decode(std::span<const Entry> batch) override;
-  // With BatchOptions::return_candidates, submit() waits for its step (the candidates are read
-  // before the next step overwrites them).
   uint64_t submit(std::span<const Entry> batch) override;
   std::vector<models::StepOutput> collect(uint64_t ticket) override;
 
