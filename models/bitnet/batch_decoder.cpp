@@ -183,8 +183,7 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
     // tail past a step's outputs draw greedily from defined settings).
     const std::span<uint32_t> staging = L.in_staging.host_words();
     std::fill(staging.begin(), staging.end(), 0u);
-    for (uint32_t half = 0; half < 2; ++half)
-      for (uint32_t lane = 0; lane < n; ++lane) staging[(half * bytes + records_at) / 4 + lane * ops::kSequenceWords + ops::kSequencePos] = c.context_length;
+    for (uint32_t half = 0; half < 2; ++half) stage_away(staging.subspan(half * bytes / 4, bytes / 4));
     L.step_count = make(4, "steps run", u32);
     L.step_count.fill(0);
   }
@@ -321,6 +320,15 @@ models::StepOutput BitNetBatchDecoder::prefill(uint32_t slot, std::span<const in
 
 std::vector<models::StepOutput> BitNetBatchDecoder::decode(std::span<const Entry> batch) { return collect(submit(batch)); }
 
+void BitNetBatchDecoder::stage_away(std::span<uint32_t> half) const {
+  const Lanes& L = *lanes_;
+  const ops::SequenceState away{0, context_length(), 0, 0};
+  for (uint32_t lane = 0; lane < capacity_; ++lane) {
+    half[L.tokens.offset / 4 + lane] = 0;
+    std::memcpy(&half[L.sequences.offset / 4 + size_t{ops::kSequenceWords} * lane], &away, sizeof away);
+  }
+}
+
 // Where an output's token is left on the device for the next step's embedding (its fed source),
 // and which buffer collect() reads it from: the lists' draw where the tail ran them (but for
 // draws over the vocabulary), else the pruned head's argmax for greedy outputs, else the full head's.
@@ -368,17 +376,16 @@ uint64_t BitNetBatchDecoder::submit(std::span<const Entry> batch) {
   f.batch.assign(batch.begin(), batch.end());
   // Lanes: the entries with an output (each slot's last) first, in entry order, then the rest.
   f.lane_of.resize(batch.size());
-  f.has_output.resize(batch.size());
   for (size_t i = 0; i < batch.size(); ++i)
-    if ((f.has_output[i] = last[batch[i].slot] == int64_t(i))) f.lane_of[i] = f.outputs++;
+    if (last[batch[i].slot] == int64_t(i)) f.lane_of[i] = f.outputs++;
   for (uint32_t i = 0, rest = f.outputs; i < batch.size(); ++i)
-    if (!f.has_output[i]) f.lane_of[i] = rest++;
+    if (last[batch[i].slot] != int64_t(i)) f.lane_of[i] = rest++;
   Step& step = step_for(bucket_for(uint32_t(batch.size())));
   // The tail the outputs need (tail_kind): greedy ones, ones drawn from their top-k, ones drawn
   // over every logit.
   bool greedy = false, sampled = false, vocabulary = false;
   for (size_t i = 0; i < batch.size(); ++i)
-    if (f.has_output[i]) {
+    if (f.has_output(i)) {
       const bool v = models::draws_over_vocabulary(batch[i].sampling);
       greedy |= models::is_greedy(batch[i].sampling);
       vocabulary |= v;
@@ -394,11 +401,7 @@ uint64_t BitNetBatchDecoder::submit(std::span<const Entry> batch) {
   const std::span<uint32_t> staging = L.in_staging.host_words().subspan(f.parity * L.inputs.size() / 4, L.inputs.size() / 4);
   const std::span<uint32_t> tokens = staging.subspan(L.tokens.offset / 4, capacity_);
   const std::span<uint32_t> states = staging.subspan(L.sequences.offset / 4, size_t{ops::kSequenceWords} * capacity_);
-  std::fill(tokens.begin(), tokens.end(), 0u);
-  for (uint32_t t = 0; t < capacity_; ++t) {
-    const ops::SequenceState away{0, context_length(), 0, 0};
-    std::memcpy(&states[size_t{ops::kSequenceWords} * t], &away, sizeof away);
-  }
+  stage_away(staging);
   for (size_t i = 0; i < batch.size(); ++i) {
     const Entry& e = batch[i];
     const uint32_t lane = f.lane_of[i];
@@ -412,7 +415,7 @@ uint64_t BitNetBatchDecoder::submit(std::span<const Entry> batch) {
   if (sample_) {
     const std::span<uint32_t> params = staging.subspan(L.sample_params.offset / 4, L.sample_params.bytes / 4);
     for (size_t i = 0; i < batch.size(); ++i)
-      if (f.has_output[i]) {
+      if (f.has_output(i)) {
         const auto words = sample_params(batch[i].sampling, batch[i].pos + 1).pack();
         std::copy(words.begin(), words.end(), params.begin() + size_t{f.lane_of[i]} * ops::kSampleParamsWords);
       }
@@ -428,7 +431,7 @@ uint64_t BitNetBatchDecoder::submit(std::span<const Entry> batch) {
   // What the next step's `previous` entries name: where each output's token is left.
   previous_fed_.assign(batch.size(), kNoOutput);
   for (size_t i = 0; i < batch.size(); ++i)
-    if (f.has_output[i])
+    if (f.has_output(i))
       previous_fed_[i] = ops::fed_token_word(uint32_t(token_source(f.kind, batch[i].sampling)), f.lane_of[i]);
   in_flight_.push_back(std::move(f));
   // Candidates and logits are read where the tail left them, before the next step overwrites them.
@@ -450,7 +453,7 @@ std::vector<models::StepOutput> BitNetBatchDecoder::read_candidates(const InFlig
   std::vector<models::StepOutput> out(f.batch.size());
   if (!k) return out;
   for (size_t i = 0; i < f.batch.size(); ++i) {
-    if (!f.has_output[i]) continue;
+    if (!f.has_output(i)) continue;
     const uint64_t row = f.lane_of[i];
     const auto ids = L.top_indices.download<uint32_t>(row * k * 4, k);
     out[i].top_ids.assign(ids.begin(), ids.end());
@@ -474,7 +477,7 @@ std::vector<models::StepOutput> BitNetBatchDecoder::collect(uint64_t ticket) {
   auto word = [&](TokenSource source, uint32_t row) { return words[size_t(source) * L.source_words + row]; };
   std::vector<models::StepOutput> out = f.candidates.empty() ? std::vector<models::StepOutput>(f.batch.size()) : std::move(f.candidates);
   for (size_t i = 0; i < f.batch.size(); ++i) {
-    if (!f.has_output[i]) {
+    if (!f.has_output(i)) {
       out[i].argmax = -1;  // a prompt token with more of its run after it
       continue;
     }

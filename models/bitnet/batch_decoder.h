@@ -203,12 +203,15 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
     uint64_t step_ticket = 0, tail_ticket = 0;
     uint32_t parity = 0, outputs = 0;
     std::vector<Entry> batch;
-    std::vector<uint32_t> lane_of;
-    std::vector<bool> has_output;
+    std::vector<uint32_t> lane_of;  // the entries with an output take the first `outputs` lanes
+    bool has_output(size_t entry) const { return lane_of[entry] < outputs; }
     TailKind kind;
     std::vector<models::StepOutput> candidates;  // read at submit() (BatchOptions::return_candidates)
   };
   void wait_in_flight();  // every submitted step done on the device
+  // A staging half's tokens and sequence records for every lane away (token 0, past the context:
+  // no cache row written); the sampling settings are left as they are.
+  void stage_away(std::span<uint32_t> half) const;
   std::vector<models::StepOutput> read_candidates(const InFlight& f);
   Step& step_for(uint32_t lanes);
   // The attention pipeline of a bucket of `lanes` with these projections, made at its first use.
