@@ -127,9 +127,10 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
       batch.add(ops::plan_sample_candidate_list_rows(t, k), sample_list_);
     }
   }
-  if (head_on_tensor_cores_)
-    batch.add(ops::plan_pack_half(t), pack_half_);
-  else
+  if (head_on_tensor_cores_) batch.add(ops::plan_pack_half(t), pack_half_);
+  // lm_head_batch: the full head off tensor cores, and always for draws over the vocabulary (they
+  // take lm_head's f32 bits).
+  if (!head_on_tensor_cores_ || model.pipelines().top_k)
     batch.add(ops::plan_lm_head_batch(t, vocab, model.config().dim, model.pipelines().split.rows_per_part), lm_head_);
   batch.build(ctx, codegen::default_shader_cache());
   const auto& c = model.config();

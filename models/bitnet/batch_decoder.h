@@ -25,7 +25,9 @@
 // step carries. Greedy outputs in such a step take the same list (its best row: their argmax).
 // Without the pruned head, outputs draw from the full head's top-k (ops/head/sample_candidates.h);
 // an entry with top_k 0 draws over every logit (ops/head/sample_vocabulary.h, in a tail recorded
-// with it for the steps that have one). A step reads back one token per output.
+// with it for the steps that have one, whose full head is lm_head_batch's f32 arithmetic even
+// where the device has tensor cores: decode_sampled's logits, so its draw). A step reads back one
+// token per output.
 //
 // Entry i of a step is lane i of the recorded batch, whatever its slot: a step of n entries runs
 // the smallest bucket of at least n lanes. Lanes past the entries compute at a position past the
@@ -99,9 +101,10 @@ struct BatchOptions {
   // attn_output's rows per subgroup where it merges (0: the single-sequence decode graph's): the
   // same bits.
   uint32_t merging_attn_output_rows = 0;
-  // The LM head on tensor cores (ops/head/lm_head_coopmat.h: x rounded to F16, as bitnet.cpp's
-  // CPU path does) where the device has them; else, or with false, lm_head_batch (lm_head's f32
-  // arithmetic, bit for bit).
+  // The full LM head on tensor cores (ops/head/lm_head_coopmat.h: x rounded to F16, as bitnet.cpp's
+  // CPU path does) where the device has them, in tails without draws over the vocabulary (those
+  // take lm_head_batch, whose logits the draw's bits depend on); else, or with false,
+  // lm_head_batch (lm_head's f32 arithmetic, bit for bit).
   bool tensor_core_head = true;
   // Greedy outputs from the LM head's int8 shadow and the rows that may win (ops/head/
   // lm_head_pruned.h; the bounds on int8 tensor cores where the device has them): the argmax of
@@ -115,8 +118,9 @@ struct BatchOptions {
   // decode() returns each output's top-k candidates too (StepOutput::top_ids/top_logits), and every
   // logit of an output drawn over the vocabulary (StepOutput::logits), not only the tokens the
   // device chose: for tests and tools that look at them; a server needs none. They come from the
-  // full head: on tensor cores (x in F16) they may differ in the last bits from the f32 logits that
-  // a greedy or top-k output's token is taken from (the pruned head's), and so may its top_ids[0].
+  // full head: on tensor cores (x in F16; not in a tail with draws over the vocabulary) they may
+  // differ in the last bits from the f32 logits that a greedy or top-k output's token is taken
+  // from (the pruned head's), and so may its top_ids[0].
   // submit() then waits for its step (the candidates are read before the next step runs).
   bool return_candidates = false;
 };

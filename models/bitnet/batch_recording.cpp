@@ -73,7 +73,9 @@ BitNetBatchDecoder::Tail& BitNetBatchDecoder::tail_for(uint32_t rows, TailKind k
   Tail t{rows, kind, nullptr, nullptr, nullptr};
   const auto& p = model_.pipelines();
   const uint32_t vocab = model_.vocab_size(), dim = model_.config().dim;
-  if (kind.full && head_on_tensor_cores_) {
+  // A draw over every logit takes lm_head_batch's f32 logits, lm_head's bits: decode_sampled's
+  // draw, where the tensor cores' (x in F16) would move it in the last bits and so the text.
+  if (kind.full && head_on_tensor_cores_ && !kind.vocabulary) {
     auto it = coopmat_heads_.find(rows);
     if (it == coopmat_heads_.end())
       it = coopmat_heads_.emplace(rows, ops::make_pipeline(ctx_, ops::plan_lm_head_coopmat(p.target, vocab, dim, rows))).first;

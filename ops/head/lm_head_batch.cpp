@@ -1,6 +1,7 @@
 #include "ops/head/lm_head_batch.h"
 
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -72,39 +73,69 @@ Kernel lm_head_batch(const OpTarget& target, uint32_t vocab, uint32_t dim, uint3
       }
     });
   }
+  // The next tile's x is read into registers while the subgroups work on this one (the reads'
+  // latency is hidden behind the tile's products), then stored to shared memory. Each token's x
+  // goes in as two halves, every quad's low vec4 then every quad's high one, so that a subgroup
+  // reads consecutive vec4s (x as it is would put two lanes on each bank).
+  const uint32_t tile_vecs = tile * x_vecs, per_lane = ceil_div(tile_vecs, wg);
+  std::vector<Var<vec4>> next;
+  for (uint32_t m = 0; m < per_lane; ++m) next.push_back(k.var<vec4>("x_next", make_vec<f32>(0.0f, 0.0f, 0.0f, 0.0f)));
+  auto for_each_vec = [&](const std::function<void(uint32_t, Expr<u32>)>& body) {
+    for (uint32_t m = 0; m < per_lane; ++m) {
+      auto i = let("tile_vec", lid + m * wg);
+      if (tile_vecs % wg == 0)
+        body(m, i);
+      else
+        if_(i < tile_vecs, [&] { body(m, i); });
+    }
+  };
+  auto fetch = [&](Expr<u32> t0) {  // tokens past the last read as zeros (from the last, in bounds)
+    for_each_vec([&](uint32_t m, Expr<u32> i) {
+      auto t = let("tile_token", t0 + i / x_vecs);
+      next[m] = select(t < tokens, Expr<vec4>(x[min(t, tokens - 1u) * x_vecs + i % x_vecs]), make_vec<f32>(0.0f, 0.0f, 0.0f, 0.0f));
+    });
+  };
+  if_(tokens > 0u, [&] { fetch(constant<u32>(0)); });
   for_range(constant<u32>(0), tokens, constant<u32>(tile), [&](Expr<u32> t0) {
     barrier();  // the previous tile's reads are done
-    for_range(lid, constant<u32>(tile * x_vecs), wg, [&](Expr<u32> i) {
-      auto t = let("tile_token", t0 + i / x_vecs);
-      xs[i] = select(t < tokens, Expr<vec4>(x[min(t, tokens - 1u) * x_vecs + i % x_vecs]), make_vec<f32>(0.0f, 0.0f, 0.0f, 0.0f));
-    }, "i");
+    for_each_vec([&](uint32_t m, Expr<u32> i) {
+      auto v = let("x_vec", i % x_vecs);
+      xs[(i / x_vecs) * x_vecs + (v % 2u) * quads + v / 2u] = Expr<vec4>(next[m]);
+    });
     barrier();
-    // Each row's quads are unpacked once for the whole tile; every (row, token) sum still runs
+    fetch(t0 + tile);
+    // Quad by quad, each token's x read once for every row; every (row, token) sum still runs
     // over the lane's quads in ascending order, then over the subgroup: lm_head's arithmetic.
-    for (uint32_t j = 0; j < kRowsPerSubgroup; ++j) {
-      std::vector<Var<f32>> acc;
-      for (uint32_t tt = 0; tt < tile; ++tt) acc.push_back(k.var<f32>("acc", 0.0f));
-      for (uint32_t q = 0; q < slots; ++q) {
-        auto i = lane + q * sg;
-        auto body = [&] {
+    std::vector<std::vector<Var<f32>>> acc(kRowsPerSubgroup);
+    for (auto& row_acc : acc)
+      for (uint32_t tt = 0; tt < tile; ++tt) row_acc.push_back(k.var<f32>("acc", 0.0f));
+    for (uint32_t q = 0; q < slots; ++q) {
+      auto i = lane + q * sg;
+      auto body = [&] {
+        std::vector<Expr<vec4>> x_lo, x_hi;
+        for (uint32_t tt = 0; tt < tile; ++tt) {
+          x_lo.push_back(let("x_lo", Expr<vec4>(xs[tt * x_vecs + i])));
+          x_hi.push_back(let("x_hi", Expr<vec4>(xs[tt * x_vecs + quads + i])));
+        }
+        for (uint32_t j = 0; j < kRowsPerSubgroup; ++j) {
           Expr<uvec4> t = h[j][q];
           auto a = let("h01", unpack_half2x16(t.x())), b = let("h23", unpack_half2x16(t.y()));
           auto c = let("h45", unpack_half2x16(t.z())), d = let("h67", unpack_half2x16(t.w()));
           auto lo = let("w_lo", make_vec<f32>(a.x(), a.y(), b.x(), b.y()));
           auto hi = let("w_hi", make_vec<f32>(c.x(), c.y(), d.x(), d.y()));
-          for (uint32_t tt = 0; tt < tile; ++tt)
-            acc[tt] += dot(lo, Expr<vec4>(xs[tt * x_vecs + i * 2u])) + dot(hi, Expr<vec4>(xs[tt * x_vecs + i * 2u + 1u]));
-        };
-        if (quads % sg == 0)
-          body();
-        else
-          if_(i < quads, body);
-      }
+          for (uint32_t tt = 0; tt < tile; ++tt) acc[j][tt] += dot(lo, x_lo[tt]) + dot(hi, x_hi[tt]);
+        }
+      };
+      if (quads % sg == 0)
+        body();
+      else
+        if_(i < quads, body);
+    }
+    for (uint32_t j = 0; j < kRowsPerSubgroup; ++j)
       for (uint32_t tt = 0; tt < tile; ++tt) {
-        auto v = let("logit", subgroup_add(Expr<f32>(acc[tt])));
+        auto v = let("logit", subgroup_add(Expr<f32>(acc[j][tt])));
         if_(lane == 0u && rows[j] < vocab && t0 + tt < tokens, [&] { logits[(t0 + tt) * stride + rows[j]] = v; });
       }
-    }
   }, "t0");
   return k.build();
 }

@@ -4,8 +4,10 @@
 // the subgroup sum), so a token's logits do not depend on the other tokens of the batch.
 //
 // A workgroup holds its subgroups' rows in registers and walks the tokens a tile at a time: the
-// tile's x rows go to shared memory once, and every subgroup unpacks each of its quads once for
-// the whole tile and dots it with every token's x.
+// tile's x rows go to shared memory once (each split into its quads' low and high vec4s, so that
+// a subgroup's reads are consecutive; the next tile's read into registers meanwhile), and every
+// subgroup takes a quad at a time: each token's x read once for all its rows, each row's quad
+// unpacked once for the whole tile.
 //
 // Bindings, by name:
 //   x        vec4   read   [tokens, dim / 4]

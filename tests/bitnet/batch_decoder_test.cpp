@@ -46,6 +46,7 @@ struct Stream {
   std::vector<std::vector<float>> top_logits;  // each decode step's candidates (with a top-k model)
   bool via_prefill = false;  // run_in_steps: the prompt goes through prefill() first
   models::SamplerOptions sampling{};  // greedy unless set
+  std::vector<std::vector<float>> logits;  // each decode step's every logit, where returned
 };
 
 // Prefills every stream (in chunks of `chunk`), then decodes them together for `steps` steps.
@@ -73,6 +74,7 @@ void run_together(bitnet::BitNetBatchDecoder& dec, std::vector<Stream>& streams,
       }
       streams[j].tokens.push_back(outs[j].token);
       streams[j].top_logits.push_back(outs[j].top_logits);
+      streams[j].logits.push_back(outs[j].logits);
     }
   }
 }
@@ -460,22 +462,28 @@ TEST_F(BatchDecoder, SampledTokensAreTheSingleSequenceModels) {
   streams[0].sampling = {0.9f, 20, 0.95f, 0.0f, 11};
   streams[1].sampling = {1.3f, 5, 1.0f, 0.02f, 12};
   run_together(dec, streams, steps, 4);
-  for (const auto& s : streams) {
+  auto alone = [&](const Stream& s) {  // the single-sequence model's prefill, then decode_sampled
     auto first = reference.prefill(s.prompt, 0);
     std::vector<int32_t> expected = {models::choose_after_step(reference, first, s.sampling, uint32_t(s.prompt.size()))};
     reference.decode_sampled(expected[0], uint32_t(s.prompt.size()), steps - 1, s.sampling, [&](int32_t t) {
       expected.push_back(t);
       return true;
     });
-    EXPECT_EQ(s.tokens, expected) << "slot " << s.slot;
+    return expected;
+  };
+  for (const auto& s : streams) {
+    EXPECT_EQ(s.tokens, alone(s)) << "slot " << s.slot;
     EXPECT_GE(std::set<int32_t>(s.tokens.begin(), s.tokens.end()).size(), 4u) << "a continuation that varies";
   }
-  // Beside a greedy stream and one drawn over the whole vocabulary: the same tokens.
+  // Beside a greedy stream and one drawn over the whole vocabulary: the same tokens. The draw
+  // over the vocabulary is decode_sampled's too (lm_head's f32 logits, on tensor cores as well).
   std::vector<Stream> crowd = {{1, prompt_of(42, 5, v), {}}, {3, prompt_of(40, 6, v), {}}, {0, prompt_of(43, 4, v), {}}};
   crowd[1].sampling = streams[0].sampling;
   crowd[2].sampling = {1.0f, 0, 1.0f, 0.0f, 13};
   run_together(dec, crowd, steps, 4);
   EXPECT_EQ(crowd[1].tokens, streams[0].tokens);
+  EXPECT_EQ(crowd[2].tokens, alone(crowd[2])) << "the draw over the vocabulary";
+  EXPECT_GE(std::set<int32_t>(crowd[2].tokens.begin(), crowd[2].tokens.end()).size(), 4u) << "a continuation that varies";
   // The draw over the vocabulary the same where its tail also runs the full head's top-k (for the
   // candidates returned: then checked against the host twin's draw too) and where it does not.
   bitnet::BitNetBatchDecoder with_candidates(ctx(), model, 4, {.return_candidates = true});
@@ -483,6 +491,28 @@ TEST_F(BatchDecoder, SampledTokensAreTheSingleSequenceModels) {
   vocabulary[0].sampling = crowd[2].sampling;
   run_together(with_candidates, vocabulary, steps, 4);
   EXPECT_EQ(vocabulary[0].tokens, crowd[2].tokens);
+  // Every logit that draw took is lm_head_batch's f32 arithmetic, on tensor cores or not (the
+  // same bits as without them), and within a few ulps of the single-sequence step's (the batch's
+  // kernels are not the decode graph's: its logits may differ in the last bits, x in F16 would
+  // move them ~100x more).
+  bitnet::BitNetBatchDecoder plain(ctx(), model, 4, {.tensor_core_head = false, .return_candidates = true});
+  std::vector<Stream> plain_drawn = {{2, prompt_of(43, 4, v), {}}};
+  plain_drawn[0].sampling = crowd[2].sampling;
+  run_together(plain, plain_drawn, steps, 4);
+  const Stream& drawn = vocabulary[0];
+  ASSERT_EQ(drawn.logits.size(), size_t(steps - 1));
+  ASSERT_EQ(plain_drawn[0].logits.size(), size_t(steps - 1));
+  reference.prefill(drawn.prompt, 0);
+  for (uint32_t i = 0; i + 1 < steps; ++i) {
+    reference.step(drawn.tokens[i], uint32_t(drawn.prompt.size()) + i);
+    const auto want = reference.logits();
+    ASSERT_EQ(drawn.logits[i].size(), want.size()) << "step " << i;
+    for (size_t r = 0; r < want.size(); ++r) {
+      ASSERT_EQ(std::bit_cast<uint32_t>(drawn.logits[i][r]), std::bit_cast<uint32_t>(plain_drawn[0].logits[i][r]))
+          << "step " << i << " row " << r;
+      ASSERT_NEAR(drawn.logits[i][r], want[r], 2e-5f) << "step " << i << " row " << r;
+    }
+  }
   bitnet::BitNetBatchDecoder full(ctx(), model, 4, {.tensor_core_head = false, .pruned_head = false});
   std::vector<Stream> again = {{1, prompt_of(40, 6, v), {}}};
   again[0].sampling = streams[0].sampling;
