@@ -7,6 +7,7 @@
 
 #include "dsl/dsl.h"
 #include "ops/common/matrix_support.h"
+#include "ops/common/parity_copy.h"
 #include "ops/common/step_state.h"
 
 namespace bdsl::ops {
@@ -126,11 +127,10 @@ dsl::Kernel embedding_lookup_fed(const OpTarget& target, const EmbeddingShape& s
   std::optional<Expr<u32>> half;
   if (staged) {
     // The whole half into `inputs`, spread over every invocation of the grid.
-    half = let("half", (Expr<u32>((*counter)[0u]) & 1u) * staged->words);
     auto groups = k.num_workgroups();
     auto first = let("first", (row * groups.x() + k.workgroup_id().x()) * wg + k.local_index());
-    for_range(first, constant<u32>(staged->words), let("stride", groups.x() * groups.y() * wg),
-              [&](Expr<u32> i) { (*inputs)[i] = Expr<u32>((*staging)[*half + i]); }, "i");
+    half = emit_copy_from_half(*staging, *inputs, Expr<u32>((*counter)[0u]), staged->words, first,
+                               let("stride", groups.x() * groups.y() * wg));
   }
   if_(row < n, [&] {
     auto word = let("word", staged ? Expr<u32>((*staging)[*half + staged->tokens_at + row]) : Expr<u32>((*tokens)[row]));

@@ -24,4 +24,10 @@ enum class ParityCopy { FromHalf, ToHalf };
 dsl::Kernel parity_copy(const OpTarget& target, uint32_t words, ParityCopy direction, bool advance = false);
 Plan plan_parity_copy(const OpTarget& target, uint32_t words, ParityCopy direction, bool advance = false);
 
+// Inside another kernel, FromHalf spread over invocations: dst[i] = src[half + i] for i = first,
+// first + stride, ... below words, where half = (count % 2) * words and count is the counter's
+// value as read. Returns half (where the half's other words are).
+dsl::Expr<dsl::u32> emit_copy_from_half(const dsl::Buffer<dsl::u32>& src, const dsl::Buffer<dsl::u32>& dst, dsl::Expr<dsl::u32> count,
+                                        uint32_t words, dsl::Expr<dsl::u32> first, dsl::Expr<dsl::u32> stride);
+
 }  // namespace bdsl::ops
