@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <bit>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "device_test.h"
+#include "temp_dir.h"
 #include "golden/synthetic_model.h"
 #include "models/bitnet/batch_decoder.h"
 #include "models/bitnet/bitnet_model.h"
@@ -20,14 +22,15 @@ namespace fs = std::filesystem;
 class BatchDecoder : public DeviceTest {
  protected:
   static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("bdsl-batch-test-" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
+    temp_.emplace("batch");
+    dir_ = temp_->path();
     golden::write_synthetic_model(golden::synthetic_preset("tiny"), dir_ / "tiny.gguf");
     auto llama = golden::synthetic_preset("tiny");
     llama.architecture = "llama";
     golden::write_synthetic_model(llama, dir_ / "tiny-llama.gguf");
   }
-  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  static void TearDownTestSuite() { temp_.reset(); }
+  inline static std::optional<TempDir> temp_;
   inline static fs::path dir_;
 };
 

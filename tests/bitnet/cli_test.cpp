@@ -13,7 +13,10 @@
 #include <sstream>
 #include <string>
 
+#include "temp_dir.h"
+
 namespace {
+using bdsl::test::TempDir;
 
 struct Result {
   int code;
@@ -53,8 +56,8 @@ TEST(Cli, NotAGgufFile) {
 
 TEST(Cli, WrongArchitecture) {
   // A valid GGUF of another architecture: the tiny model with its architecture key changed.
-  const auto dir = std::filesystem::temp_directory_path() / "bdsl-cli-test";
-  std::filesystem::create_directories(dir);
+  const TempDir tmp("cli-test");
+  const auto& dir = tmp.path();
   const Result made = run("make-model " + (dir / "tiny.gguf").string() + " --preset tiny");
   ASSERT_EQ(made.code, 0) << made.output;
   std::fstream f(dir / "tiny.gguf", std::ios::in | std::ios::out | std::ios::binary);
@@ -65,7 +68,6 @@ TEST(Cli, WrongArchitecture) {
   f.write("llama-b1.58!", 12);  // same length: the file stays well formed
   f.close();
   expect_one_line_error(run("run -m " + (dir / "tiny.gguf").string() + " -p hi"), 1, "llama-b1.58!");
-  std::filesystem::remove_all(dir);
 }
 
 TEST(Cli, BadFlags) {
@@ -86,9 +88,8 @@ TEST(Cli, NoVulkanDevice) {
 
 TEST(Cli, DumpsLogitsAndLayersAsNpy) {
   namespace fs = std::filesystem;
-  const auto dir = fs::temp_directory_path() / "bdsl-cli-dump-test";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const TempDir tmp("cli-dump-test");
+  const auto& dir = tmp.path();
   ASSERT_EQ(run("make-model " + (dir / "tiny.gguf").string() + " --preset tiny").code, 0);
   const Result r = run("run -m " + (dir / "tiny.gguf").string() +
                        " --prompt-ids 990,312,626 -n 4 --temp 0 --ids --dump-logits " + (dir / "logits.npy").string() +
@@ -101,15 +102,14 @@ TEST(Cli, DumpsLogitsAndLayersAsNpy) {
   EXPECT_NE(header.find("'shape': (6, 1000)"), std::string::npos) << header;
   for (const char* name : {"inp_embd", "Qcur-0", "Kcur-3", "Vcur-1", "kqv_out-2", "ffn_out-3", "l_out-3", "result_output"})
     EXPECT_TRUE(fs::exists(dir / "layers" / (std::string(name) + ".npy"))) << name;
-  fs::remove_all(dir);
 }
 
 // run prints what the model holds on the device by class; --ctx-size sizes the KV cache (and so
 // the context: generation stops when it is full).
 TEST(Cli, RunPrintsItsDeviceMemoryAndTakesAContextSize) {
   namespace fs = std::filesystem;
-  const auto dir = fs::temp_directory_path() / ("bdsl-cli-ctx-test-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const TempDir tmp("cli-ctx-test");
+  const auto& dir = tmp.path();
   const std::string model = (dir / "tiny.gguf").string();
   ASSERT_EQ(run("make-model " + model + " --preset tiny").code, 0);
   auto kv_mib_and_positions = [](const std::string& out) {
@@ -151,7 +151,6 @@ TEST(Cli, RunPrintsItsDeviceMemoryAndTakesAContextSize) {
   EXPECT_NE(ids_line(in_place.output), "(none)") << in_place.output;
   EXPECT_EQ(ids_line(copied.output), ids_line(in_place.output));
   expect_one_line_error(run("run -m " + model + " -p hi --ctx-size 0"), 2, "--ctx-size");
-  fs::remove_all(dir);
 }
 
 // llama-cli's flags: --version, -f FILE, -s, -n -1 (until the end of generation or a full context),
@@ -162,8 +161,8 @@ TEST(Cli, RunPrintsItsDeviceMemoryAndTakesAContextSize) {
 // own (output.weight), and TQ1_0 projections.
 TEST(Cli, EveryShapeValidatesAgainstGoldenDataMadeForItsOwnFile) {
   namespace fs = std::filesystem;
-  const auto dir = fs::temp_directory_path() / ("bdsl-cli-shapes-test-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const TempDir tmp("cli-shapes-test");
+  const auto& dir = tmp.path();
   const std::pair<const char*, const char*> shapes[] = {
       {"head256", "--dim 1024 --heads 4 --kv-heads 2 --ffn 2816"},
       {"dims640", "--dim 640 --heads 5 --kv-heads 5 --ffn 1664"},
@@ -185,7 +184,6 @@ TEST(Cli, EveryShapeValidatesAgainstGoldenDataMadeForItsOwnFile) {
   EXPECT_NE(other.code, 0) << other.output;
   EXPECT_NE(other.output.find("was made from another model"), std::string::npos) << other.output;
   EXPECT_NE(other.output.find("the file untied.gguf; for this one: `bitnet-dsl make-golden --model"), std::string::npos) << other.output;
-  fs::remove_all(dir);
 }
 
 // Each architecture's graph on the GPU: `llama` (no sub-norms, SiLU, adjacent-pair RoPE run as NeoX
@@ -195,8 +193,8 @@ TEST(Cli, EveryShapeValidatesAgainstGoldenDataMadeForItsOwnFile) {
 // Prefill.MatchesDecodeForEveryArchitecture, BatchDecoder.*ForLlama.)
 TEST(Cli, EveryArchitectureValidatesOnTheGpu) {
   namespace fs = std::filesystem;
-  const auto dir = fs::temp_directory_path() / ("bdsl-cli-arch-test-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const TempDir tmp("cli-arch-test");
+  const auto& dir = tmp.path();
   std::vector<std::string> prompt_lines;
   for (const char* arch : {"llama", "bitnet"}) {
     SCOPED_TRACE(arch);
@@ -222,13 +220,12 @@ TEST(Cli, EveryArchitectureValidatesOnTheGpu) {
   }
   ASSERT_EQ(prompt_lines.size(), 2u);
   EXPECT_EQ(prompt_lines[1], prompt_lines[0]);
-  fs::remove_all(dir);
 }
 
 TEST(Cli, LlamaCliFlagsAndANewlineAtTheEnd) {
   namespace fs = std::filesystem;
-  const auto dir = fs::temp_directory_path() / ("bdsl-cli-flags-test-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const TempDir tmp("cli-flags-test");
+  const auto& dir = tmp.path();
   const std::string model = (dir / "tiny.gguf").string();
   ASSERT_EQ(run("make-model " + model + " --preset tiny").code, 0);
   const Result version = run("--version");
@@ -253,14 +250,13 @@ TEST(Cli, LlamaCliFlagsAndANewlineAtTheEnd) {
   EXPECT_NE(until_full.output.find("context of 24 tokens is full"), std::string::npos) << until_full.output;
   expect_one_line_error(run("run -m " + model + " -f " + (dir / "missing.txt").string()), 2, "missing.txt");
   expect_one_line_error(run("run -m " + model + " -p hi -n -2"), 2, "-n must be between -1");
-  fs::remove_all(dir);
 }
 
 // Ctrl-C stops the generation, prints its statistics and exits as a shell reports SIGINT (130).
 TEST(Cli, CtrlCStopsTheGenerationAndPrintsItsStatistics) {
   namespace fs = std::filesystem;
-  const auto dir = fs::temp_directory_path() / ("bdsl-cli-sigint-test-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const TempDir tmp("cli-sigint-test");
+  const auto& dir = tmp.path();
   const std::string model = (dir / "tiny.gguf").string(), err = (dir / "err.txt").string();
   // A long context, so that the generation (greedy from this prompt, no end-of-generation token for
   // dozens of steps on the tiny model) is still running when the signal comes.
@@ -291,13 +287,12 @@ TEST(Cli, CtrlCStopsTheGenerationAndPrintsItsStatistics) {
   ASSERT_TRUE(WIFEXITED(status)) << err_text();
   EXPECT_EQ(WEXITSTATUS(status), 130) << err_text();
   EXPECT_NE(err_text().find("| interrupted (Ctrl-C)"), std::string::npos) << err_text();
-  fs::remove_all(dir);
 }
 
 TEST(Cli, InteractiveChatKeepsTheConversationInTheCache) {
   namespace fs = std::filesystem;
-  const auto dir = fs::temp_directory_path() / "bdsl-cli-chat-test";
-  fs::create_directories(dir);
+  const TempDir tmp("cli-chat-test");
+  const auto& dir = tmp.path();
   ASSERT_EQ(run("make-model " + (dir / "tiny.gguf").string() + " --preset tiny").code, 0);
   const Result r = run("run -m " + (dir / "tiny.gguf").string() + " -i -n 4 --temp 0",
                        "printf 'hello there\\nand again\\n' |");
@@ -307,13 +302,12 @@ TEST(Cli, InteractiveChatKeepsTheConversationInTheCache) {
   ASSERT_NE(second, std::string::npos) << r.output;
   const int n1 = std::stoi(r.output.substr(first + 8)), n2 = std::stoi(r.output.substr(second + 8));
   EXPECT_LT(n2, n1 + 4 + 8) << r.output;
-  fs::remove_all(dir);
 }
 
 TEST(Cli, InspectPrintsTheTensorTableAsTextAndJson) {
   namespace fs = std::filesystem;
-  const auto dir = fs::temp_directory_path() / "bdsl-cli-inspect-test";
-  fs::create_directories(dir);
+  const TempDir tmp("cli-inspect-test");
+  const auto& dir = tmp.path();
   const std::string model = (dir / "tiny.gguf").string();
   ASSERT_EQ(run("make-model " + model + " --preset tiny").code, 0);
   const Result text = run("inspect " + model);
@@ -327,14 +321,13 @@ TEST(Cli, InspectPrintsTheTensorTableAsTextAndJson) {
   EXPECT_NE(json.output.find("\"tensors\""), std::string::npos);
   EXPECT_NE(json.output.find("\"blk.0.attn_q.weight\""), std::string::npos);
   expect_one_line_error(run("inspect /no/such.gguf"), 1, "/no/such.gguf");
-  fs::remove_all(dir);
 }
 
 // `perplexity`: a whole run on the tiny model (the base written, then compared with itself and
 // with another model), and every bad input named in one line.
 TEST(Cli, PerplexityAndKlDivergence) {
-  const auto dir = std::filesystem::temp_directory_path() / "bdsl-cli-perplexity";
-  std::filesystem::create_directories(dir);
+  const TempDir tmp("cli-perplexity");
+  const auto& dir = tmp.path();
   const std::string model = (dir / "tiny.gguf").string(), other = (dir / "other.gguf").string();
   const std::string small_vocab = (dir / "small.gguf").string(), text = (dir / "text.txt").string();
   ASSERT_EQ(run("make-model " + model + " --preset tiny").code, 0);
@@ -382,14 +375,13 @@ TEST(Cli, PerplexityAndKlDivergence) {
   }
   expect_one_line_error(run("perplexity -m " + model + " -f " + text + " --kl-divergence-base " + base + " --kl-divergence"), 2,
                         "another text or tokenizer");
-  std::filesystem::remove_all(dir);
 }
 
 // validate without --golden: the tiny model's golden data; a model other than the one it was made
 // from is refused before anything runs, in one line that says how to make the right one.
 TEST(Cli, ValidateChecksTheModelAgainstTheGoldenDataFirst) {
-  const auto dir = std::filesystem::temp_directory_path() / "bdsl-cli-validate";
-  std::filesystem::create_directories(dir);
+  const TempDir tmp("cli-validate");
+  const auto& dir = tmp.path();
   ASSERT_EQ(run("make-model " + (dir / "tiny.gguf").string() + " --preset tiny").code, 0);
   const Result ok = run("validate -m " + (dir / "tiny.gguf").string());
   EXPECT_EQ(ok.code, 0) << ok.output;
@@ -400,14 +392,13 @@ TEST(Cli, ValidateChecksTheModelAgainstTheGoldenDataFirst) {
   EXPECT_NE(other.output.find("`bitnet-dsl make-model FILE --preset tiny --seed 5`"), std::string::npos) << other.output;
   EXPECT_EQ(std::count(other.output.begin(), other.output.end(), '\n'), 1) << other.output;
   EXPECT_EQ(other.output.find("FAIL"), std::string::npos) << other.output;
-  std::filesystem::remove_all(dir);
 }
 
 // llama-cli's --repeat-penalty and --repeat-last-n: the text changes (the tiny model's greedy
 // continuation repeats a token), -1 is the whole context, and bad values are refused in one line.
 TEST(Cli, RepeatPenaltyChangesTheGreedyText) {
-  const auto dir = std::filesystem::temp_directory_path() / "bdsl-cli-penalty";
-  std::filesystem::create_directories(dir);
+  const TempDir tmp("cli-penalty");
+  const auto& dir = tmp.path();
   const std::string model = (dir / "tiny.gguf").string();
   ASSERT_EQ(run("make-model " + model + " --preset tiny").code, 0);
   const std::string base = "run -m " + model + " --prompt-ids 990,312,626,307 -n 24 --temp 0 --ids";
@@ -428,5 +419,4 @@ TEST(Cli, RepeatPenaltyChangesTheGreedyText) {
   expect_one_line_error(run(base + " --repeat-penalty 0"), 2, "--repeat-penalty must be > 0");
   expect_one_line_error(run(base + " --repeat-last-n 2000"), 2, "--repeat-last-n");
   expect_one_line_error(run(base + " --repeat-penalty 1.2 --dump-logits x.npy"), 2, "not with --dump-logits");
-  std::filesystem::remove_all(dir);
 }

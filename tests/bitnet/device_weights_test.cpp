@@ -8,11 +8,13 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <string>
 #include <thread>
 
 #include "device_test.h"
+#include "temp_dir.h"
 #include "golden/synthetic_model.h"
 #include "models/bitnet/device_weights.h"
 #include "models/bitnet/greedy_head.h"
@@ -25,18 +27,19 @@ class DeviceWeights : public DeviceTest {
  protected:
   void SetUp() override {
     DeviceTest::SetUp();
-    dir_ = fs::temp_directory_path() / ("bdsl-weights-test-" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
+    temp_.emplace("weights");
+    dir_ = temp_->path();
     path_ = dir_ / "tiny.gguf";
     golden::write_synthetic_model(golden::synthetic_preset("tiny"), path_);
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override { temp_.reset(); }
   std::vector<std::byte> device_bytes(const rt::Buffer& b) {
     const auto words = b.download<uint8_t>();
     std::vector<std::byte> out(words.size());
     std::transform(words.begin(), words.end(), out.begin(), [](uint8_t v) { return std::byte(v); });
     return out;
   }
+  std::optional<TempDir> temp_;
   fs::path dir_, path_;
 };
 

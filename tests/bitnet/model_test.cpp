@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <numeric>
 #include <set>
 
 #include "device_test.h"
+#include "temp_dir.h"
 #include "golden/golden_compare.h"
 #include "golden/golden_data.h"
 #include "golden/npy.h"
@@ -25,14 +27,16 @@ const fs::path kGolden = fs::path(BDSL_SOURCE_DIR) / "golden/data/tiny";
 class Model : public DeviceTest {
  protected:
   static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("bdsl-model-test-" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
+    temp_.emplace("model");
+    dir_ = temp_->path();
     golden::write_synthetic_model(golden::synthetic_preset("tiny"), dir_ / "tiny.gguf");
     auto small = golden::synthetic_preset("tiny");
     small.context_length = 16;
     golden::write_synthetic_model(small, dir_ / "tiny-ctx16.gguf");
   }
-  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  static void TearDownTestSuite() { temp_.reset(); }
+
+  inline static std::optional<TempDir> temp_;
 
   static fs::path dir_;
 };

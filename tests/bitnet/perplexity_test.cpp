@@ -6,8 +6,10 @@
 
 #include <cmath>
 #include <filesystem>
+#include <optional>
 
 #include "device_test.h"
+#include "temp_dir.h"
 #include "golden/synthetic_model.h"
 #include "models/bitnet/bitnet_model.h"
 #include "models/kl_base_file.h"
@@ -21,14 +23,15 @@ namespace fs = std::filesystem;
 class Perplexity : public DeviceTest {
  protected:
   static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("bdsl-perplexity-test-" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
+    temp_.emplace("perplexity");
+    dir_ = temp_->path();
     golden::write_synthetic_model(golden::synthetic_preset("tiny"), dir_ / "tiny.gguf");
     auto other = golden::synthetic_preset("tiny");
     other.seed += 1;
     golden::write_synthetic_model(other, dir_ / "other.gguf");
   }
-  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  static void TearDownTestSuite() { temp_.reset(); }
+  inline static std::optional<TempDir> temp_;
   static fs::path dir_;
 };
 fs::path Perplexity::dir_;

@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "device_test.h"
+#include "temp_dir.h"
 #include "golden/golden_compare.h"
 #include "golden/npy.h"
 #include "golden/synthetic_model.h"
@@ -26,8 +28,8 @@ const fs::path kGolden = fs::path(BDSL_SOURCE_DIR) / "golden/data/tiny";
 class Prefill : public DeviceTest {
  protected:
   static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("bdsl-prefill-test-" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
+    temp_.emplace("prefill");
+    dir_ = temp_->path();
     golden::write_synthetic_model(golden::synthetic_preset("tiny"), dir_ / "tiny.gguf");
     for (const char* arch : {"llama", "bitnet"}) {
       auto other = golden::synthetic_preset("tiny");
@@ -35,7 +37,9 @@ class Prefill : public DeviceTest {
       golden::write_synthetic_model(other, dir_ / (std::string("tiny-") + arch + ".gguf"));
     }
   }
-  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  static void TearDownTestSuite() { temp_.reset(); }
+
+  inline static std::optional<TempDir> temp_;
 
   static fs::path dir_;
 };

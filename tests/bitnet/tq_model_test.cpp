@@ -6,10 +6,12 @@
 
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <set>
 
 #include "device_test.h"
+#include "temp_dir.h"
 #include "golden/reference_model.h"
 #include "golden/reference_weights.h"
 #include "golden/synthetic_model.h"
@@ -22,10 +24,12 @@ namespace fs = std::filesystem;
 class TqModel : public DeviceTest {
  protected:
   static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("bdsl-tq-model-test-" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
+    temp_.emplace("tq-model");
+    dir_ = temp_->path();
   }
-  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  static void TearDownTestSuite() { temp_.reset(); }
+
+  inline static std::optional<TempDir> temp_;
 
   static fs::path dir_;
 };

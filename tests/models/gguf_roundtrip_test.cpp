@@ -9,6 +9,7 @@
 
 #include "models/formats/gguf.h"
 #include "models/formats/gguf_writer.h"
+#include "temp_dir.h"
 
 namespace bdsl::models {
 namespace {
@@ -141,7 +142,8 @@ TEST(GgufRoundTrip, VersionTwoFilesAreRead) {
 }
 
 TEST(GgufRoundTrip, FileOnDiskIsMappedAndReadBack) {
-  const auto path = std::filesystem::temp_directory_path() / "bdsl_gguf_roundtrip_test.gguf";
+  const bdsl::test::TempDir dir("gguf-roundtrip");
+  const auto path = dir / "model.gguf";
   GgufWriter w = writer_with_every_type();
   w.add_tensor("t", GgmlType::F32, {4, 2}, [](std::span<std::byte> out) {
     for (std::size_t i = 0; i < out.size(); ++i) out[i] = std::byte(i);
@@ -155,7 +157,6 @@ TEST(GgufRoundTrip, FileOnDiskIsMappedAndReadBack) {
     GgufFile moved = std::move(const_cast<GgufFile&>(f));
     EXPECT_EQ(moved.get_string("string"), "h\xC3\xA9llo \"world\"");  // views survive a move
   }
-  std::filesystem::remove(path);
 }
 
 TEST(GgufAccessors, WrongTypeNamesKeyExpectedAndFound) {

@@ -2,7 +2,6 @@
 // crafted headers (sizes that would wrap, impossible fields, a wrong magic, a short file), each
 // refused with a message that names the problem.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdint>
@@ -13,15 +12,14 @@
 #include <vector>
 
 #include "models/kl_base_file.h"
+#include "temp_dir.h"
 
 namespace bdsl::models {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path temp_file(const std::string& name) {
-  return fs::temp_directory_path() / ("bdsl-kl-base-" + std::to_string(::getpid()) + "-" + name);
-}
+// Each test's files live in a TempDir of their own (removed with them, pass or fail).
 
 void write_header(const fs::path& path, const char* magic, uint32_t vocab, uint32_t context, uint32_t windows,
                   uint32_t scored, size_t extra_bytes) {
@@ -42,7 +40,8 @@ std::string error_of(const fs::path& path) {
 }
 
 TEST(KlBaseFile, RoundTripOfLogProbabilities) {
-  const auto path = temp_file("ok");
+  const test::TempDir dir("kl-base");
+  const auto path = dir / "ok";
   const std::vector<int32_t> tokens = {1, 2, 2, 0};
   {
     KlBaseWriter w(path.string(), {3, 4, 1, 1}, tokens);
@@ -56,11 +55,11 @@ TEST(KlBaseFile, RoundTripOfLogProbabilities) {
   EXPECT_NEAR(row[0], std::log(0.25), 1e-3);
   EXPECT_NEAR(row[1], std::log(0.75), 1e-3);
   EXPECT_THROW(r.next_row(), std::out_of_range);
-  fs::remove(path);
 }
 
 TEST(KlBaseFile, CraftedHeadersAreRefusedNamingTheProblem) {
-  const auto path = temp_file("bad");
+  const test::TempDir dir("kl-base");
+  const auto path = dir / "bad";
   // Sizes whose product wraps past 2^64 must not pass the length check.
   write_header(path, "BDSLKLD1", 0x80000000u, 0xffffffffu, 0xffffffffu, 0x7fffffffu, 64);
   EXPECT_NE(error_of(path).find("(truncated)"), std::string::npos) << error_of(path);
@@ -80,8 +79,7 @@ TEST(KlBaseFile, CraftedHeadersAreRefusedNamingTheProblem) {
     out.write(reinterpret_cast<const char*>(tokens), sizeof(tokens));
   }
   EXPECT_NE(error_of(path).find("token id 9 outside its vocabulary of 4"), std::string::npos) << error_of(path);
-  EXPECT_NE(error_of(temp_file("missing")).find("KL-divergence base file"), std::string::npos);
-  fs::remove(path);
+  EXPECT_NE(error_of(dir / "missing").find("KL-divergence base file"), std::string::npos);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "device_test.h"
+#include "temp_dir.h"
 #include "golden/synthetic_model.h"
 #include "models/bitnet/bitnet_model.h"
 #include "models/sequential_decoder.h"
@@ -66,11 +67,11 @@ struct Collector {
 class SchedulerTest : public DeviceTest {
  protected:
   static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("bdsl-serve-test-" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
+    temp_.emplace("serve");
+    dir_ = temp_->path();
     golden::write_synthetic_model(golden::synthetic_preset("tiny"), dir_ / "tiny.gguf");
   }
-  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  static void TearDownTestSuite() { temp_.reset(); }
 
   void SetUp() override {
     DeviceTest::SetUp();
@@ -116,6 +117,8 @@ class SchedulerTest : public DeviceTest {
     EXPECT_TRUE(collectors_.back()->wait_end());
     return *collectors_.back();
   }
+
+  inline static std::optional<TempDir> temp_;
 
   static fs::path dir_;
   std::optional<models::GgufFile> file_;

@@ -1,22 +1,6 @@
 #include "vulkan_test.h"
 
-#include <atomic>
-#include <unistd.h>
-
 namespace bdsl::rt {
-
-TempDir::TempDir() {
-  static std::atomic<int> counter{0};
-  path_ = std::filesystem::temp_directory_path() /
-          ("bdsl-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-  std::filesystem::remove_all(path_);
-  std::filesystem::create_directories(path_);
-}
-
-TempDir::~TempDir() {
-  std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
-}
 
 void VulkanTest::SetUp() {
   ContextOptions options;

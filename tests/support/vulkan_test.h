@@ -13,6 +13,7 @@
 #include "codegen/shader_cache.h"
 #include "runtime/context.h"
 #include "runtime/pipeline.h"
+#include "temp_dir.h"
 #include "test_kernels.h"
 
 namespace bdsl::rt {
@@ -27,16 +28,7 @@ inline std::string error_of(const std::function<void()>& f) {
   return "";
 }
 
-// A fresh, empty directory under the system temp dir, removed when this object dies.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+using test::TempDir;  // tests/support/temp_dir.h
 
 class VulkanTest : public ::testing::Test {
  protected:
