@@ -3,7 +3,9 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <initializer_list>
 #include <random>
+#include <string>
 
 #include "serve/api_error.h"
 
@@ -92,7 +94,9 @@ std::vector<std::string> stop_strings(const json& body) {
 
 // Everything but the prompt: sampling, limits, streaming.
 // OpenAI fields this server does not implement: refused by name when they ask for something, never
-// silently ignored (0, null, false, an empty object: nothing asked, accepted).
+// silently ignored (0, null, false, an empty object or array, "none", plain text: nothing asked,
+// accepted). Penalties, logit bias and log probabilities; for chat, tools and functions, a
+// response format other than text, audio; for completions, echo, a suffix, best_of.
 // (Chat's logprobs is a boolean; the completions' an integer, whose 0 still asks for the chosen
 // tokens' log probabilities.)
 void refuse_unsupported(const json& body, bool chat) {
@@ -106,12 +110,47 @@ void refuse_unsupported(const json& body, bool chat) {
     if (!bias->is_object()) throw bad_field("logit_bias", "'logit_bias' must be an object", "invalid_type");
     if (!bias->empty()) refuse("logit_bias", "");
   }
+  // A non-empty array (tools and the legacy functions: the model would be asked to call them).
+  auto refuse_list = [&](const char* key) {
+    if (const json* v = field(body, key)) {
+      if (!v->is_array()) throw bad_field(key, std::string("'") + key + "' must be an array", "invalid_type");
+      if (!v->empty()) refuse(key, "");
+    }
+  };
+  // A choice other than `allowed` (a string) asks for something.
+  auto refuse_choice = [&](const char* key, std::initializer_list<const char*> allowed) {
+    if (const json* v = field(body, key)) {
+      for (const char* a : allowed)
+        if (v->is_string() && v->get_ref<const std::string&>() == a) return;
+      refuse(key, ("other than '" + std::string(*allowed.begin()) + "'").c_str());
+    }
+  };
   if (chat) {
     if (boolean(body, "logprobs")) refuse("logprobs", "");
     if (integer_in(body, "top_logprobs", 0, 20, 0) != 0) refuse("top_logprobs", "");
-  } else if (field(body, "logprobs")) {
-    integer_in(body, "logprobs", 0, 5, 0);
-    refuse("logprobs", "");
+    refuse_list("tools");
+    refuse_list("functions");
+    refuse_choice("tool_choice", {"none", "auto"});
+    refuse_choice("function_call", {"none", "auto"});
+    if (const json* f = field(body, "response_format")) {
+      if (!f->is_object() || !f->contains("type") || !(*f)["type"].is_string())
+        throw bad_field("response_format", "'response_format' must be an object with a string 'type'", "invalid_type");
+      if ((*f)["type"].get<std::string>() != "text") refuse("response_format", "other than {\"type\": \"text\"}");
+    }
+    if (const json* m = field(body, "modalities"))
+      if (*m != json::array({"text"})) refuse("modalities", "other than [\"text\"]");
+    if (field(body, "audio")) refuse("audio", "");
+  } else {
+    if (field(body, "logprobs")) {
+      integer_in(body, "logprobs", 0, 5, 0);
+      refuse("logprobs", "");
+    }
+    if (boolean(body, "echo")) refuse("echo", "");
+    if (const json* v = field(body, "suffix")) {
+      if (!v->is_string()) throw bad_field("suffix", "'suffix' must be a string", "invalid_type");
+      if (!v->get_ref<const std::string&>().empty()) refuse("suffix", "");
+    }
+    if (integer_in(body, "best_of", 1, 20, 1) != 1) refuse("best_of", "other than 1");
   }
 }
 

@@ -187,6 +187,18 @@ const badInputs = [
   ['/v1/completions', { prompt: 'x', logprobs: 2 }, 400, 'logprobs', 'unsupported_value'],
   ['/v1/completions', { prompt: 'x', logprobs: 0 }, 400, 'logprobs', 'unsupported_value'],
   ['/v1/chat/completions', { messages: hello, logit_bias: [] }, 400, 'logit_bias', 'invalid_type'],
+  ['/v1/chat/completions', { messages: hello, tools: [{ type: 'function', function: { name: 'f' } }] }, 400, 'tools', 'unsupported_value'],
+  ['/v1/chat/completions', { messages: hello, tools: {} }, 400, 'tools', 'invalid_type'],
+  ['/v1/chat/completions', { messages: hello, functions: [{ name: 'f' }] }, 400, 'functions', 'unsupported_value'],
+  ['/v1/chat/completions', { messages: hello, tool_choice: 'required' }, 400, 'tool_choice', 'unsupported_value'],
+  ['/v1/chat/completions', { messages: hello, function_call: { name: 'f' } }, 400, 'function_call', 'unsupported_value'],
+  ['/v1/chat/completions', { messages: hello, response_format: { type: 'json_object' } }, 400, 'response_format', 'unsupported_value'],
+  ['/v1/chat/completions', { messages: hello, response_format: 'json' }, 400, 'response_format', 'invalid_type'],
+  ['/v1/chat/completions', { messages: hello, modalities: ['text', 'audio'] }, 400, 'modalities', 'unsupported_value'],
+  ['/v1/chat/completions', { messages: hello, audio: { voice: 'alloy', format: 'wav' } }, 400, 'audio', 'unsupported_value'],
+  ['/v1/completions', { prompt: 'x', echo: true }, 400, 'echo', 'unsupported_value'],
+  ['/v1/completions', { prompt: 'x', suffix: 'the end' }, 400, 'suffix', 'unsupported_value'],
+  ['/v1/completions', { prompt: 'x', best_of: 3 }, 400, 'best_of', 'unsupported_value'],
   ['/v1/nothing-here', { prompt: 'x' }, 404, null, 'unknown_url'],
 ];
 
@@ -212,12 +224,17 @@ test('bad input is a 4xx with an OpenAI error, and the server keeps serving', as
   await assert.rejects(client.completions.create({ model: 'nope', prompt: 'x' }), OpenAI.NotFoundError);
   const ok = await client.completions.create({ model: MODEL, prompt: 'Still there?', max_tokens: 2, temperature: 0 });
   assert.equal(ok.choices.length, 1);
-  // What asks for nothing is accepted: zero penalties, an empty bias, no log probabilities.
+  // What asks for nothing is accepted: zero penalties, an empty bias, no log probabilities, no
+  // tools, plain text; no echo, no suffix, one of one.
   const zeros = await client.chat.completions.create({
     model: MODEL, messages: hello, max_tokens: 2, temperature: 0, frequency_penalty: 0, presence_penalty: 0, logit_bias: {},
-    logprobs: false,
+    logprobs: false, tools: [], tool_choice: 'none', response_format: { type: 'text' }, modalities: ['text'],
   });
   assert.equal(zeros.choices.length, 1);
+  const plain = await client.completions.create({
+    model: MODEL, prompt: 'x', max_tokens: 2, temperature: 0, echo: false, suffix: '', best_of: 1,
+  });
+  assert.equal(plain.choices.length, 1);
 });
 
 test('a full queue is a 503 with Retry-After', async () => {
