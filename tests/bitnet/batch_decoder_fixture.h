@@ -22,16 +22,14 @@ namespace fs = std::filesystem;
 class BatchDecoder : public DeviceTest {
  protected:
   static void SetUpTestSuite() {
-    temp_.emplace("batch");
-    dir_ = temp_->path();
-    golden::write_synthetic_model(golden::synthetic_preset("tiny"), dir_ / "tiny.gguf");
+    dir_.emplace("batch");
+    golden::write_synthetic_model(golden::synthetic_preset("tiny"), *dir_ / "tiny.gguf");
     auto llama = golden::synthetic_preset("tiny");
     llama.architecture = "llama";
-    golden::write_synthetic_model(llama, dir_ / "tiny-llama.gguf");
+    golden::write_synthetic_model(llama, *dir_ / "tiny-llama.gguf");
   }
-  static void TearDownTestSuite() { temp_.reset(); }
-  inline static std::optional<TempDir> temp_;
-  inline static fs::path dir_;
+  static void TearDownTestSuite() { dir_.reset(); }
+  inline static std::optional<TempDir> dir_;
 };
 
 inline std::vector<int32_t> prompt_of(uint32_t seed, uint32_t length, uint32_t vocab) {

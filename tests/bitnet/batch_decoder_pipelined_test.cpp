@@ -13,7 +13,7 @@ namespace {
 // token; the steps are collected in order. Out of order, too many at once, or a `previous` that
 // names no output: refused.
 TEST_F(BatchDecoder, PipelinedStepsGiveDecodesTokens) {
-  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
   bitnet::ModelOptions o;
   o.top_k = 16;

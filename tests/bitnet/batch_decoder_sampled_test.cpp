@@ -17,7 +17,7 @@ namespace {
 // cores, where x is rounded to F16): its candidates are then the logits the top-k draws take from
 // the pruned head's lists, and the host twin's draw from them is the device's.
 TEST_F(BatchDecoder, SampledTokensAreTheSameAloneOrBesideOthers) {
-  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
   bitnet::ModelOptions o;
   o.top_k = 32;
@@ -53,7 +53,7 @@ TEST_F(BatchDecoder, SampledTokensAreTheSameAloneOrBesideOthers) {
 // way); without the pruned head the batch draws from the full head's top-k, here
 // the same tokens (lm_head_batch's logits are lm_head's bits where the head is not on tensor cores).
 TEST_F(BatchDecoder, SampledTokensAreTheSingleSequenceModels) {
-  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
   bitnet::ModelOptions o;
   o.top_k = 32;

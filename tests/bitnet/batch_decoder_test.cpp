@@ -10,7 +10,7 @@ namespace bdsl::test {
 namespace {
 
 TEST_F(BatchDecoder, GreedyTokensAreTheSameAloneOrBesideOthersInAnySlot) {
-  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
   bitnet::BitNetModel model(ctx(), file, config);
   bitnet::BitNetBatchDecoder dec(ctx(), model, 4);
@@ -65,7 +65,7 @@ void expect_greedy_tokens_of_the_single_sequence_model(rt::Context& ctx, const f
 }
 
 TEST_F(BatchDecoder, GreedyTokensAreTheSingleSequenceModels) {
-  expect_greedy_tokens_of_the_single_sequence_model(ctx(), dir_ / "tiny.gguf", 4);
+  expect_greedy_tokens_of_the_single_sequence_model(ctx(), *dir_ / "tiny.gguf", 4);
 }
 
 // `llama`'s graph (no sub-norms, SiLU, reordered q and k rows) in the batch: the same. The tiny
@@ -73,7 +73,7 @@ TEST_F(BatchDecoder, GreedyTokensAreTheSingleSequenceModels) {
 // the residual stream); its logits are checked against decode by Prefill.MatchesDecodeForEveryArchitecture
 // (the prompt path's kernels are the batch's).
 TEST_F(BatchDecoder, GreedyTokensAreTheSingleSequenceModelsForLlama) {
-  expect_greedy_tokens_of_the_single_sequence_model(ctx(), dir_ / "tiny-llama.gguf", 1);
+  expect_greedy_tokens_of_the_single_sequence_model(ctx(), *dir_ / "tiny-llama.gguf", 1);
 }
 
 // Stronger than the tokens: the candidates' logits are the same bits in a bucket of one lane and
@@ -81,7 +81,7 @@ TEST_F(BatchDecoder, GreedyTokensAreTheSingleSequenceModelsForLlama) {
 // gate/up's epilogue) or separate (one dispatch a tensor, the product formed by the quantizer),
 // each bucket with its own token tile.
 TEST_F(BatchDecoder, CandidateLogitsAreTheSameBitsInEveryBucketAndLayout) {
-  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
   bitnet::ModelOptions o;
   o.top_k = 8;
@@ -107,7 +107,7 @@ TEST_F(BatchDecoder, CandidateLogitsAreTheSameBitsInEveryBucketAndLayout) {
 // decoding after prefill(), one with a prompt run of its own), and its tokens are the ones the
 // prefill path gives (other summation orders, the same greedy tokens on the tiny model).
 TEST_F(BatchDecoder, PromptRunsInStepsGiveTheSameBitsHoweverSplitAndBesideOthers) {
-  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
   bitnet::ModelOptions o;
   o.top_k = 8;
@@ -143,7 +143,7 @@ TEST_F(BatchDecoder, PromptRunsInStepsGiveTheSameBitsHoweverSplitAndBesideOthers
 // Small buckets normalize and quantize each token inside the projections' workgroups; the same
 // steps with the norms as dispatches of their own give the same bits, in buckets of 1, 2 and 4.
 TEST_F(BatchDecoder, NormsInsideTheProjectionsGiveTheSameBits) {
-  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
   bitnet::ModelOptions o;
   o.top_k = 8;
@@ -173,7 +173,7 @@ TEST_F(BatchDecoder, NormsInsideTheProjectionsGiveTheSameBits) {
 // same bits as attention combining them itself, at positions of one to four chunks, alone or
 // beside another (two chunks a workgroup there, where the quantize merges).
 TEST_F(BatchDecoder, AttentionCombinedByItsConsumerGivesTheSameBits) {
-  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
   bitnet::ModelOptions o;
   o.top_k = 8;
@@ -219,7 +219,7 @@ TEST_F(BatchDecoder, AttentionCombinedByItsConsumerGivesTheSameBits) {
 // same steps with RoPE as a dispatch of its own give the same bits, with the norms inside the
 // projections or apart, and one dispatch fewer a layer.
 TEST_F(BatchDecoder, RopeInTheQkvEpilogueGivesTheSameBits) {
-  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
   bitnet::ModelOptions o;
   o.top_k = 8;
@@ -249,7 +249,7 @@ TEST_F(BatchDecoder, RopeInTheQkvEpilogueGivesTheSameBits) {
 // split. One position a row group per pass, so the tiny model's short sequences span all 4
 // chunks; three streams together (bucket 4), then one alone (bucket 1).
 TEST_F(BatchDecoder, AttentionWorkgroupLayoutsGiveTheSameBits) {
-  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
   bitnet::ModelOptions o;
   o.top_k = 8;
@@ -280,7 +280,7 @@ TEST_F(BatchDecoder, AttentionWorkgroupLayoutsGiveTheSameBits) {
 
 
 TEST_F(BatchDecoder, BadStepsAreRefusedNamingTheProblem) {
-  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
   bitnet::BitNetModel model(ctx(), file, config);
   bitnet::BitNetBatchDecoder dec(ctx(), model, 2);

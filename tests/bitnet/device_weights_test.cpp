@@ -27,20 +27,19 @@ class DeviceWeights : public DeviceTest {
  protected:
   void SetUp() override {
     DeviceTest::SetUp();
-    temp_.emplace("weights");
-    dir_ = temp_->path();
-    path_ = dir_ / "tiny.gguf";
+    dir_.emplace("weights");
+    path_ = *dir_ / "tiny.gguf";
     golden::write_synthetic_model(golden::synthetic_preset("tiny"), path_);
   }
-  void TearDown() override { temp_.reset(); }
+  void TearDown() override { dir_.reset(); }
   std::vector<std::byte> device_bytes(const rt::Buffer& b) {
     const auto words = b.download<uint8_t>();
     std::vector<std::byte> out(words.size());
     std::transform(words.begin(), words.end(), out.begin(), [](uint8_t v) { return std::byte(v); });
     return out;
   }
-  std::optional<TempDir> temp_;
-  fs::path dir_, path_;
+  std::optional<TempDir> dir_;
+  fs::path path_;
 };
 
 TEST_F(DeviceWeights, EveryTensorArrivesAsTheFileHoldsItAndTheTableInParts) {

@@ -23,7 +23,7 @@ TEST(GreedyHeadShadow, BoundsTheQuantizationError) {
   const auto q = bitnet::quantize_rows_int8(table, rows, cols);
   EXPECT_EQ(q.scale[0], 0.0f);
   for (uint32_t trial = 0; trial < 20; ++trial) {
-    const auto x = random_x(cols, 100 + trial, trial % 2 ? 0.01f : 10.0f);
+    const auto x = random_floats(cols, 100 + trial, trial % 2 ? 0.01f : 10.0f);
     double norm = 0;
     for (float v : x) norm += double(v) * v;
     norm = std::sqrt(norm);
@@ -168,7 +168,7 @@ TEST_F(GreedyHead, PicksTheFullHeadsArgmax) {
   for (uint32_t seed : {1u, 2u, 3u}) {
     const auto table = random_table(vocab, dim, seed);
     for (bool packed : {true, false}) {
-      const auto [full, pruned] = argmaxes(table, random_x(dim, seed + 50), vocab, dim, vocab, packed);
+      const auto [full, pruned] = argmaxes(table, random_floats(dim, seed + 50, 1.5f), vocab, dim, vocab, packed);
       EXPECT_EQ(pruned, full) << "seed " << seed << " packed dot " << packed;
     }
   }
@@ -177,7 +177,7 @@ TEST_F(GreedyHead, PicksTheFullHeadsArgmax) {
 TEST_F(GreedyHead, KeepsTheLowestIndexOfTies) {
   const uint32_t vocab = 9000, dim = 256;
   auto table = random_table(vocab, dim, 4);
-  const auto x = random_x(dim, 5);
+  const auto x = random_floats(dim, 5, 1.5f);
   const uint32_t winner = argmaxes(table, x, vocab, dim, vocab).first;
   // Copies of the winner's row later and earlier (in another workgroup of either kernel).
   for (uint32_t copy : {winner + 1 < vocab ? winner + 1 : 0u, 8999u, 17u}) {
@@ -192,7 +192,7 @@ TEST_F(GreedyHead, KeepsTheLowestIndexOfTies) {
 TEST_F(GreedyHead, EveryRowACandidateStillPicksTheFirst) {
   const uint32_t vocab = 5000, dim = 128;
   std::vector<uint16_t> table(size_t(vocab) * dim, numerics::f32_to_f16(0.25f));  // all rows equal
-  auto [full, pruned] = argmaxes(table, random_x(dim, 6), vocab, dim, vocab);
+  auto [full, pruned] = argmaxes(table, random_floats(dim, 6, 1.5f), vocab, dim, vocab);
   EXPECT_EQ(full, 0u);
   EXPECT_EQ(pruned, 0u);
   std::tie(full, pruned) = argmaxes(random_table(vocab, dim, 7), std::vector<float>(dim, 0.0f), vocab, dim, vocab);
@@ -202,7 +202,7 @@ TEST_F(GreedyHead, EveryRowACandidateStillPicksTheFirst) {
 TEST_F(GreedyHead, WorksOverSeveralParts) {
   const uint32_t vocab = 6000, dim = 128;
   for (uint32_t seed : {8u, 9u}) {
-    const auto [full, pruned] = argmaxes(random_table(vocab, dim, seed), random_x(dim, seed), vocab, dim, 1024);
+    const auto [full, pruned] = argmaxes(random_table(vocab, dim, seed), random_floats(dim, seed, 1.5f), vocab, dim, 1024);
     EXPECT_EQ(pruned, full);
   }
 }
@@ -221,7 +221,7 @@ TEST_F(GreedyHead, TheInputPassNormalizesAsRmsNormAndItsBoundsHold) {
       const auto q = bitnet::quantize_rows_int8(table, vocab, dim);
       const float eps = 1e-5f;
       auto out = [&](uint64_t words, const char* name) { return rt::Buffer(ctx(), std::max<uint64_t>(words * 4, 4), {true, name}); };
-      rt::Buffer raw = buffer_of(random_x(dim, seed, 3.0f), "x"), weight = buffer_of(random_x(dim, seed + 7, 0.5f), "weight");
+      rt::Buffer raw = buffer_of(random_floats(dim, seed, 3.0f), "x"), weight = buffer_of(random_floats(dim, seed + 7, 0.5f), "weight");
       rt::Buffer xn_ref = out(dim, "xn_ref"), xn = out(dim, "xn"), xq = out(dim / 4, "xq"), stats = out(4, "stats");
       rt::Buffer f16 = buffer_of(table, "f16"), int8 = buffer_of(q.words, "int8");
       rt::Buffer scale = buffer_of(q.scale, "scale"), bound = buffer_of(q.bound, "bound");
@@ -281,10 +281,10 @@ TEST_F(HeadTest, TheBatchedPrunedHeadGivesEveryRowItsOwnArgmax) {
   const ops::ArgmaxPlan plan = ops::argmax_plan(t, vocab);
   const auto table = random_table(vocab, dim, 31);
   const auto q = bitnet::quantize_rows_int8(table, vocab, dim);
-  std::vector<float> x = random_x(rows * dim, 32, 3.0f);
+  std::vector<float> x = random_floats(rows * dim, 32, 3.0f);
   std::fill_n(x.begin() + 3 * dim, dim, 0.0f);
   std::copy_n(x.begin(), dim, x.begin() + 5 * dim);
-  const auto weight_values = random_x(dim, 33, 0.5f);
+  const auto weight_values = random_floats(dim, 33, 0.5f);
   const float eps = 1e-5f;
   auto out = [&](uint64_t words, const char* name) { return rt::Buffer(ctx(), std::max<uint64_t>(words * 4, 4), {true, name}); };
   for (uint32_t rows_per_part : {vocab, 4096u}) {

@@ -1,5 +1,5 @@
-// What the LM head tests share: random F16 tables and x, and the fixture that puts a table and
-// its int8 shadow on the device in the split's parts.
+// What the LM head tests share: random F16 tables (random x is matrix_test.h's random_floats),
+// and the fixture that puts a table and its int8 shadow on the device in the split's parts.
 #pragma once
 #include <cstdint>
 #include <random>
@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "device_test.h"
+#include "matrix_test.h"
 #include "models/bitnet/greedy_head.h"
 #include "models/numerics/half_float.h"
 #include "ops/head/lm_head.h"
@@ -19,14 +20,6 @@ inline std::vector<uint16_t> random_table(uint32_t rows, uint32_t cols, uint32_t
   std::vector<uint16_t> t(size_t(rows) * cols);
   for (uint16_t& h : t) h = numerics::f32_to_f16(d(rng));
   return t;
-}
-
-inline std::vector<float> random_x(uint32_t n, uint32_t seed, float sd = 1.5f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, sd);
-  std::vector<float> x(n);
-  for (float& v : x) v = d(rng);
-  return x;
 }
 
 // The F16 table and its int8 shadow on the device in the split's parts (as the model uploads them).

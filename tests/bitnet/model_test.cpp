@@ -27,25 +27,21 @@ const fs::path kGolden = fs::path(BDSL_SOURCE_DIR) / "golden/data/tiny";
 class Model : public DeviceTest {
  protected:
   static void SetUpTestSuite() {
-    temp_.emplace("model");
-    dir_ = temp_->path();
-    golden::write_synthetic_model(golden::synthetic_preset("tiny"), dir_ / "tiny.gguf");
+    dir_.emplace("model");
+    golden::write_synthetic_model(golden::synthetic_preset("tiny"), *dir_ / "tiny.gguf");
     auto small = golden::synthetic_preset("tiny");
     small.context_length = 16;
-    golden::write_synthetic_model(small, dir_ / "tiny-ctx16.gguf");
+    golden::write_synthetic_model(small, *dir_ / "tiny-ctx16.gguf");
   }
-  static void TearDownTestSuite() { temp_.reset(); }
+  static void TearDownTestSuite() { dir_.reset(); }
 
-  inline static std::optional<TempDir> temp_;
-
-  static fs::path dir_;
+  inline static std::optional<TempDir> dir_;
 };
-fs::path Model::dir_;
 
 std::vector<int32_t> golden_prompt() { return golden::read_npy_i32(kGolden / "prompt.npy").data; }
 
 TEST_F(Model, EveryOpMatchesTheReferenceAtEveryPosition) {
-  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
   const auto report = bitnet::validate_against_golden(ctx(), file, kGolden);
   for (const auto& t : report.local) EXPECT_TRUE(t.pass) << t.name << ": " << bitnet::format_report(report);
   EXPECT_EQ(report.local.size(), 4u * 7 + 2);  // 7 per layer, final norm, logits
@@ -65,8 +61,8 @@ TEST_F(Model, EveryOpMatchesTheReferenceAtEveryPosition) {
 TEST_F(Model, ValidationFailsForAnotherModel) {
   auto other = golden::synthetic_preset("tiny");
   other.seed = golden::kDefaultSyntheticSeed + 1;
-  golden::write_synthetic_model(other, dir_ / "tiny-other.gguf");
-  const auto file = models::GgufFile::open(dir_ / "tiny-other.gguf");
+  golden::write_synthetic_model(other, *dir_ / "tiny-other.gguf");
+  const auto file = models::GgufFile::open(*dir_ / "tiny-other.gguf");
   const auto report = bitnet::validate_against_golden(ctx(), file, kGolden);
   for (const auto& t : report.local) EXPECT_TRUE(t.pass) << t.name;
   size_t insane = 0;
@@ -79,7 +75,7 @@ TEST_F(Model, ValidationFailsForAnotherModel) {
 }
 
 TEST_F(Model, ReplayingTheRecordingIsDeterministic) {
-  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
   bitnet::BitNetModel model(ctx(), file, models::BitNetConfig::from_gguf(file));
   const auto prompt = golden_prompt();
   std::vector<std::vector<float>> first;
@@ -103,8 +99,8 @@ TEST_F(Model, ReplayingTheRecordingIsDeterministic) {
 TEST_F(Model, LongPositionsMatchTheOpLocalReferenceInEveryAttentionMode) {
   auto big = golden::synthetic_preset("tiny");
   big.context_length = 1024;
-  golden::write_synthetic_model(big, dir_ / "tiny-ctx1024.gguf");
-  const auto file = models::GgufFile::open(dir_ / "tiny-ctx1024.gguf");
+  golden::write_synthetic_model(big, *dir_ / "tiny-ctx1024.gguf");
+  const auto file = models::GgufFile::open(*dir_ / "tiny-ctx1024.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
   const bitnet::OpLocalReference reference(file);
   std::vector<int32_t> prompt(600);
@@ -147,7 +143,7 @@ TEST_F(Model, LongPositionsMatchTheOpLocalReferenceInEveryAttentionMode) {
 }
 
 TEST_F(Model, SamplingIsReproducibleWithASeed) {
-  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
   bitnet::ModelOptions with_top_k;
   with_top_k.top_k = 40;
   bitnet::BitNetModel model(ctx(), file, models::BitNetConfig::from_gguf(file), with_top_k);
@@ -167,7 +163,7 @@ TEST_F(Model, SamplingIsReproducibleWithASeed) {
 }
 
 TEST_F(Model, GenerationStopsAtEndOfGeneration) {
-  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
   bitnet::BitNetModel model(ctx(), file, models::BitNetConfig::from_gguf(file));
   models::Generator gen(model);
   // This device's own greedy continuation (a tiny random model's continuation can change with
@@ -191,7 +187,7 @@ TEST_F(Model, GenerationStopsAtEndOfGeneration) {
 // step(), and the same cache bit for bit; a stop from the callback ends it there, and the
 // model goes on with step() afterwards as if the queued extra step had not run.
 TEST_F(Model, GreedyDecodingThatFeedsItselfEqualsStepByStep) {
-  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
   bitnet::BitNetModel by_step(ctx(), file, config), fed(ctx(), file, config);
   const auto prompt = golden_prompt();
@@ -230,7 +226,7 @@ TEST_F(Model, GreedyDecodingThatFeedsItselfEqualsStepByStep) {
 // With dumps and candidates for sampling, only the step recording writes the dumps (one set per
 // token, in the buffer sized for it), and decode_sampled draws on the host, over every logit too.
 TEST_F(Model, DumpsWithSamplingComeFromTheStepRecordingAlone) {
-  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
   bitnet::ModelOptions o;
   o.top_k = 8;
@@ -252,7 +248,7 @@ TEST_F(Model, DumpsWithSamplingComeFromTheStepRecordingAlone) {
 }
 
 TEST_F(Model, SampledDecodingThatFeedsItselfEqualsTheHostTwinStepByStep) {
-  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
   bitnet::ModelOptions o;
   o.top_k = 32;
@@ -308,7 +304,7 @@ TEST_F(Model, SampledDecodingThatFeedsItselfEqualsTheHostTwinStepByStep) {
 }
 
 TEST_F(Model, GenerationStopsWhenTheContextIsFull) {
-  const auto file = models::GgufFile::open(dir_ / "tiny-ctx16.gguf");
+  const auto file = models::GgufFile::open(*dir_ / "tiny-ctx16.gguf");
   bitnet::BitNetModel model(ctx(), file, models::BitNetConfig::from_gguf(file));
   models::Generator gen(model);
   models::GenerateOptions o;
@@ -330,7 +326,7 @@ namespace bdsl::test {
 namespace {
 
 TEST_F(Model, SamplingCandidatesAreTheLargestLogits) {
-  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
   bitnet::ModelOptions o;
   o.top_k = 16;
   bitnet::BitNetModel model(ctx(), file, models::BitNetConfig::from_gguf(file), o);
@@ -356,7 +352,7 @@ namespace bdsl::test {
 namespace {
 
 TEST_F(Model, AModelThatDoesNotFitIsRefusedBeforeAllocating) {
-  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
   try {
     bitnet::upload_weights(ctx(), file, config, config.vocab_size, uint64_t{1} << 50);
@@ -410,7 +406,7 @@ std::vector<int32_t> penalized_on_host(bitnet::BitNetModel& m, const std::vector
 }
 
 TEST_F(Model, RepeatPenaltyInTheDeviceSamplerEqualsTheHostTwin) {
-  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
   bitnet::ModelOptions o;
   o.top_k = 32;

@@ -23,18 +23,15 @@ namespace fs = std::filesystem;
 class Perplexity : public DeviceTest {
  protected:
   static void SetUpTestSuite() {
-    temp_.emplace("perplexity");
-    dir_ = temp_->path();
-    golden::write_synthetic_model(golden::synthetic_preset("tiny"), dir_ / "tiny.gguf");
+    dir_.emplace("perplexity");
+    golden::write_synthetic_model(golden::synthetic_preset("tiny"), *dir_ / "tiny.gguf");
     auto other = golden::synthetic_preset("tiny");
     other.seed += 1;
-    golden::write_synthetic_model(other, dir_ / "other.gguf");
+    golden::write_synthetic_model(other, *dir_ / "other.gguf");
   }
-  static void TearDownTestSuite() { temp_.reset(); }
-  inline static std::optional<TempDir> temp_;
-  static fs::path dir_;
+  static void TearDownTestSuite() { dir_.reset(); }
+  inline static std::optional<TempDir> dir_;
 };
-fs::path Perplexity::dir_;
 
 std::vector<int32_t> text_tokens(size_t n, uint32_t vocab) {
   std::vector<int32_t> t(n);
@@ -46,7 +43,7 @@ std::vector<int32_t> text_tokens(size_t n, uint32_t vocab) {
 // same head, bit for bit); against step() by step() the prompt path drifts as it does for
 // prefill() (Prefill.MatchesDecodeAtEveryPosition).
 TEST_F(Perplexity, EveryTokensLogitsAreThePromptPathsAndCloseToTheDecodeGraphs) {
-  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
   bitnet::BitNetModel batch(ctx(), file, config), decode(ctx(), file, config);
   const auto tokens = text_tokens(45, config.vocab_size);  // two groups of logit rows, the second partial
@@ -68,7 +65,7 @@ TEST_F(Perplexity, EveryTokensLogitsAreThePromptPathsAndCloseToTheDecodeGraphs) 
 }
 
 TEST_F(Perplexity, IsTheMeanLikelihoodOfTheScoredPositions) {
-  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
   bitnet::BitNetModel model(ctx(), file, config), reference(ctx(), file, config);
   const uint32_t context = 16, bos = 3;
@@ -106,12 +103,12 @@ TEST_F(Perplexity, IsTheMeanLikelihoodOfTheScoredPositions) {
 }
 
 TEST_F(Perplexity, KlDivergenceAgainstABaseFile) {
-  const auto file = models::GgufFile::open(dir_ / "tiny.gguf"), other_file = models::GgufFile::open(dir_ / "other.gguf");
+  const auto file = models::GgufFile::open(*dir_ / "tiny.gguf"), other_file = models::GgufFile::open(*dir_ / "other.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
   bitnet::BitNetModel model(ctx(), file, config), other(ctx(), other_file, config);
   const uint32_t context = 16;
   const auto tokens = text_tokens(2 * context, config.vocab_size);
-  const std::string path = (dir_ / "base.kld").string();
+  const std::string path = (*dir_ / "base.kld").string();
   models::PerplexityOptions o;
   o.context = context;
   o.bos = 1;

@@ -28,22 +28,18 @@ const fs::path kGolden = fs::path(BDSL_SOURCE_DIR) / "golden/data/tiny";
 class Prefill : public DeviceTest {
  protected:
   static void SetUpTestSuite() {
-    temp_.emplace("prefill");
-    dir_ = temp_->path();
-    golden::write_synthetic_model(golden::synthetic_preset("tiny"), dir_ / "tiny.gguf");
+    dir_.emplace("prefill");
+    golden::write_synthetic_model(golden::synthetic_preset("tiny"), *dir_ / "tiny.gguf");
     for (const char* arch : {"llama", "bitnet"}) {
       auto other = golden::synthetic_preset("tiny");
       other.architecture = arch;
-      golden::write_synthetic_model(other, dir_ / (std::string("tiny-") + arch + ".gguf"));
+      golden::write_synthetic_model(other, *dir_ / (std::string("tiny-") + arch + ".gguf"));
     }
   }
-  static void TearDownTestSuite() { temp_.reset(); }
+  static void TearDownTestSuite() { dir_.reset(); }
 
-  inline static std::optional<TempDir> temp_;
-
-  static fs::path dir_;
+  inline static std::optional<TempDir> dir_;
 };
-fs::path Prefill::dir_;
 
 std::vector<int32_t> golden_prompt() { return golden::read_npy_i32(kGolden / "prompt.npy").data; }
 
@@ -105,20 +101,20 @@ void expect_prefill_matches_decode(rt::Context& ctx, const fs::path& model, bitn
 }
 
 TEST_F(Prefill, MatchesDecodeAtEveryPosition) {
-  expect_prefill_matches_decode(ctx(), dir_ / "tiny.gguf", bitnet::PrefillProjections::Auto);
+  expect_prefill_matches_decode(ctx(), *dir_ / "tiny.gguf", bitnet::PrefillProjections::Auto);
 }
 
 // One dispatch per tensor for QKV and gate/up (what tensor cores need), on any device: the same
 // logits and cache, ffn_sub_norm's quantize forming relu(gate)^2 * up from the two outputs.
 TEST_F(Prefill, WithOneDispatchPerProjectionMatchesDecode) {
-  expect_prefill_matches_decode(ctx(), dir_ / "tiny.gguf", bitnet::PrefillProjections::Separate);
+  expect_prefill_matches_decode(ctx(), *dir_ / "tiny.gguf", bitnet::PrefillProjections::Separate);
 }
 
 // Attention on F16 tensor cores (where the device has them) for every block, whatever its length
 // and position (the tuning table asks for long blocks late in the context): the decode path's
 // logits and cache, blocks of one token to the whole prompt, and a prompt in two blocks.
 TEST_F(Prefill, WithTensorCoreAttentionMatchesDecode) {
-  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
   const auto target = ops::OpTarget::from(ctx().info());
   if (!ops::attention_prefill_coopmat_supported(target, {config.n_heads, config.n_kv_heads, config.head_dim}))
@@ -130,7 +126,7 @@ TEST_F(Prefill, WithTensorCoreAttentionMatchesDecode) {
   tuning.prefill_coopmat_attention_from = 0;
   tuning.prefill_coopmat_attention_workgroups = 1;
   ops::override_tuning(tuning);
-  expect_prefill_matches_decode(ctx(), dir_ / "tiny.gguf", bitnet::PrefillProjections::Auto);
+  expect_prefill_matches_decode(ctx(), *dir_ / "tiny.gguf", bitnet::PrefillProjections::Auto);
 }
 
 // The other graphs: `llama` (no sub-norms: the int8 of attention's output and of silu(gate) * up
@@ -140,14 +136,14 @@ TEST_F(Prefill, MatchesDecodeForEveryArchitecture) {
   for (const char* arch : {"llama", "bitnet"})
     for (auto layout : {bitnet::PrefillProjections::Fused, bitnet::PrefillProjections::Separate}) {
       SCOPED_TRACE(std::string(arch) + (layout == bitnet::PrefillProjections::Fused ? " fused" : " separate"));
-      expect_prefill_matches_decode(ctx(), dir_ / (std::string("tiny-") + arch + ".gguf"), layout);
+      expect_prefill_matches_decode(ctx(), *dir_ / (std::string("tiny-") + arch + ".gguf"), layout);
     }
 }
 
 // Q, K and V (and gate and up) write different buffers, so the graph puts no barrier between
 // them: the separate layout has the fused layout's steps, with three more dispatches per layer.
 TEST_F(Prefill, SeparateProjectionsAddNoBarrier) {
-  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
   const auto prompt = golden_prompt();
   auto stats_of = [&](bitnet::PrefillProjections layout) {
@@ -164,7 +160,7 @@ TEST_F(Prefill, SeparateProjectionsAddNoBarrier) {
 }
 
 TEST_F(Prefill, GeneratorPrefillsThePromptAsABatch) {
-  const auto file = models::GgufFile::open(dir_ / "tiny.gguf");
+  const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
   bitnet::BitNetModel model(ctx(), file, models::BitNetConfig::from_gguf(file));
   models::Generator gen(model);
   models::GenerateOptions o;

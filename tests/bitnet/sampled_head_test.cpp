@@ -115,7 +115,7 @@ class SampledHead : public HeadTest {
 TEST_F(SampledHead, DrawsWhatTheFullHeadDraws) {
   const uint32_t vocab = 9000, dim = 256;
   for (uint32_t seed : {31u, 32u}) {
-    const auto lengths = compare(random_table(vocab, dim, seed), random_x(dim, seed + 50), vocab, dim, vocab, settings());
+    const auto lengths = compare(random_table(vocab, dim, seed), random_floats(dim, seed + 50, 1.5f), vocab, dim, vocab, settings());
     // The bounds prune: a greedy draw's list is far shorter than the vocabulary.
     EXPECT_LT(lengths[0], vocab / 4) << "seed " << seed;
   }
@@ -126,14 +126,14 @@ TEST_F(SampledHead, DrawsWhatTheFullHeadDrawsOverSeveralPartsAndTies) {
   auto table = random_table(vocab, dim, 33);
   // Copies of one row: ties that the list must order by index as top_k does.
   for (uint32_t copy : {5u, 2999u, 3000u, 5998u}) std::copy_n(table.begin() + 17 * dim, dim, table.begin() + size_t(copy) * dim);
-  compare(table, random_x(dim, 34), vocab, dim, 1024, settings());
+  compare(table, random_floats(dim, 34, 1.5f), vocab, dim, 1024, settings());
 }
 
 TEST_F(SampledHead, EveryRowOnTheListStillDrawsTheSame) {
   // Equal rows: every row is a candidate, so the list takes the windowed rounds.
   const uint32_t vocab = 5000, dim = 128;
   std::vector<uint16_t> table(size_t(vocab) * dim, numerics::f32_to_f16(0.25f));
-  const auto lengths = compare(table, random_x(dim, 35), vocab, dim, vocab, settings());
+  const auto lengths = compare(table, random_floats(dim, 35, 1.5f), vocab, dim, vocab, settings());
   EXPECT_EQ(lengths[1], vocab);
 }
 
@@ -151,7 +151,7 @@ TEST_F(SampledHead, TheBatchedListGivesEveryRowItsOwnDraw) {
   const uint32_t rows = uint32_t(settings_all.size()) + 2;
   auto table = random_table(vocab, dim, 41);
   for (uint32_t copy : {11u, 4000u}) std::copy_n(table.begin() + 9 * dim, dim, table.begin() + size_t(copy) * dim);  // ties
-  std::vector<float> x = random_x(rows * dim, 42, 2.0f);
+  std::vector<float> x = random_floats(rows * dim, 42, 2.0f);
   std::fill_n(x.begin() + 2 * dim, dim, 0.0f);
   std::copy_n(x.begin() + 4 * dim, dim, x.begin() + size_t(rows - 1) * dim);
   std::vector<ops::SampleParams> params_of(rows);

@@ -24,16 +24,12 @@ namespace fs = std::filesystem;
 class TqModel : public DeviceTest {
  protected:
   static void SetUpTestSuite() {
-    temp_.emplace("tq-model");
-    dir_ = temp_->path();
+    dir_.emplace("tq-model");
   }
-  static void TearDownTestSuite() { temp_.reset(); }
+  static void TearDownTestSuite() { dir_.reset(); }
 
-  inline static std::optional<TempDir> temp_;
-
-  static fs::path dir_;
+  inline static std::optional<TempDir> dir_;
 };
-fs::path TqModel::dir_;
 
 // The CPU reference's logits after the prompt (its last position).
 std::vector<float> reference_logits(const models::GgufFile& file, const std::vector<int32_t>& prompt) {
@@ -56,7 +52,7 @@ TEST_F(TqModel, TqFilesRunAsTheI2sFileWithTheSameScales) {
     auto o = golden::synthetic_preset("tiny");
     o.weight_type = type;
     o.f16_scales = true;
-    const auto path = dir_ / ("tiny-" + std::string(models::ggml_type_name(type)) + ".gguf");
+    const auto path = *dir_ / ("tiny-" + std::string(models::ggml_type_name(type)) + ".gguf");
     golden::write_synthetic_model(o, path);
     const auto file = models::GgufFile::open(path);
     EXPECT_EQ(file.tensor("blk.2.ffn_down.weight").type, type);
@@ -99,7 +95,7 @@ TEST_F(TqModel, ScaleTensorsFoldIntoTheProjectionsScales) {
         o.architecture = arch;
         o.weight_type = type;
         o.projection_multiplier = k;
-        const auto path = dir_ / fmt::format("scaled-{}-{}-{}.gguf", arch, models::ggml_type_name(type), k);
+        const auto path = *dir_ / fmt::format("scaled-{}-{}-{}.gguf", arch, models::ggml_type_name(type), k);
         golden::write_synthetic_model(o, path);
         const auto file = models::GgufFile::open(path);
         EXPECT_EQ(file.find_tensor("blk.1.ffn_down.scale") != nullptr, k != 1.0f);
@@ -120,7 +116,7 @@ TEST_F(TqModel, ScaleTensorsFoldIntoTheProjectionsScales) {
 TEST_F(TqModel, ATqTensorWithTwoScalesIsRefusedNamingIt) {
   auto o = golden::synthetic_preset("tiny");
   o.weight_type = models::GgmlType::TQ2_0;
-  const auto path = dir_ / "tiny-two-scales.gguf";
+  const auto path = *dir_ / "tiny-two-scales.gguf";
   golden::write_synthetic_model(o, path);
   std::vector<std::byte> bytes(fs::file_size(path));
   {

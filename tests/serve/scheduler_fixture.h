@@ -67,15 +67,14 @@ struct Collector {
 class SchedulerTest : public DeviceTest {
  protected:
   static void SetUpTestSuite() {
-    temp_.emplace("serve");
-    dir_ = temp_->path();
-    golden::write_synthetic_model(golden::synthetic_preset("tiny"), dir_ / "tiny.gguf");
+    dir_.emplace("serve");
+    golden::write_synthetic_model(golden::synthetic_preset("tiny"), *dir_ / "tiny.gguf");
   }
-  static void TearDownTestSuite() { temp_.reset(); }
+  static void TearDownTestSuite() { dir_.reset(); }
 
   void SetUp() override {
     DeviceTest::SetUp();
-    file_.emplace(models::GgufFile::open(dir_ / "tiny.gguf"));
+    file_.emplace(models::GgufFile::open(*dir_ / "tiny.gguf"));
     tokenizer_.emplace(models::Tokenizer::from_gguf(*file_));
   }
   void TearDown() override {
@@ -118,16 +117,13 @@ class SchedulerTest : public DeviceTest {
     return *collectors_.back();
   }
 
-  inline static std::optional<TempDir> temp_;
-
-  static fs::path dir_;
+  inline static std::optional<TempDir> dir_;
   std::optional<models::GgufFile> file_;
   std::optional<models::Tokenizer> tokenizer_;
   std::unique_ptr<bitnet::BitNetModel> model_;
   std::unique_ptr<models::BatchDecoder> decoder_;
   std::vector<std::unique_ptr<Collector>> collectors_;
 };
-inline fs::path SchedulerTest::dir_;
 
 
 }  // namespace bdsl::test
