@@ -31,6 +31,16 @@ void check_batch_sampling(const models::SamplerOptions& sampling, uint32_t top_k
 
 uint64_t round_up(uint64_t bytes, uint64_t align) { return (bytes + align - 1) / align * align; }
 
+// Which draws a step's outputs ask for (tail_kind's arguments): each output is greedy, drawn from
+// its top-k, or drawn over the whole vocabulary.
+struct Draws {
+  bool greedy = false, sampled = false, vocabulary = false;
+  void add(const models::SamplerOptions& s) {
+    const bool g = models::is_greedy(s), v = models::draws_over_vocabulary(s);
+    greedy |= g, vocabulary |= v, sampled |= !g && !v;
+  }
+};
+
 // The model's attention shape, with the head split the tuning table gives batched decode. Every
 // bucket cuts a sequence's positions into whole passes (the split a deferred combine needs) and,
 // but for the buckets that defer, combines them in the kernel.
@@ -384,15 +394,10 @@ uint64_t BitNetBatchDecoder::submit(std::span<const Entry> batch) {
   Step& step = step_for(bucket_for(uint32_t(batch.size())));
   // The tail the outputs need (tail_kind): greedy ones, ones drawn from their top-k, ones drawn
   // over every logit.
-  bool greedy = false, sampled = false, vocabulary = false;
+  Draws draws;
   for (size_t i = 0; i < batch.size(); ++i)
-    if (f.has_output(i)) {
-      const bool v = models::draws_over_vocabulary(batch[i].sampling);
-      greedy |= models::is_greedy(batch[i].sampling);
-      vocabulary |= v;
-      sampled |= !models::is_greedy(batch[i].sampling) && !v;
-    }
-  Tail& tail = tail_for(std::min(std::bit_ceil(f.outputs), slots_), tail_kind(greedy, sampled, vocabulary));
+    if (f.has_output(i)) draws.add(batch[i].sampling);
+  Tail& tail = tail_for(std::min(std::bit_ceil(f.outputs), slots_), tail_kind(draws.greedy, draws.sampled, draws.vocabulary));
   f.kind = tail.kind;
   Lanes& L = *lanes_;
   // This step's inputs, into the staging half of its parity (the step two before, which used it,
@@ -498,8 +503,9 @@ std::array<const rt::Graph*, 2> BitNetBatchDecoder::recorded(uint32_t bucket, co
   std::array<const rt::Graph*, 2> r{nullptr, nullptr};  // layers, tail
   for (const auto& s : steps_)
     if (s.lanes == bucket) r[0] = s.graph.get();
-  const bool greedy = models::is_greedy(sampling), vocabulary = models::draws_over_vocabulary(sampling);
-  const TailKind kind = tail_kind(greedy, !greedy && !vocabulary, vocabulary);
+  Draws draws;
+  draws.add(sampling);
+  const TailKind kind = tail_kind(draws.greedy, draws.sampled, draws.vocabulary);
   for (const auto& t : tails_)
     if (t.rows == std::min(bucket, slots_) && t.kind == kind) r[1] = t.graph.get();
   return r;
