@@ -3,7 +3,6 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
-#include <initializer_list>
 #include <random>
 #include <string>
 
@@ -117,21 +116,18 @@ void refuse_unsupported(const json& body, bool chat) {
       if (!v->empty()) refuse(key, "");
     }
   };
-  // A choice other than `allowed` (a string) asks for something.
-  auto refuse_choice = [&](const char* key, std::initializer_list<const char*> allowed) {
-    if (const json* v = field(body, key)) {
-      for (const char* a : allowed)
-        if (v->is_string() && v->get_ref<const std::string&>() == a) return;
-      refuse(key, ("other than '" + std::string(*allowed.begin()) + "'").c_str());
-    }
+  // A choice other than none or auto (strings) asks for something.
+  auto refuse_choice = [&](const char* key) {
+    if (const json* v = field(body, key))
+      if (!v->is_string() || (*v != "none" && *v != "auto")) refuse(key, "other than 'none' or 'auto'");
   };
   if (chat) {
     if (boolean(body, "logprobs")) refuse("logprobs", "");
     if (integer_in(body, "top_logprobs", 0, 20, 0) != 0) refuse("top_logprobs", "");
     refuse_list("tools");
     refuse_list("functions");
-    refuse_choice("tool_choice", {"none", "auto"});
-    refuse_choice("function_call", {"none", "auto"});
+    refuse_choice("tool_choice");
+    refuse_choice("function_call");
     if (const json* f = field(body, "response_format")) {
       if (!f->is_object() || !f->contains("type") || !(*f)["type"].is_string())
         throw bad_field("response_format", "'response_format' must be an object with a string 'type'", "invalid_type");
