@@ -77,14 +77,16 @@ void fill_slots(BatchState& b, uint32_t positions) {
 // submitted before the one before is collected (`sync`: each step submitted and collected in
 // turn, its tokens given by the host). `sampled`: each drawn on the GPU at `run`'s defaults
 // (temperature 0.8, top-k 40, top-p 0.95, its own seed) from the server's 128 candidates.
+// `logprobs` >= 0: every output asks for its log-probabilities and that many alternatives'.
 void decode_batch(benchmark::State& st, BenchSession& s, uint32_t batch, uint32_t slots, uint32_t ctx_len, bool sampled = false,
-                  bool sync = false) {
-  auto& b = batch_state(s, slots, ctx_len, sampled ? kServerCandidates : 0);
+                  bool sync = false, int32_t logprobs = -1) {
+  auto& b = batch_state(s, slots, ctx_len, sampled || logprobs > 0 ? kServerCandidates : 0);
   fill_slots(b, ctx_len - 1);
   std::vector<models::BatchDecoder::Entry> given, fed;
   for (uint32_t i = 0; i < batch; ++i) {
     given.push_back({i, int32_t(i + 1), ctx_len - 1});
     if (sampled) given.back().sampling = {0.8f, 40, 0.95f, 0.0f, 1000u + i};
+    given.back().logprobs = logprobs;
     fed.push_back(given.back());
     fed.back().previous = int32_t(i);
   }
@@ -251,6 +253,11 @@ void register_batch_benchmarks(BenchSession& s) {
   for (uint32_t batch : quick ? std::vector<uint32_t>{4} : std::vector<uint32_t>{1, 64})
     benchmark::RegisterBenchmark(fmt::format("decode_batch_sampled/B:{}", batch).c_str(),
                                  [&s, batch, slots, ctx](benchmark::State& st) { decode_batch(st, s, batch, slots, ctx, true); })
+        ->UseManualTime()->Iterations(quick ? 2 : 20)->Unit(benchmark::kMillisecond);
+  // Greedy, every output with its log-probabilities and 20 alternatives' (the full f32 head a step).
+  for (uint32_t batch : quick ? std::vector<uint32_t>{4} : std::vector<uint32_t>{1, 64})
+    benchmark::RegisterBenchmark(fmt::format("decode_batch_logprobs/B:{}", batch).c_str(),
+                                 [&s, batch, slots, ctx](benchmark::State& st) { decode_batch(st, s, batch, slots, ctx, false, false, 20); })
         ->UseManualTime()->Iterations(quick ? 2 : 20)->Unit(benchmark::kMillisecond);
   for (uint32_t batch : quick ? std::vector<uint32_t>{4} : std::vector<uint32_t>{1, 16, 64})
     benchmark::RegisterBenchmark(fmt::format("decode_batch_device/B:{}", batch).c_str(),

@@ -32,6 +32,9 @@ class BatchDecoder {
     // >= 0: `token` is ignored; the token is the output of entry `previous` of the step submitted
     // just before this one (submit()), which must have an output.
     int32_t previous = -1;
+    // >= 0: the output carries its token's log-probability and this many alternatives'
+    // (StepOutput::logprobs; at most max_top_logprobs(), where has_logprobs()). -1: none.
+    int32_t logprobs = -1;
   };
 
   virtual ~BatchDecoder() = default;
@@ -47,11 +50,15 @@ class BatchDecoder {
   // Prompts of at most this many tokens may go through decode steps as runs of entries (their
   // arithmetic is then the step's, whatever else the steps carry); 0: prompts go through prefill().
   virtual uint32_t max_step_prompt() const { return 0; }
+  // Whether outputs can carry log-probabilities (Entry::logprobs), and with how many alternatives.
+  static constexpr uint32_t kMaxTopLogprobs = 20;  // OpenAI's top_logprobs limit
+  virtual bool has_logprobs() const { return false; }
+  virtual uint32_t max_top_logprobs() const { return 0; }
 
   // Prompt tokens into `slot` at positions pos..pos+n-1 (n <= max_prefill_chunk()); returns the
-  // output of the last one, its token chosen under `sampling`.
+  // output of the last one, its token chosen under `sampling`, with `logprobs` as Entry::logprobs.
   virtual StepOutput prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos,
-                             const SamplerOptions& sampling = {}) = 0;
+                             const SamplerOptions& sampling = {}, int32_t logprobs = -1) = 0;
   // One decode step for every entry (1 <= size <= step_capacity()); outputs in entry order. A slot
   // appears once, or (max_step_prompt() > 0) in a run at consecutive positions, in order: only the
   // last entry of a slot has an output (the others' argmax is -1, with no candidates). Entries

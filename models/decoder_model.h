@@ -4,10 +4,12 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <vector>
 
+#include "models/logprobs.h"
 #include "models/sampler.h"
 
 namespace bdsl::models {
@@ -18,6 +20,7 @@ struct StepOutput {
   std::vector<int32_t> top_ids;        // the top-k candidates, most likely first
   std::vector<float> top_logits;
   std::vector<float> logits;           // every logit, where the caller asked (a draw over the vocabulary needs them)
+  std::optional<TokenLogprobs> logprobs;  // of `token`, where the caller asked (BatchDecoder::Entry::logprobs)
 };
 
 // Whether `sampling` draws over the whole vocabulary (top_k 0: no cut), not from the candidates.
@@ -70,6 +73,14 @@ class DecoderModel {
 inline int32_t choose_after_step(const DecoderModel& model, StepOutput& out, const SamplerOptions& sampling, uint32_t counter) {
   if (draws_over_vocabulary(sampling) && out.logits.empty()) out.logits = model.logits();
   return choose_on_host(out, sampling, counter);
+}
+
+// out.logprobs for the token chosen after the step `model` just ran, with `top` alternatives (-1:
+// none asked), from the model's logits on the host (models::token_logprobs).
+inline void logprobs_after_step(const DecoderModel& model, StepOutput& out, int32_t top) {
+  if (top < 0) return;
+  const std::vector<float> read = out.logits.empty() ? model.logits() : std::vector<float>{};
+  out.logprobs = token_logprobs(out.logits.empty() ? read : out.logits, out.token, uint32_t(top));
 }
 
 }  // namespace bdsl::models

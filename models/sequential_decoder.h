@@ -20,12 +20,16 @@ class SequentialDecoder final : public BatchDecoder {
   uint32_t top_k() const override { return model_.top_k(); }
   uint32_t max_prefill_chunk() const override { return chunk_; }
   uint64_t device_bytes() const override { return bytes_; }
+  // From the model's logits, on the host.
+  bool has_logprobs() const override { return true; }
+  uint32_t max_top_logprobs() const override { return kMaxTopLogprobs; }
 
   StepOutput prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos,
-                     const SamplerOptions& sampling = {}) override {
+                     const SamplerOptions& sampling = {}, int32_t logprobs = -1) override {
     check_slot(slot);
     StepOutput out = model_.prefill(tokens, pos);
     out.token = choose_after_step(model_, out, sampling, pos + uint32_t(tokens.size()));
+    logprobs_after_step(model_, out, logprobs);
     return out;
   }
   std::vector<StepOutput> decode(std::span<const Entry> batch) override {
@@ -35,6 +39,7 @@ class SequentialDecoder final : public BatchDecoder {
     if (batch[0].previous >= 0) throw std::invalid_argument("decode() takes tokens, not outputs of the step before (submit() does)");
     StepOutput out = model_.step(batch[0].token, batch[0].pos);
     out.token = choose_after_step(model_, out, batch[0].sampling, batch[0].pos + 1);
+    logprobs_after_step(model_, out, batch[0].logprobs);
     return {out};
   }
 

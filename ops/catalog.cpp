@@ -25,6 +25,7 @@
 #include "ops/head/lm_head_shadow.h"
 #include "ops/head/sample_candidates.h"
 #include "ops/head/sample_vocabulary.h"
+#include "ops/head/token_logprobs.h"
 #include "ops/head/top_k.h"
 #include "ops/ternary/ternary_matmul.h"
 #include "ops/ternary/ternary_matmul_coopmat.h"
@@ -217,6 +218,8 @@ const std::vector<CatalogEntry>& catalog() {
        [](T t) { return plan_vocab_draw_partial(t, kVocab).kernel; }},
       {"vocab_draw_final", "the same, second pass",
        [](T t) { return plan_vocab_draw_final(t, kVocab).kernel; }},
+      {"token_logprobs", "log-probabilities of each sequence's token and its 20 best alternatives (a row per sequence)",
+       [](T t) { return plan_token_logprobs(t, kVocab, kMaxTopK, 20, 64).kernel; }},
       {"stream_read", "bandwidth probe of the bench", [](T t) { return stream_read(t); }},
       {"saxpy", "y = a * x + y (tutorial)", [](T) { return saxpy(); }},
       {"workgroup_sum", "partial sums through shared memory (tutorial)",

@@ -15,4 +15,5 @@
 #include "ops/head/repeat_penalty.h"
 #include "ops/head/sample_candidates.h"
 #include "ops/head/sample_vocabulary.h"
+#include "ops/head/token_logprobs.h"
 #include "ops/head/top_k.h"

@@ -94,10 +94,8 @@ std::vector<std::string> stop_strings(const json& body) {
 // Everything but the prompt: sampling, limits, streaming.
 // OpenAI fields this server does not implement: refused by name when they ask for something, never
 // silently ignored (0, null, false, an empty object or array, "none", plain text: nothing asked,
-// accepted). Penalties, logit bias and log probabilities; for chat, tools and functions, a
-// response format other than text, audio; for completions, echo, a suffix, best_of.
-// (Chat's logprobs is a boolean; the completions' an integer, whose 0 still asks for the chosen
-// tokens' log probabilities.)
+// accepted). Penalties and logit bias; for chat, tools and functions, a response format other
+// than text, audio; for completions, echo, a suffix, best_of.
 void refuse_unsupported(const json& body, bool chat) {
   auto refuse = [](const char* key, const char* what) {
     throw bad_field(key, std::string("'") + key + "'" + (*what ? std::string(" ") + what : "") + " is not supported by this server",
@@ -122,8 +120,6 @@ void refuse_unsupported(const json& body, bool chat) {
       if (!v->is_string() || (*v != "none" && *v != "auto")) refuse(key, "other than 'none' or 'auto'");
   };
   if (chat) {
-    if (boolean(body, "logprobs")) refuse("logprobs", "");
-    if (integer_in(body, "top_logprobs", 0, 20, 0) != 0) refuse("top_logprobs", "");
     refuse_list("tools");
     refuse_list("functions");
     refuse_choice("tool_choice");
@@ -137,10 +133,6 @@ void refuse_unsupported(const json& body, bool chat) {
       if (*m != json::array({"text"})) refuse("modalities", "other than [\"text\"]");
     if (field(body, "audio")) refuse("audio", "");
   } else {
-    if (field(body, "logprobs")) {
-      integer_in(body, "logprobs", 0, 5, 0);
-      refuse("logprobs", "");
-    }
     if (boolean(body, "echo")) refuse("echo", "");
     if (const json* v = field(body, "suffix")) {
       if (!v->is_string()) throw bad_field("suffix", "'suffix' must be a string", "invalid_type");
@@ -148,6 +140,30 @@ void refuse_unsupported(const json& body, bool chat) {
     }
     if (integer_in(body, "best_of", 1, 20, 1) != 1) refuse("best_of", "other than 1");
   }
+}
+
+// Log-probabilities: chat's `logprobs` (true or false) with `top_logprobs` alternatives (0 to 20,
+// only with logprobs true, as OpenAI requires); the completions' `logprobs`, the alternatives (0 to
+// 5; 0 still asks for the chosen tokens'). -1: none asked.
+int32_t logprobs_asked(const json& body, const ServedModel& model, bool chat) {
+  int32_t asked = -1;
+  const char* key = chat ? "top_logprobs" : "logprobs";
+  if (chat) {
+    const bool on = boolean(body, "logprobs");
+    const int64_t top = integer_in(body, "top_logprobs", 0, 20, 0);
+    if (field(body, "top_logprobs") && !on)
+      throw bad_field("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+    if (on) asked = int32_t(top);
+  } else if (field(body, "logprobs")) {
+    asked = int32_t(integer_in(body, "logprobs", 0, 5, 0));
+  }
+  if (asked < 0) return -1;
+  if (model.max_top_logprobs < 0)
+    throw bad_field("logprobs", "this server gives no log-probabilities", "unsupported_value");
+  if (asked > model.max_top_logprobs)
+    throw bad_field(key, std::string("'") + key + "' may be at most " + std::to_string(model.max_top_logprobs) +
+                             " on this server, got " + std::to_string(asked));
+  return asked;
 }
 
 void parse_common(const json& body, const ServedModel& model, CompletionParams& p, uint32_t default_max_tokens) {
@@ -168,6 +184,7 @@ void parse_common(const json& body, const ServedModel& model, CompletionParams& 
   if (p.sampling.temperature > 0 && model.candidates == 0)
     throw bad_field("temperature", "this server decodes greedily only: 'temperature' must be 0");
   refuse_unsupported(body, p.chat);
+  p.logprobs = logprobs_asked(body, model, p.chat);
   if (field(body, "seed")) p.sampling.seed = uint64_t(integer_in(body, "seed", INT64_MIN, INT64_MAX, 0));
   else p.sampling.seed = std::random_device{}();
   p.stop = stop_strings(body);

@@ -17,6 +17,7 @@ struct ServedModel {
   std::string name;             // the id clients pass as "model"
   uint32_t context_length = 0;  // tokens of prompt and completion together
   uint32_t candidates = 0;      // top-k candidates each step returns for sampling (<= 128)
+  int32_t max_top_logprobs = -1;  // alternatives a token's log-probabilities may list; -1: none given
 };
 
 struct CompletionParams {
@@ -28,6 +29,9 @@ struct CompletionParams {
   std::vector<std::string> stop;
   bool stream = false;
   bool include_usage = false;                 // stream_options.include_usage
+  // >= 0: each token's log-probability and this many alternatives' (chat's top_logprobs, the
+  // completions' logprobs); -1: none.
+  int32_t logprobs = -1;
 };
 
 CompletionParams parse_chat_request(std::string_view body, const ServedModel& model);

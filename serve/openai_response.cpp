@@ -21,9 +21,46 @@ json usage_json(const Usage& u) {
           {"total_tokens", u.prompt_tokens + u.completion_tokens}};
 }
 
-json completion_json(const ResponseHeader& h, const std::string& text, FinishReason reason, const Usage& usage) {
+json chat_logprobs_json(std::span<const TokenLogprobText> tokens) {
+  auto bytes = [](const std::string& s) {
+    json b = json::array();
+    for (unsigned char c : s) b.push_back(int(c));
+    return b;
+  };
+  json content = json::array();
+  for (const auto& t : tokens) {
+    json top = json::array();
+    for (const auto& [token, logprob] : t.top) top.push_back({{"token", token}, {"logprob", logprob}, {"bytes", bytes(token)}});
+    content.push_back({{"token", t.token}, {"logprob", t.logprob}, {"bytes", bytes(t.token)}, {"top_logprobs", top}});
+  }
+  return {{"content", content}, {"refusal", nullptr}};
+}
+
+// `s` as the answer's JSON will hold it: bytes that are not UTF-8 as U+FFFD (dump()'s rule), so
+// that two keys that only the answer would make equal are one key here.
+namespace {
+std::string as_sent(const std::string& s) { return json::parse(dump(json(s))).get<std::string>(); }
+}  // namespace
+
+json completion_logprobs_json(std::span<const TokenLogprobText> tokens, size_t& offset) {
+  json text = json::array(), logprobs = json::array(), top = json::array(), offsets = json::array();
+  for (const auto& t : tokens) {
+    text.push_back(t.token);
+    logprobs.push_back(t.logprob);
+    json alternatives = json::object();
+    for (const auto& [token, logprob] : t.top) alternatives.emplace(as_sent(token), logprob);  // the first of equal texts stays
+    alternatives.emplace(as_sent(t.token), t.logprob);
+    top.push_back(alternatives);
+    offsets.push_back(offset);
+    offset += t.token.size();
+  }
+  return {{"tokens", text}, {"token_logprobs", logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
+}
+
+json completion_json(const ResponseHeader& h, const std::string& text, FinishReason reason, const Usage& usage,
+                     const json& logprobs) {
   json j = object_header(h, "chat.completion", "text_completion");
-  json choice = {{"index", 0}, {"finish_reason", finish_reason(reason)}, {"logprobs", nullptr}};
+  json choice = {{"index", 0}, {"finish_reason", finish_reason(reason)}, {"logprobs", logprobs}};
   if (h.chat) choice["message"] = {{"role", "assistant"}, {"content", text}};
   else choice["text"] = text;
   j["choices"] = json::array({choice});
@@ -31,11 +68,12 @@ json completion_json(const ResponseHeader& h, const std::string& text, FinishRea
   return j;
 }
 
-json chunk_json(const ResponseHeader& h, const std::string& text, std::optional<FinishReason> reason, bool first) {
+json chunk_json(const ResponseHeader& h, const std::string& text, std::optional<FinishReason> reason, bool first,
+                const json& logprobs) {
   json j = object_header(h, "chat.completion.chunk", "text_completion");
   json choice = {{"index", 0},
                  {"finish_reason", reason ? json(finish_reason(*reason)) : json(nullptr)},
-                 {"logprobs", nullptr}};
+                 {"logprobs", logprobs}};
   if (h.chat) {
     json delta = json::object();
     if (first) delta["role"] = "assistant";

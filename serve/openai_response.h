@@ -6,7 +6,10 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "serve/request.h"
 
@@ -20,12 +23,29 @@ struct ResponseHeader {
   std::string model;
 };
 
+// A token's log-probabilities as an answer lists them: its text (the bytes it stands for) and
+// its alternatives', most likely first.
+struct TokenLogprobText {
+  std::string token;
+  float logprob = 0;
+  std::vector<std::pair<std::string, float>> top;
+};
+// Chat's choice.logprobs: {"content": [{token, logprob, bytes, top_logprobs: [{token, logprob,
+// bytes}]}], "refusal": null}.
+nlohmann::json chat_logprobs_json(std::span<const TokenLogprobText> tokens);
+// The completions' choice.logprobs: {tokens, token_logprobs, top_logprobs: one {token: logprob}
+// object per token holding the alternatives and the chosen token (as OpenAI's does), text_offset:
+// each token's byte offset in the completion, counted from `offset` (the completion's bytes before
+// these tokens), which is moved past them}.
+nlohmann::json completion_logprobs_json(std::span<const TokenLogprobText> tokens, size_t& offset);
+
+// `logprobs`: the choice's (null where none were asked).
 nlohmann::json completion_json(const ResponseHeader& h, const std::string& text, FinishReason reason,
-                               const Usage& usage);
+                               const Usage& usage, const nlohmann::json& logprobs = nullptr);
 // A streamed chunk: `text` as the delta, `reason` on the last one; the first chat chunk carries
-// the role (as OpenAI's do).
+// the role (as OpenAI's do); `logprobs`, those of the tokens taken since the chunk before.
 nlohmann::json chunk_json(const ResponseHeader& h, const std::string& text, std::optional<FinishReason> reason,
-                          bool first = false);
+                          bool first = false, const nlohmann::json& logprobs = nullptr);
 // The chunk after the last one when stream_options.include_usage: no choices, the usage.
 nlohmann::json usage_chunk_json(const ResponseHeader& h, const Usage& usage);
 nlohmann::json usage_json(const Usage& usage);

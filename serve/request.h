@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "models/logprobs.h"
 #include "models/sampler.h"
 
 namespace bdsl::serve {
@@ -26,9 +27,14 @@ struct GenerationRequest {
   models::SamplerOptions sampling;        // temperature 0: greedy (the step's argmax)
   uint32_t max_tokens = 16;               // >= 1
   std::vector<std::string> stop;          // text that ends generation; not returned itself
-  // Both are called on the scheduler's thread and must return quickly (queue the text, wake a
-  // waiter). on_text gets UTF-8-safe pieces in order; on_finish is called exactly once, last.
+  // >= 0: each generated token's log-probability and this many alternatives' go to on_logprobs
+  // (the end-of-generation token's excluded); -1: none.
+  int32_t logprobs = -1;
+  // All are called on the scheduler's thread and must return quickly (queue the text, wake a
+  // waiter). on_text gets UTF-8-safe pieces in order; on_logprobs gets a token's log-probabilities
+  // before any of its text; on_finish is called exactly once, last.
   std::function<void(std::string_view text)> on_text;
+  std::function<void(const models::TokenLogprobs&)> on_logprobs;
   std::function<void(FinishReason, const Usage&)> on_finish;
 };
 

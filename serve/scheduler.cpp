@@ -72,6 +72,10 @@ void Scheduler::validate(const GenerationRequest& r) const {
       throw std::invalid_argument("token id " + std::to_string(id) + " is outside the vocabulary");
   if (r.max_tokens == 0) throw std::invalid_argument("max_tokens must be at least 1");
   models::check_sampling(r.sampling, decoder_.top_k());
+  if (r.logprobs >= 0 && !decoder_.has_logprobs()) throw std::invalid_argument("this decoder gives no log-probabilities");
+  if (r.logprobs > int32_t(decoder_.max_top_logprobs()))
+    throw std::invalid_argument("log-probabilities of " + std::to_string(r.logprobs) + " alternatives asked; at most " +
+                                std::to_string(decoder_.max_top_logprobs()));
 }
 
 std::shared_ptr<Scheduler::Ticket> Scheduler::submit(GenerationRequest request) {
@@ -210,7 +214,8 @@ void Scheduler::prefill_chunk(uint32_t slot, uint32_t n) {
   const auto t0 = std::chrono::steady_clock::now();
   models::StepOutput out;
   try {
-    out = decoder_.prefill(slot, std::span(prompt).subspan(seq.prefilled, n), seq.prefilled, seq.request().sampling);
+    out = decoder_.prefill(slot, std::span(prompt).subspan(seq.prefilled, n), seq.prefilled, seq.request().sampling,
+                           seq.request().logprobs);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "serve: prefill failed: %s\n", e.what());
     finish(slot, FinishReason::Error);
@@ -224,7 +229,7 @@ void Scheduler::prefill_chunk(uint32_t slot, uint32_t n) {
   seq.prefilled += n;
   if (seq.prefilling()) return;
   seq.pos = seq.prefilled;
-  accept(slot, out.token, seq.pos);
+  accept(slot, out.token, seq.pos, out.logprobs);
 }
 
 // One decode step over every sequence that is generating (its token given, or fed by the step
@@ -241,6 +246,7 @@ bool Scheduler::submit_step() {
     if (seq->fed_entry < 0 && seq->next < 0) continue;  // its token is in a step not yet collected
     models::BatchDecoder::Entry e{s, seq->next, seq->pos, seq->request().sampling};
     if (seq->fed_entry >= 0) e.previous = seq->fed_entry, e.token = 0;
+    e.logprobs = seq->request().logprobs;
     decoding.emplace_back(s, int32_t(batch.size()));
     batch.push_back(e);
     step.owners.push_back({s, seq->admitted, true, seq->pos + 1});
@@ -263,6 +269,7 @@ bool Scheduler::submit_step() {
       const bool last = p + 1 == prompt.size();
       if (last) run.last_entry = int32_t(batch.size());
       batch.push_back({s, prompt[p], p, seq.request().sampling});
+      if (last) batch.back().logprobs = seq.request().logprobs;
       step.owners.push_back({s, seq.admitted, last, p + 1});
     }
     if (run.tokens) runs.push_back(run);
@@ -324,17 +331,18 @@ void Scheduler::collect_step(bool deliver) {
     const auto& o = step.owners[i];
     if (!o.output || !running_[o.slot] || running_[o.slot]->admitted != o.admitted) continue;  // it ended meanwhile
     --running_[o.slot]->in_flight;
-    accept(o.slot, outs[i].token, o.out_pos);
+    accept(o.slot, outs[i].token, o.out_pos, outs[i].logprobs);
   }
 }
 
 // A sampled token: text out, then the checks that may end the sequence (the same order as
 // models::Generator: end of generation, stop string, token limit, full context).
-void Scheduler::accept(uint32_t slot, int32_t token, uint32_t position) {
+void Scheduler::accept(uint32_t slot, int32_t token, uint32_t position, const std::optional<models::TokenLogprobs>& logprobs) {
   Sequence& seq = *running_[slot];
   ++seq.generated;
   ++generated_;
   if (tokenizer_.is_end_of_generation(token)) return finish(slot, FinishReason::Stop);
+  if (logprobs && seq.request().on_logprobs) seq.request().on_logprobs(*logprobs);
   const auto piece = seq.stop.push(seq.text.push(token));
   emit(seq, piece.text);
   if (piece.stopped) return finish(slot, FinishReason::Stop, false);

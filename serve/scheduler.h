@@ -24,6 +24,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -94,6 +95,9 @@ class Scheduler {
   SchedulerStats stats() const;
   uint32_t slots() const { return slots_; }
   uint32_t context_length() const { return context_; }
+  // Alternatives a token's log-probabilities may list (GenerationRequest::logprobs); -1: the
+  // decoder gives none.
+  int32_t max_top_logprobs() const { return decoder_.has_logprobs() ? int32_t(decoder_.max_top_logprobs()) : -1; }
 
  private:
   struct Sequence;
@@ -118,8 +122,9 @@ class Scheduler {
   bool submit_step();                     // false: no sequence had an entry
   void collect_step(bool deliver = true);
   bool prompt_in_steps(const Sequence& seq) const;  // its prompt runs as entries of decode steps
-  // `token` for the sequence in `slot`, to be decoded at `position`.
-  void accept(uint32_t slot, int32_t token, uint32_t position);
+  // `token` for the sequence in `slot`, to be decoded at `position`, with its log-probabilities
+  // where the request asked for them.
+  void accept(uint32_t slot, int32_t token, uint32_t position, const std::optional<models::TokenLogprobs>& logprobs);
   void finish(uint32_t slot, FinishReason reason, bool release_held = true);
   void emit(Sequence& seq, const std::string& text);
   void validate(const GenerationRequest& r) const;

@@ -54,23 +54,50 @@ int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// Tokens' log-probabilities with their text, for the answer.
+std::vector<TokenLogprobText> logprob_texts(const models::Tokenizer& tokenizer, const std::vector<models::TokenLogprobs>& v) {
+  std::vector<TokenLogprobText> out;
+  for (const auto& lp : v) {
+    TokenLogprobText t{std::string(tokenizer.token_bytes(lp.chosen.token)), lp.chosen.logprob, {}};
+    for (const auto& a : lp.top) t.top.emplace_back(std::string(tokenizer.token_bytes(a.token)), a.logprob);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+// A choice's logprobs: null where the request asked for none. `offset`: the completions' text
+// offset so far (moved on).
+json logprobs_json(const models::Tokenizer& tokenizer, bool asked, bool chat, const std::vector<models::TokenLogprobs>& v,
+                   size_t& offset) {
+  if (!asked) return nullptr;
+  const auto texts = logprob_texts(tokenizer, v);
+  return chat ? chat_logprobs_json(texts) : completion_logprobs_json(texts, offset);
+}
+
 // A streamed answer between calls of httplib's content provider.
 struct Stream {
   std::shared_ptr<TextChannel> channel;
   std::shared_ptr<Scheduler::Ticket> ticket;
   ResponseHeader header;
   bool include_usage = false;
+  const models::Tokenizer* tokenizer = nullptr;
+  bool logprobs = false;  // asked for
+  size_t text_offset = 0;
   bool started = false;
   bool done = false;
   std::chrono::steady_clock::time_point last_write = std::chrono::steady_clock::now();
 
-  // The next piece of the event stream ("" when nothing new yet).
+  // The next piece of the event stream ("" when nothing new yet). Log-probabilities go with the
+  // text that arrived with them (a token's text may come a chunk later: a stop string's start or
+  // an unfinished character is held back).
   std::string next() {
     std::string out;
     if (!started && header.chat) out += sse_event(chunk_json(header, "", std::nullopt, true));
     started = true;
     const auto t = channel->take(kStreamPoll);
-    if (!t.text.empty()) out += sse_event(chunk_json(header, t.text, std::nullopt));
+    if (!t.text.empty() || !t.logprobs.empty())
+      out += sse_event(chunk_json(header, t.text, std::nullopt, false,
+                                  logprobs_json(*tokenizer, logprobs, header.chat, t.logprobs, text_offset)));
     if (!t.end) return out;
     if (is_answer(*t.end)) {
       out += sse_event(chunk_json(header, "", *t.end));
@@ -89,7 +116,7 @@ Server::Server(Scheduler& scheduler, const models::Tokenizer& tokenizer, ServerO
     : scheduler_(scheduler),
       tokenizer_(tokenizer),
       options_(std::move(options)),
-      model_{options_.model_name, scheduler.context_length(), options_.candidates},
+      model_{options_.model_name, scheduler.context_length(), options_.candidates, scheduler.max_top_logprobs()},
       http_(std::make_unique<httplib::Server>()),
       created_(unix_now()) {
   // A thread per connection that may be waiting or streaming at once, with room to spare for
@@ -196,8 +223,10 @@ void Server::completion(const httplib::Request& req, httplib::Response& res, boo
     g.sampling = p.sampling;
     g.max_tokens = p.max_tokens ? p.max_tokens : context - uint32_t(g.prompt.size());
     g.stop = p.stop;
+    g.logprobs = p.logprobs;
     auto channel = std::make_shared<TextChannel>();
     g.on_text = [channel](std::string_view text) { channel->push(text); };
+    g.on_logprobs = [channel](const models::TokenLogprobs& lp) { channel->push(lp); };
     g.on_finish = [channel](FinishReason r, const Usage& u) { channel->finish(r, u); };
 
     std::shared_ptr<Scheduler::Ticket> ticket;
@@ -228,9 +257,11 @@ void Server::completion(const httplib::Request& req, httplib::Response& res, boo
         }
       }
       if (!is_answer(*t->end)) throw unfinished(*t->end);
-      send_json(res, 200, completion_json(header, t->text, *t->end, t->usage));
+      size_t offset = 0;
+      send_json(res, 200,
+                completion_json(header, t->text, *t->end, t->usage, logprobs_json(tokenizer_, p.logprobs >= 0, chat, t->logprobs, offset)));
     } else {
-      auto stream = std::make_shared<Stream>(Stream{channel, ticket, header, p.include_usage});
+      auto stream = std::make_shared<Stream>(Stream{channel, ticket, header, p.include_usage, &tokenizer_, p.logprobs >= 0});
       res.set_header("Cache-Control", "no-cache");
       res.set_chunked_content_provider(
           "text/event-stream",

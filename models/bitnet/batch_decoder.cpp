@@ -29,15 +29,20 @@ void check_batch_sampling(const models::SamplerOptions& sampling, uint32_t top_k
     throw std::invalid_argument("the repeat penalty is not available in batched decode (bitnet-dsl run has it)");
 }
 
+void check_logprobs(int32_t logprobs, uint32_t most) {
+  if (logprobs > int32_t(most))
+    throw std::invalid_argument(fmt::format("{} alternatives' log-probabilities asked; this decoder gives at most {}", logprobs, most));
+}
+
 uint64_t round_up(uint64_t bytes, uint64_t align) { return (bytes + align - 1) / align * align; }
 
 // Which draws a step's outputs ask for (tail_kind's arguments): each output is greedy, drawn from
-// its top-k, or drawn over the whole vocabulary.
+// its top-k, or drawn over the whole vocabulary; and whether any asks for log-probabilities.
 struct Draws {
-  bool greedy = false, sampled = false, vocabulary = false;
-  void add(const models::SamplerOptions& s) {
+  bool greedy = false, sampled = false, vocabulary = false, logprobs = false;
+  void add(const models::SamplerOptions& s, int32_t top_logprobs = -1) {
     const bool g = models::is_greedy(s), v = models::draws_over_vocabulary(s);
-    greedy |= g, vocabulary |= v, sampled |= !g && !v;
+    greedy |= g, vocabulary |= v, sampled |= !g && !v, logprobs |= top_logprobs >= 0;
   }
 };
 
@@ -138,10 +143,11 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
     }
   }
   if (head_on_tensor_cores_) batch.add(ops::plan_pack_half(t), pack_half_);
-  // lm_head_batch: the full head off tensor cores, and always for draws over the vocabulary (they
-  // take lm_head's f32 bits).
-  if (!head_on_tensor_cores_ || model.pipelines().top_k)
-    batch.add(ops::plan_lm_head_batch(t, vocab, model.config().dim, model.pipelines().split.rows_per_part), lm_head_);
+  // lm_head_batch: the full head off tensor cores, and always for draws over the vocabulary and
+  // log-probabilities (they take lm_head's f32 bits).
+  batch.add(ops::plan_lm_head_batch(t, vocab, model.config().dim, model.pipelines().split.rows_per_part), lm_head_);
+  top_logprobs_ = std::min(kMaxTopLogprobs, k);
+  batch.add(ops::plan_token_logprobs(t, vocab, k, top_logprobs_, slots), token_logprobs_);
   batch.build(ctx, codegen::default_shader_cache());
   const auto& c = model.config();
   const auto& p = model.pipelines();
@@ -184,11 +190,13 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
   {
     const uint64_t tokens_at = 0, records_at = round_up(tokens_at + 4 * n, L.align);
     const uint64_t params_at = round_up(records_at + sizeof(ops::SequenceState) * n, L.align);
-    const uint64_t bytes = round_up(params_at + 4ull * ops::kSampleParamsWords * outs, 4);
+    const uint64_t select_at = round_up(params_at + 4ull * ops::kSampleParamsWords * outs, L.align);
+    const uint64_t bytes = round_up(select_at + 4 * outs, 4);
     L.inputs = make(bytes, "step inputs", u32);
     L.tokens = L.inputs.slice(tokens_at, 4 * n);
     L.sequences = L.inputs.slice(records_at, sizeof(ops::SequenceState) * n);
     L.sample_params = L.inputs.slice(params_at, 4ull * ops::kSampleParamsWords * outs);
+    L.logprob_select = L.inputs.slice(select_at, 4 * outs);
     L.in_staging = make(2 * bytes, "step inputs' staging", u32, true);
     // Both halves defined before any step (every lane away: past the context, token 0; rows of a
     // tail past a step's outputs draw greedily from defined settings).
@@ -253,6 +261,7 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
     for (uint32_t i = 0; i < kTokenSources; ++i) *sources[i] = L.token_sources.slice(i * source_bytes, 4 * outs);
     L.source_words = uint32_t(source_bytes / 4);
     L.out_staging = make(2 * L.token_sources.size(), "output tokens' staging", u32, true);
+    L.logprob_staging = make(2 * 4ull * ops::token_logprob_words(top_logprobs_) * outs, "log-probabilities' staging", u32, true);
   }
   if (p.top_k) {
     L.top_part_values = make(4ull * p.top_k_plan.groups * p.top_k * outs, "top-k partial values", f32);
@@ -309,13 +318,14 @@ void BitNetBatchDecoder::copy_rows(bool into_slot, uint32_t slot, uint32_t first
 }
 
 models::StepOutput BitNetBatchDecoder::prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos,
-                                               const models::SamplerOptions& sampling) {
+                                               const models::SamplerOptions& sampling, int32_t logprobs) {
   if (slot >= slots_) throw std::out_of_range(fmt::format("slot {} of a {}-slot decoder", slot, slots_));
   if (tokens.empty()) throw std::invalid_argument("prefill: no tokens");
   if (uint64_t{pos} + tokens.size() > context_length())
     throw std::out_of_range(fmt::format("prefill of {} tokens at position {} goes past the context length {}", tokens.size(),
                                         pos, context_length()));
   check_batch_sampling(sampling, top_k());
+  check_logprobs(logprobs, top_logprobs_);
   wait_in_flight();  // a step in flight may still write this slot's rows
   // The model's cache must hold this slot's positions 0..pos-1 for the chunk's attention.
   if (model_slot_ != slot || model_rows_ < pos) copy_rows(false, slot, 0, pos);
@@ -323,6 +333,7 @@ models::StepOutput BitNetBatchDecoder::prefill(uint32_t slot, std::span<const in
   models::StepOutput out = model_.prefill(tokens, pos);
   // The model's prefill returns its candidates: the host twin of the device sampler picks.
   out.token = models::choose_after_step(model_, out, sampling, pos + uint32_t(tokens.size()));
+  models::logprobs_after_step(model_, out, logprobs);
   copy_rows(true, slot, pos, uint32_t(tokens.size()));
   model_slot_ = slot;
   model_rows_ = pos + uint32_t(tokens.size());
@@ -382,6 +393,7 @@ uint64_t BitNetBatchDecoder::submit(std::span<const Entry> batch) {
     }
     last[e.slot] = int64_t(i);
     check_batch_sampling(e.sampling, top_k());
+    check_logprobs(e.logprobs, top_logprobs_);
   }
   InFlight f;
   f.batch.assign(batch.begin(), batch.end());
@@ -396,8 +408,9 @@ uint64_t BitNetBatchDecoder::submit(std::span<const Entry> batch) {
   // over every logit.
   Draws draws;
   for (size_t i = 0; i < batch.size(); ++i)
-    if (f.has_output(i)) draws.add(batch[i].sampling);
-  Tail& tail = tail_for(std::min(std::bit_ceil(f.outputs), slots_), tail_kind(draws.greedy, draws.sampled, draws.vocabulary));
+    if (f.has_output(i)) draws.add(batch[i].sampling, batch[i].logprobs);
+  Tail& tail = tail_for(std::min(std::bit_ceil(f.outputs), slots_),
+                        tail_kind(draws.greedy, draws.sampled, draws.vocabulary, draws.logprobs));
   f.kind = tail.kind;
   Lanes& L = *lanes_;
   // This step's inputs, into the staging half of its parity (the step two before, which used it,
@@ -425,6 +438,14 @@ uint64_t BitNetBatchDecoder::submit(std::span<const Entry> batch) {
         const auto words = sample_params(batch[i].sampling, batch[i].pos + 1).pack();
         std::copy(words.begin(), words.end(), params.begin() + size_t{f.lane_of[i]} * ops::kSampleParamsWords);
       }
+  }
+  // Where each output that asks for log-probabilities finds its token (token_sources' word).
+  if (f.kind.logprobs) {
+    const std::span<uint32_t> select = staging.subspan(L.logprob_select.offset / 4, slots_);
+    std::fill(select.begin(), select.end(), ops::kNoLogprobs);
+    for (size_t i = 0; i < batch.size(); ++i)
+      if (f.has_output(i) && batch[i].logprobs >= 0)
+        select[f.lane_of[i]] = uint32_t(token_source(f.kind, batch[i].sampling)) * L.source_words + f.lane_of[i];
   }
   // Back to back: each replay ends with a barrier to what follows, so the tail reads the layers' x
   // (and the next step what this one's tail wrote).
@@ -464,7 +485,7 @@ std::vector<models::StepOutput> BitNetBatchDecoder::read_candidates(const InFlig
     const auto ids = L.top_indices.download<uint32_t>(row * k * 4, k);
     out[i].top_ids.assign(ids.begin(), ids.end());
     out[i].top_logits = L.top_values.download<float>(row * k * 4, k);
-    if (models::draws_over_vocabulary(f.batch[i].sampling))
+    if (models::draws_over_vocabulary(f.batch[i].sampling) || f.batch[i].logprobs >= 0)
       out[i].logits = L.logits.download<float>(row * L.logits_stride, vocab_size());
   }
   return out;
@@ -495,8 +516,21 @@ std::vector<models::StepOutput> BitNetBatchDecoder::collect(uint64_t ticket) {
     out[i].argmax = source == TokenSource::Listed      ? int32_t(word(TokenSource::ListedBest, row))
                     : source == TokenSource::Pruned    ? out[i].token
                                                        : int32_t(word(TokenSource::FullArgmax, row));
+    if (f.batch[i].logprobs >= 0) out[i].logprobs = read_logprobs(f, row, uint32_t(f.batch[i].logprobs), out[i].token);
   }
   return out;
+}
+
+models::TokenLogprobs BitNetBatchDecoder::read_logprobs(const InFlight& f, uint32_t row, uint32_t top, int32_t token) const {
+  const uint32_t words = ops::token_logprob_words(top_logprobs_);
+  const std::span<const uint32_t> half = lanes_->logprob_staging.host_words().subspan(size_t{f.parity} * slots_ * words);
+  const std::span<const uint32_t> w = half.subspan(size_t{row} * words, words);
+  auto entry = [&](uint32_t at) { return models::TokenLogprob{int32_t(w[at]), std::bit_cast<float>(w[at + 1])}; };
+  models::TokenLogprobs r{entry(0), {}};
+  if (r.chosen.token != token)
+    throw std::logic_error(fmt::format("log-probabilities of row {} are of token {}, its output is {}", row, r.chosen.token, token));
+  for (uint32_t i = 0; i < top; ++i) r.top.push_back(entry(2 + 2 * i));
+  return r;
 }
 
 std::array<const rt::Graph*, 2> BitNetBatchDecoder::recorded(uint32_t bucket, const models::SamplerOptions& sampling) const {

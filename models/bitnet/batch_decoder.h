@@ -116,7 +116,8 @@ struct BatchOptions {
   // in steps (max_step_prompt). 0: every prompt goes through prefill().
   uint32_t prompt_lanes = 64;
   // decode() returns each output's top-k candidates too (StepOutput::top_ids/top_logits), and every
-  // logit of an output drawn over the vocabulary (StepOutput::logits), not only the tokens the
+  // logit of an output drawn over the vocabulary or asking for log-probabilities (StepOutput::logits,
+  // those the draw and the log-probabilities were taken from), not only the tokens the
   // device chose: for tests and tools that look at them; a server needs none. They come from the
   // full head: on tensor cores (x in F16; not in a tail with draws over the vocabulary) they may
   // differ in the last bits from the f32 logits that a greedy or top-k output's token is taken
@@ -140,10 +141,14 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   uint64_t device_bytes() const override { return device_bytes_; }
   uint32_t step_capacity() const override { return capacity_; }
   uint32_t max_step_prompt() const override { return options_.prompt_lanes; }
+  // On the device (ops/head/token_logprobs.h) from lm_head_batch's f32 logits, the alternatives
+  // from the model's top-k; a prefill's output's on the host from the model's logits.
+  bool has_logprobs() const override { return true; }
+  uint32_t max_top_logprobs() const override { return top_logprobs_; }
 
   // Waits for the steps in flight first (they may write the slot's cache).
   models::StepOutput prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos,
-                             const models::SamplerOptions& sampling = {}) override;
+                             const models::SamplerOptions& sampling = {}, int32_t logprobs = -1) override;
   std::vector<models::StepOutput> decode(std::span<const Entry> batch) override;
   uint64_t submit(std::span<const Entry> batch) override;
   std::vector<models::StepOutput> collect(uint64_t ticket) override;
@@ -182,9 +187,10 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   // the greedy ones beside them); full: every logit, its argmax (the other outputs' argmax) and
   // the top-k and draws of sampled outputs (top_k: the full head's top-k and draw from it, for
   // outputs drawn from their top-k without the lists, and returned candidates); vocabulary: also
-  // the draw over every logit, for outputs with top_k 0.
+  // the draw over every logit, for outputs with top_k 0; logprobs: every logit and its top-k, and
+  // the log-probabilities of the outputs that ask for them (Entry::logprobs).
   struct TailKind {
-    bool pruned = false, listed = false, full = true, top_k = false, vocabulary = false;
+    bool pruned = false, listed = false, full = true, top_k = false, vocabulary = false, logprobs = false;
     bool operator==(const TailKind&) const = default;
   };
   struct Tail {
@@ -217,13 +223,17 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   // no cache row written); the sampling settings are left as they are.
   void stage_away(std::span<uint32_t> half) const;
   std::vector<models::StepOutput> read_candidates(const InFlight& f);
+  // Output row `row`'s log-probabilities (its token `token`) with `top` alternatives, where the
+  // tail of step `f` left them.
+  models::TokenLogprobs read_logprobs(const InFlight& f, uint32_t row, uint32_t top, int32_t token) const;
   Step& step_for(uint32_t lanes);
   // The attention pipeline of a bucket of `lanes` with these projections, made at its first use.
   const ops::PlannedPipeline& attention_for(uint32_t lanes, const BlockProjections& projections);
   Tail& tail_for(uint32_t rows, TailKind kind);
   // The tail a step's outputs need: `greedy`, whether any is greedy; `sampled`, whether any draws
-  // from its top-k; `vocabulary`, whether any draws over every logit.
-  TailKind tail_kind(bool greedy, bool sampled, bool vocabulary) const;
+  // from its top-k; `vocabulary`, whether any draws over every logit; `logprobs`, whether any asks
+  // for log-probabilities.
+  TailKind tail_kind(bool greedy, bool sampled, bool vocabulary, bool logprobs = false) const;
   std::unique_ptr<rt::Graph> record_step(uint32_t lanes, const BlockProjections& projections);
   std::unique_ptr<rt::Graph> record_tail(uint32_t rows, const Tail& tail);
   // The recordings a step of `bucket` lanes, all of them with outputs drawn under `sampling`,
@@ -270,6 +280,10 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   // Outputs with top_k 0: the draw over every logit (ops/head/sample_vocabulary.h), a row each.
   std::vector<ops::PlannedPipeline> vocab_mass_histogram_, vocab_mass_select_;
   std::optional<ops::PlannedPipeline> vocab_draw_partial_, vocab_draw_final_;
+  // Outputs' log-probabilities, with up to top_logprobs_ alternatives (the model's top-k, at most
+  // kMaxTopLogprobs), into the staging half of their step's parity.
+  uint32_t top_logprobs_ = 0;
+  std::optional<ops::PlannedPipeline> token_logprobs_;
   std::unique_ptr<Lanes> lanes_;
   // The tails' pipelines that depend on the row count, by row count (shared by every kind; before
   // the recordings, which outlive them otherwise).

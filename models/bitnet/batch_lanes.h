@@ -19,12 +19,16 @@ struct BitNetBatchDecoder::Lanes {
   // its first dispatch from the staging half of its parity (step_count % 2).
   rt::Buffer inputs, in_staging, step_count;
   rt::BufferSlice tokens, sequences, sample_params;
+  rt::BufferSlice logprob_select;  // per output row: where its token is in token_sources, or ops::kNoLogprobs
   // Each output's token where each kind of tail leaves it (TokenSource order: slices of
   // token_sources, source_words apart), copied by the tail's last dispatch to the staging half of
   // its parity for the host.
   rt::Buffer token_sources, out_staging;
   rt::BufferSlice chosen, list_token, full_best, sampled, list_best;
   uint32_t source_words = 0;
+  // The outputs' log-probabilities (ops/head/token_logprobs.h), written by the tail into the half
+  // of their step's parity.
+  rt::Buffer logprob_staging;
   rt::Buffer x, q8, act, q, k, v, attn, ffn, up, xn, xh;
   std::vector<rt::Buffer> k_cache, v_cache;  // per layer: [slots][context][kv_words]
   rt::Buffer partials, counters, logits, arg_values, arg_indices, top_part_values, top_part_indices, top_values, top_indices;

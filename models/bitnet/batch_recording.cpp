@@ -27,23 +27,27 @@ void BitNetBatchDecoder::record_all_buckets() {
     for (bool greedy : {true, false})
       for (bool sampled : {true, false})
         for (bool vocabulary : {false, true})
-          if ((greedy || sampled || vocabulary) && (top_k() || !(sampled || vocabulary)))
-            tail_for(rows, tail_kind(greedy, sampled, vocabulary));
+          for (bool logprobs : {false, true})
+            if ((greedy || sampled || vocabulary) && (top_k() || !(sampled || vocabulary)))
+              tail_for(rows, tail_kind(greedy, sampled, vocabulary, logprobs));
     if (rows == slots_) break;
   }
 }
 
-BitNetBatchDecoder::TailKind BitNetBatchDecoder::tail_kind(bool greedy, bool sampled, bool vocabulary) const {
+BitNetBatchDecoder::TailKind BitNetBatchDecoder::tail_kind(bool greedy, bool sampled, bool vocabulary, bool logprobs) const {
   TailKind kind;
   // Outputs drawn from their top-k take the candidate lists wherever there are any, so that their
   // logits do not depend on what else the step carries; greedy ones beside them take the lists too.
   kind.listed = listed_head_ && sampled;
   kind.pruned = pruned_head_ && greedy && !kind.listed;
   // Every logit: for greedy outputs without the pruned head, draws over the vocabulary, draws from
-  // the top-k without the lists, and the candidates decode() returns.
-  kind.full = (greedy && !pruned_head_) || vocabulary || (sampled && !kind.listed) || (options_.return_candidates && top_k());
-  kind.top_k = top_k() && ((sampled && !kind.listed) || options_.return_candidates);
+  // the top-k without the lists, the candidates decode() returns, and log-probabilities (their
+  // alternatives from the top-k).
+  kind.full = (greedy && !pruned_head_) || vocabulary || (sampled && !kind.listed) || (options_.return_candidates && top_k()) ||
+              logprobs;
+  kind.top_k = top_k() && ((sampled && !kind.listed) || options_.return_candidates || logprobs);
   kind.vocabulary = vocabulary;
+  kind.logprobs = logprobs;
   return kind;
 }
 
@@ -74,8 +78,9 @@ BitNetBatchDecoder::Tail& BitNetBatchDecoder::tail_for(uint32_t rows, TailKind k
   const auto& p = model_.pipelines();
   const uint32_t vocab = model_.vocab_size(), dim = model_.config().dim;
   // A draw over every logit takes lm_head_batch's f32 logits, lm_head's bits: decode_sampled's
-  // draw, where the tensor cores' (x in F16) would move it in the last bits and so the text.
-  if (kind.full && head_on_tensor_cores_ && !kind.vocabulary) {
+  // draw, where the tensor cores' (x in F16) would move it in the last bits and so the text. So do
+  // log-probabilities: those of the logits the tokens were chosen from.
+  if (kind.full && head_on_tensor_cores_ && !kind.vocabulary && !kind.logprobs) {
     auto it = coopmat_heads_.find(rows);
     if (it == coopmat_heads_.end())
       it = coopmat_heads_.emplace(rows, ops::make_pipeline(ctx_, ops::plan_lm_head_coopmat(p.target, vocab, dim, rows))).first;
@@ -253,6 +258,15 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_tail(uint32_t rows, const 
     vocab_draw_final_->dispatch(g, {{"part_values", L.vocab_part_values}, {"part_indices", L.vocab_part_indices},
                                     {"params", L.sample_params}, {"token", L.sampled}},
                                 {}, rows);
+  }
+  // Last before the count moves on: the log-probabilities of the tokens chosen above, into the
+  // staging half of this step's parity.
+  if (tail.kind.logprobs) {
+    std::vector<rt::Arg> args = {{"counter", L.step_count}, {"logits", L.logits}, {"sources", L.token_sources},
+                                 {"select", L.logprob_select}};
+    if (top_logprobs_) args.insert(args.end(), {{"top_values", L.top_values}, {"top_indices", L.top_indices}});
+    args.push_back({"out", L.logprob_staging});
+    token_logprobs_->dispatch(g, args, rt::push(stride), rows);
   }
   return finish();
 }

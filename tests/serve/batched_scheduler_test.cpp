@@ -26,13 +26,16 @@ class ModelPerSlotDecoder final : public models::BatchDecoder {
   uint32_t top_k() const override { return models_[0]->top_k(); }
   uint32_t max_prefill_chunk() const override { return chunk_; }
   uint64_t device_bytes() const override { return 0; }
+  bool has_logprobs() const override { return true; }
+  uint32_t max_top_logprobs() const override { return kMaxTopLogprobs; }
 
   models::StepOutput prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos,
-                             const models::SamplerOptions& sampling = {}) override {
+                             const models::SamplerOptions& sampling = {}, int32_t logprobs = -1) override {
     EXPECT_LE(tokens.size(), chunk_);
     record({true, slot});
     models::StepOutput out = models_.at(slot)->prefill(tokens, pos);
     out.token = models::choose_after_step(*models_.at(slot), out, sampling, pos + uint32_t(tokens.size()));
+    models::logprobs_after_step(*models_.at(slot), out, logprobs);
     return out;
   }
   std::vector<models::StepOutput> decode(std::span<const Entry> batch) override {
@@ -42,6 +45,7 @@ class ModelPerSlotDecoder final : public models::BatchDecoder {
     for (const auto& e : batch) {
       out.push_back(models_.at(e.slot)->step(e.token, e.pos));
       out.back().token = models::choose_after_step(*models_.at(e.slot), out.back(), e.sampling, e.pos + 1);
+      models::logprobs_after_step(*models_.at(e.slot), out.back(), e.logprobs);
     }
     return out;
   }

@@ -128,6 +128,39 @@ TEST_F(Scheduler, ShutdownEndsRunningAndWaitingRequests) {
   EXPECT_THROW(s.submit(request(kPrompt, 3)), serve::ShuttingDown);
 }
 
+// Log-probabilities on the one-slot path (from the model's logits, on the host): one per generated
+// token, the generator's greedy tokens in order, each the most likely; none where not asked.
+TEST_F(Scheduler, LogprobsOfEveryGeneratedToken) {
+  auto& d = decoder();
+  serve::Scheduler s(d, *tokenizer_);
+  std::vector<models::TokenLogprobs> got;
+  auto r = request(kPrompt, 10);
+  r.logprobs = 3;
+  r.on_logprobs = [&](const models::TokenLogprobs& lp) { got.push_back(lp); };  // the worker's thread; read after the end
+  const auto& end = generate(s, std::move(r));
+  ASSERT_EQ(got.size(), end.usage.completion_tokens - (end.reason == FinishReason::Stop ? 1 : 0));
+  models::Generator g(*model_);
+  models::GenerateOptions o;
+  o.max_new_tokens = 10;
+  o.sampling.temperature = 0;
+  const auto want = g.generate(tokenizer_->encode(kPrompt, true), o);
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].chosen.token, want.tokens[i]) << i;
+    ASSERT_EQ(got[i].top.size(), 3u);
+    EXPECT_EQ(got[i].top[0].token, got[i].chosen.token) << i;
+    EXPECT_EQ(got[i].top[0].logprob, got[i].chosen.logprob) << i;
+    EXPECT_LE(got[i].chosen.logprob, 0.0f);
+  }
+  std::vector<models::TokenLogprobs> none;
+  auto plain = request(kPrompt, 4);
+  plain.on_logprobs = [&](const models::TokenLogprobs& lp) { none.push_back(lp); };
+  generate(s, std::move(plain));
+  EXPECT_TRUE(none.empty());
+  auto too_many = request(kPrompt, 3);
+  too_many.logprobs = 21;
+  EXPECT_THROW(s.submit(std::move(too_many)), std::invalid_argument);
+}
+
 TEST_F(Scheduler, RejectsRequestsItCannotRun) {
   auto& d = decoder();
   serve::Scheduler s(d, *tokenizer_);

@@ -101,6 +101,70 @@ test('two concurrent streams with different seeds each give their text alone', a
   assert.equal(b2.text, b.text);
 });
 
+// Log-probabilities: each generated token (the end-of-generation token excluded) with its
+// alternatives, the same whole or streamed, as OpenAI's clients read them.
+const tokenCount = (r) => r.usage.completion_tokens - (r.choices[0].finish_reason === 'stop' ? 1 : 0);
+
+function checkEntry(e, top, greedy) {
+  assert.equal(typeof e.token, 'string');
+  assert.ok(e.logprob <= 0, JSON.stringify(e));
+  assert.ok(e.bytes.every((b) => Number.isInteger(b) && b >= 0 && b < 256));
+  assert.equal(e.top_logprobs.length, top);
+  let mass = 0;
+  for (let i = 0; i < top; ++i) {
+    if (i) assert.ok(e.top_logprobs[i - 1].logprob >= e.top_logprobs[i].logprob, JSON.stringify(e.top_logprobs));
+    mass += Math.exp(e.top_logprobs[i].logprob);
+  }
+  assert.ok(mass <= 1 + 1e-5, `alternatives' probabilities sum to ${mass}`);
+  if (greedy) {  // the chosen token is the most likely one: the same value
+    assert.equal(e.token, e.top_logprobs[0].token);
+    assert.equal(e.logprob, e.top_logprobs[0].logprob);
+  }
+}
+
+test('chat logprobs, whole and streamed', async () => {
+  const params = { model: MODEL, messages: hello, max_tokens: 8, temperature: 0, logprobs: true, top_logprobs: 3 };
+  const whole = await client.chat.completions.create(params);
+  const content = whole.choices[0].logprobs.content;
+  assert.equal(content.length, tokenCount(whole));
+  assert.ok(content.length > 0);
+  for (const e of content) checkEntry(e, 3, true);
+  const streamed = [];
+  for await (const chunk of await client.chat.completions.create({ ...params, stream: true }))
+    for (const c of chunk.choices) streamed.push(...(c.logprobs?.content ?? []));
+  assert.deepEqual(streamed, content);
+  // Sampled: the same seed, the same tokens and values; without logprobs, none.
+  const sampled = { ...params, temperature: 0.9, seed: 4, top_logprobs: 0 };
+  const [a, b] = await Promise.all([client.chat.completions.create(sampled), client.chat.completions.create(sampled)]);
+  assert.deepEqual(a.choices[0].logprobs, b.choices[0].logprobs);
+  for (const e of a.choices[0].logprobs.content) checkEntry(e, 0, false);
+  const none = await client.chat.completions.create({ ...params, logprobs: false, top_logprobs: undefined });
+  assert.equal(none.choices[0].logprobs, null);
+});
+
+test('completion logprobs, whole and streamed', async () => {
+  const params = { model: MODEL, prompt: 'The model reads the prompt', max_tokens: 6, temperature: 0, logprobs: 2 };
+  const whole = await client.completions.create(params);
+  const lp = whole.choices[0].logprobs;
+  const n = tokenCount(whole);
+  for (const key of ['tokens', 'token_logprobs', 'top_logprobs', 'text_offset']) assert.equal(lp[key].length, n, key);
+  assert.equal(lp.text_offset[0], 0);
+  for (let i = 0; i < n; ++i) {
+    // Byte offsets in the completion (a token's bytes that are not UTF-8 reach the client as U+FFFD).
+    if (i && !lp.tokens[i - 1].includes('\ufffd'))
+      assert.equal(lp.text_offset[i] - lp.text_offset[i - 1], Buffer.byteLength(lp.tokens[i - 1]));
+    // The alternatives and the chosen token (here the best), OpenAI's {token: logprob}.
+    const alternatives = Object.entries(lp.top_logprobs[i]);
+    assert.ok(alternatives.length >= 1 && alternatives.length <= 3, JSON.stringify(lp.top_logprobs[i]));
+    assert.equal(lp.top_logprobs[i][lp.tokens[i]], lp.token_logprobs[i]);
+    assert.equal(Math.max(...alternatives.map(([, v]) => v)), lp.token_logprobs[i]);
+  }
+  const merged = { tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] };
+  for await (const chunk of await client.completions.create({ ...params, stream: true }))
+    for (const c of chunk.choices) if (c.logprobs) for (const key in merged) merged[key].push(...c.logprobs[key]);
+  assert.deepEqual(merged, lp);
+});
+
 test('the model list', async () => {
   const list = await client.models.list();
   assert.deepEqual(list.data.map((m) => m.id), [MODEL]);
@@ -183,9 +247,11 @@ const badInputs = [
   ['/v1/chat/completions', { messages: hello, presence_penalty: -1 }, 400, 'presence_penalty', 'unsupported_value'],
   ['/v1/chat/completions', { messages: hello, frequency_penalty: 3 }, 400, 'frequency_penalty', 'invalid_value'],
   ['/v1/chat/completions', { messages: hello, logit_bias: { 5: 10 } }, 400, 'logit_bias', 'unsupported_value'],
-  ['/v1/chat/completions', { messages: hello, logprobs: true }, 400, 'logprobs', 'unsupported_value'],
-  ['/v1/completions', { prompt: 'x', logprobs: 2 }, 400, 'logprobs', 'unsupported_value'],
-  ['/v1/completions', { prompt: 'x', logprobs: 0 }, 400, 'logprobs', 'unsupported_value'],
+  ['/v1/chat/completions', { messages: hello, logprobs: true, top_logprobs: 21 }, 400, 'top_logprobs', 'invalid_value'],
+  ['/v1/chat/completions', { messages: hello, top_logprobs: 2 }, 400, 'top_logprobs', 'invalid_value'],
+  ['/v1/chat/completions', { messages: hello, logprobs: 'yes' }, 400, 'logprobs', 'invalid_type'],
+  ['/v1/completions', { prompt: 'x', logprobs: 6 }, 400, 'logprobs', 'invalid_value'],
+  ['/v1/completions', { prompt: 'x', logprobs: true }, 400, 'logprobs', 'invalid_type'],
   ['/v1/chat/completions', { messages: hello, logit_bias: [] }, 400, 'logit_bias', 'invalid_type'],
   ['/v1/chat/completions', { messages: hello, tools: [{ type: 'function', function: { name: 'f' } }] }, 400, 'tools', 'unsupported_value'],
   ['/v1/chat/completions', { messages: hello, tools: {} }, 400, 'tools', 'invalid_type'],
