@@ -3,7 +3,9 @@
 // the caller says at which position each token goes.
 #pragma once
 #include <cstdint>
+#include <algorithm>
 #include <functional>
+#include <numeric>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -73,6 +75,30 @@ class DecoderModel {
 inline int32_t choose_after_step(const DecoderModel& model, StepOutput& out, const SamplerOptions& sampling, uint32_t counter) {
   if (draws_over_vocabulary(sampling) && out.logits.empty()) out.logits = model.logits();
   return choose_on_host(out, sampling, counter);
+}
+
+// Each prompt token's logits, as DecoderModel::prefill_all_logits gives them.
+using LogitRows = std::function<void(uint32_t, std::span<const float>)>;
+
+// model.prefill() with on_row(i, logits of tokens[i]) for every token (prefill_all_logits): the
+// last token's output (argmax, the model's top-k candidates, every logit) from its row, on the host
+// with the device's order (value descending, ties by the lower id).
+inline StepOutput prefill_with_rows(DecoderModel& model, std::span<const int32_t> tokens, uint32_t pos, const LogitRows& on_row) {
+  StepOutput out;
+  model.prefill_all_logits(tokens, pos, [&](uint32_t i, std::span<const float> logits) {
+    on_row(i, logits);
+    if (i + 1 == tokens.size()) out.logits.assign(logits.begin(), logits.end());
+  });
+  std::vector<int32_t> ids(out.logits.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  const size_t k = std::max<size_t>(1, std::min<size_t>(model.top_k(), ids.size()));
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int32_t a, int32_t b) {
+    return out.logits[size_t(a)] > out.logits[size_t(b)] || (out.logits[size_t(a)] == out.logits[size_t(b)] && a < b);
+  });
+  out.argmax = ids[0];
+  if (model.top_k())
+    for (size_t i = 0; i < k; ++i) out.top_ids.push_back(ids[i]), out.top_logits.push_back(out.logits[size_t(ids[i])]);
+  return out;
 }
 
 // out.logprobs for the token chosen after the step `model` just ran, with `top` alternatives (-1:

@@ -95,7 +95,7 @@ std::vector<std::string> stop_strings(const json& body) {
 // OpenAI fields this server does not implement: refused by name when they ask for something, never
 // silently ignored (0, null, false, an empty object or array, "none", plain text: nothing asked,
 // accepted). Penalties and logit bias; for chat, tools and functions, a response format other
-// than text, audio; for completions, echo, a suffix, best_of.
+// than text, audio; for completions, a suffix, best_of, and echo in a stream.
 void refuse_unsupported(const json& body, bool chat) {
   auto refuse = [](const char* key, const char* what) {
     throw bad_field(key, std::string("'") + key + "'" + (*what ? std::string(" ") + what : "") + " is not supported by this server",
@@ -133,7 +133,7 @@ void refuse_unsupported(const json& body, bool chat) {
       if (*m != json::array({"text"})) refuse("modalities", "other than [\"text\"]");
     if (field(body, "audio")) refuse("audio", "");
   } else {
-    if (boolean(body, "echo")) refuse("echo", "");
+    if (boolean(body, "echo") && boolean(body, "stream")) refuse("echo", "with stream");
     if (const json* v = field(body, "suffix")) {
       if (!v->is_string()) throw bad_field("suffix", "'suffix' must be a string", "invalid_type");
       if (!v->get_ref<const std::string&>().empty()) refuse("suffix", "");
@@ -228,13 +228,23 @@ std::vector<models::ChatMessage> chat_messages(const json& body) {
   return out;
 }
 
-std::string completion_prompt(const json& body) {
+// The prompt: a string, or token ids (an array of integers), or an array of one of either.
+void completion_prompt(const json& body, CompletionParams& p) {
   const json* v = field(body, "prompt");
   if (!v) throw bad_field("prompt", "'prompt' is required", "missing_required_parameter");
-  if (v->is_array() && v->size() == 1) v = &(*v)[0];
-  if (!v->is_string()) throw bad_field("prompt", "'prompt' must be a string (or an array of one string)", "invalid_type");
+  if (v->is_array() && v->size() == 1 && ((*v)[0].is_string() || (*v)[0].is_array())) v = &(*v)[0];
+  if (v->is_array()) {
+    if (v->empty()) throw bad_field("prompt", "'prompt' is empty");
+    for (const auto& id : *v) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
+        throw bad_field("prompt", "'prompt' as an array must hold token ids (integers from 0) or one string", "invalid_type");
+      p.prompt_tokens.push_back(int32_t(id.get<int64_t>()));
+    }
+    return;
+  }
+  if (!v->is_string()) throw bad_field("prompt", "'prompt' must be a string, an array of token ids, or an array of one of them", "invalid_type");
   if (v->get_ref<const std::string&>().empty()) throw bad_field("prompt", "'prompt' is empty");
-  return v->get<std::string>();
+  p.prompt = v->get<std::string>();
 }
 
 }  // namespace
@@ -251,8 +261,9 @@ CompletionParams parse_chat_request(std::string_view body, const ServedModel& mo
 CompletionParams parse_completion_request(std::string_view body, const ServedModel& model) {
   const json j = parse_object(body);
   CompletionParams p;
-  p.prompt = completion_prompt(j);
+  completion_prompt(j, p);
   parse_common(j, model, p, 16);  // OpenAI's default for /v1/completions
+  p.echo = boolean(j, "echo");
   return p;
 }
 

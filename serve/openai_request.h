@@ -23,7 +23,9 @@ struct ServedModel {
 struct CompletionParams {
   bool chat = false;
   std::vector<models::ChatMessage> messages;  // chat
-  std::string prompt;                         // completion
+  std::string prompt;                         // completion, as text
+  std::vector<int32_t> prompt_tokens;         // completion, as token ids (OpenAI's array form), else empty
+  bool echo = false;                          // completion: the prompt is returned before the completion
   models::SamplerOptions sampling;
   uint32_t max_tokens = 0;                    // 0: until the context is full
   std::vector<std::string> stop;

@@ -31,7 +31,7 @@ json chat_logprobs_json(std::span<const TokenLogprobText> tokens) {
   for (const auto& t : tokens) {
     json top = json::array();
     for (const auto& [token, logprob] : t.top) top.push_back({{"token", token}, {"logprob", logprob}, {"bytes", bytes(token)}});
-    content.push_back({{"token", t.token}, {"logprob", t.logprob}, {"bytes", bytes(t.token)}, {"top_logprobs", top}});
+    content.push_back({{"token", t.token}, {"logprob", t.logprob.value_or(0.0f)}, {"bytes", bytes(t.token)}, {"top_logprobs", top}});
   }
   return {{"content", content}, {"refusal", nullptr}};
 }
@@ -46,13 +46,18 @@ json completion_logprobs_json(std::span<const TokenLogprobText> tokens, size_t& 
   json text = json::array(), logprobs = json::array(), top = json::array(), offsets = json::array();
   for (const auto& t : tokens) {
     text.push_back(t.token);
-    logprobs.push_back(t.logprob);
+    offsets.push_back(offset);
+    offset += t.text_bytes;
+    if (!t.logprob) {
+      logprobs.push_back(nullptr);
+      top.push_back(nullptr);
+      continue;
+    }
+    logprobs.push_back(*t.logprob);
     json alternatives = json::object();
     for (const auto& [token, logprob] : t.top) alternatives.emplace(as_sent(token), logprob);  // the first of equal texts stays
-    alternatives.emplace(as_sent(t.token), t.logprob);
+    alternatives.emplace(as_sent(t.token), *t.logprob);
     top.push_back(alternatives);
-    offsets.push_back(offset);
-    offset += t.token.size();
   }
   return {{"tokens", text}, {"token_logprobs", logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
 }

@@ -24,19 +24,22 @@ struct ResponseHeader {
 };
 
 // A token's log-probabilities as an answer lists them: its text (the bytes it stands for) and
-// its alternatives', most likely first.
+// its alternatives', most likely first. No logprob: a prompt's first token (nothing before it to
+// score it), listed with null. text_bytes: what it adds to the answer's text (0 for a control
+// token such as BOS, whose `token` is its name).
 struct TokenLogprobText {
   std::string token;
-  float logprob = 0;
+  std::optional<float> logprob;
   std::vector<std::pair<std::string, float>> top;
+  size_t text_bytes = 0;
 };
 // Chat's choice.logprobs: {"content": [{token, logprob, bytes, top_logprobs: [{token, logprob,
 // bytes}]}], "refusal": null}.
 nlohmann::json chat_logprobs_json(std::span<const TokenLogprobText> tokens);
 // The completions' choice.logprobs: {tokens, token_logprobs, top_logprobs: one {token: logprob}
-// object per token holding the alternatives and the chosen token (as OpenAI's does), text_offset:
-// each token's byte offset in the completion, counted from `offset` (the completion's bytes before
-// these tokens), which is moved past them}.
+// object per token holding the alternatives and the chosen token (as OpenAI's does; null where the
+// token has no logprob), text_offset: each token's byte offset in the answer's text, counted from
+// `offset` (the text's bytes before these tokens), which is moved past them}.
 nlohmann::json completion_logprobs_json(std::span<const TokenLogprobText> tokens, size_t& offset);
 
 // `logprobs`: the choice's (null where none were asked).

@@ -30,6 +30,10 @@ struct GenerationRequest {
   // >= 0: each generated token's log-probability and this many alternatives' go to on_logprobs
   // (the end-of-generation token's excluded); -1: none.
   int32_t logprobs = -1;
+  // With logprobs >= 0: on_logprobs first gets the prompt's tokens', from its second token on (each
+  // given the tokens before it), then the generated ones'. The prompt then goes through the
+  // decoder's prefill (every position's logits), not through decode steps.
+  bool prompt_logprobs = false;
   // All are called on the scheduler's thread and must return quickly (queue the text, wake a
   // waiter). on_text gets UTF-8-safe pieces in order; on_logprobs gets a token's log-probabilities
   // before any of its text; on_finish is called exactly once, last.

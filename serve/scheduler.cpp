@@ -73,6 +73,7 @@ void Scheduler::validate(const GenerationRequest& r) const {
   if (r.max_tokens == 0) throw std::invalid_argument("max_tokens must be at least 1");
   models::check_sampling(r.sampling, decoder_.top_k());
   if (r.logprobs >= 0 && !decoder_.has_logprobs()) throw std::invalid_argument("this decoder gives no log-probabilities");
+  if (r.prompt_logprobs && r.logprobs < 0) throw std::invalid_argument("the prompt's log-probabilities need logprobs >= 0");
   if (r.logprobs > int32_t(decoder_.max_top_logprobs()))
     throw std::invalid_argument("log-probabilities of " + std::to_string(r.logprobs) + " alternatives asked; at most " +
                                 std::to_string(decoder_.max_top_logprobs()));
@@ -188,7 +189,7 @@ void Scheduler::drop_cancelled() {
 // (max_prefill_chunk) and kMaxPrefillsPerStep chunks between two decode steps: many short prompts
 // start together, and the streams already decoding wait for at most that much prompt work.
 bool Scheduler::prompt_in_steps(const Sequence& seq) const {
-  return seq.request().prompt.size() <= decoder_.max_step_prompt();
+  return seq.request().prompt.size() <= decoder_.max_step_prompt() && !scores_prompt(seq.request());
 }
 
 void Scheduler::prefill_some() {
@@ -213,9 +214,18 @@ void Scheduler::prefill_chunk(uint32_t slot, uint32_t n) {
   const auto& prompt = seq.request().prompt;
   const auto t0 = std::chrono::steady_clock::now();
   models::StepOutput out;
+  // The prompt's own log-probabilities: row i's logits score the token after it (the last row's
+  // next token is the first generated one: out.logprobs).
+  models::LogitRows on_row;
+  if (scores_prompt(seq.request()))
+    on_row = [&, first = seq.prefilled](uint32_t i, std::span<const float> logits) {
+      const size_t next = size_t(first) + i + 1;
+      if (next < prompt.size() && seq.request().on_logprobs)
+        seq.request().on_logprobs(models::token_logprobs(logits, prompt[next], uint32_t(seq.request().logprobs)));
+    };
   try {
     out = decoder_.prefill(slot, std::span(prompt).subspan(seq.prefilled, n), seq.prefilled, seq.request().sampling,
-                           seq.request().logprobs);
+                           seq.request().logprobs, on_row);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "serve: prefill failed: %s\n", e.what());
     finish(slot, FinishReason::Error);

@@ -122,6 +122,7 @@ class Scheduler {
   bool submit_step();                     // false: no sequence had an entry
   void collect_step(bool deliver = true);
   bool prompt_in_steps(const Sequence& seq) const;  // its prompt runs as entries of decode steps
+  static bool scores_prompt(const GenerationRequest& r) { return r.prompt_logprobs && r.logprobs >= 0; }
   // `token` for the sequence in `slot`, to be decoded at `position`, with its log-probabilities
   // where the request asked for them.
   void accept(uint32_t slot, int32_t token, uint32_t position, const std::optional<models::TokenLogprobs>& logprobs);

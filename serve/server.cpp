@@ -54,11 +54,21 @@ int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// Tokens' log-probabilities with their text, for the answer.
-std::vector<TokenLogprobText> logprob_texts(const models::Tokenizer& tokenizer, const std::vector<models::TokenLogprobs>& v) {
+// A token as an answer lists it (its logprob and alternatives filled in by the caller).
+TokenLogprobText token_text(const models::Tokenizer& tokenizer, int32_t id) {
+  const int32_t one[] = {id};
+  return {std::string(tokenizer.token_bytes(id)), std::nullopt, {}, tokenizer.decode(one, false).size()};
+}
+
+// Tokens' log-probabilities with their text, for the answer; `first`: a prompt's first token
+// before them (unscored).
+std::vector<TokenLogprobText> logprob_texts(const models::Tokenizer& tokenizer, const std::vector<models::TokenLogprobs>& v,
+                                            std::optional<int32_t> first = std::nullopt) {
   std::vector<TokenLogprobText> out;
+  if (first) out.push_back(token_text(tokenizer, *first));
   for (const auto& lp : v) {
-    TokenLogprobText t{std::string(tokenizer.token_bytes(lp.chosen.token)), lp.chosen.logprob, {}};
+    TokenLogprobText t = token_text(tokenizer, lp.chosen.token);
+    t.logprob = lp.chosen.logprob;
     for (const auto& a : lp.top) t.top.emplace_back(std::string(tokenizer.token_bytes(a.token)), a.logprob);
     out.push_back(std::move(t));
   }
@@ -66,11 +76,11 @@ std::vector<TokenLogprobText> logprob_texts(const models::Tokenizer& tokenizer, 
 }
 
 // A choice's logprobs: null where the request asked for none. `offset`: the completions' text
-// offset so far (moved on).
+// offset so far (moved on); `first`: as logprob_texts'.
 json logprobs_json(const models::Tokenizer& tokenizer, bool asked, bool chat, const std::vector<models::TokenLogprobs>& v,
-                   size_t& offset) {
+                   size_t& offset, std::optional<int32_t> first = std::nullopt) {
   if (!asked) return nullptr;
-  const auto texts = logprob_texts(tokenizer, v);
+  const auto texts = logprob_texts(tokenizer, v, first);
   return chat ? chat_logprobs_json(texts) : completion_logprobs_json(texts, offset);
 }
 
@@ -167,6 +177,7 @@ void Server::stop(std::chrono::milliseconds drain) {
 }
 
 std::vector<int32_t> Server::encode_prompt(const CompletionParams& p) const {
+  if (!p.prompt_tokens.empty()) return p.prompt_tokens;  // the client's ids, as given
   if (!p.chat) return tokenizer_.encode(p.prompt, true);
   return tokenizer_.encode(tokenizer_.chat_prompt(p.messages, true), false);
 }
@@ -224,6 +235,8 @@ void Server::completion(const httplib::Request& req, httplib::Response& res, boo
     g.max_tokens = p.max_tokens ? p.max_tokens : context - uint32_t(g.prompt.size());
     g.stop = p.stop;
     g.logprobs = p.logprobs;
+    g.prompt_logprobs = p.echo && p.logprobs >= 0;
+    const std::vector<int32_t> prompt = g.prompt;
     auto channel = std::make_shared<TextChannel>();
     g.on_text = [channel](std::string_view text) { channel->push(text); };
     g.on_logprobs = [channel](const models::TokenLogprobs& lp) { channel->push(lp); };
@@ -258,8 +271,12 @@ void Server::completion(const httplib::Request& req, httplib::Response& res, boo
       }
       if (!is_answer(*t->end)) throw unfinished(*t->end);
       size_t offset = 0;
-      send_json(res, 200,
-                completion_json(header, t->text, *t->end, t->usage, logprobs_json(tokenizer_, p.logprobs >= 0, chat, t->logprobs, offset)));
+      // With echo: the prompt's text first, and its tokens' log-probabilities (its first token's null).
+      const std::string text = p.echo ? (p.prompt_tokens.empty() ? p.prompt : tokenizer_.decode(p.prompt_tokens, false)) + t->text
+                                      : t->text;
+      const json logprobs = logprobs_json(tokenizer_, p.logprobs >= 0, chat, t->logprobs, offset,
+                                          p.echo ? std::optional<int32_t>(prompt[0]) : std::nullopt);
+      send_json(res, 200, completion_json(header, text, *t->end, t->usage, logprobs));
     } else {
       auto stream = std::make_shared<Stream>(Stream{channel, ticket, header, p.include_usage, &tokenizer_, p.logprobs >= 0});
       res.set_header("Cache-Control", "no-cache");

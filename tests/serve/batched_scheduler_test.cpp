@@ -30,10 +30,12 @@ class ModelPerSlotDecoder final : public models::BatchDecoder {
   uint32_t max_top_logprobs() const override { return kMaxTopLogprobs; }
 
   models::StepOutput prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos,
-                             const models::SamplerOptions& sampling = {}, int32_t logprobs = -1) override {
+                             const models::SamplerOptions& sampling = {}, int32_t logprobs = -1,
+                             const models::LogitRows& on_row = {}) override {
     EXPECT_LE(tokens.size(), chunk_);
     record({true, slot});
-    models::StepOutput out = models_.at(slot)->prefill(tokens, pos);
+    models::StepOutput out =
+        on_row ? models::prefill_with_rows(*models_.at(slot), tokens, pos, on_row) : models_.at(slot)->prefill(tokens, pos);
     out.token = models::choose_after_step(*models_.at(slot), out, sampling, pos + uint32_t(tokens.size()));
     models::logprobs_after_step(*models_.at(slot), out, logprobs);
     return out;

@@ -159,6 +159,27 @@ TEST_F(Scheduler, LogprobsOfEveryGeneratedToken) {
   auto too_many = request(kPrompt, 3);
   too_many.logprobs = 21;
   EXPECT_THROW(s.submit(std::move(too_many)), std::invalid_argument);
+
+  // With the prompt's: entry i scores prompt token i + 1 from the logits of position i, then the
+  // generated tokens' as before.
+  std::vector<models::TokenLogprobs> scored;
+  auto echo = request(kPrompt, 2);
+  echo.logprobs = 2;
+  echo.prompt_logprobs = true;
+  echo.on_logprobs = [&](const models::TokenLogprobs& lp) { scored.push_back(lp); };
+  const auto prompt = echo.prompt;
+  generate(s, std::move(echo));
+  s.shutdown();
+  ASSERT_EQ(scored.size(), prompt.size() - 1 + 2);
+  auto fresh = make_model();
+  fresh->prefill_all_logits(prompt, 0, [&](uint32_t i, std::span<const float> logits) {
+    if (i + 1 == prompt.size()) return;
+    const auto want = models::token_logprobs(logits, prompt[i + 1], 2);
+    EXPECT_EQ(scored[i].chosen.token, prompt[i + 1]) << i;
+    EXPECT_FLOAT_EQ(scored[i].chosen.logprob, want.chosen.logprob) << i;
+    EXPECT_EQ(scored[i].top[0].token, want.top[0].token) << i;
+  });
+  EXPECT_EQ(scored[prompt.size() - 1].chosen.token, got[0].chosen.token) << "then the generated tokens'";
 }
 
 TEST_F(Scheduler, RejectsRequestsItCannotRun) {

@@ -165,6 +165,34 @@ test('completion logprobs, whole and streamed', async () => {
   assert.deepEqual(merged, lp);
 });
 
+// echo with logprobs (what evaluation harnesses send to score a text): the prompt's tokens with
+// their log-probabilities (the first one's null), then the completion's, which are those of the
+// same request without echo.
+test('echo with logprobs scores the prompt', async () => {
+  const prompt = 'The model reads the prompt';
+  const params = { model: MODEL, prompt, max_tokens: 3, temperature: 0, logprobs: 1 };
+  const plain = await client.completions.create(params);
+  const echo = await client.completions.create({ ...params, echo: true });
+  assert.equal(echo.choices[0].text, prompt + plain.choices[0].text);
+  const lp = echo.choices[0].logprobs, n = echo.usage.prompt_tokens;
+  assert.equal(lp.tokens.length, n + tokenCount(plain));
+  assert.equal(lp.token_logprobs[0], null);
+  assert.equal(lp.top_logprobs[0], null);
+  for (let i = 1; i < lp.tokens.length; ++i) assert.ok(lp.token_logprobs[i] <= 0, `${i}: ${lp.token_logprobs[i]}`);
+  assert.equal(lp.text_offset[n], Buffer.byteLength(prompt), 'the completion starts after the prompt\'s text');
+  const gen = plain.choices[0].logprobs;
+  assert.deepEqual(lp.tokens.slice(n), gen.tokens);
+  gen.token_logprobs.forEach((v, i) => assert.ok(Math.abs(lp.token_logprobs[n + i] - v) < 1e-3, `${i}: ${lp.token_logprobs[n + i]} vs ${v}`));
+  // Token ids as the prompt, alone or in an array of one; a prefix scores its tokens the same.
+  const ids = [1, 2, 3, 4, 5];
+  const score = async (prompt) =>
+    (await client.completions.create({ model: MODEL, prompt, max_tokens: 1, temperature: 0, logprobs: 0, echo: true })).choices[0].logprobs;
+  const [a, b, prefix] = await Promise.all([score(ids), score([ids]), score(ids.slice(0, 4))]);
+  assert.deepEqual(a, b);
+  assert.equal(a.token_logprobs.length, 5 + 1);
+  for (let i = 1; i < 4; ++i) assert.ok(Math.abs(a.token_logprobs[i] - prefix.token_logprobs[i]) < 1e-4, `${i}`);
+});
+
 test('the model list', async () => {
   const list = await client.models.list();
   assert.deepEqual(list.data.map((m) => m.id), [MODEL]);
@@ -262,7 +290,10 @@ const badInputs = [
   ['/v1/chat/completions', { messages: hello, response_format: 'json' }, 400, 'response_format', 'invalid_type'],
   ['/v1/chat/completions', { messages: hello, modalities: ['text', 'audio'] }, 400, 'modalities', 'unsupported_value'],
   ['/v1/chat/completions', { messages: hello, audio: { voice: 'alloy', format: 'wav' } }, 400, 'audio', 'unsupported_value'],
-  ['/v1/completions', { prompt: 'x', echo: true }, 400, 'echo', 'unsupported_value'],
+  ['/v1/completions', { prompt: 'x', echo: true, stream: true }, 400, 'echo', 'unsupported_value'],
+  ['/v1/completions', { prompt: [1, 'a'] }, 400, 'prompt', 'invalid_type'],
+  ['/v1/completions', { prompt: [] }, 400, 'prompt', 'invalid_value'],
+  ['/v1/completions', { prompt: [5000] }, 400, null, 'invalid_value'],
   ['/v1/completions', { prompt: 'x', suffix: 'the end' }, 400, 'suffix', 'unsupported_value'],
   ['/v1/completions', { prompt: 'x', best_of: 3 }, 400, 'best_of', 'unsupported_value'],
   ['/v1/nothing-here', { prompt: 'x' }, 404, null, 'unknown_url'],
