@@ -3,6 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "ops/common/matrix_support.h"
 #include "ops/head/top_k.h"
@@ -36,15 +37,26 @@ Kernel token_logprobs(const OpTarget& target, uint32_t vocab, uint32_t k, uint32
   auto first = let("first", row * stride);
   auto scratch = kb.shared<f32>("scratch", wg);
 
+  // kUnroll loads an invocation has in flight: one workgroup streams the whole row, so the loop
+  // is bound by its loads' latency, not by bandwidth. Elements past the row read its last one and
+  // count for nothing.
+  constexpr uint32_t kUnroll = 8;
+  auto at = [&](Expr<u32> j, uint32_t u) { return let("at", j + u * wg); };
+  auto load = [&](Expr<u32> i) { return Expr<f32>(logits[first + min(i, constant<u32>(vocab - 1))]); };
   auto best = kb.var<f32>("best", -INFINITY);
-  for_range(kb.local_index(), constant<u32>(vocab), constant<u32>(wg), [&](Expr<u32> j) {
-    best = max(Expr<f32>(best), Expr<f32>(logits[first + j]));
+  for_range(kb.local_index(), constant<u32>(vocab), constant<u32>(wg * kUnroll), [&](Expr<u32> j) {
+    for (uint32_t u = 0; u < kUnroll; ++u) best = max(Expr<f32>(best), load(at(j, u)));  // the last one again: no harm
   }, "j");
   auto m = workgroup_max(kb, scratch, Expr<f32>(best), "row_max");
   barrier();  // scratch is read again below
   auto part = kb.var<f32>("part", 0.0f);
-  for_range(kb.local_index(), constant<u32>(vocab), constant<u32>(wg), [&](Expr<u32> j) {
-    part = Expr<f32>(part) + exp(let_precise("below_max", Expr<f32>(logits[first + j]) - m));
+  for_range(kb.local_index(), constant<u32>(vocab), constant<u32>(wg * kUnroll), [&](Expr<u32> j) {
+    std::vector<Expr<f32>> values;
+    for (uint32_t u = 0; u < kUnroll; ++u) values.push_back(let("v", load(at(j, u))));  // all loads first
+    for (uint32_t u = 0; u < kUnroll; ++u) {
+      auto i = at(j, u);
+      part = Expr<f32>(part) + select(i < vocab, exp(let_precise("below_max", values[u] - m)), constant<f32>(0.0f));
+    }
   }, "j");
   auto sum = workgroup_add(kb, scratch, Expr<f32>(part), "row_sum");
   auto log_sum = let("log_sum", log(sum));
