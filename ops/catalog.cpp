@@ -219,7 +219,7 @@ const std::vector<CatalogEntry>& catalog() {
       {"vocab_draw_final", "the same, second pass",
        [](T t) { return plan_vocab_draw_final(t, kVocab).kernel; }},
       {"token_logprobs", "log-probabilities of each sequence's token and its 20 best alternatives (a row per sequence)",
-       [](T t) { return plan_token_logprobs(t, kVocab, kMaxTopK, 20, 64).kernel; }},
+       [](T t) { return plan_token_logprobs(t, kVocab, 20, 20, 64, 20).kernel; }},
       {"stream_read", "bandwidth probe of the bench", [](T t) { return stream_read(t); }},
       {"saxpy", "y = a * x + y (tutorial)", [](T) { return saxpy(); }},
       {"workgroup_sum", "partial sums through shared memory (tutorial)",

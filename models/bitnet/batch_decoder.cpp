@@ -37,12 +37,13 @@ void check_logprobs(int32_t logprobs, uint32_t most) {
 uint64_t round_up(uint64_t bytes, uint64_t align) { return (bytes + align - 1) / align * align; }
 
 // Which draws a step's outputs ask for (tail_kind's arguments): each output is greedy, drawn from
-// its top-k, or drawn over the whole vocabulary; and whether any asks for log-probabilities.
+// its top-k, or drawn over the whole vocabulary; and whether any asks for log-probabilities, with
+// alternatives or not.
 struct Draws {
-  bool greedy = false, sampled = false, vocabulary = false, logprobs = false;
+  bool greedy = false, sampled = false, vocabulary = false, logprobs = false, logprob_top = false;
   void add(const models::SamplerOptions& s, int32_t top_logprobs = -1) {
     const bool g = models::is_greedy(s), v = models::draws_over_vocabulary(s);
-    greedy |= g, vocabulary |= v, sampled |= !g && !v, logprobs |= top_logprobs >= 0;
+    greedy |= g, vocabulary |= v, sampled |= !g && !v, logprobs |= top_logprobs >= 0, logprob_top |= top_logprobs > 0;
   }
 };
 
@@ -146,8 +147,13 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
   // lm_head_batch: the full head off tensor cores, and always for draws over the vocabulary and
   // log-probabilities (they take lm_head's f32 bits).
   batch.add(ops::plan_lm_head_batch(t, vocab, model.config().dim, model.pipelines().split.rows_per_part), lm_head_);
-  top_logprobs_ = std::min(kMaxTopLogprobs, k);
-  batch.add(ops::plan_token_logprobs(t, vocab, k, top_logprobs_, slots), token_logprobs_);
+  // Log-probabilities: the alternatives from a top-k of their own (kMaxTopLogprobs, far cheaper
+  // than the model's 128 for sampling), or none.
+  top_logprobs_ = std::min(kMaxTopLogprobs, vocab);
+  batch.add(ops::plan_top_k_partial(t, vocab, top_logprobs_, true), logprob_top_partial_);
+  batch.add(ops::plan_top_k_merge(t, vocab, top_logprobs_, true), logprob_top_merge_);
+  batch.add(ops::plan_token_logprobs(t, vocab, top_logprobs_, top_logprobs_, slots, top_logprobs_), token_logprobs_);
+  batch.add(ops::plan_token_logprobs(t, vocab, 0, 0, slots, top_logprobs_), token_logprobs_bare_);
   batch.build(ctx, codegen::default_shader_cache());
   const auto& c = model.config();
   const auto& p = model.pipelines();
@@ -262,6 +268,11 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
     L.source_words = uint32_t(source_bytes / 4);
     L.out_staging = make(2 * L.token_sources.size(), "output tokens' staging", u32, true);
     L.logprob_staging = make(2 * 4ull * ops::token_logprob_words(top_logprobs_) * outs, "log-probabilities' staging", u32, true);
+    const uint64_t groups = ops::top_k_plan(t, vocab, top_logprobs_).groups;
+    L.logprob_part_values = make(4ull * groups * top_logprobs_ * outs, "log-probabilities' top-k partial values", f32);
+    L.logprob_part_indices = make(4ull * groups * top_logprobs_ * outs, "log-probabilities' top-k partial indices", u32);
+    L.logprob_top_values = make(4ull * top_logprobs_ * outs, "log-probabilities' top-k values", f32);
+    L.logprob_top_indices = make(4ull * top_logprobs_ * outs, "log-probabilities' top-k indices", u32);
   }
   if (p.top_k) {
     L.top_part_values = make(4ull * p.top_k_plan.groups * p.top_k * outs, "top-k partial values", f32);
@@ -411,7 +422,7 @@ uint64_t BitNetBatchDecoder::submit(std::span<const Entry> batch) {
   for (size_t i = 0; i < batch.size(); ++i)
     if (f.has_output(i)) draws.add(batch[i].sampling, batch[i].logprobs);
   Tail& tail = tail_for(std::min(std::bit_ceil(f.outputs), slots_),
-                        tail_kind(draws.greedy, draws.sampled, draws.vocabulary, draws.logprobs));
+                        tail_kind(draws.greedy, draws.sampled, draws.vocabulary, draws.logprobs, draws.logprob_top));
   f.kind = tail.kind;
   Lanes& L = *lanes_;
   // This step's inputs, into the staging half of its parity (the step two before, which used it,
@@ -479,13 +490,14 @@ std::vector<models::StepOutput> BitNetBatchDecoder::read_candidates(const InFlig
   const Lanes& L = *lanes_;
   const uint32_t k = top_k();
   std::vector<models::StepOutput> out(f.batch.size());
-  if (!k) return out;
   for (size_t i = 0; i < f.batch.size(); ++i) {
     if (!f.has_output(i)) continue;
     const uint64_t row = f.lane_of[i];
-    const auto ids = L.top_indices.download<uint32_t>(row * k * 4, k);
-    out[i].top_ids.assign(ids.begin(), ids.end());
-    out[i].top_logits = L.top_values.download<float>(row * k * 4, k);
+    if (k) {
+      const auto ids = L.top_indices.download<uint32_t>(row * k * 4, k);
+      out[i].top_ids.assign(ids.begin(), ids.end());
+      out[i].top_logits = L.top_values.download<float>(row * k * 4, k);
+    }
     if (models::draws_over_vocabulary(f.batch[i].sampling) || f.batch[i].logprobs >= 0)
       out[i].logits = L.logits.download<float>(row * L.logits_stride, vocab_size());
   }

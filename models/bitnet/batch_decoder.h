@@ -141,8 +141,8 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   uint64_t device_bytes() const override { return device_bytes_; }
   uint32_t step_capacity() const override { return capacity_; }
   uint32_t max_step_prompt() const override { return options_.prompt_lanes; }
-  // On the device (ops/head/token_logprobs.h) from lm_head_batch's f32 logits, the alternatives
-  // from the model's top-k; a prefill's output's on the host from the model's logits.
+  // On the device (ops/head/token_logprobs.h) from lm_head_batch's f32 logits; a prefill's
+  // output's on the host from the model's logits.
   bool has_logprobs() const override { return true; }
   uint32_t max_top_logprobs() const override { return top_logprobs_; }
 
@@ -188,10 +188,11 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   // the greedy ones beside them); full: every logit, its argmax (the other outputs' argmax) and
   // the top-k and draws of sampled outputs (top_k: the full head's top-k and draw from it, for
   // outputs drawn from their top-k without the lists, and returned candidates); vocabulary: also
-  // the draw over every logit, for outputs with top_k 0; logprobs: every logit and its top-k, and
-  // the log-probabilities of the outputs that ask for them (Entry::logprobs).
+  // the draw over every logit, for outputs with top_k 0; logprobs: every logit and the
+  // log-probabilities of the outputs that ask for them (Entry::logprobs), with logprob_top the
+  // alternatives' (a top-k of their own).
   struct TailKind {
-    bool pruned = false, listed = false, full = true, top_k = false, vocabulary = false, logprobs = false;
+    bool pruned = false, listed = false, full = true, top_k = false, vocabulary = false, logprobs = false, logprob_top = false;
     bool operator==(const TailKind&) const = default;
   };
   struct Tail {
@@ -233,8 +234,8 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   Tail& tail_for(uint32_t rows, TailKind kind);
   // The tail a step's outputs need: `greedy`, whether any is greedy; `sampled`, whether any draws
   // from its top-k; `vocabulary`, whether any draws over every logit; `logprobs`, whether any asks
-  // for log-probabilities.
-  TailKind tail_kind(bool greedy, bool sampled, bool vocabulary, bool logprobs = false) const;
+  // for log-probabilities; `logprob_top`, whether any asks for alternatives too.
+  TailKind tail_kind(bool greedy, bool sampled, bool vocabulary, bool logprobs = false, bool logprob_top = false) const;
   std::unique_ptr<rt::Graph> record_step(uint32_t lanes, const BlockProjections& projections);
   std::unique_ptr<rt::Graph> record_tail(uint32_t rows, const Tail& tail);
   // The recordings a step of `bucket` lanes, all of them with outputs drawn under `sampling`,
@@ -281,10 +282,10 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   // Outputs with top_k 0: the draw over every logit (ops/head/sample_vocabulary.h), a row each.
   std::vector<ops::PlannedPipeline> vocab_mass_histogram_, vocab_mass_select_;
   std::optional<ops::PlannedPipeline> vocab_draw_partial_, vocab_draw_final_;
-  // Outputs' log-probabilities, with up to top_logprobs_ alternatives (the model's top-k, at most
-  // kMaxTopLogprobs), into the staging half of their step's parity.
+  // Outputs' log-probabilities, with up to top_logprobs_ alternatives (kMaxTopLogprobs, from a
+  // top-k of that many) or none (bare), into the staging half of their step's parity.
   uint32_t top_logprobs_ = 0;
-  std::optional<ops::PlannedPipeline> token_logprobs_;
+  std::optional<ops::PlannedPipeline> logprob_top_partial_, logprob_top_merge_, token_logprobs_, token_logprobs_bare_;
   std::unique_ptr<Lanes> lanes_;
   // The tails' pipelines that depend on the row count, by row count (shared by every kind; before
   // the recordings, which outlive them otherwise).

@@ -29,6 +29,7 @@ struct BitNetBatchDecoder::Lanes {
   // The outputs' log-probabilities (ops/head/token_logprobs.h), written by the tail into the half
   // of their step's parity.
   rt::Buffer logprob_staging;
+  rt::Buffer logprob_part_values, logprob_part_indices, logprob_top_values, logprob_top_indices;  // their alternatives' top-k
   rt::Buffer x, q8, act, q, k, v, attn, ffn, up, xn, xh;
   std::vector<rt::Buffer> k_cache, v_cache;  // per layer: [slots][context][kv_words]
   rt::Buffer partials, counters, logits, arg_values, arg_indices, top_part_values, top_part_indices, top_values, top_indices;

@@ -27,27 +27,28 @@ void BitNetBatchDecoder::record_all_buckets() {
     for (bool greedy : {true, false})
       for (bool sampled : {true, false})
         for (bool vocabulary : {false, true})
-          for (bool logprobs : {false, true})
+          for (int logprobs : {0, 1, 2})  // none, without alternatives, with them
             if ((greedy || sampled || vocabulary) && (top_k() || !(sampled || vocabulary)))
-              tail_for(rows, tail_kind(greedy, sampled, vocabulary, logprobs));
+              tail_for(rows, tail_kind(greedy, sampled, vocabulary, logprobs > 0, logprobs > 1));
     if (rows == slots_) break;
   }
 }
 
-BitNetBatchDecoder::TailKind BitNetBatchDecoder::tail_kind(bool greedy, bool sampled, bool vocabulary, bool logprobs) const {
+BitNetBatchDecoder::TailKind BitNetBatchDecoder::tail_kind(bool greedy, bool sampled, bool vocabulary, bool logprobs,
+                                                           bool logprob_top) const {
   TailKind kind;
   // Outputs drawn from their top-k take the candidate lists wherever there are any, so that their
   // logits do not depend on what else the step carries; greedy ones beside them take the lists too.
   kind.listed = listed_head_ && sampled;
   kind.pruned = pruned_head_ && greedy && !kind.listed;
   // Every logit: for greedy outputs without the pruned head, draws over the vocabulary, draws from
-  // the top-k without the lists, the candidates decode() returns, and log-probabilities (their
-  // alternatives from the top-k).
+  // the top-k without the lists, the candidates decode() returns, and log-probabilities.
   kind.full = (greedy && !pruned_head_) || vocabulary || (sampled && !kind.listed) || (options_.return_candidates && top_k()) ||
               logprobs;
-  kind.top_k = top_k() && ((sampled && !kind.listed) || options_.return_candidates || logprobs);
+  kind.top_k = top_k() && ((sampled && !kind.listed) || options_.return_candidates);
   kind.vocabulary = vocabulary;
   kind.logprobs = logprobs;
+  kind.logprob_top = logprobs && logprob_top;
   return kind;
 }
 
@@ -261,12 +262,21 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_tail(uint32_t rows, const 
   }
   // Last before the count moves on: the log-probabilities of the tokens chosen above, into the
   // staging half of this step's parity.
-  if (tail.kind.logprobs) {
-    std::vector<rt::Arg> args = {{"counter", L.step_count}, {"logits", L.logits}, {"sources", L.token_sources},
-                                 {"select", L.logprob_select}};
-    if (top_logprobs_) args.insert(args.end(), {{"top_values", L.top_values}, {"top_indices", L.top_indices}});
-    args.push_back({"out", L.logprob_staging});
-    token_logprobs_->dispatch(g, args, rt::push(stride), rows);
+  if (tail.kind.logprob_top) {
+    logprob_top_partial_->dispatch(g, {{"values", L.logits}, {"part_values", L.logprob_part_values},
+                                       {"part_indices", L.logprob_part_indices}},
+                                   rt::push(stride), rows);
+    logprob_top_merge_->dispatch(g, {{"part_values", L.logprob_part_values}, {"part_indices", L.logprob_part_indices},
+                                     {"top_values", L.logprob_top_values}, {"top_indices", L.logprob_top_indices}},
+                                 {}, rows);
+    token_logprobs_->dispatch(g, {{"counter", L.step_count}, {"logits", L.logits}, {"sources", L.token_sources},
+                                  {"select", L.logprob_select}, {"top_values", L.logprob_top_values},
+                                  {"top_indices", L.logprob_top_indices}, {"out", L.logprob_staging}},
+                              rt::push(stride), rows);
+  } else if (tail.kind.logprobs) {
+    token_logprobs_bare_->dispatch(g, {{"counter", L.step_count}, {"logits", L.logits}, {"sources", L.token_sources},
+                                       {"select", L.logprob_select}, {"out", L.logprob_staging}},
+                                   rt::push(stride), rows);
   }
   return finish();
 }

@@ -11,16 +11,17 @@
 namespace bdsl::ops {
 using namespace bdsl::dsl;
 
-Kernel token_logprobs(const OpTarget& target, uint32_t vocab, uint32_t k, uint32_t top, uint32_t capacity) {
+Kernel token_logprobs(const OpTarget& target, uint32_t vocab, uint32_t k, uint32_t top, uint32_t capacity, uint32_t row_top) {
   if (vocab == 0 || capacity == 0) throw std::invalid_argument("token_logprobs: no logits or no rows");
   if (top > k || k > kMaxTopK)
     throw std::invalid_argument("token_logprobs: " + std::to_string(top) + " alternatives of " + std::to_string(k) +
                                 " candidates (at most " + std::to_string(kMaxTopK) + ")");
+  if (row_top < top) throw std::invalid_argument("token_logprobs: rows laid out for fewer alternatives than written");
   // A workgroup a row: the row's logits are read twice (its max, then its sum), the second time
   // from the L2. A server asks this of a few rows a step, beside a full LM head.
   const uint32_t wg = subgroup_multiple_workgroup(target, 1024);
-  const uint32_t words = token_logprob_words(top);
-  KernelBuilder kb("token_logprobs_" + std::to_string(vocab) + "_top" + std::to_string(top), {wg, 1, 1});
+  const uint32_t words = token_logprob_words(row_top);
+  KernelBuilder kb("token_logprobs_" + std::to_string(vocab) + "_top" + std::to_string(top) + "_of" + std::to_string(row_top), {wg, 1, 1});
   auto counter = kb.buffer<u32>("counter", Access::Read);
   auto logits = kb.buffer<f32>("logits", Access::Read);
   auto sources = kb.buffer<u32>("sources", Access::Read);
@@ -81,8 +82,8 @@ Kernel token_logprobs(const OpTarget& target, uint32_t vocab, uint32_t k, uint32
   return kb.build();
 }
 
-Plan plan_token_logprobs(const OpTarget& target, uint32_t vocab, uint32_t k, uint32_t top, uint32_t capacity) {
-  return {token_logprobs(target, vocab, k, top, capacity), [](uint32_t rows) { return rt::Grid{1, rows}; }};
+Plan plan_token_logprobs(const OpTarget& target, uint32_t vocab, uint32_t k, uint32_t top, uint32_t capacity, uint32_t row_top) {
+  return {token_logprobs(target, vocab, k, top, capacity, row_top), [](uint32_t rows) { return rt::Grid{1, rows}; }};
 }
 
 }  // namespace bdsl::ops

@@ -9,7 +9,7 @@
 // likely first) by the same formula, so a token among them gets the same value twice.
 // CPU twin: models::token_logprobs (models/logprobs.h), the same formula in double.
 //
-// token_logprobs(target, vocab, k, top, capacity):
+// token_logprobs(target, vocab, k, top, capacity, row_top):
 //   bindings  0 counter      u32 read   [1]: the step count; rows go to half (counter % 2)
 //             1 logits       f32 read   row y at y * stride (push constant stride, u32)
 //             2 sources      u32 read   the tokens
@@ -17,9 +17,10 @@
 //                                       row writes nothing
 //             4 top_values   f32 read   [rows * k], row y's k best logits (top > 0 only)
 //             5 top_indices  u32 read   [rows * k], their ids (top > 0 only)
-//             6 out          u32 write  [2 * capacity * token_logprob_words(top)]: row y's words at
-//                                       (counter % 2) * capacity * words + y * words: the token, its
-//                                       log-probability's f32 bits, then `top` pairs (id, bits)
+//             6 out          u32 write  [2 * capacity * words], words = token_logprob_words(row_top):
+//                                       row y's at (counter % 2) * capacity * words + y * words: the
+//                                       token, its log-probability's f32 bits, then `top` pairs (id,
+//                                       bits) (room for row_top >= top)
 //   grid: (1, rows), rows <= capacity. vocab >= 1; top <= k <= kMaxTopK.
 #pragma once
 #include <cstdint>
@@ -33,8 +34,8 @@ namespace bdsl::ops {
 inline constexpr uint32_t kNoLogprobs = 0xffffffffu;
 inline constexpr uint32_t token_logprob_words(uint32_t top) { return 2 + 2 * top; }
 
-dsl::Kernel token_logprobs(const OpTarget& target, uint32_t vocab, uint32_t k, uint32_t top, uint32_t capacity);
+dsl::Kernel token_logprobs(const OpTarget& target, uint32_t vocab, uint32_t k, uint32_t top, uint32_t capacity, uint32_t row_top);
 // With its grid (ops/plan.h); the count is the rows.
-Plan plan_token_logprobs(const OpTarget& target, uint32_t vocab, uint32_t k, uint32_t top, uint32_t capacity);
+Plan plan_token_logprobs(const OpTarget& target, uint32_t vocab, uint32_t k, uint32_t top, uint32_t capacity, uint32_t row_top);
 
 }  // namespace bdsl::ops

@@ -115,26 +115,30 @@ TEST_F(BatchDecoder, LogprobsAreTheLogSoftmaxOfTheLogitsTheTokenCameFrom) {
   }
 }
 
-// More alternatives than the decoder gives are refused, naming both counts.
-TEST_F(BatchDecoder, TooManyLogprobAlternativesAreRefused) {
+// A greedy-only model (no top-k) gives alternatives too (a top-k of their own); more than 20 are
+// refused, naming both counts.
+TEST_F(BatchDecoder, LogprobAlternativesWithoutTheModelsTopK) {
   const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
-  bitnet::ModelOptions o;
-  o.top_k = 8;
-  bitnet::BitNetModel model(ctx(), file, config, o);
-  bitnet::BitNetBatchDecoder dec(ctx(), model, 2);
-  EXPECT_EQ(dec.max_top_logprobs(), 8u);  // the model's top-k
+  bitnet::BitNetModel model(ctx(), file, config);
+  ASSERT_EQ(model.top_k(), 0u);
+  bitnet::BitNetBatchDecoder dec(ctx(), model, 2, {.return_candidates = true});
+  EXPECT_EQ(dec.max_top_logprobs(), 20u);
+  std::vector<Asked> both = {{{0, prompt_of(70, 4, config.vocab_size), {}}, 3}, {{1, prompt_of(71, 5, config.vocab_size), {}}, 0}};
+  run_asking(dec, both, 4);
+  for (const auto& a : both)
+    for (uint32_t i = 1; i < 4; ++i) expect_logprobs_of(a.got[i], a.logits[i], "step " + std::to_string(i));
   models::BatchDecoder::Entry e{0, 1, 0, {}};
-  e.logprobs = 9;
+  e.logprobs = 21;
   try {
     dec.decode(std::span(&e, 1));
-    FAIL() << "9 alternatives of 8";
+    FAIL() << "21 alternatives of 20";
   } catch (const std::invalid_argument& ex) {
-    EXPECT_NE(std::string(ex.what()).find("9 alternatives"), std::string::npos) << ex.what();
-    EXPECT_NE(std::string(ex.what()).find("at most 8"), std::string::npos) << ex.what();
+    EXPECT_NE(std::string(ex.what()).find("21 alternatives"), std::string::npos) << ex.what();
+    EXPECT_NE(std::string(ex.what()).find("at most 20"), std::string::npos) << ex.what();
   }
   const int32_t prompt[] = {1, 2};
-  EXPECT_THROW(dec.prefill(1, prompt, 0, {}, 9), std::invalid_argument);
+  EXPECT_THROW(dec.prefill(1, prompt, 0, {}, 21), std::invalid_argument);
 }
 
 }  // namespace

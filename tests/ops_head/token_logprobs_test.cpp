@@ -19,7 +19,7 @@ class TokenLogprobs : public OpsMatrix {
   // returns the whole out buffer. select[y]: where row y's token is in `sources`.
   std::vector<uint32_t> run_rows(const std::vector<std::vector<float>>& rows, uint32_t stride, uint32_t capacity, uint32_t k,
                                  uint32_t top, const std::vector<uint32_t>& sources, const std::vector<uint32_t>& select,
-                                 uint32_t count) {
+                                 uint32_t count, uint32_t row_top) {
     const auto vocab = uint32_t(rows[0].size());
     std::vector<float> logits(size_t{stride} * rows.size(), -7.0f);  // between rows: never read
     std::vector<float> top_values(std::max<size_t>(1, size_t{k} * rows.size()));  // one unread word without top-k
@@ -32,12 +32,12 @@ class TokenLogprobs : public OpsMatrix {
         top_values[y * k + i] = rows[y][size_t(best.top[i].token)];
       }
     }
-    const uint32_t words = ops::token_logprob_words(top);
+    const uint32_t words = ops::token_logprob_words(row_top);
     rt::Buffer counter = buffer_of(std::vector<uint32_t>{count}, "counter");
     rt::Buffer lb = buffer_of(logits, "logits"), sb = buffer_of(sources, "sources"), selb = buffer_of(select, "select");
     rt::Buffer tv = buffer_of(top_values, "top_values"), ti = buffer_of(top_indices, "top_indices");
     rt::Buffer out = buffer_of(std::vector<uint32_t>(2 * capacity * words, kUntouched), "out");
-    rt::Pipeline p = pipeline(ops::token_logprobs(target(), vocab, k, top, capacity));
+    rt::Pipeline p = pipeline(ops::token_logprobs(target(), vocab, k, top, capacity, row_top));
     rt::Graph g(ctx());
     std::vector<rt::Arg> args = {{"counter", counter}, {"logits", lb}, {"sources", sb}, {"select", selb}};
     if (top) args.insert(args.end(), {{"top_values", tv}, {"top_indices", ti}});
@@ -66,7 +66,7 @@ TEST_F(TokenLogprobs, EachAskingRowGetsItsTokensAndAlternativesInItsHalf) {
     const std::vector<uint32_t> select = {1, 2, ops::kNoLogprobs};
     for (uint32_t count : {0u, 5u}) {
       SCOPED_TRACE(testing::Message() << "count " << count);
-      const auto out = run_rows(rows, stride, capacity, k, top, sources, select, count);
+      const auto out = run_rows(rows, stride, capacity, k, top, sources, select, count, top);
       const uint32_t words = ops::token_logprob_words(top), half = count % 2 * capacity * words;
       for (uint32_t y = 0; y < 2; ++y) {
         const auto token = int32_t(sources[select[y]]);
@@ -88,16 +88,17 @@ TEST_F(TokenLogprobs, EachAskingRowGetsItsTokensAndAlternativesInItsHalf) {
 }
 
 // Extreme logits: a spread where most exp() underflow, and a flat row (each log(1 / vocab)); no
-// alternatives asked (k and top 0, the kernel binds no top-k).
+// alternatives asked (k and top 0, the kernel binds no top-k), rows laid out for 3 (row 1 at word 8).
 TEST_F(TokenLogprobs, ExtremeAndFlatRowsWithoutAlternatives) {
   const uint32_t vocab = 5000, stride = 5008;
   std::vector<float> spread = random_floats(vocab, 3, 2000.0f);
   const std::vector<float> flat(vocab, 0.25f);
   const std::vector<uint32_t> sources = {17, 4999};
-  const auto out = run_rows({spread, flat}, stride, 2, 0, 0, sources, {0, 1}, 0);
+  const auto out = run_rows({spread, flat}, stride, 2, 0, 0, sources, {0, 1}, 0, 3);
   expect_near_logprob(std::bit_cast<float>(out[1]), models::token_logprobs(spread, 17, 0).chosen.logprob, "spread");
-  expect_near_logprob(std::bit_cast<float>(out[3]), -std::log(float(vocab)), "flat");
-  EXPECT_EQ(out[2], 4999u);
+  expect_near_logprob(std::bit_cast<float>(out[9]), -std::log(float(vocab)), "flat");
+  EXPECT_EQ(out[8], 4999u);
+  for (uint32_t i : {2u, 7u, 10u}) EXPECT_EQ(out[i], kUntouched) << "word " << i;
 }
 
 }  // namespace
