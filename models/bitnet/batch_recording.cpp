@@ -40,7 +40,9 @@ BitNetBatchDecoder::TailKind BitNetBatchDecoder::tail_kind(bool greedy, bool sam
   // Outputs drawn from their top-k take the candidate lists wherever there are any, so that their
   // logits do not depend on what else the step carries; greedy ones beside them take the lists too.
   kind.listed = listed_head_ && sampled;
-  kind.pruned = pruned_head_ && greedy && !kind.listed;
+  // A tail with every logit (for log-probabilities) takes greedy outputs' argmax from them: the
+  // same bits (lm_head_batch is lm_head's arithmetic, ties to the lower id) without the bounds pass.
+  kind.pruned = pruned_head_ && greedy && !kind.listed && !logprobs;
   // Every logit: for greedy outputs without the pruned head, draws over the vocabulary, draws from
   // the top-k without the lists, the candidates decode() returns, and log-probabilities.
   kind.full = (greedy && !pruned_head_) || vocabulary || (sampled && !kind.listed) || (options_.return_candidates && top_k()) ||
