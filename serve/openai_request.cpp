@@ -25,6 +25,8 @@ json parse_object(std::string_view body) {
     if (std::string_view(e.what()).find("UTF-8") != std::string_view::npos)
       throw ApiError(400, "the request body is not valid UTF-8 text", std::nullopt, "invalid_utf8");
     throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what(), std::nullopt, "invalid_json");
+  } catch (const json::exception& e) {  // what parses but cannot be held, such as a number past a double's range
+    throw ApiError(400, std::string("the request body cannot be read: ") + e.what(), std::nullopt, "invalid_json");
   }
   if (!j.is_object()) throw ApiError(400, "the request body must be a JSON object", std::nullopt, "invalid_json");
   return j;

@@ -251,6 +251,7 @@ const longPrompt = 'the model reads '.repeat(200);
 const badInputs = [
   ['/v1/chat/completions', '{"messages": [', 400, null, 'invalid_json'],
   ['/v1/chat/completions', '[1, 2]', 400, null, 'invalid_json'],
+  ['/v1/completions', '{"prompt": "x", "max_tokens": 1e999}', 400, null, 'invalid_json'],
   ['/v1/chat/completions', { model: MODEL }, 400, 'messages', 'missing_required_parameter'],
   ['/v1/chat/completions', { messages: 'hi' }, 400, 'messages', 'invalid_type'],
   ['/v1/chat/completions', { messages: [] }, 400, 'messages', 'empty_array'],

@@ -1,0 +1,39 @@
+// libFuzzer target for the OpenAI request parser (bodies come straight from HTTP clients): the
+// input is a request body, parsed as chat and as a completion. Every refusal must be an ApiError
+// with a 4xx status (anything else escaping, a crash or a sanitizer report is a failure), and what
+// is accepted must be within what the server can run: max_tokens within the context, sampling
+// settings in range, at most 20 alternatives' log-probabilities, a non-empty prompt.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include "serve/api_error.h"
+#include "serve/openai_request.h"
+
+namespace {
+
+void check(const bdsl::serve::CompletionParams& p, const bdsl::serve::ServedModel& model) {
+  const auto& s = p.sampling;
+  const bool ok = p.max_tokens <= model.context_length && s.temperature >= 0 && s.temperature <= 2 && s.top_p >= 0 &&
+                  s.top_p <= 1 && s.min_p >= 0 && s.min_p <= 1 && s.top_k <= 128 && p.logprobs >= -1 &&
+                  p.logprobs <= model.max_top_logprobs && (p.chat ? !p.messages.empty() : !(p.prompt.empty() && p.prompt_tokens.empty())) &&
+                  p.stop.size() <= 4 && !(p.echo && p.stream);
+  if (!ok) std::abort();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
+  const std::string_view body(reinterpret_cast<const char*>(data), size);
+  const bdsl::serve::ServedModel model{"tiny", 256, 128, 20};
+  for (bool chat : {true, false}) {
+    try {
+      check(chat ? bdsl::serve::parse_chat_request(body, model) : bdsl::serve::parse_completion_request(body, model), model);
+    } catch (const bdsl::serve::ApiError& e) {
+      if (e.status < 400 || e.status >= 500) std::abort();
+    }
+  }
+  return 0;
+}
