@@ -12,7 +12,8 @@ TokenLogprobs token_logprobs(std::span<const float> logits, int32_t token, uint3
     throw std::out_of_range("token " + std::to_string(token) + " outside " + std::to_string(logits.size()) + " logits");
   const double m = *std::max_element(logits.begin(), logits.end());
   double sum = 0;
-  for (float l : logits) sum += std::exp(double(l) - m);
+  const float mf = float(m);  // the largest logit itself: l - mf is exact near the top, where it matters
+  for (float l : logits) sum += double(std::exp(l - mf));  // f32 exp, summed in double: ~1e-7 relative
   const double log_sum = std::log(sum);
   auto logprob = [&](int32_t id) { return float((double(logits[size_t(id)]) - m) - log_sum); };
   TokenLogprobs r{{token, logprob(token)}, {}};
