@@ -301,7 +301,8 @@ BitNetBatchDecoder::~BitNetBatchDecoder() {
   for (auto& s : steps_)
     if (s.graph && s.graph->last_ticket()) s.graph->wait(s.graph->last_ticket());
   for (auto& t : tails_)
-    if (t.graph && t.graph->last_ticket()) t.graph->wait(t.graph->last_ticket());
+    for (auto* graph : {t.graph.get(), t.with_layers.get()})
+      if (graph && graph->last_ticket()) graph->wait(graph->last_ticket());
 }
 
 uint32_t BitNetBatchDecoder::bucket_for(uint32_t entries) const {
@@ -461,10 +462,16 @@ uint64_t BitNetBatchDecoder::submit(std::span<const Entry> batch) {
   }
   // Back to back: each replay ends with a barrier to what follows, so the tail reads the layers' x
   // (and the next step what this one's tail wrote).
-  f.step = step.graph.get();
-  f.step_ticket = step.graph->submit();
-  f.tail = tail.graph.get();
-  f.tail_ticket = tail.graph->submit();
+  if (step.lanes == 1) {  // one submission: the layers and the tail in one command buffer
+    if (!tail.with_layers) tail.with_layers = record_one_lane(step, tail);
+    f.step = f.tail = tail.with_layers.get();
+    f.step_ticket = f.tail_ticket = tail.with_layers->submit();
+  } else {
+    f.step = step.graph.get();
+    f.step_ticket = step.graph->submit();
+    f.tail = tail.graph.get();
+    f.tail_ticket = tail.graph->submit();
+  }
   ++steps_run_;
   f.ticket = ++tickets_;
   // What the next step's `previous` entries name: where each output's token is left.
@@ -482,7 +489,8 @@ void BitNetBatchDecoder::wait_in_flight() {
   for (auto& s : steps_)
     if (s.graph->last_ticket()) s.graph->wait(s.graph->last_ticket());
   for (auto& t : tails_)
-    if (t.graph->last_ticket()) t.graph->wait(t.graph->last_ticket());
+    for (auto* graph : {t.graph.get(), t.with_layers.get()})
+      if (graph && graph->last_ticket()) graph->wait(graph->last_ticket());
 }
 
 std::vector<models::StepOutput> BitNetBatchDecoder::read_candidates(const InFlight& f) {
@@ -554,7 +562,10 @@ std::array<const rt::Graph*, 2> BitNetBatchDecoder::recorded(uint32_t bucket, co
   draws.add(sampling);
   const TailKind kind = tail_kind(draws.greedy, draws.sampled, draws.vocabulary);
   for (const auto& t : tails_)
-    if (t.rows == std::min(bucket, slots_) && t.kind == kind) r[1] = t.graph.get();
+    if (t.rows == std::min(bucket, slots_) && t.kind == kind) {
+      if (bucket == 1) return {t.with_layers.get(), nullptr};  // what a one-lane step runs (null: not made yet)
+      r[1] = t.graph.get();
+    }
   return r;
 }
 
@@ -590,12 +601,15 @@ std::vector<std::string> BitNetBatchDecoder::step_operation_names(uint32_t bucke
 
 void BitNetBatchDecoder::replay_greedy_steps(uint32_t bucket, uint32_t n) {
   const auto wanted = recorded(bucket);
-  std::array<rt::Graph*, 2> graphs{};  // the same graphs, to replay
+  std::vector<rt::Graph*> graphs;  // the same graphs, to replay (the one-lane bucket's: one)
   for (auto& s : steps_)
-    if (s.graph.get() == wanted[0]) graphs[0] = s.graph.get();
-  for (auto& t : tails_)
-    if (t.graph.get() == wanted[1]) graphs[1] = t.graph.get();
-  if (!graphs[0] || !graphs[1]) throw std::logic_error(fmt::format("no greedy step recorded for bucket {}", bucket));
+    if (s.graph.get() == wanted[0]) graphs.push_back(s.graph.get());
+  for (auto& t : tails_) {
+    if (t.graph.get() == wanted[1]) graphs.push_back(t.graph.get());
+    if (t.with_layers && t.with_layers.get() == wanted[0]) graphs.push_back(t.with_layers.get());
+  }
+  if (graphs.size() != (wanted[1] ? 2u : 1u) || !wanted[0])
+    throw std::logic_error(fmt::format("no greedy step recorded for bucket {}", bucket));
   if (!in_flight_.empty()) throw std::logic_error("replay_greedy_steps with steps in flight");
   // The last step's inputs in both staging halves: the replays alternate between them.
   Lanes& L = *lanes_;

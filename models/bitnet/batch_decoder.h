@@ -201,6 +201,9 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
     const ops::PlannedPipeline* head = nullptr;    // the tensor-core LM head for this many rows
     const ops::PlannedPipeline* bounds = nullptr;  // the pruned head's tensor-core bounds for this many rows
     std::unique_ptr<rt::Graph> graph;
+    // A one-row tail with the one-lane bucket's layers before it, one submission a step (two cost
+    // the one-lane step a queue round trip): made at its first use.
+    std::unique_ptr<rt::Graph> with_layers;
   };
   // Where a tail leaves each output's token: the fed sources of the next step's embedding
   // (ops::embedding_lookup_fed, in this order) and the rows of the outputs' staging buffer.
@@ -238,6 +241,10 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   TailKind tail_kind(bool greedy, bool sampled, bool vocabulary, bool logprobs = false, bool logprob_top = false) const;
   std::unique_ptr<rt::Graph> record_step(uint32_t lanes, const BlockProjections& projections);
   std::unique_ptr<rt::Graph> record_tail(uint32_t rows, const Tail& tail);
+  // The one-lane bucket's layers and `tail` in one command buffer (Tail::with_layers).
+  std::unique_ptr<rt::Graph> record_one_lane(const Step& step, const Tail& tail);
+  void record_layers(rt::Graph& g, uint32_t lanes, const BlockProjections& projections);
+  void record_tail_into(rt::Graph& g, uint32_t rows, const Tail& tail);
   // The recordings a step of `bucket` lanes, all of them with outputs drawn under `sampling`,
   // runs: layers, tail (null: not made yet).
   std::array<const rt::Graph*, 2> recorded(uint32_t bucket, const models::SamplerOptions& sampling = {}) const;

@@ -32,6 +32,9 @@ void BitNetBatchDecoder::record_all_buckets() {
               tail_for(rows, tail_kind(greedy, sampled, vocabulary, logprobs > 0, logprobs > 1));
     if (rows == slots_) break;
   }
+  // The one-lane bucket runs each one-row tail in its own command buffer.
+  for (auto& t : tails_)
+    if (t.rows == 1 && !t.with_layers) t.with_layers = record_one_lane(step_for(1), t);
 }
 
 BitNetBatchDecoder::TailKind BitNetBatchDecoder::tail_kind(bool greedy, bool sampled, bool vocabulary, bool logprobs,
@@ -124,13 +127,26 @@ const ops::PlannedPipeline& BitNetBatchDecoder::attention_for(uint32_t lanes, co
 }
 
 std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes, const BlockProjections& proj) {
+  auto graph = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{timestamps_, fmt::format("batch of {}", lanes)});
+  record_layers(*graph, lanes, proj);
+  graph->finish();
+  return graph;
+}
+
+std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_one_lane(const Step& step, const Tail& tail) {
+  auto graph = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{timestamps_, "batch of 1 with its tail"});
+  record_layers(*graph, step.lanes, *step.projections);
+  record_tail_into(*graph, tail.rows, tail);
+  graph->finish();
+  return graph;
+}
+
+void BitNetBatchDecoder::record_layers(rt::Graph& g, uint32_t lanes, const BlockProjections& proj) {
   const auto& c = model_.config();
   const auto& pp = pp_;
   const auto& w = model_.weights_;
   const auto& a = *model_.act_;
   Lanes& L = *lanes_;
-  auto graph = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{timestamps_, fmt::format("batch of {}", lanes)});
-  rt::Graph& g = *graph;
   const float eps = c.rms_norm_eps;
   const ops::PlannedPipeline& attention = attention_for(lanes, proj);
   // The step's inputs from the staging half of its parity, and each lane's embedding: its token
@@ -158,8 +174,6 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes, const
                           rt::push(lanes), lanes);
     }, proj.qkv_rope ? rope : std::vector<rt::Arg>{}, {{"attention_step", L.sequences}, {"attention_partials", L.partials}});
   }
-  g.finish();
-  return graph;
 }
 
 // The tail for the first `rows` lanes (the lanes whose outputs the step returns come first), a
@@ -167,12 +181,17 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes, const
 // token picked by its last candidates workgroup) or its candidate lists and their draws, and/or
 // every logit with its argmax, top-k and draws (the others).
 std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_tail(uint32_t rows, const Tail& tail) {
+  auto graph = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{timestamps_, fmt::format("batch tail of {}", rows)});
+  record_tail_into(*graph, rows, tail);
+  graph->finish();
+  return graph;
+}
+
+void BitNetBatchDecoder::record_tail_into(rt::Graph& g, uint32_t rows, const Tail& tail) {
   const auto& c = model_.config();
   const auto& p = model_.pipelines();
   const auto& w = model_.weights_;
   Lanes& L = *lanes_;
-  auto graph = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{timestamps_, fmt::format("batch tail of {}", rows)});
-  rt::Graph& g = *graph;
   const float eps = c.rms_norm_eps;
   const SplitMatrix& table = w.lm_head();
   const uint32_t stride = uint32_t(L.logits_stride / 4);  // floats between two rows' logits (and upper bounds)
@@ -217,12 +236,11 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_tail(uint32_t rows, const 
     }
   }
   // Last: the outputs' tokens to the staging half of the step's parity, and the step counted.
-  auto finish = [&] {
-    stage_outputs_->dispatch(g, {{"counter", L.step_count}, {"src", L.token_sources}, {"dst", L.out_staging}});
-    g.finish();
-    return std::move(graph);
-  };
-  if (!tail.kind.full) return finish();
+  auto finish = [&] { stage_outputs_->dispatch(g, {{"counter", L.step_count}, {"src", L.token_sources}, {"dst", L.out_staging}}); };
+  if (!tail.kind.full) {
+    finish();
+    return;
+  }
   // The LM head reads the table once for every row.
   if (tail.head) {
     const uint32_t vec4s = ops::lm_head_coopmat_tokens(p.target, rows) * c.dim / 4;
@@ -280,7 +298,7 @@ std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_tail(uint32_t rows, const 
                                        {"select", L.logprob_select}, {"out", L.logprob_staging}},
                                    rt::push(stride), rows);
   }
-  return finish();
+  finish();
 }
 
 }  // namespace bdsl::bitnet
