@@ -28,6 +28,7 @@ struct BenchOptions {
   std::string device;
   bitnet::PrefillProjections prefill_projections = bitnet::PrefillProjections::Auto;  // to compare layouts
   bool tensor_core_attention = true;  // prompt blocks' attention on tensor cores where it pays
+  uint32_t tokens_per_replay = 0;     // ModelOptions::tokens_per_replay (0: its default)
   bitnet::DecodeTuning decode_tuning;  // to compare decode kernel shapes
   uint32_t prefill_block = 512;         // tokens of the prefill per-op table (not with --quick)
   bitnet::BatchOptions batch;           // to compare batched-decode kernel choices

@@ -84,13 +84,14 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
     }
     else if (a == "--prefill-block") o.prefill_block = uint32_t(std::stoul(value()));
     else if (a == "--prefill-attention-plain") o.tensor_core_attention = false;
+    else if (a == "--tokens-per-replay") o.tokens_per_replay = uint32_t(std::stoul(value()));
     else if (a == "--coop-tile-short") o.coop_tile_short = coop_tile(value());
     else if (a == "--coop-tile-tall") o.coop_tile_tall = coop_tile(value());
     else if (a == "--coop-tile-deep") o.coop_tile_deep = coop_tile(value());
     else if (a == "--help" || a == "-h") {
       std::printf("usage: bitnet-dsl-bench [--quick] [--model FILE.gguf | --model-preset NAME] [--device N|NAME]\n"
                   "                        [--prefill-projections auto|fused|separate] [--prefill-block N]\n"
-                  "                        [--prefill-attention-plain]\n"
+                  "                        [--prefill-attention-plain] [--tokens-per-replay N]\n"
                   "                        [--matvec-rows N] [--matvec-workgroup N] [--qkv-workgroup N]\n"
                   "                        [--gate-up-workgroup N] [--gate-up-rows N] [--attention-head-split N]\n"
                   "                        [--attention-positions-per-pass N] [--attention-defer N]\n"
@@ -118,6 +119,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "  --attention-defer: up to how many chunks attn_output combines itself (0: none)\n"
                   "  --prefill-block: tokens of the block the prefill_op/ table times (default 512)\n"
                   "  --prefill-attention-plain: prompt blocks' attention on FMA only (not on tensor cores)\n"
+                  "  --tokens-per-replay: decode_greedy/decode_sampled tokens a submission (default 8; 1: one)\n"
                   "  --coop-tile-short, --coop-tile-tall, --coop-tile-deep: prompt blocks' tensor-core tile\n"
                   "    (RSxTSxRTxTT[,db]: subgroups along rows and tokens, tiles per subgroup, two stages)\n"
                   "    of Q/K/V/attn_output, gate/up and ffn_down\n"

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <future>
 #include <stdexcept>
@@ -146,12 +147,23 @@ void BitNetModel::record() {
   penalized_graph_.reset();
   penalized_vocabulary_graph_.reset();
   embed_graph_.reset();
+  greedy_group_.reset();
+  sampled_group_.reset();
+  const uint32_t group = options_.timestamps || options_.dump ? 1 : options_.tokens_per_replay;
   if (pipelines_->lm_head_bounds && greedy_head_) {
     record_token(Tail::PrunedGreedy);
     greedy_graph_ = std::move(graph_);
+    if (group > 1) {
+      record_token(Tail::PrunedGreedy, nullptr, group);
+      greedy_group_ = std::move(graph_);
+    }
     if (pipelines_->lm_head_candidate_list) {
       record_token(Tail::PrunedSampled);
       sampled_graph_ = std::move(graph_);
+      if (group > 1) {
+        record_token(Tail::PrunedSampled, nullptr, group);
+        sampled_group_ = std::move(graph_);
+      }
     }
   }
   if (greedy_graph_) record_embed_graph();
@@ -203,12 +215,13 @@ void BitNetModel::record_embedding(rt::Graph& g) {
   p.embedding.dispatch(g, embedding);
 }
 
-void BitNetModel::record_token(Tail tail, std::optional<PenaltyParameters>* penalty) {
+void BitNetModel::record_token(Tail tail, std::optional<PenaltyParameters>* penalty, uint32_t copies) {
   const char* name = tail == Tail::PrunedGreedy        ? "bitnet greedy token"
                      : tail == Tail::PrunedSampled     ? "bitnet sampled token"
                      : tail == Tail::VocabularySampled ? "bitnet token sampled over the vocabulary"
                                                        : "bitnet token";
-  graph_ = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{options_.timestamps, std::string(name) + (penalty ? " with repeat penalty" : "")});
+  graph_ = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{options_.timestamps, std::string(name) + (penalty ? " with repeat penalty" : "") +
+                                                                                    (copies > 1 ? fmt::format(" x{}", copies) : "")});
   rt::Graph& g = *graph_;
   const auto& p = *pipelines_;
   auto& a = *act_;
@@ -218,11 +231,14 @@ void BitNetModel::record_token(Tail tail, std::optional<PenaltyParameters>* pena
     const uint64_t floats = 2ull * config_.dim + per_layer * config_.n_layers + config_.vocab_size;
     a.dumps = rt::Buffer(ctx_, floats * 4, {true, "dumps"});
   }
-  // The pruned recordings' embedding comes from the replay before it (record_tail).
-  if (tail == Tail::Full) record_embedding(g);
-  dump(a.x, config_.dim, "inp_embd");
-  for (uint32_t l = 0; l < config_.n_layers; ++l) record_layer(l);
-  record_tail(g, tail, penalty);
+  // The pruned recordings' embedding comes from the replay before it (record_tail). Each copy
+  // reads the step state its copy before advanced.
+  for (uint32_t copy = 0; copy < copies; ++copy) {
+    if (tail == Tail::Full) record_embedding(g);
+    dump(a.x, config_.dim, "inp_embd");
+    for (uint32_t l = 0; l < config_.n_layers; ++l) record_layer(l);
+    record_tail(g, tail, penalty);
+  }
   g.finish();
 }
 
@@ -361,7 +377,7 @@ uint32_t BitNetModel::decode_greedy(int32_t token, uint32_t pos, uint32_t max_st
   if (options_.dump) return step_by_step(token, pos, max_steps, {}, on_token);  // the dumps need the host after every step
   wait_idle();
   if (!greedy_graph_ && pipelines_->top_k) write_sampling({});  // the decode graph's draw: the argmax
-  return replay_feeding(greedy_graph_ ? *greedy_graph_ : *graph_, token, pos, max_steps, on_token);
+  return replay_feeding(greedy_graph_ ? *greedy_graph_ : *graph_, greedy_group_.get(), token, pos, max_steps, on_token);
 }
 
 uint32_t BitNetModel::decode_sampled(int32_t token, uint32_t pos, uint32_t max_steps, const models::SamplerOptions& sampling,
@@ -377,9 +393,9 @@ uint32_t BitNetModel::decode_sampled(int32_t token, uint32_t pos, uint32_t max_s
   write_sampling(sampling);
   if (models::draws_over_vocabulary(sampling)) {
     prepare_vocabulary_draw();
-    return replay_feeding(*vocabulary_graph_, token, pos, max_steps, on_token);
+    return replay_feeding(*vocabulary_graph_, nullptr, token, pos, max_steps, on_token);
   }
-  return replay_feeding(sampled_graph_ ? *sampled_graph_ : *graph_, token, pos, max_steps, on_token);
+  return replay_feeding(sampled_graph_ ? *sampled_graph_ : *graph_, sampled_group_.get(), token, pos, max_steps, on_token);
 }
 
 uint32_t BitNetModel::decode_penalized(int32_t token, uint32_t pos, uint32_t max_steps, const models::SamplerOptions& sampling,
@@ -397,7 +413,7 @@ uint32_t BitNetModel::decode_penalized(int32_t token, uint32_t pos, uint32_t max
   q.penalty.set(sampling.repeat_penalty);
   q.inverse_penalty.set(1.0f / sampling.repeat_penalty);  // as models::apply_repeat_penalty rounds it
   q.last_n.set(sampling.repeat_last_n);
-  return replay_feeding(vocabulary ? *penalized_vocabulary_graph_ : *penalized_graph_, token, pos, max_steps, on_token);
+  return replay_feeding(vocabulary ? *penalized_vocabulary_graph_ : *penalized_graph_, nullptr, token, pos, max_steps, on_token);
 }
 
 uint32_t BitNetModel::step_by_step(int32_t token, uint32_t pos, uint32_t max_steps, const models::SamplerOptions& sampling,
@@ -422,7 +438,7 @@ void BitNetModel::write_sampling(const models::SamplerOptions& sampling) {
   act_->sample_params.upload(std::vector<uint32_t>(words.begin(), words.end()));
 }
 
-uint32_t BitNetModel::replay_feeding(rt::Graph& graph, int32_t token, uint32_t pos, uint32_t max_steps,
+uint32_t BitNetModel::replay_feeding(rt::Graph& graph, rt::Graph* group, int32_t token, uint32_t pos, uint32_t max_steps,
                                      const std::function<bool(int32_t)>& on_token) {
   ++epoch_;
   write_step_state(uint32_t(token), pos);
@@ -432,39 +448,61 @@ uint32_t BitNetModel::replay_feeding(rt::Graph& graph, int32_t token, uint32_t p
   if (&graph == greedy_graph_.get() || &graph == sampled_graph_.get() || &graph == vocabulary_graph_.get() ||
       &graph == penalized_vocabulary_graph_.get())
     embed_graph_->submit();
-  // Every replay leaves the step state at the next position with its choice as the token, so the
-  // host only queues replays (Graph::kInFlight of them) and reads each token where it was put.
-  std::deque<uint64_t> pending;
-  struct Drain {  // on the way out, however it goes: nothing may still be running
-    rt::Graph& g;
-    ~Drain() {
-      try {
-        g.wait(g.last_ticket());
-      } catch (...) {
-      }
-    }
-  } drain{graph};
-  uint32_t submitted = 0, delivered = 0;
-  auto submit = [&] {
-    if (submitted) ++epoch_;  // the GPU counts the epoch on with the position
-    pending.push_back(graph.submit());
-    ++submitted;
+  // Every token leaves the step state at the next position with its choice as the token, so the
+  // host only queues replays (Graph::kInFlight of each recording) and reads each token where it was
+  // put. A replay of `group` takes tokens_per_replay tokens while at least that many are left (no
+  // position past max_steps: each is inside the context); the last ones go one a replay.
+  const uint32_t per_group = group ? options_.tokens_per_replay : 1;
+  struct Replay {
+    rt::Graph* g;
+    uint64_t ticket;
+    uint32_t tokens;
   };
-  while (submitted < std::min(max_steps, rt::Graph::kInFlight)) submit();
-  while (delivered < submitted) {
-    graph.wait(pending.front());
+  std::deque<Replay> pending;
+  struct Drain {  // on the way out, however it goes: nothing may still be running
+    std::array<rt::Graph*, 2> graphs;
+    ~Drain() {
+      for (rt::Graph* g : graphs)
+        if (g) try {
+            g->wait(g->last_ticket());
+          } catch (...) {
+          }
+    }
+  } drain{{&graph, group}};
+  uint32_t submitted = 0, delivered = 0;
+  const uint32_t first_epoch = epoch_;
+  auto submit = [&] {
+    rt::Graph& g = group && max_steps - submitted >= per_group ? *group : graph;
+    const uint32_t tokens = &g == group ? per_group : 1;
+    pending.push_back({&g, g.submit(), tokens});
+    submitted += tokens;
+    epoch_ = first_epoch + submitted - 1;  // the GPU counts the epoch on with the position: its last token's
+  };
+  while (pending.size() < rt::Graph::kInFlight && submitted < max_steps) submit();
+  while (!pending.empty()) {
+    const Replay r = pending.front();
     pending.pop_front();
-    const int32_t next = int32_t(act_->generated.download<uint32_t>(uint64_t{pos + delivered} * 4, 1)[0]);
-    ++delivered;
-    if (submitted < max_steps) submit();  // before the callback: the device is never left idle
-    if (!on_token(next)) break;
+    r.g->wait(r.ticket);
+    const auto next = act_->generated.download<uint32_t>(uint64_t{pos + delivered} * 4, r.tokens);
+    if (submitted < max_steps) submit();  // before the callbacks: the device is never left idle
+    for (uint32_t t : next) {
+      ++delivered;
+      if (!on_token(int32_t(t))) return delivered;
+    }
   }
   return delivered;
 }
 
+// Whether `graphs` (a recording and its group) ran: waits for them.
+static bool ran(std::initializer_list<rt::Graph*> graphs) {
+  bool any = false;
+  for (rt::Graph* g : graphs)
+    if (g && g->last_ticket()) g->wait(g->last_ticket()), any = true;
+  return any;
+}
+
 uint32_t BitNetModel::greedy_candidate_rows() const {
-  if (!greedy_graph_ || greedy_graph_->last_ticket() == 0) return 0;
-  greedy_graph_->wait(greedy_graph_->last_ticket());
+  if (!ran({greedy_graph_.get(), greedy_group_.get()})) return 0;
   const auto upper = act_->upper.download<float>();
   const auto lower = act_->lower.download<float>();
   const float floor = *std::max_element(lower.begin(), lower.end());
@@ -472,14 +510,13 @@ uint32_t BitNetModel::greedy_candidate_rows() const {
 }
 
 uint32_t BitNetModel::sampled_candidate_rows() const {
-  if (!sampled_graph_ || sampled_graph_->last_ticket() == 0) return 0;
-  sampled_graph_->wait(sampled_graph_->last_ticket());
+  if (!ran({sampled_graph_.get(), sampled_group_.get()})) return 0;
   return act_->list_length.download<uint32_t>()[0];
 }
 
 void BitNetModel::wait_idle() {
-  for (rt::Graph* g : {graph_.get(), greedy_graph_.get(), sampled_graph_.get(), vocabulary_graph_.get(), penalized_graph_.get(),
-                       penalized_vocabulary_graph_.get(), embed_graph_.get()})
+  for (rt::Graph* g : {graph_.get(), greedy_graph_.get(), sampled_graph_.get(), greedy_group_.get(), sampled_group_.get(),
+                       vocabulary_graph_.get(), penalized_graph_.get(), penalized_vocabulary_graph_.get(), embed_graph_.get()})
     if (g) g->wait(g->last_ticket());
 }
 
