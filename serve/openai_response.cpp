@@ -36,9 +36,9 @@ json chat_logprobs_json(std::span<const TokenLogprobText> tokens) {
   return {{"content", content}, {"refusal", nullptr}};
 }
 
+namespace {
 // `s` as the answer's JSON will hold it: bytes that are not UTF-8 as U+FFFD (dump()'s rule), so
 // that two keys that only the answer would make equal are one key here.
-namespace {
 std::string as_sent(const std::string& s) { return json::parse(dump(json(s))).get<std::string>(); }
 }  // namespace
 
