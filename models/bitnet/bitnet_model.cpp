@@ -144,6 +144,7 @@ void BitNetModel::record() {
   greedy_graph_.reset();
   sampled_graph_.reset();
   vocabulary_graph_.reset();
+  vocabulary_group_.reset();
   penalized_graph_.reset();
   penalized_vocabulary_graph_.reset();
   embed_graph_.reset();
@@ -184,6 +185,10 @@ void BitNetModel::prepare_vocabulary_draw() {
   auto full = std::move(graph_);  // record_token records into graph_
   record_token(Tail::VocabularySampled);
   vocabulary_graph_ = std::move(graph_);
+  if (!options_.timestamps && options_.tokens_per_replay > 1) {
+    record_token(Tail::VocabularySampled, nullptr, options_.tokens_per_replay);
+    vocabulary_group_ = std::move(graph_);
+  }
   graph_ = std::move(full);
   if (!embed_graph_) record_embed_graph();
 }
@@ -393,7 +398,7 @@ uint32_t BitNetModel::decode_sampled(int32_t token, uint32_t pos, uint32_t max_s
   write_sampling(sampling);
   if (models::draws_over_vocabulary(sampling)) {
     prepare_vocabulary_draw();
-    return replay_feeding(*vocabulary_graph_, nullptr, token, pos, max_steps, on_token);
+    return replay_feeding(*vocabulary_graph_, vocabulary_group_.get(), token, pos, max_steps, on_token);
   }
   return replay_feeding(sampled_graph_ ? *sampled_graph_ : *graph_, sampled_group_.get(), token, pos, max_steps, on_token);
 }
@@ -516,7 +521,8 @@ uint32_t BitNetModel::sampled_candidate_rows() const {
 
 void BitNetModel::wait_idle() {
   for (rt::Graph* g : {graph_.get(), greedy_graph_.get(), sampled_graph_.get(), greedy_group_.get(), sampled_group_.get(),
-                       vocabulary_graph_.get(), penalized_graph_.get(), penalized_vocabulary_graph_.get(), embed_graph_.get()})
+                       vocabulary_graph_.get(), vocabulary_group_.get(), penalized_graph_.get(), penalized_vocabulary_graph_.get(),
+                       embed_graph_.get()})
     if (g) g->wait(g->last_ticket());
 }
 

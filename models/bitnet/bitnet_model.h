@@ -237,8 +237,8 @@ class BitNetModel final : public models::DecoderModel {
   std::optional<GreedyHead> greedy_head_;
   std::unique_ptr<rt::Graph> greedy_graph_;   // decode_greedy's recording, with the pruned head
   std::unique_ptr<rt::Graph> sampled_graph_;  // decode_sampled's, with the pruned head
-  // The same, ModelOptions::tokens_per_replay tokens a replay (null: 1 a replay).
-  std::unique_ptr<rt::Graph> greedy_group_, sampled_group_;
+  // The same (and vocabulary_graph_), ModelOptions::tokens_per_replay tokens a replay (null: 1 a replay).
+  std::unique_ptr<rt::Graph> greedy_group_, sampled_group_, vocabulary_group_;
   std::unique_ptr<rt::Graph> vocabulary_graph_;  // decode_sampled's with top_k 0: the full head, every logit drawn from
   // decode_sampled's with a repeat penalty (prepare_penalized): the full recording's tail, and the
   // vocabulary draw, each with the penalty on the logits first.
