@@ -38,4 +38,9 @@ inline ApiError bad_field(const std::string& param, const std::string& message,
   return ApiError(400, message, param, code);
 }
 
+// 500: the server failed, not the request.
+inline ApiError server_error(const std::string& message, const std::string& code) {
+  return ApiError(500, message, std::nullopt, code, "server_error");
+}
+
 }  // namespace bdsl::serve

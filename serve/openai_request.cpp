@@ -170,7 +170,7 @@ int32_t logprobs_asked(const json& body, const ServedModel& model, bool chat) {
 
 void parse_common(const json& body, const ServedModel& model, CompletionParams& p, uint32_t default_max_tokens) {
   check_model(body, model);
-  if (integer_in(body, "n", 1, 1, 1) != 1) throw bad_field("n", "only n = 1 is supported");
+  p.n = uint32_t(integer_in(body, "n", 1, kMaxChoicesPerPrompt, 1));
   p.stream = boolean(body, "stream");
   if (const json* o = field(body, "stream_options")) {
     if (!o->is_object()) throw bad_field("stream_options", "'stream_options' must be an object", "invalid_type");
@@ -230,23 +230,46 @@ std::vector<models::ChatMessage> chat_messages(const json& body) {
   return out;
 }
 
-// The prompt: a string, or token ids (an array of integers), or an array of one of either.
-void completion_prompt(const json& body, CompletionParams& p) {
+// One prompt: a string, or token ids (an array of integers). `where`: its name in errors.
+CompletionPrompt one_prompt(const json& v, const std::string& where) {
+  CompletionPrompt p;
+  if (v.is_array()) {
+    if (v.empty()) throw bad_field("prompt", "'" + where + "' is empty");
+    for (const auto& id : v) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
+        throw bad_field("prompt", "'" + where + "' as an array must hold token ids (integers from 0)", "invalid_type");
+      p.tokens.push_back(int32_t(id.get<int64_t>()));
+    }
+    return p;
+  }
+  if (!v.is_string()) throw bad_field("prompt", "'" + where + "' must be a string or an array of token ids", "invalid_type");
+  if (v.get_ref<const std::string&>().empty()) throw bad_field("prompt", "'" + where + "' is empty");
+  p.text = v.get<std::string>();
+  return p;
+}
+
+// The prompts: a string, token ids (an array of integers), or an array of either (one or more
+// prompts, each answered by its own choices).
+void completion_prompts(const json& body, CompletionParams& p) {
   const json* v = field(body, "prompt");
   if (!v) throw bad_field("prompt", "'prompt' is required", "missing_required_parameter");
-  if (v->is_array() && v->size() == 1 && ((*v)[0].is_string() || (*v)[0].is_array())) v = &(*v)[0];
-  if (v->is_array()) {
-    if (v->empty()) throw bad_field("prompt", "'prompt' is empty");
-    for (const auto& id : *v) {
-      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
-        throw bad_field("prompt", "'prompt' as an array must hold token ids (integers from 0) or one string", "invalid_type");
-      p.prompt_tokens.push_back(int32_t(id.get<int64_t>()));
-    }
+  const bool many = v->is_array() && !v->empty() && ((*v)[0].is_string() || (*v)[0].is_array());
+  if (!many) {
+    p.prompts.push_back(one_prompt(*v, "prompt"));
     return;
   }
-  if (!v->is_string()) throw bad_field("prompt", "'prompt' must be a string, an array of token ids, or an array of one of them", "invalid_type");
-  if (v->get_ref<const std::string&>().empty()) throw bad_field("prompt", "'prompt' is empty");
-  p.prompt = v->get<std::string>();
+  if (v->size() > kMaxPrompts)
+    throw bad_field("prompt", "'prompt' holds " + std::to_string(v->size()) + " prompts; at most " +
+                                  std::to_string(kMaxPrompts) + " are taken");
+  const bool strings = (*v)[0].is_string();
+  for (size_t i = 0; i < v->size(); ++i) {
+    const json& e = (*v)[i];
+    const std::string where = "prompt[" + std::to_string(i) + "]";
+    if (e.is_string() != strings || !(e.is_string() || e.is_array()))
+      throw bad_field("prompt", "'prompt' as a list must hold only strings or only arrays of token ids; '" + where +
+                                    "' is not like 'prompt[0]'", "invalid_type");
+    p.prompts.push_back(one_prompt(e, where));
+  }
 }
 
 }  // namespace
@@ -263,7 +286,7 @@ CompletionParams parse_chat_request(std::string_view body, const ServedModel& mo
 CompletionParams parse_completion_request(std::string_view body, const ServedModel& model) {
   const json j = parse_object(body);
   CompletionParams p;
-  completion_prompt(j, p);
+  completion_prompts(j, p);
   parse_common(j, model, p, 16);  // OpenAI's default for /v1/completions
   p.echo = boolean(j, "echo");
   return p;

@@ -20,12 +20,21 @@ struct ServedModel {
   int32_t max_top_logprobs = -1;  // alternatives a token's log-probabilities may list; -1: none given
 };
 
+// A completion's prompt: text, or token ids (OpenAI's array form).
+struct CompletionPrompt {
+  std::string text;
+  std::vector<int32_t> tokens;  // when given as ids, else empty
+};
+
+inline constexpr uint32_t kMaxChoicesPerPrompt = 128;  // n, as OpenAI's limit
+inline constexpr size_t kMaxPrompts = 2048;            // prompts in one completions request, as OpenAI's
+
 struct CompletionParams {
   bool chat = false;
   std::vector<models::ChatMessage> messages;  // chat
-  std::string prompt;                         // completion, as text
-  std::vector<int32_t> prompt_tokens;         // completion, as token ids (OpenAI's array form), else empty
+  std::vector<CompletionPrompt> prompts;      // completions: one or more (each gets n choices)
   bool echo = false;                          // completion: the prompt is returned before the completion
+  uint32_t n = 1;                             // choices per prompt, each drawn with its own seed
   models::SamplerOptions sampling;
   uint32_t max_tokens = 0;                    // 0: until the context is full
   std::vector<std::string> stop;

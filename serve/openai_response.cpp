@@ -62,21 +62,25 @@ json completion_logprobs_json(std::span<const TokenLogprobText> tokens, size_t& 
   return {{"tokens", text}, {"token_logprobs", logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
 }
 
-json completion_json(const ResponseHeader& h, const std::string& text, FinishReason reason, const Usage& usage,
-                     const json& logprobs) {
-  json j = object_header(h, "chat.completion", "text_completion");
-  json choice = {{"index", 0}, {"finish_reason", finish_reason(reason)}, {"logprobs", logprobs}};
+json choice_json(const ResponseHeader& h, uint32_t index, const std::string& text, FinishReason reason,
+                 const json& logprobs) {
+  json choice = {{"index", index}, {"finish_reason", finish_reason(reason)}, {"logprobs", logprobs}};
   if (h.chat) choice["message"] = {{"role", "assistant"}, {"content", text}};
   else choice["text"] = text;
-  j["choices"] = json::array({choice});
+  return choice;
+}
+
+json completion_json(const ResponseHeader& h, json choices, const Usage& usage) {
+  json j = object_header(h, "chat.completion", "text_completion");
+  j["choices"] = std::move(choices);
   j["usage"] = usage_json(usage);
   return j;
 }
 
-json chunk_json(const ResponseHeader& h, const std::string& text, std::optional<FinishReason> reason, bool first,
-                const json& logprobs) {
+json chunk_json(const ResponseHeader& h, uint32_t index, const std::string& text, std::optional<FinishReason> reason,
+                bool first, const json& logprobs) {
   json j = object_header(h, "chat.completion.chunk", "text_completion");
-  json choice = {{"index", 0},
+  json choice = {{"index", index},
                  {"finish_reason", reason ? json(finish_reason(*reason)) : json(nullptr)},
                  {"logprobs", logprobs}};
   if (h.chat) {

@@ -42,13 +42,16 @@ nlohmann::json chat_logprobs_json(std::span<const TokenLogprobText> tokens);
 // `offset` (the text's bytes before these tokens), which is moved past them}.
 nlohmann::json completion_logprobs_json(std::span<const TokenLogprobText> tokens, size_t& offset);
 
-// `logprobs`: the choice's (null where none were asked).
-nlohmann::json completion_json(const ResponseHeader& h, const std::string& text, FinishReason reason,
-                               const Usage& usage, const nlohmann::json& logprobs = nullptr);
-// A streamed chunk: `text` as the delta, `reason` on the last one; the first chat chunk carries
-// the role (as OpenAI's do); `logprobs`, those of the tokens taken since the chunk before.
-nlohmann::json chunk_json(const ResponseHeader& h, const std::string& text, std::optional<FinishReason> reason,
-                          bool first = false, const nlohmann::json& logprobs = nullptr);
+// One choice of a whole answer; `logprobs`: the choice's (null where none were asked).
+nlohmann::json choice_json(const ResponseHeader& h, uint32_t index, const std::string& text, FinishReason reason,
+                           const nlohmann::json& logprobs = nullptr);
+// The whole answer: its choices (choice_json's, by index) and the usage.
+nlohmann::json completion_json(const ResponseHeader& h, nlohmann::json choices, const Usage& usage);
+// A streamed chunk of choice `index`: `text` as the delta, `reason` on its last one; a chat
+// choice's first chunk carries the role (as OpenAI's do); `logprobs`, those of the tokens taken
+// since the choice's chunk before.
+nlohmann::json chunk_json(const ResponseHeader& h, uint32_t index, const std::string& text,
+                          std::optional<FinishReason> reason, bool first = false, const nlohmann::json& logprobs = nullptr);
 // The chunk after the last one when stream_options.include_usage: no choices, the usage.
 nlohmann::json usage_chunk_json(const ResponseHeader& h, const Usage& usage);
 nlohmann::json usage_json(const Usage& usage);

@@ -81,21 +81,32 @@ void Scheduler::validate(const GenerationRequest& r) const {
 }
 
 std::shared_ptr<Scheduler::Ticket> Scheduler::submit(GenerationRequest request) {
-  validate(request);
-  std::shared_ptr<Ticket> ticket(new Ticket(std::move(request)));
+  std::vector<GenerationRequest> one;
+  one.push_back(std::move(request));
+  return submit_group(std::move(one))[0];
+}
+
+std::vector<std::shared_ptr<Scheduler::Ticket>> Scheduler::submit_group(std::vector<GenerationRequest> requests) {
+  if (requests.empty()) throw std::invalid_argument("no request to queue");
+  if (requests.size() > queue_capacity_)
+    throw std::invalid_argument(std::to_string(requests.size()) + " generations in one request; this server queues at most " +
+                                std::to_string(queue_capacity_));
+  for (const auto& r : requests) validate(r);
+  std::vector<std::shared_ptr<Ticket>> tickets;
+  for (auto& r : requests) tickets.emplace_back(new Ticket(std::move(r)));
   {
     std::lock_guard lock(mutex_);
     if (stopping_) throw ShuttingDown("the server is shutting down");
-    if (queue_.size() >= queue_capacity_) {
+    if (queue_.size() + tickets.size() > queue_capacity_) {
       ++rejected_;
-      throw QueueFull("all " + std::to_string(slots_) + " slots are busy and " + std::to_string(queue_capacity_) +
-                      " requests are waiting");
+      throw QueueFull("all " + std::to_string(slots_) + " slots are busy and " + std::to_string(queue_.size()) + " of " +
+                      std::to_string(queue_capacity_) + " waiting places are taken");
     }
-    queue_.push_back(ticket);
+    queue_.insert(queue_.end(), tickets.begin(), tickets.end());
     queued_ = uint32_t(queue_.size());
   }
   wake_.notify_one();
-  return ticket;
+  return tickets;
 }
 
 void Scheduler::shutdown() {

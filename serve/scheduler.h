@@ -88,6 +88,9 @@ class Scheduler {
   // in the context) or std::invalid_argument (empty prompt, an id outside the vocabulary, max_tokens
   // 0, sampling options the sampler or the decoder cannot do).
   std::shared_ptr<Ticket> submit(GenerationRequest request);
+  // Queues requests together (one HTTP request's choices): all of them, or none (QueueFull).
+  // Throws std::invalid_argument as submit() does, and when there are more than the queue holds.
+  std::vector<std::shared_ptr<Ticket>> submit_group(std::vector<GenerationRequest> requests);
   // Stops taking requests, ends every queued and running one (on_finish gets Shutdown) and joins
   // the worker. Idempotent.
   void shutdown();
@@ -95,6 +98,7 @@ class Scheduler {
   SchedulerStats stats() const;
   uint32_t slots() const { return slots_; }
   uint32_t context_length() const { return context_; }
+  uint32_t queue_capacity() const { return queue_capacity_; }
   // Alternatives a token's log-probabilities may list (GenerationRequest::logprobs); -1: the
   // decoder gives none.
   int32_t max_top_logprobs() const { return decoder_.has_logprobs() ? int32_t(decoder_.max_top_logprobs()) : -1; }

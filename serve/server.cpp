@@ -7,11 +7,11 @@
 #include <thread>
 
 #include "models/tokenizer/chat_template.h"
+#include "serve/answer.h"
 #include "serve/api_error.h"
 #include "serve/metrics.h"
 #include "serve/openai_response.h"
 #include "serve/peer_watch.h"
-#include "serve/text_channel.h"
 
 namespace bdsl::serve {
 
@@ -35,90 +35,9 @@ void send_error(httplib::Response& res, const ApiError& e) {
   send_json(res, e.status, e.to_json());
 }
 
-ApiError server_error(const std::string& message, const std::string& code) {
-  return ApiError(500, message, std::nullopt, code, "server_error");
-}
-
-// The ends that are not an answer, as the error a client gets (HTTP status, or an SSE error event).
-ApiError unfinished(FinishReason r) {
-  if (r == FinishReason::Cancelled)  // nobody reads it: the client is gone
-    return ApiError(499, "the client closed the connection", std::nullopt, "client_closed", "invalid_request_error");
-  if (r == FinishReason::Shutdown)
-    return ApiError(503, "the server is shutting down", std::nullopt, "shutting_down", "server_error");
-  return server_error("generation failed on the device", "generation_failed");
-}
-
-bool is_answer(FinishReason r) { return r == FinishReason::Stop || r == FinishReason::Length; }
-
 int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
-
-// A token as an answer lists it (its logprob and alternatives filled in by the caller).
-TokenLogprobText token_text(const models::Tokenizer& tokenizer, int32_t id) {
-  const int32_t one[] = {id};
-  return {std::string(tokenizer.token_bytes(id)), std::nullopt, {}, tokenizer.decode(one, false).size()};
-}
-
-// Tokens' log-probabilities with their text, for the answer; `first`: a prompt's first token
-// before them (unscored).
-std::vector<TokenLogprobText> logprob_texts(const models::Tokenizer& tokenizer, const std::vector<models::TokenLogprobs>& v,
-                                            std::optional<int32_t> first = std::nullopt) {
-  std::vector<TokenLogprobText> out;
-  if (first) out.push_back(token_text(tokenizer, *first));
-  for (const auto& lp : v) {
-    TokenLogprobText t = token_text(tokenizer, lp.chosen.token);
-    t.logprob = lp.chosen.logprob;
-    for (const auto& a : lp.top) t.top.emplace_back(std::string(tokenizer.token_bytes(a.token)), a.logprob);
-    out.push_back(std::move(t));
-  }
-  return out;
-}
-
-// A choice's logprobs: null where the request asked for none. `offset`: the completions' text
-// offset so far (moved on); `first`: as logprob_texts'.
-json logprobs_json(const models::Tokenizer& tokenizer, bool asked, bool chat, const std::vector<models::TokenLogprobs>& v,
-                   size_t& offset, std::optional<int32_t> first = std::nullopt) {
-  if (!asked) return nullptr;
-  const auto texts = logprob_texts(tokenizer, v, first);
-  return chat ? chat_logprobs_json(texts) : completion_logprobs_json(texts, offset);
-}
-
-// A streamed answer between calls of httplib's content provider.
-struct Stream {
-  std::shared_ptr<TextChannel> channel;
-  std::shared_ptr<Scheduler::Ticket> ticket;
-  ResponseHeader header;
-  bool include_usage = false;
-  const models::Tokenizer* tokenizer = nullptr;
-  bool logprobs = false;  // asked for
-  size_t text_offset = 0;
-  bool started = false;
-  bool done = false;
-  std::chrono::steady_clock::time_point last_write = std::chrono::steady_clock::now();
-
-  // The next piece of the event stream ("" when nothing new yet). Log-probabilities go with the
-  // text that arrived with them (a token's text may come a chunk later: a stop string's start or
-  // an unfinished character is held back).
-  std::string next() {
-    std::string out;
-    if (!started && header.chat) out += sse_event(chunk_json(header, "", std::nullopt, true));
-    started = true;
-    const auto t = channel->take(kStreamPoll);
-    if (!t.text.empty() || !t.logprobs.empty())
-      out += sse_event(chunk_json(header, t.text, std::nullopt, false,
-                                  logprobs_json(*tokenizer, logprobs, header.chat, t.logprobs, text_offset)));
-    if (!t.end) return out;
-    if (is_answer(*t.end)) {
-      out += sse_event(chunk_json(header, "", *t.end));
-      if (include_usage) out += sse_event(usage_chunk_json(header, t.usage));
-    } else {
-      out += sse_event(unfinished(*t.end).to_json());
-    }
-    done = true;
-    return out + kSseDone;
-  }
-};
 
 }  // namespace
 
@@ -176,10 +95,12 @@ void Server::stop(std::chrono::milliseconds drain) {
   http_->stop();
 }
 
-std::vector<int32_t> Server::encode_prompt(const CompletionParams& p) const {
-  if (!p.prompt_tokens.empty()) return p.prompt_tokens;  // the client's ids, as given
-  if (!p.chat) return tokenizer_.encode(p.prompt, true);
-  return tokenizer_.encode(tokenizer_.chat_prompt(p.messages, true), false);
+std::vector<std::vector<int32_t>> Server::encode_prompts(const CompletionParams& p) const {
+  if (p.chat) return {tokenizer_.encode(tokenizer_.chat_prompt(p.messages, true), false)};
+  std::vector<std::vector<int32_t>> out;
+  for (const auto& prompt : p.prompts)
+    out.push_back(prompt.tokens.empty() ? tokenizer_.encode(prompt.text, true) : prompt.tokens);  // ids as given
+  return out;
 }
 
 void Server::routes() {
@@ -223,28 +144,44 @@ void Server::completion(const httplib::Request& req, httplib::Response& res, boo
   try {
     if (draining_) throw unfinished(FinishReason::Shutdown);
     const CompletionParams p = chat ? parse_chat_request(req.body, model_) : parse_completion_request(req.body, model_);
-    GenerationRequest g;
-    g.prompt = encode_prompt(p);
+    const std::vector<std::vector<int32_t>> prompts = encode_prompts(p);
     const uint32_t context = scheduler_.context_length();
-    if (g.prompt.size() >= context)
-      throw bad_field(chat ? "messages" : "prompt",
-                      "the prompt is " + std::to_string(g.prompt.size()) + " tokens; this model's context is " +
-                          std::to_string(context) + " tokens (prompt and completion together)",
-                      "context_length_exceeded");
-    g.sampling = p.sampling;
-    g.max_tokens = p.max_tokens ? p.max_tokens : context - uint32_t(g.prompt.size());
-    g.stop = p.stop;
-    g.logprobs = p.logprobs;
-    g.prompt_logprobs = p.echo && p.logprobs >= 0;
-    const std::vector<int32_t> prompt = g.prompt;
-    auto channel = std::make_shared<TextChannel>();
-    g.on_text = [channel](std::string_view text) { channel->push(text); };
-    g.on_logprobs = [channel](const models::TokenLogprobs& lp) { channel->push(lp); };
-    g.on_finish = [channel](FinishReason r, const Usage& u) { channel->finish(r, u); };
+    const char* prompt_field = chat ? "messages" : "prompt";
+    for (size_t i = 0; i < prompts.size(); ++i)
+      if (prompts[i].size() >= context)
+        throw bad_field(prompt_field,
+                        std::string(prompts.size() > 1 ? "prompt[" + std::to_string(i) + "]" : "the prompt") + " is " +
+                            std::to_string(prompts[i].size()) + " tokens; this model's context is " +
+                            std::to_string(context) + " tokens (prompt and completion together)",
+                        "context_length_exceeded");
+    const size_t choices = prompts.size() * p.n;
+    if (choices > scheduler_.queue_capacity())
+      throw bad_field(p.n > 1 ? "n" : prompt_field,
+                      std::to_string(choices) + " choices asked (" + std::to_string(prompts.size()) + " prompts x n = " +
+                          std::to_string(p.n) + "); this server queues at most " +
+                          std::to_string(scheduler_.queue_capacity()) + " at once");
 
-    std::shared_ptr<Scheduler::Ticket> ticket;
+    // One generation per choice: prompt k / n's (k % n)-th, its seed the request's plus k % n
+    // (choice 0 is what the same request with n = 1 gives).
+    auto channel = std::make_shared<TextChannel>(choices);
+    std::vector<GenerationRequest> generations;
+    for (size_t k = 0; k < choices; ++k) {
+      GenerationRequest g;
+      g.prompt = prompts[k / p.n];
+      g.sampling = p.sampling;
+      g.sampling.seed += k % p.n;
+      g.max_tokens = p.max_tokens ? p.max_tokens : context - uint32_t(g.prompt.size());
+      g.stop = p.stop;
+      g.logprobs = p.logprobs;
+      g.prompt_logprobs = p.echo && p.logprobs >= 0;
+      g.on_text = [channel, k](std::string_view text) { channel->push(k, text); };
+      g.on_logprobs = [channel, k](const models::TokenLogprobs& lp) { channel->push(k, lp); };
+      g.on_finish = [channel, k](FinishReason r, const Usage& u) { channel->finish(k, r, u); };
+      generations.push_back(std::move(g));
+    }
+    std::vector<std::shared_ptr<Scheduler::Ticket>> tickets;
     try {
-      ticket = scheduler_.submit(std::move(g));
+      tickets = scheduler_.submit_group(std::move(generations));
     } catch (const QueueFull& e) {
       throw ApiError(503, std::string(e.what()) + ": try again shortly", std::nullopt, "queue_full", "server_error");
     } catch (const ShuttingDown&) {
@@ -252,50 +189,55 @@ void Server::completion(const httplib::Request& req, httplib::Response& res, boo
     } catch (const std::invalid_argument& e) {
       throw ApiError(400, e.what());
     } catch (const std::length_error& e) {
-      throw bad_field(chat ? "messages" : "prompt", e.what(), "context_length_exceeded");
+      throw bad_field(prompt_field, e.what(), "context_length_exceeded");
     }
-    const ResponseHeader header{chat, (chat ? "chatcmpl-" : "cmpl-") + std::to_string(created_) + "-" +
-                                          std::to_string(next_id_++), unix_now(), model_.name};
+    auto cancel_all = [tickets] {
+      for (const auto& t : tickets) t->cancel();
+    };
+
+    AnswerShape shape{{chat, (chat ? "chatcmpl-" : "cmpl-") + std::to_string(created_) + "-" + std::to_string(next_id_++),
+                       unix_now(), model_.name},
+                      p.n, p.logprobs >= 0, p.include_usage, {}, {}};
+    if (p.echo)  // each prompt's text as given (ids: their text), and its first token
+      for (size_t i = 0; i < prompts.size(); ++i) {
+        shape.echo_text.push_back(p.prompts[i].tokens.empty() ? p.prompts[i].text : tokenizer_.decode(prompts[i], false));
+        shape.echo_first.push_back(prompts[i][0]);
+      }
     if (!p.stream) {
-      // The whole answer, unless the client goes away first: then its slot is freed at once. The
+      // The whole answer, unless the client goes away first: then its slots are freed at once. The
       // socket is looked for only once an answer takes longer than a poll.
       std::optional<PeerWatch> peer;
-      std::optional<TextChannel::Taken> t;
+      std::optional<std::vector<TextChannel::Taken>> t;
       while (!(t = channel->take_all(kStreamPoll))) {
         if (!peer) peer.emplace(req.remote_addr, req.remote_port, req.local_port);
         if (peer->gone()) {
-          ticket->cancel();
-          t = channel->take_all();  // the scheduler ends it at its next turn
+          cancel_all();
+          t = channel->take_all();  // the scheduler ends them at its next turn
           break;
         }
       }
-      if (!is_answer(*t->end)) throw unfinished(*t->end);
-      size_t offset = 0;
-      // With echo: the prompt's text first, and its tokens' log-probabilities (its first token's null).
-      const std::string text = p.echo ? (p.prompt_tokens.empty() ? p.prompt : tokenizer_.decode(p.prompt_tokens, false)) + t->text
-                                      : t->text;
-      const json logprobs = logprobs_json(tokenizer_, p.logprobs >= 0, chat, t->logprobs, offset,
-                                          p.echo ? std::optional<int32_t>(prompt[0]) : std::nullopt);
-      send_json(res, 200, completion_json(header, text, *t->end, t->usage, logprobs));
+      send_json(res, 200, whole_answer(shape, tokenizer_, *t));
     } else {
-      auto stream = std::make_shared<Stream>(Stream{channel, ticket, header, p.include_usage, &tokenizer_, p.logprobs >= 0});
+      auto stream = std::make_shared<AnswerStream>(std::move(shape), tokenizer_, channel);
+      auto last_write = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
       res.set_header("Cache-Control", "no-cache");
       res.set_chunked_content_provider(
           "text/event-stream",
-          [stream](size_t, httplib::DataSink& sink) {
-            std::string out = stream->next();
+          [stream, last_write](size_t, httplib::DataSink& sink) {
+            std::string out = stream->next(kStreamPoll);
             const auto now = std::chrono::steady_clock::now();
-            if (out.empty() && now - stream->last_write >= kKeepAliveAfter) out = ": keep-alive\n\n";
+            if (out.empty() && now - *last_write >= kKeepAliveAfter) out = ": keep-alive\n\n";
             if (!out.empty()) {
               if (!sink.write(out.data(), out.size())) return false;  // the client went away
-              stream->last_write = now;
+              *last_write = now;
             }
-            if (stream->done) sink.done();
+            if (stream->done()) sink.done();
             return true;
           },
-          // Whatever ended the response: if the answer was not complete, the client went away.
-          [this, stream](bool) {
-            if (!stream->done) stream->ticket->cancel();
+          // Whatever ended the response: choices still running are not read by anyone (the
+          // client went away, or another choice failed).
+          [this, cancel_all](bool) {
+            cancel_all();
             --in_flight_;
           });
       streaming = true;

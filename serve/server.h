@@ -48,7 +48,7 @@ class Server {
  private:
   void routes();
   void completion(const httplib::Request& req, httplib::Response& res, bool chat);
-  std::vector<int32_t> encode_prompt(const CompletionParams& p) const;
+  std::vector<std::vector<int32_t>> encode_prompts(const CompletionParams& p) const;  // each prompt's ids
 
   Scheduler& scheduler_;
   const models::Tokenizer& tokenizer_;

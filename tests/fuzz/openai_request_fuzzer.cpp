@@ -2,7 +2,8 @@
 // input is a request body, parsed as chat and as a completion. Every refusal must be an ApiError
 // with a 4xx status (anything else escaping, a crash or a sanitizer report is a failure), and what
 // is accepted must be within what the server can run: max_tokens within the context, sampling
-// settings in range, at most 20 alternatives' log-probabilities, a non-empty prompt.
+// settings in range, at most 20 alternatives' log-probabilities, non-empty prompts (one to 2,048 for a
+// completion, none for chat), 1 <= n <= 128.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -18,8 +19,11 @@ void check(const bdsl::serve::CompletionParams& p, const bdsl::serve::ServedMode
   const auto& s = p.sampling;
   const bool ok = p.max_tokens <= model.context_length && s.temperature >= 0 && s.temperature <= 2 && s.top_p >= 0 &&
                   s.top_p <= 1 && s.min_p >= 0 && s.min_p <= 1 && s.top_k <= 128 && p.logprobs >= -1 &&
-                  p.logprobs <= model.max_top_logprobs && (p.chat ? !p.messages.empty() : !(p.prompt.empty() && p.prompt_tokens.empty())) &&
-                  p.stop.size() <= 4 && !(p.echo && p.stream);
+                  p.logprobs <= model.max_top_logprobs && p.n >= 1 && p.n <= 128 && p.stop.size() <= 4 &&
+                  !(p.echo && p.stream) &&
+                  (p.chat ? !p.messages.empty() && p.prompts.empty() : !p.prompts.empty() && p.prompts.size() <= 2048);
+  for (const auto& prompt : p.prompts)
+    if (prompt.text.empty() == prompt.tokens.empty()) std::abort();  // exactly one form, never empty
   if (!ok) std::abort();
 }
 

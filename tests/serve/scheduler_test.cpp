@@ -110,6 +110,39 @@ TEST_F(Scheduler, FullQueueRefusesAndCancellationFreesTheSlot) {
   EXPECT_EQ(s.stats().active_slots, 0u);
 }
 
+// One HTTP request's choices are queued together or not at all.
+TEST_F(Scheduler, AGroupIsQueuedWholeOrNotAtAll) {
+  auto& d = decoder();
+  serve::Scheduler s(d, *tokenizer_, {2});
+  Collector running, waiting, grouped[2];
+  running.hold = true;
+  auto r1 = request(kPrompt, 200), r2 = request("There were three ships", 3);
+  running.attach(r1), waiting.attach(r2);
+  auto ticket = s.submit(std::move(r1));
+  ASSERT_TRUE(running.wait_in_callback());
+  s.submit(std::move(r2));  // one of the two waiting places
+  std::vector<serve::GenerationRequest> pair(2, request("A pair", 2));
+  for (int i = 0; i < 2; ++i) grouped[i].attach(pair[i]);
+  EXPECT_THROW(s.submit_group(pair), serve::QueueFull);
+  EXPECT_EQ(s.stats().queue_length, 1u) << "neither of the pair was queued";
+  EXPECT_THROW(s.submit_group(std::vector<serve::GenerationRequest>(3, request("Three", 2))), std::invalid_argument)
+      << "more than the queue ever holds";
+  auto bad = pair;
+  bad[1].prompt.clear();
+  EXPECT_THROW(s.submit_group(bad), std::invalid_argument);
+  EXPECT_EQ(s.stats().queue_length, 1u);
+  ticket->cancel();
+  running.release();
+  ASSERT_TRUE(waiting.wait_end());
+  const auto tickets = s.submit_group(pair);  // room now
+  EXPECT_EQ(tickets.size(), 2u);
+  for (auto& g : grouped) {
+    ASSERT_TRUE(g.wait_end());
+    EXPECT_EQ(g.reason, FinishReason::Length);
+  }
+  EXPECT_EQ(grouped[0].text, grouped[1].text) << "the same prompt and seed";
+}
+
 TEST_F(Scheduler, ShutdownEndsRunningAndWaitingRequests) {
   auto& d = decoder();
   serve::Scheduler s(d, *tokenizer_);
@@ -174,10 +207,10 @@ TEST_F(Scheduler, LogprobsOfEveryGeneratedToken) {
   auto fresh = make_model();
   fresh->prefill_all_logits(prompt, 0, [&](uint32_t i, std::span<const float> logits) {
     if (i + 1 == prompt.size()) return;
-    const auto want = models::token_logprobs(logits, prompt[i + 1], 2);
+    const auto expected = models::token_logprobs(logits, prompt[i + 1], 2);
     EXPECT_EQ(scored[i].chosen.token, prompt[i + 1]) << i;
-    EXPECT_FLOAT_EQ(scored[i].chosen.logprob, want.chosen.logprob) << i;
-    EXPECT_EQ(scored[i].top[0].token, want.top[0].token) << i;
+    EXPECT_FLOAT_EQ(scored[i].chosen.logprob, expected.chosen.logprob) << i;
+    EXPECT_EQ(scored[i].top[0].token, expected.top[0].token) << i;
   });
   EXPECT_EQ(scored[prompt.size() - 1].chosen.token, got[0].chosen.token) << "then the generated tokens'";
 }

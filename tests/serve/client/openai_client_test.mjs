@@ -101,6 +101,67 @@ test('two concurrent streams with different seeds each give their text alone', a
   assert.equal(b2.text, b.text);
 });
 
+// n choices: each with its own seed (the request's plus its index), so choice 0 is the same
+// request with n = 1 and choice j the same with seed + j; whole and streamed alike.
+test('n choices, whole and streamed', async () => {
+  const params = { model: MODEL, messages: hello, max_tokens: 8, temperature: 0.9, seed: 11 };
+  const three = await client.chat.completions.create({ ...params, n: 3 });
+  assert.deepEqual(three.choices.map((c) => c.index), [0, 1, 2]);
+  const alone = await Promise.all([11, 12, 13].map((seed) => client.chat.completions.create({ ...params, seed })));
+  alone.forEach((a, j) => {
+    assert.equal(three.choices[j].message.content, a.choices[0].message.content, `choice ${j}`);
+    assert.equal(three.choices[j].finish_reason, a.choices[0].finish_reason, `choice ${j}`);
+  });
+  assert.ok(new Set(three.choices.map((c) => c.message.content)).size > 1, 'the seeds differ, and so do the texts');
+  assert.equal(three.usage.prompt_tokens, alone[0].usage.prompt_tokens, 'the prompt counts once');
+  assert.equal(three.usage.completion_tokens, alone.reduce((sum, a) => sum + a.usage.completion_tokens, 0));
+  // Streamed: every choice opens with the role, its chunks carry its index, each ends once.
+  const text = ['', '', ''], roles = [0, 0, 0], ends = [0, 0, 0];
+  let usage = null;
+  const stream = await client.chat.completions.create({ ...params, n: 3, stream: true, stream_options: { include_usage: true } });
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    for (const c of chunk.choices) {
+      if (c.delta.role) ++roles[c.index];
+      text[c.index] += c.delta.content ?? '';
+      if (c.finish_reason) ++ends[c.index];
+    }
+  }
+  assert.deepEqual(text, three.choices.map((c) => c.message.content));
+  assert.deepEqual(roles, [1, 1, 1]);
+  assert.deepEqual(ends, [1, 1, 1]);
+  assert.deepEqual(usage, three.usage);
+});
+
+// Several prompts in one completions request (what evaluation harnesses send in batches):
+// choice k is prompt k / n's (k % n)-th, each as if sent alone.
+test('several prompts in one completions request', async () => {
+  const prompts = ['The model reads the prompt', 'There were three ships'];
+  const params = { model: MODEL, max_tokens: 5, temperature: 0.9, seed: 3 };
+  const both = await client.completions.create({ ...params, prompt: prompts, n: 2 });
+  assert.deepEqual(both.choices.map((c) => c.index), [0, 1, 2, 3]);
+  const alone = await Promise.all(
+    prompts.flatMap((prompt) => [3, 4].map((seed) => client.completions.create({ ...params, prompt, seed }))));
+  alone.forEach((a, k) => assert.equal(both.choices[k].text, a.choices[0].text, `choice ${k}`));
+  assert.equal(both.usage.prompt_tokens, alone[0].usage.prompt_tokens + alone[2].usage.prompt_tokens);
+  assert.equal(both.usage.completion_tokens, alone.reduce((sum, a) => sum + a.usage.completion_tokens, 0));
+  // Scoring a batch of texts: echo with logprobs, prompts as text and as token ids.
+  const score = { model: MODEL, max_tokens: 1, temperature: 0, logprobs: 1, echo: true };
+  const batch = await client.completions.create({ ...score, prompt: prompts });
+  const single = await Promise.all(prompts.map((prompt) => client.completions.create({ ...score, prompt })));
+  single.forEach((a, k) => {
+    assert.equal(batch.choices[k].text, a.choices[0].text);
+    assert.deepEqual(batch.choices[k].logprobs, a.choices[0].logprobs);
+  });
+  const ids = await client.completions.create({ ...score, prompt: [[1, 2, 3], [4, 5, 6, 7]] });
+  assert.deepEqual(ids.choices.map((c) => c.logprobs.tokens.length), [3 + 1, 4 + 1]);
+  // Streamed: chunks of both prompts, each choice's text as whole.
+  const text = ['', ''];
+  for await (const chunk of await client.completions.create({ ...params, prompt: prompts, stream: true }))
+    for (const c of chunk.choices) text[c.index] += c.text;
+  assert.deepEqual(text, [alone[0].choices[0].text, alone[2].choices[0].text]);
+});
+
 // Log-probabilities: each generated token (the end-of-generation token excluded) with its
 // alternatives, the same whole or streamed, as OpenAI's clients read them.
 const tokenCount = (r) => r.usage.completion_tokens - (r.choices[0].finish_reason === 'stop' ? 1 : 0);
@@ -270,7 +331,14 @@ const badInputs = [
   ['/v1/completions', { prompt: 42 }, 400, 'prompt', 'invalid_type'],
   ['/v1/completions', { prompt: longPrompt }, 400, 'prompt', 'context_length_exceeded'],
   ['/v1/completions', { prompt: 'x', stop: ['a', 'b', 'c', 'd', 'e'] }, 400, 'stop', 'invalid_value'],
-  ['/v1/completions', { prompt: 'x', n: 2 }, 400, 'n', 'invalid_value'],
+  ['/v1/completions', { prompt: 'x', n: 0 }, 400, 'n', 'invalid_value'],
+  ['/v1/completions', { prompt: 'x', n: 129 }, 400, 'n', 'invalid_value'],
+  ['/v1/completions', { prompt: 'x', n: 5 }, 400, 'n', 'invalid_value'],  // more than the queue's 4 places
+  ['/v1/completions', { prompt: ['a', 'b', 'c', 'd', 'e'] }, 400, 'prompt', 'invalid_value'],
+  ['/v1/completions', { prompt: ['a', [1, 2]] }, 400, 'prompt', 'invalid_type'],
+  ['/v1/completions', { prompt: ['a', ''] }, 400, 'prompt', 'invalid_value'],
+  ['/v1/completions', { prompt: [[1], []] }, 400, 'prompt', 'invalid_value'],
+  ['/v1/completions', { prompt: ['x', longPrompt] }, 400, 'prompt', 'context_length_exceeded'],
   // Not implemented: refused by name, never silently ignored.
   ['/v1/chat/completions', { messages: hello, frequency_penalty: 0.5 }, 400, 'frequency_penalty', 'unsupported_value'],
   ['/v1/chat/completions', { messages: hello, presence_penalty: -1 }, 400, 'presence_penalty', 'unsupported_value'],
