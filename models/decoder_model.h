@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <algorithm>
 #include <functional>
-#include <numeric>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -89,15 +88,10 @@ inline StepOutput prefill_with_rows(DecoderModel& model, std::span<const int32_t
     on_row(i, logits);
     if (i + 1 == tokens.size()) out.logits.assign(logits.begin(), logits.end());
   });
-  std::vector<int32_t> ids(out.logits.size());
-  std::iota(ids.begin(), ids.end(), 0);
-  const size_t k = std::max<size_t>(1, std::min<size_t>(model.top_k(), ids.size()));
-  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int32_t a, int32_t b) {
-    return out.logits[size_t(a)] > out.logits[size_t(b)] || (out.logits[size_t(a)] == out.logits[size_t(b)] && a < b);
-  });
+  const std::vector<int32_t> ids = best_ids(out.logits, std::max<size_t>(1, model.top_k()));
   out.argmax = ids[0];
   if (model.top_k())
-    for (size_t i = 0; i < k; ++i) out.top_ids.push_back(ids[i]), out.top_logits.push_back(out.logits[size_t(ids[i])]);
+    for (int32_t id : ids) out.top_ids.push_back(id), out.top_logits.push_back(out.logits[size_t(id)]);
   return out;
 }
 

@@ -17,22 +17,24 @@ TokenLogprobs token_logprobs(std::span<const float> logits, int32_t token, uint3
   const double log_sum = std::log(sum);
   auto logprob = [&](int32_t id) { return float((double(logits[size_t(id)]) - m) - log_sum); };
   TokenLogprobs r{{token, logprob(token)}, {}};
-  // The `top` best in one pass (a server asks for a few of a 128K vocabulary, once per prompt
-  // token when it scores a prompt): a sorted list, most likely first, ties by the lower id.
-  const size_t n = std::min<size_t>(top, logits.size());
-  if (n == 0) return r;
+  for (int32_t id : best_ids(logits, top)) r.top.push_back({id, logprob(id)});
+  return r;
+}
+
+std::vector<int32_t> best_ids(std::span<const float> logits, size_t n) {
+  n = std::min(n, logits.size());
+  std::vector<int32_t> best;
+  if (n == 0) return best;
   auto before = [&](int32_t a, int32_t b) {
     return logits[size_t(a)] > logits[size_t(b)] || (logits[size_t(a)] == logits[size_t(b)] && a < b);
   };
-  std::vector<int32_t> best;
   best.reserve(n + 1);
   for (int32_t id = 0; id < int32_t(logits.size()); ++id) {
     if (best.size() == n && !before(id, best.back())) continue;
     best.insert(std::upper_bound(best.begin(), best.end(), id, before), id);
     if (best.size() > n) best.pop_back();
   }
-  for (int32_t id : best) r.top.push_back({id, logprob(id)});
-  return r;
+  return best;
 }
 
 }  // namespace bdsl::models

@@ -150,21 +150,12 @@ void BitNetModel::record() {
   embed_graph_.reset();
   greedy_group_.reset();
   sampled_group_.reset();
-  const uint32_t group = options_.timestamps || options_.dump ? 1 : options_.tokens_per_replay;
   if (pipelines_->lm_head_bounds && greedy_head_) {
     record_token(Tail::PrunedGreedy);
     greedy_graph_ = std::move(graph_);
-    if (group > 1) {
-      record_token(Tail::PrunedGreedy, nullptr, group);
-      greedy_group_ = std::move(graph_);
-    }
     if (pipelines_->lm_head_candidate_list) {
       record_token(Tail::PrunedSampled);
       sampled_graph_ = std::move(graph_);
-      if (group > 1) {
-        record_token(Tail::PrunedSampled, nullptr, group);
-        sampled_group_ = std::move(graph_);
-      }
     }
   }
   if (greedy_graph_) record_embed_graph();
@@ -185,12 +176,17 @@ void BitNetModel::prepare_vocabulary_draw() {
   auto full = std::move(graph_);  // record_token records into graph_
   record_token(Tail::VocabularySampled);
   vocabulary_graph_ = std::move(graph_);
-  if (!options_.timestamps && options_.tokens_per_replay > 1) {
-    record_token(Tail::VocabularySampled, nullptr, options_.tokens_per_replay);
-    vocabulary_group_ = std::move(graph_);
-  }
   graph_ = std::move(full);
   if (!embed_graph_) record_embed_graph();
+}
+
+rt::Graph* BitNetModel::group_of(Tail tail, std::unique_ptr<rt::Graph>& group) {
+  if (group || options_.timestamps || options_.dump || options_.tokens_per_replay < 2) return group.get();
+  auto full = std::move(graph_);  // record_token records into graph_
+  record_token(tail, nullptr, options_.tokens_per_replay);
+  group = std::move(graph_);
+  graph_ = std::move(full);
+  return group.get();
 }
 
 void BitNetModel::prepare_penalized(bool vocabulary) {
@@ -382,7 +378,8 @@ uint32_t BitNetModel::decode_greedy(int32_t token, uint32_t pos, uint32_t max_st
   if (options_.dump) return step_by_step(token, pos, max_steps, {}, on_token);  // the dumps need the host after every step
   wait_idle();
   if (!greedy_graph_ && pipelines_->top_k) write_sampling({});  // the decode graph's draw: the argmax
-  return replay_feeding(greedy_graph_ ? *greedy_graph_ : *graph_, greedy_group_.get(), token, pos, max_steps, on_token);
+  rt::Graph* group = greedy_graph_ ? group_of(Tail::PrunedGreedy, greedy_group_) : nullptr;
+  return replay_feeding(greedy_graph_ ? *greedy_graph_ : *graph_, group, token, pos, max_steps, on_token);
 }
 
 uint32_t BitNetModel::decode_sampled(int32_t token, uint32_t pos, uint32_t max_steps, const models::SamplerOptions& sampling,
@@ -398,9 +395,11 @@ uint32_t BitNetModel::decode_sampled(int32_t token, uint32_t pos, uint32_t max_s
   write_sampling(sampling);
   if (models::draws_over_vocabulary(sampling)) {
     prepare_vocabulary_draw();
-    return replay_feeding(*vocabulary_graph_, vocabulary_group_.get(), token, pos, max_steps, on_token);
+    return replay_feeding(*vocabulary_graph_, group_of(Tail::VocabularySampled, vocabulary_group_), token, pos, max_steps,
+                          on_token);
   }
-  return replay_feeding(sampled_graph_ ? *sampled_graph_ : *graph_, sampled_group_.get(), token, pos, max_steps, on_token);
+  rt::Graph* group = sampled_graph_ ? group_of(Tail::PrunedSampled, sampled_group_) : nullptr;
+  return replay_feeding(sampled_graph_ ? *sampled_graph_ : *graph_, group, token, pos, max_steps, on_token);
 }
 
 uint32_t BitNetModel::decode_penalized(int32_t token, uint32_t pos, uint32_t max_steps, const models::SamplerOptions& sampling,

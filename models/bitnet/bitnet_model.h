@@ -184,6 +184,9 @@ class BitNetModel final : public models::DecoderModel {
   // the repeat penalty first (its parameters go there).
   // `copies`: the token's recording that many times in one command buffer (ModelOptions::tokens_per_replay).
   void record_token(Tail tail, std::optional<PenaltyParameters>* penalty = nullptr, uint32_t copies = 1);
+  // `group`, recording `tail` tokens_per_replay times now if it is not yet (null: groups are off,
+  // with timestamps, dumps or tokens_per_replay 1). At first use: most processes never need one.
+  rt::Graph* group_of(Tail tail, std::unique_ptr<rt::Graph>& group);
   void record_embedding(rt::Graph& g);  // x = the step state's token's embedding
   void record_tail(rt::Graph& g, Tail tail = Tail::Full, std::optional<PenaltyParameters>* penalty = nullptr);  // final norm, LM head, argmax (+ top-k) on the x buffer
   // The final norm, every logit and argmax's first pass (the full tail's and the vocabulary draw's start).
@@ -237,7 +240,8 @@ class BitNetModel final : public models::DecoderModel {
   std::optional<GreedyHead> greedy_head_;
   std::unique_ptr<rt::Graph> greedy_graph_;   // decode_greedy's recording, with the pruned head
   std::unique_ptr<rt::Graph> sampled_graph_;  // decode_sampled's, with the pruned head
-  // The same (and vocabulary_graph_), ModelOptions::tokens_per_replay tokens a replay (null: 1 a replay).
+  // The same (and vocabulary_graph_), ModelOptions::tokens_per_replay tokens a replay (null: 1 a
+  // replay), each recorded at its first use by group_of (null where groups are off).
   std::unique_ptr<rt::Graph> greedy_group_, sampled_group_, vocabulary_group_;
   std::unique_ptr<rt::Graph> vocabulary_graph_;  // decode_sampled's with top_k 0: the full head, every logit drawn from
   // decode_sampled's with a repeat penalty (prepare_penalized): the full recording's tail, and the

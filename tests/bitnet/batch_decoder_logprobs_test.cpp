@@ -45,8 +45,9 @@ void run_asking(bitnet::BitNetBatchDecoder& dec, std::vector<Asked>& all, uint32
       EXPECT_EQ(lp.chosen.token, outs[j].token);
       ASSERT_EQ(lp.top.size(), size_t(all[j].top));
       for (size_t r = 0; r + 1 < lp.top.size(); ++r) EXPECT_GE(lp.top[r].logprob, lp.top[r + 1].logprob) << "rank " << r;
-      if (!lp.top.empty() && lp.top[0].token == lp.chosen.token)
+      if (!lp.top.empty() && lp.top[0].token == lp.chosen.token) {
         EXPECT_EQ(std::bit_cast<uint32_t>(lp.top[0].logprob), std::bit_cast<uint32_t>(lp.chosen.logprob)) << "the same value twice";
+      }
       all[j].got.push_back(lp);
     }
   }

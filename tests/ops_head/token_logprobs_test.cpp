@@ -81,8 +81,11 @@ TEST_F(TokenLogprobs, EachAskingRowGetsItsTokensAndAlternativesInItsHalf) {
         }
       }
       EXPECT_EQ(out[half + 1], out[half + 3]) << "row 0's token is its best: the same value twice";
-      for (uint32_t i = 0; i < 2 * capacity * words; ++i)
-        if (i < half || i >= half + 2 * words) ASSERT_EQ(out[i], kUntouched) << "word " << i;
+      for (uint32_t i = 0; i < 2 * capacity * words; ++i) {
+        if (i < half || i >= half + 2 * words) {
+          ASSERT_EQ(out[i], kUntouched) << "word " << i;
+        }
+      }
     }
   }
 }
