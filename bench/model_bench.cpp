@@ -266,6 +266,36 @@ void prefill(benchmark::State& st, BenchSession& s, uint32_t n) {
   st.counters["batched"] = 1;  // matrix-matrix projections over the whole block
 }
 
+// A prompt scored as a server's echo with logprobs scores it (prefill_scored: each row's next
+// token's log-probability and `top` alternatives on the device), or (top < 0) every row's logits
+// read back as perplexity reads them (prefill_all_logits; what scoring on the host started from).
+void prompt_scoring(benchmark::State& st, BenchSession& s, uint32_t n, int32_t top) {
+  auto& m = model_state(s);
+  const auto prompt = prompt_of(m, n);
+  std::vector<int32_t> next(prompt.begin() + 1, prompt.end());
+  next.push_back(-1);
+  size_t scored = 0;
+  auto run = [&] {
+    if (top < 0) {
+      m.model->prefill_all_logits(prompt, 0, [&](uint32_t, std::span<const float> l) { scored += l.empty() ? 0 : 1; });
+    } else {
+      m.model->prefill_scored(prompt, 0, {next, uint32_t(top), [&](uint32_t, const models::TokenLogprobs&) { ++scored; }});
+    }
+  };
+  run();  // records the graphs and builds the pipelines once
+  double seconds = 0;
+  for (auto _ : st) {
+    const auto t0 = Clock::now();
+    run();
+    const double s_wall = std::chrono::duration<double>(Clock::now() - t0).count();
+    st.SetIterationTime(s_wall);
+    seconds += s_wall;
+  }
+  m.filled = uint32_t(prompt.size());
+  st.counters["tokens_per_s"] = double(prompt.size()) * double(st.iterations()) / seconds;
+  st.counters["rows"] = double(scored) / double(st.iterations() + 1);
+}
+
 // Where a prefill block's time goes: each kernel's GPU time per block, summed over its calls.
 void prefill_per_op(benchmark::State& st, BenchSession& s, const std::string& op, uint32_t n) {
   auto& m = model_state(s);
@@ -335,6 +365,12 @@ void register_model_benchmarks(BenchSession& s) {
     benchmark::RegisterBenchmark(fmt::format("prefill/tokens:{}", n).c_str(),
                                  [&s, n](benchmark::State& st) { prefill(st, s, n); })
         ->UseManualTime()->Iterations(quick ? 1 : 3)->Unit(benchmark::kMillisecond);
+  for (uint32_t n : quick ? std::vector<uint32_t>{16} : std::vector<uint32_t>{512})
+    for (int32_t top : {-1, 0, 5})
+      benchmark::RegisterBenchmark((top < 0 ? fmt::format("prompt_logits/tokens:{}", n)
+                                            : fmt::format("prompt_scoring/tokens:{}/top:{}", n, top)).c_str(),
+                                   [&s, n, top](benchmark::State& st) { prompt_scoring(st, s, n, top); })
+          ->UseManualTime()->Iterations(quick ? 1 : 3)->Unit(benchmark::kMillisecond);
   // Per-op table at a fixed position (512, or 32 with --quick).
   const uint32_t pos = quick ? 32 : 511;
   auto& m = model_state(s);

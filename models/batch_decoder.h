@@ -51,16 +51,16 @@ class BatchDecoder {
   // arithmetic is then the step's, whatever else the steps carry); 0: prompts go through prefill().
   virtual uint32_t max_step_prompt() const { return 0; }
   // Whether outputs can carry log-probabilities (Entry::logprobs), and with how many alternatives.
-  static constexpr uint32_t kMaxTopLogprobs = 20;  // OpenAI's top_logprobs limit
+  static constexpr uint32_t kMaxTopLogprobs = models::kMaxTopLogprobs;
   virtual bool has_logprobs() const { return false; }
   virtual uint32_t max_top_logprobs() const { return 0; }
 
   // Prompt tokens into `slot` at positions pos..pos+n-1 (n <= max_prefill_chunk()); returns the
   // output of the last one, its token chosen under `sampling`, with `logprobs` as Entry::logprobs.
-  // With `on_row`, every token's logits go to on_row(i, logits) first (models::prefill_with_rows:
-  // the last one's output is then taken from its row on the host).
+  // With `scoring` (its on_scored given), the prompt's tokens are scored too
+  // (DecoderModel::prefill_scored).
   virtual StepOutput prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos,
-                             const SamplerOptions& sampling = {}, int32_t logprobs = -1, const LogitRows& on_row = {}) = 0;
+                             const SamplerOptions& sampling = {}, int32_t logprobs = -1, const PromptScoring& scoring = {}) = 0;
   // One decode step for every entry (1 <= size <= step_capacity()); outputs in entry order. A slot
   // appears once, or (max_step_prompt() > 0) in a run at consecutive positions, in order: only the
   // last entry of a slot has an output (the others' argmax is -1, with no candidates). Entries

@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "models/logprobs.h"
@@ -57,6 +58,9 @@ class DecoderModel {
   // The same, calling on_row(i, logits of tokens[i]) for every token in order (perplexity).
   virtual void prefill_all_logits(std::span<const int32_t> tokens, uint32_t pos,
                                   const std::function<void(uint32_t, std::span<const float>)>& on_row) = 0;
+  // prefill() that also scores the prompt's tokens (models::PromptScoring); the last token's output
+  // carries its logits (what a draw over the vocabulary or log-probabilities take).
+  virtual StepOutput prefill_scored(std::span<const int32_t> tokens, uint32_t pos, const PromptScoring& scoring) = 0;
   // Greedy decoding that feeds itself: `token` at `pos`, then each step's argmax at the next
   // position, up to `max_steps` steps; on_token gets each argmax and returns false to stop.
   // Returns the steps whose tokens on_token received.
@@ -76,23 +80,29 @@ inline int32_t choose_after_step(const DecoderModel& model, StepOutput& out, con
   return choose_on_host(out, sampling, counter);
 }
 
-// Each prompt token's logits, as DecoderModel::prefill_all_logits gives them.
-using LogitRows = std::function<void(uint32_t, std::span<const float>)>;
-
-// model.prefill() with on_row(i, logits of tokens[i]) for every token (prefill_all_logits): the
-// last token's output (argmax, the model's top-k candidates, every logit) from its row, on the host
-// with the device's order (value descending, ties by the lower id).
-inline StepOutput prefill_with_rows(DecoderModel& model, std::span<const int32_t> tokens, uint32_t pos, const LogitRows& on_row) {
+// The output prefill() gives for a prompt whose last token's logits are `logits`, on the host with
+// the device's order (argmax, the model's top-k candidates: value descending, ties by the lower id).
+inline StepOutput output_of_logits(std::vector<float> logits, uint32_t top_k) {
   StepOutput out;
-  model.prefill_all_logits(tokens, pos, [&](uint32_t i, std::span<const float> logits) {
-    on_row(i, logits);
-    if (i + 1 == tokens.size()) out.logits.assign(logits.begin(), logits.end());
-  });
-  const std::vector<int32_t> ids = best_ids(out.logits, std::max<size_t>(1, model.top_k()));
-  out.argmax = ids[0];
-  if (model.top_k())
+  out.logits = std::move(logits);
+  const std::vector<int32_t> ids = best_ids(out.logits, std::max<size_t>(1, top_k));
+  out.argmax = ids.empty() ? -1 : ids[0];
+  if (top_k)
     for (int32_t id : ids) out.top_ids.push_back(id), out.top_logits.push_back(out.logits[size_t(id)]);
   return out;
+}
+
+// Checks a PromptScoring against the tokens it scores and the vocabulary.
+inline void check_scoring(const PromptScoring& s, size_t tokens, uint32_t vocab) {
+  if (s.next.size() != tokens)
+    throw std::invalid_argument("prompt scoring: " + std::to_string(s.next.size()) + " next tokens for " +
+                                std::to_string(tokens) + " prompt tokens");
+  if (s.top > kMaxTopLogprobs)
+    throw std::invalid_argument("prompt scoring: " + std::to_string(s.top) + " alternatives; at most " +
+                                std::to_string(kMaxTopLogprobs));
+  for (int32_t id : s.next)
+    if (id >= 0 && uint32_t(id) >= vocab)
+      throw std::invalid_argument("prompt scoring: token " + std::to_string(id) + " is outside the vocabulary");
 }
 
 // out.logprobs for the token chosen after the step `model` just ran, with `top` alternatives (-1:

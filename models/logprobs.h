@@ -3,6 +3,7 @@
 // sampling setting (penalty, temperature, top-k, top-p) shaped the draw.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -16,6 +17,17 @@ struct TokenLogprob {
 struct TokenLogprobs {
   TokenLogprob chosen;
   std::vector<TokenLogprob> top;  // the most likely tokens first (ties: the lower id first)
+};
+
+inline constexpr uint32_t kMaxTopLogprobs = 20;  // alternatives a token lists at most (OpenAI's top_logprobs limit)
+
+// A prompt's own tokens scored as the prompt is read (a server's `echo` with `logprobs`): row i's
+// logits give the log-probability of next[i] (negative: row i is not scored) and of its `top`
+// best alternatives (<= kMaxTopLogprobs).
+struct PromptScoring {
+  std::span<const int32_t> next;  // one per prompt token
+  uint32_t top = 0;
+  std::function<void(uint32_t row, const TokenLogprobs&)> on_scored;  // in row order; empty: no scoring
 };
 
 // The `n` best ids of `logits` (at most all of them), the largest value first and equal values by

@@ -25,9 +25,9 @@ class SequentialDecoder final : public BatchDecoder {
   uint32_t max_top_logprobs() const override { return kMaxTopLogprobs; }
 
   StepOutput prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos,
-                     const SamplerOptions& sampling = {}, int32_t logprobs = -1, const LogitRows& on_row = {}) override {
+                     const SamplerOptions& sampling = {}, int32_t logprobs = -1, const PromptScoring& scoring = {}) override {
     check_slot(slot);
-    StepOutput out = on_row ? prefill_with_rows(model_, tokens, pos, on_row) : model_.prefill(tokens, pos);
+    StepOutput out = scoring.on_scored ? model_.prefill_scored(tokens, pos, scoring) : model_.prefill(tokens, pos);
     out.token = choose_after_step(model_, out, sampling, pos + uint32_t(tokens.size()));
     logprobs_after_step(model_, out, logprobs);
     return out;

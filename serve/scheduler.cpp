@@ -7,7 +7,6 @@
 #include <string>
 
 #include "models/tokenizer/token_stream.h"
-#include "serve/prompt_scorer.h"
 #include "serve/stop_matcher.h"
 
 namespace bdsl::serve {
@@ -227,22 +226,21 @@ void Scheduler::prefill_chunk(uint32_t slot, uint32_t n) {
   const auto t0 = std::chrono::steady_clock::now();
   models::StepOutput out;
   // The prompt's own log-probabilities: row i's logits score the token after it (the last row's
-  // next token is the first generated one: out.logprobs), on the host's cores.
-  models::LogitRows on_row;
-  std::optional<PromptScorer> scorer;
+  // next token is the first generated one: out.logprobs), on the device.
+  models::PromptScoring scoring;
+  std::vector<int32_t> next;
   if (scores_prompt(seq.request())) {
-    scorer.emplace(uint32_t(seq.request().logprobs), [&](const models::TokenLogprobs& lp) {
-      if (seq.request().on_logprobs) seq.request().on_logprobs(lp);
-    });
-    on_row = [&, first = seq.prefilled](uint32_t i, std::span<const float> logits) {
-      const size_t next = size_t(first) + i + 1;
-      if (next < prompt.size()) scorer->add(logits, prompt[next]);
-    };
+    for (uint32_t i = 0; i < n; ++i) {
+      const size_t at = size_t(seq.prefilled) + i + 1;
+      next.push_back(at < prompt.size() ? prompt[at] : -1);
+    }
+    scoring = {next, uint32_t(seq.request().logprobs), [&](uint32_t, const models::TokenLogprobs& lp) {
+                 if (seq.request().on_logprobs) seq.request().on_logprobs(lp);
+               }};
   }
   try {
     out = decoder_.prefill(slot, std::span(prompt).subspan(seq.prefilled, n), seq.prefilled, seq.request().sampling,
-                           seq.request().logprobs, on_row);
-    if (scorer) scorer->flush();
+                           seq.request().logprobs, scoring);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "serve: prefill failed: %s\n", e.what());
     finish(slot, FinishReason::Error);

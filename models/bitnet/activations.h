@@ -138,7 +138,12 @@ struct BitNetModel::PrefillBlock {
   std::optional<ops::PlannedPipeline> lm_head_rows;
   rt::Buffer xn_rows, logit_rows;
   uint64_t logit_stride = 0;  // floats between two rows' logits
-  std::map<std::pair<uint32_t, uint32_t>, std::unique_ptr<rt::Graph>> logit_graphs;
+  std::map<std::tuple<uint32_t, uint32_t, RowsMode>, std::unique_ptr<rt::Graph>> logit_graphs;  // (first row, rows, mode)
+  // prefill_scored: the rows' next tokens and which rows are scored (ops::kNoLogprobs: not), the
+  // alternatives' top-k, and the scores (the staging half of parity 0: score_counter holds 0).
+  std::optional<ops::PlannedPipeline> score_top_partial, score_top_merge, score_logprobs, score_logprobs_bare;
+  rt::Buffer score_counter, score_next, score_select, score_part_values, score_part_indices, score_top_values,
+      score_top_indices, score_out;
 };
 
 }  // namespace bdsl::bitnet

@@ -330,7 +330,7 @@ void BitNetBatchDecoder::copy_rows(bool into_slot, uint32_t slot, uint32_t first
 
 models::StepOutput BitNetBatchDecoder::prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos,
                                                const models::SamplerOptions& sampling, int32_t logprobs,
-                                               const models::LogitRows& on_row) {
+                                               const models::PromptScoring& scoring) {
   if (slot >= slots_) throw std::out_of_range(fmt::format("slot {} of a {}-slot decoder", slot, slots_));
   if (tokens.empty()) throw std::invalid_argument("prefill: no tokens");
   if (uint64_t{pos} + tokens.size() > context_length())
@@ -342,7 +342,7 @@ models::StepOutput BitNetBatchDecoder::prefill(uint32_t slot, std::span<const in
   // The model's cache must hold this slot's positions 0..pos-1 for the chunk's attention.
   if (model_slot_ != slot || model_rows_ < pos) copy_rows(false, slot, 0, pos);
   model_slot_ = UINT32_MAX;  // until the prefill has run
-  models::StepOutput out = on_row ? models::prefill_with_rows(model_, tokens, pos, on_row) : model_.prefill(tokens, pos);
+  models::StepOutput out = scoring.on_scored ? model_.prefill_scored(tokens, pos, scoring) : model_.prefill(tokens, pos);
   // The model's prefill returns its candidates: the host twin of the device sampler picks.
   out.token = models::choose_after_step(model_, out, sampling, pos + uint32_t(tokens.size()));
   models::logprobs_after_step(model_, out, logprobs);

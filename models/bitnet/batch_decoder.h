@@ -149,7 +149,7 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   // Waits for the steps in flight first (they may write the slot's cache).
   models::StepOutput prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos,
                              const models::SamplerOptions& sampling = {}, int32_t logprobs = -1,
-                             const models::LogitRows& on_row = {}) override;
+                             const models::PromptScoring& scoring = {}) override;
   std::vector<models::StepOutput> decode(std::span<const Entry> batch) override;
   uint64_t submit(std::span<const Entry> batch) override;
   std::vector<models::StepOutput> collect(uint64_t ticket) override;

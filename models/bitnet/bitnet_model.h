@@ -105,6 +105,10 @@ class BitNetModel final : public models::DecoderModel {
   // on_row(i, logits of tokens[i]) in order, vocab_size() floats each (perplexity).
   void prefill_all_logits(std::span<const int32_t> tokens, uint32_t pos,
                           const std::function<void(uint32_t, std::span<const float>)>& on_row) override;
+  // prefill() scoring the prompt's tokens on the device from the same logits (ops::token_logprobs,
+  // with a top-20 of its own for the alternatives): a few words a row come back, not the row. The
+  // last token's output is taken from its row on the host (models::output_of_logits).
+  StepOutput prefill_scored(std::span<const int32_t> tokens, uint32_t pos, const models::PromptScoring& scoring) override;
 
   std::vector<float> logits() const override;  // of the last step
   uint32_t context_length() const override { return config_.context_length; }
@@ -166,6 +170,16 @@ class BitNetModel final : public models::DecoderModel {
   friend class BitNetBatchDecoder;  // steps many sequences over these weights (batch_decoder.h)
   struct Activations;
   struct PrefillBlock;
+  // What a recording over kLogitRows prompt rows does after their logits: nothing more, or score
+  // each row's next token (with the alternatives' top-20 or without).
+  enum class RowsMode : uint8_t { Logits, Scored, ScoredTop };
+  // Prefills `tokens` (blocks of kMaxPrefillBlock) and runs the final norm and the f32 LM head
+  // over every row, kLogitRows rows a replay: before(i, rows) ahead of each replay (i: its first
+  // row's index in tokens), after(i, rows) once it is done, the rows' logits in PrefillBlock.
+  void for_logit_rows(std::span<const int32_t> tokens, uint32_t pos, RowsMode mode,
+                      const std::function<void(uint32_t, uint32_t)>& before,
+                      const std::function<void(uint32_t, uint32_t)>& after);
+  void record_row_scoring(rt::Graph& g, uint32_t rows, RowsMode mode);  // prefill_scoring.cpp
   struct DumpSlot {
     std::string name;
     uint64_t offset, floats;

@@ -131,8 +131,9 @@ void BitNetModel::run_prefill(std::span<const int32_t> tokens, uint32_t pos, boo
   }
 }
 
-void BitNetModel::prefill_all_logits(std::span<const int32_t> tokens, uint32_t pos,
-                                     const std::function<void(uint32_t, std::span<const float>)>& on_row) {
+void BitNetModel::for_logit_rows(std::span<const int32_t> tokens, uint32_t pos, RowsMode mode,
+                                 const std::function<void(uint32_t, uint32_t)>& before,
+                                 const std::function<void(uint32_t, uint32_t)>& after) {
   if (tokens.empty()) throw std::invalid_argument("prefill: no tokens");
   check_tokens(tokens, pos);
   const auto& c = config_;
@@ -151,7 +152,7 @@ void BitNetModel::prefill_all_logits(std::span<const int32_t> tokens, uint32_t p
     }
     for (uint32_t row = 0; row < n; row += PrefillBlock::kLogitRows) {
       const uint32_t rows = std::min(PrefillBlock::kLogitRows, n - row);
-      auto& graph = b.logit_graphs[{row, rows}];
+      auto& graph = b.logit_graphs[{row, rows, mode}];
       if (!graph) {  // each token's logits exactly as the decode graph's lm_head computes them
         graph = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{false, fmt::format("prefill logits {}+{}", row, rows)});
         p.output_norm.dispatch(*graph, {{"x", b.x.slice(4ull * row * c.dim, 4ull * rows * c.dim)}, {"weight", weights_.output_norm},
@@ -160,13 +161,22 @@ void BitNetModel::prefill_all_logits(std::span<const int32_t> tokens, uint32_t p
         std::vector<rt::Arg> head = {{"x", b.xn_rows}, {"logits", b.logit_rows}};
         append_parts(head, "table", weights_.lm_head());
         b.lm_head_rows->dispatch(*graph, head, rt::push(rows, uint32_t(b.logit_stride)));
+        if (mode != RowsMode::Logits) record_row_scoring(*graph, rows, mode);
         graph->finish();
       }
+      before(uint32_t(first) + row, rows);
       graph->submit_and_wait();
-      for (uint32_t t = 0; t < rows; ++t)
-        on_row(uint32_t(first) + row + t, b.logit_rows.download<float>(4ull * t * b.logit_stride, c.vocab_size));
+      after(uint32_t(first) + row, rows);
     }
   }
+}
+
+void BitNetModel::prefill_all_logits(std::span<const int32_t> tokens, uint32_t pos,
+                                     const std::function<void(uint32_t, std::span<const float>)>& on_row) {
+  for_logit_rows(tokens, pos, RowsMode::Logits, [](uint32_t, uint32_t) {}, [&](uint32_t first, uint32_t rows) {
+    const PrefillBlock& b = *prefill_;
+    for (uint32_t t = 0; t < rows; ++t) on_row(first + t, b.logit_rows.download<float>(4ull * t * b.logit_stride, config_.vocab_size));
+  });
 }
 
 std::vector<double> BitNetModel::prefill_timestamps_ns() const {

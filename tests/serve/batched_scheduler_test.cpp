@@ -31,11 +31,11 @@ class ModelPerSlotDecoder final : public models::BatchDecoder {
 
   models::StepOutput prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos,
                              const models::SamplerOptions& sampling = {}, int32_t logprobs = -1,
-                             const models::LogitRows& on_row = {}) override {
+                             const models::PromptScoring& scoring = {}) override {
     EXPECT_LE(tokens.size(), chunk_);
     record({true, slot});
     models::StepOutput out =
-        on_row ? models::prefill_with_rows(*models_.at(slot), tokens, pos, on_row) : models_.at(slot)->prefill(tokens, pos);
+        scoring.on_scored ? models_.at(slot)->prefill_scored(tokens, pos, scoring) : models_.at(slot)->prefill(tokens, pos);
     out.token = models::choose_after_step(*models_.at(slot), out, sampling, pos + uint32_t(tokens.size()));
     models::logprobs_after_step(*models_.at(slot), out, logprobs);
     return out;
