@@ -136,7 +136,7 @@ struct BitNetModel::PrefillBlock {
   // a time, one recording per (first row, rows).
   static constexpr uint32_t kLogitRows = 32;
   std::optional<ops::PlannedPipeline> lm_head_rows;
-  rt::Buffer xn_rows, logit_rows;
+  rt::Buffer xn_rows, logit_rows, logit_staging;  // staging: what the host reads (host-visible)
   uint64_t logit_stride = 0;  // floats between two rows' logits
   std::map<std::tuple<uint32_t, uint32_t, RowsMode>, std::unique_ptr<rt::Graph>> logit_graphs;  // (first row, rows, mode)
   // prefill_scored: the rows' next tokens and which rows are scored (ops::kNoLogprobs: not), the

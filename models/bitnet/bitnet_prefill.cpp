@@ -147,8 +147,11 @@ void BitNetModel::for_logit_rows(std::span<const int32_t> tokens, uint32_t pos, 
       const uint64_t align = std::max<uint64_t>(ctx_.info().min_storage_buffer_offset_alignment, 4);
       b.logit_stride = (4ull * c.vocab_size + align - 1) / align * align / 4;
       b.xn_rows = rt::Buffer(ctx_, 4ull * PrefillBlock::kLogitRows * c.dim, {.name = "prefill normed rows", .holds = ScalarKind::F32});
-      b.logit_rows = rt::Buffer(ctx_, 4ull * PrefillBlock::kLogitRows * b.logit_stride,
-                                {.host_visible = true, .name = "prefill logits", .holds = ScalarKind::F32});
+      // In device memory: the head writes them at the device's speed (host-visible memory took
+      // ~7 ms a group of rows on an H200), then a copy moves what the host reads.
+      b.logit_rows = rt::Buffer(ctx_, 4ull * PrefillBlock::kLogitRows * b.logit_stride, {.name = "prefill logits", .holds = ScalarKind::F32});
+      b.logit_staging = rt::Buffer(ctx_, 4ull * PrefillBlock::kLogitRows * b.logit_stride,
+                                   {.host_visible = true, .name = "prefill logits' staging", .holds = ScalarKind::F32});
     }
     for (uint32_t row = 0; row < n; row += PrefillBlock::kLogitRows) {
       const uint32_t rows = std::min(PrefillBlock::kLogitRows, n - row);
@@ -161,7 +164,13 @@ void BitNetModel::for_logit_rows(std::span<const int32_t> tokens, uint32_t pos, 
         std::vector<rt::Arg> head = {{"x", b.xn_rows}, {"logits", b.logit_rows}};
         append_parts(head, "table", weights_.lm_head());
         b.lm_head_rows->dispatch(*graph, head, rt::push(rows, uint32_t(b.logit_stride)));
-        if (mode != RowsMode::Logits) record_row_scoring(*graph, rows, mode);
+        const uint64_t row_bytes = 4ull * b.logit_stride;
+        if (mode == RowsMode::Logits) {
+          graph->copy(b.logit_rows.slice(0, rows * row_bytes), b.logit_staging.slice(0, rows * row_bytes));
+        } else {  // the scores, and the last row's logits (the prompt's last row's are its output)
+          record_row_scoring(*graph, rows, mode);
+          graph->copy(b.logit_rows.slice((rows - 1) * row_bytes, row_bytes), b.logit_staging.slice(0, row_bytes));
+        }
         graph->finish();
       }
       before(uint32_t(first) + row, rows);
@@ -175,7 +184,7 @@ void BitNetModel::prefill_all_logits(std::span<const int32_t> tokens, uint32_t p
                                      const std::function<void(uint32_t, std::span<const float>)>& on_row) {
   for_logit_rows(tokens, pos, RowsMode::Logits, [](uint32_t, uint32_t) {}, [&](uint32_t first, uint32_t rows) {
     const PrefillBlock& b = *prefill_;
-    for (uint32_t t = 0; t < rows; ++t) on_row(first + t, b.logit_rows.download<float>(4ull * t * b.logit_stride, config_.vocab_size));
+    for (uint32_t t = 0; t < rows; ++t) on_row(first + t, b.logit_staging.download<float>(4ull * t * b.logit_stride, config_.vocab_size));
   });
 }
 

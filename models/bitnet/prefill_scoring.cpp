@@ -91,7 +91,7 @@ models::StepOutput BitNetModel::prefill_scored(std::span<const int32_t> tokens, 
           scoring.on_scored(first + r, lp);
         }
         if (first + rows == tokens.size())
-          last = b.logit_rows.download<float>(4ull * (rows - 1) * b.logit_stride, config_.vocab_size);
+          last = b.logit_staging.download<float>(0, config_.vocab_size);  // the group's last row
       });
   return models::output_of_logits(std::move(last), top_k());
 }
