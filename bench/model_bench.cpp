@@ -371,41 +371,26 @@ void register_model_benchmarks(BenchSession& s) {
                                             : fmt::format("prompt_scoring/tokens:{}/top:{}", n, top)).c_str(),
                                    [&s, n, top](benchmark::State& st) { prompt_scoring(st, s, n, top); })
           ->UseManualTime()->Iterations(quick ? 1 : 3)->Unit(benchmark::kMillisecond);
-  // Per-op table at a fixed position (512, or 32 with --quick).
+  // Per-op table at a fixed position (512, or 32 with --quick): the decode graph's kernels, then
+  // each other recording's own (the greedy one's pruned head and argmax; the sampled one's
+  // candidate list and draw and the draw over the vocabulary's radix passes, on a model with
+  // candidates), each name once.
   const uint32_t pos = quick ? 32 : 511;
   auto& m = model_state(s);
   std::vector<std::string> seen;
-  for (const auto& name : m.model->operation_names()) {
-    if (std::find(seen.begin(), seen.end(), name) != seen.end()) continue;
-    seen.push_back(name);
-    benchmark::RegisterBenchmark(fmt::format("op/{}", name).c_str(),
-                                 [&s, name, pos](benchmark::State& st) { per_op(st, s, name, pos); })
-        ->UseManualTime()->Iterations(iters)->Unit(benchmark::kMicrosecond);
-  }
-  // The greedy recording's own kernels (the pruned LM head and the argmax that advances the step).
-  for (const auto& name : m.model->greedy_operation_names()) {
-    if (std::find(seen.begin(), seen.end(), name) != seen.end()) continue;
-    seen.push_back(name);
-    benchmark::RegisterBenchmark(fmt::format("op/{}", name).c_str(),
-                                 [&s, name, pos](benchmark::State& st) { per_op(st, s, name, pos, Recording::Greedy); })
-        ->UseManualTime()->Iterations(iters)->Unit(benchmark::kMicrosecond);
-  }
-  // The sampled recording's own kernels (its candidate list and draw), on a model with candidates.
-  for (const auto& name : model_state(s, Variant::TimedSampling).model->sampled_operation_names()) {
-    if (std::find(seen.begin(), seen.end(), name) != seen.end()) continue;
-    seen.push_back(name);
-    benchmark::RegisterBenchmark(fmt::format("op/{}", name).c_str(),
-                                 [&s, name, pos](benchmark::State& st) { per_op(st, s, name, pos, Recording::Sampled); })
-        ->UseManualTime()->Iterations(iters)->Unit(benchmark::kMicrosecond);
-  }
-  // The draw over the vocabulary's own kernels (top_k 0: the radix passes of top-p, the draw).
-  for (const auto& name : model_state(s, Variant::TimedSampling).model->vocabulary_operation_names()) {
-    if (std::find(seen.begin(), seen.end(), name) != seen.end()) continue;
-    seen.push_back(name);
-    benchmark::RegisterBenchmark(fmt::format("op/{}", name).c_str(),
-                                 [&s, name, pos](benchmark::State& st) { per_op(st, s, name, pos, Recording::Vocabulary); })
-        ->UseManualTime()->Iterations(iters)->Unit(benchmark::kMicrosecond);
-  }
+  auto per_op_family = [&](const std::vector<std::string>& names, Recording recording) {
+    for (const auto& name : names) {
+      if (std::find(seen.begin(), seen.end(), name) != seen.end()) continue;
+      seen.push_back(name);
+      benchmark::RegisterBenchmark(fmt::format("op/{}", name).c_str(),
+                                   [&s, name, pos, recording](benchmark::State& st) { per_op(st, s, name, pos, recording); })
+          ->UseManualTime()->Iterations(iters)->Unit(benchmark::kMicrosecond);
+    }
+  };
+  per_op_family(m.model->operation_names(), Recording::Step);
+  per_op_family(m.model->greedy_operation_names(), Recording::Greedy);
+  per_op_family(model_state(s, Variant::TimedSampling).model->sampled_operation_names(), Recording::Sampled);
+  per_op_family(model_state(s, Variant::TimedSampling).model->vocabulary_operation_names(), Recording::Vocabulary);
   // Per-op table of one prefill block (--prefill-block, 16 with --quick); one prefill records its graph.
   const uint32_t block = quick ? 16 : s.options.prefill_block;
   m.model->prefill(prompt_of(m, block), 0);
