@@ -16,22 +16,6 @@ using nlohmann::json;
 constexpr size_t kMaxStopStrings = 4;  // as OpenAI
 constexpr uint32_t kMaxTopK = 128;     // the most candidates a step returns
 
-json parse_object(std::string_view body) {
-  json j;
-  try {
-    j = json::parse(body);
-  } catch (const json::parse_error& e) {
-    // nlohmann's lexer checks UTF-8 inside strings: say so plainly, it is a different mistake.
-    if (std::string_view(e.what()).find("UTF-8") != std::string_view::npos)
-      throw ApiError(400, "the request body is not valid UTF-8 text", std::nullopt, "invalid_utf8");
-    throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what(), std::nullopt, "invalid_json");
-  } catch (const json::exception& e) {  // what parses but cannot be held, such as a number past a double's range
-    throw ApiError(400, std::string("the request body cannot be read: ") + e.what(), std::nullopt, "invalid_json");
-  }
-  if (!j.is_object()) throw ApiError(400, "the request body must be a JSON object", std::nullopt, "invalid_json");
-  return j;
-}
-
 // The field, or nullptr when absent or null (OpenAI treats null as "not given").
 const json* field(const json& body, const char* key) {
   const auto it = body.find(key);
@@ -274,8 +258,24 @@ void completion_prompts(const json& body, CompletionParams& p) {
 
 }  // namespace
 
+json parse_json_object(std::string_view body) {
+  json j;
+  try {
+    j = json::parse(body);
+  } catch (const json::parse_error& e) {
+    // nlohmann's lexer checks UTF-8 inside strings: say so plainly, it is a different mistake.
+    if (std::string_view(e.what()).find("UTF-8") != std::string_view::npos)
+      throw ApiError(400, "the request body is not valid UTF-8 text", std::nullopt, "invalid_utf8");
+    throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what(), std::nullopt, "invalid_json");
+  } catch (const json::exception& e) {  // what parses but cannot be held, such as a number past a double's range
+    throw ApiError(400, std::string("the request body cannot be read: ") + e.what(), std::nullopt, "invalid_json");
+  }
+  if (!j.is_object()) throw ApiError(400, "the request body must be a JSON object", std::nullopt, "invalid_json");
+  return j;
+}
+
 CompletionParams parse_chat_request(std::string_view body, const ServedModel& model) {
-  const json j = parse_object(body);
+  const json j = parse_json_object(body);
   CompletionParams p;
   p.chat = true;
   p.messages = chat_messages(j);
@@ -284,7 +284,7 @@ CompletionParams parse_chat_request(std::string_view body, const ServedModel& mo
 }
 
 CompletionParams parse_completion_request(std::string_view body, const ServedModel& model) {
-  const json j = parse_object(body);
+  const json j = parse_json_object(body);
   CompletionParams p;
   completion_prompts(j, p);
   parse_common(j, model, p, 16);  // OpenAI's default for /v1/completions

@@ -2,6 +2,8 @@
 // problem is an ApiError naming the field (OpenAI's error shape); fields a client may send that
 // do not change generation here (user, logit_bias, ...) are ignored.
 #pragma once
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -44,6 +46,10 @@ struct CompletionParams {
   // completions' logprobs); -1: none.
   int32_t logprobs = -1;
 };
+
+// A request body that must be a JSON object (OpenAI-shaped 400s for anything else: not JSON, not
+// UTF-8, not an object).
+nlohmann::json parse_json_object(std::string_view body);
 
 CompletionParams parse_chat_request(std::string_view body, const ServedModel& model);
 CompletionParams parse_completion_request(std::string_view body, const ServedModel& model);

@@ -12,6 +12,7 @@
 #include "serve/metrics.h"
 #include "serve/openai_response.h"
 #include "serve/peer_watch.h"
+#include "serve/token_endpoints.h"
 
 namespace bdsl::serve {
 
@@ -107,6 +108,25 @@ void Server::routes() {
   http_->Post("/v1/chat/completions", [this](const auto& req, auto& res) { completion(req, res, true); });
   http_->Post("/v1/completions", [this](const auto& req, auto& res) { completion(req, res, false); });
   http_->Get("/v1/models", [this](const auto&, auto& res) { send_json(res, 200, models_json(model_.name, created_)); });
+  http_->Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.matches[1];
+    if (id != model_.name)
+      return send_error(res, ApiError(404, "the model '" + id + "' does not exist; this server runs '" + model_.name + "'",
+                                      "model", "model_not_found"));
+    send_json(res, 200, models_json(model_.name, created_)["data"][0]);
+  });
+  // The tokenizer's endpoints (llama-server's): answered at once, never queued.
+  auto tokens_route = [this](json (*answer)(std::string_view, const models::Tokenizer&)) {
+    return [this, answer](const httplib::Request& req, httplib::Response& res) {
+      try {
+        send_json(res, 200, answer(req.body, tokenizer_));
+      } catch (const ApiError& e) {
+        send_error(res, e);
+      }
+    };
+  };
+  http_->Post("/tokenize", tokens_route(tokenize_answer));
+  http_->Post("/detokenize", tokens_route(detokenize_answer));
   http_->Get("/health", [this](const auto&, auto& res) {
     const auto s = scheduler_.stats();
     send_json(res, draining_ ? 503 : 200,

@@ -1,6 +1,7 @@
 // The OpenAI-compatible HTTP server (cpp-httplib) over a Scheduler:
 //   POST /v1/chat/completions, POST /v1/completions   (JSON, or server-sent events with "stream")
-//   GET /v1/models, GET /health, GET /metrics          (Prometheus text)
+//   GET /v1/models, /v1/models/{id}, /health, /metrics (Prometheus text)
+//   POST /tokenize, POST /detokenize                   (llama-server's; serve/token_endpoints.h)
 // Every handler answers bad input with a 4xx and OpenAI's error object, and the server keeps
 // serving; a full queue is a 503 with Retry-After. stop() drains: new requests get 503, running
 // ones end (streams get an error event and [DONE]), then the listening socket closes.

@@ -3,15 +3,19 @@
 // with a 4xx status (anything else escaping, a crash or a sanitizer report is a failure), and what
 // is accepted must be within what the server can run: max_tokens within the context, sampling
 // settings in range, at most 20 alternatives' log-probabilities, non-empty prompts (one to 2,048 for a
-// completion, none for chat), 1 <= n <= 128.
+// completion, none for chat), 1 <= n <= 128. The same body goes to /tokenize and /detokenize
+// (a synthetic byte-level vocabulary): a 4xx ApiError, or tokens that detokenize to the content
+// (without add_special).
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
+#include "golden/synthetic_vocab.h"
 #include "serve/api_error.h"
 #include "serve/openai_request.h"
+#include "serve/token_endpoints.h"
 
 namespace {
 
@@ -38,6 +42,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     } catch (const bdsl::serve::ApiError& e) {
       if (e.status < 400 || e.status >= 500) std::abort();
     }
+  }
+  static const bdsl::models::Tokenizer tokenizer(bdsl::golden::make_synthetic_vocab(2048));
+  try {
+    const auto tokens = bdsl::serve::tokenize_answer(body, tokenizer);
+    const auto request = nlohmann::json::parse(body);
+    auto asked = [&](const char* key) { return request.contains(key) && request[key] == true; };
+    if (!asked("with_pieces") && !asked("add_special")) {  // (add_special puts BOS in front)
+      const auto back = bdsl::serve::detokenize_answer(nlohmann::json{{"tokens", tokens["tokens"]}}.dump(), tokenizer);
+      if (back["content"] != request["content"]) std::abort();  // the text back, bytes for bytes
+    }
+  } catch (const bdsl::serve::ApiError& e) {
+    if (e.status < 400 || e.status >= 500) std::abort();
+  }
+  try {
+    bdsl::serve::detokenize_answer(body, tokenizer);
+  } catch (const bdsl::serve::ApiError& e) {
+    if (e.status < 400 || e.status >= 500) std::abort();
   }
   return 0;
 }

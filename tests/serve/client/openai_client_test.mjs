@@ -254,9 +254,36 @@ test('echo with logprobs scores the prompt', async () => {
   for (let i = 1; i < 4; ++i) assert.ok(Math.abs(a.token_logprobs[i] - prefix.token_logprobs[i]) < 1e-4, `${i}`);
 });
 
-test('the model list', async () => {
+test('the model list, and the model by id', async () => {
   const list = await client.models.list();
   assert.deepEqual(list.data.map((m) => m.id), [MODEL]);
+  const m = await client.models.retrieve(MODEL);
+  assert.deepEqual(m, list.data[0]);
+  await assert.rejects(client.models.retrieve('gpt-4o'), OpenAI.NotFoundError);
+});
+
+// llama-server's /tokenize and /detokenize: the model's own tokens, those a completion reads.
+test('tokenize and detokenize', async () => {
+  const text = 'The model reads <|eot_id|> the prompt, wörtlich';
+  const plain = await post(server.base, '/tokenize', { content: text });
+  assert.equal(plain.status, 200, plain.text);
+  assert.ok(plain.json.tokens.every(Number.isInteger));
+  const back = await post(server.base, '/detokenize', { tokens: plain.json.tokens });
+  assert.equal(back.json.content, text);
+  const pieces = (await post(server.base, '/tokenize', { content: text, with_pieces: true })).json.tokens;
+  assert.deepEqual(pieces.map((p) => p.id), plain.json.tokens);
+  // A piece is text, or its bytes where a character is split over tokens (as llama-server's).
+  const bytes = pieces.flatMap((p) => (typeof p.piece === 'string' ? [...Buffer.from(p.piece)] : p.piece));
+  assert.equal(Buffer.from(bytes).toString(), text);
+  assert.ok(pieces.some((p) => Array.isArray(p.piece)), 'the synthetic vocabulary splits ö into its bytes');
+  // With add_special (BOS, as a completion's text prompt gets it), the ids are the prompt itself.
+  const ids = (await post(server.base, '/tokenize', { content: text, add_special: true })).json.tokens;
+  assert.deepEqual(ids.slice(1), plain.json.tokens);
+  const params = { model: MODEL, max_tokens: 4, temperature: 0 };
+  const [a, b] = await Promise.all([client.completions.create({ ...params, prompt: text }),
+                                    client.completions.create({ ...params, prompt: ids })]);
+  assert.equal(a.choices[0].text, b.choices[0].text);
+  assert.equal(a.usage.prompt_tokens, ids.length);
 });
 
 async function metric(name) {
@@ -366,6 +393,14 @@ const badInputs = [
   ['/v1/completions', { prompt: 'x', suffix: 'the end' }, 400, 'suffix', 'unsupported_value'],
   ['/v1/completions', { prompt: 'x', best_of: 3 }, 400, 'best_of', 'unsupported_value'],
   ['/v1/nothing-here', { prompt: 'x' }, 404, null, 'unknown_url'],
+  ['/tokenize', {}, 400, 'content', 'missing_required_parameter'],
+  ['/tokenize', { content: 5 }, 400, 'content', 'invalid_type'],
+  ['/tokenize', { content: 'x', with_pieces: 'yes' }, 400, 'with_pieces', 'invalid_type'],
+  ['/tokenize', '["x"]', 400, null, 'invalid_json'],
+  ['/detokenize', { tokens: 'x' }, 400, 'tokens', 'invalid_type'],
+  ['/detokenize', { tokens: [1, -1] }, 400, 'tokens', 'invalid_value'],
+  ['/detokenize', { tokens: [1, 1e9] }, 400, 'tokens', 'invalid_value'],
+  ['/detokenize', { tokens: [1.5] }, 400, 'tokens', 'invalid_type'],
 ];
 
 test('bad input is a 4xx with an OpenAI error, and the server keeps serving', async () => {
