@@ -12,10 +12,8 @@
 namespace bdsl::bitnet {
 
 void BitNetBatchDecoder::wait_in_flight() {
-  for (auto& s : steps_)
-    if (s.graph->last_ticket()) s.graph->wait(s.graph->last_ticket());
   for (auto& t : tails_)
-    for (auto* graph : {t.graph.get(), t.with_layers.get()})
+    for (auto& [lanes, graph] : t.with_layers)
       if (graph && graph->last_ticket()) graph->wait(graph->last_ticket());
 }
 
@@ -43,8 +41,7 @@ std::vector<models::StepOutput> BitNetBatchDecoder::collect(uint64_t ticket) {
     throw std::logic_error(fmt::format("collect({}): steps are collected in the order submitted", ticket));
   InFlight f = std::move(in_flight_.front());
   in_flight_.pop_front();
-  f.tail->wait(f.tail_ticket);
-  f.step->wait(f.step_ticket);  // done already; keeps the recording's own bookkeeping
+  f.graph->wait(f.graph_ticket);
   // Each source's words, as the tail's last dispatch copied them to the staging half of its parity.
   Lanes& L = *lanes_;
   const std::span<const uint32_t> words = L.out_staging.host_words().subspan(f.parity * L.token_sources.size() / 4);
