@@ -1,8 +1,7 @@
-// BitNetBatchDecoder's recordings (batch_decoder.h): a bucket's embedding and layers with a tail
-// (by row count and kind) in one command buffer, each pair recorded once and replayed.
+// BitNetBatchDecoder's recordings (batch_decoder.h): a bucket's step (embedding and layers) and
+// the tails by row count and kind, each recorded once and replayed.
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -33,18 +32,9 @@ void BitNetBatchDecoder::record_all_buckets() {
               tail_for(rows, tail_kind(greedy, sampled, vocabulary, logprobs > 0, logprobs > 1));
     if (rows == slots_) break;
   }
-  // The recordings (tens of ms each on an H200 for a bucket's ~400 dispatches): the one-lane
-  // bucket's with every tail, and every bucket's with the tails of steps whose outputs are all
-  // greedy, all drawn from their top-k or all drawn over the vocabulary. Other mixes (and
-  // log-probabilities) are recorded at their first use: a step's pause, once in a server's life.
-  std::vector<TailKind> common = {tail_kind(true, false, false)};
-  if (top_k()) common.insert(common.end(), {tail_kind(false, true, false), tail_kind(false, false, true)});
-  for (const Step& step : steps_)
-    for (Tail& t : tails_) {
-      const bool wanted = step.lanes == 1 || std::find(common.begin(), common.end(), t.kind) != common.end();
-      if (wanted && t.rows == std::min(step.lanes, slots_) && !t.with_layers[step.lanes])
-        t.with_layers[step.lanes] = record_with_layers(step, t);
-    }
+  // The one-lane bucket's recordings (each made at first use otherwise, as the other buckets').
+  for (auto& t : tails_)
+    if (t.rows == 1 && !t.with_layers[1]) t.with_layers[1] = record_with_layers(step_for(1), t);
 }
 
 BitNetBatchDecoder::TailKind BitNetBatchDecoder::tail_kind(bool greedy, bool sampled, bool vocabulary, bool logprobs,
