@@ -296,7 +296,13 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
   device_bytes_ = L.bytes;
 }
 
-BitNetBatchDecoder::~BitNetBatchDecoder() { wait_in_flight(); }
+BitNetBatchDecoder::~BitNetBatchDecoder() {
+  for (auto& s : steps_)
+    if (s.graph && s.graph->last_ticket()) s.graph->wait(s.graph->last_ticket());
+  for (auto& t : tails_)
+    for (auto* graph : {t.graph.get(), t.with_layers.get()})
+      if (graph && graph->last_ticket()) graph->wait(graph->last_ticket());
+}
 
 uint32_t BitNetBatchDecoder::bucket_for(uint32_t entries) const {
   if (entries == 0 || entries > capacity_)
@@ -453,12 +459,18 @@ uint64_t BitNetBatchDecoder::submit(std::span<const Entry> batch) {
       if (f.has_output(i) && batch[i].logprobs >= 0)
         select[f.lane_of[i]] = uint32_t(token_source(f.kind, batch[i].sampling)) * L.source_words + f.lane_of[i];
   }
-  // One submission: the bucket's layers and the tail in one command buffer. Each replay ends with
-  // a barrier to what follows, so the next step reads what this one's tail wrote.
-  std::unique_ptr<rt::Graph>& combined = tail.with_layers[step.lanes];
-  if (!combined) combined = record_with_layers(step, tail);
-  f.graph = combined.get();
-  f.graph_ticket = combined->submit();
+  // Back to back: each replay ends with a barrier to what follows, so the tail reads the layers' x
+  // (and the next step what this one's tail wrote).
+  if (step.lanes == 1) {  // one submission: the layers and the tail in one command buffer
+    if (!tail.with_layers) tail.with_layers = record_one_lane(step, tail);
+    f.step = f.tail = tail.with_layers.get();
+    f.step_ticket = f.tail_ticket = tail.with_layers->submit();
+  } else {
+    f.step = step.graph.get();
+    f.step_ticket = step.graph->submit();
+    f.tail = tail.graph.get();
+    f.tail_ticket = tail.graph->submit();
+  }
   ++steps_run_;
   f.ticket = ++tickets_;
   // What the next step's `previous` entries name: where each output's token is left.
@@ -472,36 +484,62 @@ uint64_t BitNetBatchDecoder::submit(std::span<const Entry> batch) {
   return tickets_;
 }
 
-rt::Graph* BitNetBatchDecoder::recorded(uint32_t bucket, const models::SamplerOptions& sampling) const {
+std::array<const rt::Graph*, 2> BitNetBatchDecoder::recorded(uint32_t bucket, const models::SamplerOptions& sampling) const {
+  std::array<const rt::Graph*, 2> r{nullptr, nullptr};  // layers, tail
+  for (const auto& s : steps_)
+    if (s.lanes == bucket) r[0] = s.graph.get();
   Draws draws;
   draws.add(sampling);
   const TailKind kind = tail_kind(draws.greedy, draws.sampled, draws.vocabulary);
   for (const auto& t : tails_)
     if (t.rows == std::min(bucket, slots_) && t.kind == kind) {
-      const auto combined = t.with_layers.find(bucket);
-      return combined == t.with_layers.end() ? nullptr : combined->second.get();
+      if (bucket == 1) return {t.with_layers.get(), nullptr};  // what a one-lane step runs (null: not made yet)
+      r[1] = t.graph.get();
     }
-  return nullptr;
+  return r;
 }
 
 rt::GraphStats BitNetBatchDecoder::step_stats(uint32_t bucket, const models::SamplerOptions& sampling) const {
-  const rt::Graph* g = recorded(bucket, sampling);
-  return g ? g->stats() : rt::GraphStats{};
+  rt::GraphStats sum;
+  for (const rt::Graph* g : recorded(bucket, sampling))
+    if (g) {
+      const rt::GraphStats s = g->stats();
+      sum.dispatches += s.dispatches, sum.transfers += s.transfers, sum.barriers += s.barriers, sum.steps += s.steps;
+    }
+  return sum;
 }
 
 std::vector<double> BitNetBatchDecoder::step_timestamps_ns(uint32_t bucket, const models::SamplerOptions& sampling) const {
-  const rt::Graph* g = recorded(bucket, sampling);
-  return g ? g->timestamps_ns() : std::vector<double>{};
+  std::vector<double> ns;
+  for (const rt::Graph* g : recorded(bucket, sampling))
+    if (g) {
+      const auto t = g->timestamps_ns();
+      ns.insert(ns.end(), t.begin(), t.end());
+    }
+  return ns;
 }
 
 std::vector<std::string> BitNetBatchDecoder::step_operation_names(uint32_t bucket, const models::SamplerOptions& sampling) const {
-  const rt::Graph* g = recorded(bucket, sampling);
-  return g ? g->operation_names() : std::vector<std::string>{};
+  std::vector<std::string> names;
+  for (const rt::Graph* g : recorded(bucket, sampling))
+    if (g) {
+      const auto n = g->operation_names();
+      names.insert(names.end(), n.begin(), n.end());
+    }
+  return names;
 }
 
 void BitNetBatchDecoder::replay_greedy_steps(uint32_t bucket, uint32_t n) {
-  rt::Graph* graph = recorded(bucket);  // as a step runs it
-  if (!graph) throw std::logic_error(fmt::format("no greedy step recorded for bucket {}", bucket));
+  const auto wanted = recorded(bucket);
+  std::vector<rt::Graph*> graphs;  // the same graphs, to replay (the one-lane bucket's: one)
+  for (auto& s : steps_)
+    if (s.graph.get() == wanted[0]) graphs.push_back(s.graph.get());
+  for (auto& t : tails_) {
+    if (t.graph.get() == wanted[1]) graphs.push_back(t.graph.get());
+    if (t.with_layers && t.with_layers.get() == wanted[0]) graphs.push_back(t.with_layers.get());
+  }
+  if (graphs.size() != (wanted[1] ? 2u : 1u) || !wanted[0])
+    throw std::logic_error(fmt::format("no greedy step recorded for bucket {}", bucket));
   if (!in_flight_.empty()) throw std::logic_error("replay_greedy_steps with steps in flight");
   // The last step's inputs in both staging halves: the replays alternate between them.
   Lanes& L = *lanes_;
@@ -509,15 +547,17 @@ void BitNetBatchDecoder::replay_greedy_steps(uint32_t bucket, uint32_t n) {
   const size_t half = L.inputs.size() / 4, last = (steps_run_ + 1) % 2;
   std::copy_n(staging.begin() + last * half, half, staging.begin() + (1 - last) * half);
   for (uint32_t i = 0; i < n; ++i) {
-    graph->submit();
+    for (rt::Graph* g : graphs) g->submit();
     ++steps_run_;  // each tail counts a step on the device
   }
-  graph->wait(graph->last_ticket());
+  for (rt::Graph* g : graphs) g->wait(g->last_ticket());
 }
 
 double BitNetBatchDecoder::step_gpu_span_ns(uint32_t bucket, const models::SamplerOptions& sampling) const {
-  const rt::Graph* g = recorded(bucket, sampling);
-  return g ? g->span_ns() : 0.0;
+  double span = 0;
+  for (const rt::Graph* g : recorded(bucket, sampling))
+    if (g) span += g->span_ns();
+  return span;
 }
 
 }  // namespace bdsl::bitnet

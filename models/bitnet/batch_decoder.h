@@ -181,6 +181,7 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   struct Step {
     uint32_t lanes = 0;
     std::unique_ptr<BlockProjections> projections;  // sized for this bucket (ProjectionChoice)
+    std::unique_ptr<rt::Graph> graph;               // embedding and layers
   };
   // What a tail computes. pruned: the pruned head's argmax (greedy outputs' tokens); listed: the
   // pruned head's candidate list and draw for every row (the outputs drawn from their top-k, and
@@ -199,10 +200,10 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
     TailKind kind;
     const ops::PlannedPipeline* head = nullptr;    // the tensor-core LM head for this many rows
     const ops::PlannedPipeline* bounds = nullptr;  // the pruned head's tensor-core bounds for this many rows
-    // This tail with a bucket's layers before it (the embedding and layers, then the tail), by
-    // the bucket's lanes: one command buffer a step (a second submission cost a step ~35 us on an
-    // H200). Each made at its first use (the one-lane bucket's by record_all_buckets too).
-    std::map<uint32_t, std::unique_ptr<rt::Graph>> with_layers;
+    std::unique_ptr<rt::Graph> graph;
+    // A one-row tail with the one-lane bucket's layers before it, one submission a step (two cost
+    // the one-lane step a queue round trip): made at its first use.
+    std::unique_ptr<rt::Graph> with_layers;
   };
   // Where a tail leaves each output's token: the fed sources of the next step's embedding
   // (ops::embedding_lookup_fed, in this order) and the rows of the outputs' staging buffer.
@@ -213,8 +214,8 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   // A submitted step not yet collected.
   struct InFlight {
     uint64_t ticket = 0;
-    rt::Graph* graph = nullptr;  // its recording (Tail::with_layers) and the replay's ticket
-    uint64_t graph_ticket = 0;
+    rt::Graph *step = nullptr, *tail = nullptr;  // its recordings and their replays
+    uint64_t step_ticket = 0, tail_ticket = 0;
     uint32_t parity = 0, outputs = 0;
     std::vector<Entry> batch;
     std::vector<uint32_t> lane_of;  // the entries with an output take the first `outputs` lanes
@@ -238,13 +239,15 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   // from its top-k; `vocabulary`, whether any draws over every logit; `logprobs`, whether any asks
   // for log-probabilities; `logprob_top`, whether any asks for alternatives too.
   TailKind tail_kind(bool greedy, bool sampled, bool vocabulary, bool logprobs = false, bool logprob_top = false) const;
-  // A bucket's layers and `tail` in one command buffer (Tail::with_layers).
-  std::unique_ptr<rt::Graph> record_with_layers(const Step& step, const Tail& tail);
+  std::unique_ptr<rt::Graph> record_step(uint32_t lanes, const BlockProjections& projections);
+  std::unique_ptr<rt::Graph> record_tail(uint32_t rows, const Tail& tail);
+  // The one-lane bucket's layers and `tail` in one command buffer (Tail::with_layers).
+  std::unique_ptr<rt::Graph> record_one_lane(const Step& step, const Tail& tail);
   void record_layers(rt::Graph& g, uint32_t lanes, const BlockProjections& projections);
   void record_tail_into(rt::Graph& g, uint32_t rows, const Tail& tail);
-  // The recording a step of `bucket` lanes, all of them with outputs drawn under `sampling`,
-  // runs (null: not made yet).
-  rt::Graph* recorded(uint32_t bucket, const models::SamplerOptions& sampling = {}) const;
+  // The recordings a step of `bucket` lanes, all of them with outputs drawn under `sampling`,
+  // runs: layers, tail (null: not made yet).
+  std::array<const rt::Graph*, 2> recorded(uint32_t bucket, const models::SamplerOptions& sampling = {}) const;
   void copy_rows(bool into_slot, uint32_t slot, uint32_t first, uint32_t count);
 
   rt::Context& ctx_;

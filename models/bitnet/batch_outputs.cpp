@@ -12,8 +12,10 @@
 namespace bdsl::bitnet {
 
 void BitNetBatchDecoder::wait_in_flight() {
+  for (auto& s : steps_)
+    if (s.graph->last_ticket()) s.graph->wait(s.graph->last_ticket());
   for (auto& t : tails_)
-    for (auto& [lanes, graph] : t.with_layers)
+    for (auto* graph : {t.graph.get(), t.with_layers.get()})
       if (graph && graph->last_ticket()) graph->wait(graph->last_ticket());
 }
 
@@ -41,7 +43,8 @@ std::vector<models::StepOutput> BitNetBatchDecoder::collect(uint64_t ticket) {
     throw std::logic_error(fmt::format("collect({}): steps are collected in the order submitted", ticket));
   InFlight f = std::move(in_flight_.front());
   in_flight_.pop_front();
-  f.graph->wait(f.graph_ticket);
+  f.tail->wait(f.tail_ticket);
+  f.step->wait(f.step_ticket);  // done already; keeps the recording's own bookkeeping
   // Each source's words, as the tail's last dispatch copied them to the staging half of its parity.
   Lanes& L = *lanes_;
   const std::span<const uint32_t> words = L.out_staging.host_words().subspan(f.parity * L.token_sources.size() / 4);

@@ -32,9 +32,9 @@ void BitNetBatchDecoder::record_all_buckets() {
               tail_for(rows, tail_kind(greedy, sampled, vocabulary, logprobs > 0, logprobs > 1));
     if (rows == slots_) break;
   }
-  // The one-lane bucket's recordings (each made at first use otherwise, as the other buckets').
+  // The one-lane bucket runs each one-row tail in its own command buffer.
   for (auto& t : tails_)
-    if (t.rows == 1 && !t.with_layers[1]) t.with_layers[1] = record_with_layers(step_for(1), t);
+    if (t.rows == 1 && !t.with_layers) t.with_layers = record_one_lane(step_for(1), t);
 }
 
 BitNetBatchDecoder::TailKind BitNetBatchDecoder::tail_kind(bool greedy, bool sampled, bool vocabulary, bool logprobs,
@@ -70,8 +70,9 @@ BitNetBatchDecoder::Step& BitNetBatchDecoder::step_for(uint32_t lanes) {
                                                                     options_.coop_row_subgroups, options_.coop_token_subgroups,
                                                                     options_.coop_double_buffer, options_.norm_fused_max_tokens,
                                                                     options_.rope_in_qkv, deferred_partials_,
-                                                                    merging_rows})};
-  attention_for(lanes, *s.projections);  // built now: recordings made later compile nothing
+                                                                    merging_rows}),
+         nullptr};
+  s.graph = record_step(lanes, *s.projections);
   steps_.push_back(std::move(s));
   return steps_.back();
 }
@@ -79,7 +80,7 @@ BitNetBatchDecoder::Step& BitNetBatchDecoder::step_for(uint32_t lanes) {
 BitNetBatchDecoder::Tail& BitNetBatchDecoder::tail_for(uint32_t rows, TailKind kind) {
   for (auto& t : tails_)
     if (t.rows == rows && t.kind == kind) return t;
-  Tail t{rows, kind, nullptr, nullptr, {}};
+  Tail t{rows, kind, nullptr, nullptr, nullptr};
   const auto& p = model_.pipelines();
   const uint32_t vocab = model_.vocab_size(), dim = model_.config().dim;
   // A draw over every logit takes lm_head_batch's f32 logits, lm_head's bits: decode_sampled's
@@ -97,6 +98,7 @@ BitNetBatchDecoder::Tail& BitNetBatchDecoder::tail_for(uint32_t rows, TailKind k
       it = coopmat_bounds_.emplace(rows, ops::make_pipeline(ctx_, ops::plan_lm_head_bounds_coopmat(p.target, vocab, dim, rows))).first;
     t.bounds = &it->second;
   }
+  t.graph = record_tail(rows, t);
   tails_.push_back(std::move(t));
   return tails_.back();
 }
@@ -124,9 +126,15 @@ const ops::PlannedPipeline& BitNetBatchDecoder::attention_for(uint32_t lanes, co
   return it->second;
 }
 
-std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_with_layers(const Step& step, const Tail& tail) {
-  auto graph = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{timestamps_, fmt::format("batch of {} with its tail of {}",
-                                                                                           step.lanes, tail.rows)});
+std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_step(uint32_t lanes, const BlockProjections& proj) {
+  auto graph = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{timestamps_, fmt::format("batch of {}", lanes)});
+  record_layers(*graph, lanes, proj);
+  graph->finish();
+  return graph;
+}
+
+std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_one_lane(const Step& step, const Tail& tail) {
+  auto graph = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{timestamps_, "batch of 1 with its tail"});
   record_layers(*graph, step.lanes, *step.projections);
   record_tail_into(*graph, tail.rows, tail);
   graph->finish();
@@ -172,6 +180,13 @@ void BitNetBatchDecoder::record_layers(rt::Graph& g, uint32_t lanes, const Block
 // grid row per lane: the final norm, then the pruned head's argmax (greedy outputs; each row's
 // token picked by its last candidates workgroup) or its candidate lists and their draws, and/or
 // every logit with its argmax, top-k and draws (the others).
+std::unique_ptr<rt::Graph> BitNetBatchDecoder::record_tail(uint32_t rows, const Tail& tail) {
+  auto graph = std::make_unique<rt::Graph>(ctx_, rt::GraphOptions{timestamps_, fmt::format("batch tail of {}", rows)});
+  record_tail_into(*graph, rows, tail);
+  graph->finish();
+  return graph;
+}
+
 void BitNetBatchDecoder::record_tail_into(rt::Graph& g, uint32_t rows, const Tail& tail) {
   const auto& c = model_.config();
   const auto& p = model_.pipelines();
