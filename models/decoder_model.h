@@ -94,6 +94,7 @@ inline StepOutput output_of_logits(std::vector<float> logits, uint32_t top_k) {
 
 // Checks a PromptScoring against the tokens it scores and the vocabulary.
 inline void check_scoring(const PromptScoring& s, size_t tokens, uint32_t vocab) {
+  if (!s.on_scored) throw std::invalid_argument("prompt scoring: no on_scored callback (use prefill() to score nothing)");
   if (s.next.size() != tokens)
     throw std::invalid_argument("prompt scoring: " + std::to_string(s.next.size()) + " next tokens for " +
                                 std::to_string(tokens) + " prompt tokens");

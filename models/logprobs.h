@@ -27,7 +27,8 @@ inline constexpr uint32_t kMaxTopLogprobs = 20;  // alternatives a token lists a
 struct PromptScoring {
   std::span<const int32_t> next;  // one per prompt token
   uint32_t top = 0;
-  std::function<void(uint32_t row, const TokenLogprobs&)> on_scored;  // in row order; empty: no scoring
+  // In row order. Empty: no scoring (BatchDecoder::prefill then prefills plainly; prefill_scored refuses it).
+  std::function<void(uint32_t row, const TokenLogprobs&)> on_scored;
 };
 
 // The `n` best ids of `logits` (at most all of them), the largest value first and equal values by

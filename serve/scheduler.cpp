@@ -98,8 +98,8 @@ std::vector<std::shared_ptr<Scheduler::Ticket>> Scheduler::submit_group(std::vec
     if (stopping_) throw ShuttingDown("the server is shutting down");
     if (queue_.size() + tickets.size() > queue_capacity_) {
       ++rejected_;
-      throw QueueFull("all " + std::to_string(slots_) + " slots are busy and " + std::to_string(queue_.size()) + " of " +
-                      std::to_string(queue_capacity_) + " waiting places are taken");
+      throw QueueFull(std::to_string(queue_.size()) + " of " + std::to_string(queue_capacity_) + " waiting places are taken" +
+                      (tickets.size() > 1 ? " and this request needs " + std::to_string(tickets.size()) : std::string()));
     }
     queue_.insert(queue_.end(), tickets.begin(), tickets.end());
     queued_ = uint32_t(queue_.size());

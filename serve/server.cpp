@@ -229,6 +229,7 @@ void Server::completion(const httplib::Request& req, httplib::Response& res, boo
       std::optional<PeerWatch> peer;
       std::optional<std::vector<TextChannel::Taken>> t;
       while (!(t = channel->take_all(kStreamPoll))) {
+        if (channel->failed()) cancel_all();  // the answer is an error now: its other choices stop
         if (!peer) peer.emplace(req.remote_addr, req.remote_port, req.local_port);
         if (peer->gone()) {
           cancel_all();

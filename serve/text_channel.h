@@ -51,10 +51,17 @@ class TextChannel {
       c.end = reason;
       c.usage = usage;
       ++ended_;
+      failed_ = failed_ || !(reason == FinishReason::Stop || reason == FinishReason::Length);
     }
     ready_.notify_one();
   }
 
+  // Whether a choice ended without an answer (cancelled, shut down, failed): the request then
+  // fails as a whole, and its other choices need not run on.
+  bool failed() {
+    std::lock_guard lock(mutex_);
+    return failed_;
+  }
   // Waits until some choice has news, at most `timeout`; every choice's news, by index (all
   // empty when there was none).
   std::vector<Taken> take(std::chrono::milliseconds timeout) {
@@ -91,6 +98,7 @@ class TextChannel {
   std::condition_variable ready_;
   std::vector<Taken> news_;  // by choice
   size_t ended_ = 0;
+  bool failed_ = false;
 };
 
 }  // namespace bdsl::serve

@@ -174,16 +174,27 @@ void BitNetModel::prepare_vocabulary_draw() {
   wait_idle();
   pipelines_->build_vocabulary(ctx_, config_);
   auto full = std::move(graph_);  // record_token records into graph_
-  record_token(Tail::VocabularySampled);
+  try {
+    record_token(Tail::VocabularySampled);
+  } catch (...) {
+    graph_ = std::move(full);
+    throw;
+  }
   vocabulary_graph_ = std::move(graph_);
   graph_ = std::move(full);
   if (!embed_graph_) record_embed_graph();
 }
 
-rt::Graph* BitNetModel::group_of(Tail tail, std::unique_ptr<rt::Graph>& group) {
-  if (group || options_.timestamps || options_.dump || options_.tokens_per_replay < 2) return group.get();
+rt::Graph* BitNetModel::group_of(Tail tail, std::unique_ptr<rt::Graph>& group, uint32_t steps) {
+  if (group || options_.timestamps || options_.dump || options_.tokens_per_replay < 2 || steps < options_.tokens_per_replay)
+    return group.get();
   auto full = std::move(graph_);  // record_token records into graph_
-  record_token(tail, nullptr, options_.tokens_per_replay);
+  try {
+    record_token(tail, nullptr, options_.tokens_per_replay);
+  } catch (...) {
+    graph_ = std::move(full);
+    throw;
+  }
   group = std::move(graph_);
   graph_ = std::move(full);
   return group.get();
@@ -378,7 +389,7 @@ uint32_t BitNetModel::decode_greedy(int32_t token, uint32_t pos, uint32_t max_st
   if (options_.dump) return step_by_step(token, pos, max_steps, {}, on_token);  // the dumps need the host after every step
   wait_idle();
   if (!greedy_graph_ && pipelines_->top_k) write_sampling({});  // the decode graph's draw: the argmax
-  rt::Graph* group = greedy_graph_ ? group_of(Tail::PrunedGreedy, greedy_group_) : nullptr;
+  rt::Graph* group = greedy_graph_ ? group_of(Tail::PrunedGreedy, greedy_group_, max_steps) : nullptr;
   return replay_feeding(greedy_graph_ ? *greedy_graph_ : *graph_, group, token, pos, max_steps, on_token);
 }
 
@@ -395,10 +406,10 @@ uint32_t BitNetModel::decode_sampled(int32_t token, uint32_t pos, uint32_t max_s
   write_sampling(sampling);
   if (models::draws_over_vocabulary(sampling)) {
     prepare_vocabulary_draw();
-    return replay_feeding(*vocabulary_graph_, group_of(Tail::VocabularySampled, vocabulary_group_), token, pos, max_steps,
-                          on_token);
+    return replay_feeding(*vocabulary_graph_, group_of(Tail::VocabularySampled, vocabulary_group_, max_steps), token, pos,
+                          max_steps, on_token);
   }
-  rt::Graph* group = sampled_graph_ ? group_of(Tail::PrunedSampled, sampled_group_) : nullptr;
+  rt::Graph* group = sampled_graph_ ? group_of(Tail::PrunedSampled, sampled_group_, max_steps) : nullptr;
   return replay_feeding(sampled_graph_ ? *sampled_graph_ : *graph_, group, token, pos, max_steps, on_token);
 }
 

@@ -199,8 +199,9 @@ class BitNetModel final : public models::DecoderModel {
   // `copies`: the token's recording that many times in one command buffer (ModelOptions::tokens_per_replay).
   void record_token(Tail tail, std::optional<PenaltyParameters>* penalty = nullptr, uint32_t copies = 1);
   // `group`, recording `tail` tokens_per_replay times now if it is not yet (null: groups are off,
-  // with timestamps, dumps or tokens_per_replay 1). At first use: most processes never need one.
-  rt::Graph* group_of(Tail tail, std::unique_ptr<rt::Graph>& group);
+  // with timestamps, dumps or tokens_per_replay 1, or not yet needed: a run of fewer `steps`). At
+  // first use: most processes never need one.
+  rt::Graph* group_of(Tail tail, std::unique_ptr<rt::Graph>& group, uint32_t steps);
   void record_embedding(rt::Graph& g);  // x = the step state's token's embedding
   void record_tail(rt::Graph& g, Tail tail = Tail::Full, std::optional<PenaltyParameters>* penalty = nullptr);  // final norm, LM head, argmax (+ top-k) on the x buffer
   // The final norm, every logit and argmax's first pass (the full tail's and the vocabulary draw's start).

@@ -81,6 +81,7 @@ TEST_F(PromptScoring, RefusesScoringThatDoesNotFitThePrompt) {
   EXPECT_THROW(model.prefill_scored(tokens, 0, {short_next, 0, ignore}), std::invalid_argument);
   EXPECT_THROW(model.prefill_scored(tokens, 0, {outside, 0, ignore}), std::invalid_argument);
   EXPECT_THROW(model.prefill_scored(tokens, 0, {fine, models::kMaxTopLogprobs + 1, ignore}), std::invalid_argument);
+  EXPECT_THROW(model.prefill_scored(tokens, 0, {fine, 0, {}}), std::invalid_argument) << "no callback";
   EXPECT_NO_THROW(model.prefill_scored(tokens, 0, {fine, models::kMaxTopLogprobs, ignore}));
 }
 
