@@ -20,7 +20,6 @@ namespace bdsl::serve {
 
 // The ends that are not an answer, as the error a client gets (HTTP status, or an SSE error event).
 ApiError unfinished(FinishReason r);
-inline bool is_answer(FinishReason r) { return r == FinishReason::Stop || r == FinishReason::Length; }
 
 struct AnswerShape {
   ResponseHeader header;

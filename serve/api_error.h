@@ -38,6 +38,11 @@ inline ApiError bad_field(const std::string& param, const std::string& message,
   return ApiError(400, message, param, code);
 }
 
+// 404 for a model name this server does not run.
+inline ApiError model_not_found(const std::string& asked, const std::string& served) {
+  return ApiError(404, "the model '" + asked + "' does not exist; this server runs '" + served + "'", "model", "model_not_found");
+}
+
 // 500: the server failed, not the request.
 inline ApiError server_error(const std::string& message, const std::string& code) {
   return ApiError(500, message, std::nullopt, code, "server_error");

@@ -46,20 +46,13 @@ int64_t integer_in(const json& body, const char* key, int64_t lo, int64_t hi, in
   return x;
 }
 
-bool boolean(const json& body, const char* key) {
-  const json* v = field(body, key);
-  if (!v) return false;
-  if (!v->is_boolean()) throw bad_field(key, std::string("'") + key + "' must be true or false", "invalid_type");
-  return v->get<bool>();
-}
 
 void check_model(const json& body, const ServedModel& model) {
   const json* v = field(body, "model");
   if (!v) return;  // one model is served: no name needed
   if (!v->is_string()) throw bad_field("model", "'model' must be a string", "invalid_type");
   if (v->get<std::string>() != model.name)
-    throw ApiError(404, "the model '" + v->get<std::string>() + "' does not exist; this server runs '" + model.name + "'",
-                   "model", "model_not_found");
+    throw model_not_found(v->get<std::string>(), model.name);
 }
 
 std::vector<std::string> stop_strings(const json& body) {
@@ -257,6 +250,13 @@ void completion_prompts(const json& body, CompletionParams& p) {
 }
 
 }  // namespace
+
+bool boolean(const json& body, const char* key, bool fallback) {
+  const json* v = field(body, key);
+  if (!v) return fallback;
+  if (!v->is_boolean()) throw bad_field(key, std::string("'") + key + "' must be true or false", "invalid_type");
+  return v->get<bool>();
+}
 
 json parse_json_object(std::string_view body) {
   json j;

@@ -50,6 +50,9 @@ struct CompletionParams {
 // A request body that must be a JSON object (OpenAI-shaped 400s for anything else: not JSON, not
 // UTF-8, not an object).
 nlohmann::json parse_json_object(std::string_view body);
+// A true/false field of `body`; `fallback` where it is absent or null, a 400 naming it where it is
+// something else.
+bool boolean(const nlohmann::json& body, const char* key, bool fallback = false);
 
 CompletionParams parse_chat_request(std::string_view body, const ServedModel& model);
 CompletionParams parse_completion_request(std::string_view body, const ServedModel& model);

@@ -16,6 +16,8 @@ namespace bdsl::serve {
 // as a finish_reason: it went away, the server is shutting down, or the device step failed.
 enum class FinishReason { Stop, Length, Cancelled, Shutdown, Error };
 const char* to_string(FinishReason r);
+// The ends that are an answer (a finish_reason a client sees).
+inline bool is_answer(FinishReason r) { return r == FinishReason::Stop || r == FinishReason::Length; }
 
 struct Usage {
   uint32_t prompt_tokens = 0;

@@ -110,9 +110,7 @@ void Server::routes() {
   http_->Get("/v1/models", [this](const auto&, auto& res) { send_json(res, 200, models_json(model_.name, created_)); });
   http_->Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
     const std::string id = req.matches[1];
-    if (id != model_.name)
-      return send_error(res, ApiError(404, "the model '" + id + "' does not exist; this server runs '" + model_.name + "'",
-                                      "model", "model_not_found"));
+    if (id != model_.name) return send_error(res, model_not_found(id, model_.name));
     send_json(res, 200, models_json(model_.name, created_)["data"][0]);
   });
   // The tokenizer's endpoints (llama-server's): answered at once, never queued.

@@ -51,7 +51,7 @@ class TextChannel {
       c.end = reason;
       c.usage = usage;
       ++ended_;
-      failed_ = failed_ || !(reason == FinishReason::Stop || reason == FinishReason::Length);
+      failed_ = failed_ || !is_answer(reason);
     }
     ready_.notify_one();
   }

@@ -13,13 +13,6 @@ using nlohmann::json;
 
 namespace {
 
-bool flag(const json& body, const char* key, bool fallback) {
-  const auto it = body.find(key);
-  if (it == body.end() || it->is_null()) return fallback;
-  if (!it->is_boolean()) throw bad_field(key, std::string("'") + key + "' must be true or false", "invalid_type");
-  return it->get<bool>();
-}
-
 // A token's piece as llama-server gives it: its text where its bytes are UTF-8, else the bytes
 // (part of a character split over tokens).
 json piece(std::string_view bytes) {
@@ -43,8 +36,8 @@ json tokenize_answer(std::string_view body, const models::Tokenizer& tokenizer) 
   if (it == j.end() || it->is_null()) throw bad_field("content", "'content' is required", "missing_required_parameter");
   if (!it->is_string()) throw bad_field("content", "'content' must be a string", "invalid_type");
   const std::vector<int32_t> ids =
-      tokenizer.encode(it->get_ref<const std::string&>(), flag(j, "add_special", false), flag(j, "parse_special", true));
-  if (!flag(j, "with_pieces", false)) return {{"tokens", ids}};
+      tokenizer.encode(it->get_ref<const std::string&>(), boolean(j, "add_special", false), boolean(j, "parse_special", true));
+  if (!boolean(j, "with_pieces", false)) return {{"tokens", ids}};
   json tokens = json::array();
   for (int32_t id : ids) tokens.push_back({{"id", id}, {"piece", piece(tokenizer.token_bytes(id))}});
   return {{"tokens", tokens}};

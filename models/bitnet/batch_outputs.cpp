@@ -2,11 +2,11 @@
 // candidates, logits and log-probabilities, read back from the device once it is done.
 #include <fmt/format.h>
 
-#include <bit>
 #include <stdexcept>
 
 #include "models/bitnet/batch_decoder.h"
 #include "models/bitnet/batch_lanes.h"
+#include "models/bitnet/token_logprob_row.h"
 #include "ops/head.h"
 
 namespace bdsl::bitnet {
@@ -71,13 +71,7 @@ std::vector<models::StepOutput> BitNetBatchDecoder::collect(uint64_t ticket) {
 models::TokenLogprobs BitNetBatchDecoder::read_logprobs(const InFlight& f, uint32_t row, uint32_t top, int32_t token) const {
   const uint32_t words = ops::token_logprob_words(top_logprobs_);
   const std::span<const uint32_t> half = lanes_->logprob_staging.host_words().subspan(size_t{f.parity} * slots_ * words);
-  const std::span<const uint32_t> w = half.subspan(size_t{row} * words, words);
-  auto entry = [&](uint32_t at) { return models::TokenLogprob{int32_t(w[at]), std::bit_cast<float>(w[at + 1])}; };
-  models::TokenLogprobs r{entry(0), {}};
-  if (r.chosen.token != token)
-    throw std::logic_error(fmt::format("log-probabilities of row {} are of token {}, its output is {}", row, r.chosen.token, token));
-  for (uint32_t i = 0; i < top; ++i) r.top.push_back(entry(2 + 2 * i));
-  return r;
+  return token_logprob_row(half.subspan(size_t{row} * words, words), top, token, fmt::format("output row {}", row));
 }
 
 }  // namespace bdsl::bitnet

@@ -10,6 +10,7 @@
 #include <deque>
 #include <future>
 #include <stdexcept>
+#include <utility>
 
 #include "models/bitnet/graph_traits.h"
 #include "models/numerics/half_float.h"
@@ -173,30 +174,24 @@ void BitNetModel::prepare_vocabulary_draw() {
   if (vocabulary_graph_ || options_.dump || !pipelines_->top_k) return;
   wait_idle();
   pipelines_->build_vocabulary(ctx_, config_);
-  auto full = std::move(graph_);  // record_token records into graph_
-  try {
-    record_token(Tail::VocabularySampled);
-  } catch (...) {
-    graph_ = std::move(full);
-    throw;
-  }
-  vocabulary_graph_ = std::move(graph_);
-  graph_ = std::move(full);
+  vocabulary_graph_ = record_aside(Tail::VocabularySampled, 1);
   if (!embed_graph_) record_embed_graph();
 }
 
-rt::Graph* BitNetModel::group_of(Tail tail, std::unique_ptr<rt::Graph>& group, uint32_t steps) {
-  if (group || options_.timestamps || options_.dump || options_.tokens_per_replay < 2 || steps < options_.tokens_per_replay)
-    return group.get();
+std::unique_ptr<rt::Graph> BitNetModel::record_aside(Tail tail, uint32_t copies) {
   auto full = std::move(graph_);  // record_token records into graph_
   try {
-    record_token(tail, nullptr, options_.tokens_per_replay);
+    record_token(tail, nullptr, copies);
   } catch (...) {
     graph_ = std::move(full);
     throw;
   }
-  group = std::move(graph_);
-  graph_ = std::move(full);
+  return std::exchange(graph_, std::move(full));
+}
+
+rt::Graph* BitNetModel::group_of(Tail tail, std::unique_ptr<rt::Graph>& group, uint32_t steps) {
+  if (!group && !options_.timestamps && !options_.dump && options_.tokens_per_replay > 1 && steps >= options_.tokens_per_replay)
+    group = record_aside(tail, options_.tokens_per_replay);
   return group.get();
 }
 

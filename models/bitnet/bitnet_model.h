@@ -202,6 +202,8 @@ class BitNetModel final : public models::DecoderModel {
   // with timestamps, dumps or tokens_per_replay 1, or not yet needed: a run of fewer `steps`). At
   // first use: most processes never need one.
   rt::Graph* group_of(Tail tail, std::unique_ptr<rt::Graph>& group, uint32_t steps);
+  // record_token(tail, copies) into a recording of its own, graph_ (the full token) kept as it is.
+  std::unique_ptr<rt::Graph> record_aside(Tail tail, uint32_t copies);
   void record_embedding(rt::Graph& g);  // x = the step state's token's embedding
   void record_tail(rt::Graph& g, Tail tail = Tail::Full, std::optional<PenaltyParameters>* penalty = nullptr);  // final norm, LM head, argmax (+ top-k) on the x buffer
   // The final norm, every logit and argmax's first pass (the full tail's and the vocabulary draw's start).

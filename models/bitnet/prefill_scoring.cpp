@@ -2,11 +2,11 @@
 // the prefill's logit rows, as a batched step scores its outputs (ops/head/token_logprobs.h).
 #include <fmt/format.h>
 
-#include <bit>
 #include <stdexcept>
 #include <vector>
 
 #include "models/bitnet/activations.h"
+#include "models/bitnet/token_logprob_row.h"
 #include "ops/head.h"
 
 namespace bdsl::bitnet {
@@ -81,14 +81,8 @@ models::StepOutput BitNetModel::prefill_scored(std::span<const int32_t> tokens, 
         const auto out = b.score_out.download<uint32_t>(0, size_t{rows} * words);  // parity 0's half
         for (uint32_t r = 0; r < rows; ++r) {
           if (scoring.next[first + r] < 0) continue;
-          const uint32_t* w = out.data() + size_t{r} * words;
-          auto entry = [&](uint32_t at) { return models::TokenLogprob{int32_t(w[at]), std::bit_cast<float>(w[at + 1])}; };
-          models::TokenLogprobs lp{entry(0), {}};
-          if (lp.chosen.token != scoring.next[first + r])
-            throw std::logic_error(fmt::format("prompt row {} was scored for token {}, not {}", first + r, lp.chosen.token,
-                                               scoring.next[first + r]));
-          for (uint32_t i = 0; i < top; ++i) lp.top.push_back(entry(2 + 2 * i));
-          scoring.on_scored(first + r, lp);
+          scoring.on_scored(first + r, token_logprob_row(std::span(out).subspan(size_t{r} * words, words), top,
+                                                         scoring.next[first + r], fmt::format("prompt row {}", first + r)));
         }
         if (first + rows == tokens.size())
           last = b.logit_staging.download<float>(0, config_.vocab_size);  // the group's last row
