@@ -14,10 +14,10 @@ Kernel attention_output_quantize(const OpTarget& target, const AttentionPartials
   const uint32_t dim = a.dims.q_width();
   const QuantizeOptions standalone{rms_norm};
   const uint32_t w = quantize_activations_workgroup(target, standalone);  // the standalone kernel's: its bits
-  // Three reductions' scratch.
-  if (3ull * 4 * w > target.max_shared_bytes)
-    throw std::invalid_argument("attention_output_quantize: the reduction scratch of " + std::to_string(w) +
-                                " invocations does not fit in " + std::to_string(target.max_shared_bytes) +
+  // The staged copy of x (QuantizeBody::stride_order_squares) and three reductions' scratch.
+  if (4ull * dim + 3ull * 4 * w > target.max_shared_bytes)
+    throw std::invalid_argument("attention_output_quantize: " + std::to_string(dim) + " floats of attention's output and the "
+                                "reduction scratch do not fit in " + std::to_string(target.max_shared_bytes) +
                                 " bytes of shared memory");
   KernelBuilder k(std::string(rms_norm ? "rms_norm_" : "") + "quantize_attention_output_" + std::to_string(dim), {w, 1, 1});
   auto x = k.buffer<f32>("x", Access::Read);
@@ -37,6 +37,7 @@ Kernel attention_output_quantize(const OpTarget& target, const AttentionPartials
   body.workgroup = w;
   body.load_x = [&](Expr<u32> i) { return Expr<f32>(x[x_base + i]); };
   body.load_word = attention_word_loader(k, a, x, step, partials, std::nullopt, token, w, token);
+  body.stride_order_squares = true;
   if (norm_weight) body.load_norm_weight = [&](Expr<u32> i) { return Expr<f32>((*norm_weight)[i]); };
   body.eps = eps;
   emit_token_quantize(k, body, q, act, token);

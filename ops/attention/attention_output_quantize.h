@@ -1,8 +1,8 @@
 // RMSNorm + int8 of batched decode attention's output where attention leaves its chunks' combine
 // to the consumer (SplitKvTuning::defer_combine): each token's words read from attention's out
 // where it wrote them, or merged from its partials (attention_word_loader), then quantized as
-// quantize_activations does: the same bits as attention combining in the kernel followed by
-// quantize_activations. The attn_sub_norm step of the
+// quantize_activations does, sum of squares in its stride order: the same bits as attention
+// combining in the kernel followed by quantize_activations. The attn_sub_norm step of the
 // batch's buckets whose projections read quantized input.
 // Bindings: x (f32 read, [tokens, q_width]: attention's out), norm_weight (f32 read, with
 // rms_norm), q (u32 write: packed int8), act (u32 write: scale bits, sum of q), attention_step

@@ -7,7 +7,6 @@
 
 #include "ops/common/exact_division.h"
 #include "ops/common/matrix_support.h"
-#include "ops/common/norm_scale.h"
 
 namespace bdsl::ops {
 using namespace bdsl::dsl;
@@ -56,13 +55,45 @@ QuantizedTotals emit_quantize_activations(KernelBuilder& k, const QuantizeBody& 
 
   std::optional<Expr<f32>> inv_rms;
   if (norm) {
-    // ggml's scale (ops/common/norm_scale.h), the same whatever order the squares come in: so
-    // they are taken from the words already in registers.
+    // The sum of squares takes elements lid, lid + w, ... in that order (its own loads, issued
+    // with the others): the summation order, so the norm's bits, stay those the golden data
+    // was validated with. Reordering it can move an int8 across a rounding boundary.
     auto sq_scratch = k.shared<f32>("sum_sq_parts", w);
-    SquareSum sum = empty_square_sum();
-    for (const Slot& s : slots)
-      for (uint32_t j = 0; j < 4; ++j) sum = add_square(sum, masked(s, s.x[j]));
-    inv_rms = let("inv_rms", rms_inverse(k, workgroup_square_sum(k, sq_scratch, sum), b.dim, *b.eps));
+    std::optional<Expr<f32>> sum_sq;
+    std::function<Expr<f32>(Expr<u32>)> load_x = b.load_x;
+    if (b.load_word && b.stride_order_squares) {
+      auto staged = k.shared<f32>("staged_x", b.dim);
+      for (const Slot& s : slots) {
+        auto stage = [&] {
+          for (uint32_t j = 0; j < 4; ++j) staged[s.word * 4u + j] = s.x[j];
+        };
+        if (s.valid) {
+          if_(*s.valid, stage);
+        } else {
+          stage();
+        }
+      }
+      barrier();
+      load_x = [staged](Expr<u32> i) { return Expr<f32>(staged[i]); };
+    }
+    const bool word_order = b.load_word && !b.stride_order_squares;
+    if (word_order)
+      for (const Slot& s : slots)
+        for (uint32_t j = 0; j < 4; ++j) {
+          auto sq = masked(s, s.x[j] * s.x[j]);
+          sum_sq = sum_sq ? *sum_sq + sq : sq;
+        }
+    for (uint32_t u = 0; !word_order && u * w < b.dim; ++u) {
+      auto i = lid + u * w;
+      const bool may_pass = (u + 1) * w > b.dim;
+      auto xv = let("xs", load_x(may_pass ? min(i, constant<u32>(b.dim - 1)) : i));
+      Expr<f32> sq = xv * xv;
+      if (may_pass) sq = select(i < b.dim, sq, constant<f32>(0.0f));
+      sum_sq = sum_sq ? *sum_sq + sq : sq;
+    }
+    auto total = workgroup_add<f32>(k, sq_scratch, let("sum_sq", *sum_sq), "total_sq");
+    // As golden::rms_norm: mean = sum / n, inv = 1 / sqrt(mean + eps), x * inv * w.
+    inv_rms = let("inv_rms", 1.0f / sqrt(total / static_cast<float>(b.dim) + *b.eps));
   }
   std::vector<std::vector<Expr<f32>>> values;
   std::optional<Expr<f32>> local_max;

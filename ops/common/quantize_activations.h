@@ -59,8 +59,12 @@ struct QuantizeBody {
   std::optional<dsl::Expr<dsl::f32>> eps;                                     // with the norm
   std::function<void(dsl::Expr<dsl::u32>, dsl::Expr<dsl::u32>)> store_q;      // word, 4 x int8
   std::function<void(dsl::Expr<dsl::u32>, dsl::Expr<dsl::f32>)> store_normalized;  // may be empty
-  // Optional: the four elements of word w at once (instead of load_x).
+  // Optional: the four elements of word w at once (instead of load_x); the sum of squares is
+  // then taken over the words' elements, in slot order, rather than from load_x in stride order.
   std::function<std::array<dsl::Expr<dsl::f32>, 4>(dsl::Expr<dsl::u32>)> load_word;
+  // With load_word: the sum of squares still in load_x's stride order (the standalone kernel's
+  // bits), read back from the words staged in shared memory (dim floats and a barrier more).
+  bool stride_order_squares = false;
 };
 struct QuantizedTotals {
   dsl::Expr<dsl::f32> scale;  // s, the same in every invocation

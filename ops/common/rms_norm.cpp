@@ -7,7 +7,6 @@
 
 #include "dsl/dsl.h"
 #include "ops/common/matrix_support.h"
-#include "ops/common/norm_scale.h"
 
 namespace bdsl::ops {
 using namespace bdsl::dsl;
@@ -21,7 +20,7 @@ uint32_t rms_norm_workgroup(const OpTarget& target) {
 RmsNormSlice emit_rms_norm_slice(KernelBuilder& k, const OpTarget& target, const Buffer<f32>& x, const Buffer<f32>& weight,
                                  Expr<u32> base, Expr<f32> eps, uint32_t dim) {
   const uint32_t wg = rms_norm_workgroup(target);
-  auto partial = k.shared<f32>("partial", wg);  // a pair per subgroup (workgroup_square_sum's contract)
+  auto partial = k.shared<f32>("partial", wg);  // one per subgroup (workgroup_add's contract)
   auto lid = k.local_index();
 
   // Each invocation's elements lid, lid + wg, ... written out, not looped: all loads (x and the
@@ -29,7 +28,7 @@ RmsNormSlice emit_rms_norm_slice(KernelBuilder& k, const OpTarget& target, const
   std::vector<Expr<u32>> at;
   std::vector<std::optional<Expr<boolean>>> in;
   std::vector<Expr<f32>> xs, ws;
-  SquareSum sum = empty_square_sum();
+  std::optional<Expr<f32>> sum;
   for (uint32_t u = 0; u * wg < dim; ++u) {
     at.push_back(let("i", lid + u * wg));
     const bool may_pass = (u + 1) * wg > dim;
@@ -37,10 +36,14 @@ RmsNormSlice emit_rms_norm_slice(KernelBuilder& k, const OpTarget& target, const
     auto readable = may_pass ? min(at.back(), constant<u32>(dim - 1)) : at.back();
     xs.push_back(let("xv", Expr<f32>(x[base + readable])));
     ws.push_back(let("wv", Expr<f32>(weight[readable])));
-    sum = add_square(sum, may_pass ? select(*in.back(), xs.back(), constant<f32>(0.0f)) : xs.back());
+    Expr<f32> sq = xs.back() * xs.back();
+    if (may_pass) sq = select(*in.back(), sq, constant<f32>(0.0f));
+    sum = sum ? *sum + sq : sq;
   }
-  // ggml's scale, bit for bit (ops/common/norm_scale.h).
-  auto inv = let("inv", rms_inverse(k, workgroup_square_sum(k, partial, sum), dim, eps));
+  // Subgroup partials in subgroup order (a sum of squares is never -0, so the same bits as
+  // adding them to 0.0).
+  auto total = workgroup_add<f32>(k, partial, let("sum_sq", *sum), "total");
+  auto inv = let("inv", 1.0f / sqrt(total / static_cast<float>(dim) + eps));
   return {at, in, xs, ws, inv};
 }
 

@@ -74,10 +74,12 @@ struct MatvecOptions {
   // With NormalizeInWorkgroup, decode, a kernel of its own: x is attention's output, or, where
   // attention left the combine to this kernel, its chunks' partials. Binds attention_step (u32
   // read), attention_partials (vec2 read) and attention_used (f32 write: the attention output
-  // the norm read, written by workgroup 0, for dumps) after the outputs. A batch in tiles of one
-  // token (ternary_matmul, tokens_per_workgroup 1) may take it too: attention_step is then the
-  // sequence records, x and the partials the batch's, and there is no attention_used. (The
-  // norm's scale is the same bits whatever order its squares are summed in: norm_scale.h.)
+  // the norm read, written by workgroup 0, for dumps) after the outputs. The sum of squares then
+  // runs over each invocation's words rather than in stride order (other bits than without).
+  // A batch in tiles of one token (ternary_matmul, tokens_per_workgroup 1) may take it too:
+  // attention_step is then the sequence records, x and the partials the batch's, there is no
+  // attention_used, and the sum of squares keeps the stride order (the standalone quantizer's
+  // bits, which the batch's other buckets use).
   std::optional<AttentionPartialsInput> attention_partials;
   bool add_residual = false;        // y = y + proj, y bound read-write (not for QKV)
   bool write_accumulators = false;  // extra i32 outputs with the exact accumulators

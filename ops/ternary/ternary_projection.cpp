@@ -88,8 +88,8 @@ ProjectionPlan plan_projection(const OpTarget& target, const std::string& what, 
   const uint32_t chunks = cols / 64;
   // With the norm in the workgroup, each token of the tile has its own q words and reduction scratch.
   const uint32_t tile = batched ? tokens_per_wg : 1;
-  // Per token: its q words and three reductions' scratch.
-  if (norm && tile * (cols + kZeroQWords * 4 + 3 * wg * 4) > target.max_shared_bytes)
+  const uint32_t staged = o.attention_partials && batched ? cols * 4 : 0;  // stride_order_squares' copy of x
+  if (norm && tile * (cols + kZeroQWords * 4 + 3 * wg * 4) + staged > target.max_shared_bytes)
     throw std::invalid_argument(what + ": " + std::to_string(tile) + " x " + std::to_string(cols) +
                                 " int8 activations and the reduction scratch do not fit in " +
                                 std::to_string(target.max_shared_bytes) + " bytes of shared memory");
@@ -339,6 +339,8 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
     if (o.attention_partials) {
       body.load_word = attention_word_loader(k, *o.attention_partials, *x, *attn_step, *attn_partials, attn_used, site.workgroup, wg,
                                              tile_token);
+      // A batch's bucket must give the bits of the others, which quantize in their own kernel.
+      body.stride_order_squares = batched;
     }
     body.eps = eps;
     body.store_q = [&](Expr<u32> word, Expr<u32> v) { q_words[words ? swizzled_q_word(word) : word] = v; };
