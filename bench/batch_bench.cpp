@@ -242,7 +242,7 @@ void serve_load(benchmark::State& st, BenchSession& s, uint32_t clients, uint32_
 void register_batch_benchmarks(BenchSession& s) {
   const bool quick = s.options.quick;
   const uint32_t slots = quick ? 4 : 64, ctx = quick ? 32 : 512;
-  for (uint32_t batch : quick ? std::vector<uint32_t>{1, 4} : std::vector<uint32_t>{1, 4, 16, 32, 64})
+  for (uint32_t batch : quick ? std::vector<uint32_t>{1, 4} : std::vector<uint32_t>{1, 2, 4, 8, 16, 32, 64})
     benchmark::RegisterBenchmark(fmt::format("decode_batch/B:{}", batch).c_str(),
                                  [&s, batch, slots, ctx](benchmark::State& st) { decode_batch(st, s, batch, slots, ctx); })
         ->UseManualTime()->Iterations(quick ? 2 : 20)->Unit(benchmark::kMillisecond);
@@ -263,7 +263,7 @@ void register_batch_benchmarks(BenchSession& s) {
     benchmark::RegisterBenchmark(fmt::format("decode_batch_device/B:{}", batch).c_str(),
                                  [&s, batch, slots, ctx](benchmark::State& st) { decode_batch_device(st, s, batch, slots, ctx); })
         ->UseManualTime()->Iterations(quick ? 2 : 20)->Unit(benchmark::kMillisecond);
-  for (uint32_t batch : quick ? std::vector<uint32_t>{4} : std::vector<uint32_t>{1, 16, 64})
+  for (uint32_t batch : quick ? std::vector<uint32_t>{4} : std::vector<uint32_t>{1, 4, 8, 16, 64})
     benchmark::RegisterBenchmark(fmt::format("decode_batch_ops/B:{}", batch).c_str(),
                                  [&s, batch, slots, ctx](benchmark::State& st) { decode_batch_ops(st, s, batch, slots, ctx); })
         ->UseManualTime()->Iterations(quick ? 1 : 5)->Unit(benchmark::kMillisecond);

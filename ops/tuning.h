@@ -99,11 +99,15 @@ struct Tuning {
   // two-stage variant was slower at every B.
   uint32_t step_subgroup_max_tokens = 8;
   // Steps of up to this many tokens normalize and quantize each token inside every projection's
-  // workgroup (the decode graph's way), instead of a dispatch of their own before it: four
-  // barrier-separated dispatches fewer a layer. H100 (bench/RESULTS.md run 14): B = 1 2.21 ->
-  // 1.78 ms a step, but B = 4 2.80 -> 3.43 (every workgroup quantizes every token, one after
-  // the other).
-  uint32_t step_norm_fused_max_tokens = 1;
+  // workgroup (the decode graph's way), a workgroup a token, instead of a dispatch of their own
+  // before it: four barrier-separated dispatches fewer a layer, each weight read once per token
+  // (from the L2 after the first: 17.4 MB a layer fits an H100's). H100 (bench/RESULTS.md run
+  // 31): B = 2 / 4 / 8 1.45 / 1.95 / 3.18 ms a step against 1.97 / 2.63 / 4.08-4.23 with the norms
+  // apart; B = 16 on the subgroup matmul so 5.47 against 3.81-3.89 on the tensor cores. (Run 14's
+  // tiles of several tokens, each quantized one after the other, made B = 4 slower instead.) A
+  // device whose L2 holds less than a layer may want fewer: each token's workgroups read the
+  // weights again.
+  uint32_t step_norm_fused_max_tokens = 8;
   uint32_t step_coop_row_subgroups = 2;
   uint32_t step_coop_token_subgroups = 4;
   bool step_coop_double_buffer = false;  // the tiles' two-stage variant (one barrier per block)

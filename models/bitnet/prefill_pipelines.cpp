@@ -44,7 +44,13 @@ Engine engine_for(const ops::OpTarget& t, const ProjectionChoice& choice) {
   const ops::QuantizeOptions standalone{true};
   e.normalized = choice.step_tokens && int(choice.step_tokens) <= fused_max && !cooperative && !e.separate &&
                  ops::ternary_matvec_workgroup(t, e.options.projection) == ops::quantize_activations_workgroup(t, standalone);
-  if (e.normalized) e.options.projection.input = ops::MatvecInput::NormalizeInWorkgroup;
+  if (e.normalized) {
+    e.options.projection.input = ops::MatvecInput::NormalizeInWorkgroup;
+    // A workgroup a token: each normalizes its own token as the one-lane bucket does, instead of
+    // every token of a tile one after the other (a tile of 4 made a B = 4 step 4x slower on an
+    // H100, bench/RESULTS.md run 31); the weights are read once per token, mostly from the L2.
+    e.options.tokens_per_workgroup = 1;
+  }
   return e;
 }
 
