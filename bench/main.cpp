@@ -69,6 +69,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
     else if (a == "--batch-attention-positions") o.batch.attention_positions_per_pass = uint32_t(std::stoul(value()));
     else if (a == "--batch-attention-combined") o.batch.defer_attention_combine = false;
     else if (a == "--batch-merging-rows") o.batch.merging_attn_output_rows = uint32_t(std::stoul(value()));
+    else if (a == "--batch-rows") o.batch.step_rows_per_subgroup = uint32_t(std::stoul(value()));
     else if (a == "--matvec-rows") o.decode_tuning.rows_per_subgroup = uint32_t(std::stoul(value()));
     else if (a == "--matvec-workgroup") o.decode_tuning.workgroup = uint32_t(std::stoul(value()));
     else if (a == "--qkv-workgroup") o.decode_tuning.qkv_workgroup = uint32_t(std::stoul(value()));
@@ -100,7 +101,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "                        [--batch-f32-head] [--batch-full-head] [--batch-attention-chunks N]\n"
                   "                        [--batch-coop-double-buffer 0|1] [--batch-attention-head-split N]\n"
                   "                        [--batch-attention-positions N] [--batch-prompt-lanes N]\n"
-                  "                        [--batch-norm-fused-max N] [--batch-attention-spread N]\n"
+                  "                        [--batch-norm-fused-max N] [--batch-rows N] [--batch-attention-spread N]\n"
                   "                        [--batch-attention-per-workgroup N] [--batch-attention-spread-split N]\n"
                   "                        [--coop-tile-short T] [--coop-tile-tall T] [--coop-tile-deep T]\n"
                   "                        [--benchmark_...]\n"
@@ -143,7 +144,8 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "  --batch-prompt-lanes: prompt tokens a step carries beside its streams (serve/; 0:\n"
                   "    every prompt in blocks between steps)\n"
                   "  --batch-norm-fused-max: buckets of up to N lanes normalize inside the projections\n"
-                  "    (-1: never)\n");
+                  "    (-1: never); --batch-rows: rows per subgroup of their projections past one lane\n"
+                  "    (but QKV and a merging attn_output)\n");
       benchmark::PrintDefaultHelp();
       std::exit(0);
     } else argv[out++] = argv[i];

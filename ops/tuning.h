@@ -108,6 +108,13 @@ struct Tuning {
   // device whose L2 holds less than a layer may want fewer: each token's workgroups read the
   // weights again.
   uint32_t step_norm_fused_max_tokens = 8;
+  // Rows per subgroup of those steps' projections past one lane (0: the matmul's own, 2), but
+  // for QKV with RoPE (4) and a merging attn_output (attn_output_rows_per_subgroup): gate/up and
+  // ffn_down, in half the workgroups, whose norm prologue (each re-reads its token's vector) and
+  // waves count more there than the parallelism. H100 (run 31, two processes each), ms a step at
+  // B = 2 / 4 / 8: rows 2 1.45 / 1.95 / 3.17, rows 4 1.38-1.42 / 1.80-1.86 / 2.77-2.83, rows 8
+  // 1.57-1.60 / 2.19-2.23 / 3.60-3.62.
+  uint32_t step_rows_per_subgroup = 4;
   uint32_t step_coop_row_subgroups = 2;
   uint32_t step_coop_token_subgroups = 4;
   bool step_coop_double_buffer = false;  // the tiles' two-stage variant (one barrier per block)

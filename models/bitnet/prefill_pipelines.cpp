@@ -50,6 +50,7 @@ Engine engine_for(const ops::OpTarget& t, const ProjectionChoice& choice) {
     // every token of a tile one after the other (a tile of 4 made a B = 4 step 4x slower on an
     // H100, bench/RESULTS.md run 31); the weights are read once per token, mostly from the L2.
     e.options.tokens_per_workgroup = 1;
+    if (choice.step_tokens > 1 && choice.step_rows_per_subgroup) e.options.projection.rows_per_subgroup = choice.step_rows_per_subgroup;
   }
   return e;
 }

@@ -58,6 +58,11 @@ struct ProjectionChoice {
   // attn_output's rows per subgroup where it merges them (0: the engine's): the single-sequence
   // decode graph's shape, the same bits (each row's dot is exact whatever the grouping).
   uint32_t merging_attn_output_rows = 0;
+  // Rows per subgroup of the projections in steps of several tokens that normalize in the
+  // workgroups (BlockProjections::normalized), but for QKV with RoPE and a merging attn_output
+  // (0: the engine's): fewer, longer workgroups where a step's tokens fill the GPU several times
+  // over. The same bits.
+  uint32_t step_rows_per_subgroup = 0;
 };
 
 struct BlockProjections {
