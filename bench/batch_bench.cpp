@@ -179,9 +179,10 @@ enum class Asking { Greedy, Sampled, Defaults };
 // `clients` threads each send `requests` completions (`max_tokens` each) to the server, asking as
 // `asking` says; every draw on the GPU.
 void serve_load(benchmark::State& st, BenchSession& s, uint32_t clients, uint32_t ctx_len, uint32_t requests,
-                uint32_t max_tokens, Asking asking = Asking::Greedy) {
+                uint32_t max_tokens, Asking asking = Asking::Greedy, uint32_t slots = 0) {
   const bool sampled = asking != Asking::Greedy;
-  auto& b = batch_state(s, clients, ctx_len, sampled ? kServerCandidates : 0);
+  // The decoder is made once a process (the first family to ask sizes it): `slots`, else one a client.
+  auto& b = batch_state(s, slots ? slots : clients, ctx_len, sampled ? kServerCandidates : 0);
   b.decoder->record_all_buckets();  // as `bitnet-dsl serve` does before it listens: no compile in the timing
   const auto tokenizer = models::Tokenizer::from_gguf(b.file);
   serve::Scheduler scheduler(*b.decoder, tokenizer, {clients * 2});
@@ -277,6 +278,13 @@ void register_batch_benchmarks(BenchSession& s) {
                                    })
           ->UseManualTime()->Iterations(quick ? 1 : 5)->Unit(benchmark::kMillisecond);
   const uint32_t clients = slots;  // one slot each
+  // A few clients too: the small buckets a server with a handful of users runs.
+  for (uint32_t few : quick ? std::vector<uint32_t>{} : std::vector<uint32_t>{4, 8})
+    benchmark::RegisterBenchmark(fmt::format("serve/clients:{}", few).c_str(),
+                                 [&s, few, ctx, slots](benchmark::State& st) {
+                                   serve_load(st, s, few, ctx, 8, 128, Asking::Greedy, slots);
+                                 })
+        ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark(fmt::format("serve/clients:{}", clients).c_str(),
                                [&s, clients, ctx, quick](benchmark::State& st) {
                                  serve_load(st, s, clients, ctx, quick ? 2 : 4, quick ? 8 : 128);
