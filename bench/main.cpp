@@ -70,6 +70,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
     else if (a == "--batch-attention-combined") o.batch.defer_attention_combine = false;
     else if (a == "--batch-merging-rows") o.batch.merging_attn_output_rows = uint32_t(std::stoul(value()));
     else if (a == "--batch-rows") o.batch.step_rows_per_subgroup = uint32_t(std::stoul(value()));
+    else if (a == "--batch-norm-tile") o.batch.step_norm_tile = uint32_t(std::stoul(value()));
     else if (a == "--matvec-rows") o.decode_tuning.rows_per_subgroup = uint32_t(std::stoul(value()));
     else if (a == "--matvec-workgroup") o.decode_tuning.workgroup = uint32_t(std::stoul(value()));
     else if (a == "--qkv-workgroup") o.decode_tuning.qkv_workgroup = uint32_t(std::stoul(value()));
@@ -101,7 +102,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "                        [--batch-f32-head] [--batch-full-head] [--batch-attention-chunks N]\n"
                   "                        [--batch-coop-double-buffer 0|1] [--batch-attention-head-split N]\n"
                   "                        [--batch-attention-positions N] [--batch-prompt-lanes N]\n"
-                  "                        [--batch-norm-fused-max N] [--batch-rows N] [--batch-attention-spread N]\n"
+                  "                        [--batch-norm-fused-max N] [--batch-rows N] [--batch-norm-tile N] [--batch-attention-spread N]\n"
                   "                        [--batch-attention-per-workgroup N] [--batch-attention-spread-split N]\n"
                   "                        [--coop-tile-short T] [--coop-tile-tall T] [--coop-tile-deep T]\n"
                   "                        [--benchmark_...]\n"
@@ -145,7 +146,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "    every prompt in blocks between steps)\n"
                   "  --batch-norm-fused-max: buckets of up to N lanes normalize inside the projections\n"
                   "    (-1: never); --batch-rows: rows per subgroup of their projections past one lane\n"
-                  "    (but QKV and a merging attn_output)\n");
+                  "    (but QKV and a merging attn_output); --batch-norm-tile: their tokens a workgroup\n");
       benchmark::PrintDefaultHelp();
       std::exit(0);
     } else argv[out++] = argv[i];

@@ -115,6 +115,9 @@ struct Tuning {
   // B = 2 / 4 / 8: rows 2 1.45 / 1.95 / 3.17, rows 4 1.38-1.42 / 1.80-1.86 / 2.77-2.83, rows 8
   // 1.57-1.60 / 2.19-2.23 / 3.60-3.62.
   uint32_t step_rows_per_subgroup = 4;
+  // Tokens a workgroup of those steps' projections, all normalized side by side (but attn_output
+  // where it merges attention's chunks: one).
+  uint32_t step_norm_tile_tokens = 1;
   uint32_t step_coop_row_subgroups = 2;
   uint32_t step_coop_token_subgroups = 4;
   bool step_coop_double_buffer = false;  // the tiles' two-stage variant (one barrier per block)

@@ -104,6 +104,8 @@ struct BatchOptions {
   // Rows per subgroup of the other projections in buckets of several lanes that normalize in the
   // projections (0: ops/tuning.h's step_rows_per_subgroup): the same bits.
   uint32_t step_rows_per_subgroup = 0;
+  // Tokens a workgroup there (0: ops/tuning.h's step_norm_tile_tokens): the same bits.
+  uint32_t step_norm_tile = 0;
   // The full LM head on tensor cores (ops/head/lm_head_coopmat.h: x rounded to F16, as bitnet.cpp's
   // CPU path does) where the device has them, in tails without draws over the vocabulary (those
   // take lm_head_batch, whose logits the draw's bits depend on); else, or with false,

@@ -72,7 +72,7 @@ BitNetBatchDecoder::Step& BitNetBatchDecoder::step_for(uint32_t lanes) {
                                                                     options_.coop_row_subgroups, options_.coop_token_subgroups,
                                                                     options_.coop_double_buffer, options_.norm_fused_max_tokens,
                                                                     options_.rope_in_qkv, deferred_partials_,
-                                                                    merging_rows, step_rows}),
+                                                                    merging_rows, step_rows, options_.step_norm_tile}),
          nullptr};
   s.graph = record_step(lanes, *s.projections);
   steps_.push_back(std::move(s));

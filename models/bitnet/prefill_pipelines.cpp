@@ -46,20 +46,19 @@ Engine engine_for(const ops::OpTarget& t, const ProjectionChoice& choice) {
                  ops::ternary_matvec_workgroup(t, e.options.projection) == ops::quantize_activations_workgroup(t, standalone);
   if (e.normalized) {
     e.options.projection.input = ops::MatvecInput::NormalizeInWorkgroup;
-    // A workgroup a token: each normalizes its own token as the one-lane bucket does, instead of
-    // every token of a tile one after the other (a tile of 4 made a B = 4 step 4x slower on an
-    // H100, bench/RESULTS.md run 31); the weights are read once per token, mostly from the L2.
-    e.options.tokens_per_workgroup = 1;
+    // step_norm_tile tokens a workgroup (the table's: one), each normalized as the one-lane
+    // bucket does, all of a tile through each pass together; the weights are read once per tile,
+    // mostly from the L2 (bench/RESULTS.md run 31).
+    const uint32_t tile = choice.step_norm_tile ? choice.step_norm_tile : ops::tuning_for(t).step_norm_tile_tokens;
+    e.options.tokens_per_workgroup = std::max(1u, std::min(tile, choice.step_tokens));
     if (choice.step_tokens > 1 && choice.step_rows_per_subgroup) e.options.projection.rows_per_subgroup = choice.step_rows_per_subgroup;
   }
   return e;
 }
 
-// Whether attn_output merges attention's deferred partials: a choice that asks, normalized in
-// tiles of one token (MatvecOptions::attention_partials).
-bool merges_in_attn_output(const ProjectionChoice& choice, const Engine& e) {
-  return choice.attention_partials && e.normalized && e.options.tokens_per_workgroup == 1;
-}
+// Whether attn_output merges attention's deferred partials: a choice that asks, normalized in the
+// workgroups (MatvecOptions::attention_partials; attn_output then takes tiles of one token).
+bool merges_in_attn_output(const ProjectionChoice& choice, const Engine& e) { return choice.attention_partials && e.normalized; }
 
 // A single-tensor projection with the choice's engine. `residual`: attn_output and ffn_down, whose
 // normalized input is their sub-norm's, or without sub-norms the int8 of their input alone.
@@ -96,6 +95,7 @@ BlockProjections::BlockProjections(rt::Context& ctx, const models::BitNetConfig&
   ops::PipelineBatch own;
   ops::PipelineBatch& b = batch ? *batch : own;
   Engine merging = e;
+  if (attn_output_merges) merging.options.tokens_per_workgroup = 1;  // the merge reads one token's partials
   if (attn_output_merges && choice.merging_attn_output_rows)
     merging.options.projection.rows_per_subgroup = choice.merging_attn_output_rows;
   b.add(projection(t, c, merging, c.dim, c.n_heads * c.head_dim, true,

@@ -63,6 +63,9 @@ struct ProjectionChoice {
   // (0: the engine's): fewer, longer workgroups where a step's tokens fill the GPU several times
   // over. The same bits.
   uint32_t step_rows_per_subgroup = 0;
+  // Tokens a workgroup in those steps (0: the table's step_norm_tile_tokens), all normalized
+  // together; a merging attn_output takes one. The same bits.
+  uint32_t step_norm_tile = 0;
 };
 
 struct BlockProjections {

@@ -1,6 +1,8 @@
 #include "ops/common/quantize_activations.h"
 
 #include <algorithm>
+#include <functional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -21,20 +23,57 @@ uint32_t quantize_activations_workgroup(const OpTarget& target, const QuantizeOp
   return options.workgroup;
 }
 
+namespace {
+
+// workgroup_reduce (ops/common/matrix_support.h) of several values behind one barrier: each
+// value's subgroup part into its own scratch, then each total over the subgroups in order, so
+// each comes out as workgroup_reduce would give it alone.
+template <class T>
+std::vector<Expr<T>> workgroup_reduce_each(KernelBuilder& k, const std::vector<Expr<T>>& values, uint32_t scratch_size,
+                                           Expr<T> (*subgroup_op)(const Expr<T>&),
+                                           const std::function<Expr<T>(Expr<T>, Expr<T>)>& combine, const std::string& name) {
+  std::vector<Shared<T>> scratch;
+  for (size_t t = 0; t < values.size(); ++t) {
+    scratch.push_back(k.shared<T>(name + "_parts", scratch_size));
+    auto part = subgroup_op(values[t]);
+    if_(subgroup_elect(), [&] { scratch[t][k.subgroup_id()] = part; });
+  }
+  barrier();
+  std::vector<Expr<T>> totals;
+  for (size_t t = 0; t < values.size(); ++t) {
+    auto total = k.var<T>(name, scratch[t][0u]);
+    for_range(1u, k.num_subgroups(), [&](Expr<u32> i) { total = combine(total, scratch[t][i]); }, "sg");
+    totals.push_back(Expr<T>(total));
+  }
+  return totals;
+}
+
+}  // namespace
+
 // Every invocation takes the words lid, lid + w, ... (written out, not a loop: all its loads are
 // issued at once and the values stay in registers for the three passes). The looped form pays
-// a memory round trip per element per pass.
-QuantizedTotals emit_quantize_activations(KernelBuilder& k, const QuantizeBody& b) {
-  const uint32_t w = b.workgroup;
-  const uint32_t words = b.dim / 4;
+// a memory round trip per element per pass. Several tokens go through each pass together, with
+// one barrier a pass for all of them; each token's arithmetic, and so its bits, is the one it
+// has alone.
+std::vector<QuantizedTotals> emit_quantize_activations(KernelBuilder& k, std::span<const QuantizeBody> bodies) {
+  if (bodies.empty()) throw std::invalid_argument("emit_quantize_activations: no token");
+  const QuantizeBody& b0 = bodies[0];
+  for (const QuantizeBody& b : bodies)
+    if (b.dim != b0.dim || b.workgroup != b0.workgroup || bool(b.load_norm_weight) != bool(b0.load_norm_weight) ||
+        (bodies.size() > 1 && b.load_word))
+      throw std::invalid_argument("emit_quantize_activations: tokens quantized together need one shape and norm, and load_x");
+  const uint32_t w = b0.workgroup;
+  const uint32_t words = b0.dim / 4;
   const uint32_t per = (words + w - 1) / w;
+  const size_t n = bodies.size();
   auto lid = k.local_index();
-  const bool norm = static_cast<bool>(b.load_norm_weight);
+  const bool norm = static_cast<bool>(b0.load_norm_weight);
 
   struct Slot {
     Expr<u32> word;
     std::optional<Expr<boolean>> valid;  // empty: always in range
-    std::vector<Expr<f32>> x, g;
+    std::vector<std::vector<Expr<f32>>> x;  // [token][element of the word]
+    std::vector<Expr<f32>> g;            // the norm weight (the same for every token)
   };
   std::vector<Slot> slots;
   for (uint32_t u = 0; u < per; ++u) {
@@ -42,103 +81,130 @@ QuantizedTotals emit_quantize_activations(KernelBuilder& k, const QuantizeBody& 
     const bool may_pass = (u + 1) * w > words;
     if (may_pass) s.valid = let("in_range" + std::to_string(u), s.word < words);
     auto readable = may_pass ? min(s.word, constant<u32>(words - 1)) : s.word;
-    std::optional<std::array<Expr<f32>, 4>> word;
-    if (b.load_word) word = b.load_word(readable);
-    for (uint32_t j = 0; j < 4; ++j) {
-      s.x.push_back(let("xv", word ? (*word)[j] : b.load_x(readable * 4u + j)));
-      if (norm) s.g.push_back(let("gv", b.load_norm_weight(readable * 4u + j)));
+    for (const QuantizeBody& b : bodies) {
+      std::optional<std::array<Expr<f32>, 4>> word;
+      if (b.load_word) word = b.load_word(readable);
+      s.x.emplace_back();
+      for (uint32_t j = 0; j < 4; ++j) s.x.back().push_back(let("xv", word ? (*word)[j] : b.load_x(readable * 4u + j)));
     }
+    for (uint32_t j = 0; norm && j < 4; ++j) s.g.push_back(let("gv", b0.load_norm_weight(readable * 4u + j)));
     slots.push_back(std::move(s));
   }
   // A word past the end counts as zeros.
   auto masked = [](const Slot& s, Expr<f32> v) { return s.valid ? select(*s.valid, v, constant<f32>(0.0f)) : v; };
 
-  std::optional<Expr<f32>> inv_rms;
+  std::vector<Expr<f32>> inv_rms;
   if (norm) {
     // The sum of squares takes elements lid, lid + w, ... in that order (its own loads, issued
     // with the others): the summation order, so the norm's bits, stay those the golden data
     // was validated with. Reordering it can move an int8 across a rounding boundary.
-    auto sq_scratch = k.shared<f32>("sum_sq_parts", w);
-    std::optional<Expr<f32>> sum_sq;
-    std::function<Expr<f32>(Expr<u32>)> load_x = b.load_x;
-    if (b.load_word && b.stride_order_squares) {
-      auto staged = k.shared<f32>("staged_x", b.dim);
-      for (const Slot& s : slots) {
-        auto stage = [&] {
-          for (uint32_t j = 0; j < 4; ++j) staged[s.word * 4u + j] = s.x[j];
-        };
-        if (s.valid) {
-          if_(*s.valid, stage);
-        } else {
-          stage();
+    std::vector<Expr<f32>> sums;
+    for (size_t t = 0; t < n; ++t) {
+      const QuantizeBody& b = bodies[t];
+      std::optional<Expr<f32>> sum_sq;
+      std::function<Expr<f32>(Expr<u32>)> load_x = b.load_x;
+      if (b.load_word && b.stride_order_squares) {
+        auto staged = k.shared<f32>("staged_x", b.dim);
+        for (const Slot& s : slots) {
+          auto stage = [&] {
+            for (uint32_t j = 0; j < 4; ++j) staged[s.word * 4u + j] = s.x[t][j];
+          };
+          if (s.valid) {
+            if_(*s.valid, stage);
+          } else {
+            stage();
+          }
         }
+        barrier();
+        load_x = [staged](Expr<u32> i) { return Expr<f32>(staged[i]); };
       }
-      barrier();
-      load_x = [staged](Expr<u32> i) { return Expr<f32>(staged[i]); };
+      const bool word_order = b.load_word && !b.stride_order_squares;
+      if (word_order)
+        for (const Slot& s : slots)
+          for (uint32_t j = 0; j < 4; ++j) {
+            auto sq = masked(s, s.x[t][j] * s.x[t][j]);
+            sum_sq = sum_sq ? *sum_sq + sq : sq;
+          }
+      for (uint32_t u = 0; !word_order && u * w < b.dim; ++u) {
+        auto i = lid + u * w;
+        const bool may_pass = (u + 1) * w > b.dim;
+        auto xv = let("xs", load_x(may_pass ? min(i, constant<u32>(b.dim - 1)) : i));
+        Expr<f32> sq = xv * xv;
+        if (may_pass) sq = select(i < b.dim, sq, constant<f32>(0.0f));
+        sum_sq = sum_sq ? *sum_sq + sq : sq;
+      }
+      sums.push_back(let("sum_sq", *sum_sq));
     }
-    const bool word_order = b.load_word && !b.stride_order_squares;
-    if (word_order)
-      for (const Slot& s : slots)
-        for (uint32_t j = 0; j < 4; ++j) {
-          auto sq = masked(s, s.x[j] * s.x[j]);
-          sum_sq = sum_sq ? *sum_sq + sq : sq;
-        }
-    for (uint32_t u = 0; !word_order && u * w < b.dim; ++u) {
-      auto i = lid + u * w;
-      const bool may_pass = (u + 1) * w > b.dim;
-      auto xv = let("xs", load_x(may_pass ? min(i, constant<u32>(b.dim - 1)) : i));
-      Expr<f32> sq = xv * xv;
-      if (may_pass) sq = select(i < b.dim, sq, constant<f32>(0.0f));
-      sum_sq = sum_sq ? *sum_sq + sq : sq;
-    }
-    auto total = workgroup_add<f32>(k, sq_scratch, let("sum_sq", *sum_sq), "total_sq");
+    const auto totals = workgroup_reduce_each<f32>(
+        k, sums, w, [](const Expr<f32>& x) { return subgroup_add(x); }, [](Expr<f32> a, Expr<f32> c) { return a + c; },
+        "total_sq");
     // As golden::rms_norm: mean = sum / n, inv = 1 / sqrt(mean + eps), x * inv * w.
-    inv_rms = let("inv_rms", 1.0f / sqrt(total / static_cast<float>(b.dim) + *b.eps));
+    for (size_t t = 0; t < n; ++t)
+      inv_rms.push_back(let("inv_rms", 1.0f / sqrt(totals[t] / static_cast<float>(b0.dim) + *bodies[t].eps)));
   }
-  std::vector<std::vector<Expr<f32>>> values;
-  std::optional<Expr<f32>> local_max;
-  for (const Slot& s : slots) {
-    values.emplace_back();
-    for (uint32_t j = 0; j < 4; ++j) {
-      auto v = let("v", norm ? (s.x[j] * *inv_rms) * s.g[j] : s.x[j]);
-      values.back().push_back(v);
-      auto a = masked(s, abs(v));
-      local_max = local_max ? max(*local_max, a) : a;
+  std::vector<std::vector<std::vector<Expr<f32>>>> values(n);  // [token][slot][element]
+  std::vector<Expr<f32>> local_max;
+  for (size_t t = 0; t < n; ++t) {
+    std::optional<Expr<f32>> m;
+    for (const Slot& s : slots) {
+      values[t].emplace_back();
+      for (uint32_t j = 0; j < 4; ++j) {
+        auto v = let("v", norm ? (s.x[t][j] * inv_rms[t]) * s.g[j] : s.x[t][j]);
+        values[t].back().push_back(v);
+        auto a = masked(s, abs(v));
+        m = m ? max(*m, a) : a;
+      }
     }
+    local_max.push_back(let("local_absmax", *m));
   }
-  auto max_scratch = k.shared<f32>("absmax_parts", w);
-  auto absmax = workgroup_max<f32>(k, max_scratch, let("local_absmax", *local_max), "absmax");
+  const auto absmax = workgroup_reduce_each<f32>(
+      k, local_max, w, [](const Expr<f32>& x) { return subgroup_max(x); }, [](Expr<f32> a, Expr<f32> c) { return max(a, c); },
+      "absmax");
   // Exactly golden's 127 / max(absmax, 1e-5) on every device (see divide_correctly_rounded).
-  auto scale = let("act_scale", divide_correctly_rounded(k, constant<f32>(127.0f), max(absmax, 1e-5f)));
+  std::vector<Expr<f32>> scales;
+  for (size_t t = 0; t < n; ++t)
+    scales.push_back(let("act_scale", divide_correctly_rounded(k, constant<f32>(127.0f), max(absmax[t], 1e-5f))));
 
   // q = roundEven(v * s) needs no clamp to [-128, 127] here (docs/format.md's formula has one): |v| <=
   // absmax for these very values and s = 127 / absmax correctly rounded, so |v * s| <= 127 (1 +
   // 2^-24) rounds to at most 127 + 1 ulp and then to 127 (and below absmax 1e-5, |v * s| < 127).
   // The same q for every finite input; the two comparisons an element cost 1.9% of decode
   // (bench/RESULTS.md run 10).
-  std::optional<Expr<i32>> local_sum;
-  for (size_t u = 0; u < slots.size(); ++u) {
-    const Slot& s = slots[u];
-    std::vector<Expr<i32>> q;
-    for (uint32_t j = 0; j < 4; ++j)
-      q.push_back(let("q" + std::to_string(j), cast<i32>(round(values[u][j] * scale))));
-    auto word = let("q_word", pack_i8x4(make_vec<i32>(q[0], q[1], q[2], q[3])));
-    auto word_sum = (q[0] + q[1]) + (q[2] + q[3]);
-    word_sum = s.valid ? select(*s.valid, word_sum, constant<i32>(0)) : word_sum;
-    local_sum = local_sum ? *local_sum + word_sum : word_sum;
-    auto store = [&] {
-      if (b.store_normalized)
-        for (uint32_t j = 0; j < 4; ++j) b.store_normalized(s.word * 4u + j, values[u][j]);
-      b.store_q(s.word, word);
-    };
-    if (s.valid)
-      if_(*s.valid, store);
-    else
-      store();
+  std::vector<Expr<i32>> local_sums;
+  for (size_t t = 0; t < n; ++t) {
+    const QuantizeBody& b = bodies[t];
+    std::optional<Expr<i32>> local_sum;
+    for (size_t u = 0; u < slots.size(); ++u) {
+      const Slot& s = slots[u];
+      std::vector<Expr<i32>> q;
+      for (uint32_t j = 0; j < 4; ++j)
+        q.push_back(let("q" + std::to_string(j), cast<i32>(round(values[t][u][j] * scales[t]))));
+      auto word = let("q_word", pack_i8x4(make_vec<i32>(q[0], q[1], q[2], q[3])));
+      auto word_sum = (q[0] + q[1]) + (q[2] + q[3]);
+      word_sum = s.valid ? select(*s.valid, word_sum, constant<i32>(0)) : word_sum;
+      local_sum = local_sum ? *local_sum + word_sum : word_sum;
+      auto store = [&] {
+        if (b.store_normalized)
+          for (uint32_t j = 0; j < 4; ++j) b.store_normalized(s.word * 4u + j, values[t][u][j]);
+        b.store_q(s.word, word);
+      };
+      if (s.valid)
+        if_(*s.valid, store);
+      else
+        store();
+    }
+    local_sums.push_back(let("local_q_sum", *local_sum));
   }
-  auto sum_scratch = k.shared<i32>("q_sum_parts", w);
-  auto sum = workgroup_add<i32>(k, sum_scratch, let("local_q_sum", *local_sum), "q_sum");
-  return {scale, sum};
+  const auto sums = workgroup_reduce_each<i32>(
+      k, local_sums, w, [](const Expr<i32>& x) { return subgroup_add(x); }, [](Expr<i32> a, Expr<i32> c) { return a + c; },
+      "q_sum");
+  std::vector<QuantizedTotals> out;
+  for (size_t t = 0; t < n; ++t) out.push_back({scales[t], sums[t]});
+  return out;
+}
+
+QuantizedTotals emit_quantize_activations(KernelBuilder& k, const QuantizeBody& body) {
+  return emit_quantize_activations(k, std::span<const QuantizeBody>(&body, 1))[0];
 }
 
 void emit_token_quantize(KernelBuilder& k, QuantizeBody body, const Buffer<u32>& q, const Buffer<u32>& act, Expr<u32> token) {

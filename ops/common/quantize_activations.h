@@ -25,6 +25,8 @@
 #include <array>
 #include <functional>
 #include <optional>
+#include <span>
+#include <vector>
 
 #include "dsl/dsl.h"
 #include "ops/common/gate_activation.h"
@@ -71,6 +73,9 @@ struct QuantizedTotals {
   dsl::Expr<dsl::i32> sum;    // sum of q, the same in every invocation
 };
 QuantizedTotals emit_quantize_activations(dsl::KernelBuilder& k, const QuantizeBody& body);
+// Several tokens' bodies at once (one shape, the same norm weight, load_x not load_word past one
+// token), their passes side by side behind one barrier each: each token's bits as alone.
+std::vector<QuantizedTotals> emit_quantize_activations(dsl::KernelBuilder& k, std::span<const QuantizeBody> bodies);
 // A kernel that quantizes one token a workgroup: `body` (its store_q set here) writes token
 // `token`'s packed words at q[token * dim / 4 ..] and act[2 token], act[2 token + 1] (the scale's
 // bits, the sum of q), as quantize_activations lays them out.

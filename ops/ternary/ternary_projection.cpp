@@ -285,9 +285,10 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
   std::optional<uint32_t> zero_quad;  // with q in shared memory
   std::optional<Shared<u32>> q_shared;
   if (norm && !one_token) {
-    // Each token of the tile as the one-token case below, one after the other: its q words and
-    // kZeroQWords zeros in a region of its own, its scale and sum of q from the same arithmetic as
-    // quantize_activations' (so a token's q is the same bits whichever kernel quantized it).
+    // Each token of the tile as the one-token case below, all of them through each pass of the
+    // quantizer together: its q words and kZeroQWords zeros in a region of its own, its scale and
+    // sum of q from the same arithmetic as quantize_activations' (so a token's q is the same bits
+    // whichever kernel quantized it).
     const uint32_t region = cols / 4 + kZeroQWords;
     auto q_words = k.shared<u32>("q_words", region * tokens_per_wg);
     q_shared = q_words;
@@ -298,20 +299,26 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
         if_(at < kZeroQWords, [&] { q_words[at + t * region + cols / 4] = constant<u32>(0u); });
       }
     auto base = let("token_base", k.workgroup_id().y() * tokens_per_wg);
+    std::vector<Expr<u32>> rows;
+    std::vector<QuantizeBody> bodies;
     for (uint32_t t = 0; t < tokens_per_wg; ++t) {
       const std::string n = std::to_string(t);
       auto token = let("token" + n, base + t);
       slots.push_back({token, token < *token_count});
       // A token past the end quantizes the last token's row (never used): no read out of range.
-      auto row = let("x_row" + n, min(token, *token_count - 1u) * cols);
+      rows.push_back(let("x_row" + n, min(token, *token_count - 1u) * cols));
+    }
+    for (uint32_t t = 0; t < tokens_per_wg; ++t) {
       QuantizeBody body;
       body.dim = cols;
       body.workgroup = wg;
-      body.load_x = [&](Expr<u32> i) { return Expr<f32>((*x)[row + i]); };
+      body.load_x = [&, t](Expr<u32> i) { return Expr<f32>((*x)[rows[t] + i]); };
       if (norm_weight) body.load_norm_weight = [&](Expr<u32> i) { return Expr<f32>((*norm_weight)[i]); };
       body.eps = eps;
-      body.store_q = [&](Expr<u32> word, Expr<u32> v) { q_words[word + t * region] = v; };
-      const QuantizedTotals totals = emit_quantize_activations(k, body);  // ends with a barrier
+      body.store_q = [&, t](Expr<u32> word, Expr<u32> v) { q_words[word + t * region] = v; };
+      bodies.push_back(std::move(body));
+    }
+    for (const QuantizedTotals& totals : emit_quantize_activations(k, bodies)) {  // ends with a barrier
       s.push_back(totals.scale);
       q_sum.push_back(totals.sum);
     }

@@ -142,32 +142,42 @@ TEST_F(BatchDecoder, PromptRunsInStepsGiveTheSameBitsHoweverSplitAndBesideOthers
 
 // Small buckets normalize and quantize each token inside the projections' workgroups (a
 // workgroup a token, attn_output merging attention's chunks); the same steps with the norms as
-// dispatches of their own give the same bits, in buckets of 1, 2 and 4.
+// dispatches of their own give the same bits, in buckets of 1, 2 and 4, with tiles of one, two
+// and four tokens a workgroup (the tile's tokens normalized side by side).
 TEST_F(BatchDecoder, NormsInsideTheProjectionsGiveTheSameBits) {
   const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
   bitnet::ModelOptions o;
   o.top_k = 8;
-  bitnet::BitNetModel fused_model(ctx(), file, config, o), apart_model(ctx(), file, config, o);
-  bitnet::BitNetBatchDecoder fused(ctx(), fused_model, 4, {.norm_fused_max_tokens = 4, .return_candidates = true});
+  bitnet::BitNetModel apart_model(ctx(), file, config, o);
   bitnet::BitNetBatchDecoder apart(ctx(), apart_model, 4, {.norm_fused_max_tokens = -1, .return_candidates = true});
   const uint32_t v = config.vocab_size, steps = 5;
+  auto streams_of = [&](uint32_t n) {
+    std::vector<Stream> s;
+    for (uint32_t i = 0; i < n; ++i) s.push_back({i, prompt_of(20 + i, 4 + 3 * i, v), {}, {}});
+    return s;
+  };
+  std::vector<std::vector<Stream>> expected;
   for (uint32_t streams : {1u, 2u, 3u}) {
-    std::vector<Stream> a, b;
-    for (uint32_t i = 0; i < streams; ++i) {
-      a.push_back({i, prompt_of(20 + i, 4 + 3 * i, v), {}, {}});
-      b.push_back(a.back());
-    }
-    run_in_steps(fused, a, steps, 1);  // one prompt token a step: every step in a small bucket
-    run_in_steps(apart, b, steps, 1);
-    for (uint32_t i = 0; i < streams; ++i) {
-      ASSERT_EQ(a[i].top_logits.size(), steps);
-      expect_same_candidates(a[i], b[i], std::to_string(streams) + " streams, stream " + std::to_string(i));
-    }
+    expected.push_back(streams_of(streams));
+    run_in_steps(apart, expected.back(), steps, 1);  // one prompt token a step: every step in a small bucket
   }
-  for (uint32_t bucket : {1u, 2u, 4u})
-    EXPECT_EQ(fused.step_stats(bucket).dispatches + 4 * config.n_layers, apart.step_stats(bucket).dispatches)
-        << "bucket " << bucket << ": the norms are not dispatches";
+  for (uint32_t tile : {1u, 2u, 4u}) {
+    bitnet::BitNetModel fused_model(ctx(), file, config, o);
+    bitnet::BitNetBatchDecoder fused(ctx(), fused_model, 4,
+                                     {.norm_fused_max_tokens = 4, .step_norm_tile = tile, .return_candidates = true});
+    for (const auto& b : expected) {
+      std::vector<Stream> a = streams_of(uint32_t(b.size()));
+      run_in_steps(fused, a, steps, 1);
+      for (size_t i = 0; i < b.size(); ++i) {
+        ASSERT_EQ(a[i].top_logits.size(), steps);
+        expect_same_candidates(a[i], b[i], "tile " + std::to_string(tile) + ", " + std::to_string(b.size()) + " streams, stream " + std::to_string(i));
+      }
+    }
+    for (uint32_t bucket : {1u, 2u, 4u})
+      EXPECT_EQ(fused.step_stats(bucket).dispatches + 4 * config.n_layers, apart.step_stats(bucket).dispatches)
+          << "tile " << tile << ", bucket " << bucket << ": the norms are not dispatches";
+  }
 }
 
 // Attention leaves its chunks' combine to the consumer (BatchOptions::defer_attention_combine):
