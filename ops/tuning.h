@@ -116,7 +116,8 @@ struct Tuning {
   // 1.57-1.60 / 2.19-2.23 / 3.60-3.62.
   uint32_t step_rows_per_subgroup = 4;
   // Tokens a workgroup of those steps' projections, all normalized side by side (but attn_output
-  // where it merges attention's chunks: one).
+  // where it merges attention's chunks: one). H100 (run 31), ms a step at B = 2 / 4 / 8: one
+  // 1.38-1.41 / 1.79-1.85 / 2.72-2.80, two 1.72-1.75 / 2.10-2.15 / 3.54-3.58, four slower still.
   uint32_t step_norm_tile_tokens = 1;
   uint32_t step_coop_row_subgroups = 2;
   uint32_t step_coop_token_subgroups = 4;
