@@ -243,7 +243,7 @@ void serve_load(benchmark::State& st, BenchSession& s, uint32_t clients, uint32_
 void register_batch_benchmarks(BenchSession& s) {
   const bool quick = s.options.quick;
   const uint32_t slots = quick ? 4 : 64, ctx = quick ? 32 : 512;
-  for (uint32_t batch : quick ? std::vector<uint32_t>{1, 4} : std::vector<uint32_t>{1, 2, 4, 8, 16, 32, 64})
+  for (uint32_t batch : quick ? std::vector<uint32_t>{1, 4} : std::vector<uint32_t>{1, 2, 3, 4, 6, 8, 16, 32, 64})
     benchmark::RegisterBenchmark(fmt::format("decode_batch/B:{}", batch).c_str(),
                                  [&s, batch, slots, ctx](benchmark::State& st) { decode_batch(st, s, batch, slots, ctx); })
         ->UseManualTime()->Iterations(quick ? 2 : 20)->Unit(benchmark::kMillisecond);

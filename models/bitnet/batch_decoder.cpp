@@ -84,6 +84,8 @@ BitNetBatchDecoder::BitNetBatchDecoder(rt::Context& ctx, BitNetModel& model, uin
                                                                uint32_t(model.greedy_head_->parts.size()))),
       listed_head_(pruned_head_ && model.pipelines().top_k > 0) {
   if (slots == 0) throw std::invalid_argument("a batch decoder needs at least one slot");
+  while (exact_buckets_ < capacity_ && normalizes_in_projections(model.pipelines().target, projection_choice(exact_buckets_ + 1)))
+    ++exact_buckets_;
   // A consumer merges every chunk in one round; attention's own combine (the buckets that cannot
   // merge) must too, or its sums round differently.
   attention_tuning_.combine_unroll = std::max(attention_tuning_.combine_unroll, attention_chunks_);
@@ -307,7 +309,7 @@ BitNetBatchDecoder::~BitNetBatchDecoder() {
 uint32_t BitNetBatchDecoder::bucket_for(uint32_t entries) const {
   if (entries == 0 || entries > capacity_)
     throw std::out_of_range(fmt::format("a step of {} entries; this decoder's steps take 1 to {}", entries, capacity_));
-  return std::min(std::bit_ceil(entries), capacity_);
+  return entries <= exact_buckets_ ? entries : std::min(std::bit_ceil(entries), capacity_);
 }
 
 void BitNetBatchDecoder::copy_rows(bool into_slot, uint32_t slot, uint32_t first, uint32_t count) {
@@ -492,7 +494,7 @@ std::array<const rt::Graph*, 2> BitNetBatchDecoder::recorded(uint32_t bucket, co
   draws.add(sampling);
   const TailKind kind = tail_kind(draws.greedy, draws.sampled, draws.vocabulary);
   for (const auto& t : tails_)
-    if (t.rows == std::min(bucket, slots_) && t.kind == kind) {
+    if (t.rows == std::min(std::bit_ceil(bucket), slots_) && t.kind == kind) {  // the tail a step of `bucket` outputs takes
       if (bucket == 1) return {t.with_layers.get(), nullptr};  // what a one-lane step runs (null: not made yet)
       r[1] = t.graph.get();
     }

@@ -162,7 +162,9 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   // Builds and records every bucket's step now (else each is made at its first step): a server
   // calls it before it takes requests, so that none waits for a compile.
   void record_all_buckets();
-  // The bucket (lanes of the recorded step) that a step of `entries` entries runs.
+  // The bucket (lanes of the recorded step) that a step of `entries` entries runs: as many lanes
+  // where a step's projections normalize in their workgroups (ops/tuning.h's
+  // step_norm_fused_max_tokens: up to 8), else the next power of two.
   uint32_t bucket_for(uint32_t entries) const;
   // Of a bucket's step whose every lane returns an output (a decode step), each drawn under
   // `sampling`: both recordings' dispatches and barrier-separated steps, GPU times, names and
@@ -253,6 +255,7 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   // The recordings a step of `bucket` lanes, all of them with outputs drawn under `sampling`,
   // runs: layers, tail (null: not made yet).
   std::array<const rt::Graph*, 2> recorded(uint32_t bucket, const models::SamplerOptions& sampling = {}) const;
+  ProjectionChoice projection_choice(uint32_t lanes) const;  // the projections of a bucket of `lanes`
   void copy_rows(bool into_slot, uint32_t slot, uint32_t first, uint32_t count);
 
   rt::Context& ctx_;
@@ -260,6 +263,9 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   uint32_t slots_;
   BatchOptions options_;
   uint32_t capacity_;  // lanes of the largest bucket: slots_ + options_.prompt_lanes
+  // Buckets of every size up to this (those whose projections normalize a token a workgroup: the
+  // same kernels at any size, a step's cost growing with its lanes), powers of two past it.
+  uint32_t exact_buckets_ = 1;
   PrefillProjections layout_;
   uint64_t device_bytes_ = 0;
   bool timestamps_ = false;

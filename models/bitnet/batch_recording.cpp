@@ -17,7 +17,7 @@
 namespace bdsl::bitnet {
 
 void BitNetBatchDecoder::record_all_buckets() {
-  for (uint32_t lanes = 1;; lanes = std::min(lanes * 2, capacity_)) {
+  for (uint32_t lanes = 1;; lanes = lanes < exact_buckets_ ? lanes + 1 : std::min(lanes * 2, capacity_)) {
     step_for(lanes);
     if (lanes == capacity_) break;
   }
@@ -57,9 +57,7 @@ BitNetBatchDecoder::TailKind BitNetBatchDecoder::tail_kind(bool greedy, bool sam
   return kind;
 }
 
-BitNetBatchDecoder::Step& BitNetBatchDecoder::step_for(uint32_t lanes) {
-  for (auto& s : steps_)
-    if (s.lanes == lanes) return s;
+ProjectionChoice BitNetBatchDecoder::projection_choice(uint32_t lanes) const {
   // attn_output where it merges attention's chunks: the decode graph's rows per subgroup.
   const DecodeTuning& decode = model_.pipelines().tuning;
   const uint32_t merging_rows = options_.merging_attn_output_rows      ? options_.merging_attn_output_rows
@@ -67,12 +65,15 @@ BitNetBatchDecoder::Step& BitNetBatchDecoder::step_for(uint32_t lanes) {
                                                                        : decode.rows_per_subgroup;
   const uint32_t step_rows = options_.step_rows_per_subgroup ? options_.step_rows_per_subgroup
                                                              : ops::tuning_for(model_.pipelines().target).step_rows_per_subgroup;
-  Step s{lanes, std::make_unique<BlockProjections>(ctx_, model_.config(), model_.pipelines().target,
-                                                   ProjectionChoice{layout_, lanes, options_.subgroup_max_tokens,
-                                                                    options_.coop_row_subgroups, options_.coop_token_subgroups,
-                                                                    options_.coop_double_buffer, options_.norm_fused_max_tokens,
-                                                                    options_.rope_in_qkv, deferred_partials_,
-                                                                    merging_rows, step_rows, options_.step_norm_tile}),
+  return {layout_, lanes, options_.subgroup_max_tokens, options_.coop_row_subgroups, options_.coop_token_subgroups,
+          options_.coop_double_buffer, options_.norm_fused_max_tokens, options_.rope_in_qkv, deferred_partials_,
+          merging_rows, step_rows, options_.step_norm_tile};
+}
+
+BitNetBatchDecoder::Step& BitNetBatchDecoder::step_for(uint32_t lanes) {
+  for (auto& s : steps_)
+    if (s.lanes == lanes) return s;
+  Step s{lanes, std::make_unique<BlockProjections>(ctx_, model_.config(), model_.pipelines().target, projection_choice(lanes)),
          nullptr};
   s.graph = record_step(lanes, *s.projections);
   steps_.push_back(std::move(s));

@@ -82,6 +82,10 @@ ops::QuantizeOptions ffn_down_quantize(const models::BitNetConfig& c, bool separ
 
 }  // namespace
 
+bool normalizes_in_projections(const ops::OpTarget& target, const ProjectionChoice& choice) {
+  return engine_for(target, choice).normalized;
+}
+
 BlockProjections::BlockProjections(rt::Context& ctx, const models::BitNetConfig& c, const ops::OpTarget& t,
                                    const ProjectionChoice& choice, codegen::ShaderCache& cache, ops::PipelineBatch* batch)
     : tensor_cores(engine_for(t, choice).cooperative),

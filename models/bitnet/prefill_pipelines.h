@@ -68,6 +68,10 @@ struct ProjectionChoice {
   uint32_t step_norm_tile = 0;
 };
 
+// Whether the projections `choice` gives normalize each token in their workgroups
+// (BlockProjections::normalized), without building them.
+bool normalizes_in_projections(const ops::OpTarget& target, const ProjectionChoice& choice);
+
 struct BlockProjections {
   // With `batch`, the pipelines are added to it (the caller builds them with others, on threads);
   // else built here, together.

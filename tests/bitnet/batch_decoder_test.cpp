@@ -32,9 +32,12 @@ TEST_F(BatchDecoder, GreedyTokensAreTheSameAloneOrBesideOthersInAnySlot) {
     run_together(dec, one, steps);
     EXPECT_EQ(one[0].tokens, crowd[i].tokens) << "slot " << crowd[i].slot;
   }
-  EXPECT_EQ(dec.bucket_for(3), 4u);
-  // Every op is one dispatch for all the lanes, whatever the bucket; buckets of up to 8 lanes
-  // normalize inside their projections (ops/tuning.h's step_norm_fused_max_tokens), as one lane does.
+  // Buckets of every size up to 8 lanes, whose projections normalize inside their workgroups
+  // (ops/tuning.h's step_norm_fused_max_tokens) as one lane does; powers of two past them.
+  EXPECT_EQ(dec.bucket_for(3), 3u);
+  EXPECT_EQ(dec.bucket_for(8), 8u);
+  EXPECT_EQ(dec.bucket_for(9), 16u);
+  // Every op is one dispatch for all the lanes, whatever the bucket.
   EXPECT_GT(dec.step_stats(1).dispatches, 0u);
   EXPECT_EQ(dec.step_stats(4).dispatches, dec.step_stats(1).dispatches);
 }
@@ -77,7 +80,7 @@ TEST_F(BatchDecoder, GreedyTokensAreTheSingleSequenceModelsForLlama) {
 }
 
 // Stronger than the tokens: the candidates' logits are the same bits in a bucket of one lane and
-// in a bucket of four, and with the projections fused (QKV in one dispatch, relu(gate)^2 * up in
+// in one of three streams (three lanes, or four where the norms are dispatches), and with the projections fused (QKV in one dispatch, relu(gate)^2 * up in
 // gate/up's epilogue) or separate (one dispatch a tensor, the product formed by the quantizer),
 // each bucket with its own token tile.
 TEST_F(BatchDecoder, CandidateLogitsAreTheSameBitsInEveryBucketAndLayout) {
@@ -174,9 +177,12 @@ TEST_F(BatchDecoder, NormsInsideTheProjectionsGiveTheSameBits) {
         expect_same_candidates(a[i], b[i], "tile " + std::to_string(tile) + ", " + std::to_string(b.size()) + " streams, stream " + std::to_string(i));
       }
     }
-    for (uint32_t bucket : {1u, 2u, 4u})
-      EXPECT_EQ(fused.step_stats(bucket).dispatches + 4 * config.n_layers, apart.step_stats(bucket).dispatches)
-          << "tile " << tile << ", bucket " << bucket << ": the norms are not dispatches";
+    for (uint32_t streams : {1u, 2u, 3u}) {
+      EXPECT_EQ(fused.bucket_for(streams), streams) << "a bucket of every size where the norms are inside";
+      EXPECT_EQ(fused.step_stats(fused.bucket_for(streams)).dispatches + 4 * config.n_layers,
+                apart.step_stats(apart.bucket_for(streams)).dispatches)
+          << "tile " << tile << ", " << streams << " streams: the norms are not dispatches";
+    }
   }
 }
 
@@ -253,14 +259,15 @@ TEST_F(BatchDecoder, RopeInTheQkvEpilogueGivesTheSameBits) {
       ASSERT_EQ(a[i].top_logits.size(), steps);
       expect_same_candidates(a[i], b[i], "norms " + std::to_string(norms) + ", stream " + std::to_string(i));
     }
-    EXPECT_EQ(in.step_stats(4).dispatches + config.n_layers, apart.step_stats(4).dispatches) << "RoPE is not a dispatch";
+    const uint32_t three = in.bucket_for(3);
+    EXPECT_EQ(in.step_stats(three).dispatches + config.n_layers, apart.step_stats(three).dispatches) << "RoPE is not a dispatch";
   }
 }
 
 // Attention's chunks taken several to a workgroup in the larger buckets, and the smaller ones' KV
 // heads split over more workgroups: the same bits as a workgroup a chunk everywhere with one
 // split. One position a row group per pass, so the tiny model's short sequences span all 4
-// chunks; three streams together (bucket 4), then one alone (bucket 1).
+// chunks; three streams together (bucket 3), then one alone (bucket 1).
 TEST_F(BatchDecoder, AttentionWorkgroupLayoutsGiveTheSameBits) {
   const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
