@@ -264,7 +264,7 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   BatchOptions options_;
   uint32_t capacity_;  // lanes of the largest bucket: slots_ + options_.prompt_lanes
   // Buckets of every size up to this (those whose projections normalize a token a workgroup: the
-  // same kernels at any size, a step's cost growing with its lanes), powers of two past it.
+  // same kernels at any size, and no lane computes for nothing), powers of two past it.
   uint32_t exact_buckets_ = 1;
   PrefillProjections layout_;
   uint64_t device_bytes_ = 0;
