@@ -63,11 +63,9 @@ ProjectionChoice BitNetBatchDecoder::projection_choice(uint32_t lanes) const {
   const uint32_t merging_rows = options_.merging_attn_output_rows      ? options_.merging_attn_output_rows
                                 : decode.attn_output_rows_per_subgroup ? decode.attn_output_rows_per_subgroup
                                                                        : decode.rows_per_subgroup;
-  const uint32_t step_rows = options_.step_rows_per_subgroup ? options_.step_rows_per_subgroup
-                                                             : ops::tuning_for(model_.pipelines().target).step_rows_per_subgroup;
   return {layout_, lanes, options_.subgroup_max_tokens, options_.coop_row_subgroups, options_.coop_token_subgroups,
           options_.coop_double_buffer, options_.norm_fused_max_tokens, options_.rope_in_qkv, deferred_partials_,
-          merging_rows, step_rows, options_.step_norm_tile};
+          merging_rows, options_.step_rows_per_subgroup, options_.step_norm_tile};
 }
 
 BitNetBatchDecoder::Step& BitNetBatchDecoder::step_for(uint32_t lanes) {

@@ -49,9 +49,11 @@ Engine engine_for(const ops::OpTarget& t, const ProjectionChoice& choice) {
     // step_norm_tile tokens a workgroup (the table's: one), each normalized as the one-lane
     // bucket does, all of a tile through each pass together; the weights are read once per tile,
     // mostly from the L2 (bench/RESULTS.md run 31).
-    const uint32_t tile = choice.step_norm_tile ? choice.step_norm_tile : ops::tuning_for(t).step_norm_tile_tokens;
+    const ops::Tuning& table = ops::tuning_for(t);
+    const uint32_t tile = choice.step_norm_tile ? choice.step_norm_tile : table.step_norm_tile_tokens;
     e.options.tokens_per_workgroup = std::max(1u, std::min(tile, choice.step_tokens));
-    if (choice.step_tokens > 1 && choice.step_rows_per_subgroup) e.options.projection.rows_per_subgroup = choice.step_rows_per_subgroup;
+    const uint32_t rows = choice.step_rows_per_subgroup ? choice.step_rows_per_subgroup : table.step_rows_per_subgroup;
+    if (choice.step_tokens > 1 && rows) e.options.projection.rows_per_subgroup = rows;
   }
   return e;
 }

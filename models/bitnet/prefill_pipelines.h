@@ -60,8 +60,8 @@ struct ProjectionChoice {
   uint32_t merging_attn_output_rows = 0;
   // Rows per subgroup of the projections in steps of several tokens that normalize in the
   // workgroups (BlockProjections::normalized), but for QKV with RoPE and a merging attn_output
-  // (0: the engine's): fewer, longer workgroups where a step's tokens fill the GPU several times
-  // over. The same bits.
+  // (0: the table's step_rows_per_subgroup): fewer, longer workgroups where a step's tokens fill
+  // the GPU several times over. The same bits.
   uint32_t step_rows_per_subgroup = 0;
   // Tokens a workgroup in those steps (0: the table's step_norm_tile_tokens), all normalized
   // together; a merging attn_output takes one. The same bits.
