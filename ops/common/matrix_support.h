@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "dsl/dsl.h"
 #include "ops/target.h"
@@ -28,37 +29,65 @@ inline uint32_t rows_per_workgroup(const OpTarget& t, uint32_t workgroup) {
 
 inline uint32_t ceil_div(uint64_t a, uint64_t b) { return static_cast<uint32_t>((a + b - 1) / b); }
 
-// Combines a value across the workgroup; every invocation gets the result. `scratch` needs one
-// element per subgroup (size it by the workgroup: any subgroup size fits). One barrier. Subgroup
-// partials are combined in subgroup order, so the result is the same on every run.
+// Combines values across the workgroup; every invocation gets the results. Each value needs its
+// own `scratch` of one element per subgroup (size it by the workgroup: any subgroup size fits).
+// One barrier for all of them. Subgroup partials are combined in subgroup order, so each result is
+// the same on every run, and the same as reduced alone.
+template <class T>
+std::vector<dsl::Expr<T>> workgroup_reduce_each(dsl::KernelBuilder& k, const std::vector<dsl::Shared<T>>& scratch,
+                                                const std::vector<dsl::Expr<T>>& values,
+                                                dsl::Expr<T> (*subgroup_op)(const dsl::Expr<T>&),
+                                                const std::function<dsl::Expr<T>(dsl::Expr<T>, dsl::Expr<T>)>& combine,
+                                                const std::string& name) {
+  using namespace dsl;
+  for (size_t t = 0; t < values.size(); ++t) {
+    auto part = subgroup_op(values[t]);
+    if_(subgroup_elect(), [&] { scratch[t][k.subgroup_id()] = part; });
+  }
+  barrier();
+  std::vector<Expr<T>> totals;
+  for (size_t t = 0; t < values.size(); ++t) {
+    auto total = k.var<T>(name, scratch[t][0u]);
+    for_range(1u, k.num_subgroups(), [&](Expr<u32> i) { total = combine(total, scratch[t][i]); }, "sg");
+    totals.push_back(Expr<T>(total));
+  }
+  return totals;
+}
+
 template <class T>
 dsl::Expr<T> workgroup_reduce(dsl::KernelBuilder& k, const dsl::Shared<T>& scratch, const dsl::Expr<T>& v,
                               dsl::Expr<T> (*subgroup_op)(const dsl::Expr<T>&),
                               const std::function<dsl::Expr<T>(dsl::Expr<T>, dsl::Expr<T>)>& combine,
                               const std::string& name) {
-  using namespace dsl;
-  auto part = subgroup_op(v);
-  if_(subgroup_elect(), [&] { scratch[k.subgroup_id()] = part; });
-  barrier();
-  auto total = k.var<T>(name, scratch[0u]);
-  for_range(1u, k.num_subgroups(), [&](Expr<u32> i) { total = combine(total, scratch[i]); }, "sg");
-  return Expr<T>(total);
+  return workgroup_reduce_each<T>(k, {scratch}, {v}, subgroup_op, combine, name)[0];
+}
+
+template <class T>
+std::vector<dsl::Expr<T>> workgroup_add_each(dsl::KernelBuilder& k, const std::vector<dsl::Shared<T>>& scratch,
+                                             const std::vector<dsl::Expr<T>>& values, const std::string& name) {
+  return workgroup_reduce_each<T>(
+      k, scratch, values, [](const dsl::Expr<T>& x) { return dsl::subgroup_add(x); },
+      [](dsl::Expr<T> a, dsl::Expr<T> b) { return a + b; }, name);
+}
+
+template <class T>
+std::vector<dsl::Expr<T>> workgroup_max_each(dsl::KernelBuilder& k, const std::vector<dsl::Shared<T>>& scratch,
+                                             const std::vector<dsl::Expr<T>>& values, const std::string& name) {
+  return workgroup_reduce_each<T>(
+      k, scratch, values, [](const dsl::Expr<T>& x) { return dsl::subgroup_max(x); },
+      [](dsl::Expr<T> a, dsl::Expr<T> b) { return dsl::max(a, b); }, name);
 }
 
 template <class T>
 dsl::Expr<T> workgroup_add(dsl::KernelBuilder& k, const dsl::Shared<T>& scratch, const dsl::Expr<T>& v,
                            const std::string& name) {
-  return workgroup_reduce<T>(
-      k, scratch, v, [](const dsl::Expr<T>& x) { return dsl::subgroup_add(x); },
-      [](dsl::Expr<T> a, dsl::Expr<T> b) { return a + b; }, name);
+  return workgroup_add_each<T>(k, {scratch}, {v}, name)[0];
 }
 
 template <class T>
 dsl::Expr<T> workgroup_max(dsl::KernelBuilder& k, const dsl::Shared<T>& scratch, const dsl::Expr<T>& v,
                            const std::string& name) {
-  return workgroup_reduce<T>(
-      k, scratch, v, [](const dsl::Expr<T>& x) { return dsl::subgroup_max(x); },
-      [](dsl::Expr<T> a, dsl::Expr<T> b) { return dsl::max(a, b); }, name);
+  return workgroup_max_each<T>(k, {scratch}, {v}, name)[0];
 }
 
 // Runs item(i, u) for this invocation's items i = local + u * invocations of `count` (a

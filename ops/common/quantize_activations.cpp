@@ -25,27 +25,12 @@ uint32_t quantize_activations_workgroup(const OpTarget& target, const QuantizeOp
 
 namespace {
 
-// workgroup_reduce (ops/common/matrix_support.h) of several values behind one barrier: each
-// value's subgroup part into its own scratch, then each total over the subgroups in order, so
-// each comes out as workgroup_reduce would give it alone.
+// A scratch of `w` elements (one per subgroup at any subgroup size) for each of `n` reductions.
 template <class T>
-std::vector<Expr<T>> workgroup_reduce_each(KernelBuilder& k, const std::vector<Expr<T>>& values, uint32_t scratch_size,
-                                           Expr<T> (*subgroup_op)(const Expr<T>&),
-                                           const std::function<Expr<T>(Expr<T>, Expr<T>)>& combine, const std::string& name) {
+std::vector<Shared<T>> scratch_each(KernelBuilder& k, size_t n, uint32_t w, const std::string& name) {
   std::vector<Shared<T>> scratch;
-  for (size_t t = 0; t < values.size(); ++t) {
-    scratch.push_back(k.shared<T>(name + "_parts", scratch_size));
-    auto part = subgroup_op(values[t]);
-    if_(subgroup_elect(), [&] { scratch[t][k.subgroup_id()] = part; });
-  }
-  barrier();
-  std::vector<Expr<T>> totals;
-  for (size_t t = 0; t < values.size(); ++t) {
-    auto total = k.var<T>(name, scratch[t][0u]);
-    for_range(1u, k.num_subgroups(), [&](Expr<u32> i) { total = combine(total, scratch[t][i]); }, "sg");
-    totals.push_back(Expr<T>(total));
-  }
-  return totals;
+  for (size_t t = 0; t < n; ++t) scratch.push_back(k.shared<T>(name, w));
+  return scratch;
 }
 
 }  // namespace
@@ -135,9 +120,7 @@ std::vector<QuantizedTotals> emit_quantize_activations(KernelBuilder& k, std::sp
       }
       sums.push_back(let("sum_sq", *sum_sq));
     }
-    const auto totals = workgroup_reduce_each<f32>(
-        k, sums, w, [](const Expr<f32>& x) { return subgroup_add(x); }, [](Expr<f32> a, Expr<f32> c) { return a + c; },
-        "total_sq");
+    const auto totals = workgroup_add_each<f32>(k, scratch_each<f32>(k, n, w, "sum_sq_parts"), sums, "total_sq");
     // As golden::rms_norm: mean = sum / n, inv = 1 / sqrt(mean + eps), x * inv * w.
     for (size_t t = 0; t < n; ++t)
       inv_rms.push_back(let("inv_rms", 1.0f / sqrt(totals[t] / static_cast<float>(b0.dim) + *bodies[t].eps)));
@@ -157,9 +140,7 @@ std::vector<QuantizedTotals> emit_quantize_activations(KernelBuilder& k, std::sp
     }
     local_max.push_back(let("local_absmax", *m));
   }
-  const auto absmax = workgroup_reduce_each<f32>(
-      k, local_max, w, [](const Expr<f32>& x) { return subgroup_max(x); }, [](Expr<f32> a, Expr<f32> c) { return max(a, c); },
-      "absmax");
+  const auto absmax = workgroup_max_each<f32>(k, scratch_each<f32>(k, n, w, "absmax_parts"), local_max, "absmax");
   // Exactly golden's 127 / max(absmax, 1e-5) on every device (see divide_correctly_rounded).
   std::vector<Expr<f32>> scales;
   for (size_t t = 0; t < n; ++t)
@@ -195,9 +176,7 @@ std::vector<QuantizedTotals> emit_quantize_activations(KernelBuilder& k, std::sp
     }
     local_sums.push_back(let("local_q_sum", *local_sum));
   }
-  const auto sums = workgroup_reduce_each<i32>(
-      k, local_sums, w, [](const Expr<i32>& x) { return subgroup_add(x); }, [](Expr<i32> a, Expr<i32> c) { return a + c; },
-      "q_sum");
+  const auto sums = workgroup_add_each<i32>(k, scratch_each<i32>(k, n, w, "q_sum_parts"), local_sums, "q_sum");
   std::vector<QuantizedTotals> out;
   for (size_t t = 0; t < n; ++t) out.push_back({scales[t], sums[t]});
   return out;
