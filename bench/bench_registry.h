@@ -19,6 +19,7 @@ void register_batch_benchmarks(BenchSession& s);
 void register_startup_benchmarks(BenchSession& s);
 void register_grid_sync_benchmarks(BenchSession& s);
 void register_persistent_chain_benchmarks(BenchSession& s);
+void register_decode_layer_chain_benchmarks(BenchSession& s);
 
 // persistent_chain/'s matvec options (ops/experimental/persistent_chain.h; also in kernel/, for its
 // register count).

@@ -34,6 +34,7 @@ struct BenchOptions {
   bitnet::BatchOptions batch;           // to compare batched-decode kernel choices
   // Prompt blocks' tensor-core tiles in place of the tuning table's (ops::override_tuning).
   std::optional<ops::CoopTile> coop_tile_short, coop_tile_tall, coop_tile_deep;
+  bool memory_model_handoffs = false;  // ops/tuning.h's memory_model_handoffs
 };
 
 struct BenchSession {

@@ -32,9 +32,10 @@ std::string counter_name(const std::string& s) {
 struct StatsState {
   std::unique_ptr<rt::Context> ctx;
   std::unique_ptr<bitnet::BitNetPipelines> separate;
-  std::unique_ptr<rt::Pipeline> fused, fused_down;  // ops/experimental/decode_layer.h
-  std::unique_ptr<rt::Pipeline> down_alone;  // ffn_down as a one-phase decode_layer
-  std::unique_ptr<rt::Pipeline> chain;       // persistent_chain/'s kernel, four phases
+  // ops/experimental/decode_layer.h (all four phases, ffn_down + next QKV, ffn_down alone as a
+  // one-phase decode_layer) and persistent_chain/'s kernel with four phases: each handed over
+  // through coherent buffers and through the Vulkan memory model (names ending _mm).
+  std::vector<std::unique_ptr<rt::Pipeline>> experimental;
   std::vector<std::unique_ptr<rt::Pipeline>> prompt;  // the prompt blocks' tensor-core projections
   std::unique_ptr<bitnet::BlockProjections> one_lane;  // batched decode's one-lane bucket
   std::unique_ptr<rt::Pipeline> one_lane_attention;
@@ -58,26 +59,27 @@ void register_kernel_stats_benchmarks(BenchSession& s) {
   // The fused decode layers with the separate kernels' shapes, as the model once recorded them.
   ops::MatvecOptions gate_up = p.gate_up_options;
   gate_up.workgroup = 0;  // the phases share one workgroup size
-  const ops::DecodeLayerOptions layer_options{p.residual_options, gate_up, p.qkv_options};
-  auto fused = [&](bool next_qkv, bool ffn_down_only) {
-    const ops::DecodeLayerShape shape{p.dims, config.dim, config.ffn_dim, config.context_length, next_qkv, ffn_down_only};
-    return std::make_unique<rt::Pipeline>(rt::make_pipeline(*state->ctx, ops::decode_layer(p.target, shape, layer_options)));
-  };
-  // The fused layers normalize every phase's input and square the gate: BitNet b1.58's graph only.
-  if (config.sub_norms && config.ffn_activation == models::FfnActivation::Relu2) {
-    state->fused = fused(true, false);
-    state->fused_down = fused(true, true);
-    state->down_alone = fused(false, true);
-  }
   const auto chain_options = persistent_chain_options(false);
-  state->chain = std::make_unique<rt::Pipeline>(rt::make_pipeline(
-      *state->ctx, ops::persistent_chain_kernel(p.target, chain_options, config.dim, 4,
-                                           ops::ternary_matvec_workgroups(p.target, config.dim, chain_options))));
+  const bool memory_model = state->ctx->info().vulkan_memory_model;
+  for (bool mm : {false, true}) {
+    if (mm && !memory_model) break;
+    const ops::DecodeLayerOptions layer_options{p.residual_options, gate_up, p.qkv_options, mm};
+    auto add = [&](dsl::Kernel k) {
+      state->experimental.push_back(std::make_unique<rt::Pipeline>(rt::make_pipeline(*state->ctx, std::move(k))));
+    };
+    // The fused layers normalize every phase's input and square the gate: BitNet b1.58's graph only.
+    if (config.sub_norms && config.ffn_activation == models::FfnActivation::Relu2)
+      for (auto [next_qkv, ffn_down_only] : {std::pair{true, false}, std::pair{true, true}, std::pair{false, true}}) {
+        const ops::DecodeLayerShape shape{p.dims, config.dim, config.ffn_dim, config.context_length, next_qkv, ffn_down_only};
+        add(ops::decode_layer(p.target, shape, layer_options));
+      }
+    add(ops::persistent_chain_kernel(p.target, chain_options, config.dim, 4,
+                                     ops::ternary_matvec_workgroups(p.target, config.dim, chain_options), mm));
+  }
   std::vector<const rt::Pipeline*> pipelines = {&p.embedding.pipeline, &p.qkv.pipeline, &p.attention.pipeline,
                                                 &p.attn_output.pipeline, &p.gate_up.pipeline, &p.ffn_down.pipeline,
-                                                &p.output_norm.pipeline, &p.lm_head.pipeline, &p.argmax_partial.pipeline,
-                                                state->fused.get(),
-                                                state->fused_down.get(), state->down_alone.get(), state->chain.get()};
+                                                &p.output_norm.pipeline, &p.lm_head.pipeline, &p.argmax_partial.pipeline};
+  for (const auto& e : state->experimental) pipelines.push_back(e.get());
   if (ops::ternary_matmul_coopmat_shape(p.target))
     for (auto [rows, cols] : {std::pair{config.dim, config.dim}, std::pair{config.ffn_dim, config.dim}, std::pair{config.dim, config.ffn_dim}}) {
       const auto tile = ops::coop_tiles_for(p.target, rows, cols);

@@ -90,6 +90,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
     else if (a == "--coop-tile-short") o.coop_tile_short = coop_tile(value());
     else if (a == "--coop-tile-tall") o.coop_tile_tall = coop_tile(value());
     else if (a == "--coop-tile-deep") o.coop_tile_deep = coop_tile(value());
+    else if (a == "--memory-model-handoffs") o.memory_model_handoffs = true;
     else if (a == "--help" || a == "-h") {
       std::printf("usage: bitnet-dsl-bench [--quick] [--model FILE.gguf | --model-preset NAME] [--device N|NAME]\n"
                   "                        [--prefill-projections auto|fused|separate] [--prefill-block N]\n"
@@ -106,7 +107,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "                        [--batch-attention-spread N]\n"
                   "                        [--batch-attention-per-workgroup N] [--batch-attention-spread-split N]\n"
                   "                        [--coop-tile-short T] [--coop-tile-tall T] [--coop-tile-deep T]\n"
-                  "                        [--benchmark_...]\n"
+                  "                        [--memory-model-handoffs] [--benchmark_...]\n"
                   "  default model: a synthetic BitNet b1.58 of the real 2B-4T shape (made once in the cache)\n"
                   "  --model-preset: another synthetic shape (make-model's presets: llama3-8b, falcon3-10b, ...)\n"
                   "  --quick: the tiny model and small shapes (seconds on lavapipe)\n"
@@ -126,6 +127,8 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "  --coop-tile-short, --coop-tile-tall, --coop-tile-deep: prompt blocks' tensor-core tile\n"
                   "    (RSxTSxRTxTT[,db]: subgroups along rows and tokens, tiles per subgroup, two stages)\n"
                   "    of Q/K/V/attn_output, gate/up and ffn_down\n"
+                  "  --memory-model-handoffs: workgroups hand partials over through the Vulkan memory model,\n"
+                  "    not coherent buffers (ops/common/handoff.h)\n"
                   "  batched decode (decode_batch/, serve/), 0 or absent: ops/tuning.h's choice:\n"
                   "  --batch-subgroup-max: steps of up to N tokens run the subgroup matmul, larger ones the\n"
                   "    tensor cores; --batch-coop-rows, --batch-coop-tokens: the tensor-core tile's subgroups\n"
@@ -169,6 +172,7 @@ int main(int argc, char** argv) {
     bdsl::bench::register_projection_benchmarks(session);
     bdsl::bench::register_grid_sync_benchmarks(session);
     bdsl::bench::register_persistent_chain_benchmarks(session);
+    bdsl::bench::register_decode_layer_chain_benchmarks(session);
     bdsl::bench::register_matmul_benchmarks(session);
     bdsl::bench::register_coop_probe_benchmarks(session);
     bdsl::bench::register_attention_benchmarks(session);

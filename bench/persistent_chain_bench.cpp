@@ -37,11 +37,17 @@ namespace {
 
 constexpr int kDispatches = 8;
 
-void persistent_chain(benchmark::State& st, BenchSession& s, uint32_t dim, uint32_t phases, bool persistent) {
+// How the phases hand over: barrier-separated dispatches, or one dispatch through coherent
+// buffers or through the Vulkan memory model (ops/experimental/phase_sync.h).
+enum class Chain { Barriers, Coherent, MemoryModel };
+
+void persistent_chain(benchmark::State& st, BenchSession& s, uint32_t dim, uint32_t phases, Chain chain) {
   auto& ctx = *s.ctx;
+  const bool persistent = chain != Chain::Barriers;
   const ops::MatvecOptions o = persistent_chain_options(s.options.quick);
   const uint32_t groups = ops::ternary_matvec_workgroups(s.target, dim, o);
-  rt::Pipeline p = persistent ? rt::make_pipeline(ctx, ops::persistent_chain_kernel(s.target, o, dim, phases, groups))
+  rt::Pipeline p = persistent ? rt::make_pipeline(ctx, ops::persistent_chain_kernel(s.target, o, dim, phases, groups,
+                                                                                    chain == Chain::MemoryModel))
                               : rt::make_pipeline(ctx, ops::ternary_matvec(s.target, dim, dim, o));
   // One weight copy per phase (more than the L2 holds across the chain), two activation buffers.
   std::vector<rt::Buffer> weights;
@@ -89,11 +95,13 @@ void register_persistent_chain_benchmarks(BenchSession& s) {
   const uint32_t dim = s.options.quick ? 128 : 2560;
   if (s.ctx->info().type == rt::DeviceType::Cpu && ops::ternary_matvec_workgroups(s.target, dim, persistent_chain_options(true)) > 1) return;
   for (uint32_t phases : s.options.quick ? std::vector<uint32_t>{2} : std::vector<uint32_t>{2, 4})
-    for (bool persistent : {false, true})
-      benchmark::RegisterBenchmark(
-          fmt::format("persistent_chain/{}/phases:{}", persistent ? "one_dispatch" : "barriers", phases).c_str(),
-          [&s, dim, phases, persistent](benchmark::State& st) { persistent_chain(st, s, dim, phases, persistent); })
+    for (auto [chain, name] : {std::pair{Chain::Barriers, "barriers"}, std::pair{Chain::Coherent, "one_dispatch"},
+                               std::pair{Chain::MemoryModel, "one_dispatch_memory_model"}}) {
+      if (chain == Chain::MemoryModel && !s.ctx->info().vulkan_memory_model) continue;
+      benchmark::RegisterBenchmark(fmt::format("persistent_chain/{}/phases:{}", name, phases).c_str(),
+                                   [&s, dim, phases, chain](benchmark::State& st) { persistent_chain(st, s, dim, phases, chain); })
           ->UseManualTime()->Iterations(s.options.quick ? 2 : 20)->Unit(benchmark::kMicrosecond);
+    }
 }
 
 }  // namespace bdsl::bench

@@ -123,8 +123,11 @@ class Printer {
     if (f.int64) ext("GL_EXT_shader_explicit_arithmetic_types_int64");
     if (f.float_atomic_add_buffer || f.float_atomic_add_shared) ext("GL_EXT_shader_atomic_float");
     if (f.storage8) ext("GL_EXT_shader_8bit_storage");
+    if (f.cooperative_matrix_nv || f.memory_model) ext("GL_KHR_memory_scope_semantics");
+    // glslang (12) leaves NonPrivate off every access unless asked: without it a handoff buffer's
+    // loads are private, which the memory model lets the compiler keep from before the acquire.
+    if (f.memory_model) out_ << "#pragma use_vulkan_memory_model\n";
     if (f.cooperative_matrix_nv) {
-      ext("GL_KHR_memory_scope_semantics");
       ext("GL_NV_cooperative_matrix");
       const auto& ms = ir_.matrices;
       if (std::any_of(ms.begin(), ms.end(), [](const MatrixDecl& m) { return m.element.is_int() || m.element.kind == ScalarKind::I8; }))
@@ -154,7 +157,7 @@ class Printer {
     for (size_t i = 0; i < ir_.buffers.size(); ++i) {
       const auto& b = ir_.buffers[i].info;
       const char* q = b.access == Access::Read ? "readonly " : b.access == Access::Write ? "writeonly " : "";
-      out_ << "layout(std430, set = 0, binding = " << b.binding << ") " << (ir_.buffers[i].is_volatile ? "volatile coherent " : ir_.buffers[i].coherent ? "coherent " : "")
+      out_ << "layout(std430, set = 0, binding = " << b.binding << ") " << (ir_.buffers[i].is_volatile ? "volatile coherent " : ir_.buffers[i].coherent ? "coherent " : ir_.buffers[i].handoff ? "nonprivate " : "")
            << q << "buffer " << buffer_names_[i]
            << "_block { " << glsl_name(b.element) << " " << buffer_names_[i] << "[]; };\n";
     }
@@ -260,6 +263,10 @@ class Printer {
           case BarrierKind::BufferMemory: out_ << "memoryBarrierBuffer();\n"; break;
           case BarrierKind::WorkgroupAndBuffer: out_ << "memoryBarrierBuffer(); memoryBarrierShared(); barrier();\n"; break;
           case BarrierKind::Workgroup: out_ << "memoryBarrierShared(); barrier();\n"; break;
+          case BarrierKind::Device:
+            out_ << "controlBarrier(gl_ScopeWorkgroup, gl_ScopeDevice, gl_StorageSemanticsBuffer | gl_StorageSemanticsShared, "
+                    "gl_SemanticsAcquireRelease | gl_SemanticsMakeAvailable | gl_SemanticsMakeVisible);\n";
+            break;
         }
         return;
       case StmtKind::DeclareMatrix:
@@ -318,6 +325,9 @@ class Printer {
       s += is_lvalue_arg(n, i) ? lvalue(*n.args[i]) : expr(n.args[i]);
     }
     if (fn == Fn::SDot4x8) s += ", 0";  // PackedVectorFormat4x8Bit
+    if (fn == Fn::AtomicLoad)
+      s += n.args[0]->op == Op::SharedLoad ? ", gl_ScopeWorkgroup, gl_StorageSemanticsShared, gl_SemanticsRelaxed"
+                                          : ", gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsRelaxed";
     return s + ")";
   }
 

@@ -28,6 +28,7 @@ void note_function(Fn fn, KernelFeatures& f) {
     case Fn::SubgroupElect: f.subgroup_basic = true; break;
     default:
       if (fn_is_atomic(fn)) f.atomics = true;
+      if (fn == Fn::AtomicLoad) f.memory_model = true;
       break;
   }
 }
@@ -78,7 +79,11 @@ KernelInterface interface_of(const Kernel& kernel) {
     if (b.info.element.kind == ScalarKind::F16) k.features.storage16 = true;
     if (b.info.element.kind == ScalarKind::I8) k.features.storage8 = k.features.int8 = true;
     if (b.info.element.is_64bit()) k.features.int64 = true;
+    if (b.handoff) k.features.memory_model = true;
   }
+  for (const Block& b : ir.blocks)
+    for (const Stmt& s : b.stmts)
+      if (s.kind == StmtKind::Barrier && BarrierKind(s.ref) == BarrierKind::Device) k.features.memory_model = true;
   k.push_fields = ir.push_fields;
   k.push_bytes = ir.push_bytes;
   k.workgroup_size = ir.workgroup_size;

@@ -75,7 +75,7 @@ std::string interface_text(const KernelInterface& iface) {
   out << ";" << iface.push_bytes << ";" << iface.workgroup_size[0] << "x" << iface.workgroup_size[1]
       << "x" << iface.workgroup_size[2] << ";" << iface.shared_bytes << ";f" << x.int_dot_product
       << x.subgroup_basic << x.subgroup_arithmetic << x.subgroup_shuffle << x.subgroup_ballot
-      << x.float16 << x.storage16 << x.atomics << x.int8 << x.storage8 << x.cooperative_matrix_nv;
+      << x.float16 << x.storage16 << x.atomics << x.int8 << x.storage8 << x.cooperative_matrix_nv << x.memory_model;
   for (const MatrixShape& m : x.matrix_shapes) out << "," << to_string(m);
   return out.str();
 }

@@ -93,7 +93,7 @@ bool BuilderCore::op_is_pure(Op op, uint32_t ref) const {
     case Op::Load:
       // Read-only data cannot change, unless another dispatch writes it while this one runs
       // (a coherent buffer, e.g. a phase of ops/experimental/decode_layer.h): then a load stays where it was written.
-      return ir_->buffers[ref].info.access == Access::Read && !ir_->buffers[ref].coherent;
+      return ir_->buffers[ref].info.access == Access::Read && !ir_->buffers[ref].written_meanwhile();
     default:
       return true;
   }
@@ -178,12 +178,13 @@ bool BuilderCore::inside_loop() const {
                      [&](const Scope& s) { return ir_->blocks[s.block].is_loop_body; });
 }
 
-uint32_t BuilderCore::add_buffer(std::string name, Access access, Type element, bool coherent, bool is_volatile) {
+uint32_t BuilderCore::add_buffer(std::string name, Access access, Type element, bool coherent, bool is_volatile,
+                                 bool handoff) {
   if (element.lanes == 3) fail("buffer '" + name + "': 3-lane vectors pad to 16 bytes in std430; use vec4");
   name = check_name(std::move(name), "buffer");
   const auto binding = static_cast<uint32_t>(ir_->buffers.size());
   names_.push_back(name);
-  ir_->buffers.push_back(BufferDecl{BindingInfo{binding, name, access, element}, coherent || is_volatile, is_volatile});
+  ir_->buffers.push_back(BufferDecl{BindingInfo{binding, name, access, element}, coherent || is_volatile, is_volatile, handoff});
   return binding;
 }
 

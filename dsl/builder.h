@@ -63,7 +63,8 @@ class BuilderCore {
   bool inside_loop() const;
 
   // Declarations.
-  uint32_t add_buffer(std::string name, Access access, Type element, bool coherent = false, bool is_volatile = false);
+  uint32_t add_buffer(std::string name, Access access, Type element, bool coherent = false, bool is_volatile = false,
+                      bool handoff = false);
   uint32_t add_push(std::string name, Type type, std::optional<Type> parameter = std::nullopt);
   // The binding of the graph's parameter words (KernelBuilder::param), declared at first use.
   uint32_t parameter_binding();

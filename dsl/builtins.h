@@ -367,6 +367,14 @@ Expr<value_t<Ref>> atomic_comp_swap(const Ref& target, const C& compare, const X
   return call<T>(Fn::AtomicCompSwap, target.node(), as_node<T>(compare), as_node<T>(value));
 }
 
+// The element's value as an atomic read at device scope, relaxed (Vulkan memory model: the kernel
+// needs vulkanMemoryModel): a counter other workgroups add to, polled before a device_barrier().
+template <class Ref>
+  requires AtomicTarget<Ref>
+Expr<value_t<Ref>> atomic_load(const Ref& target) {
+  return call<value_t<Ref>>(Fn::AtomicLoad, target.node());
+}
+
 // Fallbacks (see hint::) of the atomics other than atomic_add, which is also defined for f32
 // elements: a target that is not an u32/i32 element, or a value of another type.
 namespace hint {

@@ -67,4 +67,8 @@ void memory_barrier_buffer() {
   BuilderCore::current().append(Stmt{StmtKind::Barrier, static_cast<uint32_t>(BarrierKind::BufferMemory)});
 }
 
+void device_barrier() {
+  BuilderCore::current().append(Stmt{StmtKind::Barrier, static_cast<uint32_t>(BarrierKind::Device)});
+}
+
 }  // namespace bdsl::dsl

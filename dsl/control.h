@@ -90,5 +90,11 @@ void barrier(bool with_buffers = false);
 // Orders this invocation's buffer writes before its later ones as other invocations see them (no
 // execution barrier, so divergent control flow is fine): publish data, then a flag or a ticket.
 void memory_barrier_buffer();
+// Workgroup execution barrier with acquire and release at device scope, on buffer and shared
+// memory (Vulkan memory model; the kernel then needs vulkanMemoryModel): this workgroup's writes
+// before it are made available to every workgroup, and writes another workgroup released with its
+// own device_barrier() before an atomic this workgroup has read are made visible to the loads
+// after it (handoff buffers', dsl/kernel_builder.h). Must be reached by every invocation.
+void device_barrier();
 
 }  // namespace bdsl::dsl

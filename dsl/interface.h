@@ -60,6 +60,7 @@ struct KernelFeatures {
   bool int8 = false;               // int8_t values (shaderInt8)
   bool storage8 = false;           // 8-bit storage buffer access
   bool cooperative_matrix_nv = false;       // VK_NV_cooperative_matrix
+  bool memory_model = false;               // Vulkan memory model (handoff buffers, device_barrier, atomic_load)
   std::vector<MatrixShape> matrix_shapes;   // each multiply-add shape, once
   friend bool operator==(const KernelFeatures&, const KernelFeatures&) = default;
 };

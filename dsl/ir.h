@@ -102,13 +102,16 @@ enum class BuiltinVar : uint8_t {
   X(AtomicMax, "atomicMax", Atomic) X(AtomicAnd, "atomicAnd", Atomic) \
   X(AtomicOr, "atomicOr", Atomic) X(AtomicXor, "atomicXor", Atomic)   \
   X(AtomicExchange, "atomicExchange", Atomic)                  \
-  X(AtomicCompSwap, "atomicCompSwap", Atomic)
+  X(AtomicCompSwap, "atomicCompSwap", Atomic)                  \
+  X(AtomicLoad, "atomicLoad", Atomic)
 
 // What a Barrier statement (Stmt::ref) waits for and orders.
 enum class BarrierKind : uint32_t {
   Workgroup = 0,           // every invocation of the workgroup; shared memory
   WorkgroupAndBuffer = 1,  // the same, buffer memory too
   BufferMemory = 2,        // buffer memory only: no execution barrier (may diverge)
+  Device = 3,              // every invocation; acquire and release of buffer and shared memory at
+                           // device scope (Vulkan memory model): dsl/control.h's device_barrier()
 };
 
 enum class FnKind : uint8_t { Pure, Subgroup, Atomic };
@@ -198,6 +201,10 @@ struct BufferDecl {
   BindingInfo info;
   bool coherent = false;  // other workgroups' writes become visible after a buffer memory barrier
   bool is_volatile = false;  // every load reads memory again (implies coherent): for polling
+  bool handoff = false;  // other workgroups write it before a device_barrier(): plain cached
+                         // accesses the Vulkan memory model orders (NonPrivate), not coherent ones
+  // Whether another workgroup may write it while this one runs (its loads stay where written).
+  bool written_meanwhile() const { return coherent || handoff; }
 };
 struct SharedDecl {
   std::string name;

@@ -38,6 +38,15 @@ class KernelBuilder : public BuilderCore {
   Buffer<T> volatile_buffer(std::string name, Access access) {
     return Buffer<T>(add_buffer(std::move(name), access, type_of<T>(), true, true), builder_id());
   }
+  // A buffer other workgroups of this dispatch write before a handoff: written, then
+  // device_barrier() and a counter the reader waits for (atomic_load), then device_barrier() and
+  // read (dsl/control.h). Unlike a coherent buffer its accesses stay plain and cached; the Vulkan
+  // memory model (NonPrivate accesses, device-scope acquire and release) orders them. The kernel
+  // then needs the device's vulkanMemoryModel.
+  template <class T>
+  Buffer<T> handoff_buffer(std::string name, Access access) {
+    return Buffer<T>(add_buffer(std::move(name), access, type_of<T>(), false, false, true), builder_id());
+  }
   template <class T>
   Expr<T> push(std::string name) {
     return Expr<T>(make(Op::PushField, type_of<T>(), {}, 0, add_push(std::move(name), type_of<T>())));

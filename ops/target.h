@@ -29,6 +29,9 @@ struct OpTarget {
   // lane's loop sums lost; right with spirv-opt off too, and under GPU-assisted validation).
   // Only tests set it, to keep checking whether a driver still gets it wrong.
   bool field_accumulators_in_loops = false;
+  // The Vulkan memory model (vulkanMemoryModel with device scope): workgroups of a dispatch hand
+  // results over through it (ops/common/handoff.h).
+  bool memory_model = false;
 
   bool has_matrix_shape(const MatrixShape& m) const {
     return std::find(matrix_shapes.begin(), matrix_shapes.end(), m) != matrix_shapes.end();
@@ -45,6 +48,7 @@ struct OpTarget {
     t.subgroup_size_fixed = device.subgroup_size > 0 && device.min_subgroup_size == device.subgroup_size &&
                             device.max_subgroup_size == device.subgroup_size;
     if (device.cooperative_matrix_nv) t.matrix_shapes = device.cooperative_matrix_nv_shapes;
+    t.memory_model = device.vulkan_memory_model;
     return t;
   }
 };

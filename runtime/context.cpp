@@ -170,8 +170,10 @@ struct EnabledFeatures {
     v12.shaderFloat16 = info.float16;
     v12.shaderInt8 = info.int8;
     v12.storageBuffer8BitAccess = info.storage8;
-    if (info.cooperative_matrix_nv) {  // tensor-core kernels (dsl/matrix.h), Vulkan memory model SPIR-V
-      v12.vulkanMemoryModel = v12.vulkanMemoryModelDeviceScope = VK_TRUE;
+    // Tensor-core kernels and device-scope handoffs (dsl/control.h's device_barrier) compile to
+    // Vulkan memory model SPIR-V.
+    if (info.vulkan_memory_model) v12.vulkanMemoryModel = v12.vulkanMemoryModelDeviceScope = VK_TRUE;
+    if (info.cooperative_matrix_nv) {  // tensor-core kernels (dsl/matrix.h)
       coop.cooperativeMatrix = VK_TRUE;
       coop.pNext = std::exchange(v11.pNext, &coop);
       extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);

@@ -249,6 +249,7 @@ std::vector<std::string> DeviceInfo::missing(const KernelFeatures& f) const {
   need(f.float_atomic_add_shared, float_atomic_add_shared, "float_atomic_add_shared (shaderSharedFloat32AtomicAdd)");
   need(f.storage8, storage8, "storage8 (storageBuffer8BitAccess)");
   need(f.cooperative_matrix_nv, cooperative_matrix_nv, "cooperative_matrix_nv (VK_NV_cooperative_matrix)");
+  need(f.memory_model, vulkan_memory_model, "memory_model (vulkanMemoryModel, vulkanMemoryModelDeviceScope)");
   for (const MatrixShape& m : f.matrix_shapes)
     if (cooperative_matrix_nv && std::find(cooperative_matrix_nv_shapes.begin(), cooperative_matrix_nv_shapes.end(), m) ==
                                      cooperative_matrix_nv_shapes.end())
@@ -281,7 +282,7 @@ std::string DeviceInfo::describe() const {
     << "  features: int dot product " << yes_no(int_dot_product) << " (4x8 signed accelerated "
     << yes_no(int_dot_4x8_signed_accelerated) << "), float16 " << yes_no(float16) << ", int8 "
     << yes_no(int8) << ", int16 " << yes_no(int16) << ", int64 " << yes_no(int64) << ", 16-bit storage " << yes_no(storage16)
-    << ", 8-bit storage " << yes_no(storage8) << "\n"
+    << ", 8-bit storage " << yes_no(storage8) << ", Vulkan memory model " << yes_no(vulkan_memory_model) << "\n"
     << "  cooperative matrix: KHR " << yes_no(cooperative_matrix_khr) << ", NV "
     << yes_no(cooperative_matrix_nv);
   for (size_t i = 0; i < cooperative_matrix_nv_shapes.size(); ++i)

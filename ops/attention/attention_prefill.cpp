@@ -1,3 +1,4 @@
+#include "ops/common/handoff.h"
 #include "ops/attention/attention_prefill.h"
 
 #include <algorithm>
@@ -79,7 +80,7 @@ class TiledAttention {
         q_(k_.buffer<vec4>("q", Access::Read)),
         k_cache_(k_.buffer<uvec2>("k_cache", Access::Read)),
         v_cache_(k_.buffer<uvec2>("v_cache", Access::Read)),
-        partials_(k_.coherent_buffer<vec4>("partials", Access::ReadWrite)),
+        partials_(handoff_buffer<vec4>(k_, target, "partials", Access::ReadWrite)),
         counters_(k_.buffer<u32>("counters", Access::ReadWrite)),
         out_(k_.buffer<vec4>("out", Access::Write)),
         n_(k_.push<u32>("n")),
@@ -88,7 +89,7 @@ class TiledAttention {
         v_sh_(k_.shared<uvec2>("v_tile", tile_ * quads_)),
         p_sh_(k_.shared<vec4>("weights", l.tokens * tile_ * g4_)),
         last_sh_(k_.shared<u32>("is_last", 1)),
-        lid_(k_.local_index()), kv_(k_.workgroup_id().x()) {}
+        lid_(k_.local_index()), kv_(k_.workgroup_id().x()), target_(target) {}
 
   Kernel build() {
     auto tiles = let("token_tiles", (n_ + (l_.tokens - 1)) / l_.tokens);
@@ -296,13 +297,13 @@ class TiledAttention {
       }
       if_(lane_ == 0u, [&] { partials_[at + quads_] = make_vec<f32>(Expr<f32>(m_[g]), Expr<f32>(l_sum_[g]), 0.0f, 0.0f); });
     }
-    barrier(true);  // every partial written (and made visible) before the count
+    handoff_barrier(target_);  // every partial written (and made visible) before the count
     auto counter = tile_index_ * d_.n_kv_heads + kv_;
     if_(lid_ == 0u, [&] {
       auto done_before = atomic_add(counters_[counter], 1u);
       last_sh_[0u] = select(done_before == active_ - 1u, 1u, 0u);
     });
-    barrier(true);
+    handoff_barrier(target_);
     if_(last_sh_[0u] == 1u, [&] {
       const uint32_t per_tile = l_.tokens * group_ * quads_;
       for_range(lid_, constant<u32>(per_tile), l_.workgroup(), [&](Expr<u32> i) {
@@ -349,6 +350,7 @@ class TiledAttention {
   Shared<vec4> p_sh_;
   Shared<u32> last_sh_;
   Expr<u32> lid_, kv_;
+  OpTarget target_;
   Expr<u32> lane_ = constant<u32>(0), token_ = constant<u32>(0), query_token_ = constant<u32>(0),
             query_pos_ = constant<u32>(0), tile_index_ = constant<u32>(0), chunks_ = constant<u32>(0),
             active_ = constant<u32>(0), chunk_ = constant<u32>(0);

@@ -1,3 +1,4 @@
+#include "ops/common/handoff.h"
 #include "ops/attention/attention_split_kv.h"
 
 #include <algorithm>
@@ -144,7 +145,7 @@ class SplitKv {
         q_(k_.buffer<vec4>("q", Access::Read)),
         k_cache_(k_.buffer<V>("k_cache", Access::Read)),
         v_cache_(k_.buffer<V>("v_cache", Access::Read)),
-        partials_(k_.coherent_buffer<vec2>("partials", Access::ReadWrite)),
+        partials_(handoff_buffer<vec2>(k_, target, "partials", Access::ReadWrite)),
         counters_(k_.buffer<u32>("counters", Access::ReadWrite)),
         out_(k_.buffer<vec2>("out", Access::Write)),
         n_(batch && !one_sequence ? k_.push<u32>("n") : constant<u32>(1)),
@@ -396,12 +397,12 @@ class SplitKv {
         });
       }, "i");
       auto combine_here = [&] {
-        barrier(true);  // every partial written (and made visible) before the count
+        handoff_barrier(target_);  // every partial written (and made visible) before the count
         if_(lid_ == 0u, [&] {
           auto done_before = atomic_add(counters_[t_ * d_.n_kv_heads + kv_], 1u);
           last_sh_[0u] = select(done_before == active_ * split_ - 1u, 1u, 0u);
         });
-        barrier(true);
+        handoff_barrier(target_);
         if_(last_sh_[0u] == 1u, [&] {
           for_range(lid_, constant<u32>(group_pairs), l_.wg, [&](Expr<u32> i) { combine(i, group_pairs); }, "i");
           if_(lid_ == 0u, [&] { atomic_exchange(counters_[t_ * d_.n_kv_heads + kv_], 0u); });

@@ -77,13 +77,13 @@ Kernel decode_layer(const OpTarget& target, const DecodeLayerShape& shape, const
   const auto& d = shape.dims;
   KernelBuilder k("decode_layer" + std::string(shape.from_ffn_down ? "_down" : "") + std::string(shape.next_qkv ? "_qkv" : "") + "_" + std::to_string(shape.dim) + "_" +
                       std::to_string(shape.ffn) + "_" + std::to_string(d.n_heads) + "x" + std::to_string(d.n_kv_heads) +
-                      "x" + std::to_string(d.head_dim),
+                      "x" + std::to_string(d.head_dim) + (options.memory_model ? "_mm" : ""),
                   {wg, 1, 1});
   auto step = k.buffer<u32>("step", Access::Read);
   auto counters = k.volatile_buffer<u32>("counters", Access::ReadWrite);
   auto eps = k.push<f32>("eps");
   auto base = k.push<u32>("phase_base");
-  const PhaseSync sync(k, step, counters, spin_limit ? spin_limit : kPhaseSpinLimit);
+  const PhaseSync sync(k, step, counters, spin_limit ? spin_limit : kPhaseSpinLimit, options.memory_model);
   const detail::RopeKvEpilogue rope{d, shape.context};
 
   auto id = k.workgroup_id().x();
@@ -92,7 +92,7 @@ Kernel decode_layer(const OpTarget& target, const DecodeLayerShape& shape, const
       detail::ProjectionSite site{&k, p == 0 ? id : let("phase_workgroup", id - first)};
       site.eps = eps;
       site.step = step;
-      site.coherent = true;
+      site.sharing = options.memory_model ? detail::Sharing::Handoff : detail::Sharing::Coherent;
       if (p > 0) site.before_activations = [&] { sync.wait(base + kPhaseCounterStride * uint32_t(p - 1), ph[p - 1].workgroups); };
       detail::emit_ternary_projection(site, target, ph[p].what, ph[p].tensors, ph[p].cols, ph[p].combine, ph[p].options,
                                       ph[p].rope ? &rope : nullptr);

@@ -40,6 +40,7 @@ struct DecodeLayerShape {
 // workgroup size.
 struct DecodeLayerOptions {
   MatvecOptions residual, gate_up, qkv;
+  bool memory_model = false;  // handoffs through the Vulkan memory model, not coherent buffers (phase_sync.h)
 };
 
 dsl::Kernel decode_layer(const OpTarget& target, const DecodeLayerShape& shape, const DecodeLayerOptions& options,

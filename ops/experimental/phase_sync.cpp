@@ -5,8 +5,8 @@
 namespace bdsl::ops {
 using namespace bdsl::dsl;
 
-PhaseSync::PhaseSync(KernelBuilder& k, Buffer<u32> step, Buffer<u32> counters, uint32_t spin_limit)
-    : k_(k), step_(step), counters_(counters), spin_limit_(spin_limit) {}
+PhaseSync::PhaseSync(KernelBuilder& k, Buffer<u32> step, Buffer<u32> counters, uint32_t spin_limit, bool memory_model)
+    : k_(k), step_(step), counters_(counters), spin_limit_(spin_limit), memory_model_(memory_model) {}
 
 void PhaseSync::wait(Expr<u32> at, uint32_t count) const {
   if_(k_.local_index() == 0u, [&] {
@@ -14,8 +14,9 @@ void PhaseSync::wait(Expr<u32> at, uint32_t count) const {
     auto spins = k_.var<u32>("phase_spins", 0u);
     auto reached = k_.var<u32>("phase_reached", 0u);
     loop([&] {
-      // A volatile load: read again from memory on every pass.
-      if_(bitcast<i32>(Expr<u32>(counters_[at]) - target) >= 0, [&] {
+      // A volatile load (an atomic one under the memory model): read again on every pass.
+      auto seen = memory_model_ ? atomic_load(counters_[at]) : Expr<u32>(counters_[at]);
+      if_(bitcast<i32>(seen - target) >= 0, [&] {
         reached = 1u;
         break_();
       });
@@ -34,12 +35,19 @@ void PhaseSync::wait(Expr<u32> at, uint32_t count) const {
   // With buffer memory semantics: a plain barrier orders shared memory only, so the loads after
   // it could move before the wait. It costs ~0.5 us a handoff (bench `grid_sync/`): the memory
   // barrier also waits for the weight loads still in flight.
-  barrier(true);
+  if (memory_model_)
+    device_barrier();  // acquire: the released writes become visible to the handoff buffers' loads
+  else
+    barrier(true);
 }
 
 void PhaseSync::signal(Expr<u32> at) const {
-  memory_barrier_buffer();
-  barrier(true);
+  if (memory_model_) {
+    device_barrier();  // release: every invocation's writes, before the count
+  } else {
+    memory_barrier_buffer();
+    barrier(true);
+  }
   if_(k_.local_index() == 0u, [&] { atomic_add(counters_[at], 1u); });
 }
 

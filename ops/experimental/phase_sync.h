@@ -23,6 +23,17 @@
 // `persistent_chain/`) takes longer per phase than barrier-separated dispatches: the handoff
 // through memory costs as much as the barrier it replaces.
 //
+// Two ways to hand over (`memory_model`):
+// - coherent (the default): the phases' activations are coherent buffers (their loads bypass the
+//   incoherent caches), barrier(true) around the counter.
+// - the Vulkan memory model: the activations are handoff buffers (plain, cached accesses marked
+//   NonPrivate), the workgroup's writes are released by device_barrier() before the counter's
+//   atomic add, and a wait polls the counter with atomic_load, then acquires with device_barrier()
+//   (dsl/control.h). Fewer registers than coherent buffers on NVIDIA (bench/RESULTS.md run 5:
+//   ~45 for ffn_down). Run 5's try of device-scope barriers over plain buffers read stale data on
+//   the H100 because its loads were private: glslang 12 marks accesses NonPrivate only under
+//   `#pragma use_vulkan_memory_model`, which dsl's printer now emits for such kernels.
+//
 // Counters (u32, device memory the host can read): word kPhaseError, then counters at the words
 // the kernel is given. They are never reset: the host numbers its submissions (StepState::epoch,
 // 1, 2, ...) and a wait for `count` workgroups in submission e waits until the counter reaches
@@ -43,10 +54,11 @@ class PhaseSync {
   // counters: the binding (declare it with volatile_buffer<u32>(..., ReadWrite)); step: the step
   // state (for the epoch).
   PhaseSync(dsl::KernelBuilder& k, dsl::Buffer<dsl::u32> step, dsl::Buffer<dsl::u32> counters,
-            uint32_t spin_limit = kPhaseSpinLimit);
+            uint32_t spin_limit = kPhaseSpinLimit, bool memory_model = false);
 
   // Every invocation calls it (it holds a workgroup barrier): returns once counter word `at`
-  // has counted `count` workgroups in this submission, their writes visible to coherent loads.
+  // has counted `count` workgroups in this submission, their writes visible to coherent loads
+  // (to handoff buffers' loads with memory_model).
   void wait(dsl::Expr<dsl::u32> at, uint32_t count) const;
   // Every invocation calls it after its last write: the workgroup's writes are made visible,
   // then one invocation adds one to counter word `at`.
@@ -56,6 +68,7 @@ class PhaseSync {
   dsl::KernelBuilder& k_;
   dsl::Buffer<dsl::u32> step_, counters_;
   uint32_t spin_limit_;
+  bool memory_model_;
 };
 
 }  // namespace bdsl::ops

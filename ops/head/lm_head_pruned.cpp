@@ -1,3 +1,4 @@
+#include "ops/common/handoff.h"
 #include "ops/head/lm_head_pruned.h"
 
 #include <algorithm>
@@ -316,9 +317,9 @@ static Kernel candidates_kernel(const OpTarget& target, uint32_t vocab, uint32_t
     list_count = k.buffer<u32>("list_count", Access::ReadWrite);
   } else {
     // With the final pass here, the last workgroup reads every workgroup's partial: coherent.
-    part_values = final_advance || final_pick ? k.coherent_buffer<f32>("part_values", Access::ReadWrite)
+    part_values = final_advance || final_pick ? handoff_buffer<f32>(k, target, "part_values", Access::ReadWrite)
                                               : k.buffer<f32>("part_values", Access::Write);
-    part_indices = final_advance || final_pick ? k.coherent_buffer<u32>("part_indices", Access::ReadWrite)
+    part_indices = final_advance || final_pick ? handoff_buffer<u32>(k, target, "part_indices", Access::ReadWrite)
                                                : k.buffer<u32>("part_indices", Access::Write);
   }
   std::optional<Buffer<u32>> counter;
@@ -457,12 +458,12 @@ static Kernel candidates_kernel(const OpTarget& target, uint32_t vocab, uint32_t
     // barrier-separated step less than a dispatch of its own.
     auto is_last = k.shared<u32>("is_last", 1);
     const Expr<u32> counter_at = x_row ? *x_row : constant<u32>(0u);
-    barrier(true);  // this workgroup's partial written and made visible before it counts itself
+    handoff_barrier(target);  // this workgroup's partial written and made visible before it counts itself
     if_(k.local_index() == 0u, [&] {
       auto done_before = atomic_add((*counter)[counter_at], 1u);
       is_last[0u] = select(done_before == plan.groups - 1u, 1u, 0u);
     });
-    barrier(true);
+    handoff_barrier(target);
     // One subgroup of the last workgroup (a shared flag is not a condition a barrier may sit under).
     auto next_token = k.shared<u32>("next_token", 1);
     if_(Expr<u32>(is_last[0u]) == 1u && k.subgroup_id() == 0u, [&] {

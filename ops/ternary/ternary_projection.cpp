@@ -106,9 +106,13 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
   const auto [packed, norm, batched, words, wg, rs, rows_per_wg, chunks] = plan_projection(target, what, tensors, cols, combine, o, tokens_per_wg, rope);
   const uint32_t units = words ? cols / 16 : chunks;  // a row's read units
   KernelBuilder& k = *site.k;
-  // In a fused kernel other workgroups of the same dispatch write what this phase reads: coherent.
+  // In a fused kernel other workgroups of the same dispatch write what this phase reads.
   auto activation = [&]<class T>(std::string n, Access access, T) {
-    return site.coherent ? k.coherent_buffer<T>(std::move(n), access) : k.buffer<T>(std::move(n), access);
+    switch (site.sharing) {
+      case detail::Sharing::Coherent: return k.coherent_buffer<T>(std::move(n), access);
+      case detail::Sharing::Handoff: return k.handoff_buffer<T>(std::move(n), access);
+      default: return k.buffer<T>(std::move(n), access);
+    }
   };
   std::vector<WeightBuffer> w;
   for (const Tensor& t : tensors) {
@@ -156,7 +160,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
   std::optional<Buffer<vec2>> attn_partials;
   std::optional<Buffer<f32>> attn_used;
   if (o.attention_partials) {
-    if (!norm || !one_token || site.coherent)
+    if (!norm || !one_token || site.sharing != detail::Sharing::None)
       throw std::invalid_argument(what + ": attention partials are the norm-fused input of a kernel of its own, one token a workgroup");
     attn_step = k.buffer<u32>("attention_step", Access::Read);
     attn_partials = k.buffer<vec2>("attention_partials", Access::Read);

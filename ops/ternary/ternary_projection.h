@@ -36,12 +36,17 @@ struct ProjectionTensor {
 // Where a decode projection's body is emitted: a kernel of its own (build_ternary_projection),
 // or one phase of a kernel that runs several (ops/experimental/decode_layer.h). Bindings are declared by the
 // body in the order ternary_matvec.h gives; what the kernel already has is passed in.
+// How a phase binds its activations and outputs when other workgroups of the dispatch write or
+// read them meanwhile: not shared (a kernel of its own), coherent buffers, or handoff buffers
+// ordered by the Vulkan memory model (dsl/kernel_builder.h; ops/experimental/phase_sync.h).
+enum class Sharing { None, Coherent, Handoff };
+
 struct ProjectionSite {
   dsl::KernelBuilder* k = nullptr;
   dsl::Expr<dsl::u32> workgroup;                    // this workgroup's index among the projection's
   std::optional<dsl::Expr<dsl::f32>> eps;             // a push constant the kernel shares between phases
   std::optional<dsl::Buffer<dsl::u32>> step;        // the step state (RoPE), when already bound
-  bool coherent = false;  // activations and outputs written or read by other workgroups meanwhile
+  Sharing sharing = Sharing::None;  // activations and outputs written or read by other workgroups meanwhile
   std::function<void()> before_activations;  // runs after the weight prefetch, before x is read
   uint32_t rows_per_workgroup = 0;  // rows `workgroup` stands for; 0: the kernel's subgroups x rows per subgroup
   // Row groups per subgroup whose weights are loaded before the norm prologue (registers: rows

@@ -87,6 +87,44 @@ TEST(GlslCompiler, PackedSignedDotThroughSpirvIntrinsicsCompiles) {
   }
 }
 
+// A handoff between workgroups (dsl/control.h's device_barrier, atomic_load, a handoff buffer):
+// Vulkan memory model SPIR-V whose handoff loads are NonPrivate, also after spirv-opt. Without
+// NonPrivate the loads are private and may be served from before the acquire (run 5 on the H100).
+TEST(GlslCompiler, HandoffLoadsAreNonPrivateUnderTheVulkanMemoryModel) {
+  using namespace dsl;
+  KernelBuilder k("handoff", {64, 1, 1});
+  auto counter = k.buffer<u32>("counter", Access::ReadWrite);
+  auto data = k.handoff_buffer<f32>("data", Access::ReadWrite);
+  auto out = k.buffer<f32>("out", Access::Write);
+  auto i = k.global_id().x();
+  if_(k.workgroup_id().x() == 0u, [&] {
+    data[i] = cast<f32>(i);
+    device_barrier();
+    if_(k.local_index() == 0u, [&] { atomic_add(counter[0u], 1u); });
+  }).else_([&] {
+    if_(k.local_index() == 0u, [&] { loop([&] { if_(atomic_load(counter[0u]) != 0u, [] { break_(); }); }); });
+    device_barrier();
+    out[i] = Expr<f32>(data[i - 64u]) + 1.0f;
+  });
+  const auto kernel = test_kernels::from_dsl(k.build());
+  EXPECT_TRUE(kernel.iface.features.memory_model);
+  EXPECT_NE(kernel.glsl.find("#pragma use_vulkan_memory_model"), std::string::npos) << kernel.glsl;
+  EXPECT_NE(kernel.glsl.find("nonprivate"), std::string::npos) << kernel.glsl;
+  constexpr uint32_t kOpMemoryModel = 14, kOpLoad = 61, kVulkan = 3, kNonPrivatePointer = 0x20;
+  for (bool optimize : {false, true}) {
+    SCOPED_TRACE(optimize ? "optimized" : "as compiled");
+    const auto spirv = compile_glsl(kernel.iface.name, kernel.glsl, {.optimize = optimize});
+    bool vulkan_model = false, non_private_float_load = false;
+    for (size_t w = 5; w < spirv.size() && (spirv[w] >> 16) != 0; w += spirv[w] >> 16) {
+      const uint32_t op = spirv[w] & 0xffff, words = spirv[w] >> 16;
+      if (op == kOpMemoryModel) vulkan_model = spirv[w + 2] == kVulkan;
+      if (op == kOpLoad && words >= 5 && (spirv[w + 4] & kNonPrivatePointer)) non_private_float_load = true;
+    }
+    EXPECT_TRUE(vulkan_model);
+    EXPECT_TRUE(non_private_float_load);
+  }
+}
+
 TEST(GlslCompiler, RejectsAnUnknownVulkanVersion) {
   const auto kernel = test_kernels::add_one();
   EXPECT_NE(compile_error_of(kernel.iface.name, kernel.glsl, {.vulkan_minor = 7})

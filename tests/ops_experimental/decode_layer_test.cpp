@@ -41,8 +41,13 @@ class DecodeLayer : public OpsMatrix {
   ops::DecodeLayerOptions opts_;
 };
 
-TEST_F(DecodeLayer, PhasesInOneDispatchEqualTheKernelsBehindBarriers) {
+// Handed over through coherent buffers, then through the Vulkan memory model (handoff buffers).
+class DecodeLayerHandoff : public DecodeLayer, public testing::WithParamInterface<bool> {};
+
+TEST_P(DecodeLayerHandoff, PhasesInOneDispatchEqualTheKernelsBehindBarriers) {
   if (!workgroups_start_in_order()) GTEST_SKIP() << "needs workgroups that start in order (LP_NUM_THREADS=0 on lavapipe)";
+  opts_.memory_model = GetParam();
+  if (opts_.memory_model && !ctx().info().vulkan_memory_model) GTEST_SKIP() << "the device has no Vulkan memory model";
   const auto t = target();
   const auto& d = kHeads;
   const ops::DecodeLayerShape shape{d, kDim, kFfn, kContext, true};
@@ -110,6 +115,9 @@ TEST_F(DecodeLayer, PhasesInOneDispatchEqualTheKernelsBehindBarriers) {
     EXPECT_EQ(c[ops::kPhaseCounterStride], epoch * ops::ternary_matvec_workgroups(t, kDim, opts_.residual)) << "attn_output's";
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Handoffs, DecodeLayerHandoff, testing::Bool(),
+                         [](const testing::TestParamInfo<bool>& i) { return i.param ? "MemoryModel" : "Coherent"; });
 
 // A wait that gives up (here: the error word is already set, as after a timeout) lets every
 // workgroup finish: no hang, and the word stays set for the host to see.

@@ -15,15 +15,16 @@ constexpr uint32_t kWorkgroup = 64;
 
 // Workgroups [0, groups) write a[i] = in[i] * 3 + epoch; workgroups [groups, 2 groups) wait for
 // all of them and write out[i] = a[(i * 7 + 3) % n] + 1 (each element from another workgroup).
-Kernel two_phases(uint32_t groups, uint32_t spin_limit = ops::kPhaseSpinLimit) {
-  KernelBuilder k("two_phases", {kWorkgroup, 1, 1});
+// memory_model: `a` a handoff buffer, handed over through the Vulkan memory model (else coherent).
+Kernel two_phases(uint32_t groups, bool memory_model, uint32_t spin_limit = ops::kPhaseSpinLimit) {
+  KernelBuilder k(memory_model ? "two_phases_mm" : "two_phases", {kWorkgroup, 1, 1});
   auto step = k.buffer<u32>("step", Access::Read);
   auto counters = k.volatile_buffer<u32>("counters", Access::ReadWrite);
   auto in = k.buffer<u32>("in", Access::Read);
-  auto a = k.coherent_buffer<u32>("a", Access::ReadWrite);
+  auto a = memory_model ? k.handoff_buffer<u32>("a", Access::ReadWrite) : k.coherent_buffer<u32>("a", Access::ReadWrite);
   auto out = k.buffer<u32>("out", Access::Write);
   auto n = k.push<u32>("n");
-  const ops::PhaseSync sync(k, step, counters, spin_limit);
+  const ops::PhaseSync sync(k, step, counters, spin_limit, memory_model);
   auto id = k.workgroup_id().x();
   if_(id < groups, [&] {
     auto i = let("i", id * kWorkgroup + k.local_index());
@@ -42,16 +43,18 @@ Kernel two_phases(uint32_t groups, uint32_t spin_limit = ops::kPhaseSpinLimit) {
   return k.build();
 }
 
-class PhaseSync : public DeviceTest {};
+// Handed over through coherent buffers, then through the Vulkan memory model.
+class PhaseSync : public DeviceTest, public testing::WithParamInterface<bool> {};
 
 // Where workgroups start in order every wait reaches its target and the second phase reads what
 // the first wrote. Elsewhere (lavapipe with several threads, whose loops also end after 65,535
 // passes) a submission may give up instead: then the error word says so; never is a wrong
 // answer left unflagged. The error word is checked before the data.
-TEST_F(PhaseSync, TheSecondPhaseSeesEveryWorkgroupOfTheFirstOrReportsTheWait) {
+TEST_P(PhaseSync, TheSecondPhaseSeesEveryWorkgroupOfTheFirstOrReportsTheWait) {
+  if (GetParam() && !ctx().info().vulkan_memory_model) GTEST_SKIP() << "the device has no Vulkan memory model";
   const bool in_order = workgroups_start_in_order();
   const uint32_t n = 4000, groups = (n + kWorkgroup - 1) / kWorkgroup;
-  rt::Pipeline p = pipeline(two_phases(groups));
+  rt::Pipeline p = pipeline(two_phases(groups, GetParam()));
   std::vector<uint32_t> in(n);
   std::iota(in.begin(), in.end(), 5u);
   rt::Buffer ib = buffer_of(in, "in"), a(ctx(), n * 4, {false, "a"}), out(ctx(), n * 4, {false, "out"});
@@ -80,6 +83,9 @@ TEST_F(PhaseSync, TheSecondPhaseSeesEveryWorkgroupOfTheFirstOrReportsTheWait) {
   }
   if (!in_order) std::cout << "[ out of order ] " << gave_up << " of 4 submissions gave up a wait\n";
 }
+
+INSTANTIATE_TEST_SUITE_P(Handoffs, PhaseSync, testing::Bool(),
+                         [](const testing::TestParamInfo<bool>& i) { return i.param ? "MemoryModel" : "Coherent"; });
 
 }  // namespace
 }  // namespace bdsl::test
