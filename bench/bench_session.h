@@ -35,6 +35,7 @@ struct BenchOptions {
   // Prompt blocks' tensor-core tiles in place of the tuning table's (ops::override_tuning).
   std::optional<ops::CoopTile> coop_tile_short, coop_tile_tall, coop_tile_deep;
   bool memory_model_handoffs = false;  // ops/tuning.h's memory_model_handoffs
+  std::optional<uint32_t> coop_split_max_workgroups;  // ops/tuning.h's step_coop_split_max_workgroups
 };
 
 struct BenchSession {

@@ -71,6 +71,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
     else if (a == "--batch-merging-rows") o.batch.merging_attn_output_rows = uint32_t(std::stoul(value()));
     else if (a == "--batch-rows") o.batch.step_rows_per_subgroup = uint32_t(std::stoul(value()));
     else if (a == "--batch-norm-tile") o.batch.step_norm_tile = uint32_t(std::stoul(value()));
+    else if (a == "--batch-coop-split") o.batch.coop_blocks_per_split = std::stoi(value());
     else if (a == "--matvec-rows") o.decode_tuning.rows_per_subgroup = uint32_t(std::stoul(value()));
     else if (a == "--matvec-workgroup") o.decode_tuning.workgroup = uint32_t(std::stoul(value()));
     else if (a == "--qkv-workgroup") o.decode_tuning.qkv_workgroup = uint32_t(std::stoul(value()));
@@ -91,6 +92,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
     else if (a == "--coop-tile-tall") o.coop_tile_tall = coop_tile(value());
     else if (a == "--coop-tile-deep") o.coop_tile_deep = coop_tile(value());
     else if (a == "--memory-model-handoffs") o.memory_model_handoffs = true;
+    else if (a == "--coop-split-max-groups") o.coop_split_max_workgroups = uint32_t(std::stoul(value()));
     else if (a == "--help" || a == "-h") {
       std::printf("usage: bitnet-dsl-bench [--quick] [--model FILE.gguf | --model-preset NAME] [--device N|NAME]\n"
                   "                        [--prefill-projections auto|fused|separate] [--prefill-block N]\n"
@@ -104,6 +106,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "                        [--batch-coop-double-buffer 0|1] [--batch-attention-head-split N]\n"
                   "                        [--batch-attention-positions N] [--batch-prompt-lanes N]\n"
                   "                        [--batch-norm-fused-max N] [--batch-rows N] [--batch-norm-tile N]\n"
+                  "                        [--batch-coop-split N] [--coop-split-max-groups N]\n"
                   "                        [--batch-attention-spread N]\n"
                   "                        [--batch-attention-per-workgroup N] [--batch-attention-spread-split N]\n"
                   "                        [--coop-tile-short T] [--coop-tile-tall T] [--coop-tile-deep T]\n"
@@ -150,7 +153,10 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "    every prompt in blocks between steps)\n"
                   "  --batch-norm-fused-max: buckets of up to N lanes normalize inside the projections\n"
                   "    (-1: never); --batch-rows: rows per subgroup of their projections past one lane\n"
-                  "    (but QKV and a merging attn_output); --batch-norm-tile: their tokens a workgroup\n");
+                  "    (but QKV and a merging attn_output); --batch-norm-tile: their tokens a workgroup\n"
+                  "  --batch-coop-split: blocks of 128 columns a workgroup of the tensor-core steps'\n"
+                  "    projections, the reduction split between workgroups (0: no split);\n"
+                  "    --coop-split-max-groups: only projections of at most N workgroups split (0: any)\n");
       benchmark::PrintDefaultHelp();
       std::exit(0);
     } else argv[out++] = argv[i];

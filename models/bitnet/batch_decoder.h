@@ -106,6 +106,10 @@ struct BatchOptions {
   uint32_t step_rows_per_subgroup = 0;
   // Tokens a workgroup there (0: ops/tuning.h's step_norm_tile_tokens): the same bits.
   uint32_t step_norm_tile = 0;
+  // Blocks of 128 columns a workgroup of the tensor-core steps' projections, their reduction
+  // split between workgroups (-1: ops/tuning.h's step_coop_blocks_per_split; 0: no split). The
+  // same bits.
+  int coop_blocks_per_split = -1;
   // The full LM head on tensor cores (ops/head/lm_head_coopmat.h: x rounded to F16, as bitnet.cpp's
   // CPU path does) where the device has them, in tails without draws over the vocabulary (those
   // take lm_head_batch, whose logits the draw's bits depend on); else, or with false,

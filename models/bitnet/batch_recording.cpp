@@ -65,7 +65,7 @@ ProjectionChoice BitNetBatchDecoder::projection_choice(uint32_t lanes) const {
                                                                        : decode.rows_per_subgroup;
   return {layout_, lanes, options_.subgroup_max_tokens, options_.coop_row_subgroups, options_.coop_token_subgroups,
           options_.coop_double_buffer, options_.norm_fused_max_tokens, options_.rope_in_qkv, deferred_partials_,
-          merging_rows, options_.step_rows_per_subgroup, options_.step_norm_tile};
+          merging_rows, options_.step_rows_per_subgroup, options_.step_norm_tile, options_.coop_blocks_per_split};
 }
 
 BitNetBatchDecoder::Step& BitNetBatchDecoder::step_for(uint32_t lanes) {

@@ -30,6 +30,7 @@ Engine engine_for(const ops::OpTarget& t, const ProjectionChoice& choice) {
     e.options.step_row_subgroups = choice.coop_row_subgroups;
     e.options.step_token_subgroups = choice.coop_token_subgroups;
     e.options.step_double_buffer = choice.coop_double_buffer;
+    e.options.step_blocks_per_split = choice.coop_blocks_per_split;
     if (choice.step_tokens <= subgroup_max) {
       cooperative = false;
       e.engine = ops::MatmulEngine::Subgroup;
@@ -104,17 +105,32 @@ BlockProjections::BlockProjections(rt::Context& ctx, const models::BitNetConfig&
   if (attn_output_merges) merging.options.tokens_per_workgroup = 1;  // the merge reads one token's partials
   if (attn_output_merges && choice.merging_attn_output_rows)
     merging.options.projection.rows_per_subgroup = choice.merging_attn_output_rows;
-  b.add(projection(t, c, merging, c.dim, c.n_heads * c.head_dim, true,
-                   attn_output_merges ? choice.attention_partials : std::nullopt), attn_output);
-  b.add(projection(t, c, e, c.dim, c.ffn_dim, true), ffn_down);
+  // A step's split projections get their scratch (zero) here; every site's grid is known now.
+  auto add_split = [&](ops::Plan plan, std::optional<ops::PlannedPipeline>* into, ops::PlannedPipeline* into_plain,
+                       uint32_t rows, std::initializer_list<SplitSite> sites) {
+    const rt::Grid g = choice.step_tokens ? plan.grid(choice.step_tokens) : rt::Grid{};
+    if (g.z > 1)
+      for (SplitSite site : sites) {
+        SplitScratch s{rt::Buffer(ctx, 4ull * choice.step_tokens * rows, {false, "split totals"}),
+                       rt::Buffer(ctx, 4ull * g.x * g.y, {false, "split tickets"})};
+        s.totals.fill(0);
+        s.tickets.fill(0);
+        split_scratch[site] = std::move(s);
+      }
+    if (into) b.add(std::move(plan), *into);
+    else b.add(std::move(plan), *into_plain);
+  };
+  add_split(projection(t, c, merging, c.dim, c.n_heads * c.head_dim, true, attn_output_merges ? choice.attention_partials : std::nullopt),
+            nullptr, &attn_output, c.dim, {kSplitAttnOutput});
+  add_split(projection(t, c, e, c.dim, c.ffn_dim, true), nullptr, &ffn_down, c.dim, {kSplitFfnDown});
   if (!normalized) b.add(ops::plan_quantize_activations(t, c.ffn_dim, ffn_down_quantize(c, separate)), norm_quantize_ffn);
   if (!normalized && !c.sub_norms) b.add(ops::plan_quantize_activations(t, c.dim), quantize);
   if (!normalized && choice.attention_partials)
     b.add(ops::plan_attention_output_quantize(t, *choice.attention_partials, c.sub_norms), merge_quantize);
   if (separate) {
-    b.add(projection(t, c, e, c.n_heads * c.head_dim, c.dim, false), q_proj);
-    b.add(projection(t, c, e, c.kv_dim(), c.dim, false), kv_proj);
-    b.add(projection(t, c, e, c.ffn_dim, c.dim, false), gate_up_proj);
+    add_split(projection(t, c, e, c.n_heads * c.head_dim, c.dim, false), &q_proj, nullptr, c.n_heads * c.head_dim, {kSplitQ});
+    add_split(projection(t, c, e, c.kv_dim(), c.dim, false), &kv_proj, nullptr, c.kv_dim(), {kSplitK, kSplitV});
+    add_split(projection(t, c, e, c.ffn_dim, c.dim, false), &gate_up_proj, nullptr, c.ffn_dim, {kSplitGate, kSplitUp});
   } else {
     if (choice.rope_in_qkv && choice.step_tokens)
       b.add(ops::plan_ternary_matmul_qkv_rope(t, {c.n_heads, c.n_kv_heads, c.head_dim}, c.dim, c.context_length, e.options), qkv_rope);
@@ -123,6 +139,12 @@ BlockProjections::BlockProjections(rt::Context& ctx, const models::BitNetConfig&
     b.add(ops::plan_ternary_matmul_gate_up(t, c.ffn_dim, c.dim, gate_activation(c), e.options), gate_up);
   }
   if (!batch) own.build(ctx, cache);
+}
+
+std::vector<rt::Arg> BlockProjections::split_args(SplitSite site) const {
+  const auto& s = split_scratch[site];
+  if (!s) return {};
+  return {{"totals", s->totals}, {"tickets", s->tickets}};
 }
 
 PrefillPipelines::PrefillPipelines(rt::Context& ctx, const models::BitNetConfig& c, const ops::OpTarget& t,
@@ -165,9 +187,14 @@ void record_block_layer(rt::Graph& g, const BlockProjections& pp, const ops::Pla
       pp.qkv->dispatch(g, args, push, n);
     }
   };
-  // A single-tensor projection of the quantized block into `out` (or added to it, with a residual).
-  auto project = [&](const ops::PlannedPipeline& proj, const rt::Buffer& weights, const rt::Buffer& out) {
-    proj.dispatch(g, {{"w", weights}, {"x_q", b.q8}, {"x_act", b.act}, {"y", out}}, rt::push(n), n);
+  // A single-tensor projection of the quantized block into `out` (or added to it, with a residual),
+  // with its split's scratch where it splits its reduction.
+  auto project = [&](const ops::PlannedPipeline& proj, const rt::Buffer& weights, const rt::Buffer& out,
+                     BlockProjections::SplitSite site) {
+    std::vector<rt::Arg> args = {{"w", weights}, {"x_q", b.q8}, {"x_act", b.act}, {"y", out}};
+    const auto scratch = pp.split_args(site);
+    args.insert(args.end(), scratch.begin(), scratch.end());
+    proj.dispatch(g, args, rt::push(n), n);
   };
   // RMSNorm of the block's rows of `x`, quantized to int8 for the next projection.
   auto norm_quantize_rows = [&](const rt::Buffer& x, const rt::Buffer& norm_weight) {
@@ -193,9 +220,9 @@ void record_block_layer(rt::Graph& g, const BlockProjections& pp, const ops::Pla
   }
   norm_quantize_rows(b.x, w.attn_norm);
   if (pp.separate) {  // three dispatches in one step: they write different buffers
-    project(*pp.q_proj, w.attn_q, b.q);
-    project(*pp.kv_proj, w.attn_k, b.k);
-    project(*pp.kv_proj, w.attn_v, b.v);
+    project(*pp.q_proj, w.attn_q, b.q, BlockProjections::kSplitQ);
+    project(*pp.kv_proj, w.attn_k, b.k, BlockProjections::kSplitK);
+    project(*pp.kv_proj, w.attn_v, b.v, BlockProjections::kSplitV);
   } else {
     qkv({{"x_q", b.q8}, {"x_act", b.act}}, rt::push(n));
   }
@@ -210,13 +237,13 @@ void record_block_layer(rt::Graph& g, const BlockProjections& pp, const ops::Pla
   } else {
     pp.quantize->dispatch(g, {{"x", b.attn}, {"q", b.q8}, {"act", b.act}}, {}, n);
   }
-  project(pp.attn_output, w.attn_output, b.x);
+  project(pp.attn_output, w.attn_output, b.x, BlockProjections::kSplitAttnOutput);
   norm_quantize_rows(b.x, w.ffn_norm);
   // ffn_down's input, quantized by norm_quantize_ffn (ffn_sub_norm in front where the graph has it).
   std::vector<rt::Arg> ffn_input;
   if (pp.separate) {  // act(gate) * up is formed by the quantize below
-    project(*pp.gate_up_proj, w.ffn_gate, b.ffn);
-    project(*pp.gate_up_proj, w.ffn_up, *b.up);
+    project(*pp.gate_up_proj, w.ffn_gate, b.ffn, BlockProjections::kSplitGate);
+    project(*pp.gate_up_proj, w.ffn_up, *b.up, BlockProjections::kSplitUp);
     ffn_input = {{"gate", b.ffn}, {"up", *b.up}};
   } else {
     pp.gate_up->dispatch(g, {{"w_gate", w.ffn_gate}, {"w_up", w.ffn_up}, {"x_q", b.q8}, {"x_act", b.act}, {"y", b.ffn}},
@@ -226,7 +253,7 @@ void record_block_layer(rt::Graph& g, const BlockProjections& pp, const ops::Pla
   ffn_input.insert(ffn_input.end(), {{"q", b.q8}, {"act", b.act}});
   if (pp.sub_norms) ffn_input.push_back({"norm_weight", w.ffn_sub_norm});
   pp.norm_quantize_ffn->dispatch(g, ffn_input, pp.sub_norms ? rt::push(eps) : rt::PushConstants{}, n);
-  project(pp.ffn_down, w.ffn_down, b.x);
+  project(pp.ffn_down, w.ffn_down, b.x, BlockProjections::kSplitFfnDown);
 }
 
 }  // namespace bdsl::bitnet

@@ -66,6 +66,9 @@ struct ProjectionChoice {
   // Tokens a workgroup in those steps (0: the table's step_norm_tile_tokens), all normalized
   // together; a merging attn_output takes one. The same bits.
   uint32_t step_norm_tile = 0;
+  // The step's tensor-core projections split their reduction so that each workgroup multiplies
+  // about this many 128-column blocks (0: none; -1: the table's step_coop_blocks_per_split).
+  int coop_blocks_per_split = -1;
 };
 
 // Whether the projections `choice` gives normalize each token in their workgroups
@@ -104,6 +107,17 @@ struct BlockProjections {
   std::optional<ops::PlannedPipeline> q_proj, kv_proj, gate_up_proj;
   ops::PlannedPipeline attn_output;  // residual added
   ops::PlannedPipeline ffn_down;     // residual added
+  // Tensor-core projections of a step that split their reduction (ProjectionChoice::
+  // coop_blocks_per_split) bind scratch of their own: ternary_matmul_coopmat's totals and
+  // tickets, zero between dispatches. One set for each projection of a layer (one kernel may
+  // split where another of the step does not).
+  struct SplitScratch {
+    rt::Buffer totals, tickets;
+  };
+  enum SplitSite { kSplitQ, kSplitK, kSplitV, kSplitAttnOutput, kSplitGate, kSplitUp, kSplitFfnDown, kSplitSites };
+  std::vector<std::optional<SplitScratch>> split_scratch = std::vector<std::optional<SplitScratch>>(kSplitSites);
+  // The scratch bindings for a site (none where its projection does not split).
+  std::vector<rt::Arg> split_args(SplitSite site) const;
 };
 
 struct PrefillPipelines {

@@ -103,7 +103,7 @@ Kernel build(const OpTarget& target, uint32_t rows, uint32_t cols, const CoopMat
   std::string name = "ternary_matmul_coopmat_" + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) +
                      "_" + std::to_string(tl.rows) + "x" + std::to_string(tl.tokens) + "_sg" +
                      std::to_string(o.row_subgroups) + "x" + std::to_string(o.token_subgroups) +
-                     (o.double_buffer ? "_db" : "") +
+                     (o.double_buffer ? "_db" : "") + (o.k_splits > 1 ? "_k" + std::to_string(o.k_splits) : "") +
                      (o.add_residual ? "_residual" : "") + (o.write_accumulators ? "_acc" : "") + "_" +
                      std::to_string(rows) + "x" + std::to_string(cols);
   KernelBuilder k(name, {tl.invocations, 1, 1});
@@ -113,6 +113,13 @@ Kernel build(const OpTarget& target, uint32_t rows, uint32_t cols, const CoopMat
   auto y = k.buffer<f32>("y", o.add_residual ? Access::ReadWrite : Access::Write);
   std::optional<Buffer<i32>> acc_out;
   if (o.write_accumulators) acc_out = k.buffer<i32>("acc", Access::Write);
+  const bool split = o.k_splits > 1;
+  std::optional<Buffer<i32>> totals;
+  std::optional<Buffer<u32>> tickets;
+  if (split) {
+    totals = k.buffer<i32>("totals", Access::ReadWrite);
+    tickets = k.buffer<u32>("tickets", Access::ReadWrite);
+  }
   auto tokens = k.push<u32>("tokens");
   auto tile = k.shared<uvec4>("tile", tl.shared_words);
 
@@ -137,8 +144,12 @@ Kernel build(const OpTarget& target, uint32_t rows, uint32_t cols, const CoopMat
   for (uint32_t u = 0; u * tl.invocations < tl.tokens * 8; ++u)
     st.x.push_back(k.var<uvec4>("x_stage" + std::to_string(u), make_vec<u32>(0u, 0u, 0u, 0u)));
   const uint32_t blocks = cols / kBlockCols;
+  // This workgroup's blocks [first_block, end_block): all, or its split's share.
+  const uint32_t per_split = ceil_div(blocks, o.k_splits);
+  auto first_block = split ? let("first_block", k.workgroup_id().z() * per_split) : constant<u32>(0u);
+  auto end_block = split ? let("end_block", min(first_block + per_split, blocks)) : constant<u32>(blocks);
   auto next_fetch = [&](Expr<u32> blk) {
-    if_(blk < blocks, [&] { fetch(k, st, w, x_q, row0, token0, tokens, blk, rows, cols, tl); });
+    if_(blk < end_block, [&] { fetch(k, st, w, x_q, row0, token0, tokens, blk, rows, cols, tl); });
   };
   // This subgroup's products of the block staged at `stage`, K columns at a time.
   auto multiply = [&](Expr<u32> stage) {
@@ -151,7 +162,7 @@ Kernel build(const OpTarget& target, uint32_t rows, uint32_t cols, const CoopMat
         for (uint32_t j = 0; j < o.token_tiles; ++j) acc[i * o.token_tiles + j].mul_add(a[i], b[j]);
     }
   };
-  fetch(k, st, w, x_q, row0, token0, tokens, constant<u32>(0u), rows, cols, tl);
+  next_fetch(first_block);  // a split's share may be empty (more splits than its blocks fill)
   if (o.double_buffer) {
     // One barrier per block: block b + 1 is staged into the other half while block b is multiplied.
     stash(k, st, tile, constant<u32>(0u), tl);
@@ -166,7 +177,7 @@ Kernel build(const OpTarget& target, uint32_t rows, uint32_t cols, const CoopMat
       barrier();
     }, "blk");
   } else {
-    for_range(0u, blocks, [&](Expr<u32> blk) {
+    for_range(first_block, end_block, [&](Expr<u32> blk) {
       barrier();  // the previous step's tensor-core loads are done with the tile
       stash(k, st, tile, constant<u32>(0u), tl);
       barrier();
@@ -184,28 +195,50 @@ Kernel build(const OpTarget& target, uint32_t rows, uint32_t cols, const CoopMat
       acc[i * o.token_tiles + j].store(tile, c_at + (i * M / 4 + j * N * tl.c_stride), tl.c_stride, MatrixLayout::ColumnMajor);
   barrier();
   const uint32_t row_words = tl.rows / 4;
-  for_range(k.local_index(), row_words * tl.tokens, tl.invocations, [&](Expr<u32> i) {
-    auto local_token = let("local_token", i / row_words);
-    auto token = let("token", token0 + local_token);
-    if_(token < tokens, [&] {
-      auto words = let("c_words", Expr<uvec4>(tile[local_token * tl.c_stride + i % row_words]));
-      auto s = let("s", bitcast<f32>(Expr<u32>(x_act[token * 2u])));
-      auto first = let("first_row", row0 + (i % row_words) * 4u);
-      for (uint32_t l = 0; l < 4; ++l) {
-        auto row = first + l;
-        if_(row < rows, [&] {
-          auto dot = let("dot", bitcast<i32>(words.lane(l)));
-          auto v = let("proj", cast<f32>(dot) / s * scale);  // as ternary_matmul: acc / s * scale
-          auto at = let("at", token * rows + row);
-          if (o.add_residual)
-            y[at] = y[at] + v;
-          else
-            y[at] = v;
-          if (acc_out) (*acc_out)[at] = dot;
-        });
-      }
+  // Each (token, row) of the tile that exists, with its accumulator in this workgroup.
+  auto each_output = [&](const std::function<void(Expr<u32> at, Expr<u32> token, Expr<i32> dot)>& body) {
+    for_range(k.local_index(), row_words * tl.tokens, tl.invocations, [&](Expr<u32> i) {
+      auto local_token = let("local_token", i / row_words);
+      auto token = let("token", token0 + local_token);
+      if_(token < tokens, [&] {
+        auto words = let("c_words", Expr<uvec4>(tile[local_token * tl.c_stride + i % row_words]));
+        auto first = let("first_row", row0 + (i % row_words) * 4u);
+        for (uint32_t l = 0; l < 4; ++l) {
+          auto row = first + l;
+          if_(row < rows, [&] { body(let("at", token * rows + row), token, bitcast<i32>(words.lane(l))); });
+        }
+      });
+    }, "out");
+  };
+  auto epilogue = [&](Expr<u32> at, Expr<u32> token, Expr<i32> dot) {
+    auto s = let("s", bitcast<f32>(Expr<u32>(x_act[token * 2u])));
+    auto v = let("proj", cast<f32>(dot) / s * scale);  // as ternary_matmul: acc / s * scale
+    if (o.add_residual)
+      y[at] = y[at] + v;
+    else
+      y[at] = v;
+    if (acc_out) (*acc_out)[at] = dot;
+  };
+  if (!split) {
+    each_output([&](Expr<u32> at, Expr<u32> token, Expr<i32> dot) { epilogue(at, token, let("dot", dot)); });
+    return k.build();
+  }
+  // Splits: add this share to the totals, count it; the last share's workgroup finishes the tile.
+  each_output([&](Expr<u32> at, Expr<u32>, Expr<i32> dot) { atomic_add((*totals)[at], dot); });
+  auto is_last = k.shared<u32>("is_last", 1);
+  auto ticket_at = let("ticket_at", k.workgroup_id().y() * k.num_workgroups().x() + k.workgroup_id().x());
+  barrier(true);  // every add done before the count
+  if_(k.local_index() == 0u, [&] {
+    auto done_before = atomic_add((*tickets)[ticket_at], 1u);
+    is_last[0u] = select(done_before == o.k_splits - 1u, 1u, 0u);
+  });
+  barrier(true);
+  if_(Expr<u32>(is_last[0u]) == 1u, [&] {
+    each_output([&](Expr<u32> at, Expr<u32> token, Expr<i32>) {
+      epilogue(at, token, let("dot", atomic_exchange((*totals)[at], 0)));  // the sum, and zero for the next dispatch
     });
-  }, "out");
+    if_(k.local_index() == 0u, [&] { atomic_exchange((*tickets)[ticket_at], 0u); });
+  });
   return k.build();
 }
 
@@ -249,6 +282,10 @@ Kernel ternary_matmul_coopmat(const OpTarget& target, uint32_t rows, uint32_t co
   if (uint64_t(rows) * cols / 64 >= (1ull << 32))
     throw std::invalid_argument("ternary_matmul_coopmat: the weights are too large for 32-bit indices");
   const Tiles t = tiles_of(target, shape, options);
+  if (options.k_splits == 0 || options.k_splits > cols / kBlockCols || (options.k_splits > 1 && options.double_buffer))
+    throw std::invalid_argument("ternary_matmul_coopmat: k_splits " + std::to_string(options.k_splits) +
+                                " must be 1 to the " + std::to_string(cols / kBlockCols) +
+                                " blocks of 128 columns, and 1 with double_buffer");
   const uint64_t shared = uint64_t(t.shared_words) * 16;
   if (shared > target.max_shared_bytes || t.invocations > target.max_workgroup_invocations)
     throw std::invalid_argument("ternary_matmul_coopmat: " + std::to_string(t.rows) + " rows x " + std::to_string(t.tokens) +
@@ -279,25 +316,37 @@ PrefillMatmul ternary_matmul_auto(const OpTarget& target, uint32_t rows, uint32_
   CoopMatmulOptions c = options.step_tokens ? coop_tiles_for_step(target, options.step_tokens, options.step_row_subgroups,
                                                                  options.step_token_subgroups, options.step_double_buffer)
                                           : coop_tiles_for(target, rows, cols);
+  if (options.step_tokens) {  // the split: asked for, else the table's for steps of few tokens
+    const Tuning& tu = tuning_for(target);
+    const uint32_t groups = ternary_matmul_coopmat_row_groups(target, rows, c) *
+                            ternary_matmul_coopmat_token_groups(target, options.step_tokens, c);
+    const bool few_groups = !tu.step_coop_split_max_workgroups || groups <= tu.step_coop_split_max_workgroups;
+    const uint32_t per = options.step_blocks_per_split >= 0 ? uint32_t(options.step_blocks_per_split)
+                         : options.step_tokens <= tu.step_coop_split_max_tokens && few_groups ? tu.step_coop_blocks_per_split
+                                                                                              : 0u;
+    if (per > 0 && !c.double_buffer) c.k_splits = std::max(1u, (cols / kBlockCols + per / 2) / per);
+  }
   c.add_residual = options.projection.add_residual;
   c.write_accumulators = options.projection.write_accumulators;
   const Tiles t = tiles_of(target, shape_or_throw(target), c);
-  return {ternary_matmul_coopmat(target, rows, cols, c), true, ternary_matmul_coopmat_row_groups(target, rows, c), t.tokens};
+  return {ternary_matmul_coopmat(target, rows, cols, c), true, ternary_matmul_coopmat_row_groups(target, rows, c), t.tokens,
+          c.k_splits};
 }
 
 Plan plan_ternary_matmul_coopmat(const OpTarget& target, uint32_t rows, uint32_t cols, const CoopMatmulOptions& options) {
   const uint32_t row_groups = ternary_matmul_coopmat_row_groups(target, rows, options);
   return {ternary_matmul_coopmat(target, rows, cols, options), [target, row_groups, options](uint32_t tokens) {
-            return rt::Grid{row_groups, ternary_matmul_coopmat_token_groups(target, tokens, options)};
+            return rt::Grid{row_groups, ternary_matmul_coopmat_token_groups(target, tokens, options), options.k_splits};
           }};
 }
 
 Plan plan_ternary_matmul_auto(const OpTarget& target, uint32_t rows, uint32_t cols, const MatmulOptions& options,
                               MatmulEngine engine) {
   PrefillMatmul m = ternary_matmul_auto(target, rows, cols, options, engine);
-  const uint32_t row_groups = m.row_groups, per_group = m.tokens_per_group;
-  return {std::move(m.kernel),
-          [row_groups, per_group](uint32_t tokens) { return rt::Grid{row_groups, (tokens + per_group - 1) / per_group}; }};
+  const uint32_t row_groups = m.row_groups, per_group = m.tokens_per_group, splits = m.k_splits;
+  return {std::move(m.kernel), [row_groups, per_group, splits](uint32_t tokens) {
+            return rt::Grid{row_groups, (tokens + per_group - 1) / per_group, splits};
+          }};
 }
 
 }  // namespace bdsl::ops

@@ -15,9 +15,16 @@
 // y = acc / s * scale (+ y with add_residual).
 // The device must run the target's subgroup size (NVIDIA: 32).
 //
+// With k_splits S > 1 the grid's z splits the blocks S ways: each workgroup adds its int32
+// accumulators to `totals` with atomic adds (exact in any order) and counts itself on its tile's
+// ticket; the last of the S runs the epilogue on the totals, taking each back to zero (atomic
+// exchange) and the ticket too, for the next dispatch. The same bits as S = 1.
+//
 // Bindings, in order: w (uvec4, read), x_q (uvec4, read), x_act (u32, read), y (f32, write;
-// read-write with add_residual), acc (i32, write, with write_accumulators). Push: tokens (u32).
-// Grid: (ternary_matmul_coopmat_row_groups(rows), ternary_matmul_coopmat_token_groups(tokens), 1).
+// read-write with add_residual), acc (i32, write, with write_accumulators); with k_splits > 1
+// totals (i32 read-write, [tokens * rows], zero before the first dispatch, left zero) and tickets
+// (u32 read-write, [row groups * token groups], likewise). Push: tokens (u32).
+// Grid: (ternary_matmul_coopmat_row_groups(rows), ternary_matmul_coopmat_token_groups(tokens), k_splits).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -62,6 +69,7 @@ struct PrefillMatmul {
   bool cooperative = false;
   uint32_t row_groups = 0;        // grid x
   uint32_t tokens_per_group = 0;  // grid y = token_groups(tokens)
+  uint32_t k_splits = 1;          // grid z; above 1 the kernel binds totals and tickets (see above)
   uint32_t token_groups(uint32_t tokens) const { return (tokens + tokens_per_group - 1) / tokens_per_group; }
 };
 PrefillMatmul ternary_matmul_auto(const OpTarget& target, uint32_t rows, uint32_t cols, const MatmulOptions& options = {},

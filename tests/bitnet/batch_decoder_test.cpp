@@ -4,6 +4,7 @@
 // layout; and a bad step is refused, naming what is wrong.
 #include <set>
 
+#include "ops/ternary/ternary_matmul_coopmat.h"
 #include "batch_decoder_fixture.h"
 
 namespace bdsl::test {
@@ -182,6 +183,45 @@ TEST_F(BatchDecoder, NormsInsideTheProjectionsGiveTheSameBits) {
       EXPECT_EQ(fused.step_stats(fused.bucket_for(streams)).dispatches + 4 * config.n_layers,
                 apart.step_stats(apart.bucket_for(streams)).dispatches)
           << "tile " << tile << ", " << streams << " streams: the norms are not dispatches";
+    }
+  }
+}
+
+// Tensor-core steps whose projections split their reduction between workgroups
+// (BatchOptions::coop_blocks_per_split; the tiny model's 4 and 12 blocks in up to 4 and 12 shares):
+// the same bits as unsplit. Only where the device has tensor cores: elsewhere these steps run
+// the subgroup matmul, which never splits.
+TEST_F(BatchDecoder, SplitReductionsGiveTheSameBits) {
+  if (!ops::ternary_matmul_coopmat_shape(ops::OpTarget::from(ctx().info())))
+    GTEST_SKIP() << "no tensor cores: the steps never split";
+  const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
+  const auto config = models::BitNetConfig::from_gguf(file);
+  bitnet::ModelOptions o;
+  o.top_k = 8;
+  bitnet::BitNetModel whole_model(ctx(), file, config, o);
+  bitnet::BitNetBatchDecoder whole(ctx(), whole_model, 4,
+                                   {.subgroup_max_tokens = 1, .coop_blocks_per_split = 0, .return_candidates = true});
+  const uint32_t v = config.vocab_size, steps = 4;
+  auto streams_of = [&](uint32_t n) {
+    std::vector<Stream> s;
+    for (uint32_t i = 0; i < n; ++i) s.push_back({i, prompt_of(30 + i, 5 + 2 * i, v), {}, {}});
+    return s;
+  };
+  std::vector<std::vector<Stream>> expected;
+  for (uint32_t streams : {2u, 4u}) {
+    expected.push_back(streams_of(streams));
+    run_in_steps(whole, expected.back(), steps, 3);
+  }
+  for (int per : {1, 2}) {
+    bitnet::BitNetModel split_model(ctx(), file, config, o);
+    bitnet::BitNetBatchDecoder split(ctx(), split_model, 4,
+                                     {.subgroup_max_tokens = 1, .coop_blocks_per_split = per, .return_candidates = true});
+    for (const auto& b : expected) {
+      std::vector<Stream> a = streams_of(uint32_t(b.size()));
+      run_in_steps(split, a, steps, 3);
+      for (size_t i = 0; i < b.size(); ++i)
+        expect_same_candidates(a[i], b[i], std::to_string(per) + " blocks a split, " + std::to_string(b.size()) +
+                                               " streams, stream " + std::to_string(i));
     }
   }
 }

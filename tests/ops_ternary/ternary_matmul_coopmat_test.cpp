@@ -8,6 +8,7 @@
 
 #include "codegen/interface_of.h"
 #include "matrix_test.h"
+#include "runtime/graph.h"
 #include "runtime/pipeline.h"
 
 namespace bdsl::test {
@@ -93,6 +94,54 @@ TEST_F(TernaryMatmulCoopmat, EveryTileShapeMatchesGolden) {
     check(100, 384, 45, o);
     check(640, 2560, 70, o);
   }
+}
+
+// The reduction split between workgroups (k_splits, a decode step's tiles): the same accumulators
+// and outputs, bit for bit, as one workgroup a tile, also with a residual; replayed, so the scratch
+// must be left zero by each dispatch. 54 blocks in 4 splits: shares of 14, 14, 14 and 12; 4 in 3:
+// 2, 2 and none.
+TEST_F(TernaryMatmulCoopmat, SplitReductionGivesTheSameBits) {
+  if (!has_tensor_cores()) GTEST_SKIP() << why_skipped();
+  for (auto [rows, cols, tokens, splits] : {std::array<uint32_t, 4>{640, 2560, 16, 4}, {2560, 6912, 33, 4},
+                                            {100, 384, 9, 3}, {96, 384, 20, 2}, {100, 512, 9, 3}, {7, 128, 1, 1}})
+    for (bool residual : {false, true}) {
+      SCOPED_TRACE(testing::Message() << rows << "x" << cols << " tokens " << tokens << " splits " << splits
+                                      << (residual ? " residual" : ""));
+      ops::CoopMatmulOptions whole = ops::coop_tiles_for_step(target(), tokens);
+      whole.write_accumulators = true;
+      whole.add_residual = residual;
+      ops::CoopMatmulOptions split = whole;
+      split.k_splits = splits;
+      const ops::Plan pw = ops::plan_ternary_matmul_coopmat(target(), rows, cols, whole);
+      const ops::Plan ps = ops::plan_ternary_matmul_coopmat(target(), rows, cols, split);
+      ASSERT_EQ(ps.grid(tokens).z, splits);
+      const I2sWeights w = random_i2s(rows, cols, rows + cols + splits);
+      const Tokens x = quantize_tokens(tokens, cols, cols + tokens, 7);
+      const auto before = random_floats(size_t(rows) * tokens, 5, 4.0f);
+      rt::Buffer wb = buffer_of(w.bytes, "w"), qb = buffer_of(x.words, "x_q"), ab = buffer_of(x.act, "x_act");
+      rt::Buffer yw = buffer_of(before, "y whole"), ys = buffer_of(before, "y split");
+      rt::Buffer aw = output(uint64_t(rows) * tokens * 4, "acc whole"), as = output(uint64_t(rows) * tokens * 4, "acc split");
+      const rt::Grid g = ps.grid(tokens);
+      rt::Buffer totals = buffer_of(std::vector<int32_t>(size_t(rows) * tokens, 0), "totals");
+      rt::Buffer tickets = buffer_of(std::vector<uint32_t>(size_t(g.x) * g.y, 0u), "tickets");
+      rt::Pipeline p_whole = pipeline(pw.kernel), p_split = pipeline(ps.kernel);
+      rt::Graph gw(ctx()), gs(ctx());
+      gw.dispatch(p_whole, {wb, qb, ab, yw, aw}, rt::push(tokens), pw.grid(tokens));
+      if (splits > 1)
+        gs.dispatch(p_split, {wb, qb, ab, ys, as, totals, tickets}, rt::push(tokens), g);
+      else
+        gs.dispatch(p_split, {wb, qb, ab, ys, as}, rt::push(tokens), g);
+      for (int replay = 0; replay < 2; ++replay) {
+        gw.submit_and_wait();
+        gs.submit_and_wait();
+        ASSERT_EQ(as.download<int32_t>(), aw.download<int32_t>()) << "replay " << replay;
+        ASSERT_EQ(ys.download<float>(), yw.download<float>()) << "replay " << replay;
+        EXPECT_EQ(totals.download<int32_t>(), std::vector<int32_t>(size_t(rows) * tokens, 0)) << "totals left for the next";
+        EXPECT_EQ(tickets.download<uint32_t>(), std::vector<uint32_t>(size_t(g.x) * g.y, 0u)) << "tickets left for the next";
+      }
+      const auto acc = as.download<int32_t>();
+      for (uint32_t r = 0; r < rows; r += 37) ASSERT_EQ(acc[r], golden::ternary_dot(w.m.row(r), x.q[0].q)) << "row " << r;
+    }
 }
 
 TEST_F(TernaryMatmulCoopmat, ResidualAdd) {
