@@ -74,8 +74,9 @@ BenchSession::BenchSession(const BenchOptions& o) : options(o) {
   ctx = std::make_unique<rt::Context>(copts);
   if (!ctx->info().timestamps) throw std::runtime_error("device '" + ctx->info().name + "' has no GPU timestamps");
   target = ops::OpTarget::from(ctx->info());
-  if (o.coop_tile_short || o.coop_tile_tall || o.coop_tile_deep || o.memory_model_handoffs || o.coop_split_max_workgroups) {
+  if (o.coop_tile_short || o.coop_tile_tall || o.coop_tile_deep || o.memory_model_handoffs || o.coop_split_max_workgroups || o.coop_split_max_tokens) {
     ops::Tuning t = ops::tuning_for(target);
+    if (o.coop_split_max_tokens) t.step_coop_split_max_tokens = *o.coop_split_max_tokens;
     if (o.coop_split_max_workgroups) t.step_coop_split_max_workgroups = *o.coop_split_max_workgroups;
     t.memory_model_handoffs = o.memory_model_handoffs;
     if (o.coop_tile_short) t.coop_tile_short = *o.coop_tile_short;

@@ -36,6 +36,7 @@ struct BenchOptions {
   std::optional<ops::CoopTile> coop_tile_short, coop_tile_tall, coop_tile_deep;
   bool memory_model_handoffs = false;  // ops/tuning.h's memory_model_handoffs
   std::optional<uint32_t> coop_split_max_workgroups;  // ops/tuning.h's step_coop_split_max_workgroups
+  std::optional<uint32_t> coop_split_max_tokens;      // ops/tuning.h's step_coop_split_max_tokens
 };
 
 struct BenchSession {

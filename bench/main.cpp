@@ -93,6 +93,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
     else if (a == "--coop-tile-deep") o.coop_tile_deep = coop_tile(value());
     else if (a == "--memory-model-handoffs") o.memory_model_handoffs = true;
     else if (a == "--coop-split-max-groups") o.coop_split_max_workgroups = uint32_t(std::stoul(value()));
+    else if (a == "--coop-split-max-tokens") o.coop_split_max_tokens = uint32_t(std::stoul(value()));
     else if (a == "--help" || a == "-h") {
       std::printf("usage: bitnet-dsl-bench [--quick] [--model FILE.gguf | --model-preset NAME] [--device N|NAME]\n"
                   "                        [--prefill-projections auto|fused|separate] [--prefill-block N]\n"
@@ -107,6 +108,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "                        [--batch-attention-positions N] [--batch-prompt-lanes N]\n"
                   "                        [--batch-norm-fused-max N] [--batch-rows N] [--batch-norm-tile N]\n"
                   "                        [--batch-coop-split N] [--coop-split-max-groups N]\n"
+                  "                        [--coop-split-max-tokens N]\n"
                   "                        [--batch-attention-spread N]\n"
                   "                        [--batch-attention-per-workgroup N] [--batch-attention-spread-split N]\n"
                   "                        [--coop-tile-short T] [--coop-tile-tall T] [--coop-tile-deep T]\n"
@@ -156,7 +158,8 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "    (but QKV and a merging attn_output); --batch-norm-tile: their tokens a workgroup\n"
                   "  --batch-coop-split: blocks of 128 columns a workgroup of the tensor-core steps'\n"
                   "    projections, the reduction split between workgroups (0: no split);\n"
-                  "    --coop-split-max-groups: only projections of at most N workgroups split (0: any)\n");
+                  "    --coop-split-max-groups: only projections of at most N workgroups split (0: any);\n"
+                  "    --coop-split-max-tokens: only in steps of at most N tokens\n");
       benchmark::PrintDefaultHelp();
       std::exit(0);
     } else argv[out++] = argv[i];
