@@ -78,7 +78,7 @@ BenchSession::BenchSession(const BenchOptions& o) : options(o) {
     ops::Tuning t = ops::tuning_for(target);
     if (o.coop_split_max_tokens) t.step_coop_split_max_tokens = *o.coop_split_max_tokens;
     if (o.coop_split_max_workgroups) t.step_coop_split_max_workgroups = *o.coop_split_max_workgroups;
-    t.memory_model_handoffs = o.memory_model_handoffs;
+    if (o.memory_model_handoffs) t.memory_model_handoffs = true;
     if (o.coop_tile_short) t.coop_tile_short = *o.coop_tile_short;
     if (o.coop_tile_tall) t.coop_tile_tall = *o.coop_tile_tall;
     if (o.coop_tile_deep) t.coop_tile_deep = *o.coop_tile_deep;

@@ -147,6 +147,14 @@ class Printer {
     }
   }
 
+  // How other workgroups' accesses to a buffer are seen: polled, coherent, handed off, or not.
+  static const char* memory_qualifier(const BufferDecl& b) {
+    if (b.is_volatile) return "volatile coherent ";
+    if (b.coherent) return "coherent ";
+    if (b.handoff) return "nonprivate ";
+    return "";
+  }
+
   void header() {
     out_ << "#version 460\n";
     out_ << "// kernel: " << ir_.name << "\n";
@@ -157,7 +165,7 @@ class Printer {
     for (size_t i = 0; i < ir_.buffers.size(); ++i) {
       const auto& b = ir_.buffers[i].info;
       const char* q = b.access == Access::Read ? "readonly " : b.access == Access::Write ? "writeonly " : "";
-      out_ << "layout(std430, set = 0, binding = " << b.binding << ") " << (ir_.buffers[i].is_volatile ? "volatile coherent " : ir_.buffers[i].coherent ? "coherent " : ir_.buffers[i].handoff ? "nonprivate " : "")
+      out_ << "layout(std430, set = 0, binding = " << b.binding << ") " << memory_qualifier(ir_.buffers[i])
            << q << "buffer " << buffer_names_[i]
            << "_block { " << glsl_name(b.element) << " " << buffer_names_[i] << "[]; };\n";
     }

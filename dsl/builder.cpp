@@ -92,7 +92,8 @@ bool BuilderCore::op_is_pure(Op op, uint32_t ref) const {
       return false;
     case Op::Load:
       // Read-only data cannot change, unless another dispatch writes it while this one runs
-      // (a coherent buffer, e.g. a phase of ops/experimental/decode_layer.h): then a load stays where it was written.
+      // (a coherent or handoff buffer, e.g. a phase of ops/experimental/decode_layer.h): then a load
+      // stays where it was written.
       return ir_->buffers[ref].info.access == Access::Read && !ir_->buffers[ref].written_meanwhile();
     default:
       return true;

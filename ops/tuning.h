@@ -16,10 +16,6 @@ struct CoopTile {
   uint32_t row_tiles = 2;        // M-row tiles per subgroup
   uint32_t token_tiles = 4;      // N-token tiles per subgroup (accumulators: row_tiles x token_tiles)
   bool double_buffer = false;    // two stages in shared memory: one barrier per block, not two
-  // Workgroups along the reduction (grid z): each multiplies a share of the 128-column blocks and
-  // adds its int32 accumulators to the others' with atomics; the last of them runs the epilogue.
-  // For steps of few tokens, whose few, long workgroups wait on one block after another.
-  uint32_t k_splits = 1;
 };
 
 struct Tuning {
@@ -131,13 +127,15 @@ struct Tuning {
   uint32_t step_coop_token_subgroups = 4;
   bool step_coop_double_buffer = false;  // the tiles' two-stage variant (one barrier per block)
   // Those steps' tensor-core projections, in steps of up to step_coop_split_max_tokens tokens,
-  // split their reduction (CoopTile::k_splits) so that each workgroup multiplies about
+  // split their reduction (CoopMatmulOptions::k_splits) so that each workgroup multiplies about
   // step_coop_blocks_per_split 128-column blocks (0: no split): their few workgroups (K and V 20,
   // Q and ffn_down 80) otherwise wait on 20 or 54 blocks one after the other. H100 (bench/RESULTS.md
   // run 33), ms a step at B = 16 / 32 / 64: no split 3.76-3.84 / 4.61-4.71 / 5.96-6.03; 8 blocks
   // (3 shares of 2560 columns, 7 of 6912) 3.28-3.36 / 4.33-4.39 / 6.32-6.39; 6 blocks 3.21-3.26 /
   // 4.47-4.53; 5 blocks 3.45-3.52 / 4.62-4.66 / 6.59-6.67; 12 blocks 3.90-3.94 / 4.74-4.77. Past
-  // 32 tokens the atomics cost more than the waits: no split there. Nor in grids of more than
+  // 32 tokens no split: the atomics cost what the waits save (B = 64 and serve/clients:64 the
+  // same with a limit of 64 or 128; a prompt's short blocks, 64 tokens, so never split). Nor in
+  // grids of more than
   // step_coop_split_max_workgroups (0: any) workgroups: gate/up's 216 already fill the GPU, and
   // unsplit they gave 3.23-3.28 / 4.08-4.19 ms at B = 16 / 32 against 3.30-3.33 / 4.34-4.38 split
   // (64, splitting K and V alone: 3.76-3.77 / 4.56-4.63).

@@ -107,8 +107,8 @@ struct BatchOptions {
   // Tokens a workgroup there (0: ops/tuning.h's step_norm_tile_tokens): the same bits.
   uint32_t step_norm_tile = 0;
   // Blocks of 128 columns a workgroup of the tensor-core steps' projections, their reduction
-  // split between workgroups (-1: ops/tuning.h's step_coop_blocks_per_split; 0: no split). The
-  // same bits.
+  // split between workgroups (-1: ops/tuning.h's step_coop_blocks_per_split within its limits;
+  // 0: no split; above 0: every such projection of every bucket splits). The same bits.
   int coop_blocks_per_split = -1;
   // The full LM head on tensor cores (ops/head/lm_head_coopmat.h: x rounded to F16, as bitnet.cpp's
   // CPU path does) where the device has them, in tails without draws over the vocabulary (those

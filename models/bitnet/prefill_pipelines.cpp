@@ -112,7 +112,7 @@ BlockProjections::BlockProjections(rt::Context& ctx, const models::BitNetConfig&
     if (g.z > 1)
       for (SplitSite site : sites) {
         SplitScratch s{rt::Buffer(ctx, 4ull * choice.step_tokens * rows, {false, "split totals"}),
-                       rt::Buffer(ctx, 4ull * g.x * g.y, {false, "split tickets"})};
+                       rt::Buffer(ctx, 4ull * g.x * g.y, {false, "split tickets"}), choice.step_tokens};
         s.totals.fill(0);
         s.tickets.fill(0);
         split_scratch[site] = std::move(s);
@@ -141,9 +141,12 @@ BlockProjections::BlockProjections(rt::Context& ctx, const models::BitNetConfig&
   if (!batch) own.build(ctx, cache);
 }
 
-std::vector<rt::Arg> BlockProjections::split_args(SplitSite site) const {
+std::vector<rt::Arg> BlockProjections::split_args(SplitSite site, uint32_t n) const {
   const auto& s = split_scratch[site];
   if (!s) return {};
+  if (n > s->tokens)
+    throw std::logic_error("record_block_layer: a block of " + std::to_string(n) + " tokens on projections built for steps of " +
+                           std::to_string(s->tokens));
   return {{"totals", s->totals}, {"tickets", s->tickets}};
 }
 
@@ -192,7 +195,7 @@ void record_block_layer(rt::Graph& g, const BlockProjections& pp, const ops::Pla
   auto project = [&](const ops::PlannedPipeline& proj, const rt::Buffer& weights, const rt::Buffer& out,
                      BlockProjections::SplitSite site) {
     std::vector<rt::Arg> args = {{"w", weights}, {"x_q", b.q8}, {"x_act", b.act}, {"y", out}};
-    const auto scratch = pp.split_args(site);
+    const auto scratch = pp.split_args(site, n);
     args.insert(args.end(), scratch.begin(), scratch.end());
     proj.dispatch(g, args, rt::push(n), n);
   };

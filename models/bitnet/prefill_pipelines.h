@@ -67,7 +67,8 @@ struct ProjectionChoice {
   // together; a merging attn_output takes one. The same bits.
   uint32_t step_norm_tile = 0;
   // The step's tensor-core projections split their reduction so that each workgroup multiplies
-  // about this many 128-column blocks (0: none; -1: the table's step_coop_blocks_per_split).
+  // about this many 128-column blocks (0: none; -1: the table's step_coop_blocks_per_split within
+  // its limits; above 0: whatever the limits).
   int coop_blocks_per_split = -1;
 };
 
@@ -113,11 +114,13 @@ struct BlockProjections {
   // split where another of the step does not).
   struct SplitScratch {
     rt::Buffer totals, tickets;
+    uint32_t tokens = 0;  // what they are sized for: the step's
   };
   enum SplitSite { kSplitQ, kSplitK, kSplitV, kSplitAttnOutput, kSplitGate, kSplitUp, kSplitFfnDown, kSplitSites };
   std::vector<std::optional<SplitScratch>> split_scratch = std::vector<std::optional<SplitScratch>>(kSplitSites);
-  // The scratch bindings for a site (none where its projection does not split).
-  std::vector<rt::Arg> split_args(SplitSite site) const;
+  // The scratch bindings for a site in a block of n tokens (none where its projection does not
+  // split); std::logic_error where n is more than the scratch holds.
+  std::vector<rt::Arg> split_args(SplitSite site, uint32_t n) const;
 };
 
 struct PrefillPipelines {

@@ -1,4 +1,3 @@
-#include "ops/common/handoff.h"
 #include "ops/attention/attention_prefill.h"
 
 #include <algorithm>
@@ -9,6 +8,7 @@
 
 #include "dsl/dsl.h"
 #include "ops/attention/attention_merge.h"
+#include "ops/common/handoff.h"
 #include "ops/common/matrix_support.h"
 #include "ops/common/step_state.h"
 
@@ -75,12 +75,12 @@ class TiledAttention {
       : d_(d), l_(l), sg_(std::max(1u, target.subgroup_size)), context_(context), hd_(d.head_dim), group_(d.group()),
         quads_(d.head_dim / 4), tile_(l.tile_positions()), slots_(ceil_div(quads_, l.lanes)),
         g4_(ceil_div(d.group(), 4)),
-        k_("attention_prefill_f16kv", {l.workgroup(), 1, 1}),
+        k_("attention_prefill_f16kv" + handoff_suffix(target), {l.workgroup(), 1, 1}),
         step_(k_.buffer<u32>("step", Access::Read)),
         q_(k_.buffer<vec4>("q", Access::Read)),
         k_cache_(k_.buffer<uvec2>("k_cache", Access::Read)),
         v_cache_(k_.buffer<uvec2>("v_cache", Access::Read)),
-        partials_(handoff_buffer<vec4>(k_, target, "partials", Access::ReadWrite)),
+        partials_(partials_buffer<vec4>(k_, target, "partials", Access::ReadWrite)),
         counters_(k_.buffer<u32>("counters", Access::ReadWrite)),
         out_(k_.buffer<vec4>("out", Access::Write)),
         n_(k_.push<u32>("n")),

@@ -1,4 +1,3 @@
-#include "ops/common/handoff.h"
 #include "ops/attention/attention_split_kv.h"
 
 #include <algorithm>
@@ -9,6 +8,7 @@
 
 #include "dsl/dsl.h"
 #include "ops/attention/attention_merge.h"
+#include "ops/common/handoff.h"
 #include "ops/common/step_state.h"
 #include "ops/ternary/ternary_matvec.h"
 #include "ops/ternary/ternary_projection.h"
@@ -140,12 +140,12 @@ class SplitKv {
         unroll_(std::max(1u, tuning.positions_per_pass)), combine_unroll_(std::max(1u, tuning.combine_unroll)),
         defer_(batch && !sequences ? 0u : tuning.defer_combine), whole_pass_(defer_ > 0 || tuning.whole_pass_chunks),
         per_workgroup_(attention_chunks_per_workgroup(chunks, tuning)),
-        k_(name, {l_.wg, 1, 1}),
+        k_(name + handoff_suffix(target), {l_.wg, 1, 1}),
         step_(k_.buffer<u32>(sequences ? "sequences" : "step", Access::Read)),
         q_(k_.buffer<vec4>("q", Access::Read)),
         k_cache_(k_.buffer<V>("k_cache", Access::Read)),
         v_cache_(k_.buffer<V>("v_cache", Access::Read)),
-        partials_(handoff_buffer<vec2>(k_, target, "partials", Access::ReadWrite)),
+        partials_(partials_buffer<vec2>(k_, target, "partials", Access::ReadWrite)),
         counters_(k_.buffer<u32>("counters", Access::ReadWrite)),
         out_(k_.buffer<vec2>("out", Access::Write)),
         n_(batch && !one_sequence ? k_.push<u32>("n") : constant<u32>(1)),

@@ -16,10 +16,15 @@ namespace bdsl::ops {
 
 inline bool handoff_memory_model(const OpTarget& t) { return t.memory_model && tuning_for(t).memory_model_handoffs; }
 
+// The partials' buffer: a handoff buffer under the memory model, else a coherent one.
 template <class T>
-dsl::Buffer<T> handoff_buffer(dsl::KernelBuilder& k, const OpTarget& t, std::string name, dsl::Access access) {
+dsl::Buffer<T> partials_buffer(dsl::KernelBuilder& k, const OpTarget& t, std::string name, dsl::Access access) {
   return handoff_memory_model(t) ? k.handoff_buffer<T>(std::move(name), access) : k.coherent_buffer<T>(std::move(name), access);
 }
+
+// A kernel name's mark where its partials go through the memory model ("_mm"), so that the two
+// variants are told apart in the bench's tables.
+inline std::string handoff_suffix(const OpTarget& t) { return handoff_memory_model(t) ? "_mm" : ""; }
 
 // Every invocation: before the count (release) and after it (acquire).
 inline void handoff_barrier(const OpTarget& t) {

@@ -4,7 +4,7 @@
 // handoff inside a dispatch costs less (bench `grid_sync/`, bench/RESULTS.md run 4). A kernel whose
 // workgroup ranges are consecutive phases (ops/experimental/decode_layer.h) lets a phase's workgroups load
 // their weights, then wait until every workgroup of the phase before has counted itself done,
-// then read its results through coherent buffers. (Counters between *dispatches* do not help
+// then read its results (through coherent or handoff buffers, below). (Counters between *dispatches* do not help
 // there: NVIDIA does not start a dispatch before the one before it ends, and the handoff then
 // costs as much as the barrier; measured, branch `chained-dispatches`.)
 //
@@ -17,11 +17,11 @@
 // threads (workgroups not in index order) a long wait used to fall through and read data from
 // before it (tests/ops_experimental/phase_sync_test.cpp, docs/driver-notes.md).
 //
-// Measured (bench/RESULTS.md runs 4 and 5): the fused decode layers built on this are
-// slower than separate kernels, because the union kernel takes more registers than its phases;
-// and even one projection repeated in one dispatch with every workgroup resident (bench
-// `persistent_chain/`) takes longer per phase than barrier-separated dispatches: the handoff
-// through memory costs as much as the barrier it replaces.
+// Measured (bench/RESULTS.md runs 4, 5 and 32): with the memory-model handoff a step inside a
+// dispatch costs ~0.4 us less than a pipeline barrier (ffn_down + the next QKV fused: 27.6 us a
+// layer against 27.9-28.2 separate), no more: a step is the data's round trip through the L2.
+// All four phases fused stay slower (40.3 us: the union kernel takes 162 registers, its phases
+// run in waves). Coherent buffers cost more than either.
 //
 // Two ways to hand over (`memory_model`):
 // - coherent (the default): the phases' activations are coherent buffers (their loads bypass the
@@ -29,10 +29,12 @@
 // - the Vulkan memory model: the activations are handoff buffers (plain, cached accesses marked
 //   NonPrivate), the workgroup's writes are released by device_barrier() before the counter's
 //   atomic add, and a wait polls the counter with atomic_load, then acquires with device_barrier()
-//   (dsl/control.h). Fewer registers than coherent buffers on NVIDIA (bench/RESULTS.md run 5:
-//   ~45 for ffn_down). Run 5's try of device-scope barriers over plain buffers read stale data on
-//   the H100 because its loads were private: glslang 12 marks accesses NonPrivate only under
-//   `#pragma use_vulkan_memory_model`, which dsl's printer now emits for such kernels.
+//   (dsl/control.h). Right on the H100 and lavapipe, and a little faster than coherent buffers
+//   and than barriers (bench/RESULTS.md run 32: the four-phase chain 5.34-5.40 us a projection
+//   against 6.03 coherent and 5.44-5.51 behind barriers; 108 registers against 127). Run 4's try
+//   of device-scope barriers over plain buffers read stale data on the H100 because its loads
+//   were private: glslang 12 marks accesses NonPrivate only under `#pragma use_vulkan_memory_model`,
+//   which dsl's printer now emits for such kernels.
 //
 // Counters (u32, device memory the host can read): word kPhaseError, then counters at the words
 // the kernel is given. They are never reset: the host numbers its submissions (StepState::epoch,

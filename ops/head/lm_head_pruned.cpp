@@ -1,4 +1,3 @@
-#include "ops/common/handoff.h"
 #include "ops/head/lm_head_pruned.h"
 
 #include <algorithm>
@@ -9,6 +8,7 @@
 #include <vector>
 
 #include "ops/common/embedding_lookup.h"
+#include "ops/common/handoff.h"
 #include "ops/common/matrix_support.h"
 #include "ops/common/rms_norm.h"
 #include "ops/head/argmax.h"
@@ -293,7 +293,7 @@ static Kernel candidates_kernel(const OpTarget& target, uint32_t vocab, uint32_t
                       (list_k ? "_k" + std::to_string(*list_k) : "") +
                       (final_advance ? (*final_advance ? "_final_advance" : "_final") : "") + (embed_next ? "_embed" : "") +
                       (batched ? "_lower" + std::to_string(bound_groups) : "") + (final_pick ? "_final" : "") +
-                      (batched && list_k ? "_rows" : ""),
+                      (batched && list_k ? "_rows" : "") + (final_advance || final_pick ? handoff_suffix(target) : ""),
                   {wg, 1, 1});
   auto [x1, x4, t1, t4] = lm_head_bindings(k, dim, split.parts);
   LmHeadRows rows{split, dim, x1, x4, t1, t4};
@@ -316,10 +316,11 @@ static Kernel candidates_kernel(const OpTarget& target, uint32_t vocab, uint32_t
     list_indices = k.buffer<u32>("list_indices", Access::Write);
     list_count = k.buffer<u32>("list_count", Access::ReadWrite);
   } else {
-    // With the final pass here, the last workgroup reads every workgroup's partial: coherent.
-    part_values = final_advance || final_pick ? handoff_buffer<f32>(k, target, "part_values", Access::ReadWrite)
+    // With the final pass here, the last workgroup reads every workgroup's partial: coherent (or
+    // handed off, ops/common/handoff.h).
+    part_values = final_advance || final_pick ? partials_buffer<f32>(k, target, "part_values", Access::ReadWrite)
                                               : k.buffer<f32>("part_values", Access::Write);
-    part_indices = final_advance || final_pick ? handoff_buffer<u32>(k, target, "part_indices", Access::ReadWrite)
+    part_indices = final_advance || final_pick ? partials_buffer<u32>(k, target, "part_indices", Access::ReadWrite)
                                                : k.buffer<u32>("part_indices", Access::Write);
   }
   std::optional<Buffer<u32>> counter;

@@ -37,7 +37,10 @@ struct MatmulOptions {
   uint32_t step_tokens = 0;
   uint32_t step_row_subgroups = 0, step_token_subgroups = 0;  // its tiles; 0: ops/tuning.h's
   int step_double_buffer = -1;  // 0 or 1; -1: ops/tuning.h's
-  int step_blocks_per_split = -1;  // the tensor-core tiles' split of the reduction (0: none; -1: ops/tuning.h's)
+  // The tensor-core tiles' split of the reduction, in 128-column blocks a share (0: none; -1:
+  // ops/tuning.h's, within its token and workgroup limits). A value above 0 splits whatever the
+  // limits; never with the two-stage tiles.
+  int step_blocks_per_split = -1;
 };
 
 dsl::Kernel ternary_matmul(const OpTarget& target, uint32_t rows, uint32_t cols, MatmulOptions options = {});

@@ -224,6 +224,8 @@ Kernel build(const OpTarget& target, uint32_t rows, uint32_t cols, const CoopMat
     return k.build();
   }
   // Splits: add this share to the totals, count it; the last share's workgroup finishes the tile.
+  // barrier(true) is enough (no coherent or handoff buffers): totals and tickets are touched by
+  // atomics alone, which act on the device's one copy; a plain read of them here would not be.
   each_output([&](Expr<u32> at, Expr<u32>, Expr<i32> dot) { atomic_add((*totals)[at], dot); });
   auto is_last = k.shared<u32>("is_last", 1);
   auto ticket_at = let("ticket_at", k.workgroup_id().y() * k.num_workgroups().x() + k.workgroup_id().x());

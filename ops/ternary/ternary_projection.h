@@ -33,14 +33,14 @@ struct ProjectionTensor {
   uint32_t rows;
 };
 
-// Where a decode projection's body is emitted: a kernel of its own (build_ternary_projection),
-// or one phase of a kernel that runs several (ops/experimental/decode_layer.h). Bindings are declared by the
-// body in the order ternary_matvec.h gives; what the kernel already has is passed in.
 // How a phase binds its activations and outputs when other workgroups of the dispatch write or
 // read them meanwhile: not shared (a kernel of its own), coherent buffers, or handoff buffers
 // ordered by the Vulkan memory model (dsl/kernel_builder.h; ops/experimental/phase_sync.h).
 enum class Sharing { None, Coherent, Handoff };
 
+// Where a decode projection's body is emitted: a kernel of its own (build_ternary_projection),
+// or one phase of a kernel that runs several (ops/experimental/decode_layer.h). Bindings are declared by the
+// body in the order ternary_matvec.h gives; what the kernel already has is passed in.
 struct ProjectionSite {
   dsl::KernelBuilder* k = nullptr;
   dsl::Expr<dsl::u32> workgroup;                    // this workgroup's index among the projection's

@@ -113,8 +113,10 @@ TEST_F(Attention, DecodeWithMemoryModelHandoffs) {
   ops::Tuning t = ops::tuning_for(target());
   t.memory_model_handoffs = true;
   ops::override_tuning(t);
+  struct Restore {
+    ~Restore() { ops::override_tuning(std::nullopt); }
+  } restore;
   decode_with_forced_chunk_counts();
-  ops::override_tuning(std::nullopt);
 }
 
 // A KV head's query heads split over workgroups (SplitKvTuning::head_split): one chunk, chunks
