@@ -143,6 +143,12 @@ const std::vector<CatalogEntry>& catalog() {
       {"gate_up_matmul", "gate, up, relu^2 product for a block (prefill)", [](T t) { return plan_ternary_matmul_gate_up(t, kFfn, kDim, GateActivation::Relu2).kernel; }},
       {"ternary_matmul_coopmat", "Y = W X on tensor cores, s8 x s8 -> s32 (shown for 16x8x32)",
        [](T t) { return plan_ternary_matmul_coopmat(with_int8_tensor_cores(t), kDim, kDim).kernel; }},
+      {"ternary_matmul_coopmat_split", "the same for a decode step of 16 tokens, the reduction split 3 ways (batched decode)",
+       [](T t) {
+         CoopMatmulOptions o = coop_tiles_for_step(with_int8_tensor_cores(t), 16);
+         o.k_splits = 3;
+         return plan_ternary_matmul_coopmat(with_int8_tensor_cores(t), kDim, kDim, o).kernel;
+       }},
       {"attention_prefill_coopmat", "causal attention of a block on F16 tensor cores (prefill, 16x16x16)",
        [](T t) { return plan_attention_prefill_coopmat(with_f16_tensor_cores(t), kHeads, kContext).kernel; }},
       {"rope_kv_write", "NeoX RoPE on q and k, k/v into the F16 cache", [](T t) { return plan_rope_kv_write(t, kHeads, kContext).kernel; }},
