@@ -106,8 +106,7 @@ BlockProjections::BlockProjections(rt::Context& ctx, const models::BitNetConfig&
   if (attn_output_merges && choice.merging_attn_output_rows)
     merging.options.projection.rows_per_subgroup = choice.merging_attn_output_rows;
   // A step's split projections get their scratch (zero) here; every site's grid is known now.
-  auto add_split = [&](ops::Plan plan, std::optional<ops::PlannedPipeline>* into, ops::PlannedPipeline* into_plain,
-                       uint32_t rows, std::initializer_list<SplitSite> sites) {
+  auto add_split = [&](ops::Plan plan, auto& into, uint32_t rows, std::initializer_list<SplitSite> sites) {
     const rt::Grid g = choice.step_tokens ? plan.grid(choice.step_tokens) : rt::Grid{};
     if (g.z > 1)
       for (SplitSite site : sites) {
@@ -117,20 +116,19 @@ BlockProjections::BlockProjections(rt::Context& ctx, const models::BitNetConfig&
         s.tickets.fill(0);
         split_scratch[site] = std::move(s);
       }
-    if (into) b.add(std::move(plan), *into);
-    else b.add(std::move(plan), *into_plain);
+    b.add(std::move(plan), into);
   };
   add_split(projection(t, c, merging, c.dim, c.n_heads * c.head_dim, true, attn_output_merges ? choice.attention_partials : std::nullopt),
-            nullptr, &attn_output, c.dim, {kSplitAttnOutput});
-  add_split(projection(t, c, e, c.dim, c.ffn_dim, true), nullptr, &ffn_down, c.dim, {kSplitFfnDown});
+            attn_output, c.dim, {kSplitAttnOutput});
+  add_split(projection(t, c, e, c.dim, c.ffn_dim, true), ffn_down, c.dim, {kSplitFfnDown});
   if (!normalized) b.add(ops::plan_quantize_activations(t, c.ffn_dim, ffn_down_quantize(c, separate)), norm_quantize_ffn);
   if (!normalized && !c.sub_norms) b.add(ops::plan_quantize_activations(t, c.dim), quantize);
   if (!normalized && choice.attention_partials)
     b.add(ops::plan_attention_output_quantize(t, *choice.attention_partials, c.sub_norms), merge_quantize);
   if (separate) {
-    add_split(projection(t, c, e, c.n_heads * c.head_dim, c.dim, false), &q_proj, nullptr, c.n_heads * c.head_dim, {kSplitQ});
-    add_split(projection(t, c, e, c.kv_dim(), c.dim, false), &kv_proj, nullptr, c.kv_dim(), {kSplitK, kSplitV});
-    add_split(projection(t, c, e, c.ffn_dim, c.dim, false), &gate_up_proj, nullptr, c.ffn_dim, {kSplitGate, kSplitUp});
+    add_split(projection(t, c, e, c.n_heads * c.head_dim, c.dim, false), q_proj, c.n_heads * c.head_dim, {kSplitQ});
+    add_split(projection(t, c, e, c.kv_dim(), c.dim, false), kv_proj, c.kv_dim(), {kSplitK, kSplitV});
+    add_split(projection(t, c, e, c.ffn_dim, c.dim, false), gate_up_proj, c.ffn_dim, {kSplitGate, kSplitUp});
   } else {
     if (choice.rope_in_qkv && choice.step_tokens)
       b.add(ops::plan_ternary_matmul_qkv_rope(t, {c.n_heads, c.n_kv_heads, c.head_dim}, c.dim, c.context_length, e.options), qkv_rope);

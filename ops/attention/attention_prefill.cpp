@@ -297,13 +297,8 @@ class TiledAttention {
       }
       if_(lane_ == 0u, [&] { partials_[at + quads_] = make_vec<f32>(Expr<f32>(m_[g]), Expr<f32>(l_sum_[g]), 0.0f, 0.0f); });
     }
-    handoff_barrier(target_);  // every partial written (and made visible) before the count
     auto counter = tile_index_ * d_.n_kv_heads + kv_;
-    if_(lid_ == 0u, [&] {
-      auto done_before = atomic_add(counters_[counter], 1u);
-      last_sh_[0u] = select(done_before == active_ - 1u, 1u, 0u);
-    });
-    handoff_barrier(target_);
+    count_arrival(k_, target_, counters_[counter], active_, last_sh_);
     if_(last_sh_[0u] == 1u, [&] {
       const uint32_t per_tile = l_.tokens * group_ * quads_;
       for_range(lid_, constant<u32>(per_tile), l_.workgroup(), [&](Expr<u32> i) {

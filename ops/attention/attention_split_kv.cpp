@@ -397,12 +397,7 @@ class SplitKv {
         });
       }, "i");
       auto combine_here = [&] {
-        handoff_barrier(target_);  // every partial written (and made visible) before the count
-        if_(lid_ == 0u, [&] {
-          auto done_before = atomic_add(counters_[t_ * d_.n_kv_heads + kv_], 1u);
-          last_sh_[0u] = select(done_before == active_ * split_ - 1u, 1u, 0u);
-        });
-        handoff_barrier(target_);
+        count_arrival(k_, target_, counters_[t_ * d_.n_kv_heads + kv_], active_ * split_, last_sh_);
         if_(last_sh_[0u] == 1u, [&] {
           for_range(lid_, constant<u32>(group_pairs), l_.wg, [&](Expr<u32> i) { combine(i, group_pairs); }, "i");
           if_(lid_ == 0u, [&] { atomic_exchange(counters_[t_ * d_.n_kv_heads + kv_], 0u); });

@@ -34,4 +34,19 @@ inline void handoff_barrier(const OpTarget& t) {
     dsl::barrier(true);
 }
 
+// The count itself, by every invocation once its partial is written: handoff_barrier(), one
+// invocation adds this workgroup to `counter` and sets is_last[0] to 1 where it is the last of
+// `arrivals` (else 0), handoff_barrier() again; then is_last[0] says whether to combine.
+template <class Ref>
+void count_arrival(dsl::KernelBuilder& k, const OpTarget& t, const Ref& counter, dsl::Expr<dsl::u32> arrivals,
+                   const dsl::Shared<dsl::u32>& is_last) {
+  using namespace dsl;
+  handoff_barrier(t);
+  if_(k.local_index() == 0u, [&] {
+    auto done_before = atomic_add(counter, 1u);
+    is_last[0u] = select(done_before == arrivals - 1u, 1u, 0u);
+  });
+  handoff_barrier(t);
+}
+
 }  // namespace bdsl::ops

@@ -459,12 +459,7 @@ static Kernel candidates_kernel(const OpTarget& target, uint32_t vocab, uint32_t
     // barrier-separated step less than a dispatch of its own.
     auto is_last = k.shared<u32>("is_last", 1);
     const Expr<u32> counter_at = x_row ? *x_row : constant<u32>(0u);
-    handoff_barrier(target);  // this workgroup's partial written and made visible before it counts itself
-    if_(k.local_index() == 0u, [&] {
-      auto done_before = atomic_add((*counter)[counter_at], 1u);
-      is_last[0u] = select(done_before == plan.groups - 1u, 1u, 0u);
-    });
-    handoff_barrier(target);
+    count_arrival(k, target, (*counter)[counter_at], constant<u32>(plan.groups), is_last);
     // One subgroup of the last workgroup (a shared flag is not a condition a barrier may sit under).
     auto next_token = k.shared<u32>("next_token", 1);
     if_(Expr<u32>(is_last[0u]) == 1u && k.subgroup_id() == 0u, [&] {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/common/handoff.h"
 #include "ops/common/matrix_support.h"
 #include "ops/tuning.h"
 
@@ -224,17 +225,12 @@ Kernel build(const OpTarget& target, uint32_t rows, uint32_t cols, const CoopMat
     return k.build();
   }
   // Splits: add this share to the totals, count it; the last share's workgroup finishes the tile.
-  // barrier(true) is enough (no coherent or handoff buffers): totals and tickets are touched by
-  // atomics alone, which act on the device's one copy; a plain read of them here would not be.
+  // Totals and tickets are touched by atomics alone, which act on the device's one copy, so
+  // ops/common/handoff.h's barriers order them (a plain read of them here would not be).
   each_output([&](Expr<u32> at, Expr<u32>, Expr<i32> dot) { atomic_add((*totals)[at], dot); });
   auto is_last = k.shared<u32>("is_last", 1);
   auto ticket_at = let("ticket_at", k.workgroup_id().y() * k.num_workgroups().x() + k.workgroup_id().x());
-  barrier(true);  // every add done before the count
-  if_(k.local_index() == 0u, [&] {
-    auto done_before = atomic_add((*tickets)[ticket_at], 1u);
-    is_last[0u] = select(done_before == o.k_splits - 1u, 1u, 0u);
-  });
-  barrier(true);
+  count_arrival(k, target, (*tickets)[ticket_at], constant<u32>(o.k_splits), is_last);
   if_(Expr<u32>(is_last[0u]) == 1u, [&] {
     each_output([&](Expr<u32> at, Expr<u32> token, Expr<i32>) {
       epilogue(at, token, let("dot", atomic_exchange((*totals)[at], 0)));  // the sum, and zero for the next dispatch
