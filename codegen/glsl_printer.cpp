@@ -1,6 +1,7 @@
 #include "codegen/glsl_printer.h"
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -27,6 +28,18 @@ std::string float_literal(uint32_t bits) {
   return s;
 }
 
+// A double's exact value: the shortest text that reads back exactly, with GLSL's lf suffix
+// (without it GLSL reads a float, rounding it).
+std::string double_literal(uint64_t bits) {
+  const double d = std::bit_cast<double>(bits);
+  if (!std::isfinite(d)) return "uint64BitsToDouble(" + std::to_string(bits) + "ul)";
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
+  std::string s(buf, end);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s + "lf";
+}
+
 std::string literal(const Node& n) {
   const auto bits = static_cast<uint32_t>(n.literal);
   switch (n.type.kind) {
@@ -40,6 +53,7 @@ std::string literal(const Node& n) {
     case ScalarKind::F16: return "float16_t(" + float_literal(bits) + ")";
     case ScalarKind::I8: return "int8_t(" + std::to_string(static_cast<int8_t>(bits)) + ")";
     case ScalarKind::U64: return std::to_string(n.literal) + "ul";
+    case ScalarKind::F64: return double_literal(n.literal);
     case ScalarKind::I64: {
       const auto v = static_cast<int64_t>(n.literal);
       return v == INT64_MIN ? "(-9223372036854775807l - 1l)" : std::to_string(v) + "l";

@@ -38,6 +38,7 @@ void note_value_type(Type t, KernelFeatures& f) {
   if (t.kind == ScalarKind::F16) f.float16 = true;
   if (t.kind == ScalarKind::I8) f.int8 = true;
   if (t.is_64bit()) f.int64 = true;
+  if (t.kind == ScalarKind::F64) f.float64 = true;
 }
 
 void note_node(const Node& n, KernelFeatures& f) {
@@ -79,6 +80,7 @@ KernelInterface interface_of(const Kernel& kernel) {
     if (b.info.element.kind == ScalarKind::F16) k.features.storage16 = true;
     if (b.info.element.kind == ScalarKind::I8) k.features.storage8 = k.features.int8 = true;
     if (b.info.element.is_64bit()) k.features.int64 = true;
+    if (b.info.element.kind == ScalarKind::F64) k.features.float64 = true;
     if (b.handoff) k.features.memory_model = true;
   }
   for (const Block& b : ir.blocks)
@@ -91,6 +93,7 @@ KernelInterface interface_of(const Kernel& kernel) {
     k.shared_bytes += s.element.bytes() * s.count;
     if (s.element.kind == ScalarKind::I8) k.features.int8 = true;
     if (s.element.is_64bit()) k.features.int64 = true;
+    if (s.element.kind == ScalarKind::F64) k.features.float64 = true;
   }
   for (const auto& n : ir.nodes) note_node(*n, k.features);
   for (const auto& v : ir.vars) note_value_type(v.type, k.features);

@@ -26,6 +26,8 @@ const Node* literal_node(host_t<T> v) {
   uint64_t bits = 0;
   if constexpr (std::is_same_v<host_t<T>, float>)
     bits = std::bit_cast<uint32_t>(v);
+  else if constexpr (std::is_same_v<host_t<T>, double>)
+    bits = std::bit_cast<uint64_t>(v);
   else if constexpr (std::is_same_v<host_t<T>, int32_t>)
     bits = static_cast<uint32_t>(v);
   else
@@ -243,7 +245,7 @@ void operands() {
   else if constexpr (m == Mismatch::SignedUnsigned)
     static_assert(dependent_false<A>, "integers of different types or widths (i32, u32, i64, u64) do not mix: convert one side, e.g. cast<u64>(x)");
   else if constexpr (m == Mismatch::FloatWidths)
-    static_assert(dependent_false<A>, "f16 and f32 do not mix: convert one side, e.g. cast<f32>(x)");
+    static_assert(dependent_false<A>, "floats of different widths (f16, f32, f64) do not mix: convert one side, e.g. cast<f32>(x)");
   else if constexpr (m == Mismatch::Lanes && lanes_v<TA> > 1 && lanes_v<TB> > 1)
     static_assert(dependent_false<A>,
                   "vectors of different widths do not mix: make the widths equal, e.g. make_vec<f32>(v.x(), v.y(), 0.0f, 0.0f)");

@@ -57,6 +57,7 @@ struct KernelFeatures {
   bool float_atomic_add_buffer = false;  // atomic_add on an f32 buffer element (shaderBufferFloat32AtomicAdd)
   bool float_atomic_add_shared = false;  // ... on an f32 shared element (shaderSharedFloat32AtomicAdd)
   bool int64 = false;              // 64-bit integers (shaderInt64)
+  bool float64 = false;            // 64-bit floats (shaderFloat64)
   bool int8 = false;               // int8_t values (shaderInt8)
   bool storage8 = false;           // 8-bit storage buffer access
   bool cooperative_matrix_nv = false;       // VK_NV_cooperative_matrix

@@ -19,6 +19,9 @@ struct i8 {};
 // 64-bit integers: values, buffer and shared elements (the device needs shaderInt64).
 struct i64 {};
 struct u64 {};
+// 64-bit floats: values and shared elements (the device needs shaderFloat64). For the few steps
+// that must be exact past f32 (ops/common/norm_scale.h), not for bulk arithmetic.
+struct f64 {};
 template <class S, int N>
 struct vec {
   static_assert(N >= 2 && N <= 4, "vectors have 2, 3 or 4 lanes");
@@ -74,6 +77,11 @@ struct traits<u64> {
   using host = uint64_t;
 };
 template <>
+struct traits<f64> {
+  static constexpr ScalarKind kind = ScalarKind::F64;
+  using host = double;
+};
+template <>
 struct traits<i8> {
   static constexpr ScalarKind kind = ScalarKind::I8;
   using host = no_host_type;
@@ -105,7 +113,7 @@ constexpr Type type_of() {
 template <class T>
 concept Scalar = lanes_v<T> == 1;
 template <class T>
-concept Float = std::is_same_v<scalar_t<T>, f32> || std::is_same_v<scalar_t<T>, f16>;
+concept Float = std::is_same_v<scalar_t<T>, f32> || std::is_same_v<scalar_t<T>, f16> || std::is_same_v<scalar_t<T>, f64>;
 template <class T>
 concept Integer32 = std::is_same_v<scalar_t<T>, i32> || std::is_same_v<scalar_t<T>, u32>;
 template <class T>
@@ -116,7 +124,8 @@ template <class T>
 concept Signed = Float<T> || std::is_same_v<scalar_t<T>, i32> || std::is_same_v<scalar_t<T>, i64>;
 template <class T>
 concept Numeric = Float<T> || Integer<T>;
-// What subgroup operations take: 32-bit and float types (64-bit would need shaderSubgroupExtendedTypes).
+// What subgroup operations take: 32-bit and float types (64-bit integers would need
+// shaderSubgroupExtendedTypes; f64 needs only shaderFloat64).
 template <class T>
 concept Numeric32 = Float<T> || Integer32<T>;
 template <class T>

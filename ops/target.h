@@ -32,6 +32,8 @@ struct OpTarget {
   // The Vulkan memory model (vulkanMemoryModel with device scope): workgroups of a dispatch hand
   // results over through it (ops/common/handoff.h).
   bool memory_model = false;
+  // shaderFloat64: RMSNorm's scale is then bitnet.cpp's, bit for bit (ops/common/norm_scale.h).
+  bool float64 = false;
 
   bool has_matrix_shape(const MatrixShape& m) const {
     return std::find(matrix_shapes.begin(), matrix_shapes.end(), m) != matrix_shapes.end();
@@ -49,6 +51,7 @@ struct OpTarget {
                             device.max_subgroup_size == device.subgroup_size;
     if (device.cooperative_matrix_nv) t.matrix_shapes = device.cooperative_matrix_nv_shapes;
     t.memory_model = device.vulkan_memory_model;
+    t.float64 = device.float64;
     return t;
   }
 };

@@ -160,6 +160,7 @@ struct EnabledFeatures {
     v11.pNext = &v12;
     core.features.shaderInt16 = info.int16;
     core.features.shaderInt64 = info.int64;
+    core.features.shaderFloat64 = info.float64;
     if (info.float_atomic_add_buffer || info.float_atomic_add_shared) {  // float atomic_add (dsl/builtins.h)
       atomic_float.shaderBufferFloat32AtomicAdd = info.float_atomic_add_buffer;
       atomic_float.shaderSharedFloat32AtomicAdd = info.float_atomic_add_shared;

@@ -119,6 +119,7 @@ void read_features(DeviceInfo& info, VkPhysicalDevice device, const std::set<std
   info.cooperative_matrix_nv = coop.cooperativeMatrix && info.vulkan_memory_model;
   info.int16 = features.features.shaderInt16;
   info.int64 = features.features.shaderInt64;
+  info.float64 = features.features.shaderFloat64;
   info.float_atomic_add_buffer = atomic_float.shaderBufferFloat32AtomicAdd;
   info.float_atomic_add_shared = atomic_float.shaderSharedFloat32AtomicAdd;
   info.storage16 = f11.storageBuffer16BitAccess;
@@ -245,6 +246,7 @@ std::vector<std::string> DeviceInfo::missing(const KernelFeatures& f) const {
   need(f.storage16, storage16, "storage16 (storageBuffer16BitAccess)");
   need(f.int8, int8, "int8 (shaderInt8)");
   need(f.int64, int64, "int64 (shaderInt64)");
+  need(f.float64, float64, "float64 (shaderFloat64)");
   need(f.float_atomic_add_buffer, float_atomic_add_buffer, "float_atomic_add_buffer (shaderBufferFloat32AtomicAdd)");
   need(f.float_atomic_add_shared, float_atomic_add_shared, "float_atomic_add_shared (shaderSharedFloat32AtomicAdd)");
   need(f.storage8, storage8, "storage8 (storageBuffer8BitAccess)");
@@ -281,7 +283,7 @@ std::string DeviceInfo::describe() const {
     << "\n"
     << "  features: int dot product " << yes_no(int_dot_product) << " (4x8 signed accelerated "
     << yes_no(int_dot_4x8_signed_accelerated) << "), float16 " << yes_no(float16) << ", int8 "
-    << yes_no(int8) << ", int16 " << yes_no(int16) << ", int64 " << yes_no(int64) << ", 16-bit storage " << yes_no(storage16)
+    << yes_no(int8) << ", int16 " << yes_no(int16) << ", int64 " << yes_no(int64) << ", float64 " << yes_no(float64) << ", 16-bit storage " << yes_no(storage16)
     << ", 8-bit storage " << yes_no(storage8) << ", Vulkan memory model " << yes_no(vulkan_memory_model) << "\n"
     << "  cooperative matrix: KHR " << yes_no(cooperative_matrix_khr) << ", NV "
     << yes_no(cooperative_matrix_nv);

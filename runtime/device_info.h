@@ -57,6 +57,7 @@ struct DeviceInfo {
   bool int8 = false;
   bool int16 = false;
   bool int64 = false;                    // shaderInt64
+  bool float64 = false;                  // shaderFloat64
   bool float_atomic_add_buffer = false;  // VK_EXT_shader_atomic_float: shaderBufferFloat32AtomicAdd
   bool float_atomic_add_shared = false;  // ... shaderSharedFloat32AtomicAdd
   bool storage16 = false;

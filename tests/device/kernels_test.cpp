@@ -355,6 +355,43 @@ TEST_F(Kernels, SixtyFourBitIntegersMatchTheCpu) {
   }
 }
 
+// f64 arithmetic, literals, conversions, sqrt, a subgroup sum and shared elements against the CPU:
+// each f32 widened, squared in f64, every subgroup's squares summed, and the sum narrowed again.
+TEST_F(Kernels, SixtyFourBitFloatsMatchTheCpu) {
+  if (!ctx().info().float64) GTEST_SKIP() << "the device lacks shaderFloat64";
+  const uint32_t sg = ctx().info().subgroup_size;
+  KernelBuilder k("double_sums", {64, 1, 1});
+  auto x = k.buffer<f32>("x", Access::Read);
+  auto out = k.buffer<f32>("out", Access::Write);
+  auto parts = k.shared<f64>("parts", 64);
+  auto i = k.global_id().x();
+  auto lid = k.local_index();
+  const Expr<f64> v = cast<f64>(Expr<f32>(x[i]));
+  parts[lid] = sqrt(v * v) * constant<f64>(1.0 / 3.0) + 0.25;
+  barrier();
+  auto sq = let("sq", v * v);
+  auto total = let("total", subgroup_add(sq));
+  out[i * 3u] = cast<f32>(Expr<f64>(parts[lid]));
+  out[i * 3u + 1u] = cast<f32>(total);
+  out[i * 3u + 2u] = select(total / constant<f64>(3.0) > constant<f64>(1e10), 1.0f, 0.0f);
+  const uint32_t count = 128;
+  std::vector<float> in(count);
+  for (uint32_t j = 0; j < count; ++j) in[j] = std::ldexp(float(j + 1) * 1.37f, int(j % 40) - 20);
+  rt::Buffer xb = buffer_of(in, "x"), ob(ctx(), count * 12, {false, "out"});
+  run(k.build(), {xb, ob}, count / 64, {});
+  const auto got = ob.download<float>();
+  for (uint32_t j = 0; j < count; ++j) {
+    const double d = in[j];
+    EXPECT_EQ(got[j * 3], float(std::sqrt(d * d) * (1.0 / 3.0) + 0.25)) << j;
+    // The subgroup's sum in any order: the squares of f32s are exact in f64 and their sum within
+    // 2^-50 of exact, far inside f32's rounding unless it lands on a tie, which these inputs do not.
+    double sum = 0;
+    for (uint32_t m = j / sg * sg; m < j / sg * sg + sg; ++m) sum += double(in[m]) * double(in[m]);
+    EXPECT_EQ(got[j * 3 + 1], float(sum)) << j;
+    EXPECT_EQ(got[j * 3 + 2], sum / 3.0 > 1e10 ? 1.0f : 0.0f) << j;
+  }
+}
+
 // A 2-D shared tile (padded to 17 columns) transposes 16 x 16 blocks of a matrix.
 TEST_F(Kernels, TwoDimensionalSharedTileTransposes) {
   KernelBuilder k("transpose", {16, 16, 1});
