@@ -24,7 +24,7 @@
 namespace bdsl::golden {
 
 // Bumped whenever the reference's arithmetic changes on purpose (golden data must be regenerated).
-inline constexpr const char* kReferenceVersion = "bitnet-dsl reference 3";  // 2: F16 KV cache; 3: q in F16 before q.K
+inline constexpr const char* kReferenceVersion = "bitnet-dsl reference 4";  // 2: F16 KV cache; 3: q in F16 before q.K; 4: ggml's RMSNorm scale (double sum)
 
 // Floats must match within this fraction of the tensor's largest magnitude. The reference is IEEE
 // fp32 in a fixed order (no threads change it, no FMA contraction in ISO C++ mode), so on one

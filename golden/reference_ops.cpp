@@ -25,9 +25,14 @@ void check_same(std::size_t a, std::size_t b, const char* what) {
 void rms_norm(std::span<const float> x, std::span<const float> weight, float eps, std::span<float> out) {
   check_same(x.size(), weight.size(), "rms_norm weight length");
   check_same(x.size(), out.size(), "rms_norm output length");
-  float sum_sq = 0.0f;
-  for (float v : x) sum_sq += v * v;
-  const float mean = sum_sq / static_cast<float>(x.size());
+  // ggml's rms_norm (bitnet.cpp's rounding points): each square rounded to f32, summed in double
+  // in order, the mean rounded to f32, then 1.0f / sqrtf(mean + eps).
+  double sum_sq = 0.0;
+  for (float v : x) {
+    const float sq = v * v;
+    sum_sq += static_cast<double>(sq);
+  }
+  const float mean = static_cast<float>(sum_sq / static_cast<double>(x.size()));
   const float inv = 1.0f / std::sqrt(mean + eps);
   for (std::size_t i = 0; i < x.size(); ++i) out[i] = x[i] * inv * weight[i];
 }

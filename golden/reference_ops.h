@@ -11,7 +11,10 @@
 
 namespace bdsl::golden {
 
-// x / sqrt(mean(x^2) + eps) * weight, the mean accumulated in fp32 from the first element on.
+// x / sqrt(mean(x^2) + eps) * weight as ggml computes it: the squares (each rounded to fp32)
+// summed in double from the first element on, the mean rounded to fp32, 1.0f / sqrtf(mean + eps),
+// then (x * inv) * weight. The GPU kernels give the same scale where the device has f64
+// (ops/common/norm_scale.h).
 void rms_norm(std::span<const float> x, std::span<const float> weight, float eps, std::span<float> out);
 
 // Per-token absmax quantization: s = 127 / max(max|x|, 1e-5), q = clamp(round(x * s), -128, 127)

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "ops/attention/attention_split_kv.h"
+#include "ops/common/norm_scale.h"
 #include "ops/common/quantize_activations.h"
 
 namespace bdsl::ops {
@@ -40,6 +41,7 @@ Kernel attention_output_quantize(const OpTarget& target, const AttentionPartials
   body.stride_order_squares = true;
   if (norm_weight) body.load_norm_weight = [&](Expr<u32> i) { return Expr<f32>((*norm_weight)[i]); };
   body.eps = eps;
+  body.exact_scale = norm_scale_exact(target);
   emit_token_quantize(k, body, q, act, token);
   return k.build();
 }

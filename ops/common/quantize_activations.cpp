@@ -9,6 +9,7 @@
 
 #include "ops/common/exact_division.h"
 #include "ops/common/matrix_support.h"
+#include "ops/common/norm_scale.h"
 
 namespace bdsl::ops {
 using namespace bdsl::dsl;
@@ -45,7 +46,7 @@ std::vector<QuantizedTotals> emit_quantize_activations(KernelBuilder& k, std::sp
   const QuantizeBody& b0 = bodies[0];
   for (const QuantizeBody& b : bodies)
     if (b.dim != b0.dim || b.workgroup != b0.workgroup || bool(b.load_norm_weight) != bool(b0.load_norm_weight) ||
-        (bodies.size() > 1 && b.load_word))
+        b.exact_scale != b0.exact_scale || (bodies.size() > 1 && b.load_word))
       throw std::invalid_argument("emit_quantize_activations: tokens quantized together need one shape and norm, and load_x");
   const uint32_t w = b0.workgroup;
   const uint32_t words = b0.dim / 4;
@@ -83,10 +84,21 @@ std::vector<QuantizedTotals> emit_quantize_activations(KernelBuilder& k, std::sp
     // The sum of squares takes elements lid, lid + w, ... in that order (its own loads, issued
     // with the others): the summation order, so the norm's bits, stay those the golden data
     // was validated with. Reordering it can move an int8 across a rounding boundary.
+    // Each token's squares in that order, summed in f32 or, for ggml's scale, in f64
+    // (ops/common/norm_scale.h).
+    const bool exact = b0.exact_scale;
     std::vector<Expr<f32>> sums;
+    std::vector<Expr<f64>> wide_sums;
     for (size_t t = 0; t < n; ++t) {
       const QuantizeBody& b = bodies[t];
       std::optional<Expr<f32>> sum_sq;
+      std::optional<Expr<f64>> wide_sum;
+      auto add = [&](Expr<f32> x) {  // x: the element, or 0 past the end
+        if (exact)
+          wide_sum = add_square(wide_sum ? *wide_sum : constant<f64>(0.0), x);
+        else
+          sum_sq = sum_sq ? *sum_sq + x * x : x * x;
+      };
       std::function<Expr<f32>(Expr<u32>)> load_x = b.load_x;
       if (b.load_word && b.stride_order_squares) {
         auto staged = k.shared<f32>("staged_x", b.dim);
@@ -106,24 +118,29 @@ std::vector<QuantizedTotals> emit_quantize_activations(KernelBuilder& k, std::sp
       const bool word_order = b.load_word && !b.stride_order_squares;
       if (word_order)
         for (const Slot& s : slots)
-          for (uint32_t j = 0; j < 4; ++j) {
-            auto sq = masked(s, s.x[t][j] * s.x[t][j]);
-            sum_sq = sum_sq ? *sum_sq + sq : sq;
-          }
+          for (uint32_t j = 0; j < 4; ++j) add(masked(s, s.x[t][j]));
       for (uint32_t u = 0; !word_order && u * w < b.dim; ++u) {
         auto i = lid + u * w;
         const bool may_pass = (u + 1) * w > b.dim;
         auto xv = let("xs", load_x(may_pass ? min(i, constant<u32>(b.dim - 1)) : i));
-        Expr<f32> sq = xv * xv;
-        if (may_pass) sq = select(i < b.dim, sq, constant<f32>(0.0f));
-        sum_sq = sum_sq ? *sum_sq + sq : sq;
+        add(may_pass ? select(i < b.dim, xv, constant<f32>(0.0f)) : xv);
       }
-      sums.push_back(let("sum_sq", *sum_sq));
+      if (exact)
+        wide_sums.push_back(let("sum_sq", *wide_sum));
+      else
+        sums.push_back(let("sum_sq", *sum_sq));
     }
-    const auto totals = workgroup_add_each<f32>(k, scratch_each<f32>(k, n, w, "sum_sq_parts"), sums, "total_sq");
-    // As golden::rms_norm: mean = sum / n, inv = 1 / sqrt(mean + eps), x * inv * w.
-    for (size_t t = 0; t < n; ++t)
-      inv_rms.push_back(let("inv_rms", 1.0f / sqrt(totals[t] / static_cast<float>(b0.dim) + *bodies[t].eps)));
+    if (exact) {
+      // One f64 a subgroup in as many bytes as the f32 scratch: subgroups of two lanes or more (every
+      // Vulkan implementation we know runs 4 to 128).
+      const auto totals = workgroup_add_each<f64>(k, scratch_each<f64>(k, n, (w + 1) / 2, "sum_sq_parts"), wide_sums, "total_sq");
+      for (size_t t = 0; t < n; ++t) inv_rms.push_back(let("inv_rms", rms_inverse_exact(totals[t], b0.dim, *bodies[t].eps)));
+    } else {
+      const auto totals = workgroup_add_each<f32>(k, scratch_each<f32>(k, n, w, "sum_sq_parts"), sums, "total_sq");
+      // As golden::rms_norm's f32 arithmetic: mean = sum / n, inv = 1 / sqrt(mean + eps), x * inv * w.
+      for (size_t t = 0; t < n; ++t)
+        inv_rms.push_back(let("inv_rms", 1.0f / sqrt(totals[t] / static_cast<float>(b0.dim) + *bodies[t].eps)));
+    }
   }
   std::vector<std::vector<std::vector<Expr<f32>>>> values(n);  // [token][slot][element]
   std::vector<Expr<f32>> local_max;
@@ -230,6 +247,7 @@ Kernel quantize_activations(const OpTarget& target, uint32_t dim, QuantizeOption
   }
   if (norm_weight) body.load_norm_weight = [&](Expr<u32> i) { return Expr<f32>((*norm_weight)[i]); };
   body.eps = eps;
+  body.exact_scale = norm_scale_exact(target);
   if (normalized) body.store_normalized = [&](Expr<u32> i, Expr<f32> v) { (*normalized)[x_base + i] = v; };
   emit_token_quantize(k, body, q, act, token);
   return k.build();

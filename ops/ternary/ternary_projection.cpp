@@ -14,6 +14,7 @@
 
 #include "ops/attention/attention_split_kv.h"
 #include "ops/common/matrix_support.h"
+#include "ops/common/norm_scale.h"
 #include "ops/common/quantize_activations.h"
 #include "ops/common/step_state.h"
 #include "ops/ternary/rope_kv_epilogue.h"
@@ -319,6 +320,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
       body.load_x = [&, t](Expr<u32> i) { return Expr<f32>((*x)[rows[t] + i]); };
       if (norm_weight) body.load_norm_weight = [&](Expr<u32> i) { return Expr<f32>((*norm_weight)[i]); };
       body.eps = eps;
+      body.exact_scale = norm_scale_exact(target);
       body.store_q = [&, t](Expr<u32> word, Expr<u32> v) { q_words[word + t * region] = v; };
       bodies.push_back(std::move(body));
     }
@@ -354,6 +356,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
       body.stride_order_squares = batched;
     }
     body.eps = eps;
+    body.exact_scale = norm_scale_exact(target);
     body.store_q = [&](Expr<u32> word, Expr<u32> v) { q_words[words ? swizzled_q_word(word) : word] = v; };
     const QuantizedTotals totals = emit_quantize_activations(k, body);  // ends with a barrier
     slots.push_back({tile_token ? *tile_token : constant<u32>(0u), std::nullopt});

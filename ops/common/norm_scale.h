@@ -1,0 +1,42 @@
+// RMSNorm's scale 1 / sqrt(mean(x^2) + eps) at bitnet.cpp's rounding points. ggml's rms_norm
+// rounds each square to f32, sums the squares in double, rounds the mean to f32
+// (`float mean = sum / n`) and takes `1.0f / sqrtf(mean + eps)`, each step correctly rounded.
+// A sum of squares in f32 gives another mean in almost every row (an ulp or more), and the
+// device's sqrt and division are not correctly rounded: x * scale then moves by an ulp, which
+// now and then carries an int8 activation across a rounding half, so the int32 accumulators
+// part from bitnet.cpp's, and a prompt's prefill (one summation order) from its decode (another).
+//
+// Where the device has f64 (OpTarget::float64), the kernels follow ggml:
+// - each square x * x is rounded to f32, widened, and summed in f64 (each kernel in its own
+//   order: a double sum of 2560 or 6912 such squares is within ~2^-40 of the exact one, so the f32
+//   mean is ggml's but for a sum within that of a rounding half, about one row in 2^17);
+// - mean = f32(sum * (1 / n)), t = mean + eps in f32;
+// - sqrt(t) and 1 / sqrt(t) come from f64 and are then corrected to the correctly rounded f32 by
+//   an exact test against the midpoints on either side (their squares and products are exact in
+//   f64), so they do not depend on how well the device computes f64 sqrt or division.
+// Elsewhere the sum, sqrt and division stay in f32 (the older arithmetic): the same scale but
+// for those near-ties.
+#pragma once
+#include <cstdint>
+
+#include "dsl/dsl.h"
+#include "ops/target.h"
+
+namespace bdsl::ops {
+
+// Whether kernels for `target` compute ggml's scale (f64 on the device).
+inline bool norm_scale_exact(const OpTarget& target) { return target.float64; }
+
+// acc + x * x, the square rounded to f32 before it is widened (as ggml's (double)(x * x)).
+dsl::Expr<dsl::f64> add_square(const dsl::Expr<dsl::f64>& acc, const dsl::Expr<dsl::f32>& x);
+
+// 1.0f / sqrtf(f32(sum * (1 / n)) + eps), every step correctly rounded (see above).
+dsl::Expr<dsl::f32> rms_inverse_exact(const dsl::Expr<dsl::f64>& sum, uint32_t n, const dsl::Expr<dsl::f32>& eps);
+
+// The building blocks, for tests: sqrt(t) and 1 / r correctly rounded for positive normal t and r,
+// from a first guess moved by `guess_offset` units in the last place (0 in the kernels; tests
+// reach every correction with it on devices whose f64 is exact).
+dsl::Expr<dsl::f32> sqrt_correctly_rounded(const dsl::Expr<dsl::f32>& t, const dsl::Expr<dsl::i32>& guess_offset);
+dsl::Expr<dsl::f32> reciprocal_correctly_rounded(const dsl::Expr<dsl::f32>& r, const dsl::Expr<dsl::i32>& guess_offset);
+
+}  // namespace bdsl::ops

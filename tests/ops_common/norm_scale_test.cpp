@@ -1,0 +1,164 @@
+// RMSNorm's scale on the device against ggml's CPU arithmetic (golden::rms_norm), bit for bit:
+// the correctly rounded sqrt and reciprocal of ops/common/norm_scale.h alone, then whole rows
+// through the rms_norm op and the quantizer. Each needs a device with f64 (lavapipe has it).
+#include "ops/common/norm_scale.h"
+
+#include <bit>
+#include <cmath>
+#include <random>
+
+#include "codegen/interface_of.h"
+#include "golden/reference_ops.h"
+#include "matrix_test.h"
+#include "ops/common/quantize_activations.h"
+#include "ops/common/rms_norm.h"
+
+namespace bdsl::test {
+namespace {
+
+using namespace dsl;
+
+class NormScale : public OpsMatrix {
+ protected:
+  void SetUp() override {
+    OpsMatrix::SetUp();
+    if (!ctx().info().float64) GTEST_SKIP() << "the device lacks shaderFloat64: its kernels keep the f32 scale";
+  }
+
+  // fn(value, offset) for every value (each from a first guess `offsets[j]` units off), on the device.
+  std::vector<float> each(const char* name, const std::vector<float>& values, const std::vector<int32_t>& offsets,
+                          Expr<f32> (*fn)(const Expr<f32>&, const Expr<i32>&)) {
+    KernelBuilder k(name, {64, 1, 1});
+    auto in = k.buffer<f32>("value", Access::Read);
+    auto off = k.buffer<i32>("offset", Access::Read);
+    auto out = k.buffer<f32>("result", Access::Write);
+    auto n = k.push<u32>("n");
+    auto i = k.global_id().x();
+    if_(i < n, [&] { out[i] = fn(Expr<f32>(in[i]), Expr<i32>(off[i])); });
+    rt::Buffer vb = buffer_of(values, "value"), ob = buffer_of(offsets, "offset"), rb = output(values.size() * 4, "result");
+    run(k.build(), {vb, ob, rb}, uint32_t((values.size() + 63) / 64), rt::push(uint32_t(values.size())));
+    return rb.download<float>();
+  }
+
+  // Values of every binade, squares of floats and their neighbours (sqrt's hard cases), and the
+  // first 4000 from guesses -2..2 units off (lavapipe's f64 is exact, so the offsets reach the
+  // corrections a GPU's estimate may need).
+  static void cases(std::vector<float>& v, std::vector<int32_t>& offsets) {
+    v.insert(v.end(), {1.0f, 2.0f, 4.0f, 0.5f, 1e-5f, 1.0000001f, 3.9999998f, 1e30f, 3.4e38f, 1.1754944e-38f});
+    std::mt19937 rng(5);
+    std::uniform_int_distribution<uint32_t> bits(0x00800000u, 0x7f7fffffu);
+    std::uniform_int_distribution<uint32_t> root_bits(std::bit_cast<uint32_t>(1e-15f), std::bit_cast<uint32_t>(1e15f));
+    for (int i = 0; i < 2000; ++i) {
+      const float r = std::bit_cast<float>(root_bits(rng));
+      v.push_back(r * r);
+      v.push_back(std::nextafter(r * r, 0.0f));
+      v.push_back(std::nextafter(r * r, 1e38f));
+    }
+    while (v.size() < 60000) v.push_back(std::bit_cast<float>(bits(rng)));
+    for (size_t j = 0; j < v.size(); ++j) offsets.push_back(j < 4000 ? int32_t(j % 5) - 2 : 0);
+  }
+};
+
+TEST_F(NormScale, SqrtIsCorrectlyRounded) {
+  std::vector<float> t;
+  std::vector<int32_t> offsets;
+  cases(t, offsets);
+  const auto got = each("sqrt_correctly_rounded", t, offsets, ops::sqrt_correctly_rounded);
+  for (size_t j = 0; j < t.size(); ++j) ASSERT_EQ(got[j], std::sqrt(t[j])) << "t = " << t[j] << " offset " << offsets[j];
+}
+
+TEST_F(NormScale, ReciprocalIsCorrectlyRounded) {
+  std::vector<float> r;
+  std::vector<int32_t> offsets;
+  cases(r, offsets);
+  // 1 / r must stay a normal float: r below 2^126.
+  for (float& v : r) v = std::fmod(v, 1e37f) + 1e-30f;
+  const auto got = each("reciprocal_correctly_rounded", r, offsets, ops::reciprocal_correctly_rounded);
+  for (size_t j = 0; j < r.size(); ++j) ASSERT_EQ(got[j], 1.0f / r[j]) << "r = " << r[j] << " offset " << offsets[j];
+}
+
+// Whole rows through the rms_norm op: the output is golden's (ggml's arithmetic) bit for bit, for
+// row lengths, scales (eps dominant to huge) and rows where a sum of squares in f32 would give
+// another mean (nearly all of them).
+TEST_F(NormScale, RmsNormRowsAreGgmlsBitForBit) {
+  for (uint32_t dim : {64u, 1000u, 2560u, 6912u}) {
+    for (float scale : {1e-4f, 0.01f, 1.0f, 3.0f, 1000.0f}) {
+      SCOPED_TRACE(testing::Message() << "dim " << dim << " scale " << scale);
+      const uint32_t rows = 16;
+      auto x = random_floats(size_t(rows) * dim, dim + uint32_t(scale * 7), scale);
+      const auto weight = random_floats(dim, 3 + dim, 1.0f);
+      const float eps = 1e-5f;
+      rt::Buffer xb = buffer_of(x, "x"), wb = buffer_of(weight, "weight"), out = output(x.size() * 4, "out");
+      run(ops::rms_norm(target(), dim), {xb, wb, out}, rows, rt::push(eps));
+      const auto got = out.download<float>();
+      std::vector<float> want(dim);
+      for (uint32_t r = 0; r < rows; ++r) {
+        golden::rms_norm(std::span(x).subspan(size_t(r) * dim, dim), weight, eps, want);
+        for (uint32_t j = 0; j < dim; ++j) ASSERT_EQ(got[size_t(r) * dim + j], want[j]) << "row " << r << " j " << j;
+      }
+    }
+  }
+}
+
+// The norm + int8 quantizer (every projection's prologue and the prompt's norms): its normalized
+// rows and int8 codes are golden's, bit for bit, whatever its workgroup (so its summation order).
+TEST_F(NormScale, QuantizerRowsAreGgmlsWhateverTheWorkgroup) {
+  const uint32_t dim = 2560, rows = 24;
+  const auto weight = random_floats(dim, 77, 1.0f);
+  const float eps = 1e-5f;
+  auto x = random_floats(size_t(rows) * dim, 78, 2.0f);
+  for (uint32_t w : {64u, 128u, 256u}) {
+    if (w > target().max_workgroup_invocations || w % target().subgroup_size) continue;
+    SCOPED_TRACE(w);
+    ops::QuantizeOptions o;
+    o.rms_norm = true;
+    o.write_normalized = true;
+    o.workgroup = w;
+    rt::Buffer xb = buffer_of(x, "x"), wb = buffer_of(weight, "norm_weight");
+    rt::Buffer qb = output(size_t(rows) * dim, "q"), ab = output(rows * 8, "act"), nb = output(x.size() * 4, "normalized");
+    run(ops::quantize_activations(target(), dim, o), {xb, wb, qb, ab, nb}, rows, rt::push(eps));
+    const auto normalized = nb.download<float>();
+    const auto q = qb.download<int8_t>();
+    std::vector<float> want(dim);
+    std::vector<int8_t> want_q(dim);
+    for (uint32_t r = 0; r < rows; ++r) {
+      golden::rms_norm(std::span(x).subspan(size_t(r) * dim, dim), weight, eps, want);
+      golden::quantize_activations(want, want_q);
+      for (uint32_t j = 0; j < dim; ++j) {
+        ASSERT_EQ(normalized[size_t(r) * dim + j], want[j]) << "row " << r << " j " << j;
+        ASSERT_EQ(q[size_t(r) * dim + j], want_q[j]) << "row " << r << " j " << j;
+      }
+    }
+  }
+}
+
+
+// A device without f64 keeps the f32 scale (the older arithmetic): its kernels ask for no f64, and
+// they stay within the f32 sum's rounding of ggml's (the tolerance of EmbeddingAndNorm's test).
+class NormScaleWithoutFloat64 : public OpsMatrix {};
+
+TEST_F(NormScaleWithoutFloat64, KernelsKeepTheF32Scale) {
+  ops::OpTarget t = target();
+  t.float64 = false;
+  const uint32_t dim = 2560, rows = 4;
+  const dsl::Kernel plain = ops::rms_norm(t, dim);
+  EXPECT_FALSE(codegen::interface_of(plain).features.float64);
+  t.float64 = true;
+  EXPECT_TRUE(codegen::interface_of(ops::rms_norm(t, dim)).features.float64);
+  ops::QuantizeOptions o;
+  o.rms_norm = true;
+  EXPECT_TRUE(codegen::interface_of(ops::quantize_activations(t, dim, o)).features.float64);
+  const auto x = random_floats(size_t(rows) * dim, 9, 3.0f), weight = random_floats(dim, 10, 2.0f);
+  rt::Buffer xb = buffer_of(x, "x"), wb = buffer_of(weight, "weight"), out = output(x.size() * 4, "out");
+  run(plain, {xb, wb, out}, rows, rt::push(1e-5f));
+  const auto got = out.download<float>();
+  std::vector<float> want(dim);
+  for (uint32_t r = 0; r < rows; ++r) {
+    golden::rms_norm(std::span(x).subspan(size_t(r) * dim, dim), weight, 1e-5f, want);
+    for (uint32_t j = 0; j < dim; ++j)
+      ASSERT_NEAR(got[size_t(r) * dim + j], want[j], 1e-4f * std::fabs(want[j]) + 1e-7f) << "row " << r << " j " << j;
+  }
+}
+
+}  // namespace
+}  // namespace bdsl::test
