@@ -54,6 +54,7 @@ BatchState& batch_state(BenchSession& s, uint32_t slots, uint32_t context, uint3
     o.top_k = top_k;
     o.prefill_projections = s.options.prefill_projections;
     o.decode_tuning = s.options.decode_tuning;
+    o.exact_norm_scale = s.options.exact_norm_scale;
     state->model = std::make_unique<bitnet::BitNetModel>(*s.ctx, state->file, state->config, o);
     state->decoder = std::make_unique<bitnet::BitNetBatchDecoder>(*s.ctx, *state->model, slots, s.options.batch);
     state->decoder->set_timestamps(timed);

@@ -71,10 +71,11 @@ double time_epoch_submissions(benchmark::State& st, rt::Graph& g, rt::Buffer& st
 BenchSession::BenchSession(const BenchOptions& o) : options(o) {
   rt::ContextOptions copts;
   copts.device = o.device;
-  copts.without_float64 = o.f32_norm_scale;
   ctx = std::make_unique<rt::Context>(copts);
   if (!ctx->info().timestamps) throw std::runtime_error("device '" + ctx->info().name + "' has no GPU timestamps");
   target = ops::OpTarget::from(ctx->info());
+  if (o.exact_norm_scale && !target.float64) throw std::runtime_error("--exact-norm-scale: the device has no f64");
+  target.exact_norm_scale = o.exact_norm_scale;
   if (o.coop_tile_short || o.coop_tile_tall || o.coop_tile_deep || o.memory_model_handoffs || o.coop_split_max_workgroups || o.coop_split_max_tokens) {
     ops::Tuning t = ops::tuning_for(target);
     if (o.coop_split_max_tokens) t.step_coop_split_max_tokens = *o.coop_split_max_tokens;
@@ -86,7 +87,7 @@ BenchSession::BenchSession(const BenchOptions& o) : options(o) {
     ops::override_tuning(t);
   }
   std::fprintf(stderr, "device: %s\n", ctx->info().summary().c_str());
-  std::fprintf(stderr, "RMSNorm scale: %s\n", ops::norm_scale_exact(target) ? "bitnet.cpp's (f64 sums, correctly rounded)" : o.f32_norm_scale ? "f32 (--f32-norm-scale)" : "f32 (the device has no f64)");
+  std::fprintf(stderr, "RMSNorm scale: %s\n", ops::norm_scale_exact(target) ? "bitnet.cpp's (--exact-norm-scale)" : "f32 (the default)");
   peak_read_gbps = measure_peak_read(*ctx, o.quick ? (64ull << 20) : (1ull << 30), o.quick ? 3 : 10);
   std::fprintf(stderr, "peak read bandwidth (stream_read, %s): %.0f GB/s\n", o.quick ? "64 MiB" : "1 GiB",
                peak_read_gbps);

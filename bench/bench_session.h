@@ -35,7 +35,7 @@ struct BenchOptions {
   // Prompt blocks' tensor-core tiles in place of the tuning table's (ops::override_tuning).
   std::optional<ops::CoopTile> coop_tile_short, coop_tile_tall, coop_tile_deep;
   bool memory_model_handoffs = false;  // ops/tuning.h's memory_model_handoffs
-  bool f32_norm_scale = false;         // the device as without f64: RMSNorm's older f32 scale (norm_scale.h)
+  bool exact_norm_scale = false;       // ModelOptions::exact_norm_scale (and the op/ kernels')
   std::optional<uint32_t> coop_split_max_workgroups;  // ops/tuning.h's step_coop_split_max_workgroups
   std::optional<uint32_t> coop_split_max_tokens;      // ops/tuning.h's step_coop_split_max_tokens
 };

@@ -92,7 +92,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
     else if (a == "--coop-tile-tall") o.coop_tile_tall = coop_tile(value());
     else if (a == "--coop-tile-deep") o.coop_tile_deep = coop_tile(value());
     else if (a == "--memory-model-handoffs") o.memory_model_handoffs = true;
-    else if (a == "--f32-norm-scale") o.f32_norm_scale = true;
+    else if (a == "--exact-norm-scale") o.exact_norm_scale = true;
     else if (a == "--coop-split-max-groups") o.coop_split_max_workgroups = uint32_t(std::stoul(value()));
     else if (a == "--coop-split-max-tokens") o.coop_split_max_tokens = uint32_t(std::stoul(value()));
     else if (a == "--help" || a == "-h") {
@@ -113,7 +113,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "                        [--batch-attention-spread N]\n"
                   "                        [--batch-attention-per-workgroup N] [--batch-attention-spread-split N]\n"
                   "                        [--coop-tile-short T] [--coop-tile-tall T] [--coop-tile-deep T]\n"
-                  "                        [--memory-model-handoffs] [--f32-norm-scale] [--benchmark_...]\n"
+                  "                        [--memory-model-handoffs] [--exact-norm-scale] [--benchmark_...]\n"
                   "  default model: a synthetic BitNet b1.58 of the real 2B-4T shape (made once in the cache)\n"
                   "  --model-preset: another synthetic shape (make-model's presets: llama3-8b, falcon3-10b, ...)\n"
                   "  --quick: the tiny model and small shapes (seconds on lavapipe)\n"
@@ -135,8 +135,8 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "    of Q/K/V/attn_output, gate/up and ffn_down\n"
                   "  --memory-model-handoffs: workgroups hand partials over through the Vulkan memory model,\n"
                   "    not coherent buffers (ops/common/handoff.h)\n"
-                  "  --f32-norm-scale: run as a device without f64 would: RMSNorm's scale in f32 (the older\n"
-                  "    arithmetic), not bitnet.cpp's (ops/common/norm_scale.h); to measure what the exact one costs\n"
+                  "  --exact-norm-scale: RMSNorm's scale at bitnet.cpp's rounding points (ModelOptions::\n"
+                  "    exact_norm_scale, ops/common/norm_scale.h), to measure what it costs\n"
                   "  batched decode (decode_batch/, serve/), 0 or absent: ops/tuning.h's choice:\n"
                   "  --batch-subgroup-max: steps of up to N tokens run the subgroup matmul, larger ones the\n"
                   "    tensor cores; --batch-coop-rows, --batch-coop-tokens: the tensor-core tile's subgroups\n"

@@ -47,6 +47,7 @@ ModelState& model_state(BenchSession& s, Variant variant = Variant::Timed) {
     o.tensor_core_attention = s.options.tensor_core_attention;
     o.decode_tuning = s.options.decode_tuning;
     if (s.options.tokens_per_replay) o.tokens_per_replay = s.options.tokens_per_replay;
+    o.exact_norm_scale = s.options.exact_norm_scale;
     state->model = std::make_unique<bitnet::BitNetModel>(*s.ctx, state->file, state->config, o);
     state->load_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     // The draw over the vocabulary (top_k 0) is recorded at its first use: here, so that its

@@ -32,8 +32,10 @@ struct OpTarget {
   // The Vulkan memory model (vulkanMemoryModel with device scope): workgroups of a dispatch hand
   // results over through it (ops/common/handoff.h).
   bool memory_model = false;
-  // shaderFloat64: RMSNorm's scale is then bitnet.cpp's, bit for bit (ops/common/norm_scale.h).
-  bool float64 = false;
+  bool float64 = false;  // shaderFloat64
+  // RMSNorm's scale at bitnet.cpp's rounding points (ops/common/norm_scale.h; needs float64): asked
+  // for by the model (ModelOptions::exact_norm_scale), never set from the device alone.
+  bool exact_norm_scale = false;
 
   bool has_matrix_shape(const MatrixShape& m) const {
     return std::find(matrix_shapes.begin(), matrix_shapes.end(), m) != matrix_shapes.end();

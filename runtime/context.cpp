@@ -260,7 +260,6 @@ void Context::create_device(const ContextOptions& options) {
   const size_t chosen = choose_device(infos, wish);
   physical_ = devices[chosen];
   info_ = infos[chosen];
-  if (options.without_float64) info_.float64 = false;
   vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
 
   EnabledFeatures features(info_, options.pipeline_statistics);

@@ -29,10 +29,6 @@ struct ContextOptions {
   // Pipelines keep the driver's statistics (registers, ...: Pipeline::statistics()) where the
   // device has VK_KHR_pipeline_executable_properties. For the bench; some drivers then skip caches.
   bool pipeline_statistics = false;
-  // Leave shaderFloat64 off and report the device without it, as a device lacking f64 runs: ops then
-  // keep f32 where they would use f64 (RMSNorm's scale, ops/common/norm_scale.h). For tests and the
-  // bench's A/B of what the exact scale costs.
-  bool without_float64 = false;
 };
 
 class Context {

@@ -22,7 +22,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: bitnet-dsl perplexity -m MODEL.gguf -f TEXT [--ctx N] [--kl-divergence-base FILE [--kl-divergence]]\n"
-    "                             [--device N|NAME]\n"
+    "                             [--device N|NAME] [--exact-norm]\n"
     "Perplexity of the model over a text, as llama-perplexity computes it: the text's tokens in\n"
     "non-overlapping windows of N tokens (default 512), each starting with BOS and run as one batch;\n"
     "the second half of each window is scored. Prints the running estimate per window and\n"
@@ -31,7 +31,8 @@ constexpr const char* kUsage =
     "  --kl-divergence              instead compare with FILE (written by another model, build or device):\n"
     "                               KL divergence (mean, max, percentiles) and top-1 agreement; -f may be\n"
     "                               left out (the tokens come from FILE)\n"
-    "  -c, --ctx N                  tokens a window (at most the model's context)\n";
+    "  -c, --ctx N                  tokens a window (at most the model's context)\n"
+    "  --exact-norm                 RMSNorm's scale at bitnet.cpp's rounding points (needs f64; slower)\n";
 
 std::string read_text(const std::string& path) {
   if (!std::filesystem::exists(path)) throw UsageError("text file '" + path + "' does not exist");
@@ -54,7 +55,7 @@ void progress(uint32_t done, uint32_t total) {
 int run_perplexity(const Args& args) {
   std::string model_path, text_path, base_path, device;
   uint32_t context = 512;
-  bool compare = false, context_given = false;
+  bool compare = false, context_given = false, exact_norm = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> const std::string& {
@@ -70,6 +71,7 @@ int run_perplexity(const Args& args) {
     else if (a == "--kl-divergence-base") base_path = value();
     else if (a == "--kl-divergence") compare = true;
     else if (a == "--device") device = value();
+    else if (a == "--exact-norm") exact_norm = true;
     else if (a == "-h" || a == "--help") {
       std::printf("%s", kUsage);
       return 0;
@@ -110,6 +112,7 @@ int run_perplexity(const Args& args) {
   std::fprintf(stderr, "device: %s\n", ctx.info().summary().c_str());
   bitnet::ModelOptions mopts;
   mopts.greedy_head = false;  // every logit is computed: no decode step needs the pruned head
+  mopts.exact_norm_scale = exact_norm;
   bitnet::BitNetModel model(ctx, file, config, mopts);
   models::PerplexityOptions o;
   o.context = context;

@@ -158,6 +158,7 @@ int run_run(const Args& args) {
   mopts.top_k = o.sampling.temperature == 0 ? 0 : (o.sampling.top_k == 0 ? 128 : o.sampling.top_k);
   mopts.dump = !o.dump_layers.empty();
   mopts.weights_in_place = !o.no_mmap;
+  mopts.exact_norm_scale = o.exact_norm;
   mopts.greedy_head = bitnet::greedy_head_pays(ctx.info());
   const auto t0 = std::chrono::steady_clock::now();
   bitnet::BitNetModel model(ctx, file, config, mopts, progress_bar);

@@ -35,13 +35,16 @@ constexpr const char* kUsage =
     "  --alias NAME      the model id clients pass (default: the file name without .gguf)\n"
     "  --device N|NAME   the Vulkan device (see `bitnet-dsl devices`)\n"
     "  --no-mmap         copy the weights into device memory even where the device could read them in\n"
-    "                    place from the mapped file (a CPU device such as lavapipe)\n";
+    "                    place from the mapped file (a CPU device such as lavapipe)\n"
+    "  --exact-norm      RMSNorm's scale at bitnet.cpp's rounding points: int8 activations and int32\n"
+    "                    accumulators bitnet.cpp's bit for bit (needs f64 on the device; slower)\n";
 
 struct ServeOptions {
   std::string model, host = "127.0.0.1", alias, device;
   int port = 8080;
   uint32_t parallel = 1, ctx_size = 0, queue = 0, prompt_lanes = bitnet::BatchOptions{}.prompt_lanes;
   bool no_mmap = false;
+  bool exact_norm = false;
   bool help = false;
 };
 
@@ -62,6 +65,7 @@ ServeOptions parse(const Args& args) {
     else if (a == "--prompt-lanes") o.prompt_lanes = flag_number<uint32_t>(a, value(), 0, 4096);
     else if (a == "--alias") o.alias = value();
     else if (a == "--no-mmap") o.no_mmap = true;
+    else if (a == "--exact-norm") o.exact_norm = true;
     else if (a == "--device") o.device = value();
     else if (a == "-h" || a == "--help") o.help = true;
     else throw UsageError("unknown flag '" + a + "' (try --help)");
@@ -90,6 +94,7 @@ int run_serve(const Args& args) {
   bitnet::ModelOptions mopts;
   mopts.top_k = 128;  // candidates each step draws from (on the GPU); greedy requests take the argmax
   mopts.weights_in_place = !o.no_mmap;
+  mopts.exact_norm_scale = o.exact_norm;
   mopts.greedy_head = false;  // the batched step and the one-slot decoder read the F16 head itself
   bitnet::BitNetModel model(ctx, file, config, mopts);
   // One sequence: the single-sequence graph (the fastest for one). Several: one decode step

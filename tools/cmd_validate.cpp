@@ -23,16 +23,20 @@ fs::path default_golden_dir() {
 
 int run_validate(const Args& args) {
   std::string model, golden_dir, device;
+  bool exact_norm = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const bool has_value = i + 1 < args.size();
     if ((args[i] == "-m" || args[i] == "--model") && has_value) model = args[++i];
     else if (args[i] == "--golden" && has_value) golden_dir = args[++i];
     else if (args[i] == "--device" && has_value) device = args[++i];
+    else if (args[i] == "--exact-norm") exact_norm = true;
     else if (args[i] == "--help") {
-      std::printf("usage: bitnet-dsl validate -m MODEL.gguf [--golden DIR] [--device N|NAME]\n"
+      std::printf("usage: bitnet-dsl validate -m MODEL.gguf [--golden DIR] [--device N|NAME] [--exact-norm]\n"
                   "  DIR is a folder written by `bitnet-dsl make-golden`; by default the tiny model's\n"
                   "  (%s), for the model `bitnet-dsl make-model FILE --preset tiny` writes\n",
                   default_golden_dir().c_str());
+      std::printf("  --exact-norm: the kernels' RMSNorm scale at bitnet.cpp's rounding points (the norms and\n"
+                  "  the int8 activations then match the reference bit for bit; needs f64 on the device)\n");
       return 0;
     } else throw UsageError("unknown or incomplete argument '" + args[i] + "' (try --help)");
   }
@@ -44,8 +48,9 @@ int run_validate(const Args& args) {
   rt::ContextOptions options;
   options.device = device;
   rt::Context ctx(options);
-  std::printf("device: %s\nmodel: %s\ngolden: %s\n", ctx.info().summary().c_str(), model.c_str(), golden_dir.c_str());
-  const auto report = bitnet::validate_against_golden(ctx, file, golden_dir);
+  std::printf("device: %s\nmodel: %s\ngolden: %s\nRMSNorm scale: %s\n", ctx.info().summary().c_str(), model.c_str(),
+              golden_dir.c_str(), exact_norm ? "bitnet.cpp's (--exact-norm)" : "f32 (the default)");
+  const auto report = bitnet::validate_against_golden(ctx, file, golden_dir, exact_norm);
   std::printf("%s", bitnet::format_report(report).c_str());
   return report.pass() ? 0 : 1;
 }

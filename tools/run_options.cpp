@@ -36,6 +36,8 @@ const char* const kRunUsage =
     "  --device N|NAME   the Vulkan device (see --list-devices)\n"
     "  --no-mmap         copy the weights into device memory even where the device could read them in\n"
     "                    place from the mapped file (a CPU device such as lavapipe)\n"
+    "  --exact-norm      RMSNorm's scale at bitnet.cpp's rounding points: int8 activations and int32\n"
+    "                    accumulators bitnet.cpp's bit for bit (needs f64 on the device; slower)\n"
     "  --list-devices    list the Vulkan devices and exit\n"
     "  --version         print the version and exit\n"
     "Ctrl-C stops the generation and prints its statistics (in -i: back to the prompt; a second\n"
@@ -84,6 +86,7 @@ RunOptions parse_run_options(const Args& args) {
     } else if (a == "-f" || a == "--file") o.prompt = read_prompt_file(value());
     else if (a == "-c" || a == "--ctx-size") o.ctx_size = flag_number<uint32_t>(a, value(), 1, 1u << 24);
     else if (a == "--no-mmap") o.no_mmap = true;
+    else if (a == "--exact-norm") o.exact_norm = true;
     else if (a == "--temp") o.sampling.temperature = flag_number<float>(a, value());
     else if (a == "--top-k") o.sampling.top_k = flag_number<uint32_t>(a, value());
     else if (a == "--top-p") o.sampling.top_p = flag_number<float>(a, value());

@@ -21,6 +21,7 @@ struct RunOptions {
   uint32_t n_predict = 128;
   uint32_t ctx_size = 0;  // 0: the model's trained context
   bool no_mmap = false;   // copy the weights even where the device reads them in place
+  bool exact_norm = false;  // ModelOptions::exact_norm_scale
   models::SamplerOptions sampling{0.8f, 40, 0.95f, 0.0f, 0};
   bool seed_given = false;
   bool print_ids = false;

@@ -67,7 +67,8 @@ bool BitNetModel::wants_greedy_head() const {
 
 std::unique_ptr<BitNetPipelines> BitNetModel::make_pipelines() const {
   return std::make_unique<BitNetPipelines>(ctx_, config_, std::min(options_.top_k, config_.vocab_size),
-                                           codegen::default_shader_cache(), options_.decode_tuning, wants_greedy_head());
+                                           codegen::default_shader_cache(), options_.decode_tuning, wants_greedy_head(),
+                                           options_.exact_norm_scale);
 }
 
 // With options.dump, copies `floats` of `src` into the dump buffer right after they were produced

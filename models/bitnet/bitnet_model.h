@@ -51,6 +51,10 @@ struct ModelOptions {
   // tokens come in groups of as many (the host sees the first of a group when the group is done).
   // 1, or with timestamps: a token a submission.
   uint32_t tokens_per_replay = 8;
+  // RMSNorm's scale at bitnet.cpp's rounding points in every kernel (ops/common/norm_scale.h): the
+  // int8 activations, so the int32 accumulators, are bitnet.cpp's bit for bit, at a price (decode
+  // 15% slower on the H100, bench/RESULTS.md run 34). Needs a device with f64 (shaderFloat64).
+  bool exact_norm_scale = false;
 };
 
 using models::StepOutput;

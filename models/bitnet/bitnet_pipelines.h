@@ -36,7 +36,7 @@ struct DecodeTuning {
 struct BitNetPipelines {
   BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& config, uint32_t top_k,
                   codegen::ShaderCache& cache = codegen::default_shader_cache(), const DecodeTuning& requested = {},
-                  bool greedy_head = false);
+                  bool greedy_head = false, bool exact_norm_scale = false);
 
   ops::OpTarget target;
   DecodeTuning tuning;  // what was asked, with the tuning table's values where it asked nothing

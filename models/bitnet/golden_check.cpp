@@ -36,12 +36,13 @@ TensorCheck check(const std::string& name, const std::vector<float>& expected, c
 }  // namespace
 
 ValidationReport validate_against_golden(rt::Context& ctx, const models::GgufFile& file,
-                                         const std::filesystem::path& dir) {
+                                         const std::filesystem::path& dir, bool exact_norm_scale) {
   const auto prompt = golden::read_npy_i32(dir / "prompt.npy");
   const auto continuation = golden::read_npy_i32(dir / "continuation.npy");
   const auto config = models::BitNetConfig::from_gguf(file);
   ModelOptions options;
   options.dump = true;
+  options.exact_norm_scale = exact_norm_scale;
   BitNetModel model(ctx, file, config, options);
 
   // Run the prompt one token at a time, then the greedy continuation; keep every step's dumps

@@ -53,8 +53,9 @@ struct ValidationReport {
   bool pass() const;
 };
 
+// exact_norm_scale: ModelOptions::exact_norm_scale.
 ValidationReport validate_against_golden(rt::Context& ctx, const models::GgufFile& model,
-                                         const std::filesystem::path& golden_dir);
+                                         const std::filesystem::path& golden_dir, bool exact_norm_scale = false);
 
 // The report as a table: one line per tensor, then the continuation and the verdict.
 std::string format_report(const ValidationReport& report);

@@ -6,7 +6,8 @@
 // now and then carries an int8 activation across a rounding half, so the int32 accumulators
 // part from bitnet.cpp's, and a prompt's prefill (one summation order) from its decode (another).
 //
-// Where the device has f64 (OpTarget::float64), the kernels follow ggml:
+// Asked for (OpTarget::exact_norm_scale, ModelOptions::exact_norm_scale, `--exact-norm`) on a
+// device with f64, the kernels follow ggml:
 // - each square x * x is rounded to f32, widened, and summed in f64 (each kernel in its own
 //   order: a double sum of 2560 or 6912 such squares is within ~2^-40 of the exact one, so the f32
 //   mean is ggml's but for a sum within that of a rounding half, about one row in 2^17);
@@ -14,8 +15,10 @@
 // - sqrt(t) and 1 / sqrt(t) come from f64 and are then corrected to the correctly rounded f32 by
 //   an exact test against the midpoints on either side (their squares and products are exact in
 //   f64), so they do not depend on how well the device computes f64 sqrt or division.
-// Elsewhere the sum, sqrt and division stay in f32 (the older arithmetic): the same scale but
-// for those near-ties.
+// Otherwise (the default) the sum, sqrt and division stay in f32: another scale in most rows, by an
+// ulp or a few. Why that is the default: on the H100 the exact scale's f64 chain (a dependent f64
+// op costs ~14 cycles there, and every projection's norm prologue waits on the chain) made decode
+// 15% slower (bench/RESULTS.md run 34).
 #pragma once
 #include <cstdint>
 
@@ -24,8 +27,8 @@
 
 namespace bdsl::ops {
 
-// Whether kernels for `target` compute ggml's scale (f64 on the device).
-inline bool norm_scale_exact(const OpTarget& target) { return target.float64; }
+// Whether kernels for `target` compute ggml's scale (asked for, and f64 on the device).
+inline bool norm_scale_exact(const OpTarget& target) { return target.exact_norm_scale && target.float64; }
 
 // acc + x * x, the square rounded to f32 before it is widened (as ggml's (double)(x * x)).
 dsl::Expr<dsl::f64> add_square(const dsl::Expr<dsl::f64>& acc, const dsl::Expr<dsl::f32>& x);

@@ -56,6 +56,34 @@ TEST_F(Model, EveryOpMatchesTheReferenceAtEveryPosition) {
   EXPECT_NE(bitnet::format_report(report).find("mean KL divergence"), std::string::npos);
 }
 
+// With the exact RMSNorm scale (ModelOptions::exact_norm_scale) the norms are the reference's bit
+// for bit: the final norm and every K and V (a norm, exact int32 accumulators, then a division and
+// an F16 rounding: a device's division may be an ulp off, but no int8 moves) match with no error
+// op by op, and the greedy continuation is the golden one.
+TEST_F(Model, ExactNormScaleMatchesTheReferenceBitForBit) {
+  if (!ctx().info().float64) GTEST_SKIP() << "the device lacks shaderFloat64";
+  const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
+  const auto report = bitnet::validate_against_golden(ctx(), file, kGolden, true);
+  EXPECT_TRUE(report.pass()) << bitnet::format_report(report);
+  size_t exact = 0;
+  for (const auto& t : report.local)
+    if (t.name == "result_norm" || t.name.starts_with("Kcur") || t.name.starts_with("Vcur")) {
+      EXPECT_EQ(t.diff.max_abs_error, 0.0) << t.name << ": " << bitnet::format_report(report);
+      ++exact;
+    }
+  EXPECT_EQ(exact, 1u + 2 * 4);
+  EXPECT_EQ(report.continuation, report.expected_continuation);
+}
+
+// Without a device with f64 the option is refused by name, not ignored.
+TEST_F(Model, ExactNormScaleNeedsFloat64) {
+  if (ctx().info().float64) GTEST_SKIP() << "the device has shaderFloat64";
+  const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
+  bitnet::ModelOptions o;
+  o.exact_norm_scale = true;
+  EXPECT_THROW(bitnet::BitNetModel(ctx(), file, models::BitNetConfig::from_gguf(file), o), std::invalid_argument);
+}
+
 // The check can fail: a model with other weights (another seed) runs consistently op by op —
 // the reference follows the same file — but is far from the golden data end to end.
 TEST_F(Model, ValidationFailsForAnotherModel) {
