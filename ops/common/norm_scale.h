@@ -12,9 +12,10 @@
 //   order: a double sum of 2560 or 6912 such squares is within ~2^-40 of the exact one, so the f32
 //   mean is ggml's but for a sum within that of a rounding half, about one row in 2^17);
 // - mean = f32(sum * (1 / n)), t = mean + eps in f32;
-// - sqrt(t) and 1 / sqrt(t) come from f64 and are then corrected to the correctly rounded f32 by
-//   an exact test against the midpoints on either side (their squares and products are exact in
-//   f64), so they do not depend on how well the device computes f64 sqrt or division.
+// - the mean, sqrt(t) and 1 / sqrt(t) start from a fast guess (sum * (1 / n) in f64, the device's
+//   f32 sqrt and division) and are corrected to the correctly rounded f32 by exact tests against
+//   the midpoints on either side (their squares and products are exact in f64): no f64 division
+//   or sqrt, which are slow on NVIDIA, and nothing depends on how well the device computes them.
 // Otherwise (the default) the sum, sqrt and division stay in f32: another scale in most rows, by an
 // ulp or a few. Why that is the default: on the H100 the exact scale's f64 chain (a dependent f64
 // op costs ~14 cycles there, and every projection's norm prologue waits on the chain) made decode
@@ -41,5 +42,8 @@ dsl::Expr<dsl::f32> rms_inverse_exact(const dsl::Expr<dsl::f64>& sum, uint32_t n
 // reach every correction with it on devices whose f64 is exact).
 dsl::Expr<dsl::f32> sqrt_correctly_rounded(const dsl::Expr<dsl::f32>& t, const dsl::Expr<dsl::i32>& guess_offset);
 dsl::Expr<dsl::f32> reciprocal_correctly_rounded(const dsl::Expr<dsl::f32>& r, const dsl::Expr<dsl::i32>& guess_offset);
+// f32(sum / n) as a correctly rounded division in double then rounded to f32 (ggml's mean), for
+// n < 2^14 and a positive normal quotient.
+dsl::Expr<dsl::f32> mean_correctly_rounded(const dsl::Expr<dsl::f64>& sum, uint32_t n, const dsl::Expr<dsl::i32>& guess_offset);
 
 }  // namespace bdsl::ops

@@ -83,6 +83,38 @@ TEST_F(NormScale, ReciprocalIsCorrectlyRounded) {
   for (size_t j = 0; j < r.size(); ++j) ASSERT_EQ(got[j], 1.0f / r[j]) << "r = " << r[j] << " offset " << offsets[j];
 }
 
+// float(sum / n) as ggml rounds it (a correctly rounded double division, then to f32), for the row
+// lengths the models use and others: sums that are exactly a midpoint times n (ties: to even),
+// and sums anywhere, from first guesses a unit off either way.
+TEST_F(NormScale, MeanIsCorrectlyRounded) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<uint32_t> bits(std::bit_cast<uint32_t>(1e-15f), std::bit_cast<uint32_t>(1e30f));
+  std::uniform_real_distribution<double> frac(-1.0, 1.0);
+  for (uint32_t n : {1u, 3u, 64u, 1000u, 2560u, 6912u, 8191u}) {
+    SCOPED_TRACE(n);
+    std::vector<double> sums;
+    std::vector<int32_t> offsets;
+    for (int j = 0; j < 20000; ++j) {
+      const float m = std::bit_cast<float>(bits(rng));
+      const double mid = (double(m) + double(std::nextafter(m, 1e38f))) / 2;
+      sums.push_back(j % 3 == 0 ? mid * n : double(m) * n * (1 + frac(rng) * 1e-7));
+      offsets.push_back(int32_t(j % 3) - 1);
+    }
+    KernelBuilder k("mean_correctly_rounded", {64, 1, 1});
+    auto in = k.buffer<f64>("sum", Access::Read);
+    auto off = k.buffer<i32>("offset", Access::Read);
+    auto out = k.buffer<f32>("mean", Access::Write);
+    auto count = k.push<u32>("count");
+    auto i = k.global_id().x();
+    if_(i < count, [&] { out[i] = ops::mean_correctly_rounded(Expr<f64>(in[i]), n, Expr<i32>(off[i])); });
+    rt::Buffer sb = buffer_of(sums, "sum"), ob = buffer_of(offsets, "offset"), mb = output(sums.size() * 4, "mean");
+    run(k.build(), {sb, ob, mb}, uint32_t((sums.size() + 63) / 64), rt::push(uint32_t(sums.size())));
+    const auto got = mb.download<float>();
+    for (size_t j = 0; j < sums.size(); ++j)
+      ASSERT_EQ(got[j], static_cast<float>(sums[j] / double(n))) << "sum " << sums[j] << " offset " << offsets[j];
+  }
+}
+
 // Whole rows through the rms_norm op: the output is golden's (ggml's arithmetic) bit for bit, for
 // row lengths, scales (eps dominant to huge) and rows where a sum of squares in f32 would give
 // another mean (nearly all of them).
