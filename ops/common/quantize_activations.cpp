@@ -137,7 +137,7 @@ std::vector<QuantizedTotals> emit_quantize_activations(KernelBuilder& k, std::sp
       for (size_t t = 0; t < n; ++t) inv_rms.push_back(let("inv_rms", rms_inverse_exact(totals[t], b0.dim, *bodies[t].eps)));
     } else {
       const auto totals = workgroup_add_each<f32>(k, scratch_each<f32>(k, n, w, "sum_sq_parts"), sums, "total_sq");
-      // As golden::rms_norm's f32 arithmetic: mean = sum / n, inv = 1 / sqrt(mean + eps), x * inv * w.
+      // The f32 scale (the default): mean = sum / n, inv = 1 / sqrt(mean + eps), x * inv * w.
       for (size_t t = 0; t < n; ++t)
         inv_rms.push_back(let("inv_rms", 1.0f / sqrt(totals[t] / static_cast<float>(b0.dim) + *bodies[t].eps)));
     }
