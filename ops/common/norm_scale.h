@@ -19,7 +19,7 @@
 // Otherwise (the default) the sum, sqrt and division stay in f32: another scale in most rows, by an
 // ulp or a few. Why that is the default: on the H100 the exact scale's f64 chain (a dependent f64
 // op costs ~14 cycles there, and every projection's norm prologue waits on the chain) made decode
-// 15-16% slower in its first version, with f64 division and sqrt (bench/RESULTS.md run 34).
+// 10% slower (16% in a first version with f64 division and sqrt; bench/RESULTS.md run 34).
 #pragma once
 #include <cstdint>
 
