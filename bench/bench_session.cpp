@@ -73,9 +73,7 @@ BenchSession::BenchSession(const BenchOptions& o) : options(o) {
   copts.device = o.device;
   ctx = std::make_unique<rt::Context>(copts);
   if (!ctx->info().timestamps) throw std::runtime_error("device '" + ctx->info().name + "' has no GPU timestamps");
-  target = ops::OpTarget::from(ctx->info());
-  if (o.exact_norm_scale && !target.float64) throw std::runtime_error("--exact-norm-scale: the device has no f64");
-  target.exact_norm_scale = o.exact_norm_scale;
+  target = ops::with_exact_norm_scale(ops::OpTarget::from(ctx->info()), o.exact_norm_scale);
   if (o.coop_tile_short || o.coop_tile_tall || o.coop_tile_deep || o.memory_model_handoffs || o.coop_split_max_workgroups || o.coop_split_max_tokens) {
     ops::Tuning t = ops::tuning_for(target);
     if (o.coop_split_max_tokens) t.step_coop_split_max_tokens = *o.coop_split_max_tokens;

@@ -68,21 +68,12 @@ ops::SplitKvTuning decode_attention_tuning(const DecodeTuning& t, const ops::Att
   return a;
 }
 
-ops::OpTarget target_for(const rt::DeviceInfo& device, bool exact_norm_scale) {
-  ops::OpTarget t = ops::OpTarget::from(device);
-  if (exact_norm_scale && !t.float64)
-    throw std::invalid_argument("the exact RMSNorm scale needs a device with f64 (shaderFloat64); '" + device.name +
-                                "' has none");
-  t.exact_norm_scale = exact_norm_scale;
-  return t;
-}
-
 }  // namespace
 
 BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c, uint32_t k,
                                  codegen::ShaderCache& cache, const DecodeTuning& requested, bool greedy_head,
                                  bool exact_norm_scale)
-    : target(target_for(ctx.info(), exact_norm_scale)),
+    : target(ops::with_exact_norm_scale(ops::OpTarget::from(ctx.info()), exact_norm_scale)),
       tuning(with_table(requested, ops::tuning_for(target), target, c)),
       dims{c.n_heads, c.n_kv_heads, c.head_dim},
       split(ops::lm_head_split(target, c.vocab_size, c.dim)),

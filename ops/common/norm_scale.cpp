@@ -36,6 +36,14 @@ constexpr int kRounds = 3;
 
 }  // namespace
 
+OpTarget with_exact_norm_scale(OpTarget target, bool exact) {
+  if (exact && !target.float64)
+    throw std::invalid_argument("the exact RMSNorm scale needs a device with f64 (shaderFloat64); '" + target.device_name +
+                                "' has none");
+  target.exact_norm_scale = exact;
+  return target;
+}
+
 Expr<f64> add_square(const Expr<f64>& acc, const Expr<f32>& x) {
   // The f32 product, then the widening: no contraction can reach across the conversion.
   return acc + cast<f64>(x * x);

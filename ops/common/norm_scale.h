@@ -31,6 +31,10 @@ namespace bdsl::ops {
 // Whether kernels for `target` compute ggml's scale (asked for, and f64 on the device).
 inline bool norm_scale_exact(const OpTarget& target) { return target.exact_norm_scale && target.float64; }
 
+// `target` with the exact scale asked for or not; asked for on a device without f64, throws
+// std::invalid_argument naming the device (the kernels would quietly keep the f32 scale).
+OpTarget with_exact_norm_scale(OpTarget target, bool exact);
+
 // acc + x * x, the square rounded to f32 before it is widened (as ggml's (double)(x * x)).
 dsl::Expr<dsl::f64> add_square(const dsl::Expr<dsl::f64>& acc, const dsl::Expr<dsl::f32>& x);
 
