@@ -13,26 +13,43 @@ Expr<f32> step_units(const Expr<f32>& x, const Expr<i32>& units) {
   return bitcast<f32>(bitcast<u32>(x) + bitcast<u32>(units));
 }
 
-// The f32 nearest to a value v that a pair of exact tests places against the midpoints (exact in
-// f64) on either side of a guess: below(lo) says v < lo, above(hi) v > hi. Each round moves the guess
-// a unit; `rounds` of them correct a first guess that many units off. tie(m): v == m exactly,
-// where that can happen (then the even neighbour wins, as round to nearest even); v is never on
-// a midpoint otherwise (see the callers).
-template <class Below, class Above, class Tie>
-Expr<f32> nearest(Expr<f32> guess, const char* name, int rounds, Below below, Above above, Tie tie) {
-  for (int round = 0; round < rounds; ++round) {
-    auto up = let(std::string(name) + "_up", step_units(guess, 1));
-    auto down = let(std::string(name) + "_down", step_units(guess, -1));
-    auto hi = let(std::string(name) + "_hi", (cast<f64>(guess) + cast<f64>(up)) * 0.5);
-    auto lo = let(std::string(name) + "_lo", (cast<f64>(down) + cast<f64>(guess)) * 0.5);
-    auto odd = let(std::string(name) + "_odd", (bitcast<u32>(guess) & 1u) == 1u);
-    guess = let(name, select(above(hi) || (tie(hi) && odd), up, select(below(lo) || (tie(lo) && odd), down, guess)));
+// The f32 nearest to a value v, from a first guess at most `reach` units off: v's place among the
+// 2 * reach midpoints between the guess's neighbours guess - reach .. guess + reach, each decided
+// by an exact test. above(m) says v > m; tie(m) says v == m exactly, where that can happen (then
+// the even neighbour wins, as round to nearest even); v is never on a midpoint otherwise (see the
+// callers). The answer is the guess moved by the count of midpoints below v, less reach. The tests
+// do not depend on each other: with `lane`, lane j runs test j and the subgroup adds them up
+// (kNormScaleLanes >= 2 * reach lanes, all active, the value the same in each); without, each
+// invocation runs them all.
+template <class Above, class Tie>
+Expr<f32> nearest(Expr<f32> guess, const std::string& name, int reach, const std::optional<Expr<u32>>& lane, Above above,
+                  Tie tie) {
+  // 1 where v lies above the midpoint between guess + j and guess + j + 1 (or on it, and guess + j is odd).
+  auto passes = [&](Expr<i32> j) {
+    auto low = let(name + "_low", step_units(guess, j));
+    auto high = let(name + "_high", step_units(guess, j + 1));
+    auto mid = let(name + "_mid", (cast<f64>(low) + cast<f64>(high)) * 0.5);
+    return select(above(mid) || (tie(mid) && (bitcast<u32>(low) & 1u) == 1u), constant<u32>(1u), constant<u32>(0u));
+  };
+  std::optional<Expr<u32>> below;
+  if (lane) {
+    auto j = let(name + "_j", bitcast<i32>(*lane) - reach);  // lanes past 2 * reach count nothing
+    below = subgroup_add(select(*lane < uint32_t(2 * reach), passes(j), constant<u32>(0u)));
+  } else {
+    for (int j = -reach; j < reach; ++j) {
+      auto p = passes(constant<i32>(j));
+      below = below ? *below + p : p;
+    }
   }
-  return guess;
+  return let(name, step_units(guess, bitcast<i32>(*below) - reach));
 }
 
-// The device's f32 sqrt and division may be a few units off (Vulkan asks no better); three rounds.
-constexpr int kRounds = 3;
+// The device's f32 sqrt and division may be a few units off (Vulkan asks no better): three either way.
+constexpr int kReach = 3;
+// sum * (1 / n) in f64 rounds to the f32 next to ggml's at worst; two either way lets the tests
+// move the guess a unit.
+constexpr int kMeanReach = 2;
+static_assert(2 * kReach <= int(kNormScaleLanes) && 2 * kMeanReach <= int(kNormScaleLanes));
 
 }  // namespace
 
@@ -44,49 +61,66 @@ OpTarget with_exact_norm_scale(OpTarget target, bool exact) {
   return target;
 }
 
-Expr<f64> add_square(const Expr<f64>& acc, const Expr<f32>& x) {
+NormScaleMode norm_scale_mode(const OpTarget& target) {
+  if (!target.exact_norm_scale || !target.float64) return NormScaleMode::F32;
+  return target.subgroup_size_fixed && target.subgroup_size >= kNormScaleLanes ? NormScaleMode::ExactOverLanes
+                                                                               : NormScaleMode::Exact;
+}
+
+std::optional<Expr<u32>> norm_scale_lane(KernelBuilder& k, NormScaleMode mode) {
+  if (mode == NormScaleMode::ExactOverLanes) return k.subgroup_invocation();
+  return std::nullopt;
+}
+
+Expr<f64> sum_of_squares(const std::vector<Expr<f32>>& xs) {
+  if (xs.empty()) return constant<f64>(0.0);
   // The f32 product, then the widening: no contraction can reach across the conversion.
-  return acc + cast<f64>(x * x);
+  std::vector<Expr<f64>> level;
+  for (const auto& x : xs) level.push_back(cast<f64>(x * x));
+  while (level.size() > 1) {
+    std::vector<Expr<f64>> next;
+    for (size_t i = 0; i + 1 < level.size(); i += 2) next.push_back(level[i] + level[i + 1]);
+    if (level.size() % 2) next.push_back(level.back());
+    level = std::move(next);
+  }
+  return level[0];
 }
 
 // sqrt(t) lies above midpoint m iff t > m * m: m has 25 significant bits, so m * m (50) is exact in
 // f64. A square root of an f32 is never on a midpoint (m * m has more bits than t).
-Expr<f32> sqrt_correctly_rounded(const Expr<f32>& t, const Expr<i32>& guess_offset) {
+Expr<f32> sqrt_correctly_rounded(const Expr<f32>& t, const Expr<i32>& guess_offset, const std::optional<Expr<u32>>& lane) {
   auto wide = let("sqrt_t", cast<f64>(t));
   auto guess = let("sqrt_guess", step_units(sqrt(t), guess_offset));  // f32: f64's sqrt is slow on NVIDIA
   auto never = [](Expr<f64>) { return constant<boolean>(false); };
-  return nearest(
-      guess, "sqrt_rn", kRounds, [&](Expr<f64> lo) { return wide < lo * lo; }, [&](Expr<f64> hi) { return wide > hi * hi; },
-      never);
+  return nearest(guess, "sqrt_rn", kReach, lane, [&](Expr<f64> m) { return wide > m * m; }, never);
 }
 
 // 1 / r lies above midpoint m iff m * r < 1 (r > 0): 25 + 24 significant bits, exact in f64. Never on
 // a midpoint (m * r = 1 would need both to be powers of two, and a midpoint is not one).
-Expr<f32> reciprocal_correctly_rounded(const Expr<f32>& r, const Expr<i32>& guess_offset) {
+Expr<f32> reciprocal_correctly_rounded(const Expr<f32>& r, const Expr<i32>& guess_offset,
+                                       const std::optional<Expr<u32>>& lane) {
   auto wide = let("recip_r", cast<f64>(r));
   auto guess = let("recip_guess", step_units(1.0f / r, guess_offset));  // f32: f64's division is slow on NVIDIA
   auto never = [](Expr<f64>) { return constant<boolean>(false); };
-  return nearest(
-      guess, "recip_rn", kRounds, [&](Expr<f64> lo) { return lo * wide > 1.0; }, [&](Expr<f64> hi) { return hi * wide < 1.0; },
-      never);
+  return nearest(guess, "recip_rn", kReach, lane, [&](Expr<f64> m) { return m * wide < 1.0; }, never);
 }
 
 // sum / n against midpoint m: m * n has at most 25 + 14 significant bits (n < 2^14), exact in f64, so
 // sum < m * n decides exactly, and sum == m * n is a tie (the f32 of a double that is a midpoint).
-Expr<f32> mean_correctly_rounded(const Expr<f64>& sum, uint32_t n, const Expr<i32>& guess_offset) {
+Expr<f32> mean_correctly_rounded(const Expr<f64>& sum, uint32_t n, const Expr<i32>& guess_offset,
+                                 const std::optional<Expr<u32>>& lane) {
   if (n == 0 || n >= (1u << 14)) throw std::invalid_argument("mean_correctly_rounded: n must be 1 to 16383");
   const double wn = double(n);
   auto guess = let("mean_guess", step_units(cast<f32>(sum * constant<f64>(1.0 / wn)), guess_offset));
-  return nearest(
-      guess, "mean_rn", 2, [&](Expr<f64> lo) { return sum < lo * wn; }, [&](Expr<f64> hi) { return sum > hi * wn; },
-      [&](Expr<f64> m) { return sum == m * wn; });
+  return nearest(guess, "mean_rn", kMeanReach, lane, [&](Expr<f64> m) { return sum > m * wn; },
+                 [&](Expr<f64> m) { return sum == m * wn; });
 }
 
-Expr<f32> rms_inverse_exact(const Expr<f64>& sum, uint32_t n, const Expr<f32>& eps) {
+Expr<f32> rms_inverse_exact(const Expr<f64>& sum, uint32_t n, const Expr<f32>& eps, const std::optional<Expr<u32>>& lane) {
   // ggml: float mean = sum / n (a double division, then rounded to f32).
-  auto mean = let("mean", mean_correctly_rounded(sum, n, constant<i32>(0)));
+  auto mean = let("mean", mean_correctly_rounded(sum, n, constant<i32>(0), lane));
   auto t = let("mean_eps", mean + eps);
-  return reciprocal_correctly_rounded(sqrt_correctly_rounded(t, constant<i32>(0)), constant<i32>(0));
+  return reciprocal_correctly_rounded(sqrt_correctly_rounded(t, constant<i32>(0), lane), constant<i32>(0), lane);
 }
 
 }  // namespace bdsl::ops

@@ -14,40 +14,60 @@
 // - mean = f32(sum * (1 / n)), t = mean + eps in f32;
 // - the mean, sqrt(t) and 1 / sqrt(t) start from a fast guess (sum * (1 / n) in f64, the device's
 //   f32 sqrt and division) and are corrected to the correctly rounded f32 by exact tests against
-//   the midpoints on either side (their squares and products are exact in f64): no f64 division
+//   the midpoints around the guess (their squares and products are exact in f64): no f64 division
 //   or sqrt, which are slow on NVIDIA, and nothing depends on how well the device computes them.
+//   The tests are independent of each other (one step deep, not a round per unit), and where the
+//   subgroup allows, each lane runs one of them and the subgroup counts them (the value is the
+//   same in every lane): f64 throughput is scarce, and every invocation of a workgroup needs the scale.
 // Otherwise (the default) the sum, sqrt and division stay in f32: another scale in most rows, by an
 // ulp or a few. Why that is the default: on the H100 the exact scale's f64 chain (a dependent f64
 // op costs ~14 cycles there, and every projection's norm prologue waits on the chain) made decode
 // 10% slower (16% in a first version with f64 division and sqrt; bench/RESULTS.md run 34).
 #pragma once
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 #include "dsl/dsl.h"
 #include "ops/target.h"
 
 namespace bdsl::ops {
 
-// Whether kernels for `target` compute ggml's scale (asked for, and f64 on the device).
-inline bool norm_scale_exact(const OpTarget& target) { return target.exact_norm_scale && target.float64; }
+// How kernels for `target` compute the scale: in f32 (the default), or ggml's (asked for, and f64
+// on the device), its corrections' tests spread over a subgroup's lanes where every subgroup has
+// at least kNormScaleLanes of them (a fixed size), else each invocation running them all.
+enum class NormScaleMode { F32, Exact, ExactOverLanes };
+inline constexpr uint32_t kNormScaleLanes = 8;
+NormScaleMode norm_scale_mode(const OpTarget& target);
+inline bool norm_scale_exact(const OpTarget& target) { return norm_scale_mode(target) != NormScaleMode::F32; }
 
 // `target` with the exact scale asked for or not; asked for on a device without f64, throws
 // std::invalid_argument naming the device (the kernels would quietly keep the f32 scale).
 OpTarget with_exact_norm_scale(OpTarget target, bool exact);
 
-// acc + x * x, the square rounded to f32 before it is widened (as ggml's (double)(x * x)).
-dsl::Expr<dsl::f64> add_square(const dsl::Expr<dsl::f64>& acc, const dsl::Expr<dsl::f32>& x);
+// The f64 sum of the squares of `xs`, each square rounded to f32 before it is widened (as ggml's
+// (double)(x * x)), added as a balanced tree: a chain of n dependent f64 adds costs n times their
+// latency (~14 cycles on the H100), a tree log2(n) times.
+dsl::Expr<dsl::f64> sum_of_squares(const std::vector<dsl::Expr<dsl::f32>>& xs);
 
-// 1.0f / sqrtf(f32(sum * (1 / n)) + eps), every step correctly rounded (see above).
-dsl::Expr<dsl::f32> rms_inverse_exact(const dsl::Expr<dsl::f64>& sum, uint32_t n, const dsl::Expr<dsl::f32>& eps);
+// 1.0f / sqrtf(f32(sum * (1 / n)) + eps), every step correctly rounded (see above). `lane`: the
+// invocation's lane (NormScaleMode::ExactOverLanes; sum and eps the same in every lane of the
+// subgroup, every lane active), else none.
+dsl::Expr<dsl::f32> rms_inverse_exact(const dsl::Expr<dsl::f64>& sum, uint32_t n, const dsl::Expr<dsl::f32>& eps,
+                                      const std::optional<dsl::Expr<dsl::u32>>& lane);
+// The lane rms_inverse_exact takes for `mode` in kernel k.
+std::optional<dsl::Expr<dsl::u32>> norm_scale_lane(dsl::KernelBuilder& k, NormScaleMode mode);
 
 // The building blocks, for tests: sqrt(t) and 1 / r correctly rounded for positive normal t and r,
 // from a first guess moved by `guess_offset` units in the last place (0 in the kernels; tests
-// reach every correction with it on devices whose f64 is exact).
-dsl::Expr<dsl::f32> sqrt_correctly_rounded(const dsl::Expr<dsl::f32>& t, const dsl::Expr<dsl::i32>& guess_offset);
-dsl::Expr<dsl::f32> reciprocal_correctly_rounded(const dsl::Expr<dsl::f32>& r, const dsl::Expr<dsl::i32>& guess_offset);
+// reach every correction with it on devices whose f64 is exact); `lane` as above.
+dsl::Expr<dsl::f32> sqrt_correctly_rounded(const dsl::Expr<dsl::f32>& t, const dsl::Expr<dsl::i32>& guess_offset,
+                                           const std::optional<dsl::Expr<dsl::u32>>& lane = std::nullopt);
+dsl::Expr<dsl::f32> reciprocal_correctly_rounded(const dsl::Expr<dsl::f32>& r, const dsl::Expr<dsl::i32>& guess_offset,
+                                                 const std::optional<dsl::Expr<dsl::u32>>& lane = std::nullopt);
 // f32(sum / n) as a correctly rounded division in double then rounded to f32 (ggml's mean), for
 // n < 2^14 and a positive normal quotient.
-dsl::Expr<dsl::f32> mean_correctly_rounded(const dsl::Expr<dsl::f64>& sum, uint32_t n, const dsl::Expr<dsl::i32>& guess_offset);
+dsl::Expr<dsl::f32> mean_correctly_rounded(const dsl::Expr<dsl::f64>& sum, uint32_t n, const dsl::Expr<dsl::i32>& guess_offset,
+                                           const std::optional<dsl::Expr<dsl::u32>>& lane = std::nullopt);
 
 }  // namespace bdsl::ops

@@ -46,7 +46,7 @@ std::vector<QuantizedTotals> emit_quantize_activations(KernelBuilder& k, std::sp
   const QuantizeBody& b0 = bodies[0];
   for (const QuantizeBody& b : bodies)
     if (b.dim != b0.dim || b.workgroup != b0.workgroup || bool(b.load_norm_weight) != bool(b0.load_norm_weight) ||
-        b.exact_scale != b0.exact_scale || (bodies.size() > 1 && b.load_word))
+        b.norm_scale != b0.norm_scale || (bodies.size() > 1 && b.load_word))
       throw std::invalid_argument("emit_quantize_activations: tokens quantized together need one shape and norm, and load_x");
   const uint32_t w = b0.workgroup;
   const uint32_t words = b0.dim / 4;
@@ -86,16 +86,16 @@ std::vector<QuantizedTotals> emit_quantize_activations(KernelBuilder& k, std::sp
     // was validated with. Reordering it can move an int8 across a rounding boundary.
     // Each token's squares in that order, summed in f32 or, for ggml's scale, in f64
     // (ops/common/norm_scale.h).
-    const bool exact = b0.exact_scale;
+    const bool exact = b0.norm_scale != NormScaleMode::F32;
     std::vector<Expr<f32>> sums;
     std::vector<Expr<f64>> wide_sums;
     for (size_t t = 0; t < n; ++t) {
       const QuantizeBody& b = bodies[t];
       std::optional<Expr<f32>> sum_sq;
-      std::optional<Expr<f64>> wide_sum;
+      std::vector<Expr<f32>> squared;  // the exact scale's, summed as a tree
       auto add = [&](Expr<f32> x) {  // x: the element, or 0 past the end
         if (exact)
-          wide_sum = add_square(wide_sum ? *wide_sum : constant<f64>(0.0), x);
+          squared.push_back(x);
         else
           sum_sq = sum_sq ? *sum_sq + x * x : x * x;
       };
@@ -126,7 +126,7 @@ std::vector<QuantizedTotals> emit_quantize_activations(KernelBuilder& k, std::sp
         add(may_pass ? select(i < b.dim, xv, constant<f32>(0.0f)) : xv);
       }
       if (exact)
-        wide_sums.push_back(let("sum_sq", *wide_sum));
+        wide_sums.push_back(let("sum_sq", sum_of_squares(squared)));
       else
         sums.push_back(let("sum_sq", *sum_sq));
     }
@@ -134,7 +134,7 @@ std::vector<QuantizedTotals> emit_quantize_activations(KernelBuilder& k, std::sp
       // One f64 a subgroup in as many bytes as the f32 scratch: subgroups of two lanes or more (every
       // Vulkan implementation we know runs 4 to 128).
       const auto totals = workgroup_add_each<f64>(k, scratch_each<f64>(k, n, (w + 1) / 2, "sum_sq_parts"), wide_sums, "total_sq");
-      for (size_t t = 0; t < n; ++t) inv_rms.push_back(let("inv_rms", rms_inverse_exact(totals[t], b0.dim, *bodies[t].eps)));
+      for (size_t t = 0; t < n; ++t) inv_rms.push_back(let("inv_rms", rms_inverse_exact(totals[t], b0.dim, *bodies[t].eps, norm_scale_lane(k, b0.norm_scale))));
     } else {
       const auto totals = workgroup_add_each<f32>(k, scratch_each<f32>(k, n, w, "sum_sq_parts"), sums, "total_sq");
       // The f32 scale (the default): mean = sum / n, inv = 1 / sqrt(mean + eps), x * inv * w.
@@ -247,7 +247,7 @@ Kernel quantize_activations(const OpTarget& target, uint32_t dim, QuantizeOption
   }
   if (norm_weight) body.load_norm_weight = [&](Expr<u32> i) { return Expr<f32>((*norm_weight)[i]); };
   body.eps = eps;
-  body.exact_scale = norm_scale_exact(target);
+  body.norm_scale = norm_scale_mode(target);
   if (normalized) body.store_normalized = [&](Expr<u32> i, Expr<f32> v) { (*normalized)[x_base + i] = v; };
   emit_token_quantize(k, body, q, act, token);
   return k.build();

@@ -30,6 +30,7 @@
 
 #include "dsl/dsl.h"
 #include "ops/common/gate_activation.h"
+#include "ops/common/norm_scale.h"
 #include "ops/plan.h"
 #include "ops/target.h"
 
@@ -67,9 +68,9 @@ struct QuantizeBody {
   // With load_word: the sum of squares still in load_x's stride order (the standalone kernel's
   // bits), read back from the words staged in shared memory (dim floats and a barrier more).
   bool stride_order_squares = false;
-  // With the norm: its scale as bitnet.cpp's ggml rounds it, the squares summed in f64
-  // (ops/common/norm_scale.h; the device needs shaderFloat64). Set from norm_scale_exact(target).
-  bool exact_scale = false;
+  // With the norm: its scale in f32, or as bitnet.cpp's ggml rounds it, the squares summed in f64
+  // (ops/common/norm_scale.h; the device needs shaderFloat64). Set from norm_scale_mode(target).
+  NormScaleMode norm_scale = NormScaleMode::F32;
 };
 struct QuantizedTotals {
   dsl::Expr<dsl::f32> scale;  // s, the same in every invocation

@@ -21,7 +21,8 @@ uint32_t rms_norm_workgroup(const OpTarget& target) {
 RmsNormSlice emit_rms_norm_slice(KernelBuilder& k, const OpTarget& target, const Buffer<f32>& x, const Buffer<f32>& weight,
                                  Expr<u32> base, Expr<f32> eps, uint32_t dim) {
   const uint32_t wg = rms_norm_workgroup(target);
-  const bool exact = norm_scale_exact(target);  // ggml's scale, from f64 sums (ops/common/norm_scale.h)
+  const NormScaleMode mode = norm_scale_mode(target);  // ggml's scale, from f64 sums (ops/common/norm_scale.h)
+  const bool exact = mode != NormScaleMode::F32;
   auto lid = k.local_index();
 
   // Each invocation's elements lid, lid + wg, ... written out, not looped: all loads (x and the
@@ -30,7 +31,7 @@ RmsNormSlice emit_rms_norm_slice(KernelBuilder& k, const OpTarget& target, const
   std::vector<std::optional<Expr<boolean>>> in;
   std::vector<Expr<f32>> xs, ws;
   std::optional<Expr<f32>> sum;
-  std::optional<Expr<f64>> wide_sum;
+  std::vector<Expr<f32>> squared;  // the exact scale's, summed as a tree
   for (uint32_t u = 0; u * wg < dim; ++u) {
     at.push_back(let("i", lid + u * wg));
     const bool may_pass = (u + 1) * wg > dim;
@@ -39,8 +40,7 @@ RmsNormSlice emit_rms_norm_slice(KernelBuilder& k, const OpTarget& target, const
     xs.push_back(let("xv", Expr<f32>(x[base + readable])));
     ws.push_back(let("wv", Expr<f32>(weight[readable])));
     if (exact) {
-      wide_sum = add_square(wide_sum ? *wide_sum : constant<f64>(0.0),
-                            may_pass ? select(*in.back(), xs.back(), constant<f32>(0.0f)) : xs.back());
+      squared.push_back(may_pass ? select(*in.back(), xs.back(), constant<f32>(0.0f)) : xs.back());
       continue;
     }
     Expr<f32> sq = xs.back() * xs.back();
@@ -50,8 +50,8 @@ RmsNormSlice emit_rms_norm_slice(KernelBuilder& k, const OpTarget& target, const
   // Subgroup partials in subgroup order (one per subgroup: workgroup_add's contract; a sum of
   // squares is never -0, so the same bits as adding them to 0.0).
   if (exact) {
-    auto total = workgroup_add<f64>(k, k.shared<f64>("partial", (wg + 1) / 2), let("sum_sq", *wide_sum), "total");  // subgroups of 2+ lanes
-    return {at, in, xs, ws, let("inv", rms_inverse_exact(total, dim, eps))};
+    auto total = workgroup_add<f64>(k, k.shared<f64>("partial", (wg + 1) / 2), let("sum_sq", sum_of_squares(squared)), "total");  // subgroups of 2+ lanes
+    return {at, in, xs, ws, let("inv", rms_inverse_exact(total, dim, eps, norm_scale_lane(k, mode)))};
   }
   auto total = workgroup_add<f32>(k, k.shared<f32>("partial", wg), let("sum_sq", *sum), "total");
   auto inv = let("inv", 1.0f / sqrt(total / static_cast<float>(dim) + eps));

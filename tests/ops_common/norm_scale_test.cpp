@@ -30,19 +30,40 @@ class NormScale : public OpsMatrix {
     t.exact_norm_scale = true;
     return t;
   }
+  // exact() in each way the device can run it: each invocation testing every candidate, and, where
+  // the subgroups allow, the tests spread over the lanes (what the kernels then use).
+  std::vector<ops::OpTarget> exact_modes() {
+    ops::OpTarget each = exact();
+    each.subgroup_size_fixed = false;
+    std::vector<ops::OpTarget> modes{each};
+    if (over_lanes()) modes.push_back(exact());
+    return modes;
+  }
+  bool over_lanes() { return ops::norm_scale_mode(exact()) == ops::NormScaleMode::ExactOverLanes; }
 
-  // fn(value, offset) for every value (each from a first guess `offsets[j]` units off), on the device.
-  std::vector<float> each(const char* name, const std::vector<float>& values, const std::vector<int32_t>& offsets,
-                          Expr<f32> (*fn)(const Expr<f32>&, const Expr<i32>&)) {
+  using Fn = Expr<f32> (*)(const Expr<f32>&, const Expr<i32>&, const std::optional<Expr<u32>>&);
+  // fn(value, offset) for every value (each from a first guess `offsets[j]` units off), on the
+  // device: each invocation one value, or, over_lanes, each subgroup one (every lane the same
+  // value, its tests spread over the lanes).
+  std::vector<float> each(const char* name, const std::vector<float>& values, const std::vector<int32_t>& offsets, Fn fn,
+                          bool lanes) {
+    const uint32_t per_group = lanes ? 64 / target().subgroup_size : 64;
     KernelBuilder k(name, {64, 1, 1});
     auto in = k.buffer<f32>("value", Access::Read);
     auto off = k.buffer<i32>("offset", Access::Read);
     auto out = k.buffer<f32>("result", Access::Write);
     auto n = k.push<u32>("n");
-    auto i = k.global_id().x();
-    if_(i < n, [&] { out[i] = fn(Expr<f32>(in[i]), Expr<i32>(off[i])); });
+    if (lanes) {
+      auto i = let("i", k.workgroup_id().x() * per_group + k.subgroup_id());
+      auto at = let("at", min(i, n - 1u));
+      auto r = let("r", fn(Expr<f32>(in[at]), Expr<i32>(off[at]), k.subgroup_invocation()));
+      if_(i < n && k.subgroup_invocation() == 0u, [&] { out[i] = r; });
+    } else {
+      auto i = k.global_id().x();
+      if_(i < n, [&] { out[i] = fn(Expr<f32>(in[i]), Expr<i32>(off[i]), std::nullopt); });
+    }
     rt::Buffer vb = buffer_of(values, "value"), ob = buffer_of(offsets, "offset"), rb = output(values.size() * 4, "result");
-    run(k.build(), {vb, ob, rb}, uint32_t((values.size() + 63) / 64), rt::push(uint32_t(values.size())));
+    run(k.build(), {vb, ob, rb}, uint32_t((values.size() + per_group - 1) / per_group), rt::push(uint32_t(values.size())));
     return rb.download<float>();
   }
 
@@ -69,8 +90,12 @@ TEST_F(NormScale, SqrtIsCorrectlyRounded) {
   std::vector<float> t;
   std::vector<int32_t> offsets;
   cases(t, offsets);
-  const auto got = each("sqrt_correctly_rounded", t, offsets, ops::sqrt_correctly_rounded);
-  for (size_t j = 0; j < t.size(); ++j) ASSERT_EQ(got[j], std::sqrt(t[j])) << "t = " << t[j] << " offset " << offsets[j];
+  for (bool lanes : {false, true}) {
+    if (lanes && !over_lanes()) continue;
+    SCOPED_TRACE(lanes ? "over lanes" : "each invocation");
+    const auto got = each("sqrt_correctly_rounded", t, offsets, ops::sqrt_correctly_rounded, lanes);
+    for (size_t j = 0; j < t.size(); ++j) ASSERT_EQ(got[j], std::sqrt(t[j])) << "t = " << t[j] << " offset " << offsets[j];
+  }
 }
 
 TEST_F(NormScale, ReciprocalIsCorrectlyRounded) {
@@ -79,8 +104,12 @@ TEST_F(NormScale, ReciprocalIsCorrectlyRounded) {
   cases(r, offsets);
   // 1 / r must stay a normal float: r below 2^126.
   for (float& v : r) v = std::fmod(v, 1e37f) + 1e-30f;
-  const auto got = each("reciprocal_correctly_rounded", r, offsets, ops::reciprocal_correctly_rounded);
-  for (size_t j = 0; j < r.size(); ++j) ASSERT_EQ(got[j], 1.0f / r[j]) << "r = " << r[j] << " offset " << offsets[j];
+  for (bool lanes : {false, true}) {
+    if (lanes && !over_lanes()) continue;
+    SCOPED_TRACE(lanes ? "over lanes" : "each invocation");
+    const auto got = each("reciprocal_correctly_rounded", r, offsets, ops::reciprocal_correctly_rounded, lanes);
+    for (size_t j = 0; j < r.size(); ++j) ASSERT_EQ(got[j], 1.0f / r[j]) << "r = " << r[j] << " offset " << offsets[j];
+  }
 }
 
 // float(sum / n) as ggml rounds it (a correctly rounded double division, then to f32), for the row
@@ -100,18 +129,30 @@ TEST_F(NormScale, MeanIsCorrectlyRounded) {
       sums.push_back(j % 3 == 0 ? mid * n : double(m) * n * (1 + frac(rng) * 1e-7));
       offsets.push_back(int32_t(j % 3) - 1);
     }
-    KernelBuilder k("mean_correctly_rounded", {64, 1, 1});
-    auto in = k.buffer<f64>("sum", Access::Read);
-    auto off = k.buffer<i32>("offset", Access::Read);
-    auto out = k.buffer<f32>("mean", Access::Write);
-    auto count = k.push<u32>("count");
-    auto i = k.global_id().x();
-    if_(i < count, [&] { out[i] = ops::mean_correctly_rounded(Expr<f64>(in[i]), n, Expr<i32>(off[i])); });
-    rt::Buffer sb = buffer_of(sums, "sum"), ob = buffer_of(offsets, "offset"), mb = output(sums.size() * 4, "mean");
-    run(k.build(), {sb, ob, mb}, uint32_t((sums.size() + 63) / 64), rt::push(uint32_t(sums.size())));
-    const auto got = mb.download<float>();
-    for (size_t j = 0; j < sums.size(); ++j)
-      ASSERT_EQ(got[j], static_cast<float>(sums[j] / double(n))) << "sum " << sums[j] << " offset " << offsets[j];
+    for (bool lanes : {false, true}) {
+      if (lanes && !over_lanes()) continue;
+      SCOPED_TRACE(lanes ? "over lanes" : "each invocation");
+      const uint32_t per_group = lanes ? 64 / target().subgroup_size : 64;
+      KernelBuilder k("mean_correctly_rounded", {64, 1, 1});
+      auto in = k.buffer<f64>("sum", Access::Read);
+      auto off = k.buffer<i32>("offset", Access::Read);
+      auto out = k.buffer<f32>("mean", Access::Write);
+      auto count = k.push<u32>("count");
+      if (lanes) {
+        auto i = let("i", k.workgroup_id().x() * per_group + k.subgroup_id());
+        auto at = let("at", min(i, count - 1u));
+        auto r = let("r", ops::mean_correctly_rounded(Expr<f64>(in[at]), n, Expr<i32>(off[at]), k.subgroup_invocation()));
+        if_(i < count && k.subgroup_invocation() == 0u, [&] { out[i] = r; });
+      } else {
+        auto i = k.global_id().x();
+        if_(i < count, [&] { out[i] = ops::mean_correctly_rounded(Expr<f64>(in[i]), n, Expr<i32>(off[i])); });
+      }
+      rt::Buffer sb = buffer_of(sums, "sum"), ob = buffer_of(offsets, "offset"), mb = output(sums.size() * 4, "mean");
+      run(k.build(), {sb, ob, mb}, uint32_t((sums.size() + per_group - 1) / per_group), rt::push(uint32_t(sums.size())));
+      const auto got = mb.download<float>();
+      for (size_t j = 0; j < sums.size(); ++j)
+        ASSERT_EQ(got[j], static_cast<float>(sums[j] / double(n))) << "sum " << sums[j] << " offset " << offsets[j];
+    }
   }
 }
 
@@ -119,15 +160,16 @@ TEST_F(NormScale, MeanIsCorrectlyRounded) {
 // row lengths, scales (eps dominant to huge) and rows where a sum of squares in f32 would give
 // another mean (nearly all of them).
 TEST_F(NormScale, RmsNormRowsAreGgmlsBitForBit) {
+  for (const ops::OpTarget& mode : exact_modes())
   for (uint32_t dim : {64u, 1000u, 2560u, 6912u}) {
     for (float scale : {1e-4f, 0.01f, 1.0f, 3.0f, 1000.0f}) {
-      SCOPED_TRACE(testing::Message() << "dim " << dim << " scale " << scale);
+      SCOPED_TRACE(testing::Message() << "dim " << dim << " scale " << scale << (mode.subgroup_size_fixed ? " over lanes" : ""));
       const uint32_t rows = 16;
       auto x = random_floats(size_t(rows) * dim, dim + uint32_t(scale * 7), scale);
       const auto weight = random_floats(dim, 3 + dim, 1.0f);
       const float eps = 1e-5f;
       rt::Buffer xb = buffer_of(x, "x"), wb = buffer_of(weight, "weight"), out = output(x.size() * 4, "out");
-      run(ops::rms_norm(exact(), dim), {xb, wb, out}, rows, rt::push(eps));
+      run(ops::rms_norm(mode, dim), {xb, wb, out}, rows, rt::push(eps));
       const auto got = out.download<float>();
       std::vector<float> want(dim);
       for (uint32_t r = 0; r < rows; ++r) {
@@ -145,16 +187,17 @@ TEST_F(NormScale, QuantizerRowsAreGgmlsWhateverTheWorkgroup) {
   const auto weight = random_floats(dim, 77, 1.0f);
   const float eps = 1e-5f;
   auto x = random_floats(size_t(rows) * dim, 78, 2.0f);
+  for (const ops::OpTarget& mode : exact_modes())
   for (uint32_t w : {64u, 128u, 256u}) {
-    if (w > exact().max_workgroup_invocations || w % exact().subgroup_size) continue;
-    SCOPED_TRACE(w);
+    if (w > mode.max_workgroup_invocations || w % mode.subgroup_size) continue;
+    SCOPED_TRACE(testing::Message() << w << (mode.subgroup_size_fixed ? " over lanes" : ""));
     ops::QuantizeOptions o;
     o.rms_norm = true;
     o.write_normalized = true;
     o.workgroup = w;
     rt::Buffer xb = buffer_of(x, "x"), wb = buffer_of(weight, "norm_weight");
     rt::Buffer qb = output(size_t(rows) * dim, "q"), ab = output(rows * 8, "act"), nb = output(x.size() * 4, "normalized");
-    run(ops::quantize_activations(exact(), dim, o), {xb, wb, qb, ab, nb}, rows, rt::push(eps));
+    run(ops::quantize_activations(mode, dim, o), {xb, wb, qb, ab, nb}, rows, rt::push(eps));
     const auto normalized = nb.download<float>();
     const auto q = qb.download<int8_t>();
     std::vector<float> want(dim);
