@@ -41,26 +41,26 @@ class NormScale : public OpsMatrix {
   }
   bool over_lanes() { return ops::norm_scale_mode(exact()) == ops::NormScaleMode::ExactOverLanes; }
 
-  using Fn = Expr<f32> (*)(const Expr<f32>&, const Expr<i32>&, const std::optional<Expr<u32>>&);
-  // fn(value, offset) for every value (each from a first guess `offsets[j]` units off), on the
-  // device: each invocation one value, or, over_lanes, each subgroup one (every lane the same
-  // value, its tests spread over the lanes).
-  std::vector<float> each(const char* name, const std::vector<float>& values, const std::vector<int32_t>& offsets, Fn fn,
+  // fn(value, offset, lane) for every value (each from a first guess `offsets[j]` units off), on
+  // the device: each invocation one value, or, with lanes, each subgroup one (every lane the same
+  // value, its tests spread over the lanes). T: f32 or f64 values.
+  template <class T, class V, class Fn>
+  std::vector<float> each(const char* name, const std::vector<V>& values, const std::vector<int32_t>& offsets, Fn fn,
                           bool lanes) {
     const uint32_t per_group = lanes ? 64 / target().subgroup_size : 64;
     KernelBuilder k(name, {64, 1, 1});
-    auto in = k.buffer<f32>("value", Access::Read);
+    auto in = k.buffer<T>("value", Access::Read);
     auto off = k.buffer<i32>("offset", Access::Read);
     auto out = k.buffer<f32>("result", Access::Write);
     auto n = k.push<u32>("n");
     if (lanes) {
       auto i = let("i", k.workgroup_id().x() * per_group + k.subgroup_id());
       auto at = let("at", min(i, n - 1u));
-      auto r = let("r", fn(Expr<f32>(in[at]), Expr<i32>(off[at]), k.subgroup_invocation()));
+      auto r = let("r", fn(Expr<T>(in[at]), Expr<i32>(off[at]), std::optional<Expr<u32>>(k.subgroup_invocation())));
       if_(i < n && k.subgroup_invocation() == 0u, [&] { out[i] = r; });
     } else {
       auto i = k.global_id().x();
-      if_(i < n, [&] { out[i] = fn(Expr<f32>(in[i]), Expr<i32>(off[i]), std::nullopt); });
+      if_(i < n, [&] { out[i] = fn(Expr<T>(in[i]), Expr<i32>(off[i]), std::optional<Expr<u32>>()); });
     }
     rt::Buffer vb = buffer_of(values, "value"), ob = buffer_of(offsets, "offset"), rb = output(values.size() * 4, "result");
     run(k.build(), {vb, ob, rb}, uint32_t((values.size() + per_group - 1) / per_group), rt::push(uint32_t(values.size())));
@@ -93,7 +93,7 @@ TEST_F(NormScale, SqrtIsCorrectlyRounded) {
   for (bool lanes : {false, true}) {
     if (lanes && !over_lanes()) continue;
     SCOPED_TRACE(lanes ? "over lanes" : "each invocation");
-    const auto got = each("sqrt_correctly_rounded", t, offsets, ops::sqrt_correctly_rounded, lanes);
+    const auto got = each<f32>("sqrt_correctly_rounded", t, offsets, ops::sqrt_correctly_rounded, lanes);
     for (size_t j = 0; j < t.size(); ++j) ASSERT_EQ(got[j], std::sqrt(t[j])) << "t = " << t[j] << " offset " << offsets[j];
   }
 }
@@ -107,7 +107,7 @@ TEST_F(NormScale, ReciprocalIsCorrectlyRounded) {
   for (bool lanes : {false, true}) {
     if (lanes && !over_lanes()) continue;
     SCOPED_TRACE(lanes ? "over lanes" : "each invocation");
-    const auto got = each("reciprocal_correctly_rounded", r, offsets, ops::reciprocal_correctly_rounded, lanes);
+    const auto got = each<f32>("reciprocal_correctly_rounded", r, offsets, ops::reciprocal_correctly_rounded, lanes);
     for (size_t j = 0; j < r.size(); ++j) ASSERT_EQ(got[j], 1.0f / r[j]) << "r = " << r[j] << " offset " << offsets[j];
   }
 }
@@ -132,24 +132,12 @@ TEST_F(NormScale, MeanIsCorrectlyRounded) {
     for (bool lanes : {false, true}) {
       if (lanes && !over_lanes()) continue;
       SCOPED_TRACE(lanes ? "over lanes" : "each invocation");
-      const uint32_t per_group = lanes ? 64 / target().subgroup_size : 64;
-      KernelBuilder k("mean_correctly_rounded", {64, 1, 1});
-      auto in = k.buffer<f64>("sum", Access::Read);
-      auto off = k.buffer<i32>("offset", Access::Read);
-      auto out = k.buffer<f32>("mean", Access::Write);
-      auto count = k.push<u32>("count");
-      if (lanes) {
-        auto i = let("i", k.workgroup_id().x() * per_group + k.subgroup_id());
-        auto at = let("at", min(i, count - 1u));
-        auto r = let("r", ops::mean_correctly_rounded(Expr<f64>(in[at]), n, Expr<i32>(off[at]), k.subgroup_invocation()));
-        if_(i < count && k.subgroup_invocation() == 0u, [&] { out[i] = r; });
-      } else {
-        auto i = k.global_id().x();
-        if_(i < count, [&] { out[i] = ops::mean_correctly_rounded(Expr<f64>(in[i]), n, Expr<i32>(off[i])); });
-      }
-      rt::Buffer sb = buffer_of(sums, "sum"), ob = buffer_of(offsets, "offset"), mb = output(sums.size() * 4, "mean");
-      run(k.build(), {sb, ob, mb}, uint32_t((sums.size() + per_group - 1) / per_group), rt::push(uint32_t(sums.size())));
-      const auto got = mb.download<float>();
+      const auto got = each<f64>(
+          "mean_correctly_rounded", sums, offsets,
+          [n](const Expr<f64>& sum, const Expr<i32>& offset, const std::optional<Expr<u32>>& lane) {
+            return ops::mean_correctly_rounded(sum, n, offset, lane);
+          },
+          lanes);
       for (size_t j = 0; j < sums.size(); ++j)
         ASSERT_EQ(got[j], static_cast<float>(sums[j] / double(n))) << "sum " << sums[j] << " offset " << offsets[j];
     }
