@@ -41,7 +41,7 @@ class NormScale : public OpsMatrix {
   }
   bool over_lanes() { return ops::norm_scale_mode(exact()) == ops::NormScaleMode::ExactOverLanes; }
 
-  // fn(value, offset, lane) for every value (each from a first guess `offsets[j]` units off), on
+  // fn(k, value, offset, lane) for every value (each from a first guess `offsets[j]` units off), on
   // the device: each invocation one value, or, with lanes, each subgroup one (every lane the same
   // value, its tests spread over the lanes). T: f32 or f64 values.
   template <class T, class V, class Fn>
@@ -56,15 +56,23 @@ class NormScale : public OpsMatrix {
     if (lanes) {
       auto i = let("i", k.workgroup_id().x() * per_group + k.subgroup_id());
       auto at = let("at", min(i, n - 1u));
-      auto r = let("r", fn(Expr<T>(in[at]), Expr<i32>(off[at]), std::optional<Expr<u32>>(k.subgroup_invocation())));
+      auto r = let("r", fn(k, Expr<T>(in[at]), Expr<i32>(off[at]), std::optional<Expr<u32>>(k.subgroup_invocation())));
       if_(i < n && k.subgroup_invocation() == 0u, [&] { out[i] = r; });
     } else {
       auto i = k.global_id().x();
-      if_(i < n, [&] { out[i] = fn(Expr<T>(in[i]), Expr<i32>(off[i]), std::optional<Expr<u32>>()); });
+      auto r = let("r", fn(k, Expr<T>(in[min(i, n - 1u)]), Expr<i32>(off[min(i, n - 1u)]), std::optional<Expr<u32>>()));
+      if_(i < n, [&] { out[i] = r; });
     }
     rt::Buffer vb = buffer_of(values, "value"), ob = buffer_of(offsets, "offset"), rb = output(values.size() * 4, "result");
     run(k.build(), {vb, ob, rb}, uint32_t((values.size() + per_group - 1) / per_group), rt::push(uint32_t(values.size())));
     return rb.download<float>();
+  }
+
+  template <class F>
+  static auto without_builder(F f) {
+    return [f](KernelBuilder&, const Expr<f32>& v, const Expr<i32>& offset, const std::optional<Expr<u32>>& lane) {
+      return f(v, offset, lane);
+    };
   }
 
   // Values of every binade, squares of floats and their neighbours (sqrt's hard cases), and the
@@ -93,7 +101,7 @@ TEST_F(NormScale, SqrtIsCorrectlyRounded) {
   for (bool lanes : {false, true}) {
     if (lanes && !over_lanes()) continue;
     SCOPED_TRACE(lanes ? "over lanes" : "each invocation");
-    const auto got = each<f32>("sqrt_correctly_rounded", t, offsets, ops::sqrt_correctly_rounded, lanes);
+    const auto got = each<f32>("sqrt_correctly_rounded", t, offsets, without_builder(ops::sqrt_correctly_rounded), lanes);
     for (size_t j = 0; j < t.size(); ++j) ASSERT_EQ(got[j], std::sqrt(t[j])) << "t = " << t[j] << " offset " << offsets[j];
   }
 }
@@ -107,7 +115,7 @@ TEST_F(NormScale, ReciprocalIsCorrectlyRounded) {
   for (bool lanes : {false, true}) {
     if (lanes && !over_lanes()) continue;
     SCOPED_TRACE(lanes ? "over lanes" : "each invocation");
-    const auto got = each<f32>("reciprocal_correctly_rounded", r, offsets, ops::reciprocal_correctly_rounded, lanes);
+    const auto got = each<f32>("reciprocal_correctly_rounded", r, offsets, without_builder(ops::reciprocal_correctly_rounded), lanes);
     for (size_t j = 0; j < r.size(); ++j) ASSERT_EQ(got[j], 1.0f / r[j]) << "r = " << r[j] << " offset " << offsets[j];
   }
 }
@@ -134,12 +142,46 @@ TEST_F(NormScale, MeanIsCorrectlyRounded) {
       SCOPED_TRACE(lanes ? "over lanes" : "each invocation");
       const auto got = each<f64>(
           "mean_correctly_rounded", sums, offsets,
-          [n](const Expr<f64>& sum, const Expr<i32>& offset, const std::optional<Expr<u32>>& lane) {
+          [n](KernelBuilder&, const Expr<f64>& sum, const Expr<i32>& offset, const std::optional<Expr<u32>>& lane) {
             return ops::mean_correctly_rounded(sum, n, offset, lane);
           },
           lanes);
       for (size_t j = 0; j < sums.size(); ++j)
         ASSERT_EQ(got[j], static_cast<float>(sums[j] / double(n))) << "sum " << sums[j] << " offset " << offsets[j];
+    }
+  }
+}
+
+// The whole scale from a sum, 1.0f / sqrtf((float)(sum / n) + eps) as ggml computes it: from sums
+// anywhere and sums on a midpoint of the mean (a third), for both small and large row lengths.
+TEST_F(NormScale, InverseFromTheSumIsGgmls) {
+  std::mt19937 rng(13);
+  std::uniform_int_distribution<uint32_t> bits(std::bit_cast<uint32_t>(1e-12f), std::bit_cast<uint32_t>(1e12f));
+  std::uniform_real_distribution<double> frac(-1.0, 1.0);
+  for (uint32_t n : {64u, 2560u, 6912u}) {
+    for (float eps : {1e-5f, 1e-6f}) {
+      SCOPED_TRACE(testing::Message() << "n " << n << " eps " << eps);
+      std::vector<double> sums;
+      for (int j = 0; j < 6000; ++j) {
+        const float m = std::bit_cast<float>(bits(rng));
+        const double mid = (double(m) + double(std::nextafter(m, 1e38f))) / 2;
+        sums.push_back(j % 3 == 0 ? mid * n : double(m) * n * (1 + frac(rng) * 1e-7));
+      }
+      const std::vector<int32_t> offsets(sums.size(), 0);
+      for (bool lanes : {false, true}) {
+        if (lanes && !over_lanes()) continue;
+        SCOPED_TRACE(lanes ? "over lanes" : "each invocation");
+        const auto got = each<f64>(
+            "rms_inverse_exact", sums, offsets,
+            [n, eps](KernelBuilder&, const Expr<f64>& sum, const Expr<i32>&, const std::optional<Expr<u32>>& lane) {
+              return ops::rms_inverse_exact(sum, n, constant<f32>(eps), lane);
+            },
+            lanes);
+        for (size_t j = 0; j < sums.size(); ++j) {
+          const float mean = static_cast<float>(sums[j] / double(n));
+          ASSERT_EQ(got[j], 1.0f / std::sqrt(mean + eps)) << "sum " << sums[j];
+        }
+      }
     }
   }
 }
