@@ -20,9 +20,10 @@
 //   subgroup allows, each lane runs one of them and the subgroup counts them (the value is the
 //   same in every lane): f64 throughput is scarce, and every invocation of a workgroup needs the scale.
 // Otherwise (the default) the sum, sqrt and division stay in f32: another scale in most rows, by an
-// ulp or a few. Why that is the default: on the H100 the exact scale's f64 chain (a dependent f64
-// op costs ~14 cycles there, and every projection's norm prologue waits on the chain) made decode
-// 10% slower (16% in a first version with f64 division and sqrt; bench/RESULTS.md run 34).
+// ulp or a few. Why that is the default: every projection's norm prologue waits on the exact
+// scale, and on the H100 it makes single-stream decode 5-6% slower (bench/RESULTS.md run 35; 10%
+// with the corrections in rounds in every invocation, run 34); on GPUs whose f64 runs at 1/32 or
+// 1/64 of f32 (most consumer parts) the sum's f64 adds would cost far more.
 #pragma once
 #include <cstdint>
 #include <optional>
