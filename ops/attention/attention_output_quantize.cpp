@@ -41,7 +41,7 @@ Kernel attention_output_quantize(const OpTarget& target, const AttentionPartials
   body.stride_order_squares = true;
   if (norm_weight) body.load_norm_weight = [&](Expr<u32> i) { return Expr<f32>((*norm_weight)[i]); };
   body.eps = eps;
-  body.norm_scale = norm_scale_mode(target);
+  body.norm_scale = norm_scale_mode(target, body.workgroup);
   emit_token_quantize(k, body, q, act, token);
   return k.build();
 }

@@ -1,5 +1,6 @@
 #include "ops/common/norm_scale.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -65,6 +66,13 @@ NormScaleMode norm_scale_mode(const OpTarget& target) {
   if (!target.exact_norm_scale || !target.float64) return NormScaleMode::F32;
   return target.subgroup_size_fixed && target.subgroup_size >= kNormScaleLanes ? NormScaleMode::ExactOverLanes
                                                                                : NormScaleMode::Exact;
+}
+
+NormScaleMode norm_scale_mode(const OpTarget& target, uint32_t workgroup) {
+  const NormScaleMode mode = norm_scale_mode(target);
+  const uint32_t partial = workgroup % std::max(1u, target.subgroup_size);
+  if (mode == NormScaleMode::ExactOverLanes && partial != 0 && partial < kNormScaleLanes) return NormScaleMode::Exact;
+  return mode;
 }
 
 std::optional<Expr<u32>> norm_scale_lane(KernelBuilder& k, NormScaleMode mode) {

@@ -40,6 +40,9 @@ namespace bdsl::ops {
 enum class NormScaleMode { F32, Exact, ExactOverLanes };
 inline constexpr uint32_t kNormScaleLanes = 8;
 NormScaleMode norm_scale_mode(const OpTarget& target);
+// The same for a workgroup of `workgroup` invocations: over lanes only where each of its subgroups
+// has its first kNormScaleLanes lanes (a last, partial subgroup may not).
+NormScaleMode norm_scale_mode(const OpTarget& target, uint32_t workgroup);
 inline bool norm_scale_exact(const OpTarget& target) { return norm_scale_mode(target) != NormScaleMode::F32; }
 
 // `target` with the exact scale asked for or not; asked for on a device without f64, throws

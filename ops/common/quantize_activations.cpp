@@ -247,7 +247,7 @@ Kernel quantize_activations(const OpTarget& target, uint32_t dim, QuantizeOption
   }
   if (norm_weight) body.load_norm_weight = [&](Expr<u32> i) { return Expr<f32>((*norm_weight)[i]); };
   body.eps = eps;
-  body.norm_scale = norm_scale_mode(target);
+  body.norm_scale = norm_scale_mode(target, body.workgroup);
   if (normalized) body.store_normalized = [&](Expr<u32> i, Expr<f32> v) { (*normalized)[x_base + i] = v; };
   emit_token_quantize(k, body, q, act, token);
   return k.build();

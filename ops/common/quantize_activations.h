@@ -69,7 +69,7 @@ struct QuantizeBody {
   // bits), read back from the words staged in shared memory (dim floats and a barrier more).
   bool stride_order_squares = false;
   // With the norm: its scale in f32, or as bitnet.cpp's ggml rounds it, the squares summed in f64
-  // (ops/common/norm_scale.h; the device needs shaderFloat64). Set from norm_scale_mode(target).
+  // (ops/common/norm_scale.h; the device needs shaderFloat64). Set from norm_scale_mode(target, workgroup).
   NormScaleMode norm_scale = NormScaleMode::F32;
 };
 struct QuantizedTotals {

@@ -21,7 +21,7 @@ uint32_t rms_norm_workgroup(const OpTarget& target) {
 RmsNormSlice emit_rms_norm_slice(KernelBuilder& k, const OpTarget& target, const Buffer<f32>& x, const Buffer<f32>& weight,
                                  Expr<u32> base, Expr<f32> eps, uint32_t dim) {
   const uint32_t wg = rms_norm_workgroup(target);
-  const NormScaleMode mode = norm_scale_mode(target);  // ggml's scale, from f64 sums (ops/common/norm_scale.h)
+  const NormScaleMode mode = norm_scale_mode(target, wg);  // ggml's scale, from f64 sums (ops/common/norm_scale.h)
   const bool exact = mode != NormScaleMode::F32;
   auto lid = k.local_index();
 

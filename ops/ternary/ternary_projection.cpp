@@ -320,7 +320,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
       body.load_x = [&, t](Expr<u32> i) { return Expr<f32>((*x)[rows[t] + i]); };
       if (norm_weight) body.load_norm_weight = [&](Expr<u32> i) { return Expr<f32>((*norm_weight)[i]); };
       body.eps = eps;
-      body.norm_scale = norm_scale_mode(target);
+      body.norm_scale = norm_scale_mode(target, body.workgroup);
       body.store_q = [&, t](Expr<u32> word, Expr<u32> v) { q_words[word + t * region] = v; };
       bodies.push_back(std::move(body));
     }
@@ -356,7 +356,7 @@ void emit_projection(const detail::ProjectionSite& site, const OpTarget& target,
       body.stride_order_squares = batched;
     }
     body.eps = eps;
-    body.norm_scale = norm_scale_mode(target);
+    body.norm_scale = norm_scale_mode(target, body.workgroup);
     body.store_q = [&](Expr<u32> word, Expr<u32> v) { q_words[words ? swizzled_q_word(word) : word] = v; };
     const QuantizedTotals totals = emit_quantize_activations(k, body);  // ends with a barrier
     slots.push_back({tile_token ? *tile_token : constant<u32>(0u), std::nullopt});

@@ -275,5 +275,27 @@ TEST_F(NormScaleByDefault, KernelsKeepTheF32Scale) {
   }
 }
 
+// Which way a kernel computes the scale (host only): over lanes only with a fixed subgroup size of
+// at least kNormScaleLanes and every subgroup of the workgroup holding its first lanes.
+TEST(NormScaleMode, OverLanesOnlyWhereEverySubgroupHasTheLanes) {
+  ops::OpTarget t;
+  t.subgroup_size = 32;
+  t.subgroup_size_fixed = true;
+  t.float64 = true;
+  EXPECT_EQ(ops::norm_scale_mode(t, 64), ops::NormScaleMode::F32);  // not asked for
+  t.exact_norm_scale = true;
+  EXPECT_EQ(ops::norm_scale_mode(t, 64), ops::NormScaleMode::ExactOverLanes);
+  EXPECT_EQ(ops::norm_scale_mode(t, 40), ops::NormScaleMode::ExactOverLanes);  // a last subgroup of 8
+  EXPECT_EQ(ops::norm_scale_mode(t, 36), ops::NormScaleMode::Exact);           // ... of 4
+  EXPECT_EQ(ops::norm_scale_mode(t, 4), ops::NormScaleMode::Exact);
+  t.subgroup_size_fixed = false;
+  EXPECT_EQ(ops::norm_scale_mode(t, 64), ops::NormScaleMode::Exact);
+  t.subgroup_size_fixed = true;
+  t.subgroup_size = 4;
+  EXPECT_EQ(ops::norm_scale_mode(t, 64), ops::NormScaleMode::Exact);
+  t.float64 = false;
+  EXPECT_EQ(ops::norm_scale_mode(t, 64), ops::NormScaleMode::F32);
+}
+
 }  // namespace
 }  // namespace bdsl::test
