@@ -54,7 +54,9 @@ void register_kernel_stats_benchmarks(BenchSession& s) {
   state->ctx = std::make_unique<rt::Context>(o);
   const auto file = models::GgufFile::open(s.model_path);
   const auto config = models::BitNetConfig::from_gguf(file);
-  state->separate = std::make_unique<bitnet::BitNetPipelines>(*state->ctx, config, 0);
+  // With --exact-norm-scale, the kernels that normalize take the exact scale (their registers then).
+  state->separate = std::make_unique<bitnet::BitNetPipelines>(*state->ctx, config, 0, codegen::default_shader_cache(),
+                                                              bitnet::DecodeTuning{}, false, s.options.exact_norm_scale);
   const auto& p = *state->separate;
   // The fused decode layers with the separate kernels' shapes, as the model once recorded them.
   ops::MatvecOptions gate_up = p.gate_up_options;
