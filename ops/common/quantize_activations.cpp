@@ -92,10 +92,10 @@ std::vector<QuantizedTotals> emit_quantize_activations(KernelBuilder& k, std::sp
     for (size_t t = 0; t < n; ++t) {
       const QuantizeBody& b = bodies[t];
       std::optional<Expr<f32>> sum_sq;
-      std::vector<Expr<f32>> squared;  // the exact scale's, summed as a tree
+      std::vector<Expr<f32>> to_square;  // the exact scale's elements, their squares summed as a tree
       auto add = [&](Expr<f32> x) {  // x: the element, or 0 past the end
         if (exact)
-          squared.push_back(x);
+          to_square.push_back(x);
         else
           sum_sq = sum_sq ? *sum_sq + x * x : x * x;
       };
@@ -126,7 +126,7 @@ std::vector<QuantizedTotals> emit_quantize_activations(KernelBuilder& k, std::sp
         add(may_pass ? select(i < b.dim, xv, constant<f32>(0.0f)) : xv);
       }
       if (exact)
-        wide_sums.push_back(let("sum_sq", sum_of_squares(squared)));
+        wide_sums.push_back(let("sum_sq", sum_of_squares(to_square)));
       else
         sums.push_back(let("sum_sq", *sum_sq));
     }

@@ -31,7 +31,7 @@ RmsNormSlice emit_rms_norm_slice(KernelBuilder& k, const OpTarget& target, const
   std::vector<std::optional<Expr<boolean>>> in;
   std::vector<Expr<f32>> xs, ws;
   std::optional<Expr<f32>> sum;
-  std::vector<Expr<f32>> squared;  // the exact scale's, summed as a tree
+  std::vector<Expr<f32>> to_square;  // the exact scale's elements, their squares summed as a tree
   for (uint32_t u = 0; u * wg < dim; ++u) {
     at.push_back(let("i", lid + u * wg));
     const bool may_pass = (u + 1) * wg > dim;
@@ -40,7 +40,7 @@ RmsNormSlice emit_rms_norm_slice(KernelBuilder& k, const OpTarget& target, const
     xs.push_back(let("xv", Expr<f32>(x[base + readable])));
     ws.push_back(let("wv", Expr<f32>(weight[readable])));
     if (exact) {
-      squared.push_back(may_pass ? select(*in.back(), xs.back(), constant<f32>(0.0f)) : xs.back());
+      to_square.push_back(may_pass ? select(*in.back(), xs.back(), constant<f32>(0.0f)) : xs.back());
       continue;
     }
     Expr<f32> sq = xs.back() * xs.back();
@@ -50,7 +50,7 @@ RmsNormSlice emit_rms_norm_slice(KernelBuilder& k, const OpTarget& target, const
   // Subgroup partials in subgroup order (one per subgroup: workgroup_add's contract; a sum of
   // squares is never -0, so the same bits as adding them to 0.0).
   if (exact) {
-    auto total = workgroup_add<f64>(k, k.shared<f64>("partial", (wg + 1) / 2), let("sum_sq", sum_of_squares(squared)), "total");  // subgroups of 2+ lanes
+    auto total = workgroup_add<f64>(k, k.shared<f64>("partial", (wg + 1) / 2), let("sum_sq", sum_of_squares(to_square)), "total");  // subgroups of 2+ lanes
     return {at, in, xs, ws, let("inv", rms_inverse_exact(total, dim, eps, norm_scale_lane(k, mode)))};
   }
   auto total = workgroup_add<f32>(k, k.shared<f32>("partial", wg), let("sum_sq", *sum), "total");
