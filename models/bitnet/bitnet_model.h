@@ -53,7 +53,7 @@ struct ModelOptions {
   uint32_t tokens_per_replay = 8;
   // RMSNorm's scale at bitnet.cpp's rounding points in every kernel (ops/common/norm_scale.h): the
   // int8 activations, so the int32 accumulators, are bitnet.cpp's bit for bit, at a price (decode
-  // 10% slower on the H100, batched steps 2-3%; bench/RESULTS.md run 34). Needs a device with f64
+  // 5-6% slower on the H100, batched steps ~2%; bench/RESULTS.md run 35). Needs a device with f64
   // (shaderFloat64).
   bool exact_norm_scale = false;
 };

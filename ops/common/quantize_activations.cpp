@@ -134,7 +134,8 @@ std::vector<QuantizedTotals> emit_quantize_activations(KernelBuilder& k, std::sp
       // One f64 a subgroup in as many bytes as the f32 scratch: subgroups of two lanes or more (every
       // Vulkan implementation we know runs 4 to 128).
       const auto totals = workgroup_add_each<f64>(k, scratch_each<f64>(k, n, (w + 1) / 2, "sum_sq_parts"), wide_sums, "total_sq");
-      for (size_t t = 0; t < n; ++t) inv_rms.push_back(let("inv_rms", rms_inverse_exact(totals[t], b0.dim, *bodies[t].eps, norm_scale_lane(k, b0.norm_scale))));
+      const auto lane = norm_scale_lane(k, b0.norm_scale);
+      for (size_t t = 0; t < n; ++t) inv_rms.push_back(let("inv_rms", rms_inverse_exact(totals[t], b0.dim, *bodies[t].eps, lane)));
     } else {
       const auto totals = workgroup_add_each<f32>(k, scratch_each<f32>(k, n, w, "sum_sq_parts"), sums, "total_sq");
       // The f32 scale (the default): mean = sum / n, inv = 1 / sqrt(mean + eps), x * inv * w.

@@ -40,8 +40,10 @@ class NormScale : public OpsMatrix {
     return modes;
   }
   bool over_lanes() { return ops::norm_scale_mode(exact()) == ops::NormScaleMode::ExactOverLanes; }
+  // The `lanes` arguments of each() the device can run: per invocation, and over lanes where it can.
+  std::vector<bool> lane_modes() { return over_lanes() ? std::vector<bool>{false, true} : std::vector<bool>{false}; }
 
-  // fn(k, value, offset, lane) for every value (each from a first guess `offsets[j]` units off), on
+  // fn(value, offset, lane) for every value (each from a first guess `offsets[j]` units off), on
   // the device: each invocation one value, or, with lanes, each subgroup one (every lane the same
   // value, its tests spread over the lanes). T: f32 or f64 values.
   template <class T, class V, class Fn>
@@ -56,11 +58,11 @@ class NormScale : public OpsMatrix {
     if (lanes) {
       auto i = let("i", k.workgroup_id().x() * per_group + k.subgroup_id());
       auto at = let("at", min(i, n - 1u));
-      auto r = let("r", fn(k, Expr<T>(in[at]), Expr<i32>(off[at]), std::optional<Expr<u32>>(k.subgroup_invocation())));
+      auto r = let("r", fn(Expr<T>(in[at]), Expr<i32>(off[at]), std::optional<Expr<u32>>(k.subgroup_invocation())));
       if_(i < n && k.subgroup_invocation() == 0u, [&] { out[i] = r; });
     } else {
       auto i = k.global_id().x();
-      auto r = let("r", fn(k, Expr<T>(in[min(i, n - 1u)]), Expr<i32>(off[min(i, n - 1u)]), std::optional<Expr<u32>>()));
+      auto r = let("r", fn(Expr<T>(in[min(i, n - 1u)]), Expr<i32>(off[min(i, n - 1u)]), std::optional<Expr<u32>>()));
       if_(i < n, [&] { out[i] = r; });
     }
     rt::Buffer vb = buffer_of(values, "value"), ob = buffer_of(offsets, "offset"), rb = output(values.size() * 4, "result");
@@ -68,11 +70,18 @@ class NormScale : public OpsMatrix {
     return rb.download<float>();
   }
 
-  template <class F>
-  static auto without_builder(F f) {
-    return [f](KernelBuilder&, const Expr<f32>& v, const Expr<i32>& offset, const std::optional<Expr<u32>>& lane) {
-      return f(v, offset, lane);
-    };
+  // `count` sums of n values whose mean is anywhere in [lo, hi): every third exactly an f32
+  // midpoint times n (where the mean's rounding ties), the others near an f32 times n.
+  static std::vector<double> sums_of(std::mt19937& rng, uint32_t n, int count, float lo, float hi) {
+    std::uniform_int_distribution<uint32_t> bits(std::bit_cast<uint32_t>(lo), std::bit_cast<uint32_t>(hi));
+    std::uniform_real_distribution<double> frac(-1.0, 1.0);
+    std::vector<double> sums;
+    for (int j = 0; j < count; ++j) {
+      const float m = std::bit_cast<float>(bits(rng));
+      const double mid = (double(m) + double(std::nextafter(m, 1e38f))) / 2;
+      sums.push_back(j % 3 == 0 ? mid * n : double(m) * n * (1 + frac(rng) * 1e-7));
+    }
+    return sums;
   }
 
   // Values of every binade, squares of floats and their neighbours (sqrt's hard cases), and the
@@ -98,10 +107,9 @@ TEST_F(NormScale, SqrtIsCorrectlyRounded) {
   std::vector<float> t;
   std::vector<int32_t> offsets;
   cases(t, offsets);
-  for (bool lanes : {false, true}) {
-    if (lanes && !over_lanes()) continue;
+  for (bool lanes : lane_modes()) {
     SCOPED_TRACE(lanes ? "over lanes" : "each invocation");
-    const auto got = each<f32>("sqrt_correctly_rounded", t, offsets, without_builder(ops::sqrt_correctly_rounded), lanes);
+    const auto got = each<f32>("sqrt_correctly_rounded", t, offsets, ops::sqrt_correctly_rounded, lanes);
     for (size_t j = 0; j < t.size(); ++j) ASSERT_EQ(got[j], std::sqrt(t[j])) << "t = " << t[j] << " offset " << offsets[j];
   }
 }
@@ -112,10 +120,9 @@ TEST_F(NormScale, ReciprocalIsCorrectlyRounded) {
   cases(r, offsets);
   // 1 / r must stay a normal float: r below 2^126.
   for (float& v : r) v = std::fmod(v, 1e37f) + 1e-30f;
-  for (bool lanes : {false, true}) {
-    if (lanes && !over_lanes()) continue;
+  for (bool lanes : lane_modes()) {
     SCOPED_TRACE(lanes ? "over lanes" : "each invocation");
-    const auto got = each<f32>("reciprocal_correctly_rounded", r, offsets, without_builder(ops::reciprocal_correctly_rounded), lanes);
+    const auto got = each<f32>("reciprocal_correctly_rounded", r, offsets, ops::reciprocal_correctly_rounded, lanes);
     for (size_t j = 0; j < r.size(); ++j) ASSERT_EQ(got[j], 1.0f / r[j]) << "r = " << r[j] << " offset " << offsets[j];
   }
 }
@@ -125,24 +132,16 @@ TEST_F(NormScale, ReciprocalIsCorrectlyRounded) {
 // and sums anywhere, from first guesses a unit off either way.
 TEST_F(NormScale, MeanIsCorrectlyRounded) {
   std::mt19937 rng(11);
-  std::uniform_int_distribution<uint32_t> bits(std::bit_cast<uint32_t>(1e-15f), std::bit_cast<uint32_t>(1e30f));
-  std::uniform_real_distribution<double> frac(-1.0, 1.0);
   for (uint32_t n : {1u, 3u, 64u, 1000u, 2560u, 6912u, 8191u}) {
     SCOPED_TRACE(n);
-    std::vector<double> sums;
+    const std::vector<double> sums = sums_of(rng, n, 20000, 1e-15f, 1e30f);
     std::vector<int32_t> offsets;
-    for (int j = 0; j < 20000; ++j) {
-      const float m = std::bit_cast<float>(bits(rng));
-      const double mid = (double(m) + double(std::nextafter(m, 1e38f))) / 2;
-      sums.push_back(j % 3 == 0 ? mid * n : double(m) * n * (1 + frac(rng) * 1e-7));
-      offsets.push_back(int32_t(j % 3) - 1);
-    }
-    for (bool lanes : {false, true}) {
-      if (lanes && !over_lanes()) continue;
+    for (size_t j = 0; j < sums.size(); ++j) offsets.push_back(int32_t(j % 3) - 1);
+    for (bool lanes : lane_modes()) {
       SCOPED_TRACE(lanes ? "over lanes" : "each invocation");
       const auto got = each<f64>(
           "mean_correctly_rounded", sums, offsets,
-          [n](KernelBuilder&, const Expr<f64>& sum, const Expr<i32>& offset, const std::optional<Expr<u32>>& lane) {
+          [n](const Expr<f64>& sum, const Expr<i32>& offset, const std::optional<Expr<u32>>& lane) {
             return ops::mean_correctly_rounded(sum, n, offset, lane);
           },
           lanes);
@@ -156,24 +155,16 @@ TEST_F(NormScale, MeanIsCorrectlyRounded) {
 // anywhere and sums on a midpoint of the mean (a third), for both small and large row lengths.
 TEST_F(NormScale, InverseFromTheSumIsGgmls) {
   std::mt19937 rng(13);
-  std::uniform_int_distribution<uint32_t> bits(std::bit_cast<uint32_t>(1e-12f), std::bit_cast<uint32_t>(1e12f));
-  std::uniform_real_distribution<double> frac(-1.0, 1.0);
   for (uint32_t n : {64u, 2560u, 6912u}) {
     for (float eps : {1e-5f, 1e-6f}) {
       SCOPED_TRACE(testing::Message() << "n " << n << " eps " << eps);
-      std::vector<double> sums;
-      for (int j = 0; j < 6000; ++j) {
-        const float m = std::bit_cast<float>(bits(rng));
-        const double mid = (double(m) + double(std::nextafter(m, 1e38f))) / 2;
-        sums.push_back(j % 3 == 0 ? mid * n : double(m) * n * (1 + frac(rng) * 1e-7));
-      }
+      const std::vector<double> sums = sums_of(rng, n, 6000, 1e-12f, 1e12f);
       const std::vector<int32_t> offsets(sums.size(), 0);
-      for (bool lanes : {false, true}) {
-        if (lanes && !over_lanes()) continue;
+      for (bool lanes : lane_modes()) {
         SCOPED_TRACE(lanes ? "over lanes" : "each invocation");
         const auto got = each<f64>(
             "rms_inverse_exact", sums, offsets,
-            [n, eps](KernelBuilder&, const Expr<f64>& sum, const Expr<i32>&, const std::optional<Expr<u32>>& lane) {
+            [n, eps](const Expr<f64>& sum, const Expr<i32>&, const std::optional<Expr<u32>>& lane) {
               return ops::rms_inverse_exact(sum, n, constant<f32>(eps), lane);
             },
             lanes);
