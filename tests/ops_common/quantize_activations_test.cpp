@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <random>
 
 #include "matrix_test.h"
 #include "ops/common/exact_division.h"
@@ -50,6 +52,16 @@ class QuantizeActivations : public OpsMatrix {
     if (o.write_normalized) bindings.push_back(nb);
     run(ops::quantize_activations(target(), dim, o), bindings, tokens, o.rms_norm ? rt::push(eps) : rt::PushConstants{});
     return {q.download<uint32_t>(), act.download<uint32_t>(), o.write_normalized ? nb.download<float>() : std::vector<float>{}};
+  }
+
+  // q, s and sum(q) as the CPU quantizes the kernel's own normalized vector.
+  void expect_own_quantization(const GpuQuantized& got, uint32_t dim, uint32_t tokens) {
+    for (size_t t = 0; t < tokens; ++t) {
+      const QuantizedX own = quantize_cpu(std::span(got.normalized).subspan(t * dim, dim));
+      ASSERT_EQ(got.s(t), own.s) << "token " << t;
+      ASSERT_EQ(got.sum(t), own.sum) << "token " << t;
+      for (size_t i = 0; i < dim; ++i) ASSERT_EQ(got.q(t, dim, i), own.q[i]) << "token " << t << " element " << i;
+    }
   }
 
   // Without a norm the arithmetic is golden's exactly (max, one division, one multiply, roundEven
@@ -134,6 +146,56 @@ TEST_F(QuantizeActivations, FusedRmsNormMatchesGolden) {
       ASSERT_LE(std::abs(got.q(0, dim, i) - ref.q[i]), 1) << i;
     }
   }
+}
+
+// The absmax the scale comes from is the largest |x * inv * w| as the kernel rounds each one,
+// whichever element holds it: two elements tied at the top, tops a few ulp apart whose roundings
+// may swap them, the top in the last, partial word, a norm weight or an input far out of the
+// usual range, and an all-zero row. The kernel's own normalized vector quantized on the CPU
+// gives the scale, the sum and every q it must write.
+TEST_F(QuantizeActivations, FusedRmsNormAbsmaxAtTiesAndNearTies) {
+  for (uint32_t dim : {1000u, 2560u}) {
+    SCOPED_TRACE(dim);
+    std::vector<std::vector<float>> xs, ws;
+    auto add = [&](uint32_t seed, const std::function<void(std::vector<float>&, std::vector<float>&)>& edit) {
+      std::vector<float> x = random_floats(dim, seed, 1.0f), w = random_floats(dim, seed + 1, 0.5f);
+      edit(x, w);
+      xs.push_back(x);
+      ws.push_back(w);
+    };
+    const uint32_t last = dim - 1, mid = dim / 2;
+    add(1, [&](auto& x, auto& w) { x[3] = x[mid] = 9.0f; w[3] = w[mid] = 0.75f; });            // an exact tie
+    add(2, [&](auto& x, auto& w) { x[3] = -9.0f; x[last] = 9.0f; w[3] = w[last] = 0.75f; });  // tie of signs, last word
+    for (uint32_t ulps = 1; ulps <= 8; ++ulps)  // keys a few ulp apart, from other x and w
+      add(10 + ulps, [&](auto& x, auto& w) {
+        x[5] = 7.0f;
+        w[5] = 0.6f;
+        x[last - 2] = 7.0f * 0.6f / 0.7f * (1.0f + float(ulps) * 0x1p-24f);
+        w[last - 2] = 0.7f;
+      });
+    add(30, [&](auto& x, auto& w) { w[7] = 2.0e7f; x[7] = 1.0e-6f; });   // a norm weight far out
+    add(31, [&](auto& x, auto&) { x[9] = 3.0e20f; });                    // an input far out
+    add(32, [&](auto& x, auto& w) { x[mid] = 1.0e-30f; std::fill(x.begin(), x.end(), 0.0f); w[0] = 1.0f; });  // all zero
+    for (size_t t = 0; t < xs.size(); ++t) {
+      SCOPED_TRACE(t);
+      expect_own_quantization(quantize(xs[t], dim, &ws[t]), dim, 1);
+    }
+  }
+  // Many rows whose two largest |x * w| are 0-3 ulp apart, from different x and w: in some of
+  // them the roundings of x * inv * w put the other element on top.
+  const uint32_t dim = 128, tokens = 512;
+  std::vector<float> w = random_floats(dim, 50, 0.5f);
+  w[11] = 0.6137f;
+  w[100] = 0.8291f;
+  std::vector<float> x = random_floats(dim * tokens, 51, 1.0f);
+  std::mt19937 rng(52);
+  for (uint32_t t = 0; t < tokens; ++t) {
+    float* row = &x[size_t(t) * dim];
+    row[11] = 4.0f + std::uniform_real_distribution<float>(0.0f, 1.0f)(rng);
+    const int ulps = std::uniform_int_distribution<int>(-3, 3)(rng);
+    row[100] = row[11] * w[11] / w[100] * (1.0f + float(ulps) * 0x1p-24f);
+  }
+  expect_own_quantization(quantize(x, dim, &w), dim, tokens);
 }
 
 }  // namespace
