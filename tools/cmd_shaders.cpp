@@ -1,11 +1,13 @@
-// `bitnet-dsl shaders [--op NAME] [--device N]`: lists the ops, or prints one op's GLSL and the
-// SHA-256 key of its binary, built for the chosen device, so anyone can read what runs.
+// `bitnet-dsl shaders [--op NAME] [--device N] [--exact-norm]`: lists the ops, or prints one op's
+// GLSL and the SHA-256 key of its binary, built for the chosen device (and with the RMSNorm scale
+// `run --exact-norm` asks for), so anyone can read what runs.
 #include <cstdio>
 
 #include "codegen/glsl_printer.h"
 #include "codegen/interface_of.h"
 #include "codegen/shader_cache.h"
 #include "ops/catalog.h"
+#include "ops/common/norm_scale.h"
 #include "runtime/context.h"
 #include "tools/command.h"
 
@@ -14,14 +16,17 @@ namespace {
 
 int run_shaders(const Args& args) {
   std::string op, device;
-  bool offline = false;
+  bool offline = false, exact_norm = false;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--op" && i + 1 < args.size()) op = args[++i];
     else if (args[i] == "--device" && i + 1 < args.size()) device = args[++i];
     else if (args[i] == "--no-device") offline = true;
+    else if (args[i] == "--exact-norm") exact_norm = true;
     else if (args[i] == "--help") {
-      std::printf("usage: bitnet-dsl shaders [--op NAME] [--device N|NAME | --no-device]\n"
+      std::printf("usage: bitnet-dsl shaders [--op NAME] [--device N|NAME | --no-device] [--exact-norm]\n"
                   "  without --op: the list of ops; with it: its GLSL and SHA-256 cache key.\n"
+                  "  --exact-norm: the kernels as `run --exact-norm` builds them (bitnet.cpp's RMSNorm scale, in f64;\n"
+                  "  refused for a device without f64; --no-device assumes one).\n"
                   "  Kernels are built for the device's subgroup size and limits (--no-device: defaults).\n");
       return 0;
     } else throw UsageError("unknown argument '" + args[i] + "' (try --help)");
@@ -31,7 +36,10 @@ int run_shaders(const Args& args) {
     rt::ContextOptions options;
     options.device = device;
     target = ops::OpTarget::from(rt::Context(options).info());
+  } else {
+    target.float64 = exact_norm;
   }
+  target = ops::with_exact_norm_scale(target, exact_norm);
   if (op.empty()) {
     for (const auto& e : ops::catalog()) std::printf("%-28s %s\n", e.name.c_str(), e.summary.c_str());
     return 0;

@@ -323,6 +323,23 @@ TEST(Cli, InspectPrintsTheTensorTableAsTextAndJson) {
   expect_one_line_error(run("inspect /no/such.gguf"), 1, "/no/such.gguf");
 }
 
+// `shaders`: the list, one op's GLSL with its cache key, and with --exact-norm the kernels as
+// `run --exact-norm` builds them (the squares summed in double); an unknown op is named.
+TEST(Cli, ShadersPrintTheKernelsAsTheModelBuildsThem) {
+  const Result list = run("shaders --no-device");
+  EXPECT_EQ(list.code, 0);
+  EXPECT_NE(list.output.find("rms_norm "), std::string::npos) << list.output;
+  const Result plain = run("shaders --no-device --op rms_norm");
+  EXPECT_EQ(plain.code, 0);
+  EXPECT_NE(plain.output.find("// sha256: "), std::string::npos) << plain.output;
+  EXPECT_EQ(plain.output.find("double"), std::string::npos) << plain.output;
+  const Result exact = run("shaders --no-device --exact-norm --op rms_norm");
+  EXPECT_EQ(exact.code, 0);
+  EXPECT_NE(exact.output.find("double"), std::string::npos) << exact.output;
+  EXPECT_NE(exact.output.substr(exact.output.find("// sha256: ")), plain.output.substr(plain.output.find("// sha256: ")));
+  expect_one_line_error(run("shaders --no-device --op no_such_op"), 2, "no op named 'no_such_op'");
+}
+
 // `perplexity`: a whole run on the tiny model (the base written, then compared with itself and
 // with another model), and every bad input named in one line.
 TEST(Cli, PerplexityAndKlDivergence) {
