@@ -7,7 +7,7 @@
 #include "codegen/interface_of.h"
 #include "codegen/shader_cache.h"
 #include "ops/catalog.h"
-#include "ops/common/norm_scale.h"
+#include "ops/common.h"
 #include "runtime/context.h"
 #include "tools/command.h"
 
