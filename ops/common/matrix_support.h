@@ -29,6 +29,15 @@ inline uint32_t rows_per_workgroup(const OpTarget& t, uint32_t workgroup) {
 
 inline uint32_t ceil_div(uint64_t a, uint64_t b) { return static_cast<uint32_t>((a + b - 1) / b); }
 
+// A scratch of `w` elements (one a subgroup at any subgroup size, for a workgroup of w invocations)
+// for each of `n` reductions.
+template <class T>
+std::vector<dsl::Shared<T>> scratch_each(dsl::KernelBuilder& k, size_t n, uint32_t w, const std::string& name) {
+  std::vector<dsl::Shared<T>> scratch;
+  for (size_t t = 0; t < n; ++t) scratch.push_back(k.template shared<T>(name, w));
+  return scratch;
+}
+
 // Combines values across the workgroup; every invocation gets the results. Each value needs its
 // own `scratch` of one element per subgroup (size it by the workgroup: any subgroup size fits).
 // One barrier for all of them. Subgroup partials are combined in subgroup order, so each result is

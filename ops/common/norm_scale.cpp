@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "ops/common/matrix_support.h"
+
 namespace bdsl::ops {
 using namespace bdsl::dsl;
 
@@ -92,6 +94,40 @@ Expr<f64> sum_of_squares(const std::vector<Expr<f32>>& xs) {
     level = std::move(next);
   }
   return level[0];
+}
+
+void SquareSum::add(const Expr<f32>& x) {
+  if (mode_ == NormScaleMode::F32)
+    chain_ = chain_ ? *chain_ + x * x : x * x;
+  else
+    squared_.push_back(x);
+}
+
+std::vector<Expr<f32>> rms_inverses(KernelBuilder& k, uint32_t workgroup, uint32_t n, const std::vector<SquareSum>& sums,
+                                    const std::vector<Expr<f32>>& eps) {
+  if (sums.empty() || eps.size() != sums.size()) throw std::invalid_argument("rms_inverses: one eps a row, at least one row");
+  const NormScaleMode mode = sums[0].mode_;
+  for (const SquareSum& s : sums)
+    if (s.mode_ != mode || (!s.chain_ && s.squared_.empty()))
+      throw std::invalid_argument("rms_inverses: rows of one mode, each with elements");
+  std::vector<Expr<f32>> inv;
+  if (mode == NormScaleMode::F32) {
+    std::vector<Expr<f32>> parts;
+    for (const SquareSum& s : sums) parts.push_back(let("sum_sq", *s.chain_));
+    const auto totals = workgroup_add_each<f32>(k, scratch_each<f32>(k, sums.size(), workgroup, "sum_sq_parts"), parts, "total_sq");
+    for (size_t t = 0; t < sums.size(); ++t)
+      inv.push_back(let("inv_rms", 1.0f / sqrt(totals[t] / static_cast<float>(n) + eps[t])));
+    return inv;
+  }
+  std::vector<Expr<f64>> parts;
+  for (const SquareSum& s : sums) parts.push_back(let("sum_sq", sum_of_squares(s.squared_)));
+  // One f64 a subgroup in as many bytes as an f32 scratch: subgroups of two lanes or more (every
+  // Vulkan implementation we know runs 4 to 128).
+  const auto totals =
+      workgroup_add_each<f64>(k, scratch_each<f64>(k, sums.size(), (workgroup + 1) / 2, "sum_sq_parts"), parts, "total_sq");
+  const auto lane = norm_scale_lane(k, mode);
+  for (size_t t = 0; t < sums.size(); ++t) inv.push_back(let("inv_rms", rms_inverse_exact(totals[t], n, eps[t], lane)));
+  return inv;
 }
 
 // sqrt(t) lies above midpoint m iff t > m * m: m has 25 significant bits, so m * m (50) is exact in

@@ -54,6 +54,31 @@ OpTarget with_exact_norm_scale(OpTarget target, bool exact);
 // latency (~14 cycles on the H100), a tree log2(n) times.
 dsl::Expr<dsl::f64> sum_of_squares(const std::vector<dsl::Expr<dsl::f32>>& xs);
 
+// One row's sum of squares for its scale, as an invocation adds its elements (each an element of
+// the row, or 0 past its end, in the invocation's own order: the order is the sum's bits). In f32
+// (NormScaleMode::F32) a chain of the squares in that order; for ggml's scale each square rounded
+// to f32 and the squares summed in f64 as a tree (sum_of_squares).
+class SquareSum {
+ public:
+  explicit SquareSum(NormScaleMode mode) : mode_(mode) {}
+  void add(const dsl::Expr<dsl::f32>& x);
+
+  // 1 / sqrt(sum / n + eps[t]) for each row t of n elements, once every invocation of the
+  // workgroup (`workgroup` invocations) has added its elements to sums[t] (all in one mode): the
+  // sums reduced over the workgroup behind one barrier, in subgroup order; in f32, or at ggml's
+  // rounding points (rms_inverse_exact). The same value in every invocation.
+  friend std::vector<dsl::Expr<dsl::f32>> rms_inverses(dsl::KernelBuilder& k, uint32_t workgroup, uint32_t n,
+                                                       const std::vector<SquareSum>& sums,
+                                                       const std::vector<dsl::Expr<dsl::f32>>& eps);
+
+ private:
+  NormScaleMode mode_;
+  std::optional<dsl::Expr<dsl::f32>> chain_;  // F32
+  std::vector<dsl::Expr<dsl::f32>> squared_;  // the exact modes: the elements whose squares the tree adds
+};
+std::vector<dsl::Expr<dsl::f32>> rms_inverses(dsl::KernelBuilder& k, uint32_t workgroup, uint32_t n,
+                                              const std::vector<SquareSum>& sums, const std::vector<dsl::Expr<dsl::f32>>& eps);
+
 // 1.0f / sqrtf(f32(sum * (1 / n)) + eps), every step correctly rounded (see above). `lane`: the
 // invocation's lane (NormScaleMode::ExactOverLanes; sum and eps the same in every lane of the
 // subgroup, every lane active), else none.

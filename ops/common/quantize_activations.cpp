@@ -24,18 +24,6 @@ uint32_t quantize_activations_workgroup(const OpTarget& target, const QuantizeOp
   return options.workgroup;
 }
 
-namespace {
-
-// A scratch of `w` elements (one per subgroup at any subgroup size) for each of `n` reductions.
-template <class T>
-std::vector<Shared<T>> scratch_each(KernelBuilder& k, size_t n, uint32_t w, const std::string& name) {
-  std::vector<Shared<T>> scratch;
-  for (size_t t = 0; t < n; ++t) scratch.push_back(k.shared<T>(name, w));
-  return scratch;
-}
-
-}  // namespace
-
 // Every invocation takes the words lid, lid + w, ... (written out, not a loop: all its loads are
 // issued at once and the values stay in registers for the three passes). The looped form pays
 // a memory round trip per element per pass. Several tokens go through each pass together, with
@@ -86,19 +74,12 @@ std::vector<QuantizedTotals> emit_quantize_activations(KernelBuilder& k, std::sp
     // was validated with. Reordering it can move an int8 across a rounding boundary.
     // Each token's squares in that order, summed in f32 or, for ggml's scale, in f64
     // (ops/common/norm_scale.h).
-    const bool exact = b0.norm_scale != NormScaleMode::F32;
-    std::vector<Expr<f32>> sums;
-    std::vector<Expr<f64>> wide_sums;
+    std::vector<SquareSum> sums;
+    std::vector<Expr<f32>> eps;
     for (size_t t = 0; t < n; ++t) {
       const QuantizeBody& b = bodies[t];
-      std::optional<Expr<f32>> sum_sq;
-      std::vector<Expr<f32>> to_square;  // the exact scale's elements, their squares summed as a tree
-      auto add = [&](Expr<f32> x) {  // x: the element, or 0 past the end
-        if (exact)
-          to_square.push_back(x);
-        else
-          sum_sq = sum_sq ? *sum_sq + x * x : x * x;
-      };
+      SquareSum& sum = sums.emplace_back(b0.norm_scale);
+      eps.push_back(*b.eps);
       std::function<Expr<f32>(Expr<u32>)> load_x = b.load_x;
       if (b.load_word && b.stride_order_squares) {
         auto staged = k.shared<f32>("staged_x", b.dim);
@@ -118,30 +99,15 @@ std::vector<QuantizedTotals> emit_quantize_activations(KernelBuilder& k, std::sp
       const bool word_order = b.load_word && !b.stride_order_squares;
       if (word_order)
         for (const Slot& s : slots)
-          for (uint32_t j = 0; j < 4; ++j) add(masked(s, s.x[t][j]));
+          for (uint32_t j = 0; j < 4; ++j) sum.add(masked(s, s.x[t][j]));
       for (uint32_t u = 0; !word_order && u * w < b.dim; ++u) {
         auto i = lid + u * w;
         const bool may_pass = (u + 1) * w > b.dim;
         auto xv = let("xs", load_x(may_pass ? min(i, constant<u32>(b.dim - 1)) : i));
-        add(may_pass ? select(i < b.dim, xv, constant<f32>(0.0f)) : xv);
+        sum.add(may_pass ? select(i < b.dim, xv, constant<f32>(0.0f)) : xv);
       }
-      if (exact)
-        wide_sums.push_back(let("sum_sq", sum_of_squares(to_square)));
-      else
-        sums.push_back(let("sum_sq", *sum_sq));
     }
-    if (exact) {
-      // One f64 a subgroup in as many bytes as the f32 scratch: subgroups of two lanes or more (every
-      // Vulkan implementation we know runs 4 to 128).
-      const auto totals = workgroup_add_each<f64>(k, scratch_each<f64>(k, n, (w + 1) / 2, "sum_sq_parts"), wide_sums, "total_sq");
-      const auto lane = norm_scale_lane(k, b0.norm_scale);
-      for (size_t t = 0; t < n; ++t) inv_rms.push_back(let("inv_rms", rms_inverse_exact(totals[t], b0.dim, *bodies[t].eps, lane)));
-    } else {
-      const auto totals = workgroup_add_each<f32>(k, scratch_each<f32>(k, n, w, "sum_sq_parts"), sums, "total_sq");
-      // The f32 scale (the default): mean = sum / n, inv = 1 / sqrt(mean + eps), x * inv * w.
-      for (size_t t = 0; t < n; ++t)
-        inv_rms.push_back(let("inv_rms", 1.0f / sqrt(totals[t] / static_cast<float>(b0.dim) + *bodies[t].eps)));
-    }
+    inv_rms = rms_inverses(k, w, b0.dim, sums, eps);
   }
   std::vector<std::vector<std::vector<Expr<f32>>>> values(n);  // [token][slot][element]
   std::vector<Expr<f32>> local_max;

@@ -21,17 +21,15 @@ uint32_t rms_norm_workgroup(const OpTarget& target) {
 RmsNormSlice emit_rms_norm_slice(KernelBuilder& k, const OpTarget& target, const Buffer<f32>& x, const Buffer<f32>& weight,
                                  Expr<u32> base, Expr<f32> eps, uint32_t dim) {
   const uint32_t wg = rms_norm_workgroup(target);
-  const NormScaleMode mode = norm_scale_mode(target, wg);  // ggml's scale, from f64 sums (ops/common/norm_scale.h)
-  const bool exact = mode != NormScaleMode::F32;
   auto lid = k.local_index();
 
   // Each invocation's elements lid, lid + wg, ... written out, not looped: all loads (x and the
-  // weight) in flight at once, the values kept for the output. Summed in the same order as a loop.
+  // weight) in flight at once, the values kept for the output. Summed in the same order as a loop,
+  // in f32 or, for ggml's scale, in f64 (ops/common/norm_scale.h).
   std::vector<Expr<u32>> at;
   std::vector<std::optional<Expr<boolean>>> in;
   std::vector<Expr<f32>> xs, ws;
-  std::optional<Expr<f32>> sum;
-  std::vector<Expr<f32>> to_square;  // the exact scale's elements, their squares summed as a tree
+  SquareSum sum(norm_scale_mode(target, wg));
   for (uint32_t u = 0; u * wg < dim; ++u) {
     at.push_back(let("i", lid + u * wg));
     const bool may_pass = (u + 1) * wg > dim;
@@ -39,23 +37,11 @@ RmsNormSlice emit_rms_norm_slice(KernelBuilder& k, const OpTarget& target, const
     auto readable = may_pass ? min(at.back(), constant<u32>(dim - 1)) : at.back();
     xs.push_back(let("xv", Expr<f32>(x[base + readable])));
     ws.push_back(let("wv", Expr<f32>(weight[readable])));
-    if (exact) {
-      to_square.push_back(may_pass ? select(*in.back(), xs.back(), constant<f32>(0.0f)) : xs.back());
-      continue;
-    }
-    Expr<f32> sq = xs.back() * xs.back();
-    if (may_pass) sq = select(*in.back(), sq, constant<f32>(0.0f));
-    sum = sum ? *sum + sq : sq;
+    sum.add(may_pass ? select(*in.back(), xs.back(), constant<f32>(0.0f)) : xs.back());
   }
-  // Subgroup partials in subgroup order (one per subgroup: workgroup_add's contract; a sum of
-  // squares is never -0, so the same bits as adding them to 0.0).
-  if (exact) {
-    auto total = workgroup_add<f64>(k, k.shared<f64>("partial", (wg + 1) / 2), let("sum_sq", sum_of_squares(to_square)), "total");  // subgroups of 2+ lanes
-    return {at, in, xs, ws, let("inv", rms_inverse_exact(total, dim, eps, norm_scale_lane(k, mode)))};
-  }
-  auto total = workgroup_add<f32>(k, k.shared<f32>("partial", wg), let("sum_sq", *sum), "total");
-  auto inv = let("inv", 1.0f / sqrt(total / static_cast<float>(dim) + eps));
-  return {at, in, xs, ws, inv};
+  // Subgroup partials in subgroup order (a sum of squares is never -0, so the same bits as adding
+  // them to 0.0).
+  return {at, in, xs, ws, rms_inverses(k, wg, dim, {sum}, {eps})[0]};
 }
 
 dsl::Kernel rms_norm(const OpTarget& target, uint32_t dim) {
