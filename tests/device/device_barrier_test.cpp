@@ -1,0 +1,93 @@
+// dsl::device_barrier() (a workgroup barrier with device-scope acquire and release) must hold
+// every invocation of the workgroup until all have reached it, as barrier() does: a value one
+// invocation writes before it, to shared or to buffer memory, is what every other reads after it.
+#include "device_test.h"
+
+namespace bdsl::test {
+namespace {
+using namespace dsl;
+
+class DeviceBarrier : public DeviceTest {
+ protected:
+  std::vector<uint32_t> run_kernel(const Kernel& kernel, uint32_t groups, uint32_t wg) {
+    rt::Pipeline p = pipeline(kernel);
+    rt::Buffer scratch = buffer_of(std::vector<uint32_t>(groups * wg, 0u), "scratch");
+    rt::Buffer out = buffer_of(std::vector<uint32_t>(groups * wg, 0u), "out");
+    rt::Graph g(ctx());
+    g.dispatch(p, {scratch, out}, rt::push(), rt::Grid{groups});
+    g.submit_and_wait();
+    return out.download<uint32_t>();
+  }
+};
+
+// The last invocation writes a shared word and a buffer word; every invocation reads both after the barrier.
+Kernel last_writes_first_reads(uint32_t wg, bool device) {
+  KernelBuilder k(device ? "device_barrier_probe" : "barrier_probe", {wg, 1, 1});
+  auto scratch = k.handoff_buffer<u32>("scratch", Access::ReadWrite);
+  auto out = k.buffer<u32>("out", Access::Write);
+  auto flag = k.shared<u32>("flag", 1);
+  auto lid = k.local_index();
+  auto wid = k.workgroup_id().x();
+  if_(lid == 0u, [&] { flag[0u] = constant<u32>(0u); });
+  device ? device_barrier() : barrier(true);
+  if_(lid == wg - 1, [&] {
+    flag[0u] = wid + 100u;
+    scratch[wid * wg] = wid + 1000u;
+  });
+  device ? device_barrier() : barrier(true);
+  out[wid * wg + lid] = Expr<u32>(flag[0u]) * 10000u + Expr<u32>(scratch[wid * wg]);
+  return k.build();
+}
+
+TEST_F(DeviceBarrier, HoldsEveryInvocationAsBarrierDoes) {
+  if (!ctx().info().vulkan_memory_model) GTEST_SKIP() << "the device has no Vulkan memory model";
+  const uint32_t wg = 64, groups = 4;
+  for (bool device : {false, true}) {
+    const auto got = run_kernel(last_writes_first_reads(wg, device), groups, wg);
+    for (uint32_t w = 0; w < groups; ++w)
+      for (uint32_t i = 0; i < wg; ++i)
+        ASSERT_EQ(got[w * wg + i], (w + 100u) * 10000u + w + 1000u) << (device ? "device_barrier" : "barrier") << " workgroup " << w << " invocation " << i;
+  }
+}
+
+// The last workgroup to count itself on an atomic sums every workgroup's partials (attention's
+// combine, ops/common/handoff.h) with device_barrier() on either side of the count.
+Kernel last_arrival_sums(uint32_t wg, uint32_t groups) {
+  KernelBuilder k("last_arrival_sums", {wg, 1, 1});
+  auto parts = k.handoff_buffer<u32>("parts", Access::ReadWrite);
+  auto counter = k.buffer<u32>("counter", Access::ReadWrite);
+  auto out = k.buffer<u32>("out", Access::Write);
+  auto is_last = k.shared<u32>("is_last", 1);
+  auto lid = k.local_index();
+  auto wid = k.workgroup_id().x();
+  parts[wid * wg + lid] = wid * 1000u + lid;
+  device_barrier();
+  if_(lid == 0u, [&] {
+    auto before = atomic_add(counter[0u], 1u);
+    is_last[0u] = select(before == groups - 1u, 1u, 0u);
+  });
+  device_barrier();
+  if_(Expr<u32>(is_last[0u]) == 1u, [&] {
+    auto sum = k.var<u32>("sum", 0u);
+    for_range(0u, groups, [&](Expr<u32> w) { sum = sum + Expr<u32>(parts[w * wg + lid]); }, "w");
+    out[lid] = Expr<u32>(sum);
+  });
+  return k.build();
+}
+
+TEST_F(DeviceBarrier, TheLastArrivalReadsEveryWorkgroupsPartial) {
+  if (!ctx().info().vulkan_memory_model) GTEST_SKIP() << "the device has no Vulkan memory model";
+  const uint32_t wg = 64, groups = 40;
+  rt::Pipeline p = pipeline(last_arrival_sums(wg, groups));
+  rt::Buffer parts = buffer_of(std::vector<uint32_t>(groups * wg, 0u), "parts");
+  rt::Buffer counter = buffer_of(std::vector<uint32_t>(1, 0u), "counter");
+  rt::Buffer out = buffer_of(std::vector<uint32_t>(wg, 0u), "out");
+  rt::Graph g(ctx());
+  g.dispatch(p, {parts, counter, out}, rt::push(), rt::Grid{groups});
+  g.submit_and_wait();
+  const auto got = out.download<uint32_t>();
+  for (uint32_t i = 0; i < wg; ++i) ASSERT_EQ(got[i], groups * (groups - 1) / 2 * 1000u + groups * i) << "invocation " << i;
+}
+
+}  // namespace
+}  // namespace bdsl::test
