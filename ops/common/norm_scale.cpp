@@ -110,6 +110,8 @@ std::vector<Expr<f32>> rms_inverses(KernelBuilder& k, uint32_t workgroup, uint32
   for (const SquareSum& s : sums)
     if (s.mode_ != mode || (!s.chain_ && s.squared_.empty()))
       throw std::invalid_argument("rms_inverses: rows of one mode, each with elements");
+  // The subgroups' partials are added in subgroup order from the first (a sum of squares is never
+  // -0, so the same bits as adding them to 0.0).
   std::vector<Expr<f32>> inv;
   if (mode == NormScaleMode::F32) {
     std::vector<Expr<f32>> parts;

@@ -39,8 +39,6 @@ RmsNormSlice emit_rms_norm_slice(KernelBuilder& k, const OpTarget& target, const
     ws.push_back(let("wv", Expr<f32>(weight[readable])));
     sum.add(may_pass ? select(*in.back(), xs.back(), constant<f32>(0.0f)) : xs.back());
   }
-  // Subgroup partials in subgroup order (a sum of squares is never -0, so the same bits as adding
-  // them to 0.0).
   return {at, in, xs, ws, rms_inverses(k, wg, dim, {sum}, {eps})[0]};
 }
 
