@@ -7,18 +7,7 @@ namespace bdsl::test {
 namespace {
 using namespace dsl;
 
-class DeviceBarrier : public DeviceTest {
- protected:
-  std::vector<uint32_t> run_kernel(const Kernel& kernel, uint32_t groups, uint32_t wg) {
-    rt::Pipeline p = pipeline(kernel);
-    rt::Buffer scratch = buffer_of(std::vector<uint32_t>(groups * wg, 0u), "scratch");
-    rt::Buffer out = buffer_of(std::vector<uint32_t>(groups * wg, 0u), "out");
-    rt::Graph g(ctx());
-    g.dispatch(p, {scratch, out}, rt::push(), rt::Grid{groups});
-    g.submit_and_wait();
-    return out.download<uint32_t>();
-  }
-};
+class DeviceBarrier : public DeviceTest {};
 
 // The last invocation writes a shared word and a buffer word; every invocation reads both after the barrier.
 Kernel last_writes_first_reads(uint32_t wg, bool device) {
@@ -43,7 +32,10 @@ TEST_F(DeviceBarrier, HoldsEveryInvocationAsBarrierDoes) {
   if (!ctx().info().vulkan_memory_model) GTEST_SKIP() << "the device has no Vulkan memory model";
   const uint32_t wg = 64, groups = 4;
   for (bool device : {false, true}) {
-    const auto got = run_kernel(last_writes_first_reads(wg, device), groups, wg);
+    rt::Buffer scratch = buffer_of(std::vector<uint32_t>(groups * wg, 0u), "scratch");
+    rt::Buffer out = buffer_of(std::vector<uint32_t>(groups * wg, 0u), "out");
+    run(last_writes_first_reads(wg, device), {scratch, out}, groups);
+    const auto got = out.download<uint32_t>();
     for (uint32_t w = 0; w < groups; ++w)
       for (uint32_t i = 0; i < wg; ++i)
         ASSERT_EQ(got[w * wg + i], (w + 100u) * 10000u + w + 1000u) << (device ? "device_barrier" : "barrier") << " workgroup " << w << " invocation " << i;
@@ -78,13 +70,10 @@ Kernel last_arrival_sums(uint32_t wg, uint32_t groups) {
 TEST_F(DeviceBarrier, TheLastArrivalReadsEveryWorkgroupsPartial) {
   if (!ctx().info().vulkan_memory_model) GTEST_SKIP() << "the device has no Vulkan memory model";
   const uint32_t wg = 64, groups = 40;
-  rt::Pipeline p = pipeline(last_arrival_sums(wg, groups));
   rt::Buffer parts = buffer_of(std::vector<uint32_t>(groups * wg, 0u), "parts");
   rt::Buffer counter = buffer_of(std::vector<uint32_t>(1, 0u), "counter");
   rt::Buffer out = buffer_of(std::vector<uint32_t>(wg, 0u), "out");
-  rt::Graph g(ctx());
-  g.dispatch(p, {parts, counter, out}, rt::push(), rt::Grid{groups});
-  g.submit_and_wait();
+  run(last_arrival_sums(wg, groups), {parts, counter, out}, groups);
   const auto got = out.download<uint32_t>();
   for (uint32_t i = 0; i < wg; ++i) ASSERT_EQ(got[i], groups * (groups - 1) / 2 * 1000u + groups * i) << "invocation " << i;
 }

@@ -14,16 +14,7 @@ namespace bdsl::test {
 namespace {
 using namespace dsl;
 
-class Kernels : public DeviceTest {
- protected:
-  // Runs a kernel whose bindings are the given buffers with `groups` workgroups, push = n.
-  void run(const Kernel& k, std::vector<rt::BufferSlice> bindings, uint32_t groups, rt::PushConstants push) {
-    rt::Pipeline p = pipeline(k);
-    rt::Graph g(ctx());
-    g.dispatch(p, bindings, push, rt::Grid{groups, 1, 1});
-    g.submit_and_wait();
-  }
-};
+class Kernels : public DeviceTest {};
 
 TEST_F(Kernels, WhileLoopWithBreakAndContinue) {
   // Collatz steps until 1, capped at 500; even steps counted separately via continue.

@@ -47,6 +47,13 @@ class DeviceTest : public ::testing::Test {
   // once more with that variable.
   bool workgroups_start_in_order() const;
   rt::Pipeline pipeline(const dsl::Kernel& k) { return rt::make_pipeline(*ctx_, k, shaders_); }
+  // Runs one dispatch of `groups` workgroups and waits.
+  void run(const dsl::Kernel& k, std::vector<rt::BufferSlice> bindings, uint32_t groups, rt::PushConstants push = {}) {
+    rt::Pipeline p = pipeline(k);
+    rt::Graph g(*ctx_);
+    g.dispatch(p, bindings, push, rt::Grid{groups, 1, 1});
+    g.submit_and_wait();
+  }
 
   template <class T>
   rt::Buffer buffer_of(const std::vector<T>& data, const std::string& name) {

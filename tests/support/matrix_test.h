@@ -24,14 +24,6 @@ class OpsMatrix : public DeviceTest {
  protected:
   ops::OpTarget target() { return ops::OpTarget::from(ctx().info()); }
 
-  // Runs one dispatch and waits.
-  void run(const dsl::Kernel& k, std::vector<rt::BufferSlice> bindings, uint32_t groups,
-           rt::PushConstants push = {}) {
-    rt::Pipeline p = pipeline(k);
-    rt::Graph g(ctx());
-    g.dispatch(p, bindings, push, rt::Grid{groups, 1, 1});
-    g.submit_and_wait();
-  }
   void run2d(const dsl::Kernel& k, std::vector<rt::BufferSlice> bindings, uint32_t gx, uint32_t gy,
              rt::PushConstants push = {}) {
     rt::Pipeline p = pipeline(k);
