@@ -4,7 +4,7 @@
 // --prefill-projections auto|fused|separate (compare the two prefill layouts on one device),
 // --matvec-rows N, --matvec-workgroup N (compare decode projection kernel shapes),
 // --prefill-block N (the tokens of the prefill per-op table, 512 by default),
-// --coop-tile-short|tall|deep RSxTSxRTxTT[,db] (prompt blocks' tensor-core tiles, ops/tuning.h),
+// --coop-tile-short|tall|deep RSxTSxRTxTT[,db|,kN] (prompt blocks' tensor-core tiles, ops/tuning.h),
 // --prefill-attention-plain (prompt blocks' attention on FMA only).
 #include <benchmark/benchmark.h>
 
@@ -27,14 +27,18 @@ bdsl::bitnet::PrefillProjections prefill_projections(const std::string& v) {
 }
 
 // A tensor-core tile as --coop-tile-* spell it: RSxTSxRTxTT (subgroups along rows and tokens,
-// tiles per subgroup along rows and tokens), then ",db" for two shared-memory stages.
+// tiles per subgroup along rows and tokens), then ",db" for two shared-memory stages or ",kN" for
+// the reduction split N ways.
 bdsl::ops::CoopTile coop_tile(const std::string& v) {
   bdsl::ops::CoopTile t;
   char rest[32] = "";
-  if (std::sscanf(v.c_str(), "%ux%ux%ux%u%31s", &t.row_subgroups, &t.token_subgroups, &t.row_tiles, &t.token_tiles, rest) < 4 ||
-      (rest[0] && std::string(rest) != ",db"))
-    throw std::invalid_argument("--coop-tile-*: RSxTSxRTxTT[,db], not " + v);
-  t.double_buffer = rest[0] != 0;
+  const int n = std::sscanf(v.c_str(), "%ux%ux%ux%u%31s", &t.row_subgroups, &t.token_subgroups, &t.row_tiles, &t.token_tiles, rest);
+  const std::string r = rest;
+  unsigned splits = 0;
+  if (n < 4 || !(r.empty() || r == ",db" || (std::sscanf(rest, ",k%u", &splits) == 1 && splits > 0)))
+    throw std::invalid_argument("--coop-tile-*: RSxTSxRTxTT[,db|,kN], not " + v);
+  t.double_buffer = r == ",db";
+  if (splits) t.k_splits = splits;
   return t;
 }
 
@@ -131,7 +135,8 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "  --prefill-attention-plain: prompt blocks' attention on FMA only (not on tensor cores)\n"
                   "  --tokens-per-replay: decode_greedy/decode_sampled tokens a submission (default 8; 1: one)\n"
                   "  --coop-tile-short, --coop-tile-tall, --coop-tile-deep: prompt blocks' tensor-core tile\n"
-                  "    (RSxTSxRTxTT[,db]: subgroups along rows and tokens, tiles per subgroup, two stages)\n"
+                  "    (RSxTSxRTxTT[,db|,kN]: subgroups along rows and tokens, tiles per subgroup, two stages\n"
+                  "    or the reduction split N ways)\n"
                   "    of Q/K/V/attn_output, gate/up and ffn_down\n"
                   "  --memory-model-handoffs: workgroups hand partials over through the Vulkan memory model,\n"
                   "    not coherent buffers (ops/common/handoff.h)\n"

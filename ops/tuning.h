@@ -16,6 +16,10 @@ struct CoopTile {
   uint32_t row_tiles = 2;        // M-row tiles per subgroup
   uint32_t token_tiles = 4;      // N-token tiles per subgroup (accumulators: row_tiles x token_tiles)
   bool double_buffer = false;    // two stages in shared memory: one barrier per block, not two
+  // Workgroups along the reduction (grid z; ternary_matmul_coopmat.h): for grids of few, long
+  // workgroups (a step's few tokens, a prompt's short projections in large tiles). Not with
+  // double_buffer.
+  uint32_t k_splits = 1;
 };
 
 struct Tuning {

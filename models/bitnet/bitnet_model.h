@@ -104,7 +104,7 @@ class BitNetModel final : public models::DecoderModel {
   StepOutput prefill(std::span<const int32_t> tokens, uint32_t pos) override;
   // The same without the LM head: only the cache.
   void fill_cache(std::span<const int32_t> tokens, uint32_t pos) override;
-  static constexpr uint32_t kMaxPrefillBlock = 512;  // longer prompts run in blocks
+  static constexpr uint32_t kMaxPrefillBlock = kMaxPromptBlock;  // longer prompts run in blocks
   // prefill() that also gives every token's logits (lm_head_batch: lm_head's f32 arithmetic, bit
   // for bit, as the decode graph's tail computes the last token's):
   // on_row(i, logits of tokens[i]) in order, vocab_size() floats each (perplexity).

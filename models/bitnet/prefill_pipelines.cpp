@@ -105,13 +105,15 @@ BlockProjections::BlockProjections(rt::Context& ctx, const models::BitNetConfig&
   if (attn_output_merges) merging.options.tokens_per_workgroup = 1;  // the merge reads one token's partials
   if (attn_output_merges && choice.merging_attn_output_rows)
     merging.options.projection.rows_per_subgroup = choice.merging_attn_output_rows;
-  // A step's split projections get their scratch (zero) here; every site's grid is known now.
+  // Split projections get their scratch (zero) here, for a step's tokens or a prompt block's
+  // most; every site's grid is known now.
   auto add_split = [&](ops::Plan plan, auto& into, uint32_t rows, std::initializer_list<SplitSite> sites) {
-    const rt::Grid g = choice.step_tokens ? plan.grid(choice.step_tokens) : rt::Grid{};
+    const uint32_t tokens = choice.step_tokens ? choice.step_tokens : kMaxPromptBlock;
+    const rt::Grid g = plan.grid(tokens);
     if (g.z > 1)
       for (SplitSite site : sites) {
-        SplitScratch s{rt::Buffer(ctx, 4ull * choice.step_tokens * rows, {false, "split totals"}),
-                       rt::Buffer(ctx, 4ull * g.x * g.y, {false, "split tickets"}), choice.step_tokens};
+        SplitScratch s{rt::Buffer(ctx, 4ull * tokens * rows, {false, "split totals"}),
+                       rt::Buffer(ctx, 4ull * g.x * g.y, {false, "split tickets"}), tokens};
         s.totals.fill(0);
         s.tickets.fill(0);
         split_scratch[site] = std::move(s);

@@ -25,6 +25,10 @@
 
 namespace bdsl::bitnet {
 
+// The most tokens a prompt block holds (longer prompts run in blocks): what a prompt
+// projection's split scratch is sized for.
+constexpr uint32_t kMaxPromptBlock = 512;
+
 // Auto: Separate where the device has int8 tensor cores, else Fused (the subgroup matmul is
 // faster fused: the activations are read once for all the tensors).
 enum class PrefillProjections { Auto, Fused, Separate };
@@ -108,13 +112,13 @@ struct BlockProjections {
   std::optional<ops::PlannedPipeline> q_proj, kv_proj, gate_up_proj;
   ops::PlannedPipeline attn_output;  // residual added
   ops::PlannedPipeline ffn_down;     // residual added
-  // Tensor-core projections of a step that split their reduction (ProjectionChoice::
-  // coop_blocks_per_split) bind scratch of their own: ternary_matmul_coopmat's totals and
-  // tickets, zero between dispatches. One set for each projection of a layer (one kernel may
-  // split where another of the step does not).
+  // Tensor-core projections that split their reduction (a step's: ProjectionChoice::
+  // coop_blocks_per_split; a prompt's: its tile's k_splits, ops/tuning.h) bind scratch of their
+  // own: ternary_matmul_coopmat's totals and tickets, zero between dispatches. One set for each
+  // projection of a layer (one kernel may split where another does not).
   struct SplitScratch {
     rt::Buffer totals, tickets;
-    uint32_t tokens = 0;  // what they are sized for: the step's
+    uint32_t tokens = 0;  // what they are sized for: the step's, or a prompt block's most
   };
   enum SplitSite { kSplitQ, kSplitK, kSplitV, kSplitAttnOutput, kSplitGate, kSplitUp, kSplitFfnDown, kSplitSites };
   std::vector<std::optional<SplitScratch>> split_scratch = std::vector<std::optional<SplitScratch>>(kSplitSites);

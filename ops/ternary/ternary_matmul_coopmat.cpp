@@ -25,10 +25,13 @@ constexpr MatrixShape kShapes[] = {{16, 8, 32, ScalarKind::I8, ScalarKind::I32},
 // Per workgroup, in rows, tokens, invocations and uvec4 words of the one shared array: while
 // multiplying, one stage (two with double_buffer) of staged weights (rows x kRowWords) then
 // staged activations (tokens x kRowWords); then the int32 accumulators, token-major (c_stride
-// words per token, padded by one word).
+// words per token, padded by one word). Where all of them would need more shared memory than the
+// stages and the target allow, they go through it in `passes`, each holding pass_tiles of every
+// subgroup's token tiles (pass_tokens tokens).
 struct Tiles {
   uint32_t rows, tokens, invocations;
   uint32_t a_words, b_words, stage_words, c_stride, shared_words;
+  uint32_t passes, pass_tiles, pass_tokens;
 };
 
 Tiles tiles_of(const OpTarget& t, const MatrixShape& shape, const CoopMatmulOptions& o) {
@@ -42,7 +45,18 @@ Tiles tiles_of(const OpTarget& t, const MatrixShape& shape, const CoopMatmulOpti
   r.b_words = r.tokens * kRowWords;
   r.stage_words = r.a_words + r.b_words;
   r.c_stride = r.rows / 4 + 1;
-  r.shared_words = std::max(r.stage_words * (o.double_buffer ? 2 : 1), r.tokens * r.c_stride);
+  const uint32_t stages = r.stage_words * (o.double_buffer ? 2 : 1);
+  const uint32_t room = std::max<uint32_t>(stages, uint32_t(t.max_shared_bytes / 16));
+  // The fewest passes (a divisor of token_tiles, so every pass is alike) whose words fit.
+  r.passes = o.token_tiles;
+  for (uint32_t p = 1; p <= o.token_tiles; ++p)
+    if (o.token_tiles % p == 0 && r.tokens / p * r.c_stride <= room) {
+      r.passes = p;
+      break;
+    }
+  r.pass_tiles = o.token_tiles / r.passes;
+  r.pass_tokens = r.tokens / r.passes;
+  r.shared_words = std::max(stages, r.pass_tokens * r.c_stride);
   return r;
 }
 
@@ -187,22 +201,34 @@ Kernel build(const OpTarget& target, uint32_t rows, uint32_t cols, const CoopMat
     }, "blk");
   }
 
-  // The tile now holds the accumulators: word (token * c_stride + row / 4), lane row % 4.
-  barrier();
-  auto c_at = let("c_base", (k.subgroup_id() % o.row_subgroups) * (o.row_tiles * M / 4) +
-                                (k.subgroup_id() / o.row_subgroups) * (o.token_tiles * N * tl.c_stride));
-  for (uint32_t i = 0; i < o.row_tiles; ++i)
-    for (uint32_t j = 0; j < o.token_tiles; ++j)
-      acc[i * o.token_tiles + j].store(tile, c_at + (i * M / 4 + j * N * tl.c_stride), tl.c_stride, MatrixLayout::ColumnMajor);
-  barrier();
+  // Pass p puts token tiles [p * pass_tiles, (p + 1) * pass_tiles) of every subgroup in the tile:
+  // word (slot * c_stride + row / 4), lane row % 4, where slot counts the pass's tokens, each token
+  // subgroup's pass_tiles * N in a row.
   const uint32_t row_words = tl.rows / 4;
-  // Each (token, row) of the tile that exists, with its accumulator in this workgroup.
-  auto each_output = [&](const std::function<void(Expr<u32> at, Expr<u32> token, Expr<i32> dot)>& body) {
-    for_range(k.local_index(), row_words * tl.tokens, tl.invocations, [&](Expr<u32> i) {
-      auto local_token = let("local_token", i / row_words);
+  const uint32_t sub_tokens = o.token_tiles * N;  // a token subgroup's tokens
+  const uint32_t pass_sub_tokens = tl.pass_tiles * N;
+  std::optional<Expr<u32>> c_at;  // this subgroup's first word
+  auto stage_pass = [&](uint32_t pass) {
+    barrier();  // the tile's previous readers are done with it
+    if (!c_at)
+      c_at = let("c_base", (k.subgroup_id() % o.row_subgroups) * (o.row_tiles * M / 4) +
+                               (k.subgroup_id() / o.row_subgroups) * (pass_sub_tokens * tl.c_stride));
+    for (uint32_t i = 0; i < o.row_tiles; ++i)
+      for (uint32_t j = 0; j < tl.pass_tiles; ++j)
+        acc[i * o.token_tiles + pass * tl.pass_tiles + j].store(tile, *c_at + (i * M / 4 + j * N * tl.c_stride),
+                                                                 tl.c_stride, MatrixLayout::ColumnMajor);
+    barrier();
+  };
+  // Each (token, row) of the pass's tokens that exists, with its accumulator in this workgroup.
+  auto each_output = [&](uint32_t pass, const std::function<void(Expr<u32> at, Expr<u32> token, Expr<i32> dot)>& body) {
+    for_range(k.local_index(), row_words * tl.pass_tokens, tl.invocations, [&](Expr<u32> i) {
+      auto slot = let(tl.passes == 1 ? "local_token" : "slot", i / row_words);  // one pass: the slot is the token
+      auto local_token = tl.passes == 1 ? slot
+                                        : let("local_token", (slot / pass_sub_tokens) * sub_tokens +
+                                                                 (pass * pass_sub_tokens) + slot % pass_sub_tokens);
       auto token = let("token", token0 + local_token);
       if_(token < tokens, [&] {
-        auto words = let("c_words", Expr<uvec4>(tile[local_token * tl.c_stride + i % row_words]));
+        auto words = let("c_words", Expr<uvec4>(tile[slot * tl.c_stride + i % row_words]));
         auto first = let("first_row", row0 + (i % row_words) * 4u);
         for (uint32_t l = 0; l < 4; ++l) {
           auto row = first + l;
@@ -210,6 +236,12 @@ Kernel build(const OpTarget& target, uint32_t rows, uint32_t cols, const CoopMat
         }
       });
     }, "out");
+  };
+  auto each_pass = [&](const std::function<void(Expr<u32> at, Expr<u32> token, Expr<i32> dot)>& body) {
+    for (uint32_t pass = 0; pass < tl.passes; ++pass) {
+      stage_pass(pass);
+      each_output(pass, body);
+    }
   };
   auto epilogue = [&](Expr<u32> at, Expr<u32> token, Expr<i32> dot) {
     auto s = let("s", bitcast<f32>(Expr<u32>(x_act[token * 2u])));
@@ -221,20 +253,21 @@ Kernel build(const OpTarget& target, uint32_t rows, uint32_t cols, const CoopMat
     if (acc_out) (*acc_out)[at] = dot;
   };
   if (!split) {
-    each_output([&](Expr<u32> at, Expr<u32> token, Expr<i32> dot) { epilogue(at, token, let("dot", dot)); });
+    each_pass([&](Expr<u32> at, Expr<u32> token, Expr<i32> dot) { epilogue(at, token, let("dot", dot)); });
     return k.build();
   }
   // Splits: add this share to the totals, count it; the last share's workgroup finishes the tile.
   // Totals and tickets are touched by atomics alone, which act on the device's one copy, so
   // ops/common/handoff.h's barriers order them (a plain read of them here would not be).
-  each_output([&](Expr<u32> at, Expr<u32>, Expr<i32> dot) { atomic_add((*totals)[at], dot); });
+  each_pass([&](Expr<u32> at, Expr<u32>, Expr<i32> dot) { atomic_add((*totals)[at], dot); });
   auto is_last = k.shared<u32>("is_last", 1);
   auto ticket_at = let("ticket_at", k.workgroup_id().y() * k.num_workgroups().x() + k.workgroup_id().x());
   count_arrival(k, target, (*tickets)[ticket_at], constant<u32>(o.k_splits), is_last);
   if_(Expr<u32>(is_last[0u]) == 1u, [&] {
-    each_output([&](Expr<u32> at, Expr<u32> token, Expr<i32>) {
-      epilogue(at, token, let("dot", atomic_exchange((*totals)[at], 0)));  // the sum, and zero for the next dispatch
-    });
+    for (uint32_t pass = 0; pass < tl.passes; ++pass)
+      each_output(pass, [&](Expr<u32> at, Expr<u32> token, Expr<i32>) {
+        epilogue(at, token, let("dot", atomic_exchange((*totals)[at], 0)));  // the sum, and zero for the next dispatch
+      });
     if_(k.local_index() == 0u, [&] { atomic_exchange((*tickets)[ticket_at], 0u); });
   });
   return k.build();

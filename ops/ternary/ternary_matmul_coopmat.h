@@ -40,9 +40,6 @@ namespace bdsl::ops {
 struct CoopMatmulOptions : CoopTile {
   bool add_residual = false;        // y = y + proj, y bound read-write
   bool write_accumulators = false;  // extra i32 output with the exact accumulators
-  // Workgroups along the reduction (grid z; see above): for steps of few tokens, whose few, long
-  // workgroups otherwise wait on one block after another. Not with double_buffer.
-  uint32_t k_splits = 1;
 };
 
 // The int8 shape this op uses on the target (16x8x32, else 16x16x32), or none: then only the

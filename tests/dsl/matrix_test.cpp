@@ -164,6 +164,26 @@ TEST(TernaryMatmulCoopmat, DoubleBufferStagesTheNextBlockBesideTheCurrentOne) {
   EXPECT_THROW(bdsl::ops::ternary_matmul_coopmat(target, 2560, 2560, o), std::invalid_argument);
 }
 
+// A 128 x 128 tile's accumulators (128 tokens x 33 words) do not fit in NVIDIA's 48 KiB beside
+// nothing else: they leave in two passes of 64 tokens, through the stage's 2,304 words.
+TEST(TernaryMatmulCoopmat, AccumulatorsLargerThanSharedMemoryLeaveInPasses) {
+  const auto target = tensor_core_target();
+  bdsl::ops::CoopMatmulOptions o;
+  o.row_subgroups = 4, o.token_subgroups = 2, o.row_tiles = 2, o.token_tiles = 8;
+  const Kernel k = bdsl::ops::ternary_matmul_coopmat(target, 2560, 2560, o);
+  const std::string glsl = print_glsl(k);
+  if (std::getenv("BDSL_PRINT_GLSL")) std::cout << glsl;
+  EXPECT_NE(glsl.find("shared uvec4 tile[2304];"), std::string::npos) << glsl;
+  // Pass 0 stores tiles 0..3 of each subgroup's 8, pass 1 tiles 4..7.
+  for (const char* line : {"coopMatStoreNV(acc3, tile, ", "coopMatStoreNV(acc4, tile, ", "coopMatStoreNV(acc15, tile, "})
+    EXPECT_NE(glsl.find(line), std::string::npos) << line;
+  EXPECT_LT(glsl.find("coopMatStoreNV(acc3, tile, "), glsl.find("coopMatStoreNV(acc4, tile, "));
+  EXPECT_FALSE(bdsl::codegen::compile_glsl(k.name(), glsl).empty());
+  o.token_tiles = 4;  // 128 x 64: one pass, as before
+  EXPECT_NE(print_glsl(bdsl::ops::ternary_matmul_coopmat(target, 2560, 2560, o)).find("shared uvec4 tile[2112];"),
+            std::string::npos);
+}
+
 // Each projection class takes the tuning table's tile (16x8x32: 16 rows, 8 tokens a tile), and
 // the bench's override replaces the table until it is reset.
 TEST(TernaryMatmulCoopmat, AutoTakesTheTuningTablesTileForEachProjectionClass) {
