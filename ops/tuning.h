@@ -85,7 +85,8 @@ struct Tuning {
   // (ffn_down). 64 x 64 by default: on an H200 (bench/RESULTS.md run 23) prefill-512 went 30.6k ->
   // 32.9k tokens/s with the short projections' 128 x 64 tiles made 64 x 64; every other tile,
   // two stages or more blocks a stage was slower in each class. The H100's row takes 64 x 32 for
-  // the short class (run 30, ~1%).
+  // the short class (run 30, ~1%) and 128 x 128 for the tall one (run 37, 1-2%); split
+  // reductions (k_splits) were slower in every class there (run 37).
   uint32_t coop_short_tiles_past = 4096;
   CoopTile coop_tile_short{4, 2, 1, 4, false};
   CoopTile coop_tile_tall{4, 2, 1, 4, false};

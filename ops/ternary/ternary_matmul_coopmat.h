@@ -12,7 +12,8 @@
 // activations as they are, then each subgroup runs 4 K steps of row_tiles x token_tiles products;
 // the next block's global reads are in flight meanwhile. The int32 accumulators are exact (no
 // sum(q) correction), as ternary_dot's; they go through shared memory to the epilogue:
-// y = acc / s * scale (+ y with add_residual).
+// y = acc / s * scale (+ y with add_residual), in passes of a few token tiles where all of them
+// would not fit (a 128 x 128 tile on NVIDIA's 48 KiB: two).
 // The device must run the target's subgroup size (NVIDIA: 32).
 //
 // With k_splits S > 1 the grid's z splits the blocks S ways: each workgroup adds its int32
