@@ -24,8 +24,9 @@ struct CoopTile {
 
 struct Tuning {
   // Hand partials between a dispatch's workgroups through the Vulkan memory model where the device
-  // has it, not coherent buffers (ops/common/handoff.h). Off: lavapipe (Mesa 22.3) computes wrong
-  // combines with it, also on one thread (bench/RESULTS.md run 32).
+  // has it, not coherent buffers (ops/common/handoff.h). Off: under the memory model lavapipe
+  // (Mesa 22.3) drops the code after attention's chunk loop (docs/driver-notes.md), and it was
+  // not faster on the H100 (bench/RESULTS.md run 32).
   bool memory_model_handoffs = false;
   // Decode projections with the norm fused in front (ops/ternary/ternary_matvec.h).
   uint32_t matvec_rows_per_subgroup = 2;
