@@ -20,9 +20,9 @@ struct Row {
 // (prefill-512 33.2k / 32.4k against 32.7k / 32.1k in two calls, 2,048 tokens +0.6-0.9%), the
 // rest as on the H200. Run 37: gate/up in 128 x 128 tiles (their accumulators leave in two
 // passes) run prefill 1-2% faster on the H100 (512 tokens 33.07k / 33.32k against 32.87k /
-// 32.86k, 2,048 tokens 25.50k / 25.51k against 25.12k / 24.89k). No other kind of device has been measured yet, so the H200's values are
-// the default row; a device that differs gets a row of its own above it, with the run that
-// shows why.
+// 32.86k, 2,048 tokens 25.50k / 25.51k against 25.12k / 24.89k). No other kind of device has
+// been measured yet, so the H200's values are the default row; a device that differs gets a row
+// of its own above it, with the run that shows why.
 constexpr Tuning h100_tuning() {
   Tuning t;
   t.coop_tile_short = {4, 2, 1, 2, false};
