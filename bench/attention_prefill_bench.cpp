@@ -1,8 +1,8 @@
 // Prefill attention alone at the 2B-4T shape (20/5 heads, head_dim 128, F16 KV cache of 4096
 // positions): GPU time per dispatch for a block of n tokens at position pos (median of a barrier
 // chain). The tiled kernel in several tilings runs beside the split-KV kernel it replaced (one
-// workgroup per token, kv head and chunk) and the F16 tensor-core kernel, so the gain is measured
-// in the same run.
+// workgroup per token, kv head and chunk) and the F16 tensor-core kernel (with the tuning table's
+// position chunks, and with 1, 2, 8 or 16), so the gain is measured in the same run.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
@@ -23,6 +23,7 @@ struct PrefillVariant {
   bool split_kv = false;               // the previous kernel
   ops::PrefillAttentionLayout layout;  // lanes 0: the target's default
   bool tensor_cores = false;           // attention_prefill_coopmat
+  uint32_t coop_chunks = 0;            // its position chunks (0: the tuning table's)
 };
 
 void attention_prefill(benchmark::State& st, BenchSession& s, const ops::AttentionDims& d, uint32_t context,
@@ -38,7 +39,8 @@ void attention_prefill(benchmark::State& st, BenchSession& s, const ops::Attenti
       ctx, v.tensor_cores ? ops::attention_prefill_coopmat(s.target, d, context)
            : v.split_kv   ? ops::attention_split_kv("attention_prefill_split_kv", s.target, d, context, chunks, true)
                           : ops::attention_prefill(s.target, d, context, layout));
-  const auto g3 = v.tensor_cores ? ops::attention_prefill_coopmat_grid(d, n) : ops::attention_prefill_grid(d, layout, n);
+  const auto g3 = v.tensor_cores ? ops::attention_prefill_coopmat_grid(s.target, d, n, v.coop_chunks) : ops::attention_prefill_grid(d, layout, n);
+  const uint32_t coop_chunks = g3[0] / d.n_kv_heads;
   const rt::Grid grid = v.split_kv ? rt::Grid{d.n_kv_heads, chunks, n} : rt::Grid{g3[0], g3[1], g3[2]};
   const uint64_t cache_bytes = uint64_t{context} * d.kv_words() * 4;
   rt::Buffer k(ctx, cache_bytes, {false, "k cache"}), vc(ctx, cache_bytes, {false, "v cache"});
@@ -46,11 +48,13 @@ void attention_prefill(benchmark::State& st, BenchSession& s, const ops::Attenti
   vc.fill(0x3c003c00u);
   rt::Buffer step(ctx, sizeof(ops::StepState), {true, "step"}), q(ctx, uint64_t{n} * d.q_width() * 4, {false, "q"});
   rt::Buffer out(ctx, uint64_t{n} * d.q_width() * 4, {false, "out"});
-  rt::Buffer partials(ctx, v.split_kv ? ops::attention_partials_bytes(d, chunks, n)
-                                      : ops::attention_prefill_partials_bytes(d, layout, n, g3[2]),
+  rt::Buffer partials(ctx, v.split_kv       ? ops::attention_partials_bytes(d, chunks, n)
+                           : v.tensor_cores ? ops::attention_prefill_coopmat_partials_bytes(d, n, coop_chunks)
+                                            : ops::attention_prefill_partials_bytes(d, layout, n, g3[2]),
                       {false, "partials"});
-  rt::Buffer counters(ctx, v.split_kv ? ops::attention_counters_bytes(d, n)
-                                      : ops::attention_prefill_counters_bytes(d, layout, n),
+  rt::Buffer counters(ctx, v.split_kv       ? ops::attention_counters_bytes(d, n)
+                           : v.tensor_cores ? ops::attention_prefill_coopmat_counters_bytes(d, n)
+                                            : ops::attention_prefill_counters_bytes(d, layout, n),
                       {false, "counters"});
   q.fill(0x3c000000u);
   counters.fill(0);
@@ -59,12 +63,7 @@ void attention_prefill(benchmark::State& st, BenchSession& s, const ops::Attenti
   step.upload(std::vector<ops::StepState>{state});
   constexpr int kDispatches = 16;
   rt::Graph g(ctx, {true, "attention prefill"});
-  for (int i = 0; i < kDispatches; ++i) {
-    if (v.tensor_cores)
-      g.dispatch(p, {step, q, k, vc, out}, rt::push(n), grid);
-    else
-      g.dispatch(p, {step, q, k, vc, partials, counters, out}, rt::push(n), grid);
-  }
+  for (int i = 0; i < kDispatches; ++i) g.dispatch(p, {step, q, k, vc, partials, counters, out}, rt::push(n), grid);
   const auto t0 = std::chrono::steady_clock::now();  // clocks up first
   while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(200)) g.submit_and_wait();
   const double per = time_median_dispatch(st, g);
@@ -87,7 +86,11 @@ void register_attention_prefill_benchmarks(BenchSession& s) {
   std::vector<PrefillVariant> variants = {{"tiled", false, {0, 0, 0}}};
   if (!quick) {
     variants.push_back({"split_kv", true, {}});
-    if (ops::attention_prefill_coopmat_supported(s.target, d)) variants.push_back({"tensor_cores", false, {}, true});
+    if (ops::attention_prefill_coopmat_supported(s.target, d)) {
+      variants.push_back({"tensor_cores", false, {}, true});
+      for (uint32_t chunks : {1u, 2u, 8u, 16u})
+        variants.push_back({fmt::format("tensor_cores_c{}", chunks), false, {}, true, chunks});
+    }
     for (auto [lanes, keys, tokens] : {std::array<uint32_t, 3>{32, 1, 8}, {16, 1, 16}, {8, 2, 16}, {16, 2, 4}})
       variants.push_back({fmt::format("tiled_l{}_k{}_t{}", lanes, keys, tokens), false, {lanes, keys, tokens}});
   }

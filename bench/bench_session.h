@@ -38,6 +38,9 @@ struct BenchOptions {
   bool exact_norm_scale = false;       // ModelOptions::exact_norm_scale (and the op/ kernels')
   std::optional<uint32_t> coop_split_max_workgroups;  // ops/tuning.h's step_coop_split_max_workgroups
   std::optional<uint32_t> coop_split_max_tokens;      // ops/tuning.h's step_coop_split_max_tokens
+  std::optional<uint32_t> coop_attention_from;        // ops/tuning.h's prefill_coopmat_attention_from
+  std::optional<uint32_t> coop_attention_chunk_tiles;  // ... prefill_coopmat_attention_chunk_tiles
+  std::optional<bool> coop_gate_up_fused;              // ops/tuning.h's coop_gate_up_fused
 };
 
 struct BenchSession {

@@ -5,7 +5,9 @@
 // --matvec-rows N, --matvec-workgroup N (compare decode projection kernel shapes),
 // --prefill-block N (the tokens of the prefill per-op table, 512 by default),
 // --coop-tile-short|tall|deep RSxTSxRTxTT[,db|,kN] (prompt blocks' tensor-core tiles, ops/tuning.h),
-// --prefill-attention-plain (prompt blocks' attention on FMA only).
+// --prefill-attention-plain (prompt blocks' attention on FMA only), --coop-attention-from POS and
+// --coop-attention-chunk-tiles N (where prompt blocks attend on tensor cores, and in what chunks),
+// --coop-gate-up fused|apart (prompt blocks' gate and up as one dispatch or two).
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -40,6 +42,13 @@ bdsl::ops::CoopTile coop_tile(const std::string& v) {
   t.double_buffer = r == ",db";
   if (splits) t.k_splits = splits;
   return t;
+}
+
+// --coop-gate-up: whether prompt blocks' gate and up run fused (one dispatch) or apart.
+bool gate_up_layout(const std::string& v) {
+  if (v == "fused") return true;
+  if (v == "apart") return false;
+  throw std::invalid_argument("--coop-gate-up: fused or apart, not " + v);
 }
 
 // Takes this program's own flags out of argv, leaving Google Benchmark's.
@@ -99,6 +108,9 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
     else if (a == "--exact-norm-scale") o.exact_norm_scale = true;
     else if (a == "--coop-split-max-groups") o.coop_split_max_workgroups = uint32_t(std::stoul(value()));
     else if (a == "--coop-split-max-tokens") o.coop_split_max_tokens = uint32_t(std::stoul(value()));
+    else if (a == "--coop-attention-from") o.coop_attention_from = uint32_t(std::stoul(value()));
+    else if (a == "--coop-attention-chunk-tiles") o.coop_attention_chunk_tiles = uint32_t(std::stoul(value()));
+    else if (a == "--coop-gate-up") o.coop_gate_up_fused = gate_up_layout(value());
     else if (a == "--help" || a == "-h") {
       std::printf("usage: bitnet-dsl-bench [--quick] [--model FILE.gguf | --model-preset NAME] [--device N|NAME]\n"
                   "                        [--prefill-projections auto|fused|separate] [--prefill-block N]\n"
@@ -117,7 +129,9 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "                        [--batch-attention-spread N]\n"
                   "                        [--batch-attention-per-workgroup N] [--batch-attention-spread-split N]\n"
                   "                        [--coop-tile-short T] [--coop-tile-tall T] [--coop-tile-deep T]\n"
-                  "                        [--memory-model-handoffs] [--exact-norm-scale] [--benchmark_...]\n"
+                  "                        [--memory-model-handoffs] [--exact-norm-scale]\n"
+                  "                        [--coop-attention-from POS] [--coop-attention-chunk-tiles N]\n"
+                  "                        [--coop-gate-up fused|apart] [--benchmark_...]\n"
                   "  default model: a synthetic BitNet b1.58 of the real 2B-4T shape (made once in the cache)\n"
                   "  --model-preset: another synthetic shape (make-model's presets: llama3-8b, falcon3-10b, ...)\n"
                   "  --quick: the tiny model and small shapes (seconds on lavapipe)\n"
@@ -133,6 +147,10 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "  --attention-defer: up to how many chunks attn_output combines itself (0: none)\n"
                   "  --prefill-block: tokens of the block the prefill_op/ table times (default 512)\n"
                   "  --prefill-attention-plain: prompt blocks' attention on FMA only (not on tensor cores)\n"
+                  "  --coop-attention-from, --coop-attention-chunk-tiles: prompt blocks attend on tensor cores\n"
+                  "    from this position on; their K/V tiles a position chunk (0: one chunk) (ops/tuning.h)\n"
+                  "  --coop-gate-up: prompt blocks' gate and up on tensor cores as one dispatch writing\n"
+                  "    act(gate) * up (fused) or two whose product ffn_sub_norm's quantize forms (apart)\n"
                   "  --tokens-per-replay: decode_greedy/decode_sampled tokens a submission (default 8; 1: one)\n"
                   "  --coop-tile-short, --coop-tile-tall, --coop-tile-deep: prompt blocks' tensor-core tile\n"
                   "    (RSxTSxRTxTT[,db|,kN]: subgroups along rows and tokens, tiles per subgroup, two stages\n"

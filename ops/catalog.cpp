@@ -149,6 +149,12 @@ const std::vector<CatalogEntry>& catalog() {
          o.k_splits = 3;
          return plan_ternary_matmul_coopmat(with_int8_tensor_cores(t), kDim, kDim, o).kernel;
        }},
+      {"gate_up_matmul_coopmat", "gate and up of a block on tensor cores in one dispatch, relu^2 product in the epilogue (prefill)",
+       [](T t) {
+         CoopMatmulOptions o = coop_tiles_for(with_int8_tensor_cores(t), kFfn, kDim);
+         o.gate_up = GateActivation::Relu2;
+         return plan_ternary_matmul_coopmat(with_int8_tensor_cores(t), kFfn, kDim, o).kernel;
+       }},
       {"attention_prefill_coopmat", "causal attention of a block on F16 tensor cores (prefill, 16x16x16)",
        [](T t) { return plan_attention_prefill_coopmat(with_f16_tensor_cores(t), kHeads, kContext).kernel; }},
       {"rope_kv_write", "NeoX RoPE on q and k, k/v into the F16 cache", [](T t) { return plan_rope_kv_write(t, kHeads, kContext).kernel; }},

@@ -89,6 +89,10 @@ struct Tuning {
   // the short class (run 30, ~1%) and 128 x 128 for the tall one (run 37, 1-2%); split
   // reductions (k_splits) were slower in every class there (run 37).
   uint32_t coop_short_tiles_past = 4096;
+  // Prompt blocks run gate and up as one tensor-core dispatch whose epilogue writes act(gate) * up
+  // (CoopMatmulOptions::gate_up): one f32 output of ffn_dim a token written and read, not two.
+  // Off until measured on a GPU (session 36 got none).
+  bool coop_gate_up_fused = false;
   CoopTile coop_tile_short{4, 2, 1, 4, false};
   CoopTile coop_tile_tall{4, 2, 1, 4, false};
   CoopTile coop_tile_deep{4, 2, 1, 4, false};
@@ -100,6 +104,10 @@ struct Tuning {
   // lies between what was measured: 20 (64 tokens, 18.0 us against 13.8) lost, 160 (512) won.
   uint32_t prefill_coopmat_attention_from = 512;
   uint32_t prefill_coopmat_attention_workgroups = 128;
+  // That kernel's position chunks: a block of n tokens cuts each token tile's K/V tiles into up to
+  // n / 32 / prefill_coopmat_attention_chunk_tiles runs (0: one), merged by the last workgroup.
+  // One until measured on a GPU (session 36 got none).
+  uint32_t prefill_coopmat_attention_chunk_tiles = 0;
   // Batched decode's projections (models/bitnet/batch_decoder.h): steps of up to this many tokens
   // run the subgroup matmul (the matvec's row dot, one token tile; 16 tokens took 14.8 ms a step
   // against 4.0 on tensor cores), larger ones the tensor cores with tiles of

@@ -158,7 +158,7 @@ void BitNetBatchDecoder::record_layers(rt::Graph& g, uint32_t lanes, const Block
   for (size_t i = 0; i < w.token_embd.parts.size(); ++i)
     embedding.push_back({"table_" + std::to_string(i), w.token_embd.parts[i]});
   embedding_->dispatch(g, embedding, rt::push(lanes), lanes);
-  const BlockActivations acts{L.x, L.q8, L.act, L.q, L.k, L.v, L.attn, L.ffn, proj.separate ? &L.up : nullptr};
+  const BlockActivations acts{L.x, L.q8, L.act, L.q, L.k, L.v, L.attn, L.ffn, proj.gate_up_apart() ? &L.up : nullptr};
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     // Every lane's RoPE and cache row (in QKV's epilogue, or a dispatch of their own), then its
     // attention over its own slot's rows.

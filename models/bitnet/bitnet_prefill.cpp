@@ -41,7 +41,7 @@ std::unique_ptr<BitNetModel::PrefillBlock> BitNetModel::make_prefill_buffers() {
   b->k = f32(uint64_t{n} * d.kv_width(), "prefill k");
   b->v = f32(uint64_t{n} * d.kv_width(), "prefill v");
   b->attn = f32(uint64_t{n} * d.q_width(), "prefill attention out");
-  const bool separate = pp.projections.separate || (pp.short_projections && pp.short_projections->separate);
+  const bool separate = pp.projections.gate_up_apart() || (pp.short_projections && pp.short_projections->gate_up_apart());
   b->ffn = f32(uint64_t{n} * c.ffn_dim, separate ? "prefill gate or ffn" : "prefill ffn");
   if (separate) b->up = f32(uint64_t{n} * c.ffn_dim, "prefill up");
   // The attention scratch of the longest block: a shorter one uses a prefix.
@@ -50,6 +50,11 @@ std::unique_ptr<BitNetModel::PrefillBlock> BitNetModel::make_prefill_buffers() {
   for (uint32_t len = 1; len <= n; ++len) {
     partials = std::max(partials, ops::attention_prefill_partials_bytes(d, al, len, ops::attention_prefill_chunks(d, al, len)));
     counters = std::max(counters, ops::attention_prefill_counters_bytes(d, al, len));
+    if (pp.attention_coopmat) {  // the tensor-core kernel's, on the same scratch
+      const auto& t = pipelines_->target;
+      partials = std::max(partials, ops::attention_prefill_coopmat_partials_bytes(d, len, ops::attention_prefill_coopmat_chunks(t, len)));
+      counters = std::max(counters, ops::attention_prefill_coopmat_counters_bytes(d, len));
+    }
   }
   b->partials = rt::Buffer(ctx_, partials, {.name = "prefill partials", .holds = ScalarKind::F32});
   b->counters = rt::Buffer(ctx_, counters, {.name = "prefill counters", .holds = ScalarKind::U32});
@@ -70,19 +75,16 @@ std::unique_ptr<rt::Graph> BitNetModel::record_prefill_block(uint32_t n, bool he
     embedding.push_back({"table_" + std::to_string(i), weights_.token_embd.parts[i]});
   pp.embedding.dispatch(g, embedding, rt::push(n), n);
   const BlockProjections& proj = pp.projections_for(n);
-  const BlockActivations acts{b->x, b->q8, b->act, b->q, b->k, b->v, b->attn, b->ffn, proj.separate ? &b->up : nullptr};
+  const BlockActivations acts{b->x, b->q8, b->act, b->q, b->k, b->v, b->attn, b->ffn, proj.gate_up_apart() ? &b->up : nullptr};
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     record_block_layer(g, proj, pp.norm_quantize, weights_.layers[l], acts, n, c.rms_norm_eps, [&] {
       p.rope_kv.dispatch(g, {{"step", a.step}, {"rope_table", a.rope_table}, {"q", b->q}, {"k", b->k}, {"v", b->v},
                              {"k_cache", a.k_cache[l]}, {"v_cache", a.v_cache[l]}},
                          rt::push(n), n);
-      if (tensor_core_attention)
-        pp.attention_coopmat->dispatch(
-            g, {{"step", a.step}, {"q", b->q}, {"k_cache", a.k_cache[l]}, {"v_cache", a.v_cache[l]}, {"out", b->attn}}, rt::push(n), n);
-      else
-        pp.attention.dispatch(g, {{"step", a.step}, {"q", b->q}, {"k_cache", a.k_cache[l]}, {"v_cache", a.v_cache[l]},
-                                  {"partials", b->partials}, {"counters", b->counters}, {"out", b->attn}},
-                              rt::push(n), n);
+      (tensor_core_attention ? *pp.attention_coopmat : pp.attention)
+          .dispatch(g, {{"step", a.step}, {"q", b->q}, {"k_cache", a.k_cache[l]}, {"v_cache", a.v_cache[l]},
+                        {"partials", b->partials}, {"counters", b->counters}, {"out", b->attn}},
+                    rt::push(n), n);
     });
   }
   if (head) {  // the last token continues through the decode graph's tail

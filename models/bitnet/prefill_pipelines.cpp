@@ -123,14 +123,25 @@ BlockProjections::BlockProjections(rt::Context& ctx, const models::BitNetConfig&
   add_split(projection(t, c, merging, c.dim, c.n_heads * c.head_dim, true, attn_output_merges ? choice.attention_partials : std::nullopt),
             attn_output, c.dim, {kSplitAttnOutput});
   add_split(projection(t, c, e, c.dim, c.ffn_dim, true), ffn_down, c.dim, {kSplitFfnDown});
-  if (!normalized) b.add(ops::plan_quantize_activations(t, c.ffn_dim, ffn_down_quantize(c, separate)), norm_quantize_ffn);
+  // A prompt block's gate and up in one tensor-core dispatch, where its tile does not split.
+  ops::CoopMatmulOptions gate_up_tile;
+  if (separate && e.cooperative && !choice.step_tokens) {
+    gate_up_tile = ops::coop_tiles_for(t, c.ffn_dim, c.dim);
+    gate_up_tile.gate_up = gate_activation(c);
+  }
+  const bool fused_gate_up = gate_up_tile.gate_up && gate_up_tile.k_splits == 1 && ops::tuning_for(t).coop_gate_up_fused;
+  if (!normalized)
+    b.add(ops::plan_quantize_activations(t, c.ffn_dim, ffn_down_quantize(c, separate && !fused_gate_up)), norm_quantize_ffn);
   if (!normalized && !c.sub_norms) b.add(ops::plan_quantize_activations(t, c.dim), quantize);
   if (!normalized && choice.attention_partials)
     b.add(ops::plan_attention_output_quantize(t, *choice.attention_partials, c.sub_norms), merge_quantize);
   if (separate) {
     add_split(projection(t, c, e, c.n_heads * c.head_dim, c.dim, false), q_proj, c.n_heads * c.head_dim, {kSplitQ});
     add_split(projection(t, c, e, c.kv_dim(), c.dim, false), kv_proj, c.kv_dim(), {kSplitK, kSplitV});
-    add_split(projection(t, c, e, c.ffn_dim, c.dim, false), gate_up_proj, c.ffn_dim, {kSplitGate, kSplitUp});
+    if (fused_gate_up)
+      b.add(ops::plan_ternary_matmul_coopmat(t, c.ffn_dim, c.dim, gate_up_tile), gate_up);
+    else
+      add_split(projection(t, c, e, c.ffn_dim, c.dim, false), gate_up_proj, c.ffn_dim, {kSplitGate, kSplitUp});
   } else {
     if (choice.rope_in_qkv && choice.step_tokens)
       b.add(ops::plan_ternary_matmul_qkv_rope(t, {c.n_heads, c.n_kv_heads, c.head_dim}, c.dim, c.context_length, e.options), qkv_rope);
@@ -244,7 +255,7 @@ void record_block_layer(rt::Graph& g, const BlockProjections& pp, const ops::Pla
   norm_quantize_rows(b.x, w.ffn_norm);
   // ffn_down's input, quantized by norm_quantize_ffn (ffn_sub_norm in front where the graph has it).
   std::vector<rt::Arg> ffn_input;
-  if (pp.separate) {  // act(gate) * up is formed by the quantize below
+  if (pp.gate_up_apart()) {  // act(gate) * up is formed by the quantize below
     project(*pp.gate_up_proj, w.ffn_gate, b.ffn, BlockProjections::kSplitGate);
     project(*pp.gate_up_proj, w.ffn_up, *b.up, BlockProjections::kSplitUp);
     ffn_input = {{"gate", b.ffn}, {"up", *b.up}};

@@ -106,10 +106,14 @@ struct BlockProjections {
   std::optional<ops::PlannedPipeline> norm_quantize_ffn;
   // int8 alone over dim: attention's output before attn_output without sub-norms; not with `normalized`.
   std::optional<ops::PlannedPipeline> quantize;
-  std::optional<ops::PlannedPipeline> qkv, gate_up;  // Fused
+  std::optional<ops::PlannedPipeline> qkv, gate_up;  // Fused (gate_up: also Separate's fused prompt gate/up)
   std::optional<ops::PlannedPipeline> qkv_rope;       // Fused with ProjectionChoice::rope_in_qkv, instead of qkv
-  // Separate: Q; K and V (one shape); gate and up (one shape). Either engine.
+  // Separate: Q; K and V (one shape); gate and up (one shape). Either engine. Prompt blocks on
+  // tensor cores take gate and up as one dispatch instead (ops/tuning.h's coop_gate_up_fused):
+  // `gate_up`, with act(gate) * up in its epilogue, and no gate_up_proj.
   std::optional<ops::PlannedPipeline> q_proj, kv_proj, gate_up_proj;
+  // Whether gate and up write two outputs that ffn_sub_norm's quantize multiplies (it binds `up`).
+  bool gate_up_apart() const { return gate_up_proj.has_value(); }
   ops::PlannedPipeline attn_output;  // residual added
   ops::PlannedPipeline ffn_down;     // residual added
   // Tensor-core projections that split their reduction (a step's: ProjectionChoice::

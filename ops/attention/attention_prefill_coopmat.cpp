@@ -2,13 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "dsl/dsl.h"
-#include "ops/common/half_rounding.h"
 #include "ops/attention/attention_merge.h"
+#include "ops/common/half_rounding.h"
+#include "ops/common/handoff.h"
 #include "ops/common/matrix_support.h"
 #include "ops/common/step_state.h"
 #include "ops/tuning.h"
@@ -27,6 +29,10 @@ constexpr uint32_t kLanes = 32;   // the subgroup
 // is scaled back by 2^-10, exactly.
 constexpr float kWeightScale = 1024.0f;
 constexpr MatrixShape kShape{16, 16, 16, ScalarKind::F16, ScalarKind::F32};
+constexpr uint32_t kMaxChunks = 16;
+
+// f32 words of a query row's partial: its head_dim averages, then m and l.
+uint32_t partial_words(const AttentionDims& d) { return d.head_dim + 2; }
 
 // Bytes of shared memory: the stage (q rows, then a K and a V tile), the scores, the weights' hi
 // and lo halves.
@@ -41,21 +47,24 @@ uint32_t shared_bytes(const AttentionDims& d) {
 // the scores are f32.
 class CoopAttention {
  public:
-  CoopAttention(const AttentionDims& d, uint32_t context)
-      : d_(d), context_(context), hd_(d.head_dim), group_(d.group()), row_words_(d.head_dim / 8 + 1),
+  CoopAttention(const OpTarget& target, const AttentionDims& d, uint32_t context)
+      : target_(target), d_(d), context_(context), hd_(d.head_dim), group_(d.group()), row_words_(d.head_dim / 8 + 1),
         dim_blocks_(d.head_dim / 16), p_words_(kKeys / 8 + 1), s_stride_(kKeys + 4),
-        k_("attention_prefill_coopmat_f16kv", {d.group() * kLanes, 1, 1}),
+        k_("attention_prefill_coopmat_f16kv" + handoff_suffix(target), {d.group() * kLanes, 1, 1}),
         step_(k_.buffer<u32>("step", Access::Read)),
         q_(k_.buffer<vec4>("q", Access::Read)),
         k_cache_(k_.buffer<uvec4>("k_cache", Access::Read)),
         v_cache_(k_.buffer<uvec4>("v_cache", Access::Read)),
+        partials_(partials_buffer<f32>(k_, target, "partials", Access::ReadWrite)),
+        counters_(k_.buffer<u32>("counters", Access::ReadWrite)),
         out_(k_.buffer<f32>("out", Access::Write)),
         n_(k_.push<u32>("n")),
         // The tile's q rows (head-major), then K and V tiles: one array for both phases.
         stage_(k_.shared<uvec4>("stage", std::max(d.group() * kTokens, 2 * kKeys) * row_words_)),
         scores_(k_.shared<f32>("scores", d.group() * kTokens * s_stride_)),
         probs_(k_.shared<uvec4>("probs", 2 * d.group() * kTokens * p_words_)),
-        lid_(k_.local_index()), kv_(k_.workgroup_id().x()), head_(k_.subgroup_id()), lane_(k_.subgroup_invocation()) {}
+        last_sh_(k_.shared<u32>("is_last", 1)),
+        lid_(k_.local_index()), kv_(k_.workgroup_id().x() % d.n_kv_heads), head_(k_.subgroup_id()), lane_(k_.subgroup_invocation()) {}
 
   Kernel build() {
     auto tiles = let("token_tiles", (n_ + (kTokens - 1)) / kTokens);
@@ -69,7 +78,19 @@ class CoopAttention {
     query_pos_ = let("query_pos", min(pos0 + query_token, constant<u32>(context_ - 1)));
     auto end = let("end", min(pos0 + min(first_token + kTokens, n_), constant<u32>(context_)));
     auto key_tiles = let("key_tiles", (end + (kKeys - 1)) / kKeys);
+    // The K/V tiles cut into `active` chunks of `per`, at most the grid's; workgroups past
+    // `active` return at once (a uniform branch: the barriers stay uniform).
+    chunks_ = let("chunks", k_.num_workgroups().x() / d_.n_kv_heads);
+    auto per = let("tiles_per_chunk", (key_tiles + chunks_ - 1u) / chunks_);
+    active_ = let("active", (key_tiles + per - 1u) / per);
+    chunk_ = let("chunk", k_.workgroup_id().x() / d_.n_kv_heads);
+    if_(chunk_ < active_, [&] { attend(first_token, chunk_ * per, min(chunk_ * per + per, key_tiles), end); });
+    return k_.build();
+  }
 
+ private:
+  // Query rows [first_token, +kTokens) against K/V tiles [first_tile, end_tile), positions < end.
+  void attend(Expr<u32> first_token, Expr<u32> first_tile, Expr<u32> end_tile, Expr<u32> end) {
     load_queries(first_token);
     barrier();
     std::vector<MatrixA<f16, 16, 16>> q;
@@ -95,7 +116,7 @@ class CoopAttention {
     // Pass 1: each row's max and sum of exp(score - max) over its positions.
     auto m = k_.var<f32>("m", kLowest);
     auto l = k_.var<f32>("l", 0.0f);
-    for_range(constant<u32>(0u), key_tiles, [&](Expr<u32> t) {
+    for_range(first_tile, end_tile, [&](Expr<u32> t) {
       auto base = let("base", t * kKeys);
       barrier();  // the previous tile's loads from the stage are done
       load_rows(k_cache_, base, end, 0);
@@ -125,7 +146,7 @@ class CoopAttention {
     auto p_lo = k_.matrix<MatrixA<f16, 16, 16>>("p_lo");
     auto v = k_.matrix<MatrixB<f16, 16, 16>>("v");
     const uint32_t lo_at = group_ * kTokens * p_words_;
-    for_range(constant<u32>(0u), key_tiles, [&](Expr<u32> t) {
+    for_range(first_tile, end_tile, [&](Expr<u32> t) {
       auto base = let("base", t * kKeys);
       barrier();  // the previous tile's loads from the stage and the weights are done
       load_rows(k_cache_, base, end, 0);
@@ -163,22 +184,68 @@ class CoopAttention {
       }
     }, "key_tile");
 
-    auto token = let("out_token", first_token + row_);
-    // The output, a 16 x 16 block at a time through this subgroup's scores rows.
-    auto out_row = let("out_row", token * d_.q_width() + (kv_ * group_ + head_) * hd_ + half_ * 8u);
-    for (uint32_t c = 0; c < dim_blocks_; ++c) {
-      barrier();
-      o[c].store(scores_, head_ * (kTokens * s_stride_), s_stride_, MatrixLayout::RowMajor);
-      barrier();
-      if_(token < n_, [&] {
+    // The output (one chunk) or this chunk's partial, a 16 x 16 block at a time through this
+    // subgroup's scores rows: put(word of the row, value) for this lane's 8 values of each block.
+    auto each_value = [&](const std::function<void(uint32_t word, Expr<f32> value)>& put) {
+      for (uint32_t c = 0; c < dim_blocks_; ++c) {
+        barrier();
+        o[c].store(scores_, head_ * (kTokens * s_stride_), s_stride_, MatrixLayout::RowMajor);
+        barrier();
         for (uint32_t e = 0; e < 8; ++e)
-          out_[out_row + (c * 16 + e)] = scores_[(head_ * kTokens + row_) * s_stride_ + half_ * 8u + e] * (1.0f / kWeightScale);
+          put(c * 16 + e, scores_[(head_ * kTokens + row_) * s_stride_ + half_ * 8u + e] * (1.0f / kWeightScale));
+      }
+    };
+    auto token = let("out_token", first_token + row_);
+    if_(active_ == 1u, [&] {
+      auto out_row = let("out_row", token * d_.q_width() + (kv_ * group_ + head_) * hd_ + half_ * 8u);
+      each_value([&](uint32_t word, Expr<f32> value) { if_(token < n_, [&] { out_[out_row + word] = value; }); });
+    }).else_([&] {
+      auto at = let("partial_at", partial(chunk_, head_ * kTokens + row_));
+      each_value([&](uint32_t word, Expr<f32> value) { partials_[at + half_ * 8u + word] = value; });
+      if_(half_ == 0u, [&] {
+        partials_[at + hd_] = Expr<f32>(m);
+        partials_[at + (hd_ + 1)] = Expr<f32>(l);
       });
-    }
-    return k_.build();
+      merge_chunks(first_token);
+    });
   }
 
- private:
+  // f32 word 0 of chunk c's partial of query row r (head * kTokens + token): head_dim averages
+  // (the chunk's p x V, its weights summing to 1), then the chunk's m and l.
+  Expr<u32> partial(Expr<u32> c, Expr<u32> r) {
+    return (((k_.workgroup_id().y() * d_.n_kv_heads + kv_) * chunks_ + c) * (group_ * kTokens) + r) * partial_words(d_);
+  }
+
+  // The last of the `active` chunks to count itself (an atomic count per token tile and KV head)
+  // merges them all, as attention_prefill does, and puts the count back to zero for the next replay.
+  void merge_chunks(Expr<u32> first_token) {
+    auto counter = let("counter", k_.workgroup_id().y() * d_.n_kv_heads + kv_);
+    count_arrival(k_, target_, counters_[counter], active_, last_sh_);
+    if_(last_sh_[0u] == 1u, [&] {
+      for_range(lid_, constant<u32>(group_ * kTokens * hd_), group_ * kLanes, [&](Expr<u32> i) {
+        auto r = let("merge_row", i / hd_);
+        auto t = let("merge_token", first_token + r % kTokens);
+        if_(t < n_, [&] {
+          auto big = k_.var<f32>("big", kLowest);
+          auto total = k_.var<f32>("total", 0.0f);
+          auto o = k_.var<f32>("o", 0.0f);
+          for_range(constant<u32>(0u), active_, [&](Expr<u32> c) {
+            auto at = let("at", partial(c, r));
+            auto m_c = let("m_c", Expr<f32>(partials_[at + hd_]));
+            auto m_new = let("m_new", max(Expr<f32>(big), m_c));
+            auto alpha = let("alpha", exp(Expr<f32>(big) - m_new));
+            auto weight = let("weight", exp(m_c - m_new) * Expr<f32>(partials_[at + (hd_ + 1)]));
+            total = Expr<f32>(total) * alpha + weight;
+            o = Expr<f32>(o) * alpha + Expr<f32>(partials_[at + i % hd_]) * weight;
+            big = m_new;
+          }, "c");
+          out_[t * d_.q_width() + (kv_ * group_ + r / kTokens) * hd_ + i % hd_] = Expr<f32>(o) / Expr<f32>(total);
+        });
+      }, "i");
+      if_(lid_ == 0u, [&] { atomic_exchange(counters_[counter], 0u); });
+    });
+  }
+
   // q rows of the tile's tokens (past n: the last), head-major, F16 pairs packed: 8 values a word.
   void load_queries(Expr<u32> first_token) {
     const uint32_t words = hd_ / 8, total = group_ * kTokens * words;
@@ -221,19 +288,24 @@ class CoopAttention {
   static Expr<f32> pair_max(Expr<f32> x) { return max(x, subgroup_shuffle_xor(x, constant<u32>(1u))); }
   static Expr<f32> pair_sum(Expr<f32> x) { return x + subgroup_shuffle_xor(x, constant<u32>(1u)); }
 
+  const OpTarget target_;
   const AttentionDims d_;
   const uint32_t context_, hd_, group_, row_words_, dim_blocks_, p_words_, s_stride_;
   KernelBuilder k_;
   Buffer<u32> step_;
   Buffer<vec4> q_;
   Buffer<uvec4> k_cache_, v_cache_;
+  Buffer<f32> partials_;
+  Buffer<u32> counters_;
   Buffer<f32> out_;
   Expr<u32> n_;
   Shared<uvec4> stage_;
   Shared<f32> scores_;
   Shared<uvec4> probs_;
+  Shared<u32> last_sh_;
   Expr<u32> lid_, kv_, head_, lane_;
-  Expr<u32> row_ = constant<u32>(0), half_ = constant<u32>(0), query_pos_ = constant<u32>(0);
+  Expr<u32> row_ = constant<u32>(0), half_ = constant<u32>(0), query_pos_ = constant<u32>(0), chunks_ = constant<u32>(0),
+            active_ = constant<u32>(0), chunk_ = constant<u32>(0);
 };
 
 }  // namespace
@@ -258,16 +330,31 @@ dsl::Kernel attention_prefill_coopmat(const OpTarget& target, const AttentionDim
                                 "subgroups of 32, a workgroup of a subgroup per query head of a KV head and " +
                                 std::to_string(shared_bytes(d)) + " bytes of shared memory; head_dim " +
                                 std::to_string(d.head_dim) + " must be a multiple of 16");
-  return CoopAttention(d, context).build();
+  return CoopAttention(target, d, context).build();
 }
 
-std::array<uint32_t, 3> attention_prefill_coopmat_grid(const AttentionDims& d, uint32_t n) {
-  return {d.n_kv_heads, ceil_div(n, kTokens), 1};
+uint32_t attention_prefill_coopmat_chunks(const OpTarget& target, uint32_t n) {
+  const uint32_t per = tuning_for(target).prefill_coopmat_attention_chunk_tiles;
+  return per == 0 ? 1u : std::clamp(ceil_div(ceil_div(n, kKeys), per), 1u, kMaxChunks);
+}
+
+std::array<uint32_t, 3> attention_prefill_coopmat_grid(const OpTarget& target, const AttentionDims& d, uint32_t n,
+                                                       uint32_t chunks) {
+  if (chunks == 0) chunks = attention_prefill_coopmat_chunks(target, n);
+  return {d.n_kv_heads * chunks, ceil_div(n, kTokens), 1};
+}
+
+uint64_t attention_prefill_coopmat_partials_bytes(const AttentionDims& d, uint32_t n, uint32_t chunks) {
+  return 4ull * ceil_div(n, kTokens) * d.n_kv_heads * chunks * d.group() * kTokens * partial_words(d);
+}
+
+uint64_t attention_prefill_coopmat_counters_bytes(const AttentionDims& d, uint32_t n) {
+  return 4ull * ceil_div(n, kTokens) * d.n_kv_heads;
 }
 
 Plan plan_attention_prefill_coopmat(const OpTarget& target, const AttentionDims& d, uint32_t context) {
-  return {attention_prefill_coopmat(target, d, context), [d](uint32_t n) {
-            const auto g = attention_prefill_coopmat_grid(d, n);
+  return {attention_prefill_coopmat(target, d, context), [target, d](uint32_t n) {
+            const auto g = attention_prefill_coopmat_grid(target, d, n);
             return rt::Grid{g[0], g[1], g[2]};
           }};
 }

@@ -1,9 +1,10 @@
 // Causal prefill attention on tensor cores (F16 x F16 -> F32 cooperative matrices, 16x16x16):
-// attention_prefill's result (same bindings but the scratch, same causal rule) where the device
-// lists that shape, for long blocks late in the context (attention_prefill_coopmat_pays).
+// attention_prefill's result (same bindings, same causal rule) where the device lists that shape,
+// for long blocks (attention_prefill_coopmat_pays).
 //
-// Workgroup (kv, tile): 16 query tokens x the `group` query heads of KV head kv, a subgroup per
-// head. Two passes over the K/V positions the tile needs, 32 at a time through shared memory:
+// Workgroup (kv and chunk, tile): 16 query tokens x the `group` query heads of KV head kv, a
+// subgroup per head. Two passes over its chunk of the positions the tile needs, 32 at a time
+// through shared memory:
 // the first takes each query row's max and sum of exp(score - max) (online, two scalars a row);
 // the second turns the scores into the softmax weights p = exp(score - max) / sum as the
 // reference does, and multiplies them by V. q is F16 already (rope_kv_write rounds it, as
@@ -34,10 +35,27 @@ bool attention_prefill_coopmat_supported(const OpTarget& target, const Attention
 bool attention_prefill_coopmat_pays(const OpTarget& target, const AttentionDims& dims, uint32_t n, uint32_t pos);
 
 // Bindings: step (u32 read: pos), q (f32 [n, n_heads*head_dim] read, F16 values), k_cache,
-// v_cache (u32 [context, kv_words] read), out (f32 [n, n_heads*head_dim] write). Push: n (u32).
-// Grid: attention_prefill_coopmat_grid(dims, n). Throws std::invalid_argument where unsupported.
+// v_cache (u32 [context, kv_words] read), partials (f32 read-write, scratch of
+// attention_prefill_coopmat_partials_bytes), counters (u32 read-write,
+// attention_prefill_coopmat_counters_bytes, zero before the first dispatch; left zero by every
+// dispatch), out (f32 [n, n_heads*head_dim] write). Push: n (u32). Grid:
+// attention_prefill_coopmat_grid(target, dims, n). Throws std::invalid_argument where unsupported.
+//
+// Position chunks: the grid's x is n_kv_heads x chunks. Each token tile's K/V tiles are cut into
+// up to `chunks` runs (as many as its positions need, at run time); each workgroup takes both
+// passes over its run and writes that run's normalised p x V with its max and sum, and the last
+// of a tile's workgroups to finish merges them (an atomic count, as attention_prefill does). One
+// chunk is the kernel without a merge. Chunks shorten the longest tiles' chain of dependent steps
+// (two passes of 16 K/V tiles at 512 tokens) and give the GPU more workgroups.
 dsl::Kernel attention_prefill_coopmat(const OpTarget& target, const AttentionDims& dims, uint32_t context);
-std::array<uint32_t, 3> attention_prefill_coopmat_grid(const AttentionDims& dims, uint32_t n);
+// The grid's chunks for a block of n tokens: n / 32 K/V tiles (the longest tile's at position 0)
+// over ops/tuning.h's prefill_coopmat_attention_chunk_tiles, at most 16.
+uint32_t attention_prefill_coopmat_chunks(const OpTarget& target, uint32_t n);
+// chunks 0: attention_prefill_coopmat_chunks's; any chunks >= 1 works with partials sized for it.
+std::array<uint32_t, 3> attention_prefill_coopmat_grid(const OpTarget& target, const AttentionDims& dims, uint32_t n,
+                                                       uint32_t chunks = 0);
+uint64_t attention_prefill_coopmat_partials_bytes(const AttentionDims& dims, uint32_t n, uint32_t chunks);
+uint64_t attention_prefill_coopmat_counters_bytes(const AttentionDims& dims, uint32_t n);
 Plan plan_attention_prefill_coopmat(const OpTarget& target, const AttentionDims& dims, uint32_t context);
 
 }  // namespace bdsl::ops

@@ -83,11 +83,21 @@ struct Staging {
 // Weight item i: row i / 2 of the workgroup's, uvec4 i % 2 of its 32-byte block (bytes 16h..16h+15,
 // each holding elements byte, 32 + byte, 64 + byte, 96 + byte at shifts 6, 4, 2, 0).
 // Activation item i: token i / 8, uvec4 i % 8 of its 128 int8 of the block.
-void fetch(KernelBuilder& k, Staging& st, const Buffer<uvec4>& w, const Buffer<uvec4>& x_q, Expr<u32> row0,
-           Expr<u32> token0, Expr<u32> tokens, Expr<u32> blk, uint32_t rows, uint32_t cols, const Tiles& t) {
+// With w_up (gate_up), the tile's first half of rows come from w and the second from w_up (a
+// uniform branch per subgroup: a half is whole subgroups' items).
+void fetch(KernelBuilder& k, Staging& st, const Buffer<uvec4>& w, const Buffer<uvec4>* w_up, const Buffer<uvec4>& x_q,
+           Expr<u32> row0, Expr<u32> token0, Expr<u32> tokens, Expr<u32> blk, uint32_t rows, uint32_t cols, const Tiles& t) {
   for_invocation_items(k, t.rows * 2, t.invocations, [&](Expr<u32> i, uint32_t u) {
-    auto row = min(row0 + (i >> 1u), rows - 1u);  // rows past the end read the last one, written nowhere
-    st.w[u] = w[row * (cols / 64) + blk * 2u + (i & 1u)];
+    if (!w_up) {
+      auto row = min(row0 + (i >> 1u), rows - 1u);  // rows past the end read the last one, written nowhere
+      st.w[u] = w[row * (cols / 64) + blk * 2u + (i & 1u)];
+      return;
+    }
+    const uint32_t half = t.rows / 2;
+    auto tile_row = let("tile_row", i >> 1u);
+    if_(tile_row < half, [&] { st.w[u] = w[min(row0 + tile_row, rows - 1u) * (cols / 64) + blk * 2u + (i & 1u)]; }).else_([&] {
+      st.w[u] = (*w_up)[min(row0 + (tile_row - half), rows - 1u) * (cols / 64) + blk * 2u + (i & 1u)];
+    });
   });
   for_invocation_items(k, t.tokens * 8, t.invocations, [&](Expr<u32> i, uint32_t u) {
     auto token = min(token0 + (i >> 3u), tokens - 1u);  // likewise: a column of B feeds only its own token
@@ -119,10 +129,13 @@ Kernel build(const OpTarget& target, uint32_t rows, uint32_t cols, const CoopMat
                      "_" + std::to_string(tl.rows) + "x" + std::to_string(tl.tokens) + "_sg" +
                      std::to_string(o.row_subgroups) + "x" + std::to_string(o.token_subgroups) +
                      (o.double_buffer ? "_db" : "") + (o.k_splits > 1 ? "_k" + std::to_string(o.k_splits) : "") +
-                     (o.add_residual ? "_residual" : "") + (o.write_accumulators ? "_acc" : "") + "_" +
+                     (o.add_residual ? "_residual" : "") + (o.write_accumulators ? "_acc" : "") +
+                     (o.gate_up ? "_" + to_string(*o.gate_up) + "_gate_up" : "") + "_" +
                      std::to_string(rows) + "x" + std::to_string(cols);
   KernelBuilder k(name, {tl.invocations, 1, 1});
-  auto w = k.buffer<uvec4>("w", Access::Read);
+  auto w = k.buffer<uvec4>(o.gate_up ? "w_gate" : "w", Access::Read);
+  std::optional<Buffer<uvec4>> w_up;
+  if (o.gate_up) w_up = k.buffer<uvec4>("w_up", Access::Read);
   auto x_q = k.buffer<uvec4>("x_q", Access::Read);
   auto x_act = k.buffer<u32>("x_act", Access::Read);
   auto y = k.buffer<f32>("y", o.add_residual ? Access::ReadWrite : Access::Write);
@@ -138,9 +151,14 @@ Kernel build(const OpTarget& target, uint32_t rows, uint32_t cols, const CoopMat
   auto tokens = k.push<u32>("tokens");
   auto tile = k.shared<uvec4>("tile", tl.shared_words);
 
-  auto row0 = let("row0", k.workgroup_id().x() * tl.rows);
+  // The workgroup's first output row: gate/up's tiles hold half their rows of each.
+  const uint32_t out_rows = o.gate_up ? tl.rows / 2 : tl.rows;
+  auto row0 = let("row0", k.workgroup_id().x() * out_rows);
   auto token0 = let("token0", k.workgroup_id().y() * tl.tokens);
-  auto scale = let("scale", bitcast<f32>(Expr<uvec4>(w[uint32_t(uint64_t(rows) * cols / 64)]).x()));
+  const uint32_t scale_at = uint32_t(uint64_t(rows) * cols / 64);
+  auto scale = let("scale", bitcast<f32>(Expr<uvec4>(w[scale_at]).x()));
+  std::optional<Expr<f32>> up_scale;
+  if (w_up) up_scale = let("up_scale", bitcast<f32>(Expr<uvec4>((*w_up)[scale_at]).x()));
   // This subgroup's row_tiles x token_tiles accumulators of the workgroup's.
   auto a_at = let("a_base", (k.subgroup_id() % o.row_subgroups) * (o.row_tiles * M * kRowWords));
   auto b_at = let("b_base", (k.subgroup_id() / o.row_subgroups) * (o.token_tiles * N * kRowWords) + tl.a_words);
@@ -164,7 +182,7 @@ Kernel build(const OpTarget& target, uint32_t rows, uint32_t cols, const CoopMat
   auto first_block = split ? let("first_block", k.workgroup_id().z() * per_split) : constant<u32>(0u);
   auto end_block = split ? let("end_block", min(first_block + per_split, blocks)) : constant<u32>(blocks);
   auto next_fetch = [&](Expr<u32> blk) {
-    if_(blk < end_block, [&] { fetch(k, st, w, x_q, row0, token0, tokens, blk, rows, cols, tl); });
+    if_(blk < end_block, [&] { fetch(k, st, w, w_up ? &*w_up : nullptr, x_q, row0, token0, tokens, blk, rows, cols, tl); });
   };
   // This subgroup's products of the block staged at `stage`, K columns at a time.
   auto multiply = [&](Expr<u32> stage) {
@@ -219,13 +237,17 @@ Kernel build(const OpTarget& target, uint32_t rows, uint32_t cols, const CoopMat
                                                                  tl.c_stride, MatrixLayout::ColumnMajor);
     barrier();
   };
+  // The workgroup's token of a pass's slot.
+  auto local_token_of = [&](uint32_t pass, Expr<u32> slot) {
+    return tl.passes == 1 ? slot
+                          : let("local_token", (slot / pass_sub_tokens) * sub_tokens + (pass * pass_sub_tokens) +
+                                                   slot % pass_sub_tokens);
+  };
   // Each (token, row) of the pass's tokens that exists, with its accumulator in this workgroup.
   auto each_output = [&](uint32_t pass, const std::function<void(Expr<u32> at, Expr<u32> token, Expr<i32> dot)>& body) {
     for_range(k.local_index(), row_words * tl.pass_tokens, tl.invocations, [&](Expr<u32> i) {
       auto slot = let(tl.passes == 1 ? "local_token" : "slot", i / row_words);  // one pass: the slot is the token
-      auto local_token = tl.passes == 1 ? slot
-                                        : let("local_token", (slot / pass_sub_tokens) * sub_tokens +
-                                                                 (pass * pass_sub_tokens) + slot % pass_sub_tokens);
+      auto local_token = local_token_of(pass, slot);
       auto token = let("token", token0 + local_token);
       if_(token < tokens, [&] {
         auto words = let("c_words", Expr<uvec4>(tile[slot * tl.c_stride + i % row_words]));
@@ -252,6 +274,34 @@ Kernel build(const OpTarget& target, uint32_t rows, uint32_t cols, const CoopMat
       y[at] = v;
     if (acc_out) (*acc_out)[at] = dot;
   };
+  if (o.gate_up) {
+    // Word w of a slot holds gate rows 4w..4w+3 in the first half of the row words and the same
+    // rows of up in the second.
+    const uint32_t half_words = row_words / 2;
+    for (uint32_t pass = 0; pass < tl.passes; ++pass) {
+      stage_pass(pass);
+      for_range(k.local_index(), half_words * tl.pass_tokens, tl.invocations, [&](Expr<u32> i) {
+        auto slot = let("slot", i / half_words);
+        auto token = let("token", token0 + local_token_of(pass, slot));
+        if_(token < tokens, [&] {
+          auto gate_words = let("gate_words", Expr<uvec4>(tile[slot * tl.c_stride + i % half_words]));
+          auto up_words = let("up_words", Expr<uvec4>(tile[slot * tl.c_stride + i % half_words + half_words]));
+          auto first = let("first_row", row0 + (i % half_words) * 4u);
+          auto s = let("s", bitcast<f32>(Expr<u32>(x_act[token * 2u])));
+          for (uint32_t l = 0; l < 4; ++l) {
+            auto row = first + l;
+            if_(row < rows, [&] {
+              // Each as the plain epilogue's proj (acc / s * scale), then the product.
+              auto gate = let("gate", cast<f32>(bitcast<i32>(gate_words.lane(l))) / s * scale);
+              auto up = let("up", cast<f32>(bitcast<i32>(up_words.lane(l))) / s * *up_scale);
+              y[token * rows + row] = gate_product(*o.gate_up, gate, up);
+            });
+          }
+        });
+      }, "out");
+    }
+    return k.build();
+  }
   if (!split) {
     each_pass([&](Expr<u32> at, Expr<u32> token, Expr<i32> dot) { epilogue(at, token, let("dot", dot)); });
     return k.build();
@@ -313,6 +363,9 @@ Kernel ternary_matmul_coopmat(const OpTarget& target, uint32_t rows, uint32_t co
   if (uint64_t(rows) * cols / 64 >= (1ull << 32))
     throw std::invalid_argument("ternary_matmul_coopmat: the weights are too large for 32-bit indices");
   const Tiles t = tiles_of(target, shape, options);
+  if (options.gate_up && (options.add_residual || options.write_accumulators || options.k_splits > 1 || t.rows % 8 != 0))
+    throw std::invalid_argument("ternary_matmul_coopmat: gate_up takes no residual, accumulators or k_splits, and a tile of "
+                                "whole 4-row words of each (" + std::to_string(t.rows) + " rows)");
   if (options.k_splits == 0 || options.k_splits > cols / kBlockCols || (options.k_splits > 1 && options.double_buffer))
     throw std::invalid_argument("ternary_matmul_coopmat: k_splits " + std::to_string(options.k_splits) +
                                 " must be 1 to the " + std::to_string(cols / kBlockCols) +
@@ -327,7 +380,8 @@ Kernel ternary_matmul_coopmat(const OpTarget& target, uint32_t rows, uint32_t co
 }
 
 uint32_t ternary_matmul_coopmat_row_groups(const OpTarget& target, uint32_t rows, const CoopMatmulOptions& options) {
-  return ceil_div(rows, tiles_of(target, shape_or_throw(target), options).rows);
+  const uint32_t tile_rows = tiles_of(target, shape_or_throw(target), options).rows;
+  return ceil_div(rows, options.gate_up ? tile_rows / 2 : tile_rows);
 }
 
 uint32_t ternary_matmul_coopmat_token_groups(const OpTarget& target, uint32_t tokens, const CoopMatmulOptions& options) {

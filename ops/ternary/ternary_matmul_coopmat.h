@@ -21,7 +21,7 @@
 // ticket; the last of the S runs the epilogue on the totals, taking each back to zero (atomic
 // exchange) and the ticket too, for the next dispatch. The same bits as S = 1.
 //
-// Bindings, in order: w (uvec4, read), x_q (uvec4, read), x_act (u32, read), y (f32, write;
+// Bindings, in order: w (uvec4, read; with gate_up w_gate and w_up), x_q (uvec4, read), x_act (u32, read), y (f32, write;
 // read-write with add_residual), acc (i32, write, with write_accumulators); with k_splits > 1
 // totals (i32 read-write, [tokens * rows], zero before the first dispatch, left zero) and tickets
 // (u32 read-write, [row groups * token groups], likewise). Push: tokens (u32).
@@ -31,6 +31,7 @@
 #include <optional>
 
 #include "dsl/dsl.h"
+#include "ops/common/gate_activation.h"
 #include "ops/target.h"
 #include "ops/ternary/ternary_matmul.h"
 #include "ops/tuning.h"
@@ -41,6 +42,12 @@ namespace bdsl::ops {
 struct CoopMatmulOptions : CoopTile {
   bool add_residual = false;        // y = y + proj, y bound read-write
   bool write_accumulators = false;  // extra i32 output with the exact accumulators
+  // Gate and up in one dispatch: a workgroup's first half of rows are gate's, the second half up's
+  // (the same output rows), and the epilogue writes y = act(gate) * up once (ops/common/
+  // gate_activation.h), bit for bit what the two projections and ffn_sub_norm's quantize (which
+  // forms the product) give. Binds w_gate and w_up in place of w. Not with add_residual,
+  // write_accumulators or k_splits.
+  std::optional<GateActivation> gate_up;
 };
 
 // The int8 shape this op uses on the target (16x8x32, else 16x16x32), or none: then only the
@@ -49,6 +56,7 @@ std::optional<MatrixShape> ternary_matmul_coopmat_shape(const OpTarget& target);
 
 // Throws std::invalid_argument when the target lists no usable shape.
 dsl::Kernel ternary_matmul_coopmat(const OpTarget& target, uint32_t rows, uint32_t cols, CoopMatmulOptions options = {});
+// rows: the output's (with gate_up each of gate's and up's, a workgroup taking half its tile's rows of each).
 uint32_t ternary_matmul_coopmat_row_groups(const OpTarget& target, uint32_t rows, const CoopMatmulOptions& options = {});
 uint32_t ternary_matmul_coopmat_token_groups(const OpTarget& target, uint32_t tokens,
                                              const CoopMatmulOptions& options = {});

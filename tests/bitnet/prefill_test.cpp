@@ -111,8 +111,9 @@ TEST_F(Prefill, WithOneDispatchPerProjectionMatchesDecode) {
 }
 
 // Attention on F16 tensor cores (where the device has them) for every block, whatever its length
-// and position (the tuning table asks for long blocks late in the context): the decode path's
-// logits and cache, blocks of one token to the whole prompt, and a prompt in two blocks.
+// and position (the tuning table asks for long blocks late in the context), in position chunks
+// of one K/V tile (the most): the decode path's logits and cache, blocks of one token to the
+// whole prompt, and a prompt in two blocks.
 TEST_F(Prefill, WithTensorCoreAttentionMatchesDecode) {
   const auto file = models::GgufFile::open(*dir_ / "tiny.gguf");
   const auto config = models::BitNetConfig::from_gguf(file);
@@ -125,6 +126,7 @@ TEST_F(Prefill, WithTensorCoreAttentionMatchesDecode) {
   ops::Tuning tuning = ops::tuning_for(target);
   tuning.prefill_coopmat_attention_from = 0;
   tuning.prefill_coopmat_attention_workgroups = 1;
+  tuning.prefill_coopmat_attention_chunk_tiles = 1;
   ops::override_tuning(tuning);
   expect_prefill_matches_decode(ctx(), *dir_ / "tiny.gguf", bitnet::PrefillProjections::Auto);
 }

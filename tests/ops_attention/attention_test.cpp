@@ -37,7 +37,7 @@ class Attention : public OpsTest {
   }
   double prefill_error(const ops::AttentionDims& d, uint32_t context, uint32_t pos0, uint32_t n,
                        const ops::PrefillAttentionLayout& layout, uint32_t chunks = 0);
-  double prefill_coopmat_error(const ops::AttentionDims& d, uint32_t context, uint32_t pos0, uint32_t n);
+  double prefill_coopmat_error(const ops::AttentionDims& d, uint32_t context, uint32_t pos0, uint32_t n, uint32_t chunks = 0);
   // Largest |got - want| over every query token and head.
   static double max_error(const std::vector<float>& got, const golden::MatrixF& want) {
     double worst = 0;
@@ -212,16 +212,21 @@ double Attention::prefill_error(const ops::AttentionDims& d, uint32_t context, u
   return max_error(out.download<float>(), want);
 }
 
-// The same block through attention_prefill_coopmat (F16 tensor cores).
-double Attention::prefill_coopmat_error(const ops::AttentionDims& d, uint32_t context, uint32_t pos0, uint32_t n) {
+// The same block through attention_prefill_coopmat (F16 tensor cores); chunks 0: the target's.
+double Attention::prefill_coopmat_error(const ops::AttentionDims& d, uint32_t context, uint32_t pos0, uint32_t n,
+                                        uint32_t chunks) {
   Cache kv = cache(d, context, 17 + pos0);
   golden::MatrixF qm(n, d.q_width());
   qm.data = f16_rounded(random_floats(qm.data.size(), 8 + n, 8.0f));
   rt::Buffer step = step_buffer(0, pos0), qb = buffer_of(qm.data, "q");
   rt::Buffer out(ctx(), qm.data.size() * 4, {false, "out"});
-  const auto grid = ops::attention_prefill_coopmat_grid(d, n);
-  run(ops::attention_prefill_coopmat(target(), d, context), {step, qb, kv.kb, kv.vb, out}, rt::push(n),
+  const auto grid = ops::attention_prefill_coopmat_grid(target(), d, n, chunks);
+  rt::Buffer partials(ctx(), ops::attention_prefill_coopmat_partials_bytes(d, n, grid[0] / d.n_kv_heads), {false, "partials"});
+  const uint64_t counter_words = ops::attention_prefill_coopmat_counters_bytes(d, n) / 4;
+  rt::Buffer counters = buffer_of(std::vector<uint32_t>(counter_words, 0), "counters");
+  run(ops::attention_prefill_coopmat(target(), d, context), {step, qb, kv.kb, kv.vb, partials, counters, out}, rt::push(n),
       rt::Grid{grid[0], grid[1], grid[2]});
+  EXPECT_EQ(counters.download<uint32_t>(), std::vector<uint32_t>(counter_words, 0)) << "counters left for replay";
   golden::MatrixF want;
   golden::attention(qm, kv.k, kv.v, pos0, {d.n_heads, d.n_kv_heads, d.head_dim}, want);
   return max_error(out.download<float>(), want);
@@ -253,6 +258,20 @@ TEST_F(Attention, PrefillOnTensorCoresMatchesTheReference) {
                         Case{{6, 2, 64}, 512, 40, 50}, Case{{4, 4, 64}, 512, 7, 33}})
     EXPECT_LT(prefill_coopmat_error(c.dims, c.context, c.pos0, c.n), kTolerance)
         << "heads " << c.dims.n_heads << " pos0 " << c.pos0 << " n " << c.n;
+}
+
+// The tensor-core kernel's position chunks, merged by the last workgroup: chunk counts that
+// divide the K/V tiles and ones that do not, more chunks than a tile's K/V tiles (workgroups
+// with nothing to do), rows whose positions all fall in the first chunk, a group of 3.
+TEST_F(Attention, PrefillOnTensorCoresWithPositionChunks) {
+  if (!ops::attention_prefill_coopmat_supported(target(), k2B))
+    GTEST_SKIP() << "device " << ctx().info().name << " lists no F16 16x16x16 cooperative-matrix shape with subgroups of 32";
+  struct Case { ops::AttentionDims dims; uint32_t context, pos0, n; };
+  for (uint32_t chunks : {2u, 3u, 4u, 16u})
+    for (const Case& c : {Case{k2B, 4096, 0, 512}, Case{k2B, 1024, 301, 77}, Case{k2B, 4096, 4090, 6},
+                          Case{kTiny, 4096, 33, 130}, Case{{6, 2, 64}, 512, 40, 50}})
+      EXPECT_LT(prefill_coopmat_error(c.dims, c.context, c.pos0, c.n, chunks), kTolerance)
+          << "chunks " << chunks << " heads " << c.dims.n_heads << " pos0 " << c.pos0 << " n " << c.n;
 }
 
 // Positions cut into chunks merged by the last workgroup: chunk counts that divide the K/V tiles

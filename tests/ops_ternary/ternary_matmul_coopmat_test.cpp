@@ -160,6 +160,71 @@ TEST_F(TernaryMatmulCoopmat, PromptTilesSplitTheirReductionToTheSameBits) {
   expect_split_gives_the_same_bits(2560, 6912, 130, tile, 3);
 }
 
+// Gate and up in one dispatch (CoopMatmulOptions::gate_up): act(gate) * up of what the two
+// projections write apart, with ReLU^2 bit for bit (two multiplications, each rounded as the CPU's),
+// with SiLU within its exp's error. Tiles: the target's for gate/up, 128 x 128 in two passes, a
+// subgroup alone (8 rows of each) and 3 row subgroups (24 of each); rows that fill no tile.
+TEST_F(TernaryMatmulCoopmat, FusedGateUpIsTheProductOfTheTwoProjections) {
+  if (!has_tensor_cores()) GTEST_SKIP() << why_skipped();
+  std::vector<ops::CoopMatmulOptions> tiles = {ops::coop_tiles_for(target(), 6912, 2560)};
+  for (auto [rs, ts, rt, tt] : {std::array<uint32_t, 4>{4, 2, 2, 8}, {1, 1, 1, 1}, {3, 1, 1, 2}}) {
+    ops::CoopMatmulOptions o;
+    o.row_subgroups = rs, o.token_subgroups = ts, o.row_tiles = rt, o.token_tiles = tt;
+    tiles.push_back(o);
+  }
+  for (const auto& tile : tiles)
+    for (auto [rows, cols, tokens] : {std::array<uint32_t, 3>{100, 384, 45}, {640, 2560, 70}})
+      for (auto act : {ops::GateActivation::Relu2, ops::GateActivation::Silu}) {
+        SCOPED_TRACE(testing::Message() << ops::to_string(act) << " " << rows << "x" << cols << " tokens " << tokens << " tile "
+                                        << tile.row_subgroups << "x" << tile.token_subgroups << "x" << tile.row_tiles << "x"
+                                        << tile.token_tiles);
+        const I2sWeights wg = random_i2s(rows, cols, rows + 1, 1.5f), wu = random_i2s(rows, cols, rows + 2, 0.5f);
+        const Tokens x = quantize_tokens(tokens, cols, cols + tokens, 7);
+        rt::Buffer g = buffer_of(wg.bytes, "w_gate"), u = buffer_of(wu.bytes, "w_up");
+        rt::Buffer qb = buffer_of(x.words, "x_q"), ab = buffer_of(x.act, "x_act");
+        rt::Buffer yg = output(uint64_t(rows) * tokens * 4, "gate"), yu = output(uint64_t(rows) * tokens * 4, "up");
+        rt::Buffer y = output(uint64_t(rows) * tokens * 4, "y");
+        const ops::Plan apart = ops::plan_ternary_matmul_coopmat(target(), rows, cols, tile);
+        ops::CoopMatmulOptions fused_tile = tile;
+        fused_tile.gate_up = act;
+        const ops::Plan fused = ops::plan_ternary_matmul_coopmat(target(), rows, cols, fused_tile);
+        const uint32_t half_tile = tile.row_subgroups * tile.row_tiles * 8;  // rows of gate (and of up) a workgroup
+        ASSERT_EQ(fused.grid(tokens).x, (rows + half_tile - 1) / half_tile);
+        run2d(apart.kernel, {g, qb, ab, yg}, apart.grid(tokens).x, apart.grid(tokens).y, rt::push(tokens));
+        run2d(apart.kernel, {u, qb, ab, yu}, apart.grid(tokens).x, apart.grid(tokens).y, rt::push(tokens));
+        run2d(fused.kernel, {g, u, qb, ab, y}, fused.grid(tokens).x, fused.grid(tokens).y, rt::push(tokens));
+        const auto gate = yg.download<float>(), up = yu.download<float>(), got = y.download<float>();
+        std::vector<float> want(got.size());
+        if (act == ops::GateActivation::Relu2) {
+          golden::relu2_gate(gate, up, want);
+          for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << "token " << i / rows << " row " << i % rows;
+        } else {
+          golden::silu_gate(gate, up, want);
+          for (size_t i = 0; i < got.size(); ++i)  // the division and exp of SiLU within what Vulkan allows
+            ASSERT_NEAR(got[i], want[i], (1e-6f + silu_exp_error(gate[i])) * std::fabs(want[i]) + 1e-30f)
+                << "token " << i / rows << " row " << i % rows;
+        }
+      }
+}
+
+// What the fused gate/up binds and refuses, on any device (built for an NVIDIA-like target).
+TEST_F(TernaryMatmulCoopmat, FusedGateUpBindsBothWeightsAndRefusesASplit) {
+  ops::OpTarget t = target();
+  t.matrix_shapes = {MatrixShape{16, 8, 32, ScalarKind::I8, ScalarKind::I32}};
+  t.subgroup_size = 32;
+  t.max_shared_bytes = 49152;
+  t.max_workgroup_invocations = 1024;
+  ops::CoopMatmulOptions o;
+  o.row_subgroups = 4, o.token_subgroups = 2, o.row_tiles = 2, o.token_tiles = 8;
+  o.gate_up = ops::GateActivation::Relu2;
+  std::vector<std::string> names;
+  for (const auto& b : codegen::interface_of(ops::ternary_matmul_coopmat(t, 6912, 2560, o)).bindings) names.push_back(b.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"w_gate", "w_up", "x_q", "x_act", "y"}));
+  EXPECT_EQ(ops::ternary_matmul_coopmat_row_groups(t, 6912, o), 108u) << "64 rows of gate and of up a workgroup";
+  o.k_splits = 2;
+  EXPECT_THROW(ops::ternary_matmul_coopmat(t, 6912, 2560, o), std::invalid_argument);
+}
+
 TEST_F(TernaryMatmulCoopmat, ResidualAdd) {
   if (!has_tensor_cores()) GTEST_SKIP() << why_skipped();
   check(96, 384, 9, ops::MatmulEngine::CooperativeMatrix, true);
