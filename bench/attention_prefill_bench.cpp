@@ -39,7 +39,9 @@ void attention_prefill(benchmark::State& st, BenchSession& s, const ops::Attenti
       ctx, v.tensor_cores ? ops::attention_prefill_coopmat(s.target, d, context)
            : v.split_kv   ? ops::attention_split_kv("attention_prefill_split_kv", s.target, d, context, chunks, true)
                           : ops::attention_prefill(s.target, d, context, layout));
-  const auto g3 = v.tensor_cores ? ops::attention_prefill_coopmat_grid(s.target, d, n, v.coop_chunks) : ops::attention_prefill_grid(d, layout, n);
+  const uint32_t table_chunks = ops::attention_prefill_coopmat_chunks(s.target, n, pos);  // as the model records it
+  const auto g3 = v.tensor_cores ? ops::attention_prefill_coopmat_grid(s.target, d, n, v.coop_chunks ? v.coop_chunks : table_chunks)
+                                 : ops::attention_prefill_grid(d, layout, n);
   const uint32_t coop_chunks = g3[0] / d.n_kv_heads;
   const rt::Grid grid = v.split_kv ? rt::Grid{d.n_kv_heads, chunks, n} : rt::Grid{g3[0], g3[1], g3[2]};
   const uint64_t cache_bytes = uint64_t{context} * d.kv_words() * 4;

@@ -91,8 +91,8 @@ struct Tuning {
   uint32_t coop_short_tiles_past = 4096;
   // Prompt blocks run gate and up as one tensor-core dispatch whose epilogue writes act(gate) * up
   // (CoopMatmulOptions::gate_up): one f32 output of ffn_dim a token written and read, not two.
-  // Off until measured on a GPU (session 36 got none).
-  bool coop_gate_up_fused = false;
+  // H100 (bench/RESULTS.md run 38): prefill-512 33.4k -> 35.9k tokens/s, 2,048 25.5k -> 26.9k.
+  bool coop_gate_up_fused = true;
   CoopTile coop_tile_short{4, 2, 1, 4, false};
   CoopTile coop_tile_tall{4, 2, 1, 4, false};
   CoopTile coop_tile_deep{4, 2, 1, 4, false};

@@ -127,8 +127,9 @@ struct BitNetModel::PrefillBlock {
     std::unique_ptr<rt::Graph> graph;
     uint64_t last_used = 0;
   };
-  // By block length, with the head or not and attention on tensor cores or not; at most kMaxGraphs.
-  std::map<std::tuple<uint32_t, bool, bool>, Recorded> graphs;
+  // By block length, with the head or not and attention's tensor-core chunks (0: attention on
+  // the FMA kernel); at most kMaxGraphs.
+  std::map<std::tuple<uint32_t, bool, uint32_t>, Recorded> graphs;
   static constexpr size_t kMaxGraphs = 32;
   uint64_t uses = 0;
   const rt::Graph* last = nullptr;  // the graph of the last block run

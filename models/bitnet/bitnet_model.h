@@ -224,8 +224,9 @@ class BitNetModel final : public models::DecoderModel {
   void record_embed_graph();  // embed_graph_: the first token's embedding for the pruned and vocabulary recordings
   void wait_idle();  // for every replay of any recording
   std::unique_ptr<PrefillBlock> make_prefill_buffers();
-  // On prefill_'s buffers; `tensor_core_attention`: PrefillPipelines::attention_coopmat.
-  std::unique_ptr<rt::Graph> record_prefill_block(uint32_t n, bool head, bool tensor_core_attention);
+  // On prefill_'s buffers; coop_chunks > 0: attention on PrefillPipelines::attention_coopmat in
+  // that many position chunks (0: on attention).
+  std::unique_ptr<rt::Graph> record_prefill_block(uint32_t n, bool head, uint32_t coop_chunks);
   void run_prefill(std::span<const int32_t> tokens, uint32_t pos, bool head);  // head: the last token's tail too
   const PrefillPipelines& prefill_pipelines();  // built at the first prompt block (or batched step)
   StepOutput read_step_output() const;

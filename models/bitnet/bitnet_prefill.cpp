@@ -52,7 +52,8 @@ std::unique_ptr<BitNetModel::PrefillBlock> BitNetModel::make_prefill_buffers() {
     counters = std::max(counters, ops::attention_prefill_counters_bytes(d, al, len));
     if (pp.attention_coopmat) {  // the tensor-core kernel's, on the same scratch
       const auto& t = pipelines_->target;
-      partials = std::max(partials, ops::attention_prefill_coopmat_partials_bytes(d, len, ops::attention_prefill_coopmat_chunks(t, len)));
+      const uint32_t chunks = ops::attention_prefill_coopmat_chunks(t, len, c.context_length - len);  // the most, last
+      partials = std::max(partials, ops::attention_prefill_coopmat_partials_bytes(d, len, chunks));
       counters = std::max(counters, ops::attention_prefill_coopmat_counters_bytes(d, len));
     }
   }
@@ -62,7 +63,7 @@ std::unique_ptr<BitNetModel::PrefillBlock> BitNetModel::make_prefill_buffers() {
   return b;
 }
 
-std::unique_ptr<rt::Graph> BitNetModel::record_prefill_block(uint32_t n, bool head, bool tensor_core_attention) {
+std::unique_ptr<rt::Graph> BitNetModel::record_prefill_block(uint32_t n, bool head, uint32_t coop_chunks) {
   const auto& c = config_;
   const auto& p = *pipelines_;
   const auto& pp = prefill_pipelines();
@@ -81,10 +82,16 @@ std::unique_ptr<rt::Graph> BitNetModel::record_prefill_block(uint32_t n, bool he
       p.rope_kv.dispatch(g, {{"step", a.step}, {"rope_table", a.rope_table}, {"q", b->q}, {"k", b->k}, {"v", b->v},
                              {"k_cache", a.k_cache[l]}, {"v_cache", a.v_cache[l]}},
                          rt::push(n), n);
-      (tensor_core_attention ? *pp.attention_coopmat : pp.attention)
-          .dispatch(g, {{"step", a.step}, {"q", b->q}, {"k_cache", a.k_cache[l]}, {"v_cache", a.v_cache[l]},
-                        {"partials", b->partials}, {"counters", b->counters}, {"out", b->attn}},
-                    rt::push(n), n);
+      const std::initializer_list<rt::Arg> args{{"step", a.step},         {"q", b->q},
+                                                {"k_cache", a.k_cache[l]}, {"v_cache", a.v_cache[l]},
+                                                {"partials", b->partials}, {"counters", b->counters},
+                                                {"out", b->attn}};
+      if (coop_chunks == 0) {
+        pp.attention.dispatch(g, args, rt::push(n), n);
+      } else {
+        const auto grid = ops::attention_prefill_coopmat_grid(pipelines_->target, pipelines_->dims, n, coop_chunks);
+        g.dispatch(pp.attention_coopmat->pipeline, args, rt::push(n), rt::Grid{grid[0], grid[1], grid[2]});
+      }
     });
   }
   if (head) {  // the last token continues through the decode graph's tail
@@ -111,18 +118,21 @@ void BitNetModel::run_prefill(std::span<const int32_t> tokens, uint32_t pos, boo
     const auto n = uint32_t(block.size());
     const bool block_head = head && first + n == tokens.size();  // only the last block's last token is chosen from
     const auto& pp = prefill_pipelines();
-    const bool tensor_cores =
-        pp.attention_coopmat && ops::attention_prefill_coopmat_pays(pipelines_->target, pipelines_->dims, n, pos + uint32_t(first));
+    const uint32_t block_pos = pos + uint32_t(first);
+    const uint32_t coop_chunks =
+        pp.attention_coopmat && ops::attention_prefill_coopmat_pays(pipelines_->target, pipelines_->dims, n, block_pos)
+            ? ops::attention_prefill_coopmat_chunks(pipelines_->target, n, block_pos)
+            : 0;
     if (!prefill_) prefill_ = make_prefill_buffers();
     auto& graphs = prefill_->graphs;
-    auto it = graphs.find({n, block_head, tensor_cores});
+    auto it = graphs.find({n, block_head, coop_chunks});
     if (it == graphs.end()) {
       if (graphs.size() >= PrefillBlock::kMaxGraphs)  // the least recently used recording goes
         graphs.erase(std::min_element(graphs.begin(), graphs.end(), [](const auto& a, const auto& b) {
           return a.second.last_used < b.second.last_used;
         }));
-      it = graphs.emplace(std::tuple{n, block_head, tensor_cores},
-                          PrefillBlock::Recorded{record_prefill_block(n, block_head, tensor_cores), 0})
+      it = graphs.emplace(std::tuple{n, block_head, coop_chunks},
+                          PrefillBlock::Recorded{record_prefill_block(n, block_head, coop_chunks), 0})
                .first;
     }
     it->second.last_used = ++prefill_->uses;

@@ -30,6 +30,8 @@ constexpr uint32_t kLanes = 32;   // the subgroup
 constexpr float kWeightScale = 1024.0f;
 constexpr MatrixShape kShape{16, 16, 16, ScalarKind::F16, ScalarKind::F32};
 constexpr uint32_t kMaxChunks = 16;
+// The merge keeps each row's chunks' weights and sums and its total in the scores' rows.
+static_assert(2 * kMaxChunks + 1 <= kKeys + 4, "the merge's stash fits in the scores");
 
 // f32 words of a query row's partial: its head_dim averages, then m and l.
 uint32_t partial_words(const AttentionDims& d) { return d.head_dim + 2; }
@@ -217,31 +219,68 @@ class CoopAttention {
   }
 
   // The last of the `active` chunks to count itself (an atomic count per token tile and KV head)
-  // merges them all, as attention_prefill does, and puts the count back to zero for the next replay.
+  // merges them all and puts the count back to zero for the next replay. Every load that a merge
+  // step needs is independent of the others, so that a step costs one trip to L2, not one per
+  // chunk and value: each row's (m, l) go to shared memory (the scores' rows, free now), each row
+  // weighs its chunks there, then each subgroup sums its head's rows with the lanes along head_dim,
+  // every value of a chunk loaded at once.
   void merge_chunks(Expr<u32> first_token) {
     auto counter = let("counter", k_.workgroup_id().y() * d_.n_kv_heads + kv_);
     count_arrival(k_, target_, counters_[counter], active_, last_sh_);
     if_(last_sh_[0u] == 1u, [&] {
-      for_range(lid_, constant<u32>(group_ * kTokens * hd_), group_ * kLanes, [&](Expr<u32> i) {
-        auto r = let("merge_row", i / hd_);
-        auto t = let("merge_token", first_token + r % kTokens);
-        if_(t < n_, [&] {
-          auto big = k_.var<f32>("big", kLowest);
-          auto total = k_.var<f32>("total", 0.0f);
-          auto o = k_.var<f32>("o", 0.0f);
-          for_range(constant<u32>(0u), active_, [&](Expr<u32> c) {
-            auto at = let("at", partial(c, r));
-            auto m_c = let("m_c", Expr<f32>(partials_[at + hd_]));
-            auto m_new = let("m_new", max(Expr<f32>(big), m_c));
-            auto alpha = let("alpha", exp(Expr<f32>(big) - m_new));
-            auto weight = let("weight", exp(m_c - m_new) * Expr<f32>(partials_[at + (hd_ + 1)]));
-            total = Expr<f32>(total) * alpha + weight;
-            o = Expr<f32>(o) * alpha + Expr<f32>(partials_[at + i % hd_]) * weight;
-            big = m_new;
-          }, "c");
-          out_[t * d_.q_width() + (kv_ * group_ + r / kTokens) * hd_ + i % hd_] = Expr<f32>(o) / Expr<f32>(total);
-        });
+      const uint32_t rows = group_ * kTokens, threads = group_ * kLanes;
+      auto weight_at = [&](Expr<u32> r, Expr<u32> c) { return r * kMaxChunks + c; };
+      const uint32_t l_at = rows * kMaxChunks, total_at = 2 * rows * kMaxChunks;
+      for_range(lid_, rows * active_, constant<u32>(threads), [&](Expr<u32> i) {
+        auto r = let("merge_row", i / active_);
+        auto c = let("merge_chunk", i % active_);
+        auto at = let("at", partial(c, r));
+        scores_[weight_at(r, c)] = Expr<f32>(partials_[at + hd_]);
+        scores_[weight_at(r, c) + l_at] = Expr<f32>(partials_[at + (hd_ + 1)]);
       }, "i");
+      barrier();
+      for_range(lid_, constant<u32>(rows), constant<u32>(threads), [&](Expr<u32> r) {
+        auto big = k_.var<f32>("big", kLowest);
+        for_range(constant<u32>(0u), active_, [&](Expr<u32> c) { big = max(Expr<f32>(big), Expr<f32>(scores_[weight_at(r, c)])); }, "c");
+        auto total = k_.var<f32>("total", 0.0f);
+        for_range(constant<u32>(0u), active_, [&](Expr<u32> c) {
+          auto w = let("weight", exp(Expr<f32>(scores_[weight_at(r, c)]) - Expr<f32>(big)) * Expr<f32>(scores_[weight_at(r, c) + l_at]));
+          scores_[weight_at(r, c)] = w;
+          total = Expr<f32>(total) + w;
+        }, "c");
+        scores_[total_at + r] = Expr<f32>(total);
+      }, "r");
+      barrier();
+      // Rows of this subgroup's head in passes of at most 64 sums a lane.
+      const uint32_t per_row = ceil_div(hd_, kLanes), pass_rows = std::max(1u, std::min(kTokens, 64 / per_row));
+      for (uint32_t r0 = 0; r0 < kTokens; r0 += pass_rows) {
+        const uint32_t n_rows = std::min(pass_rows, kTokens - r0);
+        std::vector<Var<f32>> o;
+        for (uint32_t i = 0; i < n_rows * per_row; ++i) o.push_back(k_.var<f32>("o", 0.0f));
+        auto value = [&](uint32_t j) { return min(lane_ + j * kLanes, constant<u32>(hd_ - 1)); };
+        for_range(constant<u32>(0u), active_, [&](Expr<u32> c) {
+          for (uint32_t t = 0; t < n_rows; ++t) {
+            auto r = head_ * kTokens + (r0 + t);
+            auto w = let("weight", Expr<f32>(scores_[weight_at(r, c)]));
+            auto at = let("at", partial(c, r));
+            for (uint32_t j = 0; j < per_row; ++j)
+              o[t * per_row + j] = Expr<f32>(o[t * per_row + j]) + Expr<f32>(partials_[at + (hd_ % kLanes ? value(j) : lane_ + j * kLanes)]) * w;
+          }
+        }, "c");
+        for (uint32_t t = 0; t < n_rows; ++t) {
+          auto token = first_token + (r0 + t);
+          auto r = head_ * kTokens + (r0 + t);
+          if_(token < n_, [&] {
+            auto total = let("total", Expr<f32>(scores_[total_at + r]));
+            auto out_at = let("out_at", token * d_.q_width() + (kv_ * group_ + head_) * hd_ + lane_);
+            for (uint32_t j = 0; j < per_row; ++j) {
+              auto put = [&] { out_[out_at + j * kLanes] = Expr<f32>(o[t * per_row + j]) / total; };
+              if (hd_ % kLanes == 0) put();
+              else if_(lane_ + j * kLanes < hd_, put);
+            }
+          });
+        }
+      }
       if_(lid_ == 0u, [&] { atomic_exchange(counters_[counter], 0u); });
     });
   }
@@ -333,14 +372,14 @@ dsl::Kernel attention_prefill_coopmat(const OpTarget& target, const AttentionDim
   return CoopAttention(target, d, context).build();
 }
 
-uint32_t attention_prefill_coopmat_chunks(const OpTarget& target, uint32_t n) {
+uint32_t attention_prefill_coopmat_chunks(const OpTarget& target, uint32_t n, uint32_t pos) {
   const uint32_t per = tuning_for(target).prefill_coopmat_attention_chunk_tiles;
-  return per == 0 ? 1u : std::clamp(ceil_div(ceil_div(n, kKeys), per), 1u, kMaxChunks);
+  return per == 0 ? 1u : std::clamp(ceil_div(ceil_div(pos + n, kKeys), per), 1u, kMaxChunks);
 }
 
 std::array<uint32_t, 3> attention_prefill_coopmat_grid(const OpTarget& target, const AttentionDims& d, uint32_t n,
                                                        uint32_t chunks) {
-  if (chunks == 0) chunks = attention_prefill_coopmat_chunks(target, n);
+  if (chunks == 0) chunks = attention_prefill_coopmat_chunks(target, n, 0);
   return {d.n_kv_heads * chunks, ceil_div(n, kTokens), 1};
 }
 

@@ -39,7 +39,7 @@ bool attention_prefill_coopmat_pays(const OpTarget& target, const AttentionDims&
 // attention_prefill_coopmat_partials_bytes), counters (u32 read-write,
 // attention_prefill_coopmat_counters_bytes, zero before the first dispatch; left zero by every
 // dispatch), out (f32 [n, n_heads*head_dim] write). Push: n (u32). Grid:
-// attention_prefill_coopmat_grid(target, dims, n). Throws std::invalid_argument where unsupported.
+// attention_prefill_coopmat_grid(target, dims, n, chunks). Throws std::invalid_argument where unsupported.
 //
 // Position chunks: the grid's x is n_kv_heads x chunks. Each token tile's K/V tiles are cut into
 // up to `chunks` runs (as many as its positions need, at run time); each workgroup takes both
@@ -48,10 +48,12 @@ bool attention_prefill_coopmat_pays(const OpTarget& target, const AttentionDims&
 // chunk is the kernel without a merge. Chunks shorten the longest tiles' chain of dependent steps
 // (two passes of 16 K/V tiles at 512 tokens) and give the GPU more workgroups.
 dsl::Kernel attention_prefill_coopmat(const OpTarget& target, const AttentionDims& dims, uint32_t context);
-// The grid's chunks for a block of n tokens: n / 32 K/V tiles (the longest tile's at position 0)
-// over ops/tuning.h's prefill_coopmat_attention_chunk_tiles, at most 16.
-uint32_t attention_prefill_coopmat_chunks(const OpTarget& target, uint32_t n);
-// chunks 0: attention_prefill_coopmat_chunks's; any chunks >= 1 works with partials sized for it.
+// The grid's chunks for a block of n tokens from position pos: its last token tile's K/V tiles
+// ((pos + n) / 32) over ops/tuning.h's prefill_coopmat_attention_chunk_tiles, at most 16; 1 where
+// that is 0. A block's recording takes the grid of its position's chunks.
+uint32_t attention_prefill_coopmat_chunks(const OpTarget& target, uint32_t n, uint32_t pos);
+// chunks 0: attention_prefill_coopmat_chunks's at position 0; any chunks >= 1 works with partials
+// sized for it.
 std::array<uint32_t, 3> attention_prefill_coopmat_grid(const OpTarget& target, const AttentionDims& dims, uint32_t n,
                                                        uint32_t chunks = 0);
 uint64_t attention_prefill_coopmat_partials_bytes(const AttentionDims& dims, uint32_t n, uint32_t chunks);

@@ -269,9 +269,30 @@ TEST_F(Attention, PrefillOnTensorCoresWithPositionChunks) {
   struct Case { ops::AttentionDims dims; uint32_t context, pos0, n; };
   for (uint32_t chunks : {2u, 3u, 4u, 16u})
     for (const Case& c : {Case{k2B, 4096, 0, 512}, Case{k2B, 1024, 301, 77}, Case{k2B, 4096, 4090, 6},
-                          Case{kTiny, 4096, 33, 130}, Case{{6, 2, 64}, 512, 40, 50}})
+                          Case{kTiny, 4096, 33, 130}, Case{{6, 2, 64}, 512, 40, 50}, Case{{4, 2, 48}, 512, 20, 40}})
       EXPECT_LT(prefill_coopmat_error(c.dims, c.context, c.pos0, c.n, chunks), kTolerance)
-          << "chunks " << chunks << " heads " << c.dims.n_heads << " pos0 " << c.pos0 << " n " << c.n;
+          << "chunks " << chunks << " heads " << c.dims.n_heads << " head_dim " << c.dims.head_dim << " pos0 " << c.pos0
+          << " n " << c.n;
+}
+
+// The chunks a block is recorded with follow its last token tile's K/V tiles, so that late
+// blocks get more (host side: the rule, on any device).
+TEST_F(Attention, TensorCoreChunksFollowTheBlocksLastPosition) {
+  struct Reset {
+    ~Reset() { ops::override_tuning(std::nullopt); }
+  } reset;
+  ops::Tuning t = ops::tuning_for(target());
+  t.prefill_coopmat_attention_chunk_tiles = 0;
+  ops::override_tuning(t);
+  EXPECT_EQ(ops::attention_prefill_coopmat_chunks(target(), 512, 3584), 1u) << "0: one chunk";
+  t.prefill_coopmat_attention_chunk_tiles = 4;
+  ops::override_tuning(t);
+  EXPECT_EQ(ops::attention_prefill_coopmat_chunks(target(), 512, 0), 4u);    // 16 K/V tiles
+  EXPECT_EQ(ops::attention_prefill_coopmat_chunks(target(), 512, 512), 8u);  // 32
+  EXPECT_EQ(ops::attention_prefill_coopmat_chunks(target(), 100, 0), 1u);    // 4
+  EXPECT_EQ(ops::attention_prefill_coopmat_chunks(target(), 100, 29), 2u);   // 129 positions: 5
+  EXPECT_EQ(ops::attention_prefill_coopmat_chunks(target(), 512, 3584), 16u) << "at most 16";
+  EXPECT_EQ(ops::attention_prefill_coopmat_grid(target(), k2B, 512, 8)[0], 8 * k2B.n_kv_heads);
 }
 
 // Positions cut into chunks merged by the last workgroup: chunk counts that divide the K/V tiles
