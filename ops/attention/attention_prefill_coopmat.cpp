@@ -227,7 +227,9 @@ class CoopAttention {
   void merge_chunks(Expr<u32> first_token) {
     auto counter = let("counter", k_.workgroup_id().y() * d_.n_kv_heads + kv_);
     count_arrival(k_, target_, counters_[counter], active_, last_sh_);
-    if_(last_sh_[0u] == 1u, [&] {
+    // As a broadcast, so that the uniformity check lets the merge's barriers follow it.
+    auto last = k_.broadcast("merges", Expr<u32>(last_sh_[0u]));
+    if_(last == 1u, [&] {
       const uint32_t rows = group_ * kTokens, threads = group_ * kLanes;
       auto weight_at = [&](Expr<u32> r, Expr<u32> c) { return r * kMaxChunks + c; };
       const uint32_t l_at = rows * kMaxChunks, total_at = 2 * rows * kMaxChunks;

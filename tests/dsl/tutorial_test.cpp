@@ -7,7 +7,9 @@
 #include <set>
 #include <sstream>
 
+#include "codegen/glsl_compiler.h"
 #include "codegen/glsl_printer.h"
+#include "codegen/validate.h"
 #include "ops/examples/saxpy.h"
 #include "ops/examples/subgroup_softmax.h"
 #include "ops/examples/workgroup_sum.h"
@@ -83,17 +85,24 @@ TEST(Tutorial, GlslBlocksAreWhatThePrinterPrints) {
 
 // `bitnet-dsl shaders` prints any op of the catalog: each must build and print for a small device
 // (lavapipe's limits) and for a large one (an H100's), and names must be unique.
-TEST(Catalog, EveryOpPrintsForSmallAndLargeDevices) {
-  bdsl::ops::OpTarget small;
-  small.subgroup_size = 8;
-  small.max_shared_bytes = 32768;
-  small.max_storage_buffer_range = 128ull << 20;
+namespace {
+bdsl::ops::OpTarget large_device() {
   bdsl::ops::OpTarget large;
   large.subgroup_size = 32;
   large.max_workgroup_invocations = 1024;
   large.max_shared_bytes = 49152;
   large.max_storage_buffer_range = 4095ull << 20;
   large.int_dot_product = true;
+  return large;
+}
+}  // namespace
+
+TEST(Catalog, EveryOpPrintsForSmallAndLargeDevices) {
+  bdsl::ops::OpTarget small;
+  small.subgroup_size = 8;
+  small.max_shared_bytes = 32768;
+  small.max_storage_buffer_range = 128ull << 20;
+  bdsl::ops::OpTarget large = large_device();
   std::set<std::string> names;
   for (const auto& e : bdsl::ops::catalog()) {
     EXPECT_TRUE(names.insert(e.name).second) << "duplicate op name " << e.name;
@@ -103,4 +112,21 @@ TEST(Catalog, EveryOpPrintsForSmallAndLargeDevices) {
     }
   }
   EXPECT_GE(names.size(), 20u);
+}
+
+// Every op passes the structural checks (each barrier in uniform control flow, the limits) and
+// compiles to valid SPIR-V for a large device: the tensor-core kernels too, which a CPU device
+// never builds otherwise.
+TEST(Catalog, EveryOpValidatesAndCompilesForALargeDevice) {
+  const bdsl::ops::OpTarget large = large_device();
+  const bdsl::codegen::TargetLimits limits{.max_shared_bytes = large.max_shared_bytes,
+                                           .max_invocations = large.max_workgroup_invocations,
+                                           .max_size = {1024, 1024, 64},
+                                           .max_push_bytes = 128};
+  for (const auto& e : bdsl::ops::catalog()) {
+    const bdsl::dsl::Kernel kernel = e.build(large);
+    EXPECT_NO_THROW(bdsl::codegen::validate(kernel, limits)) << e.name;
+    EXPECT_NO_THROW(bdsl::codegen::compile_glsl(e.name, bdsl::codegen::print_glsl(kernel), {.vulkan_minor = 3, .optimize = false}))
+        << e.name;
+  }
 }
