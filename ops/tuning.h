@@ -104,9 +104,11 @@ struct Tuning {
   // lies between what was measured: 20 (64 tokens, 18.0 us against 13.8) lost, 160 (512) won.
   uint32_t prefill_coopmat_attention_from = 512;
   uint32_t prefill_coopmat_attention_workgroups = 128;
-  // That kernel's position chunks: a block of n tokens cuts each token tile's K/V tiles into up to
-  // n / 32 / prefill_coopmat_attention_chunk_tiles runs (0: one), merged by the last workgroup.
-  // One until measured on a GPU (session 36 got none).
+  // That kernel's position chunks: a block ending at position e cuts each token tile's K/V tiles
+  // into up to e / 32 / prefill_coopmat_attention_chunk_tiles runs (0: one), merged by the last
+  // workgroup. H100 (bench/RESULTS.md run 38), 512 tokens: 2 chunks 80 us against 68 at position
+  // 0, 180 against 159 at 512, 629 against 745 at 3584; prefill-2,048 lost 1-10% with 2-8 tiles a
+  // chunk. So one.
   uint32_t prefill_coopmat_attention_chunk_tiles = 0;
   // Batched decode's projections (models/bitnet/batch_decoder.h): steps of up to this many tokens
   // run the subgroup matmul (the matvec's row dot, one token tile; 16 tokens took 14.8 ms a step
