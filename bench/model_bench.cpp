@@ -362,7 +362,8 @@ void register_model_benchmarks(BenchSession& s) {
     benchmark::RegisterBenchmark(fmt::format("decode_sampled_repeat_penalty/ctx:{}", ctx).c_str(),
                                  [&s, ctx](benchmark::State& st) { decode_sampled(st, s, ctx, kRepeatPenalty); })
         ->UseManualTime()->Iterations(quick ? 2 : 20)->Unit(benchmark::kMicrosecond);
-  for (uint32_t n : quick ? std::vector<uint32_t>{16} : std::vector<uint32_t>{128, 512, 2048})
+  // 4,096: the 2B-4T context whole, its last blocks attending over 3,584 positions and more.
+  for (uint32_t n : quick ? std::vector<uint32_t>{16} : std::vector<uint32_t>{128, 512, 2048, 4096})
     benchmark::RegisterBenchmark(fmt::format("prefill/tokens:{}", n).c_str(),
                                  [&s, n](benchmark::State& st) { prefill(st, s, n); })
         ->UseManualTime()->Iterations(quick ? 1 : 3)->Unit(benchmark::kMillisecond);

@@ -108,8 +108,9 @@ struct Tuning {
   // into up to e / 32 / prefill_coopmat_attention_chunk_tiles runs (0: one), merged by the last
   // workgroup. H100 (bench/RESULTS.md run 38), 512 tokens: 2 chunks 80 us against 68 at position
   // 0, 180 against 159 at 512, 629 against 745 at 3584; prefill-2,048 lost 1-10% with 2-8 tiles a
-  // chunk. So one.
-  uint32_t prefill_coopmat_attention_chunk_tiles = 0;
+  // chunk, and won with a chunk per 32 tiles (1,024 positions: blocks from 1,024 on in 2-4
+  // chunks): 2,048 tokens +2.4%, 4,096 +10% (24, 48 and 64 tiles gained less).
+  uint32_t prefill_coopmat_attention_chunk_tiles = 32;
   // Batched decode's projections (models/bitnet/batch_decoder.h): steps of up to this many tokens
   // run the subgroup matmul (the matvec's row dot, one token tile; 16 tokens took 14.8 ms a step
   // against 4.0 on tensor cores), larger ones the tensor cores with tiles of
