@@ -1,4 +1,5 @@
-// A bounded load test with no dependency beyond node: 200 requests, 32 at a time, mixing chat
+// A bounded load test with no dependency beyond node: a burst of 64 requests at once, then 96
+// requests, 32 at a time, mixing chat
 // and text completions, whole and streamed, against the real server with a queue large enough
 // for all of them. Every response must be a complete 200 (no 5xx at all); then SIGTERM must end
 // the server with exit code 0 within seconds.
@@ -7,9 +8,11 @@ import { assert, deadline, makeModel, options, startServer } from './harness.mjs
 const { bin, work } = options();
 const model = makeModel(bin, work);
 const server = await startServer(bin, model, ['--parallel', '8', '--queue', '256']);
-deadline(300, server.kill);  // a hang guard: on lavapipe with 2 cores the run takes about 2 minutes
+// A hang guard. On lavapipe with 2 cores the run takes about 1 minute in Release and 2-3 minutes
+// under the sanitizers beside another test; the CI machine may be slower still.
+deadline(420, server.kill);
 
-const TOTAL = 200;
+const TOTAL = 96;
 const CONCURRENCY = 32;
 
 // One request; throws unless the answer is complete.
@@ -41,9 +44,10 @@ async function one(i) {
 // A burst first: BURST clients connecting at the same instant, as many streams starting together
 // do (a small listen backlog resets some of them).
 const BURST = 64;
+const tBurst = Date.now();
 const burst = await Promise.allSettled(Array.from({ length: BURST }, (_, i) => one(TOTAL + i)));
 const burstFailures = burst.filter((r) => r.status === 'rejected').map((r) => String(r.reason?.message ?? r.reason));
-console.log(`a burst of ${BURST} requests at once: ${burstFailures.length} failed`);
+console.log(`a burst of ${BURST} requests at once in ${((Date.now() - tBurst) / 1000).toFixed(1)} s: ${burstFailures.length} failed`);
 for (const f of burstFailures.slice(0, 5)) console.log(`  ${f}`);
 
 const t0 = Date.now();
