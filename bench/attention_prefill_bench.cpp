@@ -2,15 +2,18 @@
 // positions): GPU time per dispatch for a block of n tokens at position pos (median of a barrier
 // chain). The tiled kernel in several tilings runs beside the split-KV kernel it replaced (one
 // workgroup per token, kv head and chunk) and the F16 tensor-core kernel (with the tuning table's
-// position chunks, and with 1, 2, 8 or 16), so the gain is measured in the same run.
+// position chunks, and with 1, 2, 8 or 16; its softmax weights lean or rounded), so the gain is
+// measured in the same run.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
 #include <chrono>
+#include <optional>
 
 #include "bench/bench_registry.h"
 #include "ops/attention.h"
 #include "ops/common.h"
+#include "ops/tuning.h"
 #include "runtime/buffer.h"
 #include "runtime/graph.h"
 #include "runtime/kernel_pipeline.h"
@@ -24,7 +27,21 @@ struct PrefillVariant {
   ops::PrefillAttentionLayout layout;  // lanes 0: the target's default
   bool tensor_cores = false;           // attention_prefill_coopmat
   uint32_t coop_chunks = 0;            // its position chunks (0: the tuning table's)
+  std::optional<bool> lean_weights;    // its lean softmax weights on or off (none: the tuning table's)
 };
+
+// The tensor-core kernel as the table builds it, or with lean weights on or off.
+dsl::Kernel coop_kernel(const ops::OpTarget& target, const ops::AttentionDims& d, uint32_t context,
+                        std::optional<bool> lean) {
+  if (!lean) return ops::attention_prefill_coopmat(target, d, context);
+  const std::optional<ops::Tuning> was = ops::tuning_overridden();
+  ops::Tuning t = ops::tuning_for(target);
+  t.prefill_coopmat_attention_lean_weights = *lean;
+  ops::override_tuning(t);
+  auto k = ops::attention_prefill_coopmat(target, d, context);
+  ops::override_tuning(was);
+  return k;
+}
 
 void attention_prefill(benchmark::State& st, BenchSession& s, const ops::AttentionDims& d, uint32_t context,
                        uint32_t pos, uint32_t n, const PrefillVariant& v) {
@@ -36,7 +53,7 @@ void attention_prefill(benchmark::State& st, BenchSession& s, const ops::Attenti
     return;
   }
   rt::Pipeline p = rt::make_pipeline(
-      ctx, v.tensor_cores ? ops::attention_prefill_coopmat(s.target, d, context)
+      ctx, v.tensor_cores ? coop_kernel(s.target, d, context, v.lean_weights)
            : v.split_kv   ? ops::attention_split_kv("attention_prefill_split_kv", s.target, d, context, chunks, true)
                           : ops::attention_prefill(s.target, d, context, layout));
   const uint32_t table_chunks = ops::attention_prefill_coopmat_chunks(s.target, n, pos);  // as the model records it
@@ -92,6 +109,8 @@ void register_attention_prefill_benchmarks(BenchSession& s) {
       variants.push_back({"tensor_cores", false, {}, true});
       for (uint32_t chunks : {1u, 2u, 8u, 16u})
         variants.push_back({fmt::format("tensor_cores_c{}", chunks), false, {}, true, chunks});
+      variants.push_back({"tensor_cores_lean", false, {}, true, 0, true});
+      variants.push_back({"tensor_cores_rounded", false, {}, true, 0, false});
     }
     for (auto [lanes, keys, tokens] : {std::array<uint32_t, 3>{32, 1, 8}, {16, 1, 16}, {8, 2, 16}, {16, 2, 4}})
       variants.push_back({fmt::format("tiled_l{}_k{}_t{}", lanes, keys, tokens), false, {lanes, keys, tokens}});

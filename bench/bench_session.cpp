@@ -75,8 +75,9 @@ BenchSession::BenchSession(const BenchOptions& o) : options(o) {
   if (!ctx->info().timestamps) throw std::runtime_error("device '" + ctx->info().name + "' has no GPU timestamps");
   target = ops::with_exact_norm_scale(ops::OpTarget::from(ctx->info()), o.exact_norm_scale);
   if (o.coop_tile_short || o.coop_tile_tall || o.coop_tile_deep || o.memory_model_handoffs || o.coop_split_max_workgroups || o.coop_split_max_tokens ||
-      o.coop_attention_from || o.coop_attention_chunk_tiles || o.coop_gate_up_fused) {
+      o.coop_attention_from || o.coop_attention_chunk_tiles || o.coop_gate_up_fused || o.coop_attention_lean) {
     ops::Tuning t = ops::tuning_for(target);
+    if (o.coop_attention_lean) t.prefill_coopmat_attention_lean_weights = *o.coop_attention_lean;
     if (o.coop_gate_up_fused) t.coop_gate_up_fused = *o.coop_gate_up_fused;
     if (o.coop_attention_from) t.prefill_coopmat_attention_from = *o.coop_attention_from;
     if (o.coop_attention_chunk_tiles) t.prefill_coopmat_attention_chunk_tiles = *o.coop_attention_chunk_tiles;

@@ -41,6 +41,7 @@ struct BenchOptions {
   std::optional<uint32_t> coop_attention_from;        // ops/tuning.h's prefill_coopmat_attention_from
   std::optional<uint32_t> coop_attention_chunk_tiles;  // ... prefill_coopmat_attention_chunk_tiles
   std::optional<bool> coop_gate_up_fused;              // ops/tuning.h's coop_gate_up_fused
+  std::optional<bool> coop_attention_lean;             // ... prefill_coopmat_attention_lean_weights
 };
 
 struct BenchSession {

@@ -7,7 +7,8 @@
 // --coop-tile-short|tall|deep RSxTSxRTxTT[,db|,kN] (prompt blocks' tensor-core tiles, ops/tuning.h),
 // --prefill-attention-plain (prompt blocks' attention on FMA only), --coop-attention-from POS and
 // --coop-attention-chunk-tiles N (where prompt blocks attend on tensor cores, and in what chunks),
-// --coop-gate-up fused|apart (prompt blocks' gate and up as one dispatch or two).
+// --coop-gate-up fused|apart (prompt blocks' gate and up as one dispatch or two),
+// --coop-attention-lean 0|1 (the tensor-core attention's lean softmax weights).
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -49,6 +50,13 @@ bool gate_up_layout(const std::string& v) {
   if (v == "fused") return true;
   if (v == "apart") return false;
   throw std::invalid_argument("--coop-gate-up: fused or apart, not " + v);
+}
+
+// A 0|1 switch.
+bool on_off(const std::string& flag, const std::string& v) {
+  if (v == "1") return true;
+  if (v == "0") return false;
+  throw std::invalid_argument(flag + ": 0 or 1, not " + v);
 }
 
 // Takes this program's own flags out of argv, leaving Google Benchmark's.
@@ -111,6 +119,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
     else if (a == "--coop-attention-from") o.coop_attention_from = uint32_t(std::stoul(value()));
     else if (a == "--coop-attention-chunk-tiles") o.coop_attention_chunk_tiles = uint32_t(std::stoul(value()));
     else if (a == "--coop-gate-up") o.coop_gate_up_fused = gate_up_layout(value());
+    else if (a == "--coop-attention-lean") o.coop_attention_lean = on_off("--coop-attention-lean", value());
     else if (a == "--help" || a == "-h") {
       std::printf("usage: bitnet-dsl-bench [--quick] [--model FILE.gguf | --model-preset NAME] [--device N|NAME]\n"
                   "                        [--prefill-projections auto|fused|separate] [--prefill-block N]\n"
@@ -131,7 +140,8 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "                        [--coop-tile-short T] [--coop-tile-tall T] [--coop-tile-deep T]\n"
                   "                        [--memory-model-handoffs] [--exact-norm-scale]\n"
                   "                        [--coop-attention-from POS] [--coop-attention-chunk-tiles N]\n"
-                  "                        [--coop-gate-up fused|apart] [--benchmark_...]\n"
+                  "                        [--coop-gate-up fused|apart] [--coop-attention-lean 0|1]\n"
+                  "                        [--benchmark_...]\n"
                   "  default model: a synthetic BitNet b1.58 of the real 2B-4T shape (made once in the cache)\n"
                   "  --model-preset: another synthetic shape (make-model's presets: llama3-8b, falcon3-10b, ...)\n"
                   "  --quick: the tiny model and small shapes (seconds on lavapipe)\n"
@@ -151,6 +161,8 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "    from this position on; their K/V tiles a position chunk (0: one chunk) (ops/tuning.h)\n"
                   "  --coop-gate-up: prompt blocks' gate and up on tensor cores as one dispatch writing\n"
                   "    act(gate) * up (fused) or two whose product ffn_sub_norm's quantize forms (apart)\n"
+                  "  --coop-attention-lean: the tensor-core attention's softmax weights by a multiply and\n"
+                  "    F16 halves by truncation (1) or by a division and rounding (0)\n"
                   "  --tokens-per-replay: decode_greedy/decode_sampled tokens a submission (default 8; 1: one)\n"
                   "  --coop-tile-short, --coop-tile-tall, --coop-tile-deep: prompt blocks' tensor-core tile\n"
                   "    (RSxTSxRTxTT[,db|,kN]: subgroups along rows and tokens, tiles per subgroup, two stages\n"

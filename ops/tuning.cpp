@@ -43,6 +43,7 @@ std::optional<Tuning>& overridden() {
 }  // namespace
 
 void override_tuning(const std::optional<Tuning>& t) { overridden() = t; }
+std::optional<Tuning> tuning_overridden() { return overridden(); }
 
 const Tuning& tuning_for(const OpTarget& target) {
   if (overridden()) return *overridden();

@@ -111,6 +111,13 @@ struct Tuning {
   // chunk, and won with a chunk per 32 tiles (1,024 positions: blocks from 1,024 on in 2-4
   // chunks): 2,048 tokens +2.4%, 4,096 +10% (24, 48 and 64 tiles gained less).
   uint32_t prefill_coopmat_attention_chunk_tiles = 32;
+  // That kernel forms its softmax weights with a multiply by 2^10 / sum and splits them into F16
+  // halves by truncation (an AND), not a division and a rounding (~14 operations a weight): the
+  // same p x V within 2^-21 of p instead of 2^-22. H100 (bench/RESULTS.md run 39), 512 tokens:
+  // 52 us against 71 at position 0, 121 against 158 at 512, 439 against 579 at 3584;
+  // prefill-512 36.0k -> 36.8k tokens/s, 2,048 27.5k -> 30.2k. Position 0 still keeps the FMA
+  // kernel (36.6k with the tensor cores from 0).
+  bool prefill_coopmat_attention_lean_weights = true;
   // Batched decode's projections (models/bitnet/batch_decoder.h): steps of up to this many tokens
   // run the subgroup matmul (the matvec's row dot, one token tile; 16 tokens took 14.8 ms a step
   // against 4.0 on tensor cores), larger ones the tensor cores with tiles of
@@ -167,5 +174,7 @@ const Tuning& tuning_for(const OpTarget& target);
 // bitnet-dsl-bench's way to compare shapes on a device: every later tuning_for answers `t`
 // (none: the table again). Not for the library or the tools.
 void override_tuning(const std::optional<Tuning>& t);
+// The override in force, if any (to put it back after a change of one's own).
+std::optional<Tuning> tuning_overridden();
 
 }  // namespace bdsl::ops

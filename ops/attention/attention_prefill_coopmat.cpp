@@ -52,7 +52,9 @@ class CoopAttention {
   CoopAttention(const OpTarget& target, const AttentionDims& d, uint32_t context)
       : target_(target), d_(d), context_(context), hd_(d.head_dim), group_(d.group()), row_words_(d.head_dim / 8 + 1),
         dim_blocks_(d.head_dim / 16), p_words_(kKeys / 8 + 1), s_stride_(kKeys + 4),
-        k_("attention_prefill_coopmat_f16kv" + handoff_suffix(target), {d.group() * kLanes, 1, 1}),
+        k_("attention_prefill_coopmat_f16kv" + std::string(tuning_for(target).prefill_coopmat_attention_lean_weights ? "_lean" : "") +
+               handoff_suffix(target),
+           {d.group() * kLanes, 1, 1}),
         step_(k_.buffer<u32>("step", Access::Read)),
         q_(k_.buffer<vec4>("q", Access::Read)),
         k_cache_(k_.buffer<uvec4>("k_cache", Access::Read)),
@@ -142,6 +144,12 @@ class CoopAttention {
     }, "key_tile");
 
     // Pass 2: p = exp(score - max) / sum, then p x V as hi + lo F16 matrices (times kWeightScale).
+    // Lean weights: p = exp(score - max) * (kWeightScale / sum), and hi = p with its last 13
+    // mantissa bits cleared (F16's 10 kept; lo = p - hi < 2^-10 p, exact in f32): a multiply and
+    // an AND a weight in place of a division and round_to_half's ~14 operations, within 2^-21 of
+    // p either way (see the header).
+    const bool lean = tuning_for(target_).prefill_coopmat_attention_lean_weights;
+    auto weight_scale = lean ? let("weight_scale", kWeightScale / Expr<f32>(l)) : constant<f32>(0.0f);
     std::vector<MatrixAcc<f32, 16, 16>> o;
     for (uint32_t c = 0; c < dim_blocks_; ++c) o.push_back(k_.matrix<MatrixAcc<f32, 16, 16>>("o" + std::to_string(c), 0.0f));
     auto p_hi = k_.matrix<MatrixA<f16, 16, 16>>("p_hi");
@@ -157,16 +165,19 @@ class CoopAttention {
       scores_of_tile();
       barrier();
       std::vector<Expr<f32>> p;
-      for (uint32_t i = 0; i < kKeys / 2; ++i)
-        p.push_back(let("p", select(key_valid(base, i), exp(score(i) - Expr<f32>(m)) / Expr<f32>(l), constant<f32>(0.0f)) *
-                                 kWeightScale));
+      for (uint32_t i = 0; i < kKeys / 2; ++i) {
+        auto e = exp(score(i) - Expr<f32>(m));
+        p.push_back(let("p", lean ? select(key_valid(base, i), e * weight_scale, constant<f32>(0.0f))
+                                  : select(key_valid(base, i), e / Expr<f32>(l), constant<f32>(0.0f)) * kWeightScale));
+      }
+      auto hi_of = [&](Expr<f32> x) { return lean ? bitcast<f32>(bitcast<u32>(x) & 0xFFFFE000u) : round_to_half(x); };
       auto at = let("p_at", (head_ * kTokens + row_) * p_words_ + half_ * 2u);
       for (uint32_t w = 0; w < 2; ++w) {  // 8 weights a 16-byte word
         std::vector<Expr<u32>> hi, lo;
         for (uint32_t j = 0; j < 4; ++j) {
-          // round_to_half, not unpackHalf2x16(packHalf2x16(p)), which the driver folds into p.
-          auto h0 = let("p_hi_value", round_to_half(p[8 * w + 2 * j]));
-          auto h1 = let("p_hi_value", round_to_half(p[8 * w + 2 * j + 1]));
+          // Not unpackHalf2x16(packHalf2x16(p)), which the driver folds into p.
+          auto h0 = let("p_hi_value", hi_of(p[8 * w + 2 * j]));
+          auto h1 = let("p_hi_value", hi_of(p[8 * w + 2 * j + 1]));
           hi.push_back(pack_half2x16(make_vec<f32>(h0, h1)));
           lo.push_back(pack_half2x16(make_vec<f32>(p[8 * w + 2 * j] - h0, p[8 * w + 2 * j + 1] - h1)));
         }

@@ -11,7 +11,10 @@
 // bitnet.cpp multiplies it), so q x K^T on F16 tensor cores is the exact products summed in f32.
 // p stays f32 in bitnet.cpp's batched P x V: it goes in as two F16 matrices, hi = f16(p) and
 // lo = f16(p - hi) (p scaled by 2^10 first, so that lo stays a normal F16 number), whose products
-// with V sum to p x V within ~2^-22 of p.
+// with V sum to p x V within ~2^-22 of p. With ops/tuning.h's
+// prefill_coopmat_attention_lean_weights, p = exp(score - max) * (2^10 / sum) (a multiply, not
+// a division) and hi = p truncated to F16's 10 mantissa bits (an AND, not a rounding): then lo <
+// 2^-10 p, and hi + f16(lo) is within 2^-21 of p.
 // CPU twin: golden::attention (the same tolerance as attention_prefill's tests).
 #pragma once
 #include <array>
@@ -45,8 +48,9 @@ bool attention_prefill_coopmat_pays(const OpTarget& target, const AttentionDims&
 // up to `chunks` runs (as many as its positions need, at run time); each workgroup takes both
 // passes over its run and writes that run's normalised p x V with its max and sum, and the last
 // of a tile's workgroups to finish merges them (an atomic count, as attention_prefill does). One
-// chunk is the kernel without a merge. Chunks shorten the longest tiles' chain of dependent steps
-// (two passes of 16 K/V tiles at 512 tokens) and give the GPU more workgroups.
+// chunk is the kernel without a merge. Chunks give the GPU more workgroups; they pay late in a
+// long context, not early (bench/RESULTS.md run 38: the kernel is not bound by its longest
+// tile's chain of steps).
 dsl::Kernel attention_prefill_coopmat(const OpTarget& target, const AttentionDims& dims, uint32_t context);
 // The grid's chunks for a block of n tokens from position pos: its last token tile's K/V tiles
 // ((pos + n) / 32) over ops/tuning.h's prefill_coopmat_attention_chunk_tiles, at most 16; 1 where

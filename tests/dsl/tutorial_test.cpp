@@ -82,6 +82,7 @@ TEST(Tutorial, GlslBlocksAreWhatThePrinterPrints) {
 }
 
 #include "ops/catalog.h"
+#include "ops/tuning.h"
 
 // `bitnet-dsl shaders` prints any op of the catalog: each must build and print for a small device
 // (lavapipe's limits) and for a large one (an H100's), and names must be unique.
@@ -123,10 +124,20 @@ TEST(Catalog, EveryOpValidatesAndCompilesForALargeDevice) {
                                            .max_invocations = large.max_workgroup_invocations,
                                            .max_size = {1024, 1024, 64},
                                            .max_push_bytes = 128};
-  for (const auto& e : bdsl::ops::catalog()) {
+  auto check = [&](const bdsl::ops::CatalogEntry& e, const std::string& variant) {
     const bdsl::dsl::Kernel kernel = e.build(large);
-    EXPECT_NO_THROW(bdsl::codegen::validate(kernel, limits)) << e.name;
+    EXPECT_NO_THROW(bdsl::codegen::validate(kernel, limits)) << e.name << variant;
     EXPECT_NO_THROW(bdsl::codegen::compile_glsl(e.name, bdsl::codegen::print_glsl(kernel), {.vulkan_minor = 3, .optimize = false}))
-        << e.name;
-  }
+        << e.name << variant;
+  };
+  for (const auto& e : bdsl::ops::catalog()) check(e, "");
+  // And the variants the tuning table switches, the other way than the table's.
+  struct Reset {
+    ~Reset() { bdsl::ops::override_tuning(std::nullopt); }
+  } reset;
+  bdsl::ops::Tuning t = bdsl::ops::tuning_for(large);
+  t.prefill_coopmat_attention_lean_weights = !t.prefill_coopmat_attention_lean_weights;
+  bdsl::ops::override_tuning(t);
+  for (const auto& e : bdsl::ops::catalog())
+    if (e.name == "attention_prefill_coopmat") check(e, " with the lean weights switched");
 }

@@ -245,19 +245,33 @@ TEST_F(Attention, PrefillIsCausalOverTheBlock) {
   }
 }
 
+// The tensor-core kernel with its lean softmax weights on or off (ops/tuning.h) while in scope.
+class LeanWeights {
+ public:
+  LeanWeights(const ops::OpTarget& target, bool lean) {
+    ops::Tuning t = ops::tuning_for(target);
+    t.prefill_coopmat_attention_lean_weights = lean;
+    ops::override_tuning(t);
+  }
+  ~LeanWeights() { ops::override_tuning(std::nullopt); }
+};
+
 // On F16 tensor cores (where the device lists 16x16x16): blocks at position 0 and late, token
 // counts that fill no tile, the causal edge inside a K/V tile, the 2B shape's 512-token block and
 // one near the end of a long context, a head_dim of 64, groups of 4, 3 (K/V rows that do not
-// divide among the workgroup) and 1.
+// divide among the workgroup) and 1; with the softmax weights as the reference forms them and lean.
 TEST_F(Attention, PrefillOnTensorCoresMatchesTheReference) {
   if (!ops::attention_prefill_coopmat_supported(target(), k2B))
     GTEST_SKIP() << "device " << ctx().info().name << " lists no F16 16x16x16 cooperative-matrix shape with subgroups of 32";
   struct Case { ops::AttentionDims dims; uint32_t context, pos0, n; };
-  for (const Case& c : {Case{k2B, 4096, 0, 512}, Case{k2B, 4096, 97, 5}, Case{k2B, 4096, 3584, 512}, Case{k2B, 1024, 301, 77},
-                        Case{k2B, 4096, 4090, 6}, Case{kTiny, 512, 0, 9}, Case{kTiny, 4096, 33, 130},
-                        Case{{6, 2, 64}, 512, 40, 50}, Case{{4, 4, 64}, 512, 7, 33}})
-    EXPECT_LT(prefill_coopmat_error(c.dims, c.context, c.pos0, c.n), kTolerance)
-        << "heads " << c.dims.n_heads << " pos0 " << c.pos0 << " n " << c.n;
+  for (const bool lean : {false, true}) {
+    const LeanWeights weights(target(), lean);
+    for (const Case& c : {Case{k2B, 4096, 0, 512}, Case{k2B, 4096, 97, 5}, Case{k2B, 4096, 3584, 512}, Case{k2B, 1024, 301, 77},
+                          Case{k2B, 4096, 4090, 6}, Case{kTiny, 512, 0, 9}, Case{kTiny, 4096, 33, 130},
+                          Case{{6, 2, 64}, 512, 40, 50}, Case{{4, 4, 64}, 512, 7, 33}})
+      EXPECT_LT(prefill_coopmat_error(c.dims, c.context, c.pos0, c.n), kTolerance)
+          << "lean weights " << lean << " heads " << c.dims.n_heads << " pos0 " << c.pos0 << " n " << c.n;
+  }
 }
 
 // The tensor-core kernel's position chunks, merged by the last workgroup: chunk counts that
@@ -267,12 +281,15 @@ TEST_F(Attention, PrefillOnTensorCoresWithPositionChunks) {
   if (!ops::attention_prefill_coopmat_supported(target(), k2B))
     GTEST_SKIP() << "device " << ctx().info().name << " lists no F16 16x16x16 cooperative-matrix shape with subgroups of 32";
   struct Case { ops::AttentionDims dims; uint32_t context, pos0, n; };
-  for (uint32_t chunks : {2u, 3u, 4u, 16u})
-    for (const Case& c : {Case{k2B, 4096, 0, 512}, Case{k2B, 1024, 301, 77}, Case{k2B, 4096, 4090, 6},
-                          Case{kTiny, 4096, 33, 130}, Case{{6, 2, 64}, 512, 40, 50}, Case{{4, 2, 48}, 512, 20, 40}})
-      EXPECT_LT(prefill_coopmat_error(c.dims, c.context, c.pos0, c.n, chunks), kTolerance)
-          << "chunks " << chunks << " heads " << c.dims.n_heads << " head_dim " << c.dims.head_dim << " pos0 " << c.pos0
-          << " n " << c.n;
+  for (const bool lean : {false, true}) {
+    const LeanWeights weights(target(), lean);
+    for (uint32_t chunks : {2u, 3u, 4u, 16u})
+      for (const Case& c : {Case{k2B, 4096, 0, 512}, Case{k2B, 1024, 301, 77}, Case{k2B, 4096, 4090, 6},
+                            Case{kTiny, 4096, 33, 130}, Case{{6, 2, 64}, 512, 40, 50}, Case{{4, 2, 48}, 512, 20, 40}})
+        EXPECT_LT(prefill_coopmat_error(c.dims, c.context, c.pos0, c.n, chunks), kTolerance)
+            << "lean weights " << lean << " chunks " << chunks << " heads " << c.dims.n_heads << " head_dim "
+            << c.dims.head_dim << " pos0 " << c.pos0 << " n " << c.n;
+  }
 }
 
 // The chunks a block is recorded with follow its last token tile's K/V tiles, so that late
