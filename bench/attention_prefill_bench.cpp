@@ -34,13 +34,10 @@ struct PrefillVariant {
 dsl::Kernel coop_kernel(const ops::OpTarget& target, const ops::AttentionDims& d, uint32_t context,
                         std::optional<bool> lean) {
   if (!lean) return ops::attention_prefill_coopmat(target, d, context);
-  const std::optional<ops::Tuning> was = ops::tuning_overridden();
   ops::Tuning t = ops::tuning_for(target);
   t.prefill_coopmat_attention_lean_weights = *lean;
-  ops::override_tuning(t);
-  auto k = ops::attention_prefill_coopmat(target, d, context);
-  ops::override_tuning(was);
-  return k;
+  const ops::ScopedTuning scoped(t);
+  return ops::attention_prefill_coopmat(target, d, context);
 }
 
 void attention_prefill(benchmark::State& st, BenchSession& s, const ops::AttentionDims& d, uint32_t context,

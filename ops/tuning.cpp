@@ -43,7 +43,9 @@ std::optional<Tuning>& overridden() {
 }  // namespace
 
 void override_tuning(const std::optional<Tuning>& t) { overridden() = t; }
-std::optional<Tuning> tuning_overridden() { return overridden(); }
+
+ScopedTuning::ScopedTuning(const Tuning& t) : previous_(overridden()) { overridden() = t; }
+ScopedTuning::~ScopedTuning() { overridden() = previous_; }
 
 const Tuning& tuning_for(const OpTarget& target) {
   if (overridden()) return *overridden();

@@ -174,7 +174,16 @@ const Tuning& tuning_for(const OpTarget& target);
 // bitnet-dsl-bench's way to compare shapes on a device: every later tuning_for answers `t`
 // (none: the table again). Not for the library or the tools.
 void override_tuning(const std::optional<Tuning>& t);
-// The override in force, if any (to put it back after a change of one's own).
-std::optional<Tuning> tuning_overridden();
+// override_tuning(t) while in scope; the override in force before (or none) comes back at its end.
+class ScopedTuning {
+ public:
+  explicit ScopedTuning(const Tuning& t);
+  ~ScopedTuning();
+  ScopedTuning(const ScopedTuning&) = delete;
+  ScopedTuning& operator=(const ScopedTuning&) = delete;
+
+ private:
+  std::optional<Tuning> previous_;
+};
 
 }  // namespace bdsl::ops

@@ -52,9 +52,8 @@ class CoopAttention {
   CoopAttention(const OpTarget& target, const AttentionDims& d, uint32_t context)
       : target_(target), d_(d), context_(context), hd_(d.head_dim), group_(d.group()), row_words_(d.head_dim / 8 + 1),
         dim_blocks_(d.head_dim / 16), p_words_(kKeys / 8 + 1), s_stride_(kKeys + 4),
-        k_("attention_prefill_coopmat_f16kv" + std::string(tuning_for(target).prefill_coopmat_attention_lean_weights ? "_lean" : "") +
-               handoff_suffix(target),
-           {d.group() * kLanes, 1, 1}),
+        lean_(tuning_for(target).prefill_coopmat_attention_lean_weights),
+        k_("attention_prefill_coopmat_f16kv" + std::string(lean_ ? "_lean" : "") + handoff_suffix(target), {d.group() * kLanes, 1, 1}),
         step_(k_.buffer<u32>("step", Access::Read)),
         q_(k_.buffer<vec4>("q", Access::Read)),
         k_cache_(k_.buffer<uvec4>("k_cache", Access::Read)),
@@ -148,8 +147,7 @@ class CoopAttention {
     // mantissa bits cleared (F16's 10 kept; lo = p - hi < 2^-10 p, exact in f32): a multiply and
     // an AND a weight in place of a division and round_to_half's ~14 operations, within 2^-21 of
     // p either way (see the header).
-    const bool lean = tuning_for(target_).prefill_coopmat_attention_lean_weights;
-    auto weight_scale = lean ? let("weight_scale", kWeightScale / Expr<f32>(l)) : constant<f32>(0.0f);
+    auto weight_scale = lean_ ? let("weight_scale", kWeightScale / Expr<f32>(l)) : constant<f32>(0.0f);
     std::vector<MatrixAcc<f32, 16, 16>> o;
     for (uint32_t c = 0; c < dim_blocks_; ++c) o.push_back(k_.matrix<MatrixAcc<f32, 16, 16>>("o" + std::to_string(c), 0.0f));
     auto p_hi = k_.matrix<MatrixA<f16, 16, 16>>("p_hi");
@@ -167,10 +165,10 @@ class CoopAttention {
       std::vector<Expr<f32>> p;
       for (uint32_t i = 0; i < kKeys / 2; ++i) {
         auto e = exp(score(i) - Expr<f32>(m));
-        p.push_back(let("p", lean ? select(key_valid(base, i), e * weight_scale, constant<f32>(0.0f))
+        p.push_back(let("p", lean_ ? select(key_valid(base, i), e * weight_scale, constant<f32>(0.0f))
                                   : select(key_valid(base, i), e / Expr<f32>(l), constant<f32>(0.0f)) * kWeightScale));
       }
-      auto hi_of = [&](Expr<f32> x) { return lean ? bitcast<f32>(bitcast<u32>(x) & 0xFFFFE000u) : round_to_half(x); };
+      auto hi_of = [&](Expr<f32> x) { return lean_ ? bitcast<f32>(bitcast<u32>(x) & 0xFFFFE000u) : round_to_half(x); };
       auto at = let("p_at", (head_ * kTokens + row_) * p_words_ + half_ * 2u);
       for (uint32_t w = 0; w < 2; ++w) {  // 8 weights a 16-byte word
         std::vector<Expr<u32>> hi, lo;
@@ -343,6 +341,7 @@ class CoopAttention {
   const OpTarget target_;
   const AttentionDims d_;
   const uint32_t context_, hd_, group_, row_words_, dim_blocks_, p_words_, s_stride_;
+  const bool lean_;  // ops/tuning.h's prefill_coopmat_attention_lean_weights
   KernelBuilder k_;
   Buffer<u32> step_;
   Buffer<vec4> q_;

@@ -120,14 +120,11 @@ TEST_F(Prefill, WithTensorCoreAttentionMatchesDecode) {
   const auto target = ops::OpTarget::from(ctx().info());
   if (!ops::attention_prefill_coopmat_supported(target, {config.n_heads, config.n_kv_heads, config.head_dim}))
     GTEST_SKIP() << "device " << ctx().info().name << " runs no prefill attention on tensor cores";
-  struct Reset {  // the table again, however the test ends
-    ~Reset() { ops::override_tuning(std::nullopt); }
-  } reset;
   ops::Tuning tuning = ops::tuning_for(target);
   tuning.prefill_coopmat_attention_from = 0;
   tuning.prefill_coopmat_attention_workgroups = 1;
   tuning.prefill_coopmat_attention_chunk_tiles = 1;
-  ops::override_tuning(tuning);
+  const ops::ScopedTuning scoped(tuning);  // the table again, however the test ends
   expect_prefill_matches_decode(ctx(), *dir_ / "tiny.gguf", bitnet::PrefillProjections::Auto);
 }
 

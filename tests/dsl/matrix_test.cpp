@@ -198,9 +198,10 @@ TEST(TernaryMatmulCoopmat, AutoTakesTheTuningTablesTileForEachProjectionClass) {
   check(6912, 2560, tuning.coop_tile_tall);
   check(2560, 6912, tuning.coop_tile_deep);
   tuning.coop_tile_short = {4, 2, 2, 4, false};  // 128 x 64
-  bdsl::ops::override_tuning(tuning);
-  EXPECT_EQ(bdsl::ops::ternary_matmul_auto(target, 2560, 2560).row_groups, 20u);
-  bdsl::ops::override_tuning(std::nullopt);
+  {
+    const bdsl::ops::ScopedTuning scoped(tuning);
+    EXPECT_EQ(bdsl::ops::ternary_matmul_auto(target, 2560, 2560).row_groups, 20u);
+  }
   check(2560, 2560, bdsl::ops::tuning_for(target).coop_tile_short);
 }
 

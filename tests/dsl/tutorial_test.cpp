@@ -132,12 +132,9 @@ TEST(Catalog, EveryOpValidatesAndCompilesForALargeDevice) {
   };
   for (const auto& e : bdsl::ops::catalog()) check(e, "");
   // And the variants the tuning table switches, the other way than the table's.
-  struct Reset {
-    ~Reset() { bdsl::ops::override_tuning(std::nullopt); }
-  } reset;
   bdsl::ops::Tuning t = bdsl::ops::tuning_for(large);
   t.prefill_coopmat_attention_lean_weights = !t.prefill_coopmat_attention_lean_weights;
-  bdsl::ops::override_tuning(t);
+  const bdsl::ops::ScopedTuning switched(t);
   for (const auto& e : bdsl::ops::catalog())
     if (e.name == "attention_prefill_coopmat") check(e, " with the lean weights switched");
 }

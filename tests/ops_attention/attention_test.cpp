@@ -112,10 +112,7 @@ TEST_F(Attention, DecodeWithMemoryModelHandoffs) {
   if (!ctx().info().vulkan_memory_model) GTEST_SKIP() << "the device has no Vulkan memory model";
   ops::Tuning t = ops::tuning_for(target());
   t.memory_model_handoffs = true;
-  ops::override_tuning(t);
-  struct Restore {
-    ~Restore() { ops::override_tuning(std::nullopt); }
-  } restore;
+  const ops::ScopedTuning handoffs(t);
   decode_with_forced_chunk_counts();
 }
 
@@ -245,16 +242,12 @@ TEST_F(Attention, PrefillIsCausalOverTheBlock) {
   }
 }
 
-// The tensor-core kernel with its lean softmax weights on or off (ops/tuning.h) while in scope.
-class LeanWeights {
- public:
-  LeanWeights(const ops::OpTarget& target, bool lean) {
-    ops::Tuning t = ops::tuning_for(target);
-    t.prefill_coopmat_attention_lean_weights = lean;
-    ops::override_tuning(t);
-  }
-  ~LeanWeights() { ops::override_tuning(std::nullopt); }
-};
+// The tuning table with the tensor-core kernel's lean softmax weights on or off.
+ops::Tuning with_lean_weights(const ops::OpTarget& target, bool lean) {
+  ops::Tuning t = ops::tuning_for(target);
+  t.prefill_coopmat_attention_lean_weights = lean;
+  return t;
+}
 
 // On F16 tensor cores (where the device lists 16x16x16): blocks at position 0 and late, token
 // counts that fill no tile, the causal edge inside a K/V tile, the 2B shape's 512-token block and
@@ -265,7 +258,7 @@ TEST_F(Attention, PrefillOnTensorCoresMatchesTheReference) {
     GTEST_SKIP() << "device " << ctx().info().name << " lists no F16 16x16x16 cooperative-matrix shape with subgroups of 32";
   struct Case { ops::AttentionDims dims; uint32_t context, pos0, n; };
   for (const bool lean : {false, true}) {
-    const LeanWeights weights(target(), lean);
+    const ops::ScopedTuning weights(with_lean_weights(target(), lean));
     for (const Case& c : {Case{k2B, 4096, 0, 512}, Case{k2B, 4096, 97, 5}, Case{k2B, 4096, 3584, 512}, Case{k2B, 1024, 301, 77},
                           Case{k2B, 4096, 4090, 6}, Case{kTiny, 512, 0, 9}, Case{kTiny, 4096, 33, 130},
                           Case{{6, 2, 64}, 512, 40, 50}, Case{{4, 4, 64}, 512, 7, 33}})
@@ -282,7 +275,7 @@ TEST_F(Attention, PrefillOnTensorCoresWithPositionChunks) {
     GTEST_SKIP() << "device " << ctx().info().name << " lists no F16 16x16x16 cooperative-matrix shape with subgroups of 32";
   struct Case { ops::AttentionDims dims; uint32_t context, pos0, n; };
   for (const bool lean : {false, true}) {
-    const LeanWeights weights(target(), lean);
+    const ops::ScopedTuning weights(with_lean_weights(target(), lean));
     for (uint32_t chunks : {2u, 3u, 4u, 16u})
       for (const Case& c : {Case{k2B, 4096, 0, 512}, Case{k2B, 1024, 301, 77}, Case{k2B, 4096, 4090, 6},
                             Case{kTiny, 4096, 33, 130}, Case{{6, 2, 64}, 512, 40, 50}, Case{{4, 2, 48}, 512, 20, 40}})
@@ -295,15 +288,14 @@ TEST_F(Attention, PrefillOnTensorCoresWithPositionChunks) {
 // The chunks a block is recorded with follow its last token tile's K/V tiles, so that late
 // blocks get more (host side: the rule, on any device).
 TEST_F(Attention, TensorCoreChunksFollowTheBlocksLastPosition) {
-  struct Reset {
-    ~Reset() { ops::override_tuning(std::nullopt); }
-  } reset;
   ops::Tuning t = ops::tuning_for(target());
   t.prefill_coopmat_attention_chunk_tiles = 0;
-  ops::override_tuning(t);
-  EXPECT_EQ(ops::attention_prefill_coopmat_chunks(target(), 512, 3584), 1u) << "0: one chunk";
+  {
+    const ops::ScopedTuning none(t);
+    EXPECT_EQ(ops::attention_prefill_coopmat_chunks(target(), 512, 3584), 1u) << "0: one chunk";
+  }
   t.prefill_coopmat_attention_chunk_tiles = 4;
-  ops::override_tuning(t);
+  const ops::ScopedTuning four(t);
   EXPECT_EQ(ops::attention_prefill_coopmat_chunks(target(), 512, 0), 4u);    // 16 K/V tiles
   EXPECT_EQ(ops::attention_prefill_coopmat_chunks(target(), 512, 512), 8u);  // 32
   EXPECT_EQ(ops::attention_prefill_coopmat_chunks(target(), 100, 0), 1u);    // 4

@@ -1,7 +1,6 @@
 // A bounded load test with no dependency beyond node: a burst of 64 requests at once, then 96
-// requests, 32 at a time, mixing chat
-// and text completions, whole and streamed, against the real server with a queue large enough
-// for all of them. Every response must be a complete 200 (no 5xx at all); then SIGTERM must end
+// requests, 32 at a time, mixing chat and text completions, whole and streamed, against the real
+// server with a queue large enough for all of them. Every response must be a complete 200 (no 5xx at all); then SIGTERM must end
 // the server with exit code 0 within seconds.
 import { assert, deadline, makeModel, options, startServer } from './harness.mjs';
 
