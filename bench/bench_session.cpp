@@ -36,11 +36,24 @@ double measure_peak_read(rt::Context& ctx, uint64_t bytes, int repeats, double* 
   return double(bytes) / best;  // bytes per ns = GB/s
 }
 
-double time_median_dispatch(benchmark::State& st, rt::Graph& g) {
+L2Eviction::L2Eviction(rt::Context& ctx)
+    : data_(ctx, 256ull << 20, {false, "eviction data"}),
+      out_(ctx, 4096 * 4, {false, "eviction out"}),
+      pipeline_(rt::make_pipeline(ctx, ops::stream_read(ops::OpTarget::from(ctx.info())))) {
+  data_.fill(1);
+}
+
+void L2Eviction::record(rt::Graph& g) const {
+  g.dispatch(pipeline_, {data_, out_}, rt::push(uint32_t(data_.size() / 16)), rt::Grid{4096});
+}
+
+double time_median_dispatch(benchmark::State& st, rt::Graph& g, uint32_t every) {
   double per = 0;
   for (auto _ : st) {
     g.submit_and_wait();
-    auto ns = g.timestamps_ns();
+    const auto all = g.timestamps_ns();
+    std::vector<double> ns;
+    for (size_t i = every - 1; i < all.size(); i += every) ns.push_back(all[i]);
     std::sort(ns.begin(), ns.end());
     per = ns[ns.size() / 2];
     st.SetIterationTime(per * 1e-9);
@@ -75,9 +88,11 @@ BenchSession::BenchSession(const BenchOptions& o) : options(o) {
   if (!ctx->info().timestamps) throw std::runtime_error("device '" + ctx->info().name + "' has no GPU timestamps");
   target = ops::with_exact_norm_scale(ops::OpTarget::from(ctx->info()), o.exact_norm_scale);
   if (o.coop_tile_short || o.coop_tile_tall || o.coop_tile_deep || o.memory_model_handoffs || o.coop_split_max_workgroups || o.coop_split_max_tokens ||
-      o.coop_attention_from || o.coop_attention_chunk_tiles || o.coop_gate_up_fused || o.coop_attention_lean) {
+      o.coop_attention_from || o.coop_attention_chunk_tiles || o.coop_gate_up_fused || o.coop_attention_lean ||
+      o.coop_attention_subgroups) {
     ops::Tuning t = ops::tuning_for(target);
     if (o.coop_attention_lean) t.prefill_coopmat_attention_lean_weights = *o.coop_attention_lean;
+    if (o.coop_attention_subgroups) t.prefill_coopmat_attention_subgroups_per_head = *o.coop_attention_subgroups;
     if (o.coop_gate_up_fused) t.coop_gate_up_fused = *o.coop_gate_up_fused;
     if (o.coop_attention_from) t.prefill_coopmat_attention_from = *o.coop_attention_from;
     if (o.coop_attention_chunk_tiles) t.prefill_coopmat_attention_chunk_tiles = *o.coop_attention_chunk_tiles;

@@ -16,6 +16,7 @@
 #include "runtime/buffer.h"
 #include "runtime/context.h"
 #include "runtime/graph.h"
+#include "runtime/pipeline.h"
 
 #include <benchmark/benchmark.h>
 
@@ -42,6 +43,7 @@ struct BenchOptions {
   std::optional<uint32_t> coop_attention_chunk_tiles;  // ... prefill_coopmat_attention_chunk_tiles
   std::optional<bool> coop_gate_up_fused;              // ops/tuning.h's coop_gate_up_fused
   std::optional<bool> coop_attention_lean;             // ... prefill_coopmat_attention_lean_weights
+  std::optional<uint32_t> coop_attention_subgroups;    // ... prefill_coopmat_attention_subgroups_per_head
 };
 
 struct BenchSession {
@@ -57,9 +59,23 @@ struct BenchSession {
   std::map<int, std::shared_ptr<void>> model_states;
 };
 
+// A read of 256 MB to record in front of a kernel under test: no code or data of it is left in the
+// L2 then, as in a model's graph where other kernels run in between (bench/RESULTS.md run 40: the
+// tensor-core prompt attention alone 52 us, after such a read 66-68, in the graph 78).
+class L2Eviction {
+ public:
+  explicit L2Eviction(rt::Context& ctx);
+  void record(rt::Graph& g) const;
+
+ private:
+  rt::Buffer data_, out_;
+  rt::Pipeline pipeline_;
+};
+
 // Runs the recorded graph once per benchmark iteration and reports the median dispatch's GPU time
-// (each dispatch of such graphs is one copy of the kernel being measured); returns it in ns.
-double time_median_dispatch(benchmark::State& st, rt::Graph& g);
+// (each dispatch of such graphs is one copy of the kernel being measured; with `every` N, each
+// N-th operation is, the others set it up); returns it in ns.
+double time_median_dispatch(benchmark::State& st, rt::Graph& g, uint32_t every = 1);
 
 // For graphs whose phases wait on counters (ops/experimental/phase_sync.h): submits `g` with the step state's
 // epoch advanced each time, for `warmup` first (the GPU clocks down between benchmarks), then once

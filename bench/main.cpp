@@ -8,7 +8,8 @@
 // --prefill-attention-plain (prompt blocks' attention on FMA only), --coop-attention-from POS and
 // --coop-attention-chunk-tiles N (where prompt blocks attend on tensor cores, and in what chunks),
 // --coop-gate-up fused|apart (prompt blocks' gate and up as one dispatch or two),
-// --coop-attention-lean 0|1 (the tensor-core attention's lean softmax weights).
+// --coop-attention-lean 0|1 (the tensor-core attention's lean softmax weights),
+// --coop-attention-subgroups 1|2 (its subgroups per query head).
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -120,6 +121,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
     else if (a == "--coop-attention-chunk-tiles") o.coop_attention_chunk_tiles = uint32_t(std::stoul(value()));
     else if (a == "--coop-gate-up") o.coop_gate_up_fused = gate_up_layout(value());
     else if (a == "--coop-attention-lean") o.coop_attention_lean = on_off("--coop-attention-lean", value());
+    else if (a == "--coop-attention-subgroups") o.coop_attention_subgroups = uint32_t(std::stoul(value()));
     else if (a == "--help" || a == "-h") {
       std::printf("usage: bitnet-dsl-bench [--quick] [--model FILE.gguf | --model-preset NAME] [--device N|NAME]\n"
                   "                        [--prefill-projections auto|fused|separate] [--prefill-block N]\n"
@@ -141,6 +143,7 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "                        [--memory-model-handoffs] [--exact-norm-scale]\n"
                   "                        [--coop-attention-from POS] [--coop-attention-chunk-tiles N]\n"
                   "                        [--coop-gate-up fused|apart] [--coop-attention-lean 0|1]\n"
+                  "                        [--coop-attention-subgroups 1|2]\n"
                   "                        [--benchmark_...]\n"
                   "  default model: a synthetic BitNet b1.58 of the real 2B-4T shape (made once in the cache)\n"
                   "  --model-preset: another synthetic shape (make-model's presets: llama3-8b, falcon3-10b, ...)\n"
@@ -163,6 +166,8 @@ bdsl::bench::BenchOptions take_own_flags(int& argc, char** argv) {
                   "    act(gate) * up (fused) or two whose product ffn_sub_norm's quantize forms (apart)\n"
                   "  --coop-attention-lean: the tensor-core attention's softmax weights by a multiply and\n"
                   "    F16 halves by truncation (1) or by a division and rounding (0)\n"
+                  "  --coop-attention-subgroups: the tensor-core attention's subgroups per query head, each\n"
+                  "    taking that share of a K/V tile's keys and of head_dim (1 or 2)\n"
                   "  --tokens-per-replay: decode_greedy/decode_sampled tokens a submission (default 8; 1: one)\n"
                   "  --coop-tile-short, --coop-tile-tall, --coop-tile-deep: prompt blocks' tensor-core tile\n"
                   "    (RSxTSxRTxTT[,db|,kN]: subgroups along rows and tokens, tiles per subgroup, two stages\n"

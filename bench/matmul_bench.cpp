@@ -1,11 +1,15 @@
 // The prefill projections of one block of tokens, alone: the subgroup matmul against the
 // tensor-core matmul over its tile shapes (which one the device likes, in int8 TOPS).
-// `matmul/<rows>x<cols>/tokens:T/<engine>[/tile:RxT/sg:AxB[/db]]`, GPU time per dispatch.
+// `matmul/<rows>x<cols>/tokens:T/<engine>[/tile:RxT/sg:AxB[/db]]`, GPU time per dispatch; the
+// tuning table's tile as `coopmat/table[/varied][/evicted]` (data of varied values; each dispatch
+// after a 256 MB read, its code and data out of L2 as in a model's graph).
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
 #include <array>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "bench/bench_registry.h"
 #include "ops/ternary.h"
@@ -19,7 +23,25 @@ namespace {
 struct MatmulCase {
   uint32_t rows, cols, tokens;
   std::optional<ops::CoopMatmulOptions> coop;  // none: the subgroup matmul (ternary_matmul)
+  bool varied = false;   // weights and activations of varied values (else one value throughout)
+  bool evicted = false;  // each dispatch after a 256 MB read (its code and data out of L2)
 };
+
+// Words of a fixed sequence: I2_S codes 0-2 in every 2 bits (weights) or any int8 (activations).
+std::vector<uint32_t> varied_words(uint64_t words, bool codes, uint32_t seed) {
+  std::vector<uint32_t> out(words);
+  uint32_t x = seed;
+  for (auto& w : out) {
+    x = x * 1664525u + 1013904223u;
+    uint32_t v = x;
+    if (codes) {
+      v = 0;
+      for (uint32_t i = 0, y = x; i < 16; ++i, y = y * 1664525u + 1013904223u) v |= ((y >> 28) % 3) << (2 * i);
+    }
+    w = v;
+  }
+  return out;
+}
 
 void matmul(benchmark::State& st, BenchSession& s, const MatmulCase& c) {
   auto& ctx = *s.ctx;
@@ -31,15 +53,27 @@ void matmul(benchmark::State& st, BenchSession& s, const MatmulCase& c) {
                                           ops::ternary_matmul_token_tiles(c.tokens)};
   rt::Pipeline p = rt::make_pipeline(ctx, kernel);
   rt::Buffer w(ctx, uint64_t{c.rows} * c.cols / 4 + 32, {false, "weights"});
-  w.fill(0x55555555);  // code 1 (zero) everywhere: the values do not change the time
   rt::Buffer q(ctx, uint64_t{c.tokens} * c.cols, {false, "x_q"}), act(ctx, c.tokens * 8ull, {false, "x_act"});
-  q.fill(0x01010101);
+  if (c.varied) {
+    auto words = varied_words(w.size() / 4, true, 1);
+    words[uint64_t{c.rows} * c.cols / 16] = 0x3f800000;  // the scale, 1.0
+    w.upload(words);
+    q.upload(varied_words(q.size() / 4, false, 2));
+  } else {
+    w.fill(0x55555555);  // code 1 (zero) everywhere
+    q.fill(0x01010101);
+  }
   act.fill(0x3f800000);
   rt::Buffer y(ctx, uint64_t{c.rows} * c.tokens * 4, {false, "y"});
   rt::Graph g(ctx, {true, "matmul"});
-  for (int i = 0; i < 32; ++i) g.dispatch(p, {w, q, act, y}, rt::push(c.tokens), grid);
+  std::optional<L2Eviction> eviction;
+  if (c.evicted) eviction.emplace(ctx);
+  for (int i = 0; i < 32; ++i) {
+    if (eviction) eviction->record(g);
+    g.dispatch(p, {w, q, act, y}, rt::push(c.tokens), grid);
+  }
   for (int i = 0; i < 3; ++i) g.submit_and_wait();  // clocks up before timing
-  const double ns = time_median_dispatch(st, g);
+  const double ns = time_median_dispatch(st, g, eviction ? 2 : 1);
   st.counters["TOPS"] = 2.0 * c.rows * c.cols * c.tokens / ns / 1e3;
   st.counters["workgroups"] = grid.x * grid.y;
 }
@@ -65,6 +99,13 @@ void register_matmul_benchmarks(BenchSession& s) {
       cases.push_back({fmt::format("coopmat/tile:{}x{}/sg:{}x{}{}", t[0] * t[2] * shape.m, t[1] * t[3] * shape.n, t[0],
                                    t[1], o.double_buffer ? "/db" : ""),
                        {rows, cols, tokens, o}});
+    }
+    // The table's tile on data of varied values, after a 256 MB read, and both.
+    if (coop && !s.options.quick) {
+      const auto table = ops::coop_tiles_for(s.target, rows, cols);
+      for (auto [varied, evicted] : {std::pair{true, false}, {false, true}, {true, true}, {false, false}})
+        cases.push_back({fmt::format("coopmat/table{}{}", varied ? "/varied" : "", evicted ? "/evicted" : ""),
+                         {rows, cols, tokens, table, varied, evicted}});
     }
     // The same projection over 4x the tokens: 4x the workgroups (does the grid's size limit it?).
     if (coop && !s.options.quick)

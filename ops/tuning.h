@@ -99,10 +99,12 @@ struct Tuning {
   // Prompt blocks attend on F16 tensor cores (ops/attention/attention_prefill_coopmat.h) from this
   // position on, when their token tiles give at least prefill_coopmat_attention_workgroups
   // workgroups. H200 (bench/RESULTS.md run 23), 512-token blocks: at position 0 the FMA kernel
-  // served the graph better (prefill-512 33.1k against 32.4k tokens/s, though alone it took 82
-  // us against 69); at 512 160 us against 245, at 3584 765 against 1,224. The workgroups' bound
-  // lies between what was measured: 20 (64 tokens, 18.0 us against 13.8) lost, 160 (512) won.
-  uint32_t prefill_coopmat_attention_from = 512;
+  // served the graph better then (prefill-512 33.1k against 32.4k tokens/s); at 512 160 us against
+  // 245, at 3584 765 against 1,224. With two subgroups a head (below) the tensor cores win at 0
+  // too: H100 (run 40), the graph's 30 attention dispatches 1,595 us against the FMA's 2,518. The
+  // workgroups' bound lies between what was measured: 20 (64 tokens, 18.0 us against 13.8) lost,
+  // 160 (512) won.
+  uint32_t prefill_coopmat_attention_from = 0;
   uint32_t prefill_coopmat_attention_workgroups = 128;
   // That kernel's position chunks: a block ending at position e cuts each token tile's K/V tiles
   // into up to e / 32 / prefill_coopmat_attention_chunk_tiles runs (0: one), merged by the last
@@ -118,6 +120,13 @@ struct Tuning {
   // prefill-512 36.0k -> 36.8k tokens/s, 2,048 27.5k -> 30.2k. Position 0 still keeps the FMA
   // kernel (36.6k with the tensor cores from 0).
   bool prefill_coopmat_attention_lean_weights = true;
+  // That kernel's subgroups per query head (1 or 2): with 2 each takes half of every K/V tile's
+  // keys in the softmax steps and half of head_dim in p x V, so that a tile's chain of steps is
+  // shorter and twice the subgroups share it. H100 (bench/RESULTS.md run 40), 512 tokens: alone 45
+  // us against 52 at position 0, 102 against 121 at 512, 394 against 439 at 3584; after a 256 MB
+  // read (its code cold, as in the graph) 53 against 68 at 0; in the graph at 0 53 us against 78.
+  // With the tensor cores from position 0: prefill-512 35.8k -> 38.3k, 2,048 30.0k -> 32.3k.
+  uint32_t prefill_coopmat_attention_subgroups_per_head = 2;
   // Batched decode's projections (models/bitnet/batch_decoder.h): steps of up to this many tokens
   // run the subgroup matmul (the matvec's row dot, one token tile; 16 tokens took 14.8 ms a step
   // against 4.0 on tensor cores), larger ones the tensor cores with tiles of

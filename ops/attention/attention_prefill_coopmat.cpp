@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -38,10 +39,20 @@ uint32_t partial_words(const AttentionDims& d) { return d.head_dim + 2; }
 
 // Bytes of shared memory: the stage (q rows, then a K and a V tile), the scores, the weights' hi
 // and lo halves.
-uint32_t shared_bytes(const AttentionDims& d) {
+uint32_t shared_bytes(const AttentionDims& d, uint32_t parts = 1) {
   const uint32_t row_words = d.head_dim / 8 + 1, group = d.group();
   return 16 * std::max(group * kTokens, 2 * kKeys) * row_words + 4 * group * kTokens * (kKeys + 4) +
-         16 * 2 * group * kTokens * (kKeys / 8 + 1);
+         16 * 2 * group * kTokens * (kKeys / 8 + 1) + (parts > 1 ? 4 * 2 * parts * group * kTokens : 0);
+}
+
+// Subgroups per query head: ops/tuning.h's where head_dim's blocks divide between them and the
+// workgroup and its shared memory allow, else 1.
+uint32_t parts_for(const OpTarget& target, const AttentionDims& d) {
+  const uint32_t parts = std::max(1u, tuning_for(target).prefill_coopmat_attention_subgroups_per_head);
+  if (parts == 1 || parts > kKeys / 16 || (d.head_dim / 16) % parts != 0 ||
+      d.group() * kLanes * parts > target.max_workgroup_invocations || shared_bytes(d, parts) > target.max_shared_bytes)
+    return 1;
+  return parts;
 }
 
 // One kernel under construction. The stage and the weights are 16-byte words of F16 values, rows
@@ -52,8 +63,11 @@ class CoopAttention {
   CoopAttention(const OpTarget& target, const AttentionDims& d, uint32_t context)
       : target_(target), d_(d), context_(context), hd_(d.head_dim), group_(d.group()), row_words_(d.head_dim / 8 + 1),
         dim_blocks_(d.head_dim / 16), p_words_(kKeys / 8 + 1), s_stride_(kKeys + 4),
-        lean_(tuning_for(target).prefill_coopmat_attention_lean_weights),
-        k_("attention_prefill_coopmat_f16kv" + std::string(lean_ ? "_lean" : "") + handoff_suffix(target), {d.group() * kLanes, 1, 1}),
+        lean_(tuning_for(target).prefill_coopmat_attention_lean_weights), parts_(parts_for(target, d)),
+        threads_(d.group() * kLanes * parts_), lane_keys_(kKeys / 2 / parts_), part_dims_(d.head_dim / 16 / parts_),
+        k_("attention_prefill_coopmat_f16kv" + std::string(lean_ ? "_lean" : "") +
+               (parts_ > 1 ? "_sg" + std::to_string(parts_) : "") + handoff_suffix(target),
+           {d.group() * kLanes * parts_, 1, 1}),
         step_(k_.buffer<u32>("step", Access::Read)),
         q_(k_.buffer<vec4>("q", Access::Read)),
         k_cache_(k_.buffer<uvec4>("k_cache", Access::Read)),
@@ -67,7 +81,11 @@ class CoopAttention {
         scores_(k_.shared<f32>("scores", d.group() * kTokens * s_stride_)),
         probs_(k_.shared<uvec4>("probs", 2 * d.group() * kTokens * p_words_)),
         last_sh_(k_.shared<u32>("is_last", 1)),
-        lid_(k_.local_index()), kv_(k_.workgroup_id().x() % d.n_kv_heads), head_(k_.subgroup_id()), lane_(k_.subgroup_invocation()) {}
+        lid_(k_.local_index()), kv_(k_.workgroup_id().x() % d.n_kv_heads),
+        head_(parts_ > 1 ? k_.subgroup_id() % d.group() : k_.subgroup_id()),
+        part_(parts_ > 1 ? k_.subgroup_id() / d.group() : constant<u32>(0u)), lane_(k_.subgroup_invocation()) {
+    if (parts_ > 1) stats_.emplace(k_.shared<f32>("part_stats", 2 * parts_ * d.group() * kTokens));
+  }
 
   Kernel build() {
     auto tiles = let("token_tiles", (n_ + (kTokens - 1)) / kTokens);
@@ -77,6 +95,8 @@ class CoopAttention {
     // This lane's query row (token) and half of each K/V tile's keys in the softmax steps.
     row_ = let("row", lane_ >> 1u);
     half_ = let("half", lane_ & 1u);
+    // This lane's first key of each K/V tile: its row's keys are split between its part's two lanes.
+    key_at_ = parts_ > 1 ? let("key_at", part_ * (kKeys / parts_) + half_ * lane_keys_) : half_ * lane_keys_;
     auto query_token = let("query_token", min(first_token + row_, n_ - 1u));  // rows past n: computed, not written
     query_pos_ = let("query_pos", min(pos0 + query_token, constant<u32>(context_ - 1)));
     auto end = let("end", min(pos0 + min(first_token + kTokens, n_), constant<u32>(context_)));
@@ -101,18 +121,22 @@ class CoopAttention {
       q.push_back(k_.matrix<MatrixA<f16, 16, 16>>("q" + std::to_string(c)));
       q.back().load(stage_, head_ * (kTokens * row_words_) + 2 * c, row_words_, MatrixLayout::RowMajor);
     }
+    // This subgroup's 16-key blocks of each K/V tile (its part's).
+    const uint32_t key_blocks = kKeys / 16 / parts_;
     std::vector<MatrixAcc<f32, 16, 16>> s;
-    for (uint32_t j = 0; j < kKeys / 16; ++j) s.push_back(k_.matrix<MatrixAcc<f32, 16, 16>>("s" + std::to_string(j), 0.0f));
+    for (uint32_t j = 0; j < key_blocks; ++j) s.push_back(k_.matrix<MatrixAcc<f32, 16, 16>>("s" + std::to_string(j), 0.0f));
     auto kt = k_.matrix<MatrixB<f16, 16, 16>>("kt");
-    // Scores of the K tile in the stage for this subgroup's head, into `scores` (rows: tokens).
+    // Scores of the K tile in the stage for this subgroup's head (and part's keys), into `scores`
+    // (rows: tokens).
     auto scores_of_tile = [&] {
-      for (uint32_t j = 0; j < kKeys / 16; ++j) {
-        s[j].fill(0.0f);
+      for (uint32_t jj = 0; jj < key_blocks; ++jj) {
+        const Expr<u32> j = parts_ > 1 ? part_ * key_blocks + jj : constant<u32>(jj);
+        s[jj].fill(0.0f);
         for (uint32_t c = 0; c < dim_blocks_; ++c) {
-          kt.load(stage_, constant<u32>(j * 16 * row_words_ + 2 * c), row_words_, MatrixLayout::ColumnMajor);
-          s[j].mul_add(q[c], kt);
+          kt.load(stage_, j * (16 * row_words_) + 2 * c, row_words_, MatrixLayout::ColumnMajor);
+          s[jj].mul_add(q[c], kt);
         }
-        s[j].store(scores_, head_ * (kTokens * s_stride_) + j * 16, s_stride_, MatrixLayout::RowMajor);
+        s[jj].store(scores_, head_ * (kTokens * s_stride_) + j * 16u, s_stride_, MatrixLayout::RowMajor);
       }
     };
 
@@ -129,18 +153,34 @@ class CoopAttention {
       std::vector<Expr<f32>> sc;
       std::vector<Expr<boolean>> valid;
       Expr<f32> best = constant<f32>(kLowest);
-      for (uint32_t i = 0; i < kKeys / 2; ++i) {
+      for (uint32_t i = 0; i < lane_keys_; ++i) {
         sc.push_back(score(i));
         valid.push_back(key_valid(base, i));
         best = max(best, select(valid[i], sc[i], constant<f32>(kLowest)));
       }
       auto m_new = let("m_new", max(Expr<f32>(m), pair_max(let("tile_max", best))));
       Expr<f32> sum = constant<f32>(0.0f);
-      for (uint32_t i = 0; i < kKeys / 2; ++i) sum = sum + select(valid[i], exp(sc[i] - m_new), constant<f32>(0.0f));
+      for (uint32_t i = 0; i < lane_keys_; ++i) sum = sum + select(valid[i], exp(sc[i] - m_new), constant<f32>(0.0f));
       auto tile_sum = let("tile_sum", pair_sum(let("lane_sum", sum)));
       l = Expr<f32>(l) * exp(Expr<f32>(m) - m_new) + tile_sum;
       m = m_new;
     }, "key_tile");
+    if (parts_ > 1) {  // each row's max and sum over its parts' keys, the same in every part
+      auto stat_at = [&](Expr<u32> part) { return ((part * group_ + head_) * kTokens + row_) * 2u; };
+      if_(half_ == 0u, [&] {
+        (*stats_)[stat_at(part_)] = Expr<f32>(m);
+        (*stats_)[stat_at(part_) + 1u] = Expr<f32>(l);
+      });
+      barrier();
+      Expr<f32> m_all = Expr<f32>((*stats_)[stat_at(constant<u32>(0u))]);
+      for (uint32_t pt = 1; pt < parts_; ++pt) m_all = max(m_all, Expr<f32>((*stats_)[stat_at(constant<u32>(pt))]));
+      auto m_row = let("m_row", m_all);
+      Expr<f32> l_all = constant<f32>(0.0f);
+      for (uint32_t pt = 0; pt < parts_; ++pt)
+        l_all = l_all + Expr<f32>((*stats_)[stat_at(constant<u32>(pt)) + 1u]) * exp(Expr<f32>((*stats_)[stat_at(constant<u32>(pt))]) - m_row);
+      l = l_all;
+      m = m_row;
+    }
 
     // Pass 2: p = exp(score - max) / sum, then p x V as hi + lo F16 matrices (times kWeightScale).
     // Lean weights: p = exp(score - max) * (kWeightScale / sum), and hi = p with its last 13
@@ -149,7 +189,9 @@ class CoopAttention {
     // p either way (see the header).
     auto weight_scale = lean_ ? let("weight_scale", kWeightScale / Expr<f32>(l)) : constant<f32>(0.0f);
     std::vector<MatrixAcc<f32, 16, 16>> o;
-    for (uint32_t c = 0; c < dim_blocks_; ++c) o.push_back(k_.matrix<MatrixAcc<f32, 16, 16>>("o" + std::to_string(c), 0.0f));
+    // This subgroup's head_dim blocks of the output (its part's): block part * part_dims_ + c.
+    for (uint32_t c = 0; c < part_dims_; ++c) o.push_back(k_.matrix<MatrixAcc<f32, 16, 16>>("o" + std::to_string(c), 0.0f));
+    auto dim_block = [&](uint32_t c) { return parts_ > 1 ? part_ * part_dims_ + c : constant<u32>(c); };
     auto p_hi = k_.matrix<MatrixA<f16, 16, 16>>("p_hi");
     auto p_lo = k_.matrix<MatrixA<f16, 16, 16>>("p_lo");
     auto v = k_.matrix<MatrixB<f16, 16, 16>>("v");
@@ -163,14 +205,14 @@ class CoopAttention {
       scores_of_tile();
       barrier();
       std::vector<Expr<f32>> p;
-      for (uint32_t i = 0; i < kKeys / 2; ++i) {
+      for (uint32_t i = 0; i < lane_keys_; ++i) {
         auto e = exp(score(i) - Expr<f32>(m));
         p.push_back(let("p", lean_ ? select(key_valid(base, i), e * weight_scale, constant<f32>(0.0f))
                                   : select(key_valid(base, i), e / Expr<f32>(l), constant<f32>(0.0f)) * kWeightScale));
       }
       auto hi_of = [&](Expr<f32> x) { return lean_ ? bitcast<f32>(bitcast<u32>(x) & 0xFFFFE000u) : round_to_half(x); };
-      auto at = let("p_at", (head_ * kTokens + row_) * p_words_ + half_ * 2u);
-      for (uint32_t w = 0; w < 2; ++w) {  // 8 weights a 16-byte word
+      auto at = let("p_at", (head_ * kTokens + row_) * p_words_ + key_at_ / 8u);
+      for (uint32_t w = 0; w < lane_keys_ / 8; ++w) {  // 8 weights a 16-byte word
         std::vector<Expr<u32>> hi, lo;
         for (uint32_t j = 0; j < 4; ++j) {
           // Not unpackHalf2x16(packHalf2x16(p)), which the driver folds into p.
@@ -187,8 +229,8 @@ class CoopAttention {
         auto p_at = head_ * (kTokens * p_words_) + 2 * kk;
         p_hi.load(probs_, p_at, p_words_, MatrixLayout::RowMajor);
         p_lo.load(probs_, p_at + lo_at, p_words_, MatrixLayout::RowMajor);
-        for (uint32_t c = 0; c < dim_blocks_; ++c) {
-          v.load(stage_, constant<u32>((kKeys + kk * 16) * row_words_ + 2 * c), row_words_, MatrixLayout::RowMajor);
+        for (uint32_t c = 0; c < part_dims_; ++c) {
+          v.load(stage_, dim_block(c) * 2u + (kKeys + kk * 16) * row_words_, row_words_, MatrixLayout::RowMajor);
           o[c].mul_add(p_hi, v);
           o[c].mul_add(p_lo, v);
         }
@@ -197,23 +239,25 @@ class CoopAttention {
 
     // The output (one chunk) or this chunk's partial, a 16 x 16 block at a time through this
     // subgroup's scores rows: put(word of the row, value) for this lane's 8 values of each block.
-    auto each_value = [&](const std::function<void(uint32_t word, Expr<f32> value)>& put) {
-      for (uint32_t c = 0; c < dim_blocks_; ++c) {
+    // Each part's block goes through its own 16 columns of the rows.
+    auto each_value = [&](const std::function<void(Expr<u32> word, Expr<f32> value)>& put) {
+      for (uint32_t c = 0; c < part_dims_; ++c) {
         barrier();
-        o[c].store(scores_, head_ * (kTokens * s_stride_), s_stride_, MatrixLayout::RowMajor);
+        o[c].store(scores_, head_ * (kTokens * s_stride_) + part_ * 16u, s_stride_, MatrixLayout::RowMajor);
         barrier();
         for (uint32_t e = 0; e < 8; ++e)
-          put(c * 16 + e, scores_[(head_ * kTokens + row_) * s_stride_ + half_ * 8u + e] * (1.0f / kWeightScale));
+          put(dim_block(c) * 16u + e,
+              scores_[(head_ * kTokens + row_) * s_stride_ + part_ * 16u + half_ * 8u + e] * (1.0f / kWeightScale));
       }
     };
     auto token = let("out_token", first_token + row_);
     if_(active_ == 1u, [&] {
       auto out_row = let("out_row", token * d_.q_width() + (kv_ * group_ + head_) * hd_ + half_ * 8u);
-      each_value([&](uint32_t word, Expr<f32> value) { if_(token < n_, [&] { out_[out_row + word] = value; }); });
+      each_value([&](Expr<u32> word, Expr<f32> value) { if_(token < n_, [&] { out_[out_row + word] = value; }); });
     }).else_([&] {
       auto at = let("partial_at", partial(chunk_, head_ * kTokens + row_));
-      each_value([&](uint32_t word, Expr<f32> value) { partials_[at + half_ * 8u + word] = value; });
-      if_(half_ == 0u, [&] {
+      each_value([&](Expr<u32> word, Expr<f32> value) { partials_[at + half_ * 8u + word] = value; });
+      if_(half_ == 0u && part_ == 0u, [&] {
         partials_[at + hd_] = Expr<f32>(m);
         partials_[at + (hd_ + 1)] = Expr<f32>(l);
       });
@@ -239,7 +283,7 @@ class CoopAttention {
     // As a broadcast, so that the uniformity check lets the merge's barriers follow it.
     auto last = k_.broadcast("merges", Expr<u32>(last_sh_[0u]));
     if_(last == 1u, [&] {
-      const uint32_t rows = group_ * kTokens, threads = group_ * kLanes;
+      const uint32_t rows = group_ * kTokens, threads = threads_;
       auto weight_at = [&](Expr<u32> r, Expr<u32> c) { return r * kMaxChunks + c; };
       const uint32_t l_at = rows * kMaxChunks, total_at = 2 * rows * kMaxChunks;
       for_range(lid_, rows * active_, constant<u32>(threads), [&](Expr<u32> i) {
@@ -262,36 +306,42 @@ class CoopAttention {
         scores_[total_at + r] = Expr<f32>(total);
       }, "r");
       barrier();
-      // Rows of this subgroup's head in passes of at most 64 sums a lane.
-      const uint32_t per_row = ceil_div(hd_, kLanes), pass_rows = std::max(1u, std::min(kTokens, 64 / per_row));
-      for (uint32_t r0 = 0; r0 < kTokens; r0 += pass_rows) {
-        const uint32_t n_rows = std::min(pass_rows, kTokens - r0);
-        std::vector<Var<f32>> o;
-        for (uint32_t i = 0; i < n_rows * per_row; ++i) o.push_back(k_.var<f32>("o", 0.0f));
-        auto value = [&](uint32_t j) { return min(lane_ + j * kLanes, constant<u32>(hd_ - 1)); };
-        for_range(constant<u32>(0u), active_, [&](Expr<u32> c) {
-          for (uint32_t t = 0; t < n_rows; ++t) {
-            auto r = head_ * kTokens + (r0 + t);
-            auto w = let("weight", Expr<f32>(scores_[weight_at(r, c)]));
-            auto at = let("at", partial(c, r));
-            for (uint32_t j = 0; j < per_row; ++j)
-              o[t * per_row + j] = Expr<f32>(o[t * per_row + j]) + Expr<f32>(partials_[at + (hd_ % kLanes ? value(j) : lane_ + j * kLanes)]) * w;
-          }
-        }, "c");
-        for (uint32_t t = 0; t < n_rows; ++t) {
-          auto token = first_token + (r0 + t);
-          auto r = head_ * kTokens + (r0 + t);
-          if_(token < n_, [&] {
-            auto total = let("total", Expr<f32>(scores_[total_at + r]));
-            auto out_at = let("out_at", token * d_.q_width() + (kv_ * group_ + head_) * hd_ + lane_);
-            for (uint32_t j = 0; j < per_row; ++j) {
-              auto put = [&] { out_[out_at + j * kLanes] = Expr<f32>(o[t * per_row + j]) / total; };
-              if (hd_ % kLanes == 0) put();
-              else if_(lane_ + j * kLanes < hd_, put);
+      // Rows of this subgroup's head in passes of at most 64 sums a lane (the first part's subgroups).
+      auto sum_rows = [&] {
+        const uint32_t per_row = ceil_div(hd_, kLanes), pass_rows = std::max(1u, std::min(kTokens, 64 / per_row));
+        for (uint32_t r0 = 0; r0 < kTokens; r0 += pass_rows) {
+          const uint32_t n_rows = std::min(pass_rows, kTokens - r0);
+          std::vector<Var<f32>> o;
+          for (uint32_t i = 0; i < n_rows * per_row; ++i) o.push_back(k_.var<f32>("o", 0.0f));
+          auto value = [&](uint32_t j) { return min(lane_ + j * kLanes, constant<u32>(hd_ - 1)); };
+          for_range(constant<u32>(0u), active_, [&](Expr<u32> c) {
+            for (uint32_t t = 0; t < n_rows; ++t) {
+              auto r = head_ * kTokens + (r0 + t);
+              auto w = let("weight", Expr<f32>(scores_[weight_at(r, c)]));
+              auto at = let("at", partial(c, r));
+              for (uint32_t j = 0; j < per_row; ++j)
+                o[t * per_row + j] = Expr<f32>(o[t * per_row + j]) + Expr<f32>(partials_[at + (hd_ % kLanes ? value(j) : lane_ + j * kLanes)]) * w;
             }
-          });
+          }, "c");
+          for (uint32_t t = 0; t < n_rows; ++t) {
+            auto token = first_token + (r0 + t);
+            auto r = head_ * kTokens + (r0 + t);
+            if_(token < n_, [&] {
+              auto total = let("total", Expr<f32>(scores_[total_at + r]));
+              auto out_at = let("out_at", token * d_.q_width() + (kv_ * group_ + head_) * hd_ + lane_);
+              for (uint32_t j = 0; j < per_row; ++j) {
+                auto put = [&] { out_[out_at + j * kLanes] = Expr<f32>(o[t * per_row + j]) / total; };
+                if (hd_ % kLanes == 0) put();
+                else if_(lane_ + j * kLanes < hd_, put);
+              }
+            });
+          }
         }
-      }
+      };
+      if (parts_ > 1)
+        if_(part_ == 0u, sum_rows);
+      else
+        sum_rows();
       if_(lid_ == 0u, [&] { atomic_exchange(counters_[counter], 0u); });
     });
   }
@@ -299,7 +349,7 @@ class CoopAttention {
   // q rows of the tile's tokens (past n: the last), head-major, F16 pairs packed: 8 values a word.
   void load_queries(Expr<u32> first_token) {
     const uint32_t words = hd_ / 8, total = group_ * kTokens * words;
-    for_range(lid_, constant<u32>(total), group_ * kLanes, [&](Expr<u32> i) {
+    for_range(lid_, constant<u32>(total), threads_, [&](Expr<u32> i) {
       auto r = let("q_row", i / words);  // head * kTokens + token
       auto c = let("q_word", i % words);
       auto t = min(first_token + r % kTokens, n_ - 1u);
@@ -314,12 +364,12 @@ class CoopAttention {
   // Cache rows [base, base + kKeys) of this KV head into the stage at `offset` (rows at or past
   // `end` repeat the last one: finite values, weighed by zero).
   void load_rows(const Buffer<uvec4>& cache, Expr<u32> base, Expr<u32> end, uint32_t offset) {
-    const uint32_t words = hd_ / 8, total = kKeys * words, per = ceil_div(total, group_ * kLanes);
+    const uint32_t words = hd_ / 8, total = kKeys * words, per = ceil_div(total, threads_);
     std::vector<Expr<uvec4>> loaded;
     std::vector<Expr<u32>> to;
     for (uint32_t u = 0; u < per; ++u) {
-      auto i = lid_ + u * (group_ * kLanes);
-      if (total % (group_ * kLanes) != 0) i = min(i, constant<u32>(total - 1));  // duplicates store the same
+      auto i = lid_ + u * threads_;
+      if (total % threads_ != 0) i = min(i, constant<u32>(total - 1));  // duplicates store the same
       auto r = let("kv_row", i / words);
       auto c = let("kv_word", i % words);
       loaded.push_back(let("kv_words", Expr<uvec4>(cache[min(base + r, end - 1u) * (d_.kv_width() / 8) + kv_ * words + c])));
@@ -331,9 +381,9 @@ class CoopAttention {
   // This lane's score i (key half * 16 + i of the tile), scaled by 1 / sqrt(head_dim).
   Expr<f32> score(uint32_t i) {
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd_));
-    return let("score", Expr<f32>(scores_[(head_ * kTokens + row_) * s_stride_ + half_ * 16u + i]) * scale);
+    return let("score", Expr<f32>(scores_[(head_ * kTokens + row_) * s_stride_ + key_at_ + i]) * scale);
   }
-  Expr<boolean> key_valid(Expr<u32> base, uint32_t i) { return base + half_ * 16u + i <= query_pos_; }
+  Expr<boolean> key_valid(Expr<u32> base, uint32_t i) { return base + key_at_ + i <= query_pos_; }
   // Over the two lanes of a row.
   static Expr<f32> pair_max(Expr<f32> x) { return max(x, subgroup_shuffle_xor(x, constant<u32>(1u))); }
   static Expr<f32> pair_sum(Expr<f32> x) { return x + subgroup_shuffle_xor(x, constant<u32>(1u)); }
@@ -342,6 +392,10 @@ class CoopAttention {
   const AttentionDims d_;
   const uint32_t context_, hd_, group_, row_words_, dim_blocks_, p_words_, s_stride_;
   const bool lean_;  // ops/tuning.h's prefill_coopmat_attention_lean_weights
+  // Subgroups per query head (parts_for): each takes 1 / parts_ of every K/V tile's keys in the
+  // softmax steps and of head_dim in p x V; threads_ the workgroup's invocations, lane_keys_ each
+  // lane's keys of a tile, part_dims_ a subgroup's 16-wide blocks of head_dim.
+  const uint32_t parts_, threads_, lane_keys_, part_dims_;
   KernelBuilder k_;
   Buffer<u32> step_;
   Buffer<vec4> q_;
@@ -354,9 +408,10 @@ class CoopAttention {
   Shared<f32> scores_;
   Shared<uvec4> probs_;
   Shared<u32> last_sh_;
-  Expr<u32> lid_, kv_, head_, lane_;
+  std::optional<Shared<f32>> stats_;  // with parts_ > 1: each part's (max, sum) of every row
+  Expr<u32> lid_, kv_, head_, part_, lane_;
   Expr<u32> row_ = constant<u32>(0), half_ = constant<u32>(0), query_pos_ = constant<u32>(0), chunks_ = constant<u32>(0),
-            active_ = constant<u32>(0), chunk_ = constant<u32>(0);
+            active_ = constant<u32>(0), chunk_ = constant<u32>(0), key_at_ = constant<u32>(0);
 };
 
 }  // namespace

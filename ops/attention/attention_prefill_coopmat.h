@@ -3,8 +3,11 @@
 // for long blocks (attention_prefill_coopmat_pays).
 //
 // Workgroup (kv and chunk, tile): 16 query tokens x the `group` query heads of KV head kv, a
-// subgroup per head. Two passes over its chunk of the positions the tile needs, 32 at a time
-// through shared memory:
+// subgroup per head, or two (ops/tuning.h's prefill_coopmat_attention_subgroups_per_head, where
+// head_dim's 16-wide blocks divide between them): each of a head's two takes half of every K/V
+// tile's keys in the scores and the softmax steps and half of head_dim in p x V, and the first
+// pass's max and sum of each row are combined over them through shared memory. Two passes over its
+// chunk of the positions the tile needs, 32 at a time through shared memory:
 // the first takes each query row's max and sum of exp(score - max) (online, two scalars a row);
 // the second turns the scores into the softmax weights p = exp(score - max) / sum as the
 // reference does, and multiplies them by V. q is F16 already (rope_kv_write rounds it, as

@@ -134,7 +134,8 @@ TEST(Catalog, EveryOpValidatesAndCompilesForALargeDevice) {
   // And the variants the tuning table switches, the other way than the table's.
   bdsl::ops::Tuning t = bdsl::ops::tuning_for(large);
   t.prefill_coopmat_attention_lean_weights = !t.prefill_coopmat_attention_lean_weights;
+  t.prefill_coopmat_attention_subgroups_per_head = 3 - t.prefill_coopmat_attention_subgroups_per_head;
   const bdsl::ops::ScopedTuning switched(t);
   for (const auto& e : bdsl::ops::catalog())
-    if (e.name == "attention_prefill_coopmat") check(e, " with the lean weights switched");
+    if (e.name == "attention_prefill_coopmat") check(e, " with the lean weights and the subgroups per head switched");
 }

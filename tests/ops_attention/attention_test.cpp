@@ -242,28 +242,36 @@ TEST_F(Attention, PrefillIsCausalOverTheBlock) {
   }
 }
 
-// The tuning table with the tensor-core kernel's lean softmax weights on or off.
-ops::Tuning with_lean_weights(const ops::OpTarget& target, bool lean) {
+// The tensor-core kernel's ways of working: its softmax weights lean or rounded, one or two
+// subgroups per query head.
+struct CoopWay {
+  bool lean;
+  uint32_t subgroups;
+};
+constexpr CoopWay kCoopWays[] = {{false, 1}, {true, 1}, {true, 2}, {false, 2}};
+ops::Tuning with_way(const ops::OpTarget& target, CoopWay way) {
   ops::Tuning t = ops::tuning_for(target);
-  t.prefill_coopmat_attention_lean_weights = lean;
+  t.prefill_coopmat_attention_lean_weights = way.lean;
+  t.prefill_coopmat_attention_subgroups_per_head = way.subgroups;
   return t;
 }
 
 // On F16 tensor cores (where the device lists 16x16x16): blocks at position 0 and late, token
 // counts that fill no tile, the causal edge inside a K/V tile, the 2B shape's 512-token block and
 // one near the end of a long context, a head_dim of 64, groups of 4, 3 (K/V rows that do not
-// divide among the workgroup) and 1; with the softmax weights as the reference forms them and lean.
+// divide among the workgroup) and 1; with the softmax weights as the reference forms them and lean,
+// one and two subgroups per query head.
 TEST_F(Attention, PrefillOnTensorCoresMatchesTheReference) {
   if (!ops::attention_prefill_coopmat_supported(target(), k2B))
     GTEST_SKIP() << "device " << ctx().info().name << " lists no F16 16x16x16 cooperative-matrix shape with subgroups of 32";
   struct Case { ops::AttentionDims dims; uint32_t context, pos0, n; };
-  for (const bool lean : {false, true}) {
-    const ops::ScopedTuning weights(with_lean_weights(target(), lean));
+  for (const CoopWay way : kCoopWays) {
+    const ops::ScopedTuning weights(with_way(target(), way));
     for (const Case& c : {Case{k2B, 4096, 0, 512}, Case{k2B, 4096, 97, 5}, Case{k2B, 4096, 3584, 512}, Case{k2B, 1024, 301, 77},
                           Case{k2B, 4096, 4090, 6}, Case{kTiny, 512, 0, 9}, Case{kTiny, 4096, 33, 130},
                           Case{{6, 2, 64}, 512, 40, 50}, Case{{4, 4, 64}, 512, 7, 33}})
       EXPECT_LT(prefill_coopmat_error(c.dims, c.context, c.pos0, c.n), kTolerance)
-          << "lean weights " << lean << " heads " << c.dims.n_heads << " pos0 " << c.pos0 << " n " << c.n;
+          << "lean weights " << way.lean << " subgroups " << way.subgroups << " heads " << c.dims.n_heads << " pos0 " << c.pos0 << " n " << c.n;
   }
 }
 
@@ -274,13 +282,13 @@ TEST_F(Attention, PrefillOnTensorCoresWithPositionChunks) {
   if (!ops::attention_prefill_coopmat_supported(target(), k2B))
     GTEST_SKIP() << "device " << ctx().info().name << " lists no F16 16x16x16 cooperative-matrix shape with subgroups of 32";
   struct Case { ops::AttentionDims dims; uint32_t context, pos0, n; };
-  for (const bool lean : {false, true}) {
-    const ops::ScopedTuning weights(with_lean_weights(target(), lean));
+  for (const CoopWay way : kCoopWays) {
+    const ops::ScopedTuning weights(with_way(target(), way));
     for (uint32_t chunks : {2u, 3u, 4u, 16u})
       for (const Case& c : {Case{k2B, 4096, 0, 512}, Case{k2B, 1024, 301, 77}, Case{k2B, 4096, 4090, 6},
                             Case{kTiny, 4096, 33, 130}, Case{{6, 2, 64}, 512, 40, 50}, Case{{4, 2, 48}, 512, 20, 40}})
         EXPECT_LT(prefill_coopmat_error(c.dims, c.context, c.pos0, c.n, chunks), kTolerance)
-            << "lean weights " << lean << " chunks " << chunks << " heads " << c.dims.n_heads << " head_dim "
+            << "lean weights " << way.lean << " subgroups " << way.subgroups << " chunks " << chunks << " heads " << c.dims.n_heads << " head_dim "
             << c.dims.head_dim << " pos0 " << c.pos0 << " n " << c.n;
   }
 }
