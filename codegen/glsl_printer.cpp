@@ -285,6 +285,7 @@ class Printer {
           case BarrierKind::BufferMemory: out_ << "memoryBarrierBuffer();\n"; break;
           case BarrierKind::WorkgroupAndBuffer: out_ << "memoryBarrierBuffer(); memoryBarrierShared(); barrier();\n"; break;
           case BarrierKind::Workgroup: out_ << "memoryBarrierShared(); barrier();\n"; break;
+          case BarrierKind::Subgroup: out_ << "subgroupMemoryBarrierShared(); subgroupBarrier();\n"; break;
           case BarrierKind::Device:
             out_ << "controlBarrier(gl_ScopeWorkgroup, gl_ScopeDevice, gl_StorageSemanticsBuffer | gl_StorageSemanticsShared, "
                     "gl_SemanticsAcquireRelease | gl_SemanticsMakeAvailable | gl_SemanticsMakeVisible);\n";

@@ -86,6 +86,7 @@ KernelInterface interface_of(const Kernel& kernel) {
   for (const Block& b : ir.blocks)
     for (const Stmt& s : b.stmts)
       if (s.kind == StmtKind::Barrier && BarrierKind(s.ref) == BarrierKind::Device) k.features.memory_model = true;
+      else if (s.kind == StmtKind::Barrier && BarrierKind(s.ref) == BarrierKind::Subgroup) k.features.subgroup_basic = true;
   k.push_fields = ir.push_fields;
   k.push_bytes = ir.push_bytes;
   k.workgroup_size = ir.workgroup_size;

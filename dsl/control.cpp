@@ -71,4 +71,8 @@ void device_barrier() {
   BuilderCore::current().append(Stmt{StmtKind::Barrier, static_cast<uint32_t>(BarrierKind::Device)});
 }
 
+void subgroup_barrier() {
+  BuilderCore::current().append(Stmt{StmtKind::Barrier, static_cast<uint32_t>(BarrierKind::Subgroup)});
+}
+
 }  // namespace bdsl::dsl

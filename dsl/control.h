@@ -96,5 +96,10 @@ void memory_barrier_buffer();
 // own device_barrier() before an atomic this workgroup has read are made visible to the loads
 // after it (handoff buffers', dsl/kernel_builder.h). Must be reached by every invocation.
 void device_barrier();
+// Subgroup execution barrier that also makes the subgroup's shared-memory writes visible to its
+// own invocations: where each subgroup writes and reads back a region of shared memory no other
+// subgroup touches meanwhile (a tensor-core result read by lanes), cheaper than barrier(). Placed
+// as barrier() is (control flow the same for the whole workgroup; checked before printing).
+void subgroup_barrier();
 
 }  // namespace bdsl::dsl

@@ -112,6 +112,7 @@ enum class BarrierKind : uint32_t {
   BufferMemory = 2,        // buffer memory only: no execution barrier (may diverge)
   Device = 3,              // every invocation; acquire and release of buffer and shared memory at
                            // device scope (Vulkan memory model): dsl/control.h's device_barrier()
+  Subgroup = 4,            // the invocations of one subgroup; shared memory: subgroup_barrier()
 };
 
 enum class FnKind : uint8_t { Pure, Subgroup, Atomic };

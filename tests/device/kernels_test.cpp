@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "codegen/glsl_printer.h"
 #include "codegen/interface_of.h"
 #include "device_test.h"
 #include "ops/examples/saxpy.h"
@@ -156,6 +157,42 @@ TEST_F(Kernels, SubgroupOperationsAgreeWithTheirDefinition) {
     EXPECT_EQ(o[4], first) << t;
     EXPECT_EQ(o[5], ((l + 1) % size) * 3 + 1) << t;
     EXPECT_EQ(o[6], l == 0 ? 1u : 0u) << t;
+  }
+}
+
+// subgroup_barrier: each subgroup writes its own slots of shared memory, then every lane reads its
+// neighbour's after the subgroup's barrier alone (as a tensor-core result read back by lanes).
+// Several rounds over the same slots, so a missing barrier would read a stale round; the GLSL says
+// subgroupBarrier, not barrier.
+TEST_F(Kernels, SubgroupBarrierOrdersTheSubgroupsSharedMemory) {
+  const uint32_t wg = 64, rounds = 8;
+  KernelBuilder k("subgroup_barrier_rounds", {wg, 1, 1});
+  auto out = k.buffer<u32>("out", Access::Write);
+  auto slots = k.shared<u32>("slots", wg);
+  auto lid = k.local_index();
+  auto lane = k.subgroup_invocation();
+  auto first = let("first", lid - lane);  // the subgroup's first slot
+  auto total = k.var<u32>("total", 0u);
+  for_range(0u, rounds, [&](Expr<u32> r) {
+    slots[lid] = lid * 1000u + r;
+    subgroup_barrier();
+    total = Expr<u32>(total) + Expr<u32>(slots[first + (lane + 1u) % k.subgroup_size()]);
+    subgroup_barrier();  // the reads are done before the next round's writes
+  }, "round");
+  out[k.global_id().x()] = Expr<u32>(total);
+  const dsl::Kernel kernel = k.build();
+  const std::string glsl = codegen::print_glsl(kernel);
+  EXPECT_NE(glsl.find("subgroupBarrier();"), std::string::npos);
+  EXPECT_EQ(glsl.find(" barrier();"), std::string::npos);
+  rt::Buffer ob(ctx(), wg * 4, {false, "out"});
+  run(kernel, {ob}, 1, rt::push());
+  const auto got = ob.download<uint32_t>();
+  const uint32_t size = ctx().info().subgroup_size;
+  for (uint32_t t = 0; t < wg; ++t) {
+    const uint32_t neighbour = t - t % size + (t % size + 1) % size;
+    uint32_t want = 0;
+    for (uint32_t r = 0; r < rounds; ++r) want += neighbour * 1000 + r;
+    EXPECT_EQ(got[t], want) << "invocation " << t;
   }
 }
 
