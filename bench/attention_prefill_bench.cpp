@@ -129,17 +129,13 @@ void attention_prefill(benchmark::State& st, BenchSession& s, const ops::Attenti
     copy.copy(vc, *v_src);
     copy.submit_and_wait();
   }
-  uint32_t ops_per = 1;  // graph operations per attention dispatch, the attention last
+  const uint32_t ops_per = q_src ? 5 : eviction ? 2 : 1;  // graph operations per attention dispatch, the attention last
   for (int i = 0; i < kDispatches; ++i) {
-    if (eviction) {
-      eviction->record(g);
-      ops_per = 2;
-    }
+    if (eviction) eviction->record(g);
     if (q_src) {
       g.copy(*q_src, q);
       g.copy(*k_src, k);
       g.copy(*v_src, vc);
-      ops_per = 5;
     }
     g.dispatch(p, {step, q, k, vc, partials, counters, out}, rt::push(n), grid);
   }
@@ -168,8 +164,6 @@ void register_attention_prefill_benchmarks(BenchSession& s) {
     variants.push_back({"tiled_evicted", false, {0, 0, 0}, false, 0, std::nullopt, 0, false, PrefillVariant::Evicted});
     variants.push_back({"tiled_evicted_data_copied", false, {0, 0, 0}, false, 0, std::nullopt, 0, false,
                         PrefillVariant::EvictedDataCopied});
-  }
-  if (!quick) {
     variants.push_back({"split_kv", true, {}});
     if (ops::attention_prefill_coopmat_supported(s.target, d)) {
       variants.push_back({"tensor_cores", false, {}, true});
