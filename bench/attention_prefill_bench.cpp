@@ -10,10 +10,13 @@
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
+#include <bit>
 #include <chrono>
 #include <optional>
 
 #include "bench/bench_registry.h"
+#include "golden/splitmix.h"
+#include "models/numerics/half_float.h"
 #include "ops/attention.h"
 #include "ops/common.h"
 #include "ops/tuning.h"
@@ -49,23 +52,17 @@ dsl::Kernel coop_kernel(const ops::OpTarget& target, const ops::AttentionDims& d
   return ops::attention_prefill_coopmat(target, d, context);
 }
 
-// F16 bit patterns of magnitude [1/4, 4) and either sign from a fixed sequence: scores that
-// differ, as a model's do. As F16 pairs (the cache) or as f32 words holding F16 values (q).
-uint32_t next_half(uint32_t& x) {
-  x = x * 1664525u + 1013904223u;
-  return (x >> 31) << 15 | (13 + (x >> 24) % 4) << 10 | (x >> 8) % 1024;
+// F16 values of magnitude [1/4, 4) and either sign from a seed: scores that differ, as a model's
+// do. As F16 pairs (the cache) or as f32 words holding F16 values (q).
+uint16_t varied_half(golden::SplitMix64& rng) {
+  const uint64_t r = rng.next();
+  return uint16_t((r >> 63) << 15 | (13 + (r >> 40) % 4) << 10 | r % 1024);
 }
-std::vector<uint32_t> varied_words(uint64_t words, bool pairs, uint32_t seed) {
+std::vector<uint32_t> varied_words(uint64_t words, bool pairs, uint64_t seed) {
+  golden::SplitMix64 rng(seed);
   std::vector<uint32_t> out(words);
-  uint32_t x = seed;
-  for (auto& w : out) {
-    if (pairs) {
-      w = next_half(x) | next_half(x) << 16;
-    } else {
-      const uint32_t h = next_half(x);
-      w = (h >> 15) << 31 | (((h >> 10) & 31) + 112) << 23 | (h & 1023) << 13;
-    }
-  }
+  for (auto& w : out)
+    w = pairs ? varied_half(rng) | uint32_t(varied_half(rng)) << 16 : std::bit_cast<uint32_t>(numerics::f16_to_f32(varied_half(rng)));
   return out;
 }
 

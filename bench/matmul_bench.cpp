@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bench/bench_registry.h"
+#include "golden/splitmix.h"
 #include "ops/ternary.h"
 #include "runtime/buffer.h"
 #include "runtime/graph.h"
@@ -27,18 +28,17 @@ struct MatmulCase {
   bool evicted = false;  // each dispatch after a 256 MB read (its code and data out of L2)
 };
 
-// Words of a fixed sequence: I2_S codes 0-2 in every 2 bits (weights) or any int8 (activations).
-std::vector<uint32_t> varied_words(uint64_t words, bool codes, uint32_t seed) {
+// Words from a seed: I2_S codes 0-2 in every 2 bits (weights) or any int8 (activations).
+std::vector<uint32_t> varied_words(uint64_t words, bool codes, uint64_t seed) {
+  golden::SplitMix64 rng(seed);
   std::vector<uint32_t> out(words);
-  uint32_t x = seed;
   for (auto& w : out) {
-    x = x * 1664525u + 1013904223u;
-    uint32_t v = x;
-    if (codes) {
-      v = 0;
-      for (uint32_t i = 0, y = x; i < 16; ++i, y = y * 1664525u + 1013904223u) v |= ((y >> 28) % 3) << (2 * i);
+    if (!codes) {
+      w = uint32_t(rng.next());
+      continue;
     }
-    w = v;
+    w = 0;
+    for (uint32_t i = 0; i < 16; ++i) w |= uint32_t(rng.next() % 3) << 2 * i;
   }
   return out;
 }
