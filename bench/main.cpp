@@ -4,7 +4,7 @@
 // --prefill-projections auto|fused|separate (compare the two prefill layouts on one device),
 // --matvec-rows N, --matvec-workgroup N (compare decode projection kernel shapes),
 // --prefill-block N (the tokens of the prefill per-op table, 512 by default),
-// --coop-tile-short|tall|deep RSxTSxRTxTT[,db|,kN] (prompt blocks' tensor-core tiles, ops/tuning.h),
+// --coop-tile-short|tall|deep RSxTSxRTxTT[,db|,kN|,r] (prompt blocks' tensor-core tiles, ops/tuning.h),
 // --prefill-attention-plain (prompt blocks' attention on FMA only), --coop-attention-from POS and
 // --coop-attention-chunk-tiles N (where prompt blocks attend on tensor cores, and in what chunks),
 // --coop-gate-up fused|apart (prompt blocks' gate and up as one dispatch or two),
@@ -31,17 +31,18 @@ bdsl::bitnet::PrefillProjections prefill_projections(const std::string& v) {
 }
 
 // A tensor-core tile as --coop-tile-* spell it: RSxTSxRTxTT (subgroups along rows and tokens,
-// tiles per subgroup along rows and tokens), then ",db" for two shared-memory stages or ",kN" for
-// the reduction split N ways.
+// tiles per subgroup along rows and tokens), then ",db" for two shared-memory stages, ",kN" for
+// the reduction split N ways or ",r" for operands read into the subgroups' fragments.
 bdsl::ops::CoopTile coop_tile(const std::string& v) {
   bdsl::ops::CoopTile t;
   char rest[32] = "";
   const int n = std::sscanf(v.c_str(), "%ux%ux%ux%u%31s", &t.row_subgroups, &t.token_subgroups, &t.row_tiles, &t.token_tiles, rest);
   const std::string r = rest;
   unsigned splits = 0;
-  if (n < 4 || !(r.empty() || r == ",db" || (std::sscanf(rest, ",k%u", &splits) == 1 && splits > 0)))
-    throw std::invalid_argument("--coop-tile-*: RSxTSxRTxTT[,db|,kN], not " + v);
+  if (n < 4 || !(r.empty() || r == ",db" || r == ",r" || (std::sscanf(rest, ",k%u", &splits) == 1 && splits > 0)))
+    throw std::invalid_argument("--coop-tile-*: RSxTSxRTxTT[,db|,kN|,r], not " + v);
   t.double_buffer = r == ",db";
+  t.register_operands = r == ",r";
   if (splits) t.k_splits = splits;
   return t;
 }

@@ -297,6 +297,7 @@ class Printer {
       case StmtKind::LoadMatrix:
       case StmtKind::StoreMatrix:
       case StmtKind::MulAddMatrix:
+      case StmtKind::SetMatrixElement:
         indent(depth);
         out_ << matrix_statement(s) << ";\n";
         return;
@@ -309,6 +310,7 @@ class Printer {
     switch (s.kind) {
       case StmtKind::DeclareMatrix: return type + " " + m + (s.node ? " = " + type + "(" + expr(s.node) + ")" : "");
       case StmtKind::FillMatrix: return m + " = " + type + "(" + expr(s.node) + ")";
+      case StmtKind::SetMatrixElement: return m + "[" + expr(s.index) + "] = " + expr(s.node);
       case StmtKind::MulAddMatrix:
         return m + " = " + kMatrixNV.mul_add + "(" + matrix_names_[s.matrix.operands[0]] + ", " +
                matrix_names_[s.matrix.operands[1]] + ", " + m + ")";
@@ -361,6 +363,7 @@ class Printer {
       case Op::Builtin: return builtin_name(static_cast<BuiltinVar>(n.ref));
       case Op::LoopIndex: return loop_names_[n.ref];
       case Op::VarRead: return var_names_[n.ref];
+      case Op::MatrixElement: return matrix_names_[n.ref] + "[" + expr(n.args[0]) + "]";
       case Op::Load:
       case Op::SharedLoad: return lvalue(n);
       case Op::Convert: return glsl_name(n.type) + "(" + expr(n.args[0]) + ")";

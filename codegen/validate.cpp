@@ -92,6 +92,7 @@ class Uniformity {
       }
       case Op::LoopIndex: return loop_uniform_[n.ref];
       case Op::VarRead: return var_uniform_[n.ref];
+      case Op::MatrixElement: return false;  // each invocation holds its own elements
       // A coherent or handoff buffer may change while the workgroup reads it (another workgroup writes it).
       case Op::Load:
         return ir_.buffers[n.ref].info.access == Access::Read && !ir_.buffers[n.ref].written_meanwhile() && uniform(n.args[0]);

@@ -89,6 +89,7 @@ bool BuilderCore::op_is_pure(Op op, uint32_t ref) const {
     case Op::VarRead:
     case Op::SharedLoad:
     case Op::Let:
+    case Op::MatrixElement:  // the matrix changes under it
       return false;
     case Op::Load:
       // Read-only data cannot change, unless another dispatch writes it while this one runs

@@ -47,7 +47,8 @@ namespace bdsl::dsl {
   X(Component, "", 1)        /* lane Node::ref of a vector */        \
   X(Construct, "", -1)       /* vector from scalars */               \
   X(Call, "", -1)            /* builtin function Fn(ref) */          \
-  X(Let, "", 1)              /* arg0, named and evaluated here */
+  X(Let, "", 1)              /* arg0, named and evaluated here */ \
+  X(MatrixElement, "", 1)    /* element arg0 of this invocation's share of matrix ref */
 
 enum class Op : uint8_t {
 #define BDSL_ENUM(name, spelling, arity) name,
@@ -138,7 +139,7 @@ struct Node {
   Type type;
   std::vector<const Node*> args;
   uint64_t literal = 0;  // Const: the value's bits (f32 bits, i32/u32 value, bool 0/1)
-  uint32_t ref = 0;      // PushField/LoopIndex/VarRead/Load/SharedLoad/Component/Call target
+  uint32_t ref = 0;      // PushField/LoopIndex/VarRead/Load/SharedLoad/Component/Call/MatrixElement target
   uint32_t seq = 0;      // creation order
   Location loc;
   bool pure = true;      // may be shared between uses and moved past statements
@@ -167,6 +168,7 @@ enum class StmtKind : uint8_t {
   LoadMatrix,     // index = first element, node = stride (elements); matrix.memory is read
   StoreMatrix,    // index = first element, node = stride (elements); matrix.memory is written
   MulAddMatrix,   // matrix.operands = a, b: ref = a * b + ref
+  SetMatrixElement,  // index = element of this invocation's share, node = value (per invocation)
 };
 
 enum class MatrixUse : uint8_t { A, B, Accumulator };  // A (M x K) * B (K x N) + Accumulator (M x N)

@@ -17,6 +17,11 @@
 // array's elements (GLSL_KHR_cooperative_matrix issue 3). So int8 and F16 tiles can be written a
 // word at a time (F16 pairs as packHalf2x16 packs them, the lower element in the low half).
 //
+// Each invocation also holds a share of the elements, read and written one at a time
+// (element(i), set_element(i, v)). Which elements an invocation holds, and how many, is the
+// device's arrangement, not the API's: a kernel that relies on one must check that the device
+// uses it (ops/common/matrix_fragments.h probes NVIDIA's).
+//
 // Prints as GL_NV_cooperative_matrix (icoopmatNV / fcoopmatNV): the device must list the shape
 // (rt::DeviceInfo::cooperative_matrix_nv_shapes); the runtime refuses it otherwise.
 #pragma once
@@ -122,6 +127,17 @@ class Matrix {
     Stmt s{StmtKind::MulAddMatrix, id()};
     s.matrix.operands = {a.id(), b.id()};
     BuilderCore::current().append(std::move(s));
+  }
+
+  // Element i of this invocation's share (m[i] in GLSL): per invocation, like a variable.
+  Expr<S> element(uint32_t i) const {
+    BuilderCore& b = BuilderCore::current();
+    return Expr<S>(b.make(Op::MatrixElement, type_of<S>(), {literal_node<u32>(i)}, 0, id()));
+  }
+  template <class X>
+    requires OperandOf<X, S>
+  void set_element(uint32_t i, const X& v) const {
+    BuilderCore::current().append(Stmt{StmtKind::SetMatrixElement, id(), literal_node<u32>(i), as_node<S>(v)});
   }
 
   // Fallbacks (see hint:: in dsl/expr.h) of fill, load, store and mul_add.

@@ -9,6 +9,7 @@
 #include "ops/attention/attention_split_kv.h"
 #include "ops/attention/rope_kv_write.h"
 #include "ops/common/embedding_lookup.h"
+#include "ops/common/matrix_fragments.h"
 #include "ops/common/parity_copy.h"
 #include "ops/common/quantize_activations.h"
 #include "ops/common/rms_norm.h"
@@ -56,6 +57,19 @@ OpTarget with_int8_tensor_cores(const OpTarget& t) {
   n.max_shared_bytes = std::max(t.max_shared_bytes, 49152u);
   n.max_workgroup_invocations = std::max(t.max_workgroup_invocations, 1024u);
   return n;
+}
+
+// ... and one whose matrices hold PTX's fragments (what the probe finds on an NVIDIA GPU), with a
+// tile for the kernels that rely on them.
+OpTarget with_ptx_fragments(const OpTarget& t) {
+  OpTarget n = with_int8_tensor_cores(t);
+  n.int8_ptx_fragments = true;
+  return n;
+}
+CoopMatmulOptions fragment_tile() {
+  CoopMatmulOptions o;
+  static_cast<CoopTile&>(o) = CoopTile{4, 2, 2, 4, false, 1, true};
+  return o;
 }
 
 // The same for the F16 16x16x16 shape (attention on tensor cores).
@@ -155,6 +169,16 @@ const std::vector<CatalogEntry>& catalog() {
          o.gate_up = GateActivation::Relu2;
          return plan_ternary_matmul_coopmat(with_int8_tensor_cores(t), kFfn, kDim, o).kernel;
        }},
+      {"ternary_matmul_fragments", "Y = W X on tensor cores, operands read into PTX's fragments, no shared memory (prefill)",
+       [](T t) { return plan_ternary_matmul_coopmat(with_ptx_fragments(t), kDim, kDim, fragment_tile()).kernel; }},
+      {"gate_up_matmul_fragments", "gate and up of a block into PTX's fragments, relu^2 product in the epilogue (prefill)",
+       [](T t) {
+         CoopMatmulOptions o = fragment_tile();
+         o.gate_up = GateActivation::Relu2;
+         return plan_ternary_matmul_coopmat(with_ptx_fragments(t), kFfn, kDim, o).kernel;
+       }},
+      {"int8_fragments_probe", "where a device's 16x8x32 int8 matrices hold their elements (each invocation's)",
+       [](T t) { return int8_fragments_probe(with_int8_tensor_cores(t)); }},
       {"attention_prefill_coopmat", "causal attention of a block on F16 tensor cores (prefill, 16x16x16)",
        [](T t) { return plan_attention_prefill_coopmat(with_f16_tensor_cores(t), kHeads, kContext).kernel; }},
       {"rope_kv_write", "NeoX RoPE on q and k, k/v into the F16 cache", [](T t) { return plan_rope_kv_write(t, kHeads, kContext).kernel; }},

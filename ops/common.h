@@ -10,6 +10,7 @@
 
 #include "ops/common/embedding_lookup.h"
 #include "ops/common/gate_activation.h"
+#include "ops/common/matrix_fragments.h"
 #include "ops/common/norm_scale.h"
 #include "ops/common/pack_half.h"
 #include "ops/common/parity_copy.h"

@@ -37,6 +37,10 @@ struct OpTarget {
   // for by the model (ModelOptions::exact_norm_scale), never set from the device alone.
   bool exact_norm_scale = false;
 
+  // The device's 16x8x32 int8 matrices hold their elements as PTX's mma.m16n8k32 fragments: found
+  // by running a probe (ops/common/matrix_fragments.h's int8_fragments_are_ptx), never assumed.
+  bool int8_ptx_fragments = false;
+
   bool has_matrix_shape(const MatrixShape& m) const {
     return std::find(matrix_shapes.begin(), matrix_shapes.end(), m) != matrix_shapes.end();
   }

@@ -20,6 +20,11 @@ struct CoopTile {
   // workgroups (a step's few tokens, a prompt's short projections in large tiles). Not with
   // double_buffer.
   uint32_t k_splits = 1;
+  // Each subgroup reads its operands from memory straight into its matrices' elements (PTX's
+  // fragments: ops/ternary/ternary_matmul_fragments.h), so the reduction needs no shared memory
+  // and no barrier. Only where the device's probe finds that arrangement (OpTarget::
+  // int8_ptx_fragments); elsewhere the tile runs staged. Not with double_buffer or k_splits.
+  bool register_operands = false;
 };
 
 struct Tuning {

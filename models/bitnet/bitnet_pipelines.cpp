@@ -73,7 +73,7 @@ ops::SplitKvTuning decode_attention_tuning(const DecodeTuning& t, const ops::Att
 BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c, uint32_t k,
                                  codegen::ShaderCache& cache, const DecodeTuning& requested, bool greedy_head,
                                  bool exact_norm_scale)
-    : target(ops::with_exact_norm_scale(ops::OpTarget::from(ctx.info()), exact_norm_scale)),
+    : target(ops::with_probed_fragments(ctx, ops::with_exact_norm_scale(ops::OpTarget::from(ctx.info()), exact_norm_scale))),
       tuning(with_table(requested, ops::tuning_for(target), target, c)),
       dims{c.n_heads, c.n_kv_heads, c.head_dim},
       split(ops::lm_head_split(target, c.vocab_size, c.dim)),

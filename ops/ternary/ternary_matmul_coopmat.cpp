@@ -8,6 +8,7 @@
 
 #include "ops/common/handoff.h"
 #include "ops/common/matrix_support.h"
+#include "ops/ternary/ternary_matmul_fragments.h"
 #include "ops/tuning.h"
 
 namespace bdsl::ops {
@@ -332,6 +333,7 @@ CoopMatmulOptions coop_tiles_for(const OpTarget& target, uint32_t rows, uint32_t
                                                         : tu.coop_tile_short;
   CoopMatmulOptions o;
   static_cast<CoopTile&>(o) = t;
+  o.register_operands = t.register_operands && target.int8_ptx_fragments;  // else staged
   return o;
 }
 
@@ -362,6 +364,7 @@ Kernel ternary_matmul_coopmat(const OpTarget& target, uint32_t rows, uint32_t co
                                 ": rows must be positive and cols a positive multiple of 128");
   if (uint64_t(rows) * cols / 64 >= (1ull << 32))
     throw std::invalid_argument("ternary_matmul_coopmat: the weights are too large for 32-bit indices");
+  if (options.register_operands) return ternary_matmul_fragments(target, rows, cols, options);
   const Tiles t = tiles_of(target, shape, options);
   if (options.gate_up && (options.add_residual || options.write_accumulators || options.k_splits > 1 || t.rows % 8 != 0))
     throw std::invalid_argument("ternary_matmul_coopmat: gate_up takes no residual, accumulators or k_splits, and a tile of "

@@ -107,6 +107,33 @@ TEST(Matrix, Int8SharedArraysNeedNo8BitStorage) {
   EXPECT_FALSE(bdsl::codegen::compile_glsl("int8_shared", glsl).empty());
 }
 
+// An invocation's own elements: written from bytes of a word, read back after a multiply-add, also
+// inside control flow that differs between invocations (they are the invocation's, like a variable).
+TEST(Matrix, ElementsAreReadAndWrittenOneAtATime) {
+  KernelBuilder k("matrix_elements", {32, 1, 1});
+  auto words = k.buffer<u32>("words", Access::Read);
+  auto out = k.buffer<i32>("out", Access::Write);
+  auto acc = k.matrix<MatrixAcc<i32, 16, 8>>("acc", 0);
+  auto a = k.matrix<MatrixA<i8, 16, 32>>("a");
+  auto b = k.matrix<MatrixB<i8, 32, 8>>("b");
+  auto w = let("w", Expr<u32>(words[k.local_index()]));
+  for (uint32_t i = 0; i < 16; ++i) a.set_element(i, cast<i8>(w >> (8 * (i % 4))));
+  b.fill(cast<i8>(Expr<i32>(1)));
+  auto before = let("before", acc.element(3));
+  acc.mul_add(a, b);
+  if_(k.local_index() < 16u, [&] { out[k.local_index()] = acc.element(3) - before; });
+  const Kernel kernel = k.build();
+  bdsl::codegen::validate(kernel);
+  const std::string glsl = print_glsl(kernel);
+  EXPECT_NE(glsl.find("a[0u] = int8_t(w >> 0u);"), std::string::npos) << glsl;
+  EXPECT_NE(glsl.find("a[13u] = int8_t(w >> 8u);"), std::string::npos) << glsl;
+  // The read before the multiply-add is taken there, not where it is used.
+  EXPECT_NE(glsl.find("const int before = acc[3u];"), std::string::npos) << glsl;
+  EXPECT_LT(glsl.find("const int before"), glsl.find("coopMatMulAddNV")) << glsl;
+  EXPECT_NE(glsl.find("out_[gl_LocalInvocationIndex] = acc[3u] - before;"), std::string::npos) << glsl;
+  EXPECT_FALSE(bdsl::codegen::compile_glsl("matrix_elements", glsl).empty());
+}
+
 TEST(Matrix, OperationInDivergentControlFlowIsRefused) {
   KernelBuilder k("divergent_matrix", {32, 1, 1});
   auto c_out = k.buffer<i32>("c_out", Access::Write);

@@ -7,6 +7,7 @@
 #include <array>
 
 #include "codegen/interface_of.h"
+#include "ops/common/matrix_fragments.h"
 #include "matrix_test.h"
 #include "runtime/graph.h"
 #include "runtime/pipeline.h"
@@ -30,13 +31,17 @@ class TernaryMatmulCoopmat : public OpsMatrix {
               engine != ops::MatmulEngine::Subgroup && ops::ternary_matmul_coopmat_shape(target()));
     check(rows, cols, tokens, ops::plan_ternary_matmul_auto(target(), rows, cols, o, engine), residual);
   }
-  // The tensor-core kernel with a given tile shape.
-  void check(uint32_t rows, uint32_t cols, uint32_t tokens, ops::CoopMatmulOptions o) {
+  // The tensor-core kernel with a given tile shape (on the target as probed: register_operands).
+  void check(uint32_t rows, uint32_t cols, uint32_t tokens, ops::CoopMatmulOptions o, bool residual = false) {
     o.write_accumulators = true;
+    o.add_residual = residual;
     SCOPED_TRACE(testing::Message() << "subgroups " << o.row_subgroups << "x" << o.token_subgroups << " tiles "
-                                    << o.row_tiles << "x" << o.token_tiles << (o.double_buffer ? " double buffer" : ""));
-    check(rows, cols, tokens, ops::plan_ternary_matmul_coopmat(target(), rows, cols, o), false);
+                                    << o.row_tiles << "x" << o.token_tiles << (o.double_buffer ? " double buffer" : "")
+                                    << (o.register_operands ? " register operands" : ""));
+    check(rows, cols, tokens, ops::plan_ternary_matmul_coopmat(probed(), rows, cols, o), residual);
   }
+  // The device's target with what the fragment probe finds (ops/common/matrix_fragments.h).
+  ops::OpTarget probed() { return ops::with_probed_fragments(ctx(), target()); }
   void check(uint32_t rows, uint32_t cols, uint32_t tokens, const ops::Plan& m, bool residual) {
     SCOPED_TRACE(testing::Message() << rows << "x" << cols << " tokens " << tokens << (residual ? " residual" : ""));
     const I2sWeights w = random_i2s(rows, cols, rows + cols);
@@ -160,6 +165,69 @@ TEST_F(TernaryMatmulCoopmat, PromptTilesSplitTheirReductionToTheSameBits) {
   expect_split_gives_the_same_bits(2560, 6912, 130, tile, 3);
 }
 
+// The probe of where each invocation holds a 16x8x32 int8 product's elements: every element of A,
+// B and C held by exactly one invocation, and int8_fragments_are_ptx true exactly when each sits
+// where PTX's mma.m16n8k32 fragments put it. NVIDIA's tensor cores take those fragments, so an
+// NVIDIA device must hold them so.
+TEST_F(TernaryMatmulCoopmat, FragmentProbeFindsEveryElementOnce) {
+  if (!ops::target_has_probe_shape(target())) GTEST_SKIP() << why_skipped() << " (the probe needs 16x8x32 and subgroups of 32)";
+  rt::Buffer out = output(32 * ops::kFragmentProbeWords * 4, "elements");
+  run2d(ops::int8_fragments_probe(target()), {out}, 1, 1);
+  const auto got = out.download<uint32_t>();
+  std::array<std::vector<int>, 3> seen{std::vector<int>(16 * 32), std::vector<int>(32 * 8), std::vector<int>(16 * 8)};
+  bool ptx = true;
+  for (uint32_t inv = 0; inv < 32; ++inv)
+    for (uint32_t i = 0; i < ops::kFragmentProbeWords; ++i) {
+      const uint32_t w = got[inv * ops::kFragmentProbeWords + i], row = w >> 8, col = w & 0xffu;
+      const int m = i < 16 ? 0 : i < 24 ? 1 : 2;
+      const uint32_t cols = m == 0 ? 32 : 8, rows = m == 1 ? 32 : 16;
+      ASSERT_TRUE(row < rows && col < cols) << "invocation " << inv << " element " << i << ": " << row << ", " << col;
+      ++seen[m][row * cols + col];
+      const ops::FragmentElement want = m == 0 ? ops::ptx_fragment_a(inv, i)
+                                        : m == 1 ? ops::ptx_fragment_b(inv, i - 16)
+                                                 : ops::ptx_fragment_c(inv, i - 24);
+      ptx = ptx && want == ops::FragmentElement{row, col};
+    }
+  for (const auto& s : seen)
+    for (int n : s) ASSERT_EQ(n, 1);
+  EXPECT_EQ(ops::int8_fragments_are_ptx(ctx(), target()), ptx);
+  if (ctx().info().name.find("NVIDIA") != std::string::npos) EXPECT_TRUE(ptx) << ctx().info().name;
+}
+
+// Tiles whose subgroups read their operands into PTX's fragments (register_operands), with no
+// shared memory: the same accumulators as golden, also with a residual; rows and tokens that fill
+// no tile, odd tile counts, one subgroup alone.
+TEST_F(TernaryMatmulCoopmat, RegisterOperandTilesMatchGolden) {
+  if (!has_tensor_cores()) GTEST_SKIP() << why_skipped();
+  if (!probed().int8_ptx_fragments) GTEST_SKIP() << "device " << ctx().info().name << " does not hold PTX's fragments";
+  for (auto [rs, ts, rt, tt] : {std::array<uint32_t, 4>{4, 2, 2, 4}, {1, 1, 1, 1}, {2, 1, 4, 2}, {4, 2, 1, 2}, {3, 1, 3, 3}}) {
+    ops::CoopMatmulOptions o;
+    o.row_subgroups = rs, o.token_subgroups = ts, o.row_tiles = rt, o.token_tiles = tt, o.register_operands = true;
+    check(7, 128, 1, o);
+    check(100, 384, 45, o);
+    check(640, 2560, 70, o, true);
+    check(2560, 6912, 33, o);
+  }
+}
+
+// A table tile with register_operands runs staged where the probe found no PTX fragments.
+TEST_F(TernaryMatmulCoopmat, RegisterOperandTilesNeedTheProbe) {
+  ops::OpTarget t = target();
+  ops::Tuning tuning = ops::tuning_for(t);
+  tuning.coop_tile_short.register_operands = true;
+  const ops::ScopedTuning scoped(tuning);
+  t.int8_ptx_fragments = false;
+  EXPECT_FALSE(ops::coop_tiles_for(t, 2560, 2560).register_operands);
+  t.int8_ptx_fragments = true;
+  EXPECT_TRUE(ops::coop_tiles_for(t, 2560, 2560).register_operands);
+  t.int8_ptx_fragments = false;
+  t.matrix_shapes = {MatrixShape{16, 8, 32, ScalarKind::I8, ScalarKind::I32}};
+  t.subgroup_size = 32;
+  ops::CoopMatmulOptions o = ops::coop_tiles_for(t, 2560, 2560);
+  o.register_operands = true;
+  EXPECT_THROW(ops::ternary_matmul_coopmat(t, 2560, 2560, o), std::invalid_argument);
+}
+
 // Gate and up in one dispatch (CoopMatmulOptions::gate_up): act(gate) * up of what the two
 // projections write apart, with ReLU^2 bit for bit (two multiplications, each rounded as the CPU's),
 // with SiLU within its exp's error. Tiles: the target's for gate/up, 128 x 128 in two passes, a
@@ -172,22 +240,29 @@ TEST_F(TernaryMatmulCoopmat, FusedGateUpIsTheProductOfTheTwoProjections) {
     o.row_subgroups = rs, o.token_subgroups = ts, o.row_tiles = rt, o.token_tiles = tt;
     tiles.push_back(o);
   }
+  // Operands read into the fragments, where the device holds PTX's: gate's tiles then up's per subgroup.
+  if (probed().int8_ptx_fragments)
+    for (auto [rs, ts, rt, tt] : {std::array<uint32_t, 4>{4, 2, 2, 4}, {1, 1, 2, 1}, {3, 1, 4, 3}}) {
+      ops::CoopMatmulOptions o;
+      o.row_subgroups = rs, o.token_subgroups = ts, o.row_tiles = rt, o.token_tiles = tt, o.register_operands = true;
+      tiles.push_back(o);
+    }
   for (const auto& tile : tiles)
     for (auto [rows, cols, tokens] : {std::array<uint32_t, 3>{100, 384, 45}, {640, 2560, 70}})
       for (auto act : {ops::GateActivation::Relu2, ops::GateActivation::Silu}) {
         SCOPED_TRACE(testing::Message() << ops::to_string(act) << " " << rows << "x" << cols << " tokens " << tokens << " tile "
                                         << tile.row_subgroups << "x" << tile.token_subgroups << "x" << tile.row_tiles << "x"
-                                        << tile.token_tiles);
+                                        << tile.token_tiles << (tile.register_operands ? " register operands" : ""));
         const I2sWeights wg = random_i2s(rows, cols, rows + 1, 1.5f), wu = random_i2s(rows, cols, rows + 2, 0.5f);
         const Tokens x = quantize_tokens(tokens, cols, cols + tokens, 7);
         rt::Buffer g = buffer_of(wg.bytes, "w_gate"), u = buffer_of(wu.bytes, "w_up");
         rt::Buffer qb = buffer_of(x.words, "x_q"), ab = buffer_of(x.act, "x_act");
         rt::Buffer yg = output(uint64_t(rows) * tokens * 4, "gate"), yu = output(uint64_t(rows) * tokens * 4, "up");
         rt::Buffer y = output(uint64_t(rows) * tokens * 4, "y");
-        const ops::Plan apart = ops::plan_ternary_matmul_coopmat(target(), rows, cols, tile);
+        const ops::Plan apart = ops::plan_ternary_matmul_coopmat(probed(), rows, cols, tile);
         ops::CoopMatmulOptions fused_tile = tile;
         fused_tile.gate_up = act;
-        const ops::Plan fused = ops::plan_ternary_matmul_coopmat(target(), rows, cols, fused_tile);
+        const ops::Plan fused = ops::plan_ternary_matmul_coopmat(probed(), rows, cols, fused_tile);
         const uint32_t half_tile = tile.row_subgroups * tile.row_tiles * 8;  // rows of gate (and of up) a workgroup
         ASSERT_EQ(fused.grid(tokens).x, (rows + half_tile - 1) / half_tile);
         run2d(apart.kernel, {g, qb, ab, yg}, apart.grid(tokens).x, apart.grid(tokens).y, rt::push(tokens));
