@@ -63,7 +63,7 @@ OpTarget with_int8_tensor_cores(const OpTarget& t) {
 // tile for the kernels that rely on them.
 OpTarget with_ptx_fragments(const OpTarget& t) {
   OpTarget n = with_int8_tensor_cores(t);
-  n.int8_ptx_fragments = true;
+  n.int8_fragments = Int8FragmentOrder::ptx();
   return n;
 }
 CoopMatmulOptions fragment_tile() {

@@ -2,13 +2,32 @@
 // variants from this, never from constants written for one GPU.
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "runtime/device_info.h"
 
 namespace bdsl::ops {
+
+// Element i of an invocation's share of an A (16 x 32), B (32 x 8) or C (16 x 8) is PTX's fragment
+// element a[i] (b[i], c[i]) of that invocation (ops/common/matrix_fragments.h names PTX's).
+struct Int8FragmentOrder {
+  std::array<uint8_t, 16> a{};
+  std::array<uint8_t, 8> b{};
+  std::array<uint8_t, 4> c{};
+  bool operator==(const Int8FragmentOrder&) const = default;
+  // PTX's own order: element i is PTX's element i.
+  static Int8FragmentOrder ptx() {
+    Int8FragmentOrder o;
+    for (uint8_t i = 0; i < 16; ++i) o.a[i] = i;
+    for (uint8_t i = 0; i < 8; ++i) o.b[i] = i;
+    for (uint8_t i = 0; i < 4; ++i) o.c[i] = i;
+    return o;
+  }
+};
 
 struct OpTarget {
   std::string device_name;  // for the tuning table (ops/tuning.h) only: it never changes a result
@@ -37,9 +56,10 @@ struct OpTarget {
   // for by the model (ModelOptions::exact_norm_scale), never set from the device alone.
   bool exact_norm_scale = false;
 
-  // The device's 16x8x32 int8 matrices hold their elements as PTX's mma.m16n8k32 fragments: found
-  // by running a probe (ops/common/matrix_fragments.h's int8_fragments_are_ptx), never assumed.
-  bool int8_ptx_fragments = false;
+  // Where the device's 16x8x32 int8 matrices hold PTX's mma.m16n8k32 fragments, in what order:
+  // found by running a probe (ops/common/matrix_fragments.h), never assumed; none where the
+  // elements are not PTX's fragments in some order the same for every invocation.
+  std::optional<Int8FragmentOrder> int8_fragments;
 
   bool has_matrix_shape(const MatrixShape& m) const {
     return std::find(matrix_shapes.begin(), matrix_shapes.end(), m) != matrix_shapes.end();

@@ -23,7 +23,7 @@ struct CoopTile {
   // Each subgroup reads its operands from memory straight into its matrices' elements (PTX's
   // fragments: ops/ternary/ternary_matmul_fragments.h), so the reduction needs no shared memory
   // and no barrier. Only where the device's probe finds that arrangement (OpTarget::
-  // int8_ptx_fragments); elsewhere the tile runs staged. Not with double_buffer or k_splits.
+  // int8_fragments); elsewhere the tile runs staged. Not with double_buffer or k_splits.
   bool register_operands = false;
 };
 

@@ -65,10 +65,35 @@ Kernel int8_fragments_probe(const OpTarget& target) {
   return k.build();
 }
 
-bool int8_fragments_are_ptx(rt::Context& ctx, const OpTarget& target) {
-  if (!target_has_probe_shape(target)) return false;
+std::optional<Int8FragmentOrder> int8_fragment_order(const std::vector<uint32_t>& words) {
+  if (words.size() < 32 * kFragmentProbeWords) return std::nullopt;
+  Int8FragmentOrder order;
+  // Element i of invocation inv holds PTX's element p: the same p for every invocation.
+  auto place = [&](uint32_t inv, uint32_t i, uint32_t count, FragmentElement (*ptx)(uint32_t, uint32_t), uint8_t& p) {
+    const uint32_t w = words[inv * kFragmentProbeWords + i];
+    const FragmentElement e{w >> 8, w & 0xffu};
+    for (uint32_t q = 0; q < count; ++q)
+      if (ptx(inv, q) == e) {
+        if (inv == 0) p = uint8_t(q);
+        return inv == 0 || p == q;
+      }
+    return false;
+  };
+  for (uint32_t inv = 0; inv < 32; ++inv) {
+    for (uint32_t i = 0; i < 16; ++i)
+      if (!place(inv, i, 16, ptx_fragment_a, order.a[i])) return std::nullopt;
+    for (uint32_t i = 0; i < 8; ++i)
+      if (!place(inv, 16 + i, 8, ptx_fragment_b, order.b[i])) return std::nullopt;
+    for (uint32_t i = 0; i < 4; ++i)
+      if (!place(inv, 24 + i, 4, ptx_fragment_c, order.c[i])) return std::nullopt;
+  }
+  return order;
+}
+
+std::optional<Int8FragmentOrder> probe_int8_fragments(rt::Context& ctx, const OpTarget& target) {
+  if (!target_has_probe_shape(target)) return std::nullopt;
   static std::mutex mutex;
-  static std::map<std::string, bool> known;
+  static std::map<std::string, std::optional<Int8FragmentOrder>> known;
   std::lock_guard lock(mutex);
   if (auto it = known.find(target.device_name); it != known.end()) return it->second;
   rt::Pipeline p = rt::make_pipeline(ctx, int8_fragments_probe(target));
@@ -76,21 +101,11 @@ bool int8_fragments_are_ptx(rt::Context& ctx, const OpTarget& target) {
   rt::Graph g(ctx);
   g.dispatch(p, {out}, rt::Grid{1, 1, 1});
   g.submit_and_wait();
-  const std::vector<uint32_t> got = out.download<uint32_t>();
-  auto word = [](FragmentElement e) { return (e.row << 8) | e.col; };
-  bool same = true;
-  for (uint32_t inv = 0; inv < 32; ++inv) {
-    const uint32_t* w = &got[inv * kFragmentProbeWords];
-    for (uint32_t i = 0; i < 16; ++i) same = same && w[i] == word(ptx_fragment_a(inv, i));
-    for (uint32_t i = 0; i < 8; ++i) same = same && w[16 + i] == word(ptx_fragment_b(inv, i));
-    for (uint32_t i = 0; i < 4; ++i) same = same && w[24 + i] == word(ptx_fragment_c(inv, i));
-  }
-  known[target.device_name] = same;
-  return same;
+  return known[target.device_name] = int8_fragment_order(out.download<uint32_t>());
 }
 
 OpTarget with_probed_fragments(rt::Context& ctx, OpTarget target) {
-  target.int8_ptx_fragments = int8_fragments_are_ptx(ctx, target);
+  target.int8_fragments = probe_int8_fragments(ctx, target);
   return target;
 }
 

@@ -1,7 +1,8 @@
 // Which of a 16x8x32 int8 product's elements each invocation holds (dsl/matrix.h's element()):
 // the API leaves it to the device. Kernels that fill their operands element by element
-// (ops/ternary/ternary_matmul_fragments.h) assume PTX's mma.m16n8k32 fragments, the arrangement
-// NVIDIA's tensor cores take; a probe reads the device's own before such a kernel is used.
+// (ops/ternary/ternary_matmul_fragments.h) rely on each invocation holding PTX's mma.m16n8k32
+// fragment elements (what NVIDIA's tensor cores take), in an order the probe reads from the device
+// (OpTarget::int8_fragments) before such a kernel is used.
 //
 // PTX's arrangement, with g = invocation / 4 and t = invocation % 4 in a subgroup of 32:
 //   A (16 x 32), element i of 16: row g + 8 * (i / 4 % 2), column 4t + i % 4 + 16 * (i / 8);
@@ -9,6 +10,8 @@
 //   C (16 x 8),  element i of 4:  row g + 8 * (i / 2), column 2t + i % 2.
 #pragma once
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 #include "dsl/dsl.h"
 #include "ops/target.h"
@@ -34,10 +37,13 @@ bool target_has_probe_shape(const OpTarget& target);
 // Binding: elements (u32, write). Grid: 1. Needs the 16x8x32 int8 shape and subgroups of 32.
 dsl::Kernel int8_fragments_probe(const OpTarget& target);
 
-// Runs the probe: true when the device holds every element where PTX's arrangement says (false
-// without the shape, or with other subgroups). Cached per device name within the process.
-bool int8_fragments_are_ptx(rt::Context& ctx, const OpTarget& target);
-// target with int8_ptx_fragments as the probe finds it.
+// The order the probe's words show (kFragmentProbeWords an invocation): none unless every
+// invocation's elements are PTX's fragment elements, each in the same place for every invocation.
+std::optional<Int8FragmentOrder> int8_fragment_order(const std::vector<uint32_t>& probe_words);
+// Runs the probe on the device: its order, or none (also without the shape, or with other
+// subgroups). Cached per device name within the process.
+std::optional<Int8FragmentOrder> probe_int8_fragments(rt::Context& ctx, const OpTarget& target);
+// target with int8_fragments as the probe finds it.
 OpTarget with_probed_fragments(rt::Context& ctx, OpTarget target);
 
 }  // namespace bdsl::ops

@@ -333,7 +333,7 @@ CoopMatmulOptions coop_tiles_for(const OpTarget& target, uint32_t rows, uint32_t
                                                         : tu.coop_tile_short;
   CoopMatmulOptions o;
   static_cast<CoopTile&>(o) = t;
-  o.register_operands = t.register_operands && target.int8_ptx_fragments;  // else staged
+  o.register_operands = t.register_operands && target.int8_fragments.has_value();  // else staged
   return o;
 }
 

@@ -1,5 +1,6 @@
 #include "ops/ternary/ternary_matmul_fragments.h"
 
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -17,18 +18,30 @@ Expr<u32> ternary_bytes(const Expr<u32>& word, uint32_t shift) {
   return (((word >> shift) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u;
 }
 
-// Elements first..first+3 of m from the bytes of a word, lowest byte first.
-template <class M>
-void set_bytes(const M& m, uint32_t first, const Expr<u32>& word) {
-  for (uint32_t b = 0; b < 4; ++b) m.set_element(first + b, cast<i8>(b == 0 ? word : word >> (8 * b)));
+// The element of an invocation's share that holds PTX's fragment element p (OpTarget::int8_fragments).
+template <size_t N>
+uint32_t element_of(const std::array<uint8_t, N>& order, uint32_t p) {
+  for (uint32_t i = 0; i < N; ++i)
+    if (order[i] == p) return i;
+  throw std::logic_error("ternary_matmul_fragments: a fragment order that is not a permutation");
 }
+
+// PTX's fragment elements first..first+3 of m from the bytes of a word, lowest byte first.
+template <class M, size_t N>
+void set_bytes(const M& m, const std::array<uint8_t, N>& order, uint32_t first, const Expr<u32>& word) {
+  for (uint32_t b = 0; b < 4; ++b) m.set_element(element_of(order, first + b), cast<i8>(b == 0 ? word : word >> (8 * b)));
+}
+
+// Marks the experiment's kernels apart in the bench's names (a variable never read).
+void name_suffix_marker(KernelBuilder& k) { k.var<u32>("prefetch_variant", 1u); }
 
 }  // namespace
 
 Kernel ternary_matmul_fragments(const OpTarget& target, uint32_t rows, uint32_t cols, const CoopMatmulOptions& o) {
   constexpr uint32_t M = 16, N = 8, K = 32;
-  if (!target.int8_ptx_fragments || target.subgroup_size != 32)
+  if (!target.int8_fragments || target.subgroup_size != 32)
     throw std::invalid_argument("ternary_matmul_fragments: the target's int8 matrices are not known to hold PTX's fragments");
+  const Int8FragmentOrder& order = *target.int8_fragments;
   if (o.double_buffer || o.k_splits > 1 || o.row_subgroups == 0 || o.token_subgroups == 0 || o.row_tiles == 0 ||
       o.token_tiles == 0)
     throw std::invalid_argument("ternary_matmul_fragments: positive subgroups and tiles, no double_buffer or k_splits");
@@ -96,29 +109,51 @@ Kernel ternary_matmul_fragments(const OpTarget& target, uint32_t rows, uint32_t 
   for (uint32_t i = 0; i < a_tiles; ++i) a.push_back(k.matrix<MatrixA<i8, M, K>>("a" + std::to_string(i)));
   for (uint32_t j = 0; j < o.token_tiles; ++j) b.push_back(k.matrix<MatrixB<i8, K, N>>("b" + std::to_string(j)));
 
-  for_range(0u, cols / kBlockCols, [&](Expr<u32> blk) {
-    std::vector<std::array<Expr<uvec2>, 2>> codes;  // this block's 8 bytes of rows g and g + 8, per tile
+  // Experiment (BDSL_X_PREFETCH): the next block's codes and first step's activations loaded a
+  // block ahead, into variables.
+  const bool prefetch = std::getenv("BDSL_X_PREFETCH") != nullptr;
+  if (prefetch) name_suffix_marker(k);
+  const uint32_t blocks = cols / kBlockCols;
+  std::vector<std::array<Var<uvec2>, 2>> codes_next;
+  std::vector<Var<uvec2>> x_next;
+  if (prefetch) {
     for (uint32_t i = 0; i < a_tiles; ++i)
-      codes.push_back({let("codes", Expr<uvec2>(weights_of(i)[a_at[i][0] + blk * 4u])),
-                       let("codes", Expr<uvec2>(weights_of(i)[a_at[i][1] + blk * 4u]))});
+      codes_next.push_back({k.var<uvec2>("codes_next", weights_of(i)[a_at[i][0]]), k.var<uvec2>("codes_next", weights_of(i)[a_at[i][1]])});
+    for (uint32_t j = 0; j < o.token_tiles; ++j) x_next.push_back(k.var<uvec2>("x_next", x_q[b_at[j]]));
+  }
+  for_range(0u, blocks, [&](Expr<u32> blk) {
+    std::vector<std::array<Expr<uvec2>, 2>> codes;  // this block's 8 bytes of rows g and g + 8, per tile
+    std::vector<Expr<uvec2>> x0;
+    if (prefetch) {
+      for (uint32_t i = 0; i < a_tiles; ++i) codes.push_back({let("codes", Expr<uvec2>(codes_next[i][0])), let("codes", Expr<uvec2>(codes_next[i][1]))});
+      for (uint32_t j = 0; j < o.token_tiles; ++j) x0.push_back(let("x", Expr<uvec2>(x_next[j])));
+      auto next = let("next_blk", min(blk + 1u, blocks - 1));
+      for (uint32_t i = 0; i < a_tiles; ++i)
+        for (uint32_t h = 0; h < 2; ++h) codes_next[i][h] = weights_of(i)[a_at[i][h] + next * 4u];
+      for (uint32_t j = 0; j < o.token_tiles; ++j) x_next[j] = x_q[b_at[j] + next * 16u];
+    } else {
+      for (uint32_t i = 0; i < a_tiles; ++i)
+        codes.push_back({let("codes", Expr<uvec2>(weights_of(i)[a_at[i][0] + blk * 4u])),
+                         let("codes", Expr<uvec2>(weights_of(i)[a_at[i][1] + blk * 4u]))});
+    }
     for (uint32_t s = 0; s < kBlockCols / K; ++s) {
       for (uint32_t j = 0; j < o.token_tiles; ++j) {
-        auto x = let("x", Expr<uvec2>(x_q[b_at[j] + blk * 16u + s * 4u]));
-        set_bytes(b[j], 0, x.x());
-        set_bytes(b[j], 4, x.y());
+        auto x = prefetch && s == 0 ? x0[j] : let("x", Expr<uvec2>(x_q[b_at[j] + blk * 16u + s * 4u]));
+        set_bytes(b[j], order.b, 0, x.x());
+        set_bytes(b[j], order.b, 4, x.y());
       }
       const uint32_t shift = 6 - 2 * s;
       for (uint32_t i = 0; i < a_tiles; ++i) {
-        set_bytes(a[i], 0, let("a_lo", ternary_bytes(codes[i][0].x(), shift)));
-        set_bytes(a[i], 4, let("a_lo8", ternary_bytes(codes[i][1].x(), shift)));
-        set_bytes(a[i], 8, let("a_hi", ternary_bytes(codes[i][0].y(), shift)));
-        set_bytes(a[i], 12, let("a_hi8", ternary_bytes(codes[i][1].y(), shift)));
+        set_bytes(a[i], order.a, 0, let("a_lo", ternary_bytes(codes[i][0].x(), shift)));
+        set_bytes(a[i], order.a, 4, let("a_lo8", ternary_bytes(codes[i][1].x(), shift)));
+        set_bytes(a[i], order.a, 8, let("a_hi", ternary_bytes(codes[i][0].y(), shift)));
+        set_bytes(a[i], order.a, 12, let("a_hi8", ternary_bytes(codes[i][1].y(), shift)));
         for (uint32_t j = 0; j < o.token_tiles; ++j) acc[i * o.token_tiles + j].mul_add(a[i], b[j]);
       }
     }
   }, "blk");
 
-  // Element e of an accumulator: row g + 8 * (e / 2), token 2t + e % 2 of its tile.
+  // PTX's element e of an accumulator: row g + 8 * (e / 2), token 2t + e % 2 of its tile.
   for (uint32_t j = 0; j < o.token_tiles; ++j)
     for (uint32_t p = 0; p < 2; ++p) {
       auto token = let("token", token0 + j * N + 2u * t + p);
@@ -130,10 +165,10 @@ Kernel ternary_matmul_fragments(const OpTarget& target, uint32_t rows, uint32_t 
             auto row = let("row", row0 + (i * M + 8 * half) + g);
             if_(row < rows, [&] {
               auto at = let("at", token * rows + row);
-              auto dot = let("dot", acc[i * o.token_tiles + j].element(e));
+              auto dot = let("dot", acc[i * o.token_tiles + j].element(element_of(order.c, e)));
               if (gate_up) {
                 auto gate = let("gate", cast<f32>(dot) / s * scale);
-                auto up = let("up", cast<f32>(Expr<i32>(acc[(i + out_tiles) * o.token_tiles + j].element(e))) / s * *up_scale);
+                auto up = let("up", cast<f32>(Expr<i32>(acc[(i + out_tiles) * o.token_tiles + j].element(element_of(order.c, e)))) / s * *up_scale);
                 y[at] = gate_product(*o.gate_up, gate, up);
                 return;
               }

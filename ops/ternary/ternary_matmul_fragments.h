@@ -1,6 +1,6 @@
 // ternary_matmul_coopmat's tiles with register_operands (ops/tuning.h's CoopTile): each subgroup
-// reads its weights and activations from memory into its own matrices' elements, as PTX's
-// mma.m16n8k32 fragments hold them (ops/common/matrix_fragments.h), so the reduction runs with no
+// reads its weights and activations from memory into its own matrices' elements, where the
+// device holds PTX's mma.m16n8k32 fragments (ops/common/matrix_fragments.h), so the reduction runs with no
 // shared memory and no barrier; the accumulators go to the output from the elements too.
 //
 // A subgroup multiplies row_tiles 16-row tiles of weights by token_tiles 8-token tiles. Per
@@ -17,7 +17,7 @@
 
 namespace bdsl::ops {
 
-// Throws std::invalid_argument unless the target holds PTX's fragments (OpTarget::int8_ptx_fragments).
+// Throws std::invalid_argument unless the target holds PTX's fragments (OpTarget::int8_fragments).
 dsl::Kernel ternary_matmul_fragments(const OpTarget& target, uint32_t rows, uint32_t cols, const CoopMatmulOptions& o);
 
 }  // namespace bdsl::ops

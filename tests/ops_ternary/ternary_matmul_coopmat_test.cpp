@@ -166,32 +166,65 @@ TEST_F(TernaryMatmulCoopmat, PromptTilesSplitTheirReductionToTheSameBits) {
 }
 
 // The probe of where each invocation holds a 16x8x32 int8 product's elements: every element of A,
-// B and C held by exactly one invocation, and int8_fragments_are_ptx true exactly when each sits
-// where PTX's mma.m16n8k32 fragments put it. NVIDIA's tensor cores take those fragments, so an
-// NVIDIA device must hold them so.
+// B and C held by exactly one invocation; the order found, where there is one, puts each where
+// PTX's fragments do. NVIDIA's tensor cores take PTX's fragments, so an NVIDIA device must hold
+// them in some order. The probe's words are printed for a device that holds them otherwise.
 TEST_F(TernaryMatmulCoopmat, FragmentProbeFindsEveryElementOnce) {
   if (!ops::target_has_probe_shape(target())) GTEST_SKIP() << why_skipped() << " (the probe needs 16x8x32 and subgroups of 32)";
   rt::Buffer out = output(32 * ops::kFragmentProbeWords * 4, "elements");
   run2d(ops::int8_fragments_probe(target()), {out}, 1, 1);
   const auto got = out.download<uint32_t>();
   std::array<std::vector<int>, 3> seen{std::vector<int>(16 * 32), std::vector<int>(32 * 8), std::vector<int>(16 * 8)};
-  bool ptx = true;
-  for (uint32_t inv = 0; inv < 32; ++inv)
+  std::string table;
+  for (uint32_t inv = 0; inv < 32; ++inv) {
+    table += "\ninvocation " + std::to_string(inv) + ":";
     for (uint32_t i = 0; i < ops::kFragmentProbeWords; ++i) {
       const uint32_t w = got[inv * ops::kFragmentProbeWords + i], row = w >> 8, col = w & 0xffu;
+      table += " " + std::to_string(row) + "," + std::to_string(col);
       const int m = i < 16 ? 0 : i < 24 ? 1 : 2;
       const uint32_t cols = m == 0 ? 32 : 8, rows = m == 1 ? 32 : 16;
       ASSERT_TRUE(row < rows && col < cols) << "invocation " << inv << " element " << i << ": " << row << ", " << col;
       ++seen[m][row * cols + col];
-      const ops::FragmentElement want = m == 0 ? ops::ptx_fragment_a(inv, i)
-                                        : m == 1 ? ops::ptx_fragment_b(inv, i - 16)
-                                                 : ops::ptx_fragment_c(inv, i - 24);
-      ptx = ptx && want == ops::FragmentElement{row, col};
     }
+  }
   for (const auto& s : seen)
-    for (int n : s) ASSERT_EQ(n, 1);
-  EXPECT_EQ(ops::int8_fragments_are_ptx(ctx(), target()), ptx);
-  if (ctx().info().name.find("NVIDIA") != std::string::npos) EXPECT_TRUE(ptx) << ctx().info().name;
+    for (int n : s) ASSERT_EQ(n, 1) << table;
+  const auto order = ops::int8_fragment_order(got);
+  EXPECT_EQ(ops::probe_int8_fragments(ctx(), target()), order);
+  if (order)
+    for (uint32_t inv = 0; inv < 32; ++inv)
+      for (uint32_t i = 0; i < 16; ++i)
+        ASSERT_EQ(ops::ptx_fragment_a(inv, order->a[i]),
+                  (ops::FragmentElement{got[inv * ops::kFragmentProbeWords + i] >> 8, got[inv * ops::kFragmentProbeWords + i] & 0xffu}));
+  if (ctx().info().name.find("NVIDIA") != std::string::npos) EXPECT_TRUE(order.has_value()) << ctx().info().name << table;
+}
+
+// The order read from the probe's words: PTX's own, a permutation the same for every invocation,
+// and none where an invocation holds an element PTX's fragment of it does not.
+TEST(Int8FragmentOrder, ReadFromTheProbesWords) {
+  auto words_of = [](const ops::Int8FragmentOrder& o) {
+    std::vector<uint32_t> w(32 * ops::kFragmentProbeWords);
+    auto word = [](ops::FragmentElement e) { return (e.row << 8) | e.col; };
+    for (uint32_t inv = 0; inv < 32; ++inv) {
+      for (uint32_t i = 0; i < 16; ++i) w[inv * ops::kFragmentProbeWords + i] = word(ops::ptx_fragment_a(inv, o.a[i]));
+      for (uint32_t i = 0; i < 8; ++i) w[inv * ops::kFragmentProbeWords + 16 + i] = word(ops::ptx_fragment_b(inv, o.b[i]));
+      for (uint32_t i = 0; i < 4; ++i) w[inv * ops::kFragmentProbeWords + 24 + i] = word(ops::ptx_fragment_c(inv, o.c[i]));
+    }
+    return w;
+  };
+  const ops::Int8FragmentOrder ptx = ops::Int8FragmentOrder::ptx();
+  EXPECT_EQ(ops::int8_fragment_order(words_of(ptx)), ptx);
+  ops::Int8FragmentOrder swapped = ptx;
+  std::swap(swapped.a[4], swapped.a[8]);
+  std::swap(swapped.b[0], swapped.b[7]);
+  std::swap(swapped.c[1], swapped.c[2]);
+  EXPECT_EQ(ops::int8_fragment_order(words_of(swapped)), swapped);
+  std::vector<uint32_t> w = words_of(ptx);
+  std::swap(w[5 * ops::kFragmentProbeWords + 0], w[5 * ops::kFragmentProbeWords + 1]);  // one invocation apart
+  EXPECT_FALSE(ops::int8_fragment_order(w).has_value());
+  w = words_of(ptx);
+  w[3] = (15u << 8) | 31u;  // invocation 0 holding an element that is not its own
+  EXPECT_FALSE(ops::int8_fragment_order(w).has_value());
 }
 
 // Tiles whose subgroups read their operands into PTX's fragments (register_operands), with no
@@ -199,7 +232,7 @@ TEST_F(TernaryMatmulCoopmat, FragmentProbeFindsEveryElementOnce) {
 // no tile, odd tile counts, one subgroup alone.
 TEST_F(TernaryMatmulCoopmat, RegisterOperandTilesMatchGolden) {
   if (!has_tensor_cores()) GTEST_SKIP() << why_skipped();
-  if (!probed().int8_ptx_fragments) GTEST_SKIP() << "device " << ctx().info().name << " does not hold PTX's fragments";
+  if (!probed().int8_fragments) GTEST_SKIP() << "device " << ctx().info().name << " does not hold PTX's fragments";
   for (auto [rs, ts, rt, tt] : {std::array<uint32_t, 4>{4, 2, 2, 4}, {1, 1, 1, 1}, {2, 1, 4, 2}, {4, 2, 1, 2}, {3, 1, 3, 3}}) {
     ops::CoopMatmulOptions o;
     o.row_subgroups = rs, o.token_subgroups = ts, o.row_tiles = rt, o.token_tiles = tt, o.register_operands = true;
@@ -216,11 +249,11 @@ TEST_F(TernaryMatmulCoopmat, RegisterOperandTilesNeedTheProbe) {
   ops::Tuning tuning = ops::tuning_for(t);
   tuning.coop_tile_short.register_operands = true;
   const ops::ScopedTuning scoped(tuning);
-  t.int8_ptx_fragments = false;
+  t.int8_fragments.reset();
   EXPECT_FALSE(ops::coop_tiles_for(t, 2560, 2560).register_operands);
-  t.int8_ptx_fragments = true;
+  t.int8_fragments = ops::Int8FragmentOrder::ptx();
   EXPECT_TRUE(ops::coop_tiles_for(t, 2560, 2560).register_operands);
-  t.int8_ptx_fragments = false;
+  t.int8_fragments.reset();
   t.matrix_shapes = {MatrixShape{16, 8, 32, ScalarKind::I8, ScalarKind::I32}};
   t.subgroup_size = 32;
   ops::CoopMatmulOptions o = ops::coop_tiles_for(t, 2560, 2560);
@@ -241,7 +274,7 @@ TEST_F(TernaryMatmulCoopmat, FusedGateUpIsTheProductOfTheTwoProjections) {
     tiles.push_back(o);
   }
   // Operands read into the fragments, where the device holds PTX's: gate's tiles then up's per subgroup.
-  if (probed().int8_ptx_fragments)
+  if (probed().int8_fragments)
     for (auto [rs, ts, rt, tt] : {std::array<uint32_t, 4>{4, 2, 2, 4}, {1, 1, 2, 1}, {3, 1, 4, 3}}) {
       ops::CoopMatmulOptions o;
       o.row_subgroups = rs, o.token_subgroups = ts, o.row_tiles = rt, o.token_tiles = tt, o.register_operands = true;
