@@ -1,6 +1,5 @@
 #include "ops/ternary/ternary_matmul_fragments.h"
 
-#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -31,9 +30,6 @@ template <class M, size_t N>
 void set_bytes(const M& m, const std::array<uint8_t, N>& order, uint32_t first, const Expr<u32>& word) {
   for (uint32_t b = 0; b < 4; ++b) m.set_element(element_of(order, first + b), cast<i8>(b == 0 ? word : word >> (8 * b)));
 }
-
-// Marks the experiment's kernels apart in the bench's names (a variable never read).
-void name_suffix_marker(KernelBuilder& k) { k.var<u32>("prefetch_variant", 1u); }
 
 }  // namespace
 
@@ -109,36 +105,14 @@ Kernel ternary_matmul_fragments(const OpTarget& target, uint32_t rows, uint32_t 
   for (uint32_t i = 0; i < a_tiles; ++i) a.push_back(k.matrix<MatrixA<i8, M, K>>("a" + std::to_string(i)));
   for (uint32_t j = 0; j < o.token_tiles; ++j) b.push_back(k.matrix<MatrixB<i8, K, N>>("b" + std::to_string(j)));
 
-  // Experiment (BDSL_X_PREFETCH): the next block's codes and first step's activations loaded a
-  // block ahead, into variables.
-  const bool prefetch = std::getenv("BDSL_X_PREFETCH") != nullptr;
-  if (prefetch) name_suffix_marker(k);
-  const uint32_t blocks = cols / kBlockCols;
-  std::vector<std::array<Var<uvec2>, 2>> codes_next;
-  std::vector<Var<uvec2>> x_next;
-  if (prefetch) {
-    for (uint32_t i = 0; i < a_tiles; ++i)
-      codes_next.push_back({k.var<uvec2>("codes_next", weights_of(i)[a_at[i][0]]), k.var<uvec2>("codes_next", weights_of(i)[a_at[i][1]])});
-    for (uint32_t j = 0; j < o.token_tiles; ++j) x_next.push_back(k.var<uvec2>("x_next", x_q[b_at[j]]));
-  }
-  for_range(0u, blocks, [&](Expr<u32> blk) {
+  for_range(0u, cols / kBlockCols, [&](Expr<u32> blk) {
     std::vector<std::array<Expr<uvec2>, 2>> codes;  // this block's 8 bytes of rows g and g + 8, per tile
-    std::vector<Expr<uvec2>> x0;
-    if (prefetch) {
-      for (uint32_t i = 0; i < a_tiles; ++i) codes.push_back({let("codes", Expr<uvec2>(codes_next[i][0])), let("codes", Expr<uvec2>(codes_next[i][1]))});
-      for (uint32_t j = 0; j < o.token_tiles; ++j) x0.push_back(let("x", Expr<uvec2>(x_next[j])));
-      auto next = let("next_blk", min(blk + 1u, blocks - 1));
-      for (uint32_t i = 0; i < a_tiles; ++i)
-        for (uint32_t h = 0; h < 2; ++h) codes_next[i][h] = weights_of(i)[a_at[i][h] + next * 4u];
-      for (uint32_t j = 0; j < o.token_tiles; ++j) x_next[j] = x_q[b_at[j] + next * 16u];
-    } else {
-      for (uint32_t i = 0; i < a_tiles; ++i)
-        codes.push_back({let("codes", Expr<uvec2>(weights_of(i)[a_at[i][0] + blk * 4u])),
-                         let("codes", Expr<uvec2>(weights_of(i)[a_at[i][1] + blk * 4u]))});
-    }
+    for (uint32_t i = 0; i < a_tiles; ++i)
+      codes.push_back({let("codes", Expr<uvec2>(weights_of(i)[a_at[i][0] + blk * 4u])),
+                       let("codes", Expr<uvec2>(weights_of(i)[a_at[i][1] + blk * 4u]))});
     for (uint32_t s = 0; s < kBlockCols / K; ++s) {
       for (uint32_t j = 0; j < o.token_tiles; ++j) {
-        auto x = prefetch && s == 0 ? x0[j] : let("x", Expr<uvec2>(x_q[b_at[j] + blk * 16u + s * 4u]));
+        auto x = let("x", Expr<uvec2>(x_q[b_at[j] + blk * 16u + s * 4u]));
         set_bytes(b[j], order.b, 0, x.x());
         set_bytes(b[j], order.b, 4, x.y());
       }
