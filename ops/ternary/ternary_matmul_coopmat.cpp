@@ -8,6 +8,7 @@
 
 #include "ops/common/handoff.h"
 #include "ops/common/matrix_support.h"
+#include "ops/ternary/coopmat_pieces.h"
 #include "ops/ternary/ternary_matmul_fragments.h"
 #include "ops/tuning.h"
 
@@ -67,12 +68,6 @@ MatrixShape shape_or_throw(const OpTarget& t) {
     throw std::invalid_argument("ternary_matmul_coopmat: the target lists no cooperative-matrix shape 16x8x32 or "
                                 "16x16x32 i8*i8+i32 (use ternary_matmul)");
   return *shape;
-}
-
-// Codes 0, 1, 2 at bit `shift` of each byte of an I2_S word, as int8 -1, 0, +1 in the same bytes:
-// per byte (code + 0x7f) ^ 0x80 = code - 1, with no carry between bytes (code + 0x7f < 0x100).
-Expr<u32> ternary_bytes(const Expr<u32>& word, uint32_t shift) {
-  return (((word >> shift) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u;
 }
 
 // Loads of one 128-column step, held in registers between the global read and the shared write,
@@ -267,13 +262,7 @@ Kernel build(const OpTarget& target, uint32_t rows, uint32_t cols, const CoopMat
     }
   };
   auto epilogue = [&](Expr<u32> at, Expr<u32> token, Expr<i32> dot) {
-    auto s = let("s", bitcast<f32>(Expr<u32>(x_act[token * 2u])));
-    auto v = let("proj", cast<f32>(dot) / s * scale);  // as ternary_matmul: acc / s * scale
-    if (o.add_residual)
-      y[at] = y[at] + v;
-    else
-      y[at] = v;
-    if (acc_out) (*acc_out)[at] = dot;
+    write_projection(y, acc_out, o.add_residual, at, dot, let("s", bitcast<f32>(Expr<u32>(x_act[token * 2u]))), scale);
   };
   if (o.gate_up) {
     // Word w of a slot holds gate rows 4w..4w+3 in the first half of the row words and the same

@@ -4,18 +4,14 @@
 #include <string>
 #include <vector>
 
+#include "ops/ternary/coopmat_pieces.h"
+
 namespace bdsl::ops {
 using namespace bdsl::dsl;
 
 namespace {
 
 constexpr uint32_t kBlockCols = 128;
-
-// Codes 0, 1, 2 at bit `shift` of each byte, as int8 -1, 0, +1 in the same bytes (as
-// ternary_matmul_coopmat's staging).
-Expr<u32> ternary_bytes(const Expr<u32>& word, uint32_t shift) {
-  return (((word >> shift) & 0x03030303u) + 0x7f7f7f7fu) ^ 0x80808080u;
-}
 
 // The element of an invocation's share that holds PTX's fragment element p (OpTarget::int8_fragments).
 template <size_t N>
@@ -146,12 +142,7 @@ Kernel ternary_matmul_fragments(const OpTarget& target, uint32_t rows, uint32_t 
                 y[at] = gate_product(*o.gate_up, gate, up);
                 return;
               }
-              auto v = let("proj", cast<f32>(dot) / s * scale);  // as ternary_matmul: acc / s * scale
-              if (o.add_residual)
-                y[at] = y[at] + v;
-              else
-                y[at] = v;
-              if (acc_out) (*acc_out)[at] = dot;
+              write_projection(y, acc_out, o.add_residual, at, dot, s, scale);
             });
           }
       });
