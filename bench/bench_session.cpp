@@ -86,7 +86,7 @@ BenchSession::BenchSession(const BenchOptions& o) : options(o) {
   copts.device = o.device;
   ctx = std::make_unique<rt::Context>(copts);
   if (!ctx->info().timestamps) throw std::runtime_error("device '" + ctx->info().name + "' has no GPU timestamps");
-  target = ops::with_probed_fragments(*ctx, ops::with_exact_norm_scale(ops::OpTarget::from(ctx->info()), o.exact_norm_scale));
+  target = ops::with_exact_norm_scale(ops::OpTarget::from(ctx->info()), o.exact_norm_scale);
   if (o.coop_tile_short || o.coop_tile_tall || o.coop_tile_deep || o.memory_model_handoffs || o.coop_split_max_workgroups || o.coop_split_max_tokens ||
       o.coop_attention_from || o.coop_attention_chunk_tiles || o.coop_gate_up_fused || o.coop_attention_lean ||
       o.coop_attention_subgroups) {
@@ -104,6 +104,8 @@ BenchSession::BenchSession(const BenchOptions& o) : options(o) {
     if (o.coop_tile_deep) t.coop_tile_deep = *o.coop_tile_deep;
     ops::override_tuning(t);
   }
+  // The fragment order, probed as the model's start-up does: where the tiles ask for register operands.
+  if (ops::asks_register_operands(ops::tuning_for(target))) target = ops::with_probed_fragments(*ctx, target);
   std::fprintf(stderr, "device: %s\n", ctx->info().summary().c_str());
   std::fprintf(stderr, "RMSNorm scale: %s\n", ops::norm_scale_exact(target) ? "bitnet.cpp's (--exact-norm-scale)" : "f32 (the default)");
   peak_read_gbps = measure_peak_read(*ctx, o.quick ? (64ull << 20) : (1ull << 30), o.quick ? 3 : 10);

@@ -185,6 +185,11 @@ struct Tuning {
 // The row of the table for this device (by name), or the default row; while an override is set,
 // the override for every device.
 const Tuning& tuning_for(const OpTarget& target);
+// Whether any prompt tile asks for register operands: only then is the device's fragment order
+// worth probing (ops/common/matrix_fragments.h).
+inline bool asks_register_operands(const Tuning& t) {
+  return t.coop_tile_short.register_operands || t.coop_tile_tall.register_operands || t.coop_tile_deep.register_operands;
+}
 // bitnet-dsl-bench's way to compare shapes on a device: every later tuning_for answers `t`
 // (none: the table again). Not for the library or the tools.
 void override_tuning(const std::optional<Tuning>& t);

@@ -68,12 +68,19 @@ ops::SplitKvTuning decode_attention_tuning(const DecodeTuning& t, const ops::Att
   return a;
 }
 
+// The device's target; its fragment order probed only where the tuning table asks for register
+// operands, so no other start-up pays for the probe's pipeline.
+ops::OpTarget target_for(rt::Context& ctx, bool exact_norm_scale) {
+  const ops::OpTarget t = ops::with_exact_norm_scale(ops::OpTarget::from(ctx.info()), exact_norm_scale);
+  return ops::asks_register_operands(ops::tuning_for(t)) ? ops::with_probed_fragments(ctx, t) : t;
+}
+
 }  // namespace
 
 BitNetPipelines::BitNetPipelines(rt::Context& ctx, const models::BitNetConfig& c, uint32_t k,
                                  codegen::ShaderCache& cache, const DecodeTuning& requested, bool greedy_head,
                                  bool exact_norm_scale)
-    : target(ops::with_probed_fragments(ctx, ops::with_exact_norm_scale(ops::OpTarget::from(ctx.info()), exact_norm_scale))),
+    : target(target_for(ctx, exact_norm_scale)),
       tuning(with_table(requested, ops::tuning_for(target), target, c)),
       dims{c.n_heads, c.n_kv_heads, c.head_dim},
       split(ops::lm_head_split(target, c.vocab_size, c.dim)),

@@ -1,5 +1,6 @@
 // What the two tensor-core projections (ternary_matmul_coopmat's staged tiles and
-// ternary_matmul_fragments' register operands) share: the codes' unpacking and the epilogue.
+// ternary_matmul_fragments' register operands) share: the block, the codes' unpacking and the
+// epilogue.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -7,6 +8,8 @@
 #include "dsl/dsl.h"
 
 namespace bdsl::ops {
+
+constexpr uint32_t kBlockCols = 128;  // one I2_S block: the columns a step of the reduction takes
 
 // Codes 0, 1, 2 at bit `shift` of each byte of an I2_S word, as int8 -1, 0, +1 in the same bytes:
 // per byte (code + 0x7f) ^ 0x80 = code - 1, with no carry between bytes (code + 0x7f < 0x100).

@@ -17,7 +17,6 @@ using namespace bdsl::dsl;
 
 namespace {
 
-constexpr uint32_t kBlockCols = 128;  // one I2_S block: the columns staged per step
 // uvec4 per staged row (a weight row or a token): 8 hold its 128 int8, 1 is padding, so 8 rows
 // in a row start in 8 different 16-byte bank groups and a tensor-core load of 8 rows x 16 bytes
 // meets no bank conflict.

@@ -11,8 +11,6 @@ using namespace bdsl::dsl;
 
 namespace {
 
-constexpr uint32_t kBlockCols = 128;
-
 // The element of an invocation's share that holds PTX's fragment element p (OpTarget::int8_fragments).
 template <size_t N>
 uint32_t element_of(const std::array<uint8_t, N>& order, uint32_t p) {

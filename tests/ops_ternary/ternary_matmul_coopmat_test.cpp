@@ -247,7 +247,11 @@ TEST_F(TernaryMatmulCoopmat, RegisterOperandTilesMatchGolden) {
 TEST_F(TernaryMatmulCoopmat, RegisterOperandTilesNeedTheProbe) {
   ops::OpTarget t = target();
   ops::Tuning tuning = ops::tuning_for(t);
+  tuning.coop_tile_short.register_operands = false, tuning.coop_tile_tall.register_operands = false,
+  tuning.coop_tile_deep.register_operands = false;
+  EXPECT_FALSE(ops::asks_register_operands(tuning));  // no start-up probes the device then
   tuning.coop_tile_short.register_operands = true;
+  EXPECT_TRUE(ops::asks_register_operands(tuning));
   const ops::ScopedTuning scoped(tuning);
   t.int8_fragments.reset();
   EXPECT_FALSE(ops::coop_tiles_for(t, 2560, 2560).register_operands);
