@@ -5,6 +5,7 @@
 #include "ops/ternary/ternary_matmul_coopmat.h"
 
 #include <array>
+#include <cstdio>
 
 #include "codegen/interface_of.h"
 #include "ops/common/matrix_fragments.h"
@@ -191,12 +192,24 @@ TEST_F(TernaryMatmulCoopmat, FragmentProbeFindsEveryElementOnce) {
     for (int n : s) ASSERT_EQ(n, 1) << table;
   const auto order = ops::int8_fragment_order(got);
   EXPECT_EQ(ops::probe_int8_fragments(ctx(), target()), order);
-  if (order)
+  if (order) {  // the order found, for the record: which of PTX's elements each element is
+    std::string o = "order of PTX's elements held: a";
+    for (uint32_t i : order->a) o += " " + std::to_string(i);
+    o += ", b";
+    for (uint32_t i : order->b) o += " " + std::to_string(i);
+    o += ", c";
+    for (uint32_t i : order->c) o += " " + std::to_string(i);
+    std::printf("%s\n", o.c_str());
+  }
+  if (order) {
     for (uint32_t inv = 0; inv < 32; ++inv)
       for (uint32_t i = 0; i < 16; ++i)
         ASSERT_EQ(ops::ptx_fragment_a(inv, order->a[i]),
                   (ops::FragmentElement{got[inv * ops::kFragmentProbeWords + i] >> 8, got[inv * ops::kFragmentProbeWords + i] & 0xffu}));
-  if (ctx().info().name.find("NVIDIA") != std::string::npos) EXPECT_TRUE(order.has_value()) << ctx().info().name << table;
+  }
+  if (ctx().info().name.find("NVIDIA") != std::string::npos) {
+    EXPECT_TRUE(order.has_value()) << ctx().info().name << table;
+  }
 }
 
 // The order read from the probe's words: PTX's own, a permutation the same for every invocation,
