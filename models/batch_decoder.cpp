@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace bdsl::models {
 
@@ -12,6 +13,25 @@ int32_t BatchDecoder::previous_token(const std::vector<StepOutput>& last, int32_
                                 (index < 0 || size_t(index) >= last.size() ? "has " + std::to_string(last.size()) + " entries"
                                                                            : std::string("has no output")));
   return last[size_t(index)].token;
+}
+
+std::vector<StepOutput> BatchDecoder::prefill_shared(std::span<const Sharer> sharers, std::span<const int32_t> tokens,
+                                                     uint32_t pos) {
+  check_sharers(sharers, slots());
+  std::vector<StepOutput> out;
+  for (const Sharer& s : sharers) out.push_back(prefill(s.slot, tokens, pos, s.sampling, s.logprobs));
+  return out;
+}
+
+void BatchDecoder::check_sharers(std::span<const Sharer> sharers, uint32_t slots) {
+  if (sharers.empty()) throw std::invalid_argument("prefill_shared: no slot");
+  std::vector<bool> seen(slots);
+  for (const Sharer& s : sharers) {
+    if (s.slot >= slots)
+      throw std::out_of_range("prefill_shared: slot " + std::to_string(s.slot) + " of a " + std::to_string(slots) + "-slot decoder");
+    if (seen[s.slot]) throw std::invalid_argument("prefill_shared: slot " + std::to_string(s.slot) + " named twice");
+    seen[s.slot] = true;
+  }
 }
 
 uint64_t BatchDecoder::submit(std::span<const Entry> batch) {

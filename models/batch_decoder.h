@@ -61,6 +61,17 @@ class BatchDecoder {
   // (DecoderModel::prefill_scored).
   virtual StepOutput prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos,
                              const SamplerOptions& sampling = {}, int32_t logprobs = -1, const PromptScoring& scoring = {}) = 0;
+  // A prompt chunk that several slots take alike: slots whose caches hold the same tokens at
+  // positions 0..pos-1 (a prompt asked for n times, or the same prompt twice) all take `tokens`
+  // at pos..pos+n-1. Each output is what prefill() gives that slot alone: its token chosen under
+  // its own sampling, with its own log-probabilities; the prompt is scored for none. The base class
+  // runs prefill() for each; a device decoder runs the chunk once and copies its cache rows.
+  struct Sharer {
+    uint32_t slot = 0;  // distinct within a call
+    SamplerOptions sampling{};
+    int32_t logprobs = -1;  // as Entry::logprobs
+  };
+  virtual std::vector<StepOutput> prefill_shared(std::span<const Sharer> sharers, std::span<const int32_t> tokens, uint32_t pos);
   // One decode step for every entry (1 <= size <= step_capacity()); outputs in entry order. A slot
   // appears once, or (max_step_prompt() > 0) in a run at consecutive positions, in order: only the
   // last entry of a slot has an output (the others' argmax is -1, with no candidates). Entries
@@ -77,6 +88,10 @@ class BatchDecoder {
   // Waits for the step of `ticket` (the oldest one not collected, else std::logic_error) and
   // returns its outputs, as decode() does.
   virtual std::vector<StepOutput> collect(uint64_t ticket);
+
+ protected:
+  // Throws naming the slot where `sharers` is empty, names a slot twice or one past `slots`.
+  static void check_sharers(std::span<const Sharer> sharers, uint32_t slots);
 
  private:
   // The token of output `index` of the step submitted last: throws std::invalid_argument naming

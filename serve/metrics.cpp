@@ -15,6 +15,9 @@ void metric(std::string& out, const char* name, const char* type, const char* he
 std::string prometheus_text(const SchedulerStats& s, double uptime_seconds) {
   std::string out;
   metric(out, "bdsl_prompt_tokens_total", "counter", "Prompt tokens read, in prompt chunks or in decode steps.", double(s.prompt_tokens));
+  metric(out, "bdsl_prompt_tokens_shared_total", "counter",
+         "Prompt tokens a sequence took from another's chunk of the same prompt (n > 1), not read again.",
+         double(s.shared_prompt_tokens));
   metric(out, "bdsl_generated_tokens_total", "counter", "Tokens generated (sampled).", double(s.generated_tokens));
   metric(out, "bdsl_requests_finished_total", "counter", "Requests ended, cancellations included.",
          double(s.requests_finished));

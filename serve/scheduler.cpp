@@ -131,6 +131,7 @@ SchedulerStats Scheduler::stats() const {
   s.busy_seconds = double(busy_ns_) * 1e-9;
   s.prefill_seconds = double(prefill_ns_) * 1e-9;
   s.prefills = prefills_;
+  s.shared_prompt_tokens = shared_prompt_tokens_;
   s.decode_steps = decode_steps_;
   return s;
 }
@@ -220,11 +221,28 @@ void Scheduler::prefill_some() {
   }
 }
 
+// The slots whose sequences take the chunk of `slot`'s alike: the same prompt, read as far, and
+// neither scoring its prompt (slot first). A prompt asked for n times is read once.
+std::vector<uint32_t> Scheduler::sharers_of(uint32_t slot) const {
+  const Sequence& seq = *running_[slot];
+  std::vector<uint32_t> out{slot};
+  if (scores_prompt(seq.request())) return out;
+  for (uint32_t s = 0; s < slots_; ++s) {
+    const Sequence* other = running_[s].get();
+    if (s != slot && other && other->prefilling() && !prompt_in_steps(*other) && !scores_prompt(other->request()) &&
+        other->prefilled == seq.prefilled && other->request().prompt == seq.request().prompt)
+      out.push_back(s);
+  }
+  return out;
+}
+
 void Scheduler::prefill_chunk(uint32_t slot, uint32_t n) {
   Sequence& seq = *running_[slot];
   const auto& prompt = seq.request().prompt;
+  const auto chunk = std::span(prompt).subspan(seq.prefilled, n);
+  const std::vector<uint32_t> slots = sharers_of(slot);
   const auto t0 = std::chrono::steady_clock::now();
-  models::StepOutput out;
+  std::vector<models::StepOutput> out;
   // The prompt's own log-probabilities: row i's logits score the token after it (the last row's
   // next token is the first generated one: out.logprobs), on the device.
   models::PromptScoring scoring;
@@ -239,22 +257,32 @@ void Scheduler::prefill_chunk(uint32_t slot, uint32_t n) {
                }};
   }
   try {
-    out = decoder_.prefill(slot, std::span(prompt).subspan(seq.prefilled, n), seq.prefilled, seq.request().sampling,
-                           seq.request().logprobs, scoring);
+    if (slots.size() == 1) {
+      out.push_back(decoder_.prefill(slot, chunk, seq.prefilled, seq.request().sampling, seq.request().logprobs, scoring));
+    } else {
+      std::vector<models::BatchDecoder::Sharer> sharers;
+      for (uint32_t s : slots)
+        sharers.push_back({s, running_[s]->request().sampling, running_[s]->request().logprobs});
+      out = decoder_.prefill_shared(sharers, chunk, seq.prefilled);
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "serve: prefill failed: %s\n", e.what());
-    finish(slot, FinishReason::Error);
+    for (uint32_t s : slots) finish(s, FinishReason::Error);
     return;
   }
   const uint64_t ns = nanoseconds_since(t0);
   busy_ns_ += ns;
   prefill_ns_ += ns;
   ++prefills_;
-  prompt_tokens_ += n;
-  seq.prefilled += n;
-  if (seq.prefilling()) return;
-  seq.pos = seq.prefilled;
-  accept(slot, out.token, seq.pos, out.logprobs);
+  prompt_tokens_ += uint64_t{n} * slots.size();
+  shared_prompt_tokens_ += uint64_t{n} * (slots.size() - 1);
+  for (size_t i = 0; i < slots.size(); ++i) {
+    Sequence& s = *running_[slots[i]];
+    s.prefilled += n;
+    if (s.prefilling()) continue;
+    s.pos = s.prefilled;
+    accept(slots[i], out[i].token, s.pos, out[i].logprobs);
+  }
 }
 
 // One decode step over every sequence that is generating (its token given, or fed by the step

@@ -55,6 +55,7 @@ struct SchedulerStats {
   uint32_t queue_length = 0;
   uint32_t queue_capacity = 0;
   uint64_t prompt_tokens = 0;       // prefilled or run in decode steps
+  uint64_t shared_prompt_tokens = 0;  // of which a sequence took from another's chunk of the same prompt
   uint64_t generated_tokens = 0;    // sampled
   uint64_t requests_finished = 0;   // every end, cancellations included
   uint64_t requests_cancelled = 0;
@@ -126,6 +127,7 @@ class Scheduler {
   bool submit_step();                     // false: no sequence had an entry
   void collect_step(bool deliver = true);
   bool prompt_in_steps(const Sequence& seq) const;  // its prompt runs as entries of decode steps
+  std::vector<uint32_t> sharers_of(uint32_t slot) const;
   static bool scores_prompt(const GenerationRequest& r) { return r.prompt_logprobs && r.logprobs >= 0; }
   // `token` for the sequence in `slot`, to be decoded at `position`, with its log-probabilities
   // where the request asked for them.
@@ -150,7 +152,7 @@ class Scheduler {
   std::deque<InFlightStep> in_flight_;              // submitted steps, oldest first. The worker's alone.
 
   std::atomic<uint32_t> active_{0}, queued_{0};
-  std::atomic<uint64_t> prompt_tokens_{0}, generated_{0}, finished_{0}, cancelled_{0}, rejected_{0}, busy_ns_{0}, prefill_ns_{0}, prefills_{0}, decode_steps_{0};
+  std::atomic<uint64_t> prompt_tokens_{0}, generated_{0}, finished_{0}, cancelled_{0}, rejected_{0}, busy_ns_{0}, prefill_ns_{0}, prefills_{0}, decode_steps_{0}, shared_prompt_tokens_{0};
   std::thread worker_;
 };
 

@@ -334,24 +334,43 @@ models::StepOutput BitNetBatchDecoder::prefill(uint32_t slot, std::span<const in
                                                const models::SamplerOptions& sampling, int32_t logprobs,
                                                const models::PromptScoring& scoring) {
   if (slot >= slots_) throw std::out_of_range(fmt::format("slot {} of a {}-slot decoder", slot, slots_));
+  const Sharer one{slot, sampling, logprobs};
+  return run_prefill(std::span(&one, 1), tokens, pos, scoring)[0];
+}
+
+std::vector<models::StepOutput> BitNetBatchDecoder::prefill_shared(std::span<const Sharer> sharers,
+                                                                   std::span<const int32_t> tokens, uint32_t pos) {
+  check_sharers(sharers, slots_);
+  return run_prefill(sharers, tokens, pos, {});
+}
+
+std::vector<models::StepOutput> BitNetBatchDecoder::run_prefill(std::span<const Sharer> sharers, std::span<const int32_t> tokens,
+                                                                uint32_t pos, const models::PromptScoring& scoring) {
   if (tokens.empty()) throw std::invalid_argument("prefill: no tokens");
   if (uint64_t{pos} + tokens.size() > context_length())
     throw std::out_of_range(fmt::format("prefill of {} tokens at position {} goes past the context length {}", tokens.size(),
                                         pos, context_length()));
-  check_batch_sampling(sampling, top_k());
-  check_logprobs(logprobs, top_logprobs_);
-  wait_in_flight();  // a step in flight may still write this slot's rows
-  // The model's cache must hold this slot's positions 0..pos-1 for the chunk's attention.
-  if (model_slot_ != slot || model_rows_ < pos) copy_rows(false, slot, 0, pos);
+  for (const Sharer& s : sharers) {
+    check_batch_sampling(s.sampling, top_k());
+    check_logprobs(s.logprobs, top_logprobs_);
+  }
+  wait_in_flight();  // a step in flight may still write these slots' rows
+  // The model's cache must hold positions 0..pos-1 (every sharer's alike) for the chunk's attention.
+  const uint32_t first = sharers[0].slot;
+  if (model_slot_ != first || model_rows_ < pos) copy_rows(false, first, 0, pos);
   model_slot_ = UINT32_MAX;  // until the prefill has run
-  models::StepOutput out = scoring.on_scored ? model_.prefill_scored(tokens, pos, scoring) : model_.prefill(tokens, pos);
-  // The model's prefill returns its candidates: the host twin of the device sampler picks.
-  out.token = models::choose_after_step(model_, out, sampling, pos + uint32_t(tokens.size()));
-  models::logprobs_after_step(model_, out, logprobs);
-  copy_rows(true, slot, pos, uint32_t(tokens.size()));
-  model_slot_ = slot;
+  const models::StepOutput ran = scoring.on_scored ? model_.prefill_scored(tokens, pos, scoring) : model_.prefill(tokens, pos);
+  std::vector<models::StepOutput> outs;
+  for (const Sharer& s : sharers) {
+    // The model's prefill returns its candidates: the host twin of the device sampler picks.
+    models::StepOutput& out = outs.emplace_back(ran);
+    out.token = models::choose_after_step(model_, out, s.sampling, pos + uint32_t(tokens.size()));
+    models::logprobs_after_step(model_, out, s.logprobs);
+    copy_rows(true, s.slot, pos, uint32_t(tokens.size()));
+  }
+  model_slot_ = first;
   model_rows_ = pos + uint32_t(tokens.size());
-  return out;
+  return outs;
 }
 
 std::vector<models::StepOutput> BitNetBatchDecoder::decode(std::span<const Entry> batch) { return collect(submit(batch)); }

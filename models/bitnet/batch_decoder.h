@@ -159,6 +159,9 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   models::StepOutput prefill(uint32_t slot, std::span<const int32_t> tokens, uint32_t pos,
                              const models::SamplerOptions& sampling = {}, int32_t logprobs = -1,
                              const models::PromptScoring& scoring = {}) override;
+  // The chunk runs once, in the model's graph; its rows are copied into every sharer's slot.
+  std::vector<models::StepOutput> prefill_shared(std::span<const Sharer> sharers, std::span<const int32_t> tokens,
+                                                 uint32_t pos) override;
   std::vector<models::StepOutput> decode(std::span<const Entry> batch) override;
   uint64_t submit(std::span<const Entry> batch) override;
   std::vector<models::StepOutput> collect(uint64_t ticket) override;
@@ -261,6 +264,10 @@ class BitNetBatchDecoder final : public models::BatchDecoder {
   std::array<const rt::Graph*, 2> recorded(uint32_t bucket, const models::SamplerOptions& sampling = {}) const;
   ProjectionChoice projection_choice(uint32_t lanes) const;  // the projections of a bucket of `lanes`
   void copy_rows(bool into_slot, uint32_t slot, uint32_t first, uint32_t count);
+  // One prefill chunk for every sharer (their first slot's rows 0..pos-1 in the model's cache),
+  // scored where `scoring` says so.
+  std::vector<models::StepOutput> run_prefill(std::span<const Sharer> sharers, std::span<const int32_t> tokens, uint32_t pos,
+                                              const models::PromptScoring& scoring);
 
   rt::Context& ctx_;
   BitNetModel& model_;

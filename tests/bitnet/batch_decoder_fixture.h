@@ -48,16 +48,9 @@ struct Stream {
   std::vector<std::vector<float>> logits;  // each decode step's every logit, where returned
 };
 
-// Prefills every stream (in chunks of `chunk`), then decodes them together for `steps` steps.
-inline void run_together(bitnet::BitNetBatchDecoder& dec, std::vector<Stream>& streams, uint32_t steps, uint32_t chunk = 512) {
-  for (auto& s : streams) {
-    models::StepOutput out;
-    for (uint32_t first = 0; first < s.prompt.size(); first += chunk) {
-      const uint32_t n = std::min<uint32_t>(chunk, uint32_t(s.prompt.size()) - first);
-      out = dec.prefill(s.slot, std::span(s.prompt).subspan(first, n), first, s.sampling);
-    }
-    s.tokens = {out.token};
-  }
+// Decodes every stream (its prompt in its slot, its first token in tokens) together until each
+// has `steps` tokens.
+inline void decode_together(bitnet::BitNetBatchDecoder& dec, std::vector<Stream>& streams, uint32_t steps) {
   for (uint32_t i = 1; i < steps; ++i) {
     std::vector<models::BatchDecoder::Entry> batch;
     for (const auto& s : streams)
@@ -76,6 +69,19 @@ inline void run_together(bitnet::BitNetBatchDecoder& dec, std::vector<Stream>& s
       streams[j].logits.push_back(outs[j].logits);
     }
   }
+}
+
+// Prefills every stream (in chunks of `chunk`), then decodes them together for `steps` steps.
+inline void run_together(bitnet::BitNetBatchDecoder& dec, std::vector<Stream>& streams, uint32_t steps, uint32_t chunk = 512) {
+  for (auto& s : streams) {
+    models::StepOutput out;
+    for (uint32_t first = 0; first < s.prompt.size(); first += chunk) {
+      const uint32_t n = std::min<uint32_t>(chunk, uint32_t(s.prompt.size()) - first);
+      out = dec.prefill(s.slot, std::span(s.prompt).subspan(first, n), first, s.sampling);
+    }
+    s.tokens = {out.token};
+  }
+  decode_together(dec, streams, steps);
 }
 
 // The same tokens, and every step's 8 candidate logits the same bits.

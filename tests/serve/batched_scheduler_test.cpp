@@ -197,5 +197,48 @@ TEST_F(BatchedScheduler, PipelinedDeviceStepsGiveEveryRequestItsTextAlone) {
   EXPECT_EQ(s.stats().active_slots, 0u);
 }
 
+// A prompt asked for three times in one request (the server's n): its chunks run once for the
+// three slots (prefill_shared), and each choice is the text its seed gives alone. A fourth
+// request with another prompt, beside them, reads its own.
+TEST_F(BatchedScheduler, OnePromptForSeveralChoicesIsReadOnce) {
+  auto config = models::BitNetConfig::from_gguf(*file_);
+  bitnet::ModelOptions o;
+  o.top_k = 128;
+  auto model = std::make_unique<bitnet::BitNetModel>(ctx(), *file_, config, o);
+  bitnet::BitNetBatchDecoder d(ctx(), *model, 4, {.prompt_lanes = 4});
+  serve::Scheduler s(d, *tokenizer_, {8});
+  const std::string long_prompt = kPrompt + " " + kOther;
+  std::vector<serve::GenerationRequest> choices = {request(long_prompt, 6, 0.9f, 1), request(long_prompt, 6, 0.9f, 2),
+                                                   request(long_prompt, 6, 0.0f)};
+  const auto other = request(kOther + " " + kPrompt, 5, 0.8f, 3);
+  const uint32_t prompt_tokens = uint32_t(choices[0].prompt.size());
+  ASSERT_GT(prompt_tokens, d.max_step_prompt()) << "the prompt is prefilled, not run in the steps";
+  std::vector<std::string> alone;
+  for (const auto& r : choices) alone.push_back(generate(s, r).text);
+  const std::string other_alone = generate(s, other).text;
+  EXPECT_EQ(s.stats().shared_prompt_tokens, 0u) << "one at a time, every prompt is read";
+
+  const auto before = s.stats();
+  std::vector<std::unique_ptr<Collector>> got;
+  for (auto& r : choices) got.push_back(std::make_unique<Collector>()), got.back()->attach(r);
+  Collector got_other;
+  auto r_other = other;
+  got_other.attach(r_other);
+  s.submit_group(std::move(choices));
+  s.submit(std::move(r_other));
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_TRUE(got[i]->wait_end());
+    EXPECT_EQ(got[i]->text, alone[i]) << "choice " << i;
+    EXPECT_EQ(got[i]->usage.prompt_tokens, prompt_tokens);
+  }
+  ASSERT_TRUE(got_other.wait_end());
+  EXPECT_EQ(got_other.text, other_alone);
+  EXPECT_NE(alone[0], alone[1]) << "the seeds draw different texts";
+  const auto after = s.stats();
+  EXPECT_EQ(after.shared_prompt_tokens - before.shared_prompt_tokens, 2u * prompt_tokens);
+  EXPECT_EQ(after.prompt_tokens - before.prompt_tokens, 3u * prompt_tokens + uint32_t(other.prompt.size()));
+  EXPECT_EQ(after.prefills - before.prefills, 2u) << "one chunk for the three choices, one for the other prompt";
+}
+
 }  // namespace
 }  // namespace bdsl::test

@@ -134,6 +134,21 @@ test('n choices, whole and streamed', async () => {
   assert.deepEqual(usage, three.usage);
 });
 
+// A prompt too long to ride in the decode steps, asked for n = 3 times: its chunks run once for
+// the three choices (/metrics counts the two others' tokens as shared), each choice still the
+// text its seed gives alone.
+test('n choices of a long prompt read it once', async () => {
+  const prompt = Array.from({ length: 90 }, (_, i) => (i * 37 + 11) % 997);
+  const params = { model: MODEL, prompt, max_tokens: 6, temperature: 0.9 };
+  const alone = [];
+  for (const seed of [5, 6, 7]) alone.push(await client.completions.create({ ...params, seed }));
+  const shared = await metric('bdsl_prompt_tokens_shared_total');
+  const three = await client.completions.create({ ...params, seed: 5, n: 3 });
+  alone.forEach((a, j) => assert.equal(three.choices[j].text, a.choices[0].text, `choice ${j}`));
+  assert.equal(three.usage.prompt_tokens, prompt.length);
+  assert.equal(await metric('bdsl_prompt_tokens_shared_total') - shared, 2 * prompt.length);
+});
+
 // Several prompts in one completions request (what evaluation harnesses send in batches):
 // choice k is prompt k / n's (k % n)-th, each as if sent alone.
 test('several prompts in one completions request', async () => {
