@@ -23,7 +23,9 @@ struct CoopTile {
   // Each subgroup reads its operands from memory straight into its matrices' elements (PTX's
   // fragments: ops/ternary/ternary_matmul_fragments.h), so the reduction needs no shared memory
   // and no barrier. Only where the device's probe finds that arrangement (OpTarget::
-  // int8_fragments); elsewhere the tile runs staged. Not with double_buffer or k_splits.
+  // int8_fragments); elsewhere the tile runs staged. Not with double_buffer or k_splits. Right on
+  // the H100 but 1.75x slower there (bench/RESULTS.md run 42: a byte insert for every element
+  // written, 125 registers): off in every row.
   bool register_operands = false;
 };
 
