@@ -71,16 +71,21 @@ inline void decode_together(bitnet::BitNetBatchDecoder& dec, std::vector<Stream>
   }
 }
 
+// `prompt` through prefill() into `slot` in chunks of `chunk`: the last chunk's output.
+inline models::StepOutput prefill_in_chunks(models::BatchDecoder& dec, uint32_t slot, std::span<const int32_t> prompt,
+                                            uint32_t chunk, const models::SamplerOptions& sampling = {},
+                                            int32_t logprobs = -1) {
+  models::StepOutput out;
+  for (uint32_t first = 0; first < prompt.size(); first += chunk) {
+    const uint32_t n = std::min<uint32_t>(chunk, uint32_t(prompt.size()) - first);
+    out = dec.prefill(slot, prompt.subspan(first, n), first, sampling, logprobs);
+  }
+  return out;
+}
+
 // Prefills every stream (in chunks of `chunk`), then decodes them together for `steps` steps.
 inline void run_together(bitnet::BitNetBatchDecoder& dec, std::vector<Stream>& streams, uint32_t steps, uint32_t chunk = 512) {
-  for (auto& s : streams) {
-    models::StepOutput out;
-    for (uint32_t first = 0; first < s.prompt.size(); first += chunk) {
-      const uint32_t n = std::min<uint32_t>(chunk, uint32_t(s.prompt.size()) - first);
-      out = dec.prefill(s.slot, std::span(s.prompt).subspan(first, n), first, s.sampling);
-    }
-    s.tokens = {out.token};
-  }
+  for (auto& s : streams) s.tokens = {prefill_in_chunks(dec, s.slot, s.prompt, chunk, s.sampling).token};
   decode_together(dec, streams, steps);
 }
 

@@ -38,11 +38,7 @@ TEST_F(BatchDecoder, ASharedPromptGivesEachSlotWhatItsOwnPrefillGives) {
   for (const auto& s : sharers) {
     Stream& st = alone.emplace_back(Stream{0, prompt, {}});
     st.sampling = s.sampling;
-    models::StepOutput out;
-    for (uint32_t first = 0; first < prompt.size(); first += chunk) {
-      const uint32_t n = std::min<uint32_t>(chunk, uint32_t(prompt.size()) - first);
-      out = dec.prefill(0, std::span(prompt).subspan(first, n), first, s.sampling, s.logprobs);
-    }
+    const models::StepOutput out = prefill_in_chunks(dec, 0, prompt, chunk, s.sampling, s.logprobs);
     st.tokens = {out.token};
     alone_first.push_back(out);
     std::vector<Stream> one = {st};

@@ -200,8 +200,6 @@ TEST_F(TernaryMatmulCoopmat, FragmentProbeFindsEveryElementOnce) {
     o += ", c";
     for (uint32_t i : order->c) o += " " + std::to_string(i);
     std::printf("%s\n", o.c_str());
-  }
-  if (order) {
     for (uint32_t inv = 0; inv < 32; ++inv)
       for (uint32_t i = 0; i < 16; ++i)
         ASSERT_EQ(ops::ptx_fragment_a(inv, order->a[i]),
